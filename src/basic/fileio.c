@@ -1,0 +1,130 @@
+#include "fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "string-util.h"
+
+int read_full_fd(int fd, size_t max_size, char **ret_data, size_t *ret_size) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, cap = 0;
+
+        for (;;) {
+                if (cap - len < 4096) {
+                        size_t nc = cap ? cap * 2 : 8192;
+                        if (nc > max_size + 1 + 4096)
+                                nc = max_size + 1 + 4096;
+                        if (nc <= cap)
+                                return -EFBIG;
+                        char *nb = realloc(buf, nc);
+                        if (!nb)
+                                return -ENOMEM;
+                        buf = nb;
+                        cap = nc;
+                }
+                ssize_t n = read(fd, buf + len, cap - len - 1);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+                if (len > max_size)
+                        return -EFBIG;
+        }
+        if (!buf) {
+                buf = malloc(1);
+                if (!buf)
+                        return -ENOMEM;
+        }
+        buf[len] = 0;
+        *ret_data = TAKE_PTR(buf);
+        if (ret_size)
+                *ret_size = len;
+        return 0;
+}
+
+int read_full_file_at(int dir_fd, const char *path, size_t max_size, char **ret_data,
+                      size_t *ret_size) {
+        _cleanup_close_ int fd = openat(dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return S_ISDIR(st.st_mode) ? -EISDIR : -EBADFD;
+        if ((size_t)st.st_size > max_size)
+                return -EFBIG;
+        return read_full_fd(fd, max_size, ret_data, ret_size);
+}
+
+int write_file_atomic(const char *path, const void *data, size_t size, mode_t mode) {
+        _cleanup_free_ char *dir_copy = strdup(path);
+        if (!dir_copy)
+                return -ENOMEM;
+        const char *dir = dirname(dir_copy);
+        _cleanup_free_ char *tmp = strprintf("%s.tmp.XXXXXX", path);
+        if (!tmp)
+                return -ENOMEM;
+        _cleanup_close_ int dfd = -EBADF;
+        _cleanup_close_ int fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+
+        int r = 0;
+        const char *p = data;
+        size_t left = size;
+        while (left > 0) {
+                ssize_t n = write(fd, p, left);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        r = -errno;
+                        goto fail;
+                }
+                p += n;
+                left -= (size_t)n;
+        }
+        if (fchmod(fd, mode) < 0 || fsync(fd) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        if (rename(tmp, path) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0)
+                (void)fsync(dfd);
+        return 0;
+fail:
+        (void)unlink(tmp);
+        return r;
+}
+
+int mkdir_p(const char *path, mode_t mode) {
+        _cleanup_free_ char *p = strdup(path);
+        if (!p)
+                return -ENOMEM;
+        for (char *s = p + 1; *s; s++) {
+                if (*s != '/')
+                        continue;
+                *s = 0;
+                if (mkdir(p, mode) < 0 && errno != EEXIST)
+                        return -errno;
+                *s = '/';
+        }
+        if (mkdir(p, mode) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}

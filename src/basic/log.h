@@ -1,0 +1,46 @@
+/* Logging to stderr with syslog levels. Under systemd (JOURNAL_STREAM set)
+ * lines carry "<N>" prefixes so journald keeps the level. log_*_errno()
+ * returns -abs(error) so callers can "return log_error_errno(r, ...)". */
+#pragma once
+
+#include <stdarg.h>
+#include <syslog.h>
+
+#include "macro.h"
+
+/* Highest level that is printed: LOG_INFO by default; -v N raises it to
+ * LOG_DEBUG. The logger is process configuration, set once by main(). */
+void log_set_max_level(int level);
+int log_get_max_level(void);
+void log_set_target_journal(int on);
+/* Open the logger from the environment (JOURNAL_STREAM, NANOLET_LOG_LEVEL). */
+void log_setup(void);
+
+int log_internal(int level, int error, const char *file, int line, const char *func,
+                 const char *format, ...) _printf_(6, 7);
+int log_internalv(int level, int error, const char *file, int line, const char *func,
+                  const char *format, va_list ap) _printf_(6, 0);
+
+#define log_full_errno(level, error, ...)                                      \
+        ({                                                                     \
+                int _l = (level), _e = (error);                                \
+                (log_get_max_level() >= _l)                                    \
+                        ? log_internal(_l, _e, __FILE__, __LINE__, __func__,   \
+                                       __VA_ARGS__)                            \
+                        : -(_e < 0 ? -_e : _e);                                \
+        })
+#define log_full(level, ...) (void)log_full_errno((level), 0, __VA_ARGS__)
+
+#define log_debug(...) log_full(LOG_DEBUG, __VA_ARGS__)
+#define log_info(...) log_full(LOG_INFO, __VA_ARGS__)
+#define log_notice(...) log_full(LOG_NOTICE, __VA_ARGS__)
+#define log_warning(...) log_full(LOG_WARNING, __VA_ARGS__)
+#define log_error(...) log_full(LOG_ERR, __VA_ARGS__)
+
+#define log_debug_errno(e, ...) log_full_errno(LOG_DEBUG, (e), __VA_ARGS__)
+#define log_info_errno(e, ...) log_full_errno(LOG_INFO, (e), __VA_ARGS__)
+#define log_warning_errno(e, ...) log_full_errno(LOG_WARNING, (e), __VA_ARGS__)
+#define log_error_errno(e, ...) log_full_errno(LOG_ERR, (e), __VA_ARGS__)
+
+/* For out-of-memory, the one error every path shares. */
+#define log_oom() log_error_errno(-ENOMEM, "Out of memory.")

@@ -1,0 +1,2 @@
+/* placeholder */
+typedef int nanolet_placeholder_t;

@@ -1,0 +1,98 @@
+/* Single-threaded epoll event loop with typed sources: io, timer, signal
+ * (signalfd), child (pidfd) and inotify. Nothing in a callback may block.
+ * A callback returning a negative errno stops the loop with that error;
+ * event_exit() stops it with a chosen code. Sources are owned by whoever
+ * created them and freed with event_source_free(), which is safe inside the
+ * source's own callback (the free is deferred until dispatch returns). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include "cleanup.h"
+#include "time-util.h"
+
+typedef struct Event Event;
+typedef struct EventSource EventSource;
+
+typedef int (*event_io_handler_t)(EventSource *s, int fd, uint32_t revents, void *userdata);
+typedef int (*event_time_handler_t)(EventSource *s, usec_t now, void *userdata);
+typedef int (*event_signal_handler_t)(EventSource *s, const struct signalfd_siginfo *si,
+                                      void *userdata);
+/* si holds the child's exit status as waitid() reports it (si_code
+ * CLD_EXITED / CLD_KILLED / CLD_DUMPED, si_status). The child is reaped
+ * before the callback runs and the source is disabled afterwards. */
+typedef int (*event_child_handler_t)(EventSource *s, const siginfo_t *si, void *userdata);
+/* Called once per inotify event read from the source's inotify fd. */
+typedef int (*event_inotify_handler_t)(EventSource *s, const struct inotify_event *ev,
+                                       void *userdata);
+
+int event_new(Event **ret);
+Event *event_free(Event *e);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Event *, event_free)
+#define _cleanup_event_free_ _cleanup_(event_freep)
+
+/* Runs until event_exit() or a callback fails; returns the exit code or the
+ * negative errno of the failure. */
+int event_loop(Event *e);
+/* Runs one iteration, waiting at most timeout (USEC_INFINITY: forever). */
+int event_run(Event *e, usec_t timeout);
+int event_exit(Event *e, int code);
+/* CLOCK_MONOTONIC time cached at the start of the current iteration. */
+usec_t event_now(Event *e);
+
+/* fd is not owned unless event_source_set_io_fd_own() is called. events are
+ * EPOLLIN/EPOLLOUT/...; may be changed later with event_source_set_io_events(). */
+int event_add_io(Event *e, EventSource **ret, int fd, uint32_t events, event_io_handler_t cb,
+                 void *userdata);
+int event_source_set_io_events(EventSource *s, uint32_t events);
+int event_source_set_io_fd_own(EventSource *s, bool own);
+int event_source_get_io_fd(EventSource *s);
+
+/* One-shot timer at an absolute CLOCK_MONOTONIC time; re-arm it with
+ * event_source_set_time() (also from inside the callback). accuracy is
+ * the allowed lateness used to coalesce wake-ups (0 = default 1 ms). */
+int event_add_time(Event *e, EventSource **ret, usec_t when, usec_t accuracy,
+                   event_time_handler_t cb, void *userdata);
+/* Convenience: relative to now. */
+int event_add_time_relative(Event *e, EventSource **ret, usec_t delay, usec_t accuracy,
+                            event_time_handler_t cb, void *userdata);
+int event_source_set_time(EventSource *s, usec_t when);
+int event_source_set_time_relative(EventSource *s, usec_t delay);
+usec_t event_source_get_time(EventSource *s);
+
+/* Blocks sig in the process mask and delivers it through a signalfd. */
+int event_add_signal(Event *e, EventSource **ret, int sig, event_signal_handler_t cb,
+                     void *userdata);
+
+/* Watches a child by pidfd (pidfd_open). pid must be a child of this process. */
+int event_add_child(Event *e, EventSource **ret, pid_t pid, event_child_handler_t cb,
+                    void *userdata);
+pid_t event_source_get_child_pid(EventSource *s);
+
+/* Creates an inotify instance with one watch on path; more watches can be
+ * added with event_source_inotify_add_watch(). Returns the watch descriptor
+ * of the first watch via ret_wd when non-NULL. */
+int event_add_inotify(Event *e, EventSource **ret, const char *path, uint32_t mask,
+                      event_inotify_handler_t cb, void *userdata, int *ret_wd);
+int event_source_inotify_add_watch(EventSource *s, const char *path, uint32_t mask);
+int event_source_inotify_rm_watch(EventSource *s, int wd);
+
+/* Runs cb on the next iteration (after I/O dispatch), then disables itself
+ * unless re-enabled. Useful to batch work triggered by several events. */
+int event_add_defer(Event *e, EventSource **ret, event_time_handler_t cb, void *userdata);
+
+int event_source_set_enabled(EventSource *s, bool enabled);
+bool event_source_get_enabled(EventSource *s);
+void *event_source_get_userdata(EventSource *s);
+Event *event_source_get_event(EventSource *s);
+/* Name used in debug logs. */
+int event_source_set_description(EventSource *s, const char *description);
+
+EventSource *event_source_free(EventSource *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(EventSource *, event_source_free)
+#define _cleanup_event_source_free_ _cleanup_(event_source_freep)

@@ -1,0 +1,2 @@
+/* placeholder: being written */
+typedef int nanolet_placeholder_t;

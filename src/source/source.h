@@ -1,0 +1,121 @@
+/* Manifest sources and their merge into one desired state.
+ *
+ * Sources (directory, URL) read manifests and hand the objects of each
+ * origin (one file, or the URL) to a PodConfig. The PodConfig owns the
+ * desired state: it resolves duplicates, keeps the last good objects of an
+ * origin that turned invalid, and turns every change into one stream of
+ * ADD / UPDATE / REMOVE / ERROR events keyed by pod UID. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "diag.h"
+#include "event.h"
+#include "manifest.h"
+
+typedef enum SourceEventType {
+        SOURCE_EVENT_ADD,    /* a new pod is wanted */
+        SOURCE_EVENT_UPDATE, /* pod namespace/name now has a new UID: old_uid is replaced by uid */
+        SOURCE_EVENT_REMOVE, /* pod uid is no longer wanted */
+        SOURCE_EVENT_ERROR,  /* an origin has problems (errors->n_errors > 0) or no longer has (== 0) */
+        _SOURCE_EVENT_MAX,
+        _SOURCE_EVENT_INVALID = -22,
+} SourceEventType;
+
+const char *source_event_type_to_string(SourceEventType t); /* "ADD", "UPDATE", ... */
+
+typedef struct SourceEvent {
+        SourceEventType type;
+        const char *source;  /* kubelet's source name: "file" or "http" */
+        const char *origin;  /* the file path or URL */
+        const char *uid;     /* ADD/UPDATE: new pod's UID; REMOVE: removed pod's UID */
+        const char *old_uid; /* UPDATE only */
+        /* ADD/UPDATE: the wanted pod; REMOVE: the pod that was wanted. The
+         * handler takes a reference if it keeps it. NULL for ERROR. */
+        ManifestObject *object;
+        const Diagnostics *errors; /* ERROR only */
+} SourceEvent;
+
+typedef void (*source_event_handler_t)(const SourceEvent *ev, void *userdata);
+
+/* ---- merged desired state ---- */
+
+typedef struct PodConfig PodConfig;
+
+int pod_config_new(PodConfig **ret, source_event_handler_t handler, void *userdata);
+PodConfig *pod_config_free(PodConfig *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(PodConfig *, pod_config_free)
+
+/* Replaces what origin contributes with objs (takes new references; the
+ * caller keeps its own). Clears the origin's error. Events are emitted by
+ * pod_config_commit(), so a batch of changes (a rename: one origin removed,
+ * another added) becomes one change per pod. */
+int pod_config_set_origin(PodConfig *c, const char *source, const char *origin,
+                          ManifestObject **objs, size_t n);
+/* Forgets origin (file deleted). */
+int pod_config_remove_origin(PodConfig *c, const char *source, const char *origin);
+/* Marks origin as failing; its last good objects stay wanted. */
+int pod_config_set_origin_error(PodConfig *c, const char *source, const char *origin,
+                                const Diagnostics *errors);
+/* Computes the new desired set and emits the events for the difference. */
+int pod_config_commit(PodConfig *c);
+
+/* Lookups for pods that reference local ConfigMaps and Secrets. */
+ManifestObject *pod_config_find(PodConfig *c, ManifestKind kind, const char *namespace,
+                                const char *name);
+/* Iterates the wanted pods in a stable order; *iter starts at 0. */
+ManifestObject *pod_config_next_pod(PodConfig *c, size_t *iter);
+/* Iterates origins that currently have errors. */
+bool pod_config_next_error(PodConfig *c, size_t *iter, const char **ret_origin,
+                           const Diagnostics **ret_errors);
+
+/* ---- directory source (SPEC §4) ---- */
+
+typedef struct DirSource DirSource;
+
+typedef struct DirSourceOptions {
+        const char *path;           /* directory or single file */
+        const char *node_name;
+        usec_t check_frequency;     /* full rescan period; default 20 s */
+        usec_t debounce;            /* removal debounce; default 500 ms, max 1 s */
+        size_t max_file_size;       /* default 10 MiB */
+        bool allow_insecure;        /* skip the owner/mode trust check */
+} DirSourceOptions;
+
+int dir_source_new(DirSource **ret, Event *e, PodConfig *config, const DirSourceOptions *opts);
+/* Sets up inotify and runs the first scan (synchronously, before returning). */
+int dir_source_start(DirSource *s);
+/* Full rescan now (also run by the timer). */
+int dir_source_rescan(DirSource *s);
+DirSource *dir_source_free(DirSource *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(DirSource *, dir_source_free)
+
+/* Name filter of SPEC §4: 1 = read, 0 = ignored (dotfile, backup, editor
+ * temp, package-manager leftovers), -1 = silently skipped (other extension). */
+int manifest_filename_classify(const char *name);
+
+/* Trust check of SPEC §4: owned by root, not group/world writable. Returns 0
+ * or -EPERM with a sentence in *ret_reason (allocated). */
+int manifest_path_check_trust(int fd, const char *path, char **ret_reason);
+
+/* ---- URL source (SPEC §4) ---- */
+
+typedef struct UrlSource UrlSource;
+
+typedef struct UrlSourceOptions {
+        const char *url;
+        char *const *headers;       /* "Key: Value" strings; may be NULL */
+        const char *node_name;
+        usec_t check_frequency;     /* default 20 s */
+        usec_t timeout;             /* default 10 s */
+        size_t max_body;            /* default 10 MiB */
+} UrlSourceOptions;
+
+int url_source_new(UrlSource **ret, Event *e, PodConfig *config, const UrlSourceOptions *opts);
+/* Starts the first fetch at once and polls afterwards. */
+int url_source_start(UrlSource *s);
+/* Error count, for metrics and status. */
+unsigned url_source_get_error_count(UrlSource *s);
+UrlSource *url_source_free(UrlSource *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(UrlSource *, url_source_free)
