@@ -1,2 +1,663 @@
-/* placeholder */
-typedef int nanolet_placeholder_t;
+/* Agent configuration: defaults, KubeletConfiguration file, flags. */
+#include "daemon-config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "log.h"
+#include "quantity.h"
+#include "string-util.h"
+#include "strv.h"
+#include "yaml-node.h"
+
+#define MIB (1024LL * 1024LL)
+
+static int set_str(char **field, const char *value) {
+        char *c = strdup(value);
+        if (!c)
+                return -ENOMEM;
+        free(*field);
+        *field = c;
+        return 0;
+}
+
+int nanolet_config_init(NanoletConfig *c) {
+        *c = (NanoletConfig){
+                .file_check_frequency = 20 * USEC_PER_SEC,
+                .http_check_frequency = 20 * USEC_PER_SEC,
+                .sync_frequency = 60 * USEC_PER_SEC,
+                .max_manifest_size = 10 * MIB,
+                .max_pods = 110,
+                .pod_pids_limit = -1,
+                .container_log_max_size = 10 * MIB,
+                .container_log_max_files = 5,
+                .image_gc_high_threshold = 85,
+                .image_gc_low_threshold = 80,
+                .serialize_image_pulls = true,
+                .read_only_port = 10255,
+                .healthz_port = 10248,
+        };
+        static const struct {
+                size_t offset;
+                const char *value;
+        } defaults[] = {
+                { offsetof(NanoletConfig, pod_manifest_path), "/etc/kubernetes/manifests" },
+                { offsetof(NanoletConfig, root_dir), "/var/lib/nanolet" },
+                { offsetof(NanoletConfig, run_dir), "/run/nanolet" },
+                { offsetof(NanoletConfig, pod_logs_dir), "/var/log/pods" },
+                { offsetof(NanoletConfig, runtime), "runc" },
+                { offsetof(NanoletConfig, cni_conf_dir), "/etc/cni/net.d" },
+                { offsetof(NanoletConfig, cni_bin_dir), "/opt/cni/bin:/usr/lib/cni" },
+                { offsetof(NanoletConfig, pod_cidr), "10.86.0.0/16" },
+                { offsetof(NanoletConfig, cluster_domain), "cluster.local" },
+                { offsetof(NanoletConfig, resolv_conf), "/etc/resolv.conf" },
+                { offsetof(NanoletConfig, hairpin_mode), "hairpin-veth" },
+                { offsetof(NanoletConfig, cgroup_driver), "cgroupfs" },
+                { offsetof(NanoletConfig, address), "127.0.0.1" },
+                { offsetof(NanoletConfig, healthz_bind_address), "127.0.0.1" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(defaults); i++)
+                if (set_str((char **)((char *)c + defaults[i].offset), defaults[i].value) < 0) {
+                        nanolet_config_deinit(c);
+                        return -ENOMEM;
+                }
+        static const char *const eviction[] = { "memory.available<100Mi", "nodefs.available<10%",
+                                                "nodefs.inodesFree<5%", "imagefs.available<15%" };
+        for (size_t i = 0; i < ELEMENTSOF(eviction); i++)
+                if (strv_extend(&c->eviction_hard, eviction[i]) < 0) {
+                        nanolet_config_deinit(c);
+                        return -ENOMEM;
+                }
+        return 0;
+}
+
+void nanolet_config_deinit(NanoletConfig *c) {
+        char **strings[] = {
+                &c->pod_manifest_path, &c->manifest_url,  &c->hostname_override,
+                &c->node_name,         &c->root_dir,      &c->run_dir,
+                &c->pod_logs_dir,      &c->runtime,       &c->cni_conf_dir,
+                &c->cni_bin_dir,       &c->pod_cidr,      &c->cluster_domain,
+                &c->resolv_conf,       &c->hairpin_mode,  &c->cgroup_driver,
+                &c->address,           &c->healthz_bind_address, &c->config_file,
+        };
+        for (size_t i = 0; i < ELEMENTSOF(strings); i++) {
+                free(*strings[i]);
+                *strings[i] = NULL;
+        }
+        c->manifest_url_headers = strv_free(c->manifest_url_headers);
+        c->cluster_dns = strv_free(c->cluster_dns);
+        c->eviction_hard = strv_free(c->eviction_hard);
+}
+
+int nanolet_parse_duration(const char *s, usec_t *ret) {
+        if (isempty(s))
+                return -EINVAL;
+        /* kubelet flags take Go durations; a bare number is seconds */
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (*end == 0 && errno == 0 && isdigit((unsigned char)s[0])) {
+                if (v > UINT64_MAX / USEC_PER_SEC)
+                        return -ERANGE;
+                *ret = v * USEC_PER_SEC;
+                return 0;
+        }
+        return duration_parse(s, ret);
+}
+
+/* ---- KubeletConfiguration ---- */
+
+typedef enum ConfigFieldType {
+        FIELD_STRING,
+        FIELD_DURATION,
+        FIELD_INT,
+        FIELD_BOOL,
+        FIELD_QUANTITY,
+        FIELD_STRV,
+        FIELD_HEADERS,   /* map[string][]string -> "Key: Value" list */
+        FIELD_EVICTION,  /* map[string]string -> "signal<value" list */
+        FIELD_IGNORED,   /* a kubelet field that has no meaning without an apiserver */
+} ConfigFieldType;
+
+typedef struct ConfigField {
+        const char *name;
+        ConfigFieldType type;
+        size_t offset;
+} ConfigField;
+
+#define F(n, t, m) { n, t, offsetof(NanoletConfig, m) }
+#define IGN(n) { n, FIELD_IGNORED, 0 }
+static const ConfigField config_fields[] = {
+        F("staticPodPath", FIELD_STRING, pod_manifest_path),
+        F("staticPodURL", FIELD_STRING, manifest_url),
+        F("staticPodURLHeader", FIELD_HEADERS, manifest_url_headers),
+        F("fileCheckFrequency", FIELD_DURATION, file_check_frequency),
+        F("httpCheckFrequency", FIELD_DURATION, http_check_frequency),
+        F("syncFrequency", FIELD_DURATION, sync_frequency),
+        F("clusterDNS", FIELD_STRV, cluster_dns),
+        F("clusterDomain", FIELD_STRING, cluster_domain),
+        F("resolvConf", FIELD_STRING, resolv_conf),
+        F("podCIDR", FIELD_STRING, pod_cidr),
+        F("readOnlyPort", FIELD_INT, read_only_port),
+        F("healthzPort", FIELD_INT, healthz_port),
+        F("healthzBindAddress", FIELD_STRING, healthz_bind_address),
+        F("address", FIELD_STRING, address),
+        F("maxPods", FIELD_INT, max_pods),
+        F("podPidsLimit", FIELD_INT, pod_pids_limit),
+        F("cgroupDriver", FIELD_STRING, cgroup_driver),
+        F("containerLogMaxSize", FIELD_QUANTITY, container_log_max_size),
+        F("containerLogMaxFiles", FIELD_INT, container_log_max_files),
+        F("evictionHard", FIELD_EVICTION, eviction_hard),
+        F("imageGCHighThresholdPercent", FIELD_INT, image_gc_high_threshold),
+        F("imageGCLowThresholdPercent", FIELD_INT, image_gc_low_threshold),
+        F("serializeImagePulls", FIELD_BOOL, serialize_image_pulls),
+        F("hairpinMode", FIELD_STRING, hairpin_mode),
+        /* kubeadm writes these; they are about the apiserver connection or
+         * features nanolet does not have, so they are accepted and ignored */
+        IGN("authentication"), IGN("authorization"), IGN("cgroupsPerQOS"),
+        IGN("containerRuntimeEndpoint"), IGN("cpuManagerReconcilePeriod"),
+        IGN("evictionPressureTransitionPeriod"), IGN("imageMinimumGCAge"),
+        IGN("logging"), IGN("memorySwap"), IGN("nodeStatusReportFrequency"),
+        IGN("nodeStatusUpdateFrequency"), IGN("rotateCertificates"),
+        IGN("runtimeRequestTimeout"), IGN("shutdownGracePeriod"),
+        IGN("shutdownGracePeriodCriticalPods"), IGN("streamingConnectionIdleTimeout"),
+        IGN("volumeStatsAggPeriod"), IGN("tlsCertFile"), IGN("tlsPrivateKeyFile"),
+        IGN("port"), IGN("featureGates"), IGN("failSwapOn"),
+};
+#undef F
+#undef IGN
+
+static bool node_is_string(const YamlNode *n) {
+        return n && n->type == YAML_NODE_STRING;
+}
+
+static int apply_field(NanoletConfig *c, const ConfigField *f, const YamlNode *v,
+                       const char *file, Diagnostics *diag) {
+        void *p = (char *)c + f->offset;
+        int r;
+
+#define BAD(...)                                                                          \
+        do {                                                                              \
+                diagnostics_add(diag, DIAG_ERROR, file, v->line, v->column, f->name,      \
+                                __VA_ARGS__);                                             \
+                return 0;                                                                 \
+        } while (0)
+
+        switch (f->type) {
+        case FIELD_IGNORED:
+                diagnostics_add(diag, DIAG_WARNING, file, v->line, v->column, f->name,
+                                "is ignored by nanolet (no apiserver)");
+                return 0;
+        case FIELD_STRING:
+                if (!node_is_string(v))
+                        BAD("must be a string");
+                return set_str(p, v->str);
+        case FIELD_DURATION: {
+                usec_t u;
+                if (!node_is_string(v) || nanolet_parse_duration(v->str, &u) < 0)
+                        BAD("must be a duration such as \"20s\"");
+                *(usec_t *)p = u;
+                return 0;
+        }
+        case FIELD_INT:
+                if (v->type != YAML_NODE_INT)
+                        BAD("must be an integer");
+                *(int64_t *)p = v->i;
+                return 0;
+        case FIELD_BOOL:
+                if (v->type != YAML_NODE_BOOL)
+                        BAD("must be true or false");
+                *(bool *)p = v->b;
+                return 0;
+        case FIELD_QUANTITY: {
+                Quantity q;
+                if (v->type == YAML_NODE_INT)
+                        q.value = v->i;
+                else if (!node_is_string(v) || quantity_parse(v->str, &q) < 0)
+                        BAD("must be a quantity such as \"10Mi\"");
+                if (q.value <= 0)
+                        BAD("must be positive");
+                *(int64_t *)p = q.value;
+                return 0;
+        }
+        case FIELD_STRV: {
+                if (v->type != YAML_NODE_SEQ)
+                        BAD("must be a list of strings");
+                _cleanup_strv_free_ char **l = NULL;
+                for (size_t i = 0; i < v->n; i++) {
+                        if (!node_is_string(v->items[i]))
+                                BAD("must be a list of strings");
+                        r = strv_extend(&l, v->items[i]->str);
+                        if (r < 0)
+                                return r;
+                }
+                strv_free(*(char ***)p);
+                *(char ***)p = TAKE_PTR(l);
+                return 0;
+        }
+        case FIELD_HEADERS:
+        case FIELD_EVICTION: {
+                if (v->type != YAML_NODE_MAP)
+                        BAD("must be a map");
+                _cleanup_strv_free_ char **l = NULL;
+                for (size_t i = 0; i < v->n; i++) {
+                        const YamlNode *val = v->pairs[i].value;
+                        const char *key = v->pairs[i].key->str;
+                        if (f->type == FIELD_EVICTION) {
+                                if (!node_is_string(val))
+                                        BAD("values must be strings such as \"100Mi\"");
+                                r = strv_consume(&l, strprintf("%s<%s", key, val->str));
+                                if (r < 0)
+                                        return r;
+                                continue;
+                        }
+                        if (val->type != YAML_NODE_SEQ)
+                                BAD("values must be lists of strings");
+                        for (size_t j = 0; j < val->n; j++) {
+                                if (!node_is_string(val->items[j]))
+                                        BAD("values must be lists of strings");
+                                char *h = strprintf("%s: %s", key, val->items[j]->str);
+                                if (!h)
+                                        return -ENOMEM;
+                                r = strv_consume(&l, h);
+                                if (r < 0) {
+                                        free(h);
+                                        return r;
+                                }
+                        }
+                }
+                strv_free(*(char ***)p);
+                *(char ***)p = TAKE_PTR(l);
+                return 0;
+        }
+        }
+#undef BAD
+        return 0;
+}
+
+int nanolet_config_load_buffer(NanoletConfig *c, const char *buf, size_t size,
+                               const char *filename, Diagnostics *diag) {
+        YamlNode **docs = NULL;
+        size_t n = 0;
+        int r;
+
+        r = yaml_parse_documents(buf, size, filename, NULL, &docs, &n, diag);
+        if (r < 0)
+                return r;
+        if (n != 1 || docs[0]->type != YAML_NODE_MAP) {
+                diagnostics_add(diag, DIAG_ERROR, filename, n ? docs[0]->line : 0, 0, NULL,
+                                "must hold exactly one KubeletConfiguration document");
+                r = -EINVAL;
+                goto finish;
+        }
+        const YamlNode *doc = docs[0];
+        const YamlNode *kind = yaml_map_get(doc, "kind");
+        const YamlNode *api = yaml_map_get(doc, "apiVersion");
+        if (!node_is_string(kind) || !streq(kind->str, "KubeletConfiguration"))
+                diagnostics_add(diag, DIAG_ERROR, filename, doc->line, doc->column, "kind",
+                                "must be \"KubeletConfiguration\"");
+        if (!node_is_string(api) || !streq(api->str, "kubelet.config.k8s.io/v1beta1"))
+                diagnostics_add(diag, DIAG_ERROR, filename, doc->line, doc->column,
+                                "apiVersion", "must be \"kubelet.config.k8s.io/v1beta1\"");
+
+        for (size_t i = 0; i < doc->n; i++) {
+                const char *key = doc->pairs[i].key->str;
+                const YamlNode *v = doc->pairs[i].value;
+                if (streq(key, "kind") || streq(key, "apiVersion"))
+                        continue;
+                const ConfigField *f = NULL;
+                for (size_t j = 0; j < ELEMENTSOF(config_fields); j++)
+                        if (streq(config_fields[j].name, key)) {
+                                f = &config_fields[j];
+                                break;
+                        }
+                if (!f) {
+                        diagnostics_add(diag, DIAG_WARNING, filename, v->line, v->column, key,
+                                        "unknown field, ignored");
+                        continue;
+                }
+                r = apply_field(c, f, v, filename, diag);
+                if (r < 0)
+                        goto finish;
+        }
+        r = diagnostics_has_errors(diag) ? -EINVAL : 0;
+finish:
+        yaml_documents_free(docs, n);
+        return r;
+}
+
+int nanolet_config_load_file(NanoletConfig *c, const char *path, Diagnostics *diag) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size;
+        int r = read_full_file_at(AT_FDCWD, path, 1 * MIB, &buf, &size);
+        if (r < 0) {
+                diagnostics_add(diag, DIAG_ERROR, path, 0, 0, NULL, "cannot read: %s",
+                                strerror(-r));
+                return r;
+        }
+        return nanolet_config_load_buffer(c, buf, size, path, diag);
+}
+
+/* ---- flags ---- */
+
+enum {
+        ARG_CONFIG = 0x100,
+        ARG_POD_MANIFEST_PATH,
+        ARG_MANIFEST_URL,
+        ARG_MANIFEST_URL_HEADER,
+        ARG_FILE_CHECK_FREQUENCY,
+        ARG_HTTP_CHECK_FREQUENCY,
+        ARG_SYNC_FREQUENCY,
+        ARG_HOSTNAME_OVERRIDE,
+        ARG_ALLOW_INSECURE,
+        ARG_MAX_MANIFEST_SIZE,
+        ARG_ROOT_DIR,
+        ARG_RUN_DIR,
+        ARG_POD_LOGS_DIR,
+        ARG_RUNTIME,
+        ARG_CNI_CONF_DIR,
+        ARG_CNI_BIN_DIR,
+        ARG_POD_CIDR,
+        ARG_CLUSTER_DNS,
+        ARG_CLUSTER_DOMAIN,
+        ARG_RESOLV_CONF,
+        ARG_ADDRESS,
+        ARG_READ_ONLY_PORT,
+        ARG_HEALTHZ_PORT,
+        ARG_HEALTHZ_BIND_ADDRESS,
+        ARG_MAX_PODS,
+        ARG_POD_PIDS_LIMIT,
+        ARG_CGROUP_DRIVER,
+        ARG_DRY_RUN,
+        ARG_STOP_PODS_ON_EXIT,
+};
+
+static const struct option serve_options[] = {
+        { "help", no_argument, NULL, 'h' },
+        { "v", required_argument, NULL, 'v' },
+        { "config", required_argument, NULL, ARG_CONFIG },
+        { "pod-manifest-path", required_argument, NULL, ARG_POD_MANIFEST_PATH },
+        { "manifest-url", required_argument, NULL, ARG_MANIFEST_URL },
+        { "manifest-url-header", required_argument, NULL, ARG_MANIFEST_URL_HEADER },
+        { "file-check-frequency", required_argument, NULL, ARG_FILE_CHECK_FREQUENCY },
+        { "http-check-frequency", required_argument, NULL, ARG_HTTP_CHECK_FREQUENCY },
+        { "sync-frequency", required_argument, NULL, ARG_SYNC_FREQUENCY },
+        { "hostname-override", required_argument, NULL, ARG_HOSTNAME_OVERRIDE },
+        { "allow-insecure-manifests", no_argument, NULL, ARG_ALLOW_INSECURE },
+        { "max-manifest-size", required_argument, NULL, ARG_MAX_MANIFEST_SIZE },
+        { "root-dir", required_argument, NULL, ARG_ROOT_DIR },
+        { "run-dir", required_argument, NULL, ARG_RUN_DIR },
+        { "pod-logs-dir", required_argument, NULL, ARG_POD_LOGS_DIR },
+        { "runtime", required_argument, NULL, ARG_RUNTIME },
+        { "cni-conf-dir", required_argument, NULL, ARG_CNI_CONF_DIR },
+        { "cni-bin-dir", required_argument, NULL, ARG_CNI_BIN_DIR },
+        { "pod-cidr", required_argument, NULL, ARG_POD_CIDR },
+        { "cluster-dns", required_argument, NULL, ARG_CLUSTER_DNS },
+        { "cluster-domain", required_argument, NULL, ARG_CLUSTER_DOMAIN },
+        { "resolv-conf", required_argument, NULL, ARG_RESOLV_CONF },
+        { "address", required_argument, NULL, ARG_ADDRESS },
+        { "read-only-port", required_argument, NULL, ARG_READ_ONLY_PORT },
+        { "healthz-port", required_argument, NULL, ARG_HEALTHZ_PORT },
+        { "healthz-bind-address", required_argument, NULL, ARG_HEALTHZ_BIND_ADDRESS },
+        { "max-pods", required_argument, NULL, ARG_MAX_PODS },
+        { "pod-max-pids", required_argument, NULL, ARG_POD_PIDS_LIMIT },
+        { "pod-pids-limit", required_argument, NULL, ARG_POD_PIDS_LIMIT },
+        { "cgroup-driver", required_argument, NULL, ARG_CGROUP_DRIVER },
+        { "dry-run", no_argument, NULL, ARG_DRY_RUN },
+        { "stop-pods-on-exit", no_argument, NULL, ARG_STOP_PODS_ON_EXIT },
+        {}
+};
+
+static void serve_help(void) {
+        printf("Usage: nanolet serve [OPTIONS]\n\n"
+               "Run the agent: watch manifests and run their pods.\n\n"
+               "  --config FILE                   KubeletConfiguration file (flags override it)\n"
+               "  --pod-manifest-path PATH        manifests directory or file [/etc/kubernetes/manifests]\n"
+               "  --manifest-url URL              also read pods from this URL\n"
+               "  --manifest-url-header 'K: V'    header for the URL (repeatable)\n"
+               "  --file-check-frequency D        full directory rescan period [20s]\n"
+               "  --http-check-frequency D        URL poll period [20s]\n"
+               "  --hostname-override NAME        node name [lowercase hostname]\n"
+               "  --allow-insecure-manifests      accept manifests not owned by root or writable by others\n"
+               "  --max-manifest-size BYTES       largest manifest accepted [10Mi]\n"
+               "  --root-dir DIR                  state [/var/lib/nanolet]\n"
+               "  --run-dir DIR                   runtime state [/run/nanolet]\n"
+               "  --pod-logs-dir DIR              container logs [/var/log/pods]\n"
+               "  --runtime runc|crun             OCI runtime [runc]\n"
+               "  --cni-conf-dir DIR, --cni-bin-dir PATH, --pod-cidr CIDR\n"
+               "  --cluster-dns IP (repeatable), --cluster-domain D, --resolv-conf FILE\n"
+               "  --address IP, --read-only-port N, --healthz-port N, --healthz-bind-address IP\n"
+               "  --max-pods N, --pod-pids-limit N, --cgroup-driver cgroupfs|systemd\n"
+               "  --dry-run                       log the pod events, touch no container\n"
+               "  --stop-pods-on-exit             stop all pods when the agent is stopped\n"
+               "  -v N                            log verbosity (>= 4: debug)\n");
+}
+
+static int parse_int_arg(const char *name, const char *s, int64_t min, int64_t max,
+                         int64_t *ret) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (isempty(s) || *end || errno || v < min || v > max) {
+                log_error("Invalid value \"%s\" for --%s: expected an integer in %lld..%lld.", s,
+                          name, (long long)min, (long long)max);
+                return -EINVAL;
+        }
+        *ret = v;
+        return 0;
+}
+
+static int parse_duration_arg(const char *name, const char *s, usec_t *ret) {
+        if (nanolet_parse_duration(s, ret) < 0 || *ret == 0) {
+                log_error("Invalid value \"%s\" for --%s: expected a duration such as \"20s\".",
+                          s, name);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
+        int r, opt;
+
+        /* The file is loaded before any flag so that every flag overrides it,
+         * whatever the order on the command line. */
+        for (int i = 1; i < argc; i++) {
+                const char *v = NULL;
+                if (streq(argv[i], "--"))
+                        break;
+                if (streq(argv[i], "--config") && i + 1 < argc)
+                        v = argv[i + 1];
+                else if (startswith(argv[i], "--config="))
+                        v = argv[i] + strlen("--config=");
+                if (!v)
+                        continue;
+                _cleanup_diagnostics_ Diagnostics d;
+                diagnostics_init(&d);
+                r = nanolet_config_load_file(c, v, &d);
+                diagnostics_print(&d, stderr);
+                if (r < 0) {
+                        log_error("Invalid configuration file \"%s\".", v);
+                        return -EINVAL;
+                }
+                r = set_str(&c->config_file, v);
+                if (r < 0)
+                        return r;
+        }
+
+        optind = 0;
+        while ((opt = getopt_long_only(argc, argv, "hv:", serve_options, NULL)) >= 0) {
+                int64_t n;
+                switch (opt) {
+                case 'h':
+                        serve_help();
+                        return 1;
+                case 'v':
+                        r = parse_int_arg("v", optarg, 0, 10, &n);
+                        if (r < 0)
+                                return r;
+                        c->verbosity = (int)n;
+                        break;
+                case ARG_CONFIG:
+                        break; /* already loaded */
+                case ARG_POD_MANIFEST_PATH:
+                        r = set_str(&c->pod_manifest_path, optarg);
+                        break;
+                case ARG_MANIFEST_URL:
+                        r = set_str(&c->manifest_url, optarg);
+                        break;
+                case ARG_MANIFEST_URL_HEADER:
+                        if (!strchr(optarg, ':')) {
+                                log_error("Invalid --manifest-url-header \"%s\": expected 'Key: Value'.",
+                                          optarg);
+                                return -EINVAL;
+                        }
+                        r = strv_extend(&c->manifest_url_headers, optarg);
+                        break;
+                case ARG_FILE_CHECK_FREQUENCY:
+                        r = parse_duration_arg("file-check-frequency", optarg,
+                                               &c->file_check_frequency);
+                        break;
+                case ARG_HTTP_CHECK_FREQUENCY:
+                        r = parse_duration_arg("http-check-frequency", optarg,
+                                               &c->http_check_frequency);
+                        break;
+                case ARG_SYNC_FREQUENCY:
+                        r = parse_duration_arg("sync-frequency", optarg, &c->sync_frequency);
+                        break;
+                case ARG_HOSTNAME_OVERRIDE:
+                        r = set_str(&c->hostname_override, optarg);
+                        break;
+                case ARG_ALLOW_INSECURE:
+                        c->allow_insecure_manifests = true;
+                        r = 0;
+                        break;
+                case ARG_MAX_MANIFEST_SIZE: {
+                        Quantity q;
+                        if (quantity_parse(optarg, &q) < 0 || q.value <= 0) {
+                                log_error("Invalid --max-manifest-size \"%s\".", optarg);
+                                return -EINVAL;
+                        }
+                        c->max_manifest_size = (uint64_t)q.value;
+                        r = 0;
+                        break;
+                }
+                case ARG_ROOT_DIR:
+                        r = set_str(&c->root_dir, optarg);
+                        break;
+                case ARG_RUN_DIR:
+                        r = set_str(&c->run_dir, optarg);
+                        break;
+                case ARG_POD_LOGS_DIR:
+                        r = set_str(&c->pod_logs_dir, optarg);
+                        break;
+                case ARG_RUNTIME:
+                        r = set_str(&c->runtime, optarg);
+                        break;
+                case ARG_CNI_CONF_DIR:
+                        r = set_str(&c->cni_conf_dir, optarg);
+                        break;
+                case ARG_CNI_BIN_DIR:
+                        r = set_str(&c->cni_bin_dir, optarg);
+                        break;
+                case ARG_POD_CIDR:
+                        r = set_str(&c->pod_cidr, optarg);
+                        break;
+                case ARG_CLUSTER_DNS:
+                        r = strv_extend(&c->cluster_dns, optarg);
+                        break;
+                case ARG_CLUSTER_DOMAIN:
+                        r = set_str(&c->cluster_domain, optarg);
+                        break;
+                case ARG_RESOLV_CONF:
+                        r = set_str(&c->resolv_conf, optarg);
+                        break;
+                case ARG_ADDRESS:
+                        r = set_str(&c->address, optarg);
+                        break;
+                case ARG_READ_ONLY_PORT:
+                        r = parse_int_arg("read-only-port", optarg, 0, 65535, &c->read_only_port);
+                        break;
+                case ARG_HEALTHZ_PORT:
+                        r = parse_int_arg("healthz-port", optarg, 0, 65535, &c->healthz_port);
+                        break;
+                case ARG_HEALTHZ_BIND_ADDRESS:
+                        r = set_str(&c->healthz_bind_address, optarg);
+                        break;
+                case ARG_MAX_PODS:
+                        r = parse_int_arg("max-pods", optarg, 1, 100000, &c->max_pods);
+                        break;
+                case ARG_POD_PIDS_LIMIT:
+                        r = parse_int_arg("pod-pids-limit", optarg, -1, INT32_MAX,
+                                          &c->pod_pids_limit);
+                        break;
+                case ARG_CGROUP_DRIVER:
+                        r = set_str(&c->cgroup_driver, optarg);
+                        break;
+                case ARG_DRY_RUN:
+                        c->dry_run = true;
+                        r = 0;
+                        break;
+                case ARG_STOP_PODS_ON_EXIT:
+                        c->stop_pods_on_exit = true;
+                        r = 0;
+                        break;
+                default:
+                        /* getopt printed the problem */
+                        return -EINVAL;
+                }
+                if (r < 0)
+                        return r;
+        }
+        if (optind < argc) {
+                log_error("Unexpected argument \"%s\".", argv[optind]);
+                return -EINVAL;
+        }
+        if (!streq(c->runtime, "runc") && !streq(c->runtime, "crun") && !strchr(c->runtime, '/')) {
+                log_error("Invalid --runtime \"%s\": expected runc, crun or a path.", c->runtime);
+                return -EINVAL;
+        }
+        if (!streq(c->cgroup_driver, "cgroupfs") && !streq(c->cgroup_driver, "systemd")) {
+                log_error("Invalid --cgroup-driver \"%s\": expected cgroupfs or systemd.",
+                          c->cgroup_driver);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+int nanolet_config_finish(NanoletConfig *c) {
+        char host[256];
+        const char *name = c->hostname_override;
+
+        if (!name) {
+                if (gethostname(host, sizeof host - 1) < 0)
+                        return -errno;
+                host[sizeof host - 1] = 0;
+                name = host;
+        }
+        _cleanup_free_ char *lower = strdup(name);
+        if (!lower)
+                return -ENOMEM;
+        for (char *p = lower; *p; p++)
+                *p = (char)tolower((unsigned char)*p);
+        /* kubelet trims and lowercases; a name it cannot use in pod names is an error */
+        if (isempty(lower) || strlen(lower) > 63) {
+                log_error("Invalid node name \"%s\": use --hostname-override.", lower);
+                return -EINVAL;
+        }
+        for (char *p = lower; *p; p++)
+                if (!(isalnum((unsigned char)*p) || *p == '-' || *p == '.')) {
+                        log_error("Invalid node name \"%s\": only lowercase letters, digits, '-' and '.' may be used; use --hostname-override.",
+                                  lower);
+                        return -EINVAL;
+                }
+        free(c->node_name);
+        c->node_name = TAKE_PTR(lower);
+        return 0;
+}

@@ -25,7 +25,13 @@ typedef enum YamlNodeType {
 typedef struct YamlNode YamlNode;
 
 typedef struct YamlPair {
-        YamlNode *key; /* always a scalar node; key->str holds its text */
+        /* Always a scalar node; key->str holds its text. Keys that YAML types
+         * as bool/int/float/null are turned into STRING keys spelled as
+         * Kubernetes' YAML-to-JSON conversion does ("yes" -> "true",
+         * "0x10" -> "16", "~" -> "null"), so lookups see what Kubernetes sees.
+         * Merge keys ("<<") are resolved: merged pairs appear after the
+         * map's own pairs and never override them. */
+        YamlNode *key;
         YamlNode *value;
 } YamlPair;
 
@@ -47,6 +53,11 @@ struct YamlNode {
         YamlNode **items;
         size_t n; /* number of pairs or items */
         unsigned refs; /* aliases share nodes */
+        /* Set by the parser: nodes in this subtree with aliases expanded
+         * (itself included), and nesting height (0 for scalars). They bound
+         * the work and recursion depth of anyone walking the tree. */
+        size_t expanded;
+        unsigned height;
 };
 
 typedef struct YamlLimits {
@@ -59,8 +70,21 @@ typedef struct YamlLimits {
 
 void yaml_limits_default(YamlLimits *l);
 
+/* Parsing follows Kubernetes' decoder (go-yaml v2, YAML 1.1 flavour): plain
+ * true/false/yes/no/on/off/y/n (and their Title/UPPER forms) are BOOL;
+ * null/Null/NULL/~/empty are NULL; Go-syntax integers (1_000, 0x1f, 0o17,
+ * 017, 0b101) are INT; other numbers and .inf/.nan are FLOAT; everything
+ * else, and every quoted or block scalar, is STRING. Core tags (!!str,
+ * !!int, !!float, !!bool, !!null, !!map, !!seq, !!timestamp, "!") are
+ * honoured; any other tag is an error. Duplicate map keys are errors.
+ * Zeroed fields of limits (or limits == NULL) take the defaults.
+ * If libyaml refuses input that is valid JSON (tabs before a line, which
+ * YAML forbids), the input is parsed as JSON with jansson instead; those
+ * nodes all carry line 1, column 1 since jansson keeps no positions. */
+
 /* Parses every document of buf. On a syntax error or exceeded limit returns
- * -EINVAL (or -E2BIG for limits) with a diagnostic naming file:line:column;
+ * -EINVAL (or -E2BIG for limits) with a diagnostic naming file:line and
+ * starting its message with "column N: " (path NULL);
  * no partial result is returned. Empty documents (only comments) are
  * skipped. The caller frees the array with yaml_documents_free(). */
 int yaml_parse_documents(const char *buf, size_t size, const char *filename,
@@ -76,3 +100,6 @@ YamlNode *yaml_map_get(const YamlNode *map, const char *key);
 const char *yaml_node_type_to_string(YamlNodeType t);
 /* True if the node is a scalar (not map/seq). */
 bool yaml_node_is_scalar(const YamlNode *n);
+/* Shortest text that reads back as the same double ("0.1", "1e+30"; "inf"
+ * and "nan" are spelled ".inf", "-.inf", ".nan"). buf holds 32 bytes. */
+const char *yaml_format_float(double f, char buf[static 32]);

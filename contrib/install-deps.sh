@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package nanolet needs to build, test and run.
+# Idempotent and non-interactive: safe to run on a fresh machine as root,
+# and again later (apt-get skips what is already installed).
+set -euo pipefail
+
+PACKAGES=(
+        # build
+        build-essential meson ninja-build pkg-config clang
+        libclang-rt-14-dev              # sanitizers and libFuzzer for clang builds
+        libyaml-dev libjansson-dev libcurl4-openssl-dev libarchive-dev
+        libseccomp-dev libmicrohttpd-dev libssl-dev
+        scdoc                           # man pages
+        git
+        # tests
+        libcmocka-dev python3 zstd procps util-linux
+        # runtime
+        runc conmon containernetworking-plugins iproute2 iptables ca-certificates
+        busybox-static                  # the local demo image is built from it
+)
+
+if [[ $(id -u) -ne 0 ]]; then
+        if command -v sudo >/dev/null 2>&1; then
+                exec sudo --preserve-env=DEBIAN_FRONTEND "$0" "$@"
+        fi
+        echo "install-deps.sh: must run as root (or with sudo available)" >&2
+        exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+
+# Skip the network round trip when everything is already there.
+missing=()
+for p in "${PACKAGES[@]}"; do
+        if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+                missing+=("$p")
+        fi
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+        echo "install-deps.sh: all ${#PACKAGES[@]} packages already installed"
+        exit 0
+fi
+
+echo "install-deps.sh: installing ${#missing[@]} package(s): ${missing[*]}"
+apt-get update -qq </dev/null
+apt-get install -y -qq --no-install-recommends \
+        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+        "${PACKAGES[@]}" </dev/null >/dev/null
+echo "install-deps.sh: done"

@@ -1,0 +1,41 @@
+#include <errno.h>
+
+#include "cli.h"
+#include "daemon.h"
+#include "log.h"
+
+int cli_serve(int argc, char **argv) {
+        _cleanup_(nanolet_config_deinit) NanoletConfig config;
+        _cleanup_(daemon_freep) Daemon *d = NULL;
+        int r;
+
+        r = nanolet_config_init(&config);
+        if (r < 0)
+                return log_oom(), EXIT_ERROR;
+        r = nanolet_config_parse_argv(&config, argc, argv);
+        if (r > 0)
+                return EXIT_OK; /* --help */
+        if (r < 0)
+                return EXIT_USAGE;
+        if (config.verbosity >= 4)
+                log_set_max_level(LOG_DEBUG);
+        r = nanolet_config_finish(&config);
+        if (r < 0)
+                return EXIT_ERROR;
+
+        if (!config.dry_run) {
+                /* The pod runtime is the next milestone; refusing beats pretending. */
+                log_error("This build of nanolet has no pod runtime yet: run 'nanolet serve --dry-run' to watch the manifests and log what would be done.");
+                return EXIT_ERROR;
+        }
+
+        r = daemon_new(&d, &config);
+        if (r < 0)
+                return EXIT_ERROR;
+        r = daemon_run(d);
+        if (r < 0) {
+                log_error_errno(r, "nanolet stopped on an error: %m");
+                return EXIT_ERROR;
+        }
+        return EXIT_OK;
+}

@@ -1,0 +1,13 @@
+/* Subcommands of the nanolet executable, one file each. Each returns the
+ * process exit code: 0 ok, 1 error, 2 usage (SPEC §11). */
+#pragma once
+
+enum {
+        EXIT_OK = 0,
+        EXIT_ERROR = 1,
+        EXIT_USAGE = 2,
+};
+
+int cli_serve(int argc, char **argv);
+int cli_validate(int argc, char **argv);
+int cli_version(int argc, char **argv);

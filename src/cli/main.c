@@ -1,0 +1,45 @@
+/* nanolet: `serve` is the agent, every other verb is a client. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "log.h"
+#include "macro.h"
+
+static const struct {
+        const char *verb;
+        int (*run)(int argc, char **argv);
+        const char *help;
+} verbs[] = {
+        { "serve", cli_serve, "run the agent" },
+        { "validate", cli_validate, "check manifests before dropping them in" },
+        { "version", cli_version, "print the version" },
+};
+
+static void help(FILE *f) {
+        fprintf(f, "Usage: nanolet COMMAND [OPTIONS]\n\nCommands:\n");
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                fprintf(f, "  %-10s %s\n", verbs[i].verb, verbs[i].help);
+        fprintf(f, "\nRun 'nanolet COMMAND --help' for a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+        log_setup();
+
+        if (argc < 2) {
+                help(stderr);
+                return EXIT_USAGE;
+        }
+        if (streq(argv[1], "--help") || streq(argv[1], "-h") || streq(argv[1], "help")) {
+                help(stdout);
+                return EXIT_OK;
+        }
+        if (streq(argv[1], "--version"))
+                return cli_version(argc - 1, argv + 1);
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (streq(argv[1], verbs[i].verb))
+                        return verbs[i].run(argc - 1, argv + 1);
+        fprintf(stderr, "nanolet: unknown command \"%s\"\n\n", argv[1]);
+        help(stderr);
+        return EXIT_USAGE;
+}

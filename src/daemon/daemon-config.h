@@ -1,0 +1,85 @@
+/* Agent configuration: kubelet-named flags over an optional
+ * KubeletConfiguration file (kubelet.config.k8s.io/v1beta1). Flags win over
+ * the file; unknown file fields are warned about, not fatal. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cleanup.h"
+#include "diag.h"
+#include "time-util.h"
+
+typedef struct NanoletConfig {
+        /* sources */
+        char *pod_manifest_path;
+        char *manifest_url;
+        char **manifest_url_headers; /* "Key: Value" */
+        usec_t file_check_frequency;
+        usec_t http_check_frequency;
+        usec_t sync_frequency;
+        uint64_t max_manifest_size;
+        bool allow_insecure_manifests;
+
+        /* identity */
+        char *hostname_override;
+        char *node_name; /* resolved by nanolet_config_finish() */
+
+        /* files on the node */
+        char *root_dir;
+        char *run_dir;
+        char *pod_logs_dir;
+
+        /* runtime and networking (used by later subsystems) */
+        char *runtime;
+        char *cni_conf_dir;
+        char *cni_bin_dir;
+        char *pod_cidr;
+        char **cluster_dns;
+        char *cluster_domain;
+        char *resolv_conf;
+        char *hairpin_mode;
+        char *cgroup_driver;
+        int64_t max_pods;
+        int64_t pod_pids_limit;
+        int64_t container_log_max_size;
+        int64_t container_log_max_files;
+        char **eviction_hard; /* "signal<value" */
+        int64_t image_gc_high_threshold;
+        int64_t image_gc_low_threshold;
+        bool serialize_image_pulls;
+
+        /* API */
+        char *address;
+        int64_t read_only_port;
+        int64_t healthz_port;
+        char *healthz_bind_address;
+
+        /* agent behaviour */
+        bool dry_run;
+        bool stop_pods_on_exit;
+        int verbosity;
+        char *config_file;
+} NanoletConfig;
+
+/* Fills in the defaults of SPEC §3, §4, §8, §12, §13. */
+int nanolet_config_init(NanoletConfig *c);
+void nanolet_config_deinit(NanoletConfig *c);
+
+/* Parses a KubeletConfiguration document; problems go to diag (errors for
+ * wrong types or values, warnings for unknown fields). */
+int nanolet_config_load_file(NanoletConfig *c, const char *path, Diagnostics *diag);
+int nanolet_config_load_buffer(NanoletConfig *c, const char *buf, size_t size,
+                               const char *filename, Diagnostics *diag);
+
+/* Parses `serve` flags (argv[0] is the verb). Loads --config first so that
+ * flags override it. Returns 0, 1 when --help was printed, or -EINVAL after
+ * printing a usage error. */
+int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv);
+
+/* Resolves derived values: node name from --hostname-override or the
+ * lowercase hostname. */
+int nanolet_config_finish(NanoletConfig *c);
+
+/* Go-style duration or bare seconds ("20s", "1m30s", "20"). */
+int nanolet_parse_duration(const char *s, usec_t *ret);

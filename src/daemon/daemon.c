@@ -1,0 +1,141 @@
+/* Wires the sources to the event loop. Until the pod runtime exists the
+ * agent only runs in --dry-run mode, where every desired-state change is
+ * logged the way kubelet logs it. */
+#include "daemon.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "string-util.h"
+
+void daemon_log_source_event(const SourceEvent *ev) {
+        const char *type = source_event_type_to_string(ev->type);
+
+        switch (ev->type) {
+        case SOURCE_EVENT_ADD:
+        case SOURCE_EVENT_REMOVE:
+                log_info("SyncLoop (%s, \"%s\"): \"%s_%s(%s)\"", type, ev->source,
+                         ev->object->name, ev->object->namespace, ev->uid);
+                break;
+        case SOURCE_EVENT_UPDATE:
+                log_info("SyncLoop (%s, \"%s\"): \"%s_%s(%s)\" replaces (%s)", type, ev->source,
+                         ev->object->name, ev->object->namespace, ev->uid, ev->old_uid);
+                break;
+        case SOURCE_EVENT_ERROR:
+                if (!ev->errors || ev->errors->n_errors == 0) {
+                        log_info("SyncLoop (%s, \"%s\"): \"%s\": problems resolved", type,
+                                 ev->source, ev->origin);
+                        break;
+                }
+                log_warning("SyncLoop (%s, \"%s\"): \"%s\": %zu error(s), last good pods kept",
+                            type, ev->source, ev->origin, ev->errors->n_errors);
+                for (size_t i = 0; i < ev->errors->n; i++) {
+                        _cleanup_free_ char *s = diag_to_string(&ev->errors->items[i]);
+                        log_warning("  %s", s ? s : "(out of memory)");
+                }
+                break;
+        default:
+                break;
+        }
+}
+
+static void on_source_event(const SourceEvent *ev, void *userdata) {
+        Daemon *d = userdata;
+        d->n_events++;
+        daemon_log_source_event(ev);
+}
+
+static int on_signal(EventSource *s, const struct signalfd_siginfo *si, void *userdata) {
+        Daemon *d = userdata;
+        log_info("Received %s, shutting down (pods keep running).", strsignal((int)si->ssi_signo));
+        return event_exit(d->event, 0);
+}
+
+int daemon_new(Daemon **ret, NanoletConfig *config) {
+        _cleanup_(daemon_freep) Daemon *d = calloc(1, sizeof *d);
+        int r;
+
+        if (!d)
+                return -ENOMEM;
+        d->config = config;
+        r = event_new(&d->event);
+        if (r < 0)
+                return r;
+        r = pod_config_new(&d->pods, on_source_event, d);
+        if (r < 0)
+                return r;
+        r = event_add_signal(d->event, &d->sigterm, SIGTERM, on_signal, d);
+        if (r < 0)
+                return r;
+        r = event_add_signal(d->event, &d->sigint, SIGINT, on_signal, d);
+        if (r < 0)
+                return r;
+
+        if (!isempty(config->pod_manifest_path)) {
+                DirSourceOptions o = {
+                        .path = config->pod_manifest_path,
+                        .node_name = config->node_name,
+                        .check_frequency = config->file_check_frequency,
+                        .max_file_size = config->max_manifest_size,
+                        .allow_insecure = config->allow_insecure_manifests,
+                };
+                r = dir_source_new(&d->dir_source, d->event, d->pods, &o);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to set up manifest directory \"%s\": %m",
+                                               config->pod_manifest_path);
+        }
+        if (!isempty(config->manifest_url)) {
+                UrlSourceOptions o = {
+                        .url = config->manifest_url,
+                        .headers = config->manifest_url_headers,
+                        .node_name = config->node_name,
+                        .check_frequency = config->http_check_frequency,
+                        .max_body = config->max_manifest_size,
+                };
+                r = url_source_new(&d->url_source, d->event, d->pods, &o);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to set up manifest URL \"%s\": %m",
+                                               config->manifest_url);
+        }
+        *ret = TAKE_PTR(d);
+        return 0;
+}
+
+Daemon *daemon_free(Daemon *d) {
+        if (!d)
+                return NULL;
+        url_source_free(d->url_source);
+        dir_source_free(d->dir_source);
+        pod_config_free(d->pods);
+        event_source_free(d->sigterm);
+        event_source_free(d->sigint);
+        event_free(d->event);
+        free(d);
+        return NULL;
+}
+
+int daemon_run(Daemon *d) {
+        int r;
+
+        log_info("nanolet starting: node \"%s\", manifests \"%s\"%s%s%s", d->config->node_name,
+                 strempty(d->config->pod_manifest_path),
+                 d->config->manifest_url ? ", URL \"" : "", strempty(d->config->manifest_url),
+                 d->config->manifest_url ? "\"" : "");
+        if (d->config->dry_run)
+                log_info("Dry run: pod events are logged, no container is touched.");
+
+        if (d->dir_source) {
+                r = dir_source_start(d->dir_source);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to start the manifest directory source: %m");
+        }
+        if (d->url_source) {
+                r = url_source_start(d->url_source);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to start the manifest URL source: %m");
+        }
+        return event_loop(d->event);
+}

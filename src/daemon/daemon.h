@@ -1,0 +1,27 @@
+/* The agent: one context that owns the event loop, the configuration and
+ * every subsystem, wired together here and nowhere else. */
+#pragma once
+
+#include "daemon-config.h"
+#include "event.h"
+#include "source.h"
+
+typedef struct Daemon {
+        NanoletConfig *config; /* not owned */
+        Event *event;
+        PodConfig *pods;
+        DirSource *dir_source;
+        UrlSource *url_source;
+        EventSource *sigterm, *sigint;
+        unsigned n_events; /* source events seen, for logs and tests */
+} Daemon;
+
+int daemon_new(Daemon **ret, NanoletConfig *config);
+Daemon *daemon_free(Daemon *d);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Daemon *, daemon_free)
+
+/* Starts the sources and runs the loop until SIGTERM/SIGINT. */
+int daemon_run(Daemon *d);
+
+/* "SyncLoop (ADD, \"file\"): \"etcd-node1_kube-system(uid)\"", as kubelet logs it. */
+void daemon_log_source_event(const SourceEvent *ev);

@@ -1,0 +1,28 @@
+/* Kubernetes value syntaxes that are not YAML types: resource.Quantity
+ * ("500m", "1.5Gi", "129e6") and Go durations ("1h30m", "500ms"). */
+#pragma once
+
+#include <stdint.h>
+
+#include "time-util.h"
+
+/* Kubernetes resource.Quantity: decimal/binary SI suffixes (m, k, M, G, T,
+ * P, E, Ki, Mi, Gi, Ti, Pi, Ei) and exponents (1e3, 1E-3), sign, fractions
+ * ("1.5Gi", "100m", "0.1"). Negative values parse; callers that need
+ * non-negative amounts check value < 0 themselves. */
+typedef struct Quantity {
+        int64_t value; /* rounded up (towards +inf) to whole units, saturating */
+        int64_t milli; /* value*1000 rounded up (towards +inf), saturating */
+} Quantity;
+
+/* Returns 0, -EINVAL on bad syntax, -ERANGE when the number does not fit
+ * (Kubernetes caps quantities at 2^63-1 units; larger values are refused
+ * rather than silently clamped). Very small non-zero values round up to 1
+ * (Kubernetes rounds up, never to zero). */
+int quantity_parse(const char *s, Quantity *ret);
+
+/* Go time.ParseDuration syntax ("1h30m", "10s", "500ms", "1.5h", "0",
+ * units ns, us, µs, ms, s, m, h). Negative durations are refused with
+ * -EINVAL (usec_t is unsigned); -ERANGE on overflow. Sub-microsecond parts
+ * are truncated as Go does when converting to coarser units. */
+int duration_parse(const char *s, usec_t *ret);

@@ -1,0 +1,71 @@
+# Shared helpers for integration tests: temporary dirs, a trap that always
+# cleans up, root check with strict mode, and log polling.
+set -euo pipefail
+
+NANOLET=${NANOLET:?NANOLET must point to the nanolet binary}
+TEST_NAME=$(basename "$0" .sh)
+WORK=$(mktemp -d "/tmp/nanolet-${TEST_NAME}.XXXXXX")
+chmod 0755 "$WORK"
+PIDS=()
+failures=0
+
+cleanup() {
+        local pid
+        for pid in "${PIDS[@]:-}"; do
+                [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
+        done
+        rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+require_root() {
+        if [ "$(id -u)" != 0 ]; then
+                echo "SKIP: $TEST_NAME needs root"
+                # In strict mode (CI) a skipped test is a failure.
+                [ "${NANOLET_TEST_STRICT:-0}" = 1 ] && exit 1
+                exit 77
+        fi
+}
+
+fail() {
+        echo "FAIL: $*" >&2
+        failures=$((failures + 1))
+}
+
+ok() {
+        echo "ok: $*"
+}
+
+# wait_for FILE PATTERN [COUNT] [TIMEOUT_S]: until FILE has COUNT lines matching PATTERN.
+wait_for() {
+        local file=$1 pattern=$2 count=${3:-1} timeout=${4:-10} i
+        for ((i = 0; i < timeout * 10; i++)); do
+                if [ "$(grep -cE -- "$pattern" "$file" 2>/dev/null || true)" -ge "$count" ]; then
+                        return 0
+                fi
+                sleep 0.1
+        done
+        echo "--- timed out waiting for $count x /$pattern/ in $file; log follows" >&2
+        cat "$file" >&2 || true
+        return 1
+}
+
+count_lines() {
+        grep -cE -- "$2" "$1" 2>/dev/null || true
+}
+
+finish() {
+        if [ "$failures" -gt 0 ]; then
+                echo "$TEST_NAME: $failures check(s) failed"
+                exit 1
+        fi
+        echo "$TEST_NAME: all checks passed"
+        exit 0
+}
+
+# expect DESC FILE PATTERN [COUNT] [TIMEOUT_S]: a wait_for that records the outcome.
+expect() {
+        local desc=$1
+        shift
+        if wait_for "$@"; then ok "$desc"; else fail "$desc"; fi
+}

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# `nanolet serve --dry-run` against a real watched directory and a URL
+# served on 127.0.0.1: every kind of change gives exactly the right events.
+. "$(dirname "$0")/lib.sh"
+require_root
+
+MAN="$WORK/manifests"
+mkdir -m 0755 "$MAN"
+LOG="$WORK/serve.log"
+
+pod() { # pod NAME IMAGE
+        cat <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $1
+  namespace: kube-system
+spec:
+  hostNetwork: true
+  containers:
+  - name: main
+    image: $2
+    command: ["sleep", "3600"]
+YAML
+}
+
+# Writes like an installer does: temp file then rename into place.
+put() { # put FILE CONTENT
+        printf '%s\n' "$2" >"$MAN/.$1.tmp"
+        mv "$MAN/.$1.tmp" "$MAN/$1"
+}
+
+"$NANOLET" serve --dry-run --pod-manifest-path "$MAN" --hostname-override node1 \
+        --file-check-frequency 2s >"$LOG" 2>&1 &
+PIDS+=($!)
+wait_for "$LOG" 'nanolet starting'
+
+# add
+put etcd.yaml "$(pod etcd registry.k8s.io/etcd:3.5.9-0)"
+expect "add" "$LOG" 'SyncLoop \(ADD, "file"\): "etcd-node1_kube-system\([0-9a-f]{32}\)"'
+uid1=$(grep -oE 'ADD, "file"\): "etcd-node1_kube-system\([0-9a-f]+' "$LOG" | grep -oE '[0-9a-f]{32}$')
+
+# change in place (content written by an editor that truncates and rewrites)
+pod etcd registry.k8s.io/etcd:3.5.10-0 >"$MAN/etcd.yaml"
+expect "change" "$LOG" "SyncLoop \(UPDATE, \"file\"\): \"etcd-node1_kube-system\([0-9a-f]{32}\)\" replaces \($uid1\)"
+
+# rename-save: the new content arrives by rename over the old file
+before_remove=$(count_lines "$LOG" 'REMOVE')
+before_update=$(count_lines "$LOG" 'UPDATE')
+pod etcd registry.k8s.io/etcd:3.5.11-0 >"$MAN/.etcd.yaml.swp"
+mv "$MAN/.etcd.yaml.swp" "$MAN/etcd.yaml"
+wait_for "$LOG" 'UPDATE' $((before_update + 1))
+sleep 1.5 # longer than the removal debounce
+[ "$(count_lines "$LOG" 'UPDATE')" -eq $((before_update + 1)) ] || fail "rename-save gave more than one UPDATE"
+[ "$(count_lines "$LOG" 'REMOVE')" -eq "$before_remove" ] || fail "rename-save gave a REMOVE"
+ok "rename-save is one UPDATE"
+
+# vim-style save: the old file is moved to a backup, a new one written
+before_update=$(count_lines "$LOG" 'UPDATE')
+mv "$MAN/etcd.yaml" "$MAN/etcd.yaml~"
+pod etcd registry.k8s.io/etcd:3.5.12-0 >"$MAN/etcd.yaml"
+wait_for "$LOG" 'UPDATE' $((before_update + 1))
+sleep 1.5
+[ "$(count_lines "$LOG" 'REMOVE')" -eq "$before_remove" ] || fail "vim-style save gave a REMOVE"
+expect "backup file ignored" "$LOG" 'etcd.yaml~.*ignored|ignored.*etcd.yaml~'
+rm -f "$MAN/etcd.yaml~"
+
+# invalid: a syntax error keeps the last good pod and names file and line
+printf 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: etcd\n  namespace: kube-system\nspec:\n  containers:\n  - name: main\n    image: [unclosed\n' >"$MAN/etcd.yaml"
+expect "invalid file reported" "$LOG" 'SyncLoop \(ERROR, "file"\)'
+expect "error names file:line" "$LOG" "$MAN/etcd.yaml:[0-9]+"
+sleep 1.5
+[ "$(count_lines "$LOG" 'REMOVE')" -eq "$before_remove" ] || fail "invalid file removed the pod"
+
+# a validation error reports the field path
+printf 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: etcd\n  namespace: kube-system\nspec:\n  containers:\n  - name: main\n' >"$MAN/etcd.yaml"
+expect "validation error names the field" "$LOG" "$MAN/etcd.yaml:[0-9]+: spec.containers\\[0\\].image"
+
+# fixed again
+before_update=$(count_lines "$LOG" 'UPDATE')
+put etcd.yaml "$(pod etcd registry.k8s.io/etcd:3.5.13-0)"
+expect "error cleared" "$LOG" 'problems resolved'
+expect "fixed file updates the pod" "$LOG" 'UPDATE' $((before_update + 1))
+
+# duplicate: the same namespace/name in a later file is an error naming both
+put zz-etcd-copy.yaml "$(pod etcd registry.k8s.io/etcd:9.9.9)"
+expect "duplicate names both files" "$LOG" "zz-etcd-copy.yaml.*etcd.yaml|etcd.yaml.*zz-etcd-copy.yaml"
+rm -f "$MAN/zz-etcd-copy.yaml"
+
+# a second pod, then deletes
+put scheduler.yaml "$(pod kube-scheduler registry.k8s.io/kube-scheduler:v1.28.0)"
+expect "second pod added" "$LOG" 'SyncLoop \(ADD, "file"\): "kube-scheduler-node1_kube-system'
+rm -f "$MAN/etcd.yaml"
+expect "delete" "$LOG" 'SyncLoop \(REMOVE, "file"\): "etcd-node1_kube-system'
+[ "$(count_lines "$LOG" 'REMOVE.*kube-scheduler')" -eq 0 ] || fail "delete removed another pod"
+
+# ignored names are never read
+put etcd.yaml.bak "$(pod etcd-bak registry.k8s.io/etcd:1)"
+put notes.txt "not a manifest"
+sleep 2.5 # past one rescan
+[ "$(count_lines "$LOG" 'etcd-bak')" -eq 0 ] || fail "backup file was read"
+[ "$(count_lines "$LOG" 'ignored.*etcd.yaml.bak|etcd.yaml.bak.*ignored')" -eq 1 ] || fail "ignored file not logged exactly once"
+ok "ignore rules"
+
+# URL source on loopback
+if command -v python3 >/dev/null; then
+        WEB="$WORK/web"
+        mkdir "$WEB"
+        pod web-from-url registry.k8s.io/pause:3.9 >"$WEB/pods.yaml"
+        python3 -m http.server 0 --bind 127.0.0.1 --directory "$WEB" >"$WORK/http.log" 2>&1 &
+        PIDS+=($!)
+        wait_for "$WORK/http.log" 'Serving HTTP on 127.0.0.1 port [0-9]+'
+        port=$(grep -oE 'port [0-9]+' "$WORK/http.log" | head -1 | cut -d' ' -f2)
+        LOG2="$WORK/serve-url.log"
+        "$NANOLET" serve --dry-run --pod-manifest-path "" --manifest-url "http://127.0.0.1:$port/pods.yaml" \
+                --hostname-override node1 --http-check-frequency 1s >"$LOG2" 2>&1 &
+        PIDS+=($!)
+        expect "URL add" "$LOG2" 'SyncLoop \(ADD, "http"\): "web-from-url-node1_kube-system'
+        pod web-from-url registry.k8s.io/pause:3.10 >"$WEB/pods.yaml"
+        expect "URL change" "$LOG2" 'SyncLoop \(UPDATE, "http"\)'
+        rm -f "$WEB/pods.yaml" # 404: nothing changes
+        sleep 2.5
+        [ "$(count_lines "$LOG2" 'REMOVE')" -eq 0 ] || fail "URL error removed pods"
+        expect "URL error logged, pods kept" "$LOG2" '404'
+        printf 'apiVersion: v1\nkind: PodList\nitems: []\n' >"$WEB/pods.yaml"
+        expect "empty PodList removes URL pods" "$LOG2" 'SyncLoop \(REMOVE, "http"\)'
+fi
+
+finish

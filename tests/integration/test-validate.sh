@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# `nanolet validate`: real manifests pass, bad ones fail with precise messages
+# and exit codes as SPEC §11 says.
+. "$(dirname "$0")/lib.sh"
+
+DATA=${TEST_DATA_DIR:?}/manifests
+
+out="$WORK/out"
+if "$NANOLET" validate --hostname-override node1 "$DATA/valid" >"$out" 2>&1; then
+        ok "all valid manifests accepted"
+else
+        cat "$out" >&2
+        fail "valid manifests rejected"
+fi
+grep -q 'etcd-node1' "$out" || fail "etcd pod not listed"
+
+for f in "$DATA"/invalid/*.yaml "$DATA"/invalid/*.json; do
+        [ -e "$f" ] || continue
+        if "$NANOLET" validate -q --hostname-override node1 "$f" >"$out" 2>&1; then
+                fail "$(basename "$f") accepted"
+                continue
+        fi
+        rc=$?
+        [ "$rc" -eq 1 ] || fail "$(basename "$f"): exit code $rc, want 1"
+        exp="${f%.*}.expect"
+        if [ -f "$exp" ]; then
+                while IFS= read -r want; do
+                        [ -z "$want" ] && continue
+                        grep -qF -- "$want" "$out" || fail "$(basename "$f"): no \"$want\" in: $(cat "$out")"
+                done <"$exp"
+        fi
+done
+ok "invalid manifests rejected with their messages"
+
+# stdin and usage errors
+"$NANOLET" validate --hostname-override node1 - <"$DATA/valid/$(ls "$DATA/valid" | head -1)" >/dev/null 2>&1 ||
+        fail "stdin not accepted"
+set +e
+"$NANOLET" validate >/dev/null 2>&1
+[ $? -eq 2 ] || fail "no PATH should exit 2"
+"$NANOLET" validate --bogus x >/dev/null 2>&1
+[ $? -eq 2 ] || fail "unknown option should exit 2"
+set -e
+
+# duplicates across files in one directory
+mkdir -m 0755 "$WORK/dup"
+printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, image: busybox}]}\n' >"$WORK/dup/1.yaml"
+cp "$WORK/dup/1.yaml" "$WORK/dup/2.yaml"
+if "$NANOLET" validate --hostname-override node1 "$WORK/dup" >"$out" 2>&1; then
+        fail "duplicate pods accepted"
+fi
+grep -q '2.yaml' "$out" && grep -q '1.yaml' "$out" || fail "duplicate message should name both files: $(cat "$out")"
+ok "duplicates"
+
+finish

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# The one test command (README, .ci/run): installs dependencies, builds a
+# normal tree and an ASan+UBSan tree, runs every meson test in both, and ends
+# with exactly one summary line "N passed, N failed[, N skipped]".
+#
+# Environment:
+#   NANOLET_SKIP_DEPS=1       do not run contrib/install-deps.sh
+#   NANOLET_BUILD_PREFIX=DIR  build trees DIR and DIR-asan (default: build)
+#   NANOLET_SKIP_ASAN=1       only the normal tree (quick local runs)
+#   CI=true                   strict mode: a skipped test counts as failed
+#                             (NANOLET_TEST_STRICT=1 is exported to tests)
+#   MESON_TEST_ARGS="..."     extra arguments for `meson test` (e.g. --suite unit)
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+exec </dev/null
+
+prefix=${NANOLET_BUILD_PREFIX:-build}
+strict=0
+if [[ ${CI:-} == true || ${NANOLET_TEST_STRICT:-0} == 1 ]]; then
+        strict=1
+        export NANOLET_TEST_STRICT=1
+fi
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+if [[ ${NANOLET_SKIP_DEPS:-0} != 1 ]]; then
+        log "installing dependencies"
+        if ! bash "$ROOT/contrib/install-deps.sh"; then
+                log "dependency installation failed"
+                echo "0 passed, 1 failed"
+                exit 1
+        fi
+fi
+
+total_pass=0
+total_fail=0
+total_skip=0
+
+# count_results DIR: adds DIR/meson-logs/testlog.json to the totals.
+count_results() {
+        local json=$1/meson-logs/testlog.json counts
+        if [[ ! -s $json ]]; then
+                log "$1: no test log; counting the tree as one failure"
+                total_fail=$((total_fail + 1))
+                return
+        fi
+        counts=$(python3 - "$json" <<'PY'
+import json, sys
+ok = fail = skip = 0
+with open(sys.argv[1]) as f:
+    for line in f:
+        line = line.strip()
+        if not line:
+            continue
+        r = json.loads(line).get("result", "")
+        if r in ("OK", "EXPECTEDFAIL"):
+            ok += 1
+        elif r == "SKIP":
+            skip += 1
+        else:  # FAIL, TIMEOUT, ERROR, UNEXPECTEDPASS, INTERRUPT, ...
+            fail += 1
+print(ok, fail, skip)
+PY
+) || { log "$1: unreadable test log"; total_fail=$((total_fail + 1)); return; }
+        read -r p f s <<<"$counts"
+        log "$1: $p passed, $f failed, $s skipped"
+        total_pass=$((total_pass + p))
+        total_fail=$((total_fail + f))
+        total_skip=$((total_skip + s))
+}
+
+# run_tree DIR [meson options...]: configure (or reconfigure), build, test.
+run_tree() {
+        local dir=$1
+        shift
+        log "configuring $dir"
+        local setup=(meson setup)
+        [[ -f $dir/build.ninja ]] && setup+=(--reconfigure)
+        local setup_log
+        setup_log=$(mktemp)
+        if ! "${setup[@]}" "$dir" -Dtests=enabled "$@" >"$setup_log" 2>&1; then
+                cat "$setup_log" >&2
+                rm -f "$setup_log"
+                log "$dir: configuration failed"
+                total_fail=$((total_fail + 1))
+                return
+        fi
+        rm -f "$setup_log"
+        log "building $dir"
+        if ! ninja -C "$dir"; then
+                log "$dir: build failed"
+                total_fail=$((total_fail + 1))
+                return
+        fi
+        rm -f "$dir/meson-logs/testlog.json"
+        log "testing $dir"
+        # meson test exits non-zero on failures; the log is the source of truth.
+        # shellcheck disable=SC2086
+        meson test -C "$dir" --print-errorlogs ${MESON_TEST_ARGS:-} "${test_args[@]}" || true
+        count_results "$dir"
+}
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+test_args=()
+CC=${CC:-gcc} run_tree "$prefix"
+
+if [[ ${NANOLET_SKIP_ASAN:-0} != 1 ]]; then
+        # Sanitizers make tests slower; give them more time.
+        test_args=(--timeout-multiplier 3)
+        CC=${CC:-gcc} run_tree "$prefix-asan" \
+                -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=1
+fi
+
+if [[ $strict == 1 && $total_skip -gt 0 ]]; then
+        log "strict mode: $total_skip skipped test(s) count as failed"
+        total_fail=$((total_fail + total_skip))
+        total_skip=0
+fi
+
+summary="$total_pass passed, $total_fail failed"
+[[ $total_skip -gt 0 ]] && summary+=", $total_skip skipped"
+echo "$summary"
+[[ $total_fail -eq 0 ]]

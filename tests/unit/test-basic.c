@@ -1,0 +1,162 @@
+/* src/basic: strings, string vectors, files, digests, logging contract. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cleanup.h"
+#include "fileio.h"
+#include "hash.h"
+#include "log.h"
+#include "string-util.h"
+#include "strv.h"
+#include "time-util.h"
+
+static void test_string_util(void **state) {
+        assert_string_equal(startswith("kube-system", "kube-"), "system");
+        assert_null(startswith("kube", "kube-"));
+        assert_true(endswith("etcd.yaml", ".yaml"));
+        assert_false(endswith("yaml", ".yaml"));
+        _cleanup_free_ char *s = strprintf("%s-%d", "etcd", 3);
+        assert_string_equal(s, "etcd-3");
+
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, cap = 0;
+        for (int i = 0; i < 100; i++)
+                assert_int_equal(strbuf_append(&buf, &len, &cap, "ab", 2), 0);
+        assert_int_equal(len, 200);
+        assert_int_equal(strlen(buf), 200);
+}
+
+static void test_strv(void **state) {
+        _cleanup_strv_free_ char **l = NULL;
+        assert_int_equal(strv_length(l), 0);
+        assert_int_equal(strv_extend(&l, "b"), 0);
+        assert_int_equal(strv_extend(&l, "a"), 0);
+        assert_int_equal(strv_consume(&l, strdup("c")), 0);
+        assert_int_equal(strv_length(l), 3);
+        assert_true(strv_contains(l, "a"));
+        assert_false(strv_contains(l, "z"));
+        strv_sort(l);
+        assert_string_equal(l[0], "a");
+        assert_string_equal(l[2], "c");
+        _cleanup_strv_free_ char **c = strv_copy(l);
+        assert_int_equal(strv_length(c), 3);
+        assert_ptr_not_equal(c[0], l[0]);
+        size_t n = 0;
+        STRV_FOREACH(i, c)
+                n++;
+        assert_int_equal(n, 3);
+}
+
+static void test_fileio(void **state) {
+        char dir[] = "/tmp/nanolet-test-basic-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        _cleanup_free_ char *path = strprintf("%s/a/b/state.json", dir);
+        _cleanup_free_ char *parent = strprintf("%s/a/b", dir);
+
+        assert_int_equal(mkdir_p(parent, 0755), 0);
+        assert_int_equal(mkdir_p(parent, 0755), 0); /* idempotent */
+        assert_int_equal(write_file_atomic(path, "one", 3, 0600), 0);
+        assert_int_equal(write_file_atomic(path, "second", 6, 0644), 0);
+
+        _cleanup_free_ char *data = NULL;
+        size_t size = 0;
+        assert_int_equal(read_full_file_at(AT_FDCWD, path, 100, &data, &size), 0);
+        assert_int_equal(size, 6);
+        assert_string_equal(data, "second");
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0644);
+
+        /* the size cap refuses before reading the file whole */
+        char *big = NULL;
+        assert_int_equal(read_full_file_at(AT_FDCWD, path, 5, &big, NULL), -EFBIG);
+        assert_null(big);
+        assert_int_equal(read_full_file_at(AT_FDCWD, parent, 100, &big, NULL), -EISDIR);
+        assert_int_equal(read_full_file_at(AT_FDCWD, "/nonexistent/x", 100, &big, NULL), -ENOENT);
+
+        /* the cap also holds for pipes, whose size is unknown in advance */
+        int p[2];
+        assert_int_equal(pipe(p), 0);
+        assert_int_equal(write(p[1], "0123456789", 10), 10);
+        close(p[1]);
+        assert_int_equal(read_full_fd(p[0], 4, &big, NULL), -EFBIG);
+        close(p[0]);
+
+        /* a failed atomic write leaves the old file and no temp file */
+        _cleanup_free_ char *missing = strprintf("%s/nodir/x", dir);
+        assert_true(write_file_atomic(missing, "x", 1, 0644) < 0);
+
+        _cleanup_free_ char *cmd = strprintf("rm -rf '%s'", dir);
+        assert_int_equal(system(cmd), 0);
+}
+
+static void test_hash(void **state) {
+        char hex[65];
+        assert_int_equal(sha256_hex("abc", 3, hex), 0);
+        assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_int_equal(sha256_hex("", 0, hex), 0);
+        assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+static void test_log_errno(void **state) {
+        /* log_*_errno returns -abs(error) whatever the sign passed in */
+        assert_int_equal(log_debug_errno(ENOENT, "x"), -ENOENT);
+        assert_int_equal(log_debug_errno(-EINVAL, "x"), -EINVAL);
+        log_set_max_level(LOG_ERR);
+        assert_int_equal(log_warning_errno(-EPERM, "suppressed %s", "message"), -EPERM);
+        log_set_max_level(LOG_INFO);
+        assert_int_equal(log_get_max_level(), LOG_INFO);
+}
+
+static void test_cleanup(void **state) {
+        int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        {
+                _cleanup_close_ int owned = fd;
+        }
+        assert_int_equal(fcntl(fd, F_GETFD), -1); /* closed by the scope */
+        int kept;
+        {
+                _cleanup_close_ int owned = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                kept = TAKE_FD(owned);
+                assert_int_equal(owned, -EBADF);
+        }
+        assert_true(fcntl(kept, F_GETFD) >= 0);
+        close(kept);
+        char *p;
+        {
+                _cleanup_free_ char *s = strdup("x");
+                p = TAKE_PTR(s);
+                assert_null(s);
+        }
+        free(p);
+}
+
+static void test_time(void **state) {
+        char buf[32];
+        assert_string_equal(format_rfc3339(buf, sizeof buf, 0), "1970-01-01T00:00:00Z");
+        assert_string_equal(format_rfc3339(buf, sizeof buf, 1700000000ULL * USEC_PER_SEC),
+                            "2023-11-14T22:13:20Z");
+        usec_t a = now_usec(CLOCK_MONOTONIC), b = now_usec(CLOCK_MONOTONIC);
+        assert_true(b >= a);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_string_util), cmocka_unit_test(test_strv),
+                cmocka_unit_test(test_fileio),      cmocka_unit_test(test_hash),
+                cmocka_unit_test(test_log_errno),   cmocka_unit_test(test_cleanup),
+                cmocka_unit_test(test_time),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

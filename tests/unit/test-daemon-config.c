@@ -1,0 +1,179 @@
+/* Configuration: defaults, KubeletConfiguration file, flags over file. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "daemon-config.h"
+#include "fileio.h"
+#include "strv.h"
+
+static void test_defaults(void **state) {
+        NanoletConfig c;
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_string_equal(c.pod_manifest_path, "/etc/kubernetes/manifests");
+        assert_string_equal(c.root_dir, "/var/lib/nanolet");
+        assert_string_equal(c.run_dir, "/run/nanolet");
+        assert_string_equal(c.pod_logs_dir, "/var/log/pods");
+        assert_string_equal(c.pod_cidr, "10.86.0.0/16");
+        assert_string_equal(c.address, "127.0.0.1");
+        assert_true(c.file_check_frequency == 20 * USEC_PER_SEC);
+        assert_true(c.http_check_frequency == 20 * USEC_PER_SEC);
+        assert_int_equal(c.read_only_port, 10255);
+        assert_int_equal(c.healthz_port, 10248);
+        assert_int_equal(c.container_log_max_size, 10 * 1024 * 1024);
+        assert_int_equal(c.container_log_max_files, 5);
+        assert_int_equal(strv_length(c.eviction_hard), 4);
+        assert_false(c.dry_run);
+        nanolet_config_deinit(&c);
+}
+
+static const char kubelet_config[] =
+        "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+        "kind: KubeletConfiguration\n"
+        "staticPodPath: /srv/manifests\n"
+        "staticPodURL: http://127.0.0.1:8080/pods\n"
+        "staticPodURLHeader:\n"
+        "  X-Token: [abc, def]\n"
+        "fileCheckFrequency: 5s\n"
+        "httpCheckFrequency: 1m30s\n"
+        "clusterDNS: [10.96.0.10]\n"
+        "clusterDomain: example.local\n"
+        "readOnlyPort: 0\n"
+        "containerLogMaxSize: 20Mi\n"
+        "containerLogMaxFiles: 3\n"
+        "serializeImagePulls: false\n"
+        "evictionHard:\n"
+        "  memory.available: 200Mi\n"
+        "authentication:\n"
+        "  anonymous: {enabled: false}\n"
+        "someTypo: 1\n";
+
+static void test_file(void **state) {
+        NanoletConfig c;
+        Diagnostics d;
+        diagnostics_init(&d);
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_int_equal(nanolet_config_load_buffer(&c, kubelet_config, strlen(kubelet_config),
+                                                    "kc.yaml", &d),
+                         0);
+        assert_int_equal(d.n_errors, 0);
+        assert_int_equal(d.n_warnings, 2); /* authentication ignored, someTypo unknown */
+        assert_string_equal(c.pod_manifest_path, "/srv/manifests");
+        assert_string_equal(c.manifest_url, "http://127.0.0.1:8080/pods");
+        assert_int_equal(strv_length(c.manifest_url_headers), 2);
+        assert_string_equal(c.manifest_url_headers[0], "X-Token: abc");
+        assert_string_equal(c.manifest_url_headers[1], "X-Token: def");
+        assert_true(c.file_check_frequency == 5 * USEC_PER_SEC);
+        assert_true(c.http_check_frequency == 90 * USEC_PER_SEC);
+        assert_string_equal(c.cluster_dns[0], "10.96.0.10");
+        assert_string_equal(c.cluster_domain, "example.local");
+        assert_int_equal(c.read_only_port, 0);
+        assert_int_equal(c.container_log_max_size, 20 * 1024 * 1024);
+        assert_int_equal(c.container_log_max_files, 3);
+        assert_false(c.serialize_image_pulls);
+        assert_int_equal(strv_length(c.eviction_hard), 1);
+        assert_string_equal(c.eviction_hard[0], "memory.available<200Mi");
+        nanolet_config_deinit(&c);
+        diagnostics_deinit(&d);
+}
+
+static void test_file_errors(void **state) {
+        static const char bad[] = "apiVersion: v1\n"
+                                  "kind: KubeletConfiguration\n"
+                                  "fileCheckFrequency: soon\n"
+                                  "readOnlyPort: \"10255\"\n";
+        NanoletConfig c;
+        Diagnostics d;
+        diagnostics_init(&d);
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_int_equal(nanolet_config_load_buffer(&c, bad, strlen(bad), "kc.yaml", &d), -EINVAL);
+        assert_int_equal(d.n_errors, 3);
+        bool saw_line3 = false;
+        for (size_t i = 0; i < d.n; i++) {
+                char *s = diag_to_string(&d.items[i]);
+                if (strstr(s, "kc.yaml:3: fileCheckFrequency:"))
+                        saw_line3 = true;
+                free(s);
+        }
+        assert_true(saw_line3);
+        nanolet_config_deinit(&c);
+        diagnostics_deinit(&d);
+}
+
+static void test_flags_override_file(void **state) {
+        char path[] = "/tmp/nanolet-test-config-XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        close(fd);
+        assert_int_equal(write_file_atomic(path, kubelet_config, strlen(kubelet_config), 0644), 0);
+
+        char *argv[] = { "serve", "--pod-manifest-path", "/flag/path", "--config", path,
+                         "--file-check-frequency=7s", "--manifest-url-header", "A: b",
+                         "--dry-run", "-v", "4", NULL };
+        NanoletConfig c;
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_int_equal(nanolet_config_parse_argv(&c, (int)ELEMENTSOF(argv) - 1, argv), 0);
+        assert_string_equal(c.pod_manifest_path, "/flag/path"); /* flag before --config still wins */
+        assert_true(c.file_check_frequency == 7 * USEC_PER_SEC);
+        assert_true(c.http_check_frequency == 90 * USEC_PER_SEC); /* from the file */
+        assert_int_equal(strv_length(c.manifest_url_headers), 3);
+        assert_true(c.dry_run);
+        assert_int_equal(c.verbosity, 4);
+        nanolet_config_deinit(&c);
+        unlink(path);
+}
+
+static void test_bad_flags(void **state) {
+        char *argv1[] = { "serve", "--read-only-port", "70000", NULL };
+        char *argv2[] = { "serve", "--file-check-frequency", "often", NULL };
+        char *argv3[] = { "serve", "--runtime", "docker", NULL };
+        char *argv4[] = { "serve", "stray", NULL };
+        char **all[] = { argv1, argv2, argv3, argv4 };
+        for (size_t i = 0; i < ELEMENTSOF(all); i++) {
+                NanoletConfig c;
+                assert_int_equal(nanolet_config_init(&c), 0);
+                assert_int_equal(nanolet_config_parse_argv(&c, (int)strv_length(all[i]), all[i]),
+                                 -EINVAL);
+                nanolet_config_deinit(&c);
+        }
+}
+
+static void test_node_name(void **state) {
+        NanoletConfig c;
+        assert_int_equal(nanolet_config_init(&c), 0);
+        c.hostname_override = strdup("Node-One.Example");
+        assert_int_equal(nanolet_config_finish(&c), 0);
+        assert_string_equal(c.node_name, "node-one.example");
+        free(c.hostname_override);
+        c.hostname_override = strdup("bad_name");
+        assert_int_equal(nanolet_config_finish(&c), -EINVAL);
+        nanolet_config_deinit(&c);
+}
+
+static void test_duration(void **state) {
+        usec_t u;
+        assert_int_equal(nanolet_parse_duration("20", &u), 0);
+        assert_true(u == 20 * USEC_PER_SEC);
+        assert_int_equal(nanolet_parse_duration("1m30s", &u), 0);
+        assert_true(u == 90 * USEC_PER_SEC);
+        assert_int_equal(nanolet_parse_duration("250ms", &u), 0);
+        assert_true(u == 250 * USEC_PER_MSEC);
+        assert_true(nanolet_parse_duration("x", &u) < 0);
+        assert_true(nanolet_parse_duration("", &u) < 0);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_defaults),    cmocka_unit_test(test_file),
+                cmocka_unit_test(test_file_errors), cmocka_unit_test(test_flags_override_file),
+                cmocka_unit_test(test_bad_flags),   cmocka_unit_test(test_node_name),
+                cmocka_unit_test(test_duration),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
