@@ -11,3 +11,4 @@ enum {
 int cli_serve(int argc, char **argv);
 int cli_validate(int argc, char **argv);
 int cli_version(int argc, char **argv);
+int cli_image(int argc, char **argv);

@@ -14,6 +14,7 @@ static const struct {
         { "serve", cli_serve, "run the agent" },
         { "validate", cli_validate, "check manifests before dropping them in" },
         { "version", cli_version, "print the version" },
+        { "image", cli_image, "load, list, inspect, tag, remove and prune images" },
 };
 
 static void help(FILE *f) {

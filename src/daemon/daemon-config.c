@@ -494,6 +494,7 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
         optind = 0;
         while ((opt = getopt_long_only(argc, argv, "hv:", serve_options, NULL)) >= 0) {
                 int64_t n;
+                r = 0;
                 switch (opt) {
                 case 'h':
                         serve_help();

@@ -77,13 +77,17 @@ typedef enum EventSourceType {
 } EventSourceType;
 
 static const char *const source_type_table[_SOURCE_TYPE_MAX] = {
-        [SOURCE_IO] = "io",           [SOURCE_TIME] = "time",       [SOURCE_SIGNAL] = "signal",
-        [SOURCE_CHILD] = "child",     [SOURCE_INOTIFY] = "inotify", [SOURCE_DEFER] = "defer",
+        [SOURCE_IO] = "io",       [SOURCE_TIME] = "time",       [SOURCE_SIGNAL] = "signal",
+        [SOURCE_CHILD] = "child", [SOURCE_INOTIFY] = "inotify", [SOURCE_DEFER] = "defer",
 };
 
 /* Two orders over the armed timers: by the time they become due, and by
  * the latest time they may run (when + accuracy). */
-enum { HEAP_WHEN, HEAP_DEADLINE, _HEAP_MAX };
+enum {
+        HEAP_WHEN,
+        HEAP_DEADLINE,
+        _HEAP_MAX
+};
 
 typedef struct TimeHeap {
         EventSource **items;
@@ -277,7 +281,9 @@ static int timer_arm(Event *e) {
 /* --- signals ----------------------------------------------------------- */
 
 static int signal_fd_update(Event *e) {
-        int fd = signalfd(e->signal_fd, &e->signal_mask, SFD_NONBLOCK | SFD_CLOEXEC);
+        /* signalfd() wants exactly -1 to create a new fd. */
+        int fd = signalfd(e->signal_fd >= 0 ? e->signal_fd : -1, &e->signal_mask,
+                          SFD_NONBLOCK | SFD_CLOEXEC);
         if (fd < 0)
                 return -errno;
         if (e->signal_fd >= 0)
@@ -497,7 +503,7 @@ EventSource *event_source_free(EventSource *s) {
 static int source_start(EventSource *s, EventSource **ret) {
         int r = event_source_set_enabled(s, true);
         if (r < 0) {
-                event_source_free(s);
+                (void)event_source_free(s);
                 return r;
         }
         if (ret)
@@ -546,9 +552,9 @@ Event *event_free(Event *e) {
                 source_destroy(container_of(e->gc.next, EventSource, link));
         for (int h = 0; h < _HEAP_MAX; h++)
                 free(e->heap[h].items);
-        safe_close(e->signal_fd);
-        safe_close(e->timer_fd);
-        safe_close(e->epoll_fd);
+        (void)safe_close(e->signal_fd);
+        (void)safe_close(e->timer_fd);
+        (void)safe_close(e->epoll_fd);
         free(e);
         return NULL;
 }
@@ -578,9 +584,8 @@ int event_source_set_io_events(EventSource *s, uint32_t events) {
                 return -EINVAL;
         if (s->io.events == events)
                 return 0;
-        if (s->enabled &&
-            epoll_ctl(s->event->epoll_fd, EPOLL_CTL_MOD, s->io.fd,
-                      &(struct epoll_event){ .events = events, .data.ptr = s }) < 0)
+        if (s->enabled && epoll_ctl(s->event->epoll_fd, EPOLL_CTL_MOD, s->io.fd,
+                                    &(struct epoll_event){ .events = events, .data.ptr = s }) < 0)
                 return -errno;
         s->io.events = events;
         return 0;
@@ -705,7 +710,7 @@ int event_add_child(Event *e, EventSource **ret, pid_t pid, event_child_handler_
                 return -errno;
         s = source_new(e, SOURCE_CHILD, userdata);
         if (!s) {
-                safe_close(fd);
+                (void)safe_close(fd);
                 return -ENOMEM;
         }
         /* pidfds are always close-on-exec. */
@@ -824,8 +829,8 @@ int event_exit(Event *e, int code) {
 /* --- dispatch -------------------------------------------------------- */
 
 static int source_failed(EventSource *s, int r) {
-        return log_debug_errno(r, "event: %s source '%s' failed: %m",
-                               source_type_table[s->type], source_name(s));
+        return log_debug_errno(r, "event: %s source '%s' failed: %m", source_type_table[s->type],
+                               source_name(s));
 }
 
 static int dispatch_signals(Event *e) {

@@ -3,7 +3,10 @@
  * A callback returning a negative errno stops the loop with that error;
  * event_exit() stops it with a chosen code. Sources are owned by whoever
  * created them and freed with event_source_free(), which is safe inside the
- * source's own callback (the free is deferred until dispatch returns). */
+ * source's own callback (the free is deferred until dispatch returns).
+ * Every event_add_*() accepts ret == NULL: the source then belongs to the
+ * loop, and event_free() frees it with all other remaining sources (so free
+ * your sources before the loop, never after). */
 #pragma once
 
 #include <stdbool.h>
@@ -39,10 +42,14 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Event *, event_free)
 /* Runs until event_exit() or a callback fails; returns the exit code or the
  * negative errno of the failure. */
 int event_loop(Event *e);
-/* Runs one iteration, waiting at most timeout (USEC_INFINITY: forever). */
+/* Runs one iteration, waiting at most timeout (USEC_INFINITY: forever; no
+ * wait at all while a defer source is pending). Order within an iteration:
+ * io/signal/child/inotify, then due timers, then defer sources. Returns 0,
+ * or the negative errno of a failed callback or of epoll. */
 int event_run(Event *e, usec_t timeout);
 int event_exit(Event *e, int code);
-/* CLOCK_MONOTONIC time cached at the start of the current iteration. */
+/* CLOCK_MONOTONIC time cached at the start of the current iteration; the
+ * current time when called outside an iteration. */
 usec_t event_now(Event *e);
 
 /* fd is not owned unless event_source_set_io_fd_own() is called. events are
@@ -54,8 +61,10 @@ int event_source_set_io_fd_own(EventSource *s, bool own);
 int event_source_get_io_fd(EventSource *s);
 
 /* One-shot timer at an absolute CLOCK_MONOTONIC time; re-arm it with
- * event_source_set_time() (also from inside the callback). accuracy is
- * the allowed lateness used to coalesce wake-ups (0 = default 1 ms). */
+ * event_source_set_time() (also from inside the callback), which enables
+ * the source again. accuracy is the allowed lateness used to coalesce
+ * wake-ups (0 = default 1 ms). A timer re-armed into the past from its own
+ * callback runs in the next iteration, not in the current one. */
 int event_add_time(Event *e, EventSource **ret, usec_t when, usec_t accuracy,
                    event_time_handler_t cb, void *userdata);
 /* Convenience: relative to now. */
@@ -65,25 +74,34 @@ int event_source_set_time(EventSource *s, usec_t when);
 int event_source_set_time_relative(EventSource *s, usec_t delay);
 usec_t event_source_get_time(EventSource *s);
 
-/* Blocks sig in the process mask and delivers it through a signalfd. */
+/* Blocks sig in the process mask and delivers it through a signalfd. One
+ * source per signal per loop (-EBUSY otherwise). A disabled source keeps the
+ * signal blocked, so it stays pending; freeing the source unblocks it again
+ * if it was not blocked before. */
 int event_add_signal(Event *e, EventSource **ret, int sig, event_signal_handler_t cb,
                      void *userdata);
 
-/* Watches a child by pidfd (pidfd_open). pid must be a child of this process. */
+/* Watches a child by pidfd (pidfd_open). pid must be a child of this process.
+ * If someone else reaped the child, the handler gets si_code 0. Enabling the
+ * source after the child was reaped fails with -ECHILD. */
 int event_add_child(Event *e, EventSource **ret, pid_t pid, event_child_handler_t cb,
                     void *userdata);
 pid_t event_source_get_child_pid(EventSource *s);
 
 /* Creates an inotify instance with one watch on path; more watches can be
  * added with event_source_inotify_add_watch(). Returns the watch descriptor
- * of the first watch via ret_wd when non-NULL. */
+ * of the first watch via ret_wd when non-NULL. Events still in the read
+ * buffer are dropped when the handler disables or frees the source. */
 int event_add_inotify(Event *e, EventSource **ret, const char *path, uint32_t mask,
                       event_inotify_handler_t cb, void *userdata, int *ret_wd);
 int event_source_inotify_add_watch(EventSource *s, const char *path, uint32_t mask);
 int event_source_inotify_rm_watch(EventSource *s, int wd);
 
 /* Runs cb on the next iteration (after I/O dispatch), then disables itself
- * unless re-enabled. Useful to batch work triggered by several events. */
+ * unless re-enabled. Useful to batch work triggered by several events. A
+ * source enabled by any callback before the defer phase runs in that same
+ * iteration's defer phase; one re-enabled from a defer callback runs in the
+ * next iteration. */
 int event_add_defer(Event *e, EventSource **ret, event_time_handler_t cb, void *userdata);
 
 int event_source_set_enabled(EventSource *s, bool enabled);

@@ -46,7 +46,9 @@ void diagnostics_merge(Diagnostics *d, const Diagnostics *src);
 static inline bool diagnostics_has_errors(const Diagnostics *d) {
         return d->n_errors > 0;
 }
-/* "file:line: path: message" (warnings get "warning: " before the message). */
+/* "file:line: path: message" (warnings get "warning: " before the message);
+ * line 0 omits ":line", a NULL path omits "path: ". The column is kept in
+ * the item but not printed (parser errors say "column N: " in the message). */
 void diag_format(const Diag *item, FILE *f);
 /* Same as one allocated string; NULL on ENOMEM. */
 char *diag_to_string(const Diag *item);

@@ -67,7 +67,10 @@ typedef struct ManifestParseOptions {
  * error was found, returns -EINVAL and no objects: a file is used whole or
  * not at all, so a half-written file never replaces a good one. An input
  * with no document at all yields 0 objects and returns 0 (callers decide
- * whether that is an error). */
+ * whether that is an error). Exceeded YAML limits are errors like any other
+ * (-EINVAL, message in diag); -ENOMEM is returned as such. Two objects of
+ * the same kind/namespace/name in one buffer are an error naming both
+ * lines. Diagnostics inside List items carry paths like "items[2].spec...". */
 int manifest_parse_buffer(const char *buf, size_t size, const ManifestParseOptions *opts,
                           ManifestObject ***ret_objs, size_t *ret_n, Diagnostics *diag);
 
@@ -76,7 +79,10 @@ int manifest_parse_buffer(const char *buf, size_t size, const ManifestParseOptio
 int manifest_compute_uid(const char *canonical_json, const char *node_name,
                          const char *source_id, char ret[static 33]);
 
-/* Canonical form of a document: compact JSON with sorted keys; YAML
- * scalars are typed by the YAML 1.2 core schema. Reformatting a document
- * (key order, quoting, comments, flow vs block) does not change it. */
+/* Canonical form of a document: compact JSON with keys sorted bytewise and
+ * non-ASCII escaped (\uXXXX); scalars typed as Kubernetes' YAML decoder
+ * types them (go-yaml v2, see yaml-node.h); integral floats within 2^53 as
+ * integers, other floats with 17 significant digits, .inf/.nan as strings;
+ * aliases expanded. Reformatting a document (key order, quoting, comments,
+ * flow vs block, YAML vs JSON) does not change it. Details in canonical.c. */
 int manifest_canonical_json(const YamlNode *doc, char **ret);

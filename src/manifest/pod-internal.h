@@ -4,6 +4,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "diag.h"
 #include "pod.h"
@@ -63,7 +64,12 @@ struct DecodeContext {
         char **error_paths; /* strv: where decoding failed, so validation stays quiet there */
 };
 
-extern const StructType pod_type, configmap_meta_type, object_meta_type;
+extern const StructType pod_type, object_meta_type;
+
+static inline void *mfree(void *p) {
+        free(p);
+        return NULL;
+}
 
 /* Generic table walkers (pod-decode.c). */
 void struct_init(const StructType *t, void *base);
@@ -81,7 +87,7 @@ char *path_join(char *buf, size_t size, const char *parent, const char *name);
 extern const EnumInfo restart_policy_info, pull_policy_info, protocol_info, dns_policy_info,
         host_path_type_info, mount_propagation_info, termination_message_policy_info,
         seccomp_profile_type_info, uri_scheme_info, storage_medium_info, os_name_info,
-        proc_mount_type_info;
+        proc_mount_type_info, secret_type_info, volume_type_info;
 
 /* pod-defaults.c: Kubernetes SetDefaults_* for a decoded pod. */
 int pod_set_defaults(Pod *p);

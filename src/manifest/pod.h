@@ -440,7 +440,7 @@ typedef struct Container {
         char *termination_message_path;
         TerminationMessagePolicy termination_message_policy;
         SecurityContext *security_context;
-        bool stdin;
+        bool stdin_open; /* "stdin" (a macro name in <stdio.h>) */
         bool stdin_once;
         bool tty;
 } Container;
@@ -468,7 +468,7 @@ typedef struct ConfigMapVolumeSource {
         char *name;
         KeyToPath *items;
         size_t n_items;
-        int64_t default_mode; /* defaulted to 0644 */
+        OptionalInt default_mode; /* defaulted to 0644 */
         bool optional;
 } ConfigMapVolumeSource;
 typedef ConfigMapVolumeSource SecretVolumeSource;
@@ -483,7 +483,7 @@ typedef struct DownwardAPIVolumeFile {
 typedef struct DownwardAPIVolumeSource {
         DownwardAPIVolumeFile *items;
         size_t n_items;
-        int64_t default_mode;
+        OptionalInt default_mode; /* defaulted to 0644 */
 } DownwardAPIVolumeSource;
 
 /* One projected source; exactly one member is non-NULL. default_mode of
@@ -497,7 +497,7 @@ typedef struct VolumeProjection {
 typedef struct ProjectedVolumeSource {
         VolumeProjection *sources;
         size_t n_sources;
-        int64_t default_mode;
+        OptionalInt default_mode; /* defaulted to 0644 */
 } ProjectedVolumeSource;
 
 /* image volume: an OCI image mounted read-only. */
@@ -541,6 +541,11 @@ typedef struct PodDNSConfig {
         size_t n_options;
 } PodDNSConfig;
 
+/* spec.os; name is _OS_NAME_INVALID when not given. */
+typedef struct PodOS {
+        OSName name;
+} PodOS;
+
 typedef struct PodSpec {
         Volume *volumes;
         size_t n_volumes;
@@ -569,7 +574,7 @@ typedef struct PodSpec {
         OptionalInt priority; /* defaulted for system-*-critical classes */
         PodDNSConfig *dns_config;
         OptionalBool enable_service_links; /* defaulted to true; no-op */
-        OSName os_name; /* spec.os.name; _INVALID when unset */
+        PodOS os;
 } PodSpec;
 
 typedef struct Pod {

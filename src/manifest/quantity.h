@@ -11,14 +11,15 @@
  * ("1.5Gi", "100m", "0.1"). Negative values parse; callers that need
  * non-negative amounts check value < 0 themselves. */
 typedef struct Quantity {
-        int64_t value; /* rounded up (towards +inf) to whole units, saturating */
-        int64_t milli; /* value*1000 rounded up (towards +inf), saturating */
+        int64_t value; /* rounded up (away from zero, as Kubernetes' Value()) to whole units */
+        int64_t milli; /* value*1000 rounded up likewise; saturates at INT64_MAX/INT64_MIN */
 } Quantity;
 
-/* Returns 0, -EINVAL on bad syntax, -ERANGE when the number does not fit
- * (Kubernetes caps quantities at 2^63-1 units; larger values are refused
- * rather than silently clamped). Very small non-zero values round up to 1
- * (Kubernetes rounds up, never to zero). */
+/* Returns 0, -EINVAL on bad syntax, -ERANGE when the value in whole units
+ * does not fit in int64 (refused rather than silently clamped; only milli
+ * saturates, so "8E" parses with milli = INT64_MAX). Very small non-zero
+ * values round up to 1 (Kubernetes rounds up, never to zero). Also
+ * accepts the "n" and "u" suffixes Kubernetes accepts. */
 int quantity_parse(const char *s, Quantity *ret);
 
 /* Go time.ParseDuration syntax ("1h30m", "10s", "500ms", "1.5h", "0",

@@ -1,2 +1,671 @@
-/* placeholder: being written */
-typedef int nanolet_placeholder_t;
+/* PodConfig: the merged desired state of every manifest origin.
+ *
+ * Origins (one file, or the URL) are kept sorted by (source rank, origin) so
+ * that every decision that depends on order (which duplicate wins, the order
+ * of ERROR events) is the same however the files were discovered. A commit
+ * recomputes the whole desired set from the origins and diffs it against the
+ * previous commit: a node runs tens of static pods, so the simplicity is worth
+ * the O(n log n), and it makes a rename (one origin gone, another new) come
+ * out as one UPDATE per pod without any special casing. */
+#include "source.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "log.h"
+#include "string-util.h"
+#include "yaml-node.h"
+
+typedef struct Origin {
+        char *source;          /* "file" or "http" */
+        char *name;            /* file path or URL */
+        ManifestObject **objs; /* the last good objects */
+        size_t n_objs;
+        bool has_error;
+        Diagnostics errors; /* from pod_config_set_origin_error() */
+        /* errors plus duplicate conflicts, as of the last commit */
+        Diagnostics effective;
+        char *reported; /* text of the last ERROR event sent; NULL = none/cleared */
+        bool removed;   /* forgotten; freed by the next commit */
+} Origin;
+
+typedef struct Wanted {
+        ManifestObject *obj; /* owned reference */
+        char *source;
+        char *origin;
+} Wanted;
+
+struct PodConfig {
+        source_event_handler_t handler;
+        void *userdata;
+        Origin **origins; /* sorted by origin_compare() */
+        size_t n_origins;
+        Wanted *pods; /* committed pods, sorted by namespace/name */
+        size_t n_pods;
+        Wanted *locals; /* committed ConfigMaps and Secrets, sorted by kind/namespace/name */
+        size_t n_locals;
+        bool committing; /* handlers must not change the config under the commit */
+};
+
+static const char *const source_event_type_table[_SOURCE_EVENT_MAX] = {
+        [SOURCE_EVENT_ADD] = "ADD",
+        [SOURCE_EVENT_UPDATE] = "UPDATE",
+        [SOURCE_EVENT_REMOVE] = "REMOVE",
+        [SOURCE_EVENT_ERROR] = "ERROR",
+};
+
+const char *source_event_type_to_string(SourceEventType t) {
+        if (t < 0 || t >= _SOURCE_EVENT_MAX)
+                return NULL;
+        return source_event_type_table[t];
+}
+
+/* file before http: a local file is what the operator controls most directly. */
+static int source_rank(const char *source) {
+        if (streq(source, "file"))
+                return 0;
+        if (streq(source, "http"))
+                return 1;
+        return 2;
+}
+
+static int origin_compare_key(const Origin *o, const char *source, const char *name) {
+        int ra = source_rank(o->source), rb = source_rank(source);
+        if (ra != rb)
+                return ra < rb ? -1 : 1;
+        int r = strcmp(o->source, source);
+        if (r != 0)
+                return r;
+        return strcmp(o->name, name);
+}
+
+/* Binary search; returns the index of the match or the insertion point. */
+static size_t origin_find(PodConfig *c, const char *source, const char *name, bool *ret_found) {
+        size_t lo = 0, hi = c->n_origins;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int r = origin_compare_key(c->origins[mid], source, name);
+                if (r == 0) {
+                        *ret_found = true;
+                        return mid;
+                }
+                if (r < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        *ret_found = false;
+        return lo;
+}
+
+static void origin_drop_objects(Origin *o) {
+        manifest_objects_free(o->objs, o->n_objs);
+        o->objs = NULL;
+        o->n_objs = 0;
+}
+
+static Origin *origin_free(Origin *o) {
+        if (!o)
+                return NULL;
+        origin_drop_objects(o);
+        diagnostics_deinit(&o->errors);
+        diagnostics_deinit(&o->effective);
+        free(o->reported);
+        free(o->source);
+        free(o->name);
+        free(o);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(Origin *, origin_free)
+
+static int origin_get(PodConfig *c, const char *source, const char *name, Origin **ret) {
+        bool found;
+        size_t i = origin_find(c, source, name, &found);
+        if (found) {
+                *ret = c->origins[i];
+                return 0;
+        }
+
+        _cleanup_(origin_freep) Origin *o = calloc(1, sizeof *o);
+        if (!o)
+                return -ENOMEM;
+        diagnostics_init(&o->errors);
+        diagnostics_init(&o->effective);
+        o->source = strdup(source);
+        o->name = strdup(name);
+        if (!o->source || !o->name)
+                return -ENOMEM;
+
+        Origin **n = reallocarray(c->origins, c->n_origins + 1, sizeof *n);
+        if (!n)
+                return -ENOMEM;
+        c->origins = n;
+        memmove(c->origins + i + 1, c->origins + i, (c->n_origins - i) * sizeof *n);
+        c->origins[i] = o;
+        c->n_origins++;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+static void wanted_done(Wanted *w) {
+        manifest_object_unref(w->obj);
+        free(w->source);
+        free(w->origin);
+}
+
+static void wanted_array_free(Wanted *w, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                wanted_done(&w[i]);
+        free(w);
+}
+
+int pod_config_new(PodConfig **ret, source_event_handler_t handler, void *userdata) {
+        assert(ret);
+        PodConfig *c = calloc(1, sizeof *c);
+        if (!c)
+                return -ENOMEM;
+        c->handler = handler;
+        c->userdata = userdata;
+        *ret = c;
+        return 0;
+}
+
+PodConfig *pod_config_free(PodConfig *c) {
+        if (!c)
+                return NULL;
+        for (size_t i = 0; i < c->n_origins; i++)
+                origin_free(c->origins[i]);
+        free(c->origins);
+        wanted_array_free(c->pods, c->n_pods);
+        wanted_array_free(c->locals, c->n_locals);
+        free(c);
+        return NULL;
+}
+
+int pod_config_set_origin(PodConfig *c, const char *source, const char *origin,
+                          ManifestObject **objs, size_t n) {
+        assert(c && source && origin);
+        assert(objs || n == 0);
+        if (c->committing)
+                return -EBUSY;
+
+        /* Take the new references first so that objs may share objects with
+         * what the origin holds now. */
+        _cleanup_free_ ManifestObject **copy = NULL;
+        if (n > 0) {
+                copy = calloc(n, sizeof *copy);
+                if (!copy)
+                        return -ENOMEM;
+        }
+
+        Origin *o;
+        int r = origin_get(c, source, origin, &o);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < n; i++) {
+                assert(objs[i]);
+                copy[i] = manifest_object_ref(objs[i]);
+        }
+        origin_drop_objects(o);
+        o->objs = TAKE_PTR(copy);
+        o->n_objs = n;
+        o->has_error = false;
+        diagnostics_deinit(&o->errors);
+        diagnostics_init(&o->errors);
+        o->removed = false;
+        return 0;
+}
+
+int pod_config_remove_origin(PodConfig *c, const char *source, const char *origin) {
+        assert(c && source && origin);
+        if (c->committing)
+                return -EBUSY;
+
+        bool found;
+        size_t i = origin_find(c, source, origin, &found);
+        if (!found)
+                return 0;
+        Origin *o = c->origins[i];
+        /* Kept until the commit, which may still owe an "error cleared" event. */
+        origin_drop_objects(o);
+        o->has_error = false;
+        diagnostics_deinit(&o->errors);
+        diagnostics_init(&o->errors);
+        o->removed = true;
+        return 0;
+}
+
+int pod_config_set_origin_error(PodConfig *c, const char *source, const char *origin,
+                                const Diagnostics *errors) {
+        assert(c && source && origin && errors);
+        if (c->committing)
+                return -EBUSY;
+
+        Origin *o;
+        int r = origin_get(c, source, origin, &o);
+        if (r < 0)
+                return r;
+
+        diagnostics_deinit(&o->errors);
+        diagnostics_init(&o->errors);
+        diagnostics_merge(&o->errors, errors);
+        /* An origin marked failing must show as failing, even if the caller
+         * handed over warnings only. */
+        if (o->errors.n_errors == 0)
+                diagnostics_add(&o->errors, DIAG_ERROR, origin, 0, 0, NULL,
+                                "cannot be used (no details given)");
+        o->has_error = true;
+        o->removed = false;
+        return 0;
+}
+
+/* ---- commit ---- */
+
+typedef struct Candidate {
+        ManifestObject *obj;
+        size_t origin; /* index into c->origins */
+        size_t doc;    /* index inside the origin */
+} Candidate;
+
+/* Pods first, then the local objects by kind; each by namespace/name. */
+static int object_key_compare(const ManifestObject *a, const ManifestObject *b) {
+        if (a->kind != b->kind)
+                return a->kind < b->kind ? -1 : 1;
+        int r = strcmp(a->namespace, b->namespace);
+        if (r != 0)
+                return r;
+        return strcmp(a->name, b->name);
+}
+
+static int candidate_compare(const void *x, const void *y) {
+        const Candidate *a = x, *b = y;
+        int r = object_key_compare(a->obj, b->obj);
+        if (r != 0)
+                return r;
+        /* Same key: the earlier origin wins, then the earlier document. */
+        if (a->origin != b->origin)
+                return a->origin < b->origin ? -1 : 1;
+        if (a->doc != b->doc)
+                return a->doc < b->doc ? -1 : 1;
+        return 0;
+}
+
+static const char *kind_noun(ManifestKind k) {
+        switch (k) {
+        case MANIFEST_KIND_POD:
+                return "pod";
+        case MANIFEST_KIND_CONFIGMAP:
+                return "configmap";
+        case MANIFEST_KIND_SECRET:
+                return "secret";
+        default:
+                return "object";
+        }
+}
+
+static int wanted_init(Wanted *w, ManifestObject *obj, const Origin *o) {
+        w->source = strdup(o->source);
+        w->origin = strdup(o->name);
+        if (!w->source || !w->origin) {
+                free(w->source);
+                free(w->origin);
+                return -ENOMEM;
+        }
+        w->obj = manifest_object_ref(obj);
+        return 0;
+}
+
+/* The formatted error set, so that an unchanged error is not reported again
+ * on every rescan. NULL in *ret when there is no error. */
+static int diagnostics_to_text(const Diagnostics *d, char **ret) {
+        if (d->n_errors == 0) {
+                *ret = NULL;
+                return 0;
+        }
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, cap = 0;
+        for (size_t i = 0; i < d->n; i++) {
+                _cleanup_free_ char *line = diag_to_string(&d->items[i]);
+                if (!line)
+                        return -ENOMEM;
+                if (strbuf_append(&buf, &len, &cap, line, strlen(line)) < 0 ||
+                    strbuf_append(&buf, &len, &cap, "\n", 1) < 0)
+                        return -ENOMEM;
+        }
+        /* Items past max_items are only counted; the counts keep two such
+         * sets apart. */
+        char tail[64];
+        int k = snprintf(tail, sizeof tail, "(%zu errors, %zu warnings)", d->n_errors,
+                         d->n_warnings);
+        if (strbuf_append(&buf, &len, &cap, tail, (size_t)k) < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+typedef struct PendingError {
+        Origin *origin;
+        bool cleared;
+} PendingError;
+
+typedef struct Change {
+        SourceEventType type;
+        const Wanted *old; /* REMOVE, UPDATE */
+        const Wanted *new; /* ADD, UPDATE */
+} Change;
+
+static void emit_change(PodConfig *c, const Change *ch) {
+        const Wanted *w = ch->new ? ch->new : ch->old;
+        SourceEvent ev = {
+                .type = ch->type,
+                .source = w->source,
+                .origin = w->origin,
+                .uid = w->obj->uid,
+                .old_uid = ch->type == SOURCE_EVENT_UPDATE ? ch->old->obj->uid : NULL,
+                .object = w->obj,
+        };
+        log_debug("Pod %s/%s: %s %s (from %s)", w->obj->namespace, w->obj->name,
+                  source_event_type_to_string(ch->type), w->obj->uid, w->origin);
+        if (c->handler)
+                c->handler(&ev, c->userdata);
+}
+
+int pod_config_commit(PodConfig *c) {
+        assert(c);
+        if (c->committing)
+                return -EBUSY;
+
+        int r;
+        size_t n_cand = 0;
+        for (size_t i = 0; i < c->n_origins; i++)
+                if (!c->origins[i]->removed)
+                        n_cand += c->origins[i]->n_objs;
+
+        _cleanup_free_ Candidate *cand = calloc(n_cand ? n_cand : 1, sizeof *cand);
+        if (!cand)
+                return -ENOMEM;
+        n_cand = 0;
+        for (size_t i = 0; i < c->n_origins; i++) {
+                Origin *o = c->origins[i];
+                if (o->removed)
+                        continue;
+                for (size_t j = 0; j < o->n_objs; j++)
+                        cand[n_cand++] = (Candidate){ .obj = o->objs[j], .origin = i, .doc = j };
+        }
+        qsort(cand, n_cand, sizeof *cand, candidate_compare);
+
+        /* Rebuild every origin's effective error set: its own errors plus the
+         * duplicates found below. Cannot fail: diagnostics remember ENOMEM. */
+        for (size_t i = 0; i < c->n_origins; i++) {
+                Origin *o = c->origins[i];
+                diagnostics_deinit(&o->effective);
+                diagnostics_init(&o->effective);
+                if (o->has_error && !o->removed)
+                        diagnostics_merge(&o->effective, &o->errors);
+        }
+
+        /* The new desired set; at most n_cand entries. */
+        Wanted *new_pods = calloc(n_cand ? n_cand : 1, sizeof *new_pods);
+        Wanted *new_locals = calloc(n_cand ? n_cand : 1, sizeof *new_locals);
+        size_t n_new_pods = 0, n_new_locals = 0;
+        if (!new_pods || !new_locals) {
+                free(new_pods);
+                free(new_locals);
+                return -ENOMEM;
+        }
+
+        for (size_t i = 0; i < n_cand;) {
+                size_t j = i + 1;
+                while (j < n_cand && object_key_compare(cand[i].obj, cand[j].obj) == 0)
+                        j++;
+
+                const Origin *winner = c->origins[cand[i].origin];
+                bool is_pod = cand[i].obj->kind == MANIFEST_KIND_POD;
+                Wanted *w = is_pod ? &new_pods[n_new_pods] : &new_locals[n_new_locals];
+                r = wanted_init(w, cand[i].obj, winner);
+                if (r < 0) {
+                        wanted_array_free(new_pods, n_new_pods);
+                        wanted_array_free(new_locals, n_new_locals);
+                        return r;
+                }
+                if (is_pod)
+                        n_new_pods++;
+                else
+                        n_new_locals++;
+
+                for (size_t k = i + 1; k < j; k++) {
+                        const ManifestObject *lo = cand[k].obj;
+                        Origin *loser = c->origins[cand[k].origin];
+                        const char *file = lo->file ? lo->file : loser->name;
+                        if (loser == winner)
+                                diagnostics_add(&loser->effective, DIAG_ERROR, file, lo->line, 0,
+                                                NULL,
+                                                "%s \"%s/%s\" is defined twice in %s; the "
+                                                "first definition (line %u) wins, this one is "
+                                                "ignored",
+                                                kind_noun(lo->kind), lo->namespace, lo->name,
+                                                winner->name, cand[i].obj->line);
+                        else
+                                diagnostics_add(
+                                        &loser->effective, DIAG_ERROR, file, lo->line, 0, NULL,
+                                        "%s \"%s/%s\" is also defined in %s, which "
+                                        "wins; this definition is ignored",
+                                        kind_noun(lo->kind), lo->namespace, lo->name, winner->name);
+                }
+                i = j;
+        }
+
+        /* Diff against the last commit. Both arrays are sorted by
+         * namespace/name, so one merge walk yields each kind of change in
+         * that order. */
+        _cleanup_free_ Change *changes =
+                calloc(c->n_pods + n_new_pods ? c->n_pods + n_new_pods : 1, sizeof *changes);
+        _cleanup_free_ PendingError *errs = calloc(c->n_origins ? c->n_origins : 1, sizeof *errs);
+        _cleanup_free_ char **texts = calloc(c->n_origins ? c->n_origins : 1, sizeof *texts);
+        if (!changes || !errs || !texts) {
+                wanted_array_free(new_pods, n_new_pods);
+                wanted_array_free(new_locals, n_new_locals);
+                return -ENOMEM;
+        }
+
+        /* Format the error sets before touching any state, so that ENOMEM
+         * leaves the previous commit in place. */
+        for (size_t i = 0; i < c->n_origins; i++) {
+                Origin *o = c->origins[i];
+                r = diagnostics_to_text(&o->effective, &texts[i]);
+                if (r < 0) {
+                        for (size_t k = 0; k < i; k++)
+                                free(texts[k]);
+                        wanted_array_free(new_pods, n_new_pods);
+                        wanted_array_free(new_locals, n_new_locals);
+                        return r;
+                }
+        }
+
+        size_t n_changes = 0;
+        size_t a = 0, b = 0;
+        while (a < c->n_pods || b < n_new_pods) {
+                int cmp = a >= c->n_pods    ? 1
+                          : b >= n_new_pods ? -1
+                                            : object_key_compare(c->pods[a].obj, new_pods[b].obj);
+                if (cmp < 0) {
+                        changes[n_changes++] = (Change){ SOURCE_EVENT_REMOVE, &c->pods[a], NULL };
+                        a++;
+                } else if (cmp > 0) {
+                        changes[n_changes++] = (Change){ SOURCE_EVENT_ADD, NULL, &new_pods[b] };
+                        b++;
+                } else {
+                        if (!streq(c->pods[a].obj->uid, new_pods[b].obj->uid))
+                                changes[n_changes++] =
+                                        (Change){ SOURCE_EVENT_UPDATE, &c->pods[a], &new_pods[b] };
+                        else {
+                                /* Same pod: keep the object the pod layer already
+                                 * has (its config.seen is the first sighting), but
+                                 * follow the origin it now comes from. */
+                                manifest_object_unref(new_pods[b].obj);
+                                new_pods[b].obj = manifest_object_ref(c->pods[a].obj);
+                        }
+                        a++;
+                        b++;
+                }
+        }
+
+        size_t n_errs = 0;
+        for (size_t i = 0; i < c->n_origins; i++) {
+                Origin *o = c->origins[i];
+                bool same = (!texts[i] && !o->reported) ||
+                            (texts[i] && o->reported && streq(texts[i], o->reported));
+                free(o->reported);
+                o->reported = TAKE_PTR(texts[i]);
+                if (!same)
+                        errs[n_errs++] = (PendingError){ o, !o->reported };
+        }
+
+        /* Switch to the new state before the handlers run, so lookups from a
+         * handler see it; the old entries live until the events are out. */
+        Wanted *old_pods = c->pods, *old_locals = c->locals;
+        size_t n_old_pods = c->n_pods, n_old_locals = c->n_locals;
+        c->pods = new_pods;
+        c->n_pods = n_new_pods;
+        c->locals = new_locals;
+        c->n_locals = n_new_locals;
+
+        c->committing = true;
+        static const SourceEventType order[] = { SOURCE_EVENT_REMOVE, SOURCE_EVENT_UPDATE,
+                                                 SOURCE_EVENT_ADD };
+        for (size_t k = 0; k < ELEMENTSOF(order); k++)
+                for (size_t i = 0; i < n_changes; i++)
+                        if (changes[i].type == order[k])
+                                emit_change(c, &changes[i]);
+
+        Diagnostics none;
+        diagnostics_init(&none);
+        for (size_t i = 0; i < n_errs; i++) {
+                Origin *o = errs[i].origin;
+                SourceEvent ev = {
+                        .type = SOURCE_EVENT_ERROR,
+                        .source = o->source,
+                        .origin = o->name,
+                        .errors = errs[i].cleared ? &none : &o->effective,
+                };
+                if (c->handler)
+                        c->handler(&ev, c->userdata);
+        }
+        diagnostics_deinit(&none);
+        c->committing = false;
+
+        wanted_array_free(old_pods, n_old_pods);
+        wanted_array_free(old_locals, n_old_locals);
+
+        /* Removed origins have had their last word. */
+        size_t k = 0;
+        for (size_t i = 0; i < c->n_origins; i++) {
+                if (c->origins[i]->removed)
+                        origin_free(c->origins[i]);
+                else
+                        c->origins[k++] = c->origins[i];
+        }
+        c->n_origins = k;
+        return 0;
+}
+
+/* ---- lookups ---- */
+
+static ManifestObject *wanted_find(Wanted *w, size_t n, ManifestKind kind, const char *namespace,
+                                   const char *name) {
+        ManifestObject key = { .kind = kind, .namespace = (char *)namespace, .name = (char *)name };
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int r = object_key_compare(w[mid].obj, &key);
+                if (r == 0)
+                        return w[mid].obj;
+                if (r < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
+ManifestObject *pod_config_find(PodConfig *c, ManifestKind kind, const char *namespace,
+                                const char *name) {
+        assert(c && namespace && name);
+        if (kind == MANIFEST_KIND_POD)
+                return wanted_find(c->pods, c->n_pods, kind, namespace, name);
+        return wanted_find(c->locals, c->n_locals, kind, namespace, name);
+}
+
+ManifestObject *pod_config_next_pod(PodConfig *c, size_t *iter) {
+        assert(c && iter);
+        if (*iter >= c->n_pods)
+                return NULL;
+        return c->pods[(*iter)++].obj;
+}
+
+bool pod_config_next_error(PodConfig *c, size_t *iter, const char **ret_origin,
+                           const Diagnostics **ret_errors) {
+        assert(c && iter);
+        while (*iter < c->n_origins) {
+                Origin *o = c->origins[(*iter)++];
+                if (o->removed || o->effective.n_errors == 0)
+                        continue;
+                if (ret_origin)
+                        *ret_origin = o->name;
+                if (ret_errors)
+                        *ret_errors = &o->effective;
+                return true;
+        }
+        return false;
+}
+
+/* ---- shared by the sources ---- */
+
+int source_parse_manifest(const char *buf, size_t size, const ManifestParseOptions *opts,
+                          ManifestObject ***ret_objs, size_t *ret_n, Diagnostics *diag) {
+        ManifestObject **objs = NULL;
+        size_t n = 0;
+        int r = manifest_parse_buffer(buf, size, opts, &objs, &n, diag);
+        if (r < 0)
+                return r;
+        if (n == 0) {
+                /* Zero objects is either a List with no items (a valid empty
+                 * set) or no document at all, which is what a file looks like
+                 * while it is being written: only the former may remove pods. */
+                YamlLimits limits;
+                yaml_limits_default(&limits);
+                if (opts->limits.max_input)
+                        limits.max_input = opts->limits.max_input;
+                if (opts->limits.max_depth)
+                        limits.max_depth = opts->limits.max_depth;
+                if (opts->limits.max_scalar)
+                        limits.max_scalar = opts->limits.max_scalar;
+                if (opts->limits.max_nodes)
+                        limits.max_nodes = opts->limits.max_nodes;
+                if (opts->limits.max_documents)
+                        limits.max_documents = opts->limits.max_documents;
+
+                YamlNode **docs = NULL;
+                size_t n_docs = 0;
+                _cleanup_diagnostics_ Diagnostics ignored;
+                diagnostics_init(&ignored);
+                r = yaml_parse_documents(buf, size, opts->filename, &limits, &docs, &n_docs,
+                                         &ignored);
+                if (r >= 0)
+                        yaml_documents_free(docs, n_docs);
+                if (r < 0 || n_docs == 0) {
+                        free(objs);
+                        diagnostics_add(diag, DIAG_ERROR, opts->filename, 0, 0, NULL,
+                                        "no documents (the file is empty or holds only "
+                                        "comments)");
+                        return -ENODATA;
+                }
+        }
+        *ret_objs = objs;
+        *ret_n = n;
+        return 0;
+}

@@ -70,6 +70,13 @@ ManifestObject *pod_config_next_pod(PodConfig *c, size_t *iter);
 bool pod_config_next_error(PodConfig *c, size_t *iter, const char **ret_origin,
                            const Diagnostics **ret_errors);
 
+/* manifest_parse_buffer() for the sources: a buffer with no document at all
+ * (empty, or only comments: what a file looks like while it is being
+ * written) is an error (-ENODATA, with a diagnostic), while a List with no
+ * items is a valid empty set (0 objects). */
+int source_parse_manifest(const char *buf, size_t size, const ManifestParseOptions *opts,
+                          ManifestObject ***ret_objs, size_t *ret_n, Diagnostics *diag);
+
 /* ---- directory source (SPEC §4) ---- */
 
 typedef struct DirSource DirSource;

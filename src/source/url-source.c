@@ -1,2 +1,624 @@
-/* placeholder: being written */
-typedef int nanolet_placeholder_t;
+/* URL source (SPEC §4): pods from --manifest-url, polled.
+ *
+ * libcurl's multi interface runs inside the event loop (its sockets become
+ * io sources, its timeout a timer source), so a slow or dead server never
+ * blocks anything else. One GET is in flight at most; the next poll is
+ * scheduled check_frequency after the previous one finished. Whatever goes
+ * wrong (transport, status, empty or unparsable body) changes nothing: the
+ * pods keep running, the error is logged, counted and handed to the
+ * PodConfig as the origin's error. */
+#include "source.h"
+
+#include <assert.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <time.h>
+
+#include "cleanup.h"
+#include "config.h"
+#include "log.h"
+#include "string-util.h"
+#include "strv.h"
+
+#define URL_SOURCE_DEFAULT_CHECK_FREQUENCY (20 * USEC_PER_SEC)
+#define URL_SOURCE_DEFAULT_TIMEOUT (10 * USEC_PER_SEC)
+#define URL_SOURCE_DEFAULT_MAX_BODY ((size_t)10 * 1024 * 1024)
+#define URL_SOURCE_MAX_REDIRECTS 5L
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(CURL *, curl_easy_cleanup)
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct curl_slist *, curl_slist_free_all)
+#define _cleanup_curl_easy_ _cleanup_(curl_easy_cleanupp)
+#define _cleanup_curl_slist_ _cleanup_(curl_slist_free_allp)
+
+typedef struct UrlSocket {
+        curl_socket_t fd;
+        EventSource *source;
+} UrlSocket;
+
+struct UrlSource {
+        Event *event;
+        PodConfig *config;
+        char *url;
+        char *source_id; /* "url:<url>", part of every pod's UID */
+        char **headers;
+        char *node_name;
+        usec_t check_frequency, timeout;
+        size_t max_body;
+
+        bool curl_initialized;
+        CURLM *multi;
+        CURL *easy;                     /* the GET in flight; NULL between polls */
+        struct curl_slist *req_headers; /* its request headers */
+        char errbuf[CURL_ERROR_SIZE];
+        UrlSocket *sockets; /* libcurl's sockets and their io sources */
+        size_t n_sockets;
+        EventSource *curl_timer; /* libcurl's own timeout */
+        EventSource *poll_timer; /* the next GET */
+
+        /* the response being received */
+        char *body;
+        size_t body_len, body_cap;
+        bool body_too_large;
+        char *resp_etag, *resp_last_modified, *resp_date;
+
+        /* the last accepted body */
+        bool have_content;
+        char *etag, *last_modified;
+        ManifestObject **objs;
+        size_t n_objs;
+
+        bool has_error;
+        char *logged_error;
+        unsigned error_count;
+};
+
+/* ---- libcurl callbacks ---- */
+
+static size_t url_source_on_body(char *data, size_t size, size_t nmemb, void *userdata) {
+        UrlSource *s = userdata;
+        size_t n = size * nmemb;
+        /* CURLOPT_MAXFILESIZE only helps when the server announces a length. */
+        if (n > s->max_body - s->body_len) {
+                s->body_too_large = true;
+                return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
+        }
+        if (strbuf_append(&s->body, &s->body_len, &s->body_cap, data, n) < 0)
+                return 0;
+        return n;
+}
+
+static char *header_value(const char *line, size_t len, const char *name) {
+        size_t l = strlen(name);
+        if (len <= l || strncasecmp(line, name, l) != 0 || line[l] != ':')
+                return NULL;
+        const char *v = line + l + 1, *end = line + len;
+        while (v < end && (*v == ' ' || *v == '\t'))
+                v++;
+        while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t'))
+                end--;
+        return end > v ? strndup(v, (size_t)(end - v)) : NULL;
+}
+
+static bool last_modified_is_racy(const char *last_modified, const char *date) {
+        time_t lm = curl_getdate(last_modified, NULL);
+        time_t now = date ? curl_getdate(date, NULL) : -1;
+        if (lm < 0)
+                return true;
+        if (now < 0)
+                now = time(NULL);
+        return lm >= now - 1;
+}
+
+static size_t url_source_on_header(char *data, size_t size, size_t nmemb, void *userdata) {
+        UrlSource *s = userdata;
+        size_t n = size * nmemb;
+
+        /* A new status line starts a new response (after a redirect): only
+         * the final response's validators count. */
+        if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) {
+                free(s->resp_etag);
+                free(s->resp_last_modified);
+                free(s->resp_date);
+                s->resp_etag = s->resp_last_modified = s->resp_date = NULL;
+                return n;
+        }
+        char *v = header_value(data, n, "ETag");
+        if (v) {
+                free(s->resp_etag);
+                s->resp_etag = v;
+        } else if ((v = header_value(data, n, "Last-Modified"))) {
+                free(s->resp_last_modified);
+                s->resp_last_modified = v;
+        } else if ((v = header_value(data, n, "Date"))) {
+                free(s->resp_date);
+                s->resp_date = v;
+        }
+        return n;
+}
+
+static int url_source_on_io(EventSource *es, int fd, uint32_t revents, void *userdata);
+static int url_source_on_curl_timer(EventSource *es, usec_t now, void *userdata);
+static void url_source_check_done(UrlSource *s);
+
+static UrlSocket *url_source_find_socket(UrlSource *s, curl_socket_t fd) {
+        for (size_t i = 0; i < s->n_sockets; i++)
+                if (s->sockets[i].fd == fd)
+                        return &s->sockets[i];
+        return NULL;
+}
+
+static int url_source_on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp,
+                                     void *socketp) {
+        UrlSource *s = userp;
+        UrlSocket *us = url_source_find_socket(s, fd);
+
+        if (what == CURL_POLL_REMOVE) {
+                if (us) {
+                        event_source_free(us->source);
+                        *us = s->sockets[--s->n_sockets];
+                }
+                return 0;
+        }
+
+        uint32_t events =
+                ((what & CURL_POLL_IN) ? EPOLLIN : 0) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0);
+        if (us)
+                return event_source_set_io_events(us->source, events) < 0 ? -1 : 0;
+
+        UrlSocket *n = reallocarray(s->sockets, s->n_sockets + 1, sizeof *n);
+        if (!n)
+                return -1;
+        s->sockets = n;
+        EventSource *src;
+        int r = event_add_io(s->event, &src, fd, events, url_source_on_io, s);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to watch a socket for \"%s\": %m", s->url);
+                return -1; /* fails the transfer, which is then reported */
+        }
+        (void)event_source_set_description(src, "url-source-socket");
+        s->sockets[s->n_sockets++] = (UrlSocket){ fd, src };
+        return 0;
+}
+
+static int url_source_on_curl_timeout(CURLM *multi, long timeout_ms, void *userp) {
+        UrlSource *s = userp;
+
+        if (timeout_ms < 0) {
+                if (s->curl_timer)
+                        (void)event_source_set_enabled(s->curl_timer, false);
+                return 0;
+        }
+        /* libcurl must not be re-entered from here: just arm the timer. */
+        usec_t when = now_usec(CLOCK_MONOTONIC) + (usec_t)timeout_ms * USEC_PER_MSEC;
+        int r;
+        if (!s->curl_timer) {
+                r = event_add_time(s->event, &s->curl_timer, when, USEC_PER_MSEC,
+                                   url_source_on_curl_timer, s);
+                if (r >= 0)
+                        (void)event_source_set_description(s->curl_timer, "url-source-curl");
+        } else {
+                r = event_source_set_time(s->curl_timer, when);
+                if (r >= 0)
+                        r = event_source_set_enabled(s->curl_timer, true);
+        }
+        return r < 0 ? -1 : 0;
+}
+
+static int url_source_on_io(EventSource *es, int fd, uint32_t revents, void *userdata) {
+        UrlSource *s = userdata;
+        int flags = 0, running;
+        if (revents & (EPOLLIN | EPOLLHUP))
+                flags |= CURL_CSELECT_IN;
+        if (revents & EPOLLOUT)
+                flags |= CURL_CSELECT_OUT;
+        if (revents & EPOLLERR)
+                flags |= CURL_CSELECT_ERR;
+        (void)curl_multi_socket_action(s->multi, fd, flags, &running);
+        url_source_check_done(s);
+        return 0;
+}
+
+static int url_source_on_curl_timer(EventSource *es, usec_t now, void *userdata) {
+        UrlSource *s = userdata;
+        int running;
+        (void)curl_multi_socket_action(s->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        url_source_check_done(s);
+        return 0;
+}
+
+/* ---- results ---- */
+
+static void url_source_commit(UrlSource *s) {
+        int r = pod_config_commit(s->config);
+        if (r < 0)
+                log_error_errno(r, "Failed to apply the pods of \"%s\": %m", s->url);
+}
+
+static void url_source_fail(UrlSource *s, Diagnostics *d) {
+        s->error_count++;
+        s->has_error = true;
+
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0, cap = 0;
+        for (size_t i = 0; i < d->n; i++) {
+                _cleanup_free_ char *line = diag_to_string(&d->items[i]);
+                if (line && (strbuf_append(&text, &len, &cap, line, strlen(line)) < 0 ||
+                             strbuf_append(&text, &len, &cap, "\n", 1) < 0))
+                        break;
+        }
+        /* The same failure every poll is logged once at warning level. */
+        bool repeat = text && s->logged_error && streq(text, s->logged_error);
+        log_full(repeat ? LOG_DEBUG : LOG_WARNING,
+                 "Manifest URL \"%s\" failed (error #%u), keeping its current pods:", s->url,
+                 s->error_count);
+        for (size_t i = 0; i < d->n; i++) {
+                _cleanup_free_ char *line = diag_to_string(&d->items[i]);
+                if (line)
+                        log_full(repeat ? LOG_DEBUG : LOG_WARNING, "  %s", line);
+        }
+        if (!repeat) {
+                free(s->logged_error);
+                s->logged_error = TAKE_PTR(text);
+        }
+
+        int r = pod_config_set_origin_error(s->config, "http", s->url, d);
+        if (r < 0)
+                log_error_errno(r, "Failed to record the error of \"%s\": %m", s->url);
+        url_source_commit(s);
+}
+
+static void url_source_failf(UrlSource *s, const char *fmt, ...) _printf_(2, 3);
+static void url_source_failf(UrlSource *s, const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+
+        _cleanup_diagnostics_ Diagnostics d;
+        diagnostics_init(&d);
+        diagnostics_add(&d, DIAG_ERROR, s->url, 0, 0, NULL, "%s", k < 0 ? "out of memory" : msg);
+        url_source_fail(s, &d);
+}
+
+static void url_source_succeed(UrlSource *s) {
+        if (s->has_error) {
+                log_info("Manifest URL \"%s\" works again.", s->url);
+                s->has_error = false;
+                free(s->logged_error);
+                s->logged_error = NULL;
+        }
+        int r = pod_config_set_origin(s->config, "http", s->url, s->objs, s->n_objs);
+        if (r < 0)
+                log_error_errno(r, "Failed to apply the pods of \"%s\": %m", s->url);
+        url_source_commit(s);
+}
+
+static void url_source_handle_body(UrlSource *s) {
+        ManifestParseOptions opts = {
+                .filename = s->url,
+                .node_name = s->node_name,
+                .source_id = s->source_id,
+                .config_source = "http",
+                .seen = now_usec(CLOCK_REALTIME),
+        };
+        opts.limits.max_input = s->max_body;
+
+        _cleanup_diagnostics_ Diagnostics d;
+        diagnostics_init(&d);
+        ManifestObject **objs = NULL;
+        size_t n = 0;
+        int r = source_parse_manifest(s->body ? s->body : "", s->body_len, &opts, &objs, &n, &d);
+        if (r < 0) {
+                if (d.n_errors == 0)
+                        diagnostics_add(&d, DIAG_ERROR, s->url, 0, 0, NULL, "cannot parse: %s",
+                                        strerror(-r));
+                url_source_fail(s, &d);
+                return;
+        }
+
+        manifest_objects_free(s->objs, s->n_objs);
+        s->objs = objs;
+        s->n_objs = n;
+        s->have_content = true;
+        /* Validators only of a body we accepted: a bad body is fetched whole
+         * again next time instead of being answered 304 forever. */
+        free(s->etag);
+        free(s->last_modified);
+        s->etag = TAKE_PTR(s->resp_etag);
+        s->last_modified = TAKE_PTR(s->resp_last_modified);
+        if (s->last_modified && last_modified_is_racy(s->last_modified, s->resp_date)) {
+                /* Last-Modified has one-second resolution: a body modified in
+                 * the second it was served may change again within that same
+                 * second, and If-Modified-Since would then hide the change
+                 * forever. Such a timestamp is not used (git's racy-clean rule). */
+                free(s->last_modified);
+                s->last_modified = NULL;
+        }
+        log_debug("Manifest URL \"%s\": %zu object(s).", s->url, n);
+        url_source_succeed(s);
+}
+
+static void url_source_finish(UrlSource *s, CURL *easy, CURLcode result) {
+        if (result != CURLE_OK) {
+                if (s->body_too_large || result == CURLE_FILESIZE_EXCEEDED)
+                        url_source_failf(s, "response body is larger than the limit of %zu bytes",
+                                         s->max_body);
+                else if (result == CURLE_OPERATION_TIMEDOUT)
+                        url_source_failf(s, "no complete response within %llu ms",
+                                         (unsigned long long)(s->timeout / USEC_PER_MSEC));
+                else
+                        url_source_failf(s, "%s",
+                                         s->errbuf[0] ? s->errbuf : curl_easy_strerror(result));
+                return;
+        }
+
+        long status = 0;
+        (void)curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+        if (status == 304) {
+                if (!s->have_content) {
+                        url_source_failf(s, "HTTP status 304 (Not Modified) for a request "
+                                            "without validators");
+                        return;
+                }
+                /* Unchanged: the objects we have are current. This also clears
+                 * an error left by an earlier failed poll. */
+                if (s->has_error)
+                        url_source_succeed(s);
+                return;
+        }
+        if (status < 200 || status > 299) {
+                url_source_failf(s, "HTTP status %ld", status);
+                return;
+        }
+        if (s->body_len == 0) {
+                url_source_failf(s, "empty response body (HTTP status %ld)", status);
+                return;
+        }
+        url_source_handle_body(s);
+}
+
+static int url_source_schedule_poll(UrlSource *s, usec_t delay);
+
+static void url_source_check_done(UrlSource *s) {
+        CURLMsg *m;
+        int left;
+        while ((m = curl_multi_info_read(s->multi, &left))) {
+                if (m->msg != CURLMSG_DONE)
+                        continue;
+                CURL *easy = m->easy_handle;
+                CURLcode result = m->data.result;
+
+                (void)curl_multi_remove_handle(s->multi, easy);
+                if (easy == s->easy) {
+                        url_source_finish(s, easy, result);
+                        s->easy = NULL;
+                }
+                curl_easy_cleanup(easy);
+                curl_slist_free_all(s->req_headers);
+                s->req_headers = NULL;
+                free(s->body);
+                s->body = NULL;
+                s->body_len = s->body_cap = 0;
+                (void)url_source_schedule_poll(s, s->check_frequency);
+        }
+}
+
+/* ---- polling ---- */
+
+static int url_source_build_headers(UrlSource *s, struct curl_slist **ret) {
+        _cleanup_curl_slist_ struct curl_slist *l = NULL;
+        STRV_FOREACH(h, s->headers) {
+                struct curl_slist *n = curl_slist_append(l, *h);
+                if (!n)
+                        return -ENOMEM;
+                l = n;
+        }
+        if (s->etag) {
+                _cleanup_free_ char *h = strprintf("If-None-Match: %s", s->etag);
+                struct curl_slist *n = h ? curl_slist_append(l, h) : NULL;
+                if (!n)
+                        return -ENOMEM;
+                l = n;
+        }
+        if (s->last_modified) {
+                /* The server's own string back, as RFC 9110 recommends. */
+                _cleanup_free_ char *h = strprintf("If-Modified-Since: %s", s->last_modified);
+                struct curl_slist *n = h ? curl_slist_append(l, h) : NULL;
+                if (!n)
+                        return -ENOMEM;
+                l = n;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+static int url_source_start_get(UrlSource *s) {
+        if (s->easy)
+                return 0; /* still in flight */
+
+        free(s->body);
+        s->body = NULL;
+        s->body_len = s->body_cap = 0;
+        s->body_too_large = false;
+        free(s->resp_etag);
+        free(s->resp_last_modified);
+        free(s->resp_date);
+        s->resp_etag = s->resp_last_modified = s->resp_date = NULL;
+        s->errbuf[0] = 0;
+
+        _cleanup_curl_slist_ struct curl_slist *hdrs = NULL;
+        int r = url_source_build_headers(s, &hdrs);
+        if (r < 0)
+                return r;
+
+        _cleanup_curl_easy_ CURL *easy = curl_easy_init();
+        if (!easy)
+                return -ENOMEM;
+
+        bool ok =
+                curl_easy_setopt(easy, CURLOPT_URL, s->url) == CURLE_OK &&
+                curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK &&
+                curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") == CURLE_OK &&
+                curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 1L) == CURLE_OK &&
+                curl_easy_setopt(easy, CURLOPT_MAXREDIRS, URL_SOURCE_MAX_REDIRECTS) == CURLE_OK &&
+                curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, (long)(s->timeout / USEC_PER_MSEC)) ==
+                        CURLE_OK &&
+                curl_easy_setopt(easy, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)s->max_body) ==
+                        CURLE_OK &&
+                curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
+                curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, s->errbuf) == CURLE_OK &&
+                curl_easy_setopt(easy, CURLOPT_HTTPHEADER, hdrs) == CURLE_OK &&
+                curl_easy_setopt(easy, CURLOPT_USERAGENT, "nanolet/" NANOLET_VERSION) == CURLE_OK &&
+                curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, url_source_on_body) == CURLE_OK &&
+                curl_easy_setopt(easy, CURLOPT_WRITEDATA, s) == CURLE_OK &&
+                curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, url_source_on_header) == CURLE_OK &&
+                curl_easy_setopt(easy, CURLOPT_HEADERDATA, s) == CURLE_OK;
+        if (!ok)
+                return -EINVAL;
+
+        if (curl_multi_add_handle(s->multi, easy) != CURLM_OK)
+                return -ENOMEM;
+        s->easy = TAKE_PTR(easy);
+        s->req_headers = TAKE_PTR(hdrs);
+        return 0;
+}
+
+static int url_source_on_poll(EventSource *es, usec_t now, void *userdata) {
+        UrlSource *s = userdata;
+        int r = url_source_start_get(s);
+        if (r < 0) {
+                url_source_failf(s, "cannot start the request: %s", strerror(-r));
+                (void)url_source_schedule_poll(s, s->check_frequency);
+        }
+        return 0;
+}
+
+static int url_source_schedule_poll(UrlSource *s, usec_t delay) {
+        usec_t when = now_usec(CLOCK_MONOTONIC) + delay;
+        int r;
+        if (!s->poll_timer) {
+                r = event_add_time(s->event, &s->poll_timer, when, 0, url_source_on_poll, s);
+                if (r >= 0)
+                        (void)event_source_set_description(s->poll_timer, "url-source-poll");
+        } else {
+                r = event_source_set_time(s->poll_timer, when);
+                if (r >= 0)
+                        r = event_source_set_enabled(s->poll_timer, true);
+        }
+        if (r < 0)
+                return log_error_errno(r, "Failed to schedule the next poll of \"%s\": %m", s->url);
+        return 0;
+}
+
+/* ---- lifecycle ---- */
+
+int url_source_new(UrlSource **ret, Event *e, PodConfig *config, const UrlSourceOptions *opts) {
+        assert(ret && e && config && opts);
+        if (isempty(opts->url) || isempty(opts->node_name))
+                return -EINVAL;
+
+        _cleanup_(url_source_freep) UrlSource *s = calloc(1, sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        s->event = e;
+        s->config = config;
+        s->check_frequency =
+                opts->check_frequency ? opts->check_frequency : URL_SOURCE_DEFAULT_CHECK_FREQUENCY;
+        s->timeout = opts->timeout ? opts->timeout : URL_SOURCE_DEFAULT_TIMEOUT;
+        /* libcurl counts in ms; 0 would mean "no timeout". */
+        if (s->timeout < USEC_PER_MSEC)
+                s->timeout = USEC_PER_MSEC;
+        s->max_body = opts->max_body ? opts->max_body : URL_SOURCE_DEFAULT_MAX_BODY;
+        s->url = strdup(opts->url);
+        s->source_id = strprintf("url:%s", opts->url);
+        s->node_name = strdup(opts->node_name);
+        if (!s->url || !s->source_id || !s->node_name)
+                return -ENOMEM;
+        if (opts->headers) {
+                s->headers = strv_copy(opts->headers);
+                if (!s->headers)
+                        return -ENOMEM;
+        }
+
+        /* Reference counted by libcurl: safe next to other users. */
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+                return -EIO;
+        s->curl_initialized = true;
+
+        s->multi = curl_multi_init();
+        if (!s->multi)
+                return -ENOMEM;
+        if (curl_multi_setopt(s->multi, CURLMOPT_SOCKETFUNCTION, url_source_on_curl_socket) !=
+                    CURLM_OK ||
+            curl_multi_setopt(s->multi, CURLMOPT_SOCKETDATA, s) != CURLM_OK ||
+            curl_multi_setopt(s->multi, CURLMOPT_TIMERFUNCTION, url_source_on_curl_timeout) !=
+                    CURLM_OK ||
+            curl_multi_setopt(s->multi, CURLMOPT_TIMERDATA, s) != CURLM_OK)
+                return -EINVAL;
+
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+int url_source_start(UrlSource *s) {
+        assert(s);
+        if (s->poll_timer)
+                return -EBUSY;
+        log_info("Polling manifests from \"%s\" every %llu ms.", s->url,
+                 (unsigned long long)(s->check_frequency / USEC_PER_MSEC));
+        /* Through the timer, at once, so that the first GET runs from the
+         * loop like every other. */
+        return url_source_schedule_poll(s, 0);
+}
+
+unsigned url_source_get_error_count(UrlSource *s) {
+        assert(s);
+        return s->error_count;
+}
+
+UrlSource *url_source_free(UrlSource *s) {
+        if (!s)
+                return NULL;
+        if (s->multi) {
+                /* Stop libcurl from calling back while it tears down, and
+                 * drop our io sources while their fds are still open. */
+                (void)curl_multi_setopt(s->multi, CURLMOPT_SOCKETFUNCTION, NULL);
+                (void)curl_multi_setopt(s->multi, CURLMOPT_TIMERFUNCTION, NULL);
+        }
+        for (size_t i = 0; i < s->n_sockets; i++)
+                event_source_free(s->sockets[i].source);
+        free(s->sockets);
+        if (s->easy) {
+                (void)curl_multi_remove_handle(s->multi, s->easy);
+                curl_easy_cleanup(s->easy);
+        }
+        if (s->multi)
+                (void)curl_multi_cleanup(s->multi);
+        if (s->curl_initialized)
+                curl_global_cleanup();
+        curl_slist_free_all(s->req_headers);
+        event_source_free(s->curl_timer);
+        event_source_free(s->poll_timer);
+
+        free(s->body);
+        free(s->resp_etag);
+        free(s->resp_last_modified);
+        free(s->resp_date);
+        free(s->etag);
+        free(s->last_modified);
+        manifest_objects_free(s->objs, s->n_objs);
+        free(s->logged_error);
+        free(s->url);
+        free(s->source_id);
+        strv_free(s->headers);
+        free(s->node_name);
+        free(s);
+        return NULL;
+}

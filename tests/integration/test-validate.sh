@@ -16,11 +16,12 @@ grep -q 'etcd-node1' "$out" || fail "etcd pod not listed"
 
 for f in "$DATA"/invalid/*.yaml "$DATA"/invalid/*.json; do
         [ -e "$f" ] || continue
-        if "$NANOLET" validate -q --hostname-override node1 "$f" >"$out" 2>&1; then
+        rc=0
+        "$NANOLET" validate -q --hostname-override node1 "$f" >"$out" 2>&1 || rc=$?
+        if [ "$rc" -eq 0 ]; then
                 fail "$(basename "$f") accepted"
                 continue
         fi
-        rc=$?
         [ "$rc" -eq 1 ] || fail "$(basename "$f"): exit code $rc, want 1"
         exp="${f%.*}.expect"
         if [ -f "$exp" ]; then

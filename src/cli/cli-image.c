@@ -1,0 +1,373 @@
+/* nanolet image load|ls|inspect|tag|rm|prune: the image store from the
+ * command line (SPEC §7, §11). Works without the agent; the store's locks
+ * make it safe to run while the agent starts pods. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "image.h"
+#include "log.h"
+#include "string-util.h"
+#include "strv.h"
+
+#define DEFAULT_ROOT_DIR "/var/lib/nanolet"
+
+typedef struct ImageArgs {
+        const char *root_dir;
+        bool no_trunc;
+        bool quiet;
+        bool copy;
+        char **args; /* positional, first is the subcommand */
+} ImageArgs;
+
+static void help(FILE *f) {
+        fprintf(f,
+                "Usage: nanolet image COMMAND [OPTIONS] [ARGS]\n\n"
+                "Commands:\n"
+                "  load FILE|-        load an OCI or docker-save archive (.tar, .tar.gz, .tar.zst)\n"
+                "  ls                 list images (REPOSITORY TAG DIGEST SIZE)\n"
+                "  inspect REF        print an image's manifest, config and layers as JSON\n"
+                "  tag SRC DST        add the name DST to the image SRC\n"
+                "  rm REF...          remove names; an image left without names is deleted\n"
+                "  prune              delete images no pod uses, and their blobs and layers\n"
+                "  mount REF TARGET UPPER WORK  mount a container rootfs (debugging; --copy forces\n"
+                "                     the copy fallback)\n"
+                "  umount TARGET      unmount it\n\n"
+                "Options:\n"
+                "  --root-dir DIR     state directory (default " DEFAULT_ROOT_DIR ")\n"
+                "  --no-trunc         ls: show full digests\n"
+                "  -q, --quiet        ls: only digests; load/rm/prune: no output\n"
+                "  -h, --help         show this help\n");
+}
+
+static int parse_args(int argc, char **argv, ImageArgs *a) {
+        bool dashdash = false;
+        for (int i = 1; i < argc; i++) {
+                const char *s = argv[i], *v;
+                if (dashdash || s[0] != '-' || streq(s, "-")) {
+                        if (strv_extend(&a->args, s) < 0)
+                                return log_oom();
+                        continue;
+                }
+                if (streq(s, "--")) {
+                        dashdash = true;
+                } else if (streq(s, "-h") || streq(s, "--help")) {
+                        help(stdout);
+                        return 0;
+                } else if (streq(s, "--no-trunc")) {
+                        a->no_trunc = true;
+                } else if (streq(s, "--copy")) {
+                        a->copy = true;
+                } else if (streq(s, "-q") || streq(s, "--quiet")) {
+                        a->quiet = true;
+                } else if (streq(s, "--root-dir") || streq(s, "--run-dir") ||
+                           streq(s, "--pod-logs-dir")) {
+                        if (i + 1 >= argc) {
+                                fprintf(stderr, "nanolet image: %s needs a value\n", s);
+                                return -EINVAL;
+                        }
+                        if (streq(s, "--root-dir"))
+                                a->root_dir = argv[i + 1];
+                        i++;
+                } else if ((v = startswith(s, "--root-dir="))) {
+                        a->root_dir = v;
+                } else if (startswith(s, "--run-dir=") || startswith(s, "--pod-logs-dir=")) {
+                        /* accepted by every subcommand (SPEC §11); unused here */
+                } else {
+                        fprintf(stderr, "nanolet image: unknown option \"%s\"\n", s);
+                        return -EINVAL;
+                }
+        }
+        return 1;
+}
+
+static void format_size(uint64_t size, char buf[static 32]) {
+        static const char *const units[] = { "B", "kB", "MB", "GB", "TB" };
+        double v = (double)size;
+        size_t u = 0;
+        while (v >= 1000 && u + 1 < ELEMENTSOF(units)) {
+                v /= 1000;
+                u++;
+        }
+        if (u == 0)
+                snprintf(buf, 32, "%lluB", (unsigned long long)size);
+        else
+                snprintf(buf, 32, "%.3g%s", v, units[u]);
+}
+
+static int cmd_load(ImageStore *s, ImageArgs *a) {
+        ImageError err = {};
+        _cleanup_strv_free_ char **names = NULL;
+        if (strv_length(a->args) != 2) {
+                fprintf(stderr, "nanolet image load: expected one FILE (or - for stdin)\n");
+                return EXIT_USAGE;
+        }
+        int r = image_store_load(s, a->args[1], &names, &err);
+        if (r < 0) {
+                log_error_errno(r, "%s", err.message[0] ? err.message : strerror(-r));
+                return EXIT_ERROR;
+        }
+        STRV_FOREACH(n, names)
+                if (!a->quiet)
+                        printf("Loaded image: %s\n", *n);
+        return EXIT_OK;
+}
+
+static int cmd_ls(ImageStore *s, ImageArgs *a) {
+        ImageError err = {};
+        Image **l = NULL;
+        size_t n = 0;
+        if (strv_length(a->args) != 1) {
+                fprintf(stderr, "nanolet image ls: takes no arguments\n");
+                return EXIT_USAGE;
+        }
+        int r = image_store_list(s, &l, &n, &err);
+        if (r < 0) {
+                log_error_errno(r, "%s", err.message[0] ? err.message : strerror(-r));
+                return EXIT_ERROR;
+        }
+        if (!a->quiet)
+                printf("%-50s %-20s %-*s %s\n", "REPOSITORY", "TAG", a->no_trunc ? 71 : 13,
+                       "DIGEST", "SIZE");
+        for (size_t i = 0; i < n; i++) {
+                char size[32], digest[80];
+                format_size(l[i]->size, size);
+                snprintf(digest, sizeof(digest), "%s",
+                         a->no_trunc ? l[i]->digest : l[i]->digest + 7);
+                if (!a->no_trunc)
+                        digest[13] = 0;
+                if (a->quiet) {
+                        printf("%s\n", digest);
+                        continue;
+                }
+                if (!l[i]->names[0])
+                        printf("%-50s %-20s %-*s %s\n", "<none>", "<none>",
+                               a->no_trunc ? 71 : 13, digest, size);
+                STRV_FOREACH(nm, l[i]->names) {
+                        ImageRef ref = {};
+                        if (image_ref_parse(*nm, &ref, NULL) < 0)
+                                continue;
+                        _cleanup_free_ char *repo = image_ref_repository(&ref);
+                        printf("%-50s %-20s %-*s %s\n", strna(repo), ref.tag ? ref.tag : "<none>",
+                               a->no_trunc ? 71 : 13, digest, size);
+                        image_ref_done(&ref);
+                }
+        }
+        image_list_free(l, n);
+        return EXIT_OK;
+}
+
+static json_t *strv_json(char **l) {
+        json_t *a = json_array();
+        STRV_FOREACH(s, l)
+                json_array_append_new(a, json_string(*s));
+        return a;
+}
+
+static int cmd_inspect(ImageStore *s, ImageArgs *a) {
+        int ret = EXIT_OK;
+        if (strv_length(a->args) < 2) {
+                fprintf(stderr, "nanolet image inspect: expected REF...\n");
+                return EXIT_USAGE;
+        }
+        json_t *out = json_array();
+        for (size_t i = 1; a->args[i]; i++) {
+                ImageError err = {};
+                _cleanup_(image_freep) Image *im = NULL;
+                int r = image_store_get(s, a->args[i], &im, &err);
+                if (r < 0) {
+                        log_error_errno(r, "%s", err.message[0] ? err.message : strerror(-r));
+                        ret = EXIT_ERROR;
+                        continue;
+                }
+                const ImageConfig *c = &im->config;
+                json_t *labels = json_object();
+                for (size_t k = 0; c->labels && c->labels[k] && c->labels[k + 1]; k += 2)
+                        json_object_set_new(labels, c->labels[k], json_string(c->labels[k + 1]));
+                json_t *layers = json_array(), *digests = json_array();
+                for (size_t k = 0; k < im->manifest.n_layers; k++)
+                        json_array_append_new(
+                                layers,
+                                json_pack("{s:s, s:s?, s:I, s:s, s:s}", "digest",
+                                          im->manifest.layers[k].digest, "mediaType",
+                                          im->manifest.layers[k].media_type, "size",
+                                          (json_int_t)im->manifest.layers[k].size, "diffID",
+                                          c->diff_ids[k], "chainID", im->chain_ids[k]));
+                STRV_FOREACH(nm, im->names) {
+                        ImageRef ref = {};
+                        if (image_ref_parse(*nm, &ref, NULL) < 0)
+                                continue;
+                        _cleanup_free_ char *repo = image_ref_repository(&ref);
+                        _cleanup_free_ char *rd = strprintf("%s@%s", strna(repo), im->digest);
+                        if (rd)
+                                json_array_append_new(digests, json_string(rd));
+                        image_ref_done(&ref);
+                }
+                json_t *cfg = json_pack(
+                        "{s:o, s:o, s:o, s:s?, s:s?, s:o, s:s?, s:o, s:o}", "Entrypoint",
+                        c->entrypoint ? strv_json(c->entrypoint) : json_null(), "Cmd",
+                        c->cmd ? strv_json(c->cmd) : json_null(), "Env",
+                        c->env ? strv_json(c->env) : json_null(), "WorkingDir", c->working_dir,
+                        "User", c->user, "ExposedPorts", strv_json(c->exposed_ports),
+                        "StopSignal", c->stop_signal, "Volumes", strv_json(c->volumes), "Labels",
+                        labels);
+                json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:I, s:s?, s:s?, s:s?, s:o, s:o}",
+                                      "id", im->config_digest, "digest", im->digest, "repoTags",
+                                      strv_json(im->names), "repoDigests", digests, "size",
+                                      (json_int_t)im->size, "os", c->os, "architecture",
+                                      c->architecture, "created", c->created, "config", cfg,
+                                      "layers", layers);
+                if (!o) {
+                        log_oom();
+                        json_decref(out);
+                        return EXIT_ERROR;
+                }
+                json_array_append_new(out, o);
+        }
+        if (json_array_size(out) > 0) {
+                json_t *show = json_array_size(out) == 1 && strv_length(a->args) == 2
+                                       ? json_array_get(out, 0)
+                                       : out;
+                char *text = json_dumps(show, JSON_INDENT(2));
+                if (text)
+                        printf("%s\n", text);
+                free(text);
+        }
+        json_decref(out);
+        return ret;
+}
+
+static int cmd_tag(ImageStore *s, ImageArgs *a) {
+        ImageError err = {};
+        if (strv_length(a->args) != 3) {
+                fprintf(stderr, "nanolet image tag: expected SRC DST\n");
+                return EXIT_USAGE;
+        }
+        int r = image_store_tag(s, a->args[1], a->args[2], &err);
+        if (r < 0) {
+                log_error_errno(r, "%s", err.message[0] ? err.message : strerror(-r));
+                return EXIT_ERROR;
+        }
+        return EXIT_OK;
+}
+
+static int cmd_rm(ImageStore *s, ImageArgs *a) {
+        int ret = EXIT_OK;
+        if (strv_length(a->args) < 2) {
+                fprintf(stderr, "nanolet image rm: expected REF...\n");
+                return EXIT_USAGE;
+        }
+        for (size_t i = 1; a->args[i]; i++) {
+                ImageError err = {};
+                int r = image_store_remove(s, a->args[i], &err);
+                if (r < 0) {
+                        log_error_errno(r, "%s", err.message[0] ? err.message : strerror(-r));
+                        ret = EXIT_ERROR;
+                } else if (!a->quiet)
+                        printf("%s: %s\n", r > 0 ? "Deleted" : "Untagged", a->args[i]);
+        }
+        return ret;
+}
+
+static int cmd_prune(ImageStore *s, ImageArgs *a) {
+        ImageError err = {};
+        _cleanup_strv_free_ char **removed = NULL;
+        uint64_t reclaimed = 0;
+        char size[32];
+        if (strv_length(a->args) != 1) {
+                fprintf(stderr, "nanolet image prune: takes no arguments\n");
+                return EXIT_USAGE;
+        }
+        int r = image_store_prune(s, &removed, &reclaimed, &err);
+        if (r < 0) {
+                log_error_errno(r, "%s", err.message[0] ? err.message : strerror(-r));
+                return EXIT_ERROR;
+        }
+        format_size(reclaimed, size);
+        if (!a->quiet) {
+                STRV_FOREACH(n, removed)
+                        printf("Deleted: %s\n", *n);
+                printf("Total reclaimed space: %s\n", size);
+        }
+        return EXIT_OK;
+}
+
+static int cmd_mount(ImageStore *s, ImageArgs *a) {
+        ImageError err = {};
+        ImageRootfsMode mode;
+        if (strv_length(a->args) != 5) {
+                fprintf(stderr, "nanolet image mount: expected REF TARGET UPPER WORK\n");
+                return EXIT_USAGE;
+        }
+        int r = image_rootfs_mount(s, a->args[1], a->args[2], a->args[3], a->args[4],
+                                   a->copy ? IMAGE_ROOTFS_FORCE_COPY : 0, &mode, &err);
+        if (r < 0) {
+                log_error_errno(r, "%s", err.message[0] ? err.message : strerror(-r));
+                return EXIT_ERROR;
+        }
+        if (!a->quiet)
+                printf("Mounted %s on %s (%s)\n", a->args[1], a->args[2],
+                       image_rootfs_mode_to_string(mode));
+        return EXIT_OK;
+}
+
+static int cmd_umount(ImageStore *s, ImageArgs *a) {
+        ImageError err = {};
+        if (strv_length(a->args) != 2) {
+                fprintf(stderr, "nanolet image umount: expected TARGET\n");
+                return EXIT_USAGE;
+        }
+        int r = image_rootfs_umount(a->args[1], &err);
+        if (r < 0) {
+                log_error_errno(r, "%s", err.message[0] ? err.message : strerror(-r));
+                return EXIT_ERROR;
+        }
+        return EXIT_OK;
+}
+
+int cli_image(int argc, char **argv) {
+        ImageArgs a = { .root_dir = DEFAULT_ROOT_DIR };
+        _cleanup_(image_store_freep) ImageStore *s = NULL;
+        ImageError err = {};
+        static const struct {
+                const char *name;
+                int (*run)(ImageStore *s, ImageArgs *a);
+        } cmds[] = {
+                { "load", cmd_load }, { "ls", cmd_ls },   { "list", cmd_ls },
+                { "inspect", cmd_inspect }, { "tag", cmd_tag }, { "rm", cmd_rm },
+                { "prune", cmd_prune }, { "mount", cmd_mount }, { "umount", cmd_umount },
+        };
+
+        int r = parse_args(argc, argv, &a);
+        if (r <= 0) {
+                strv_free(a.args);
+                return r == 0 ? EXIT_OK : EXIT_USAGE;
+        }
+        if (!a.args || !a.args[0]) {
+                help(stderr);
+                strv_free(a.args);
+                return EXIT_USAGE;
+        }
+        int ret = -1;
+        for (size_t i = 0; i < ELEMENTSOF(cmds); i++) {
+                if (!streq(a.args[0], cmds[i].name))
+                        continue;
+                r = image_store_open(a.root_dir, NULL, &s, &err);
+                if (r < 0) {
+                        log_error_errno(r, "%s", err.message[0] ? err.message : strerror(-r));
+                        ret = EXIT_ERROR;
+                } else
+                        ret = cmds[i].run(s, &a);
+                break;
+        }
+        if (ret < 0) {
+                fprintf(stderr, "nanolet image: unknown command \"%s\"\n\n", a.args[0]);
+                help(stderr);
+                ret = EXIT_USAGE;
+        }
+        strv_free(a.args);
+        return ret;
+}

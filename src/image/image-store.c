@@ -1,0 +1,841 @@
+/* The store: layout, locks, index.json, lookup, tag/remove/prune, GC, and
+ * layer unpacking from stored blobs. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "image-internal.h"
+#include "image-util.h"
+#include "log.h"
+#include "string-util.h"
+#include "strv.h"
+
+static const char oci_layout[] = "{\"imageLayoutVersion\":\"1.0.0\"}";
+
+const char *image_store_root(const ImageStore *s) {
+        return s->root;
+}
+
+ImageStore *image_store_free(ImageStore *s) {
+        if (!s)
+                return NULL;
+        safe_close(s->images_fd);
+        safe_close(s->blobs_fd);
+        safe_close(s->layers_fd);
+        free(s->root);
+        free(s->images_dir);
+        free(s);
+        return NULL;
+}
+
+int store_lock(ImageStore *s, const char *name, int op, int *ret_fd, ImageError *err) {
+        _cleanup_close_ int fd = openat(s->images_fd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return image_error_set(err, -errno, "cannot open lock file %s/%s: %m",
+                                       s->images_dir, name);
+        while (flock(fd, op) < 0) {
+                if (errno == EINTR)
+                        continue;
+                if (errno == EWOULDBLOCK)
+                        return -EWOULDBLOCK;
+                return image_error_set(err, -errno, "cannot lock %s/%s: %m", s->images_dir, name);
+        }
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static int remove_tmp_entries(int dir_fd, const char *prefix) {
+        int dfd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
+        if (dfd < 0)
+                return -errno;
+        _cleanup_closedir_ DIR *d = fdopendir(dfd);
+        if (!d) {
+                safe_close(dfd);
+                return -errno;
+        }
+        rewinddir(d); /* the fd may share its offset with a dup */
+        int n = 0;
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (startswith(de->d_name, prefix)) {
+                        log_debug("Removing leftover \"%s\" of an interrupted operation",
+                                  de->d_name);
+                        (void)rm_rf_at(dirfd(d), de->d_name);
+                        n++;
+                }
+        return n;
+}
+
+/* Leftovers of a killed writer: only when no writer is active right now. */
+static int store_cleanup_stale(ImageStore *s, ImageError *err) {
+        _cleanup_close_ int lock = -EBADF;
+        int r = store_lock(s, GC_LOCK, LOCK_EX | LOCK_NB, &lock, err);
+        if (r == -EWOULDBLOCK)
+                return 0;
+        if (r < 0)
+                return r;
+        int staged = remove_tmp_entries(s->images_fd, TMP_PREFIX);
+        (void)remove_tmp_entries(s->images_fd, "index.json.tmp.");
+        (void)remove_tmp_entries(s->blobs_fd, TMP_PREFIX);
+        (void)remove_tmp_entries(s->layers_fd, TMP_PREFIX);
+        /* A load killed while committing may have left blobs/layers that no
+         * index entry references yet: collect them now. */
+        if (staged > 0)
+                return store_gc_locked(s, NULL, err);
+        return 0;
+}
+
+int image_store_open(const char *root_dir, const ImageLimits *limits, ImageStore **ret,
+                     ImageError *err) {
+        _cleanup_(image_store_freep) ImageStore *s = calloc(1, sizeof(ImageStore));
+        if (!s)
+                return -ENOMEM;
+        s->images_fd = s->blobs_fd = s->layers_fd = -EBADF;
+        if (limits)
+                s->limits = *limits;
+        else
+                image_limits_default(&s->limits);
+        s->root = strdup(root_dir);
+        s->images_dir = strprintf("%s/images", root_dir);
+        _cleanup_free_ char *blobs = strprintf("%s/images/blobs/sha256", root_dir);
+        _cleanup_free_ char *layers = strprintf("%s/layers", root_dir);
+        if (!s->root || !s->images_dir || !blobs || !layers)
+                return -ENOMEM;
+        int r = mkdir_p(blobs, 0700);
+        if (r >= 0)
+                r = mkdir_p(layers, 0700);
+        if (r < 0)
+                return image_error_set(err, r, "cannot create image store under \"%s\": %s",
+                                       root_dir, strerror(-r));
+        s->images_fd = open(s->images_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        s->blobs_fd = open(blobs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        s->layers_fd = open(layers, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (s->images_fd < 0 || s->blobs_fd < 0 || s->layers_fd < 0)
+                return image_error_set(err, -errno, "cannot open image store under \"%s\": %m",
+                                       root_dir);
+
+        if (faccessat(s->images_fd, "oci-layout", F_OK, 0) < 0) {
+                _cleanup_free_ char *p = strprintf("%s/oci-layout", s->images_dir);
+                if (!p)
+                        return -ENOMEM;
+                r = write_file_atomic(p, oci_layout, strlen(oci_layout), 0644);
+                if (r < 0)
+                        return image_error_set(err, r, "cannot write \"%s\": %s", p,
+                                               strerror(-r));
+        }
+        if (faccessat(s->images_fd, "index.json", F_OK, 0) < 0) {
+                _cleanup_close_ int lock = -EBADF;
+                r = store_lock(s, INDEX_LOCK, LOCK_EX, &lock, err);
+                if (r < 0)
+                        return r;
+                if (faccessat(s->images_fd, "index.json", F_OK, 0) < 0) {
+                        _cleanup_json_ json_t *idx = json_pack(
+                                "{s:i, s:s, s:[]}", "schemaVersion", 2, "mediaType",
+                                IMAGE_MT_OCI_INDEX, "manifests");
+                        if (!idx)
+                                return -ENOMEM;
+                        r = store_index_save(s, idx, err);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        r = store_cleanup_stale(s, err);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+int store_index_load(ImageStore *s, json_t **ret, ImageError *err) {
+        _cleanup_free_ char *data = NULL;
+        size_t size;
+        json_error_t jerr;
+        int r = read_full_file_at(s->images_fd, "index.json", IMAGE_JSON_MAX, &data, &size);
+        if (r < 0)
+                return image_error_set(err, r, "cannot read %s/index.json: %s", s->images_dir,
+                                       strerror(-r));
+        json_t *j = json_loadb(data, size, 0, &jerr);
+        if (!j || !json_is_object(j) || !json_is_array(json_object_get(j, "manifests"))) {
+                json_decref(j);
+                return image_error_set(err, -EBADMSG, "%s/index.json is corrupt", s->images_dir);
+        }
+        *ret = j;
+        return 0;
+}
+
+int store_index_save(ImageStore *s, json_t *index, ImageError *err) {
+        _cleanup_free_ char *data = json_dumps(index, JSON_INDENT(2));
+        _cleanup_free_ char *p = strprintf("%s/index.json", s->images_dir);
+        if (!data || !p)
+                return -ENOMEM;
+        int r = write_file_atomic(p, data, strlen(data), 0644);
+        if (r < 0)
+                return image_error_set(err, r, "cannot write \"%s\": %s", p, strerror(-r));
+        return 0;
+}
+
+static const char *entry_digest(json_t *e) {
+        return json_string_value(json_object_get(e, "digest"));
+}
+
+static const char *entry_name(json_t *e) {
+        return json_string_value(
+                json_object_get(json_object_get(e, "annotations"), IMAGE_ANNOTATION_REF_NAME));
+}
+
+int store_index_add(json_t *index, const ImageDescriptor *m, const char *name) {
+        json_t *manifests = json_object_get(index, "manifests");
+        size_t i;
+        json_t *e;
+        bool present = false;
+
+        /* A name belongs to one image: drop it from wherever it was. */
+        for (i = 0; name && i < json_array_size(manifests);) {
+                e = json_array_get(manifests, i);
+                const char *n = entry_name(e);
+                if (n && streq(n, name)) {
+                        if (streq(strempty(entry_digest(e)), m->digest))
+                                return 0;
+                        (void)json_array_remove(manifests, i);
+                        continue;
+                }
+                i++;
+        }
+        json_array_foreach(manifests, i, e)
+                if (streq(strempty(entry_digest(e)), m->digest)) {
+                        present = true;
+                        if (name && !entry_name(e)) {
+                                /* Name an untagged entry rather than adding one. */
+                                json_t *ann = json_pack("{s:s}", IMAGE_ANNOTATION_REF_NAME, name);
+                                return ann && json_object_set_new(e, "annotations", ann) == 0
+                                               ? 0
+                                               : -ENOMEM;
+                        }
+                }
+        if (present && !name)
+                return 0;
+        json_t *d = json_pack("{s:s, s:s, s:I}", "mediaType",
+                              m->media_type ? m->media_type : IMAGE_MT_OCI_MANIFEST, "digest",
+                              m->digest, "size", (json_int_t)(m->size < 0 ? 0 : m->size));
+        if (!d)
+                return -ENOMEM;
+        if (name && json_object_set_new(d, "annotations",
+                                        json_pack("{s:s}", IMAGE_ANNOTATION_REF_NAME, name)) < 0) {
+                json_decref(d);
+                return -ENOMEM;
+        }
+        return json_array_append_new(manifests, d) == 0 ? 0 : -ENOMEM;
+}
+
+int store_blob_read(ImageStore *s, const char *digest, char **ret, size_t *ret_size,
+                    ImageError *err) {
+        _cleanup_free_ char *data = NULL;
+        size_t size;
+        char got[72];
+        _cleanup_md_ EVP_MD_CTX *md = NULL;
+
+        if (!image_digest_is_valid(digest))
+                return image_error_set(err, -EINVAL, "invalid digest \"%s\"", strna(digest));
+        int r = read_full_file_at(s->blobs_fd, digest + 7, IMAGE_JSON_MAX, &data, &size);
+        if (r < 0)
+                return image_error_set(err, r, "blob %s: %s", digest,
+                                       r == -ENOENT ? "missing from the store" : strerror(-r));
+        if ((r = sha256_new(&md)) < 0 || (r = sha256_update(md, data, size)) < 0 ||
+            (r = sha256_final_digest(md, got)) < 0)
+                return r;
+        if (!streq(got, digest))
+                return image_error_set(err, -EBADMSG, "blob %s is corrupt (content hashes to %s)",
+                                       digest, got);
+        *ret = TAKE_PTR(data);
+        *ret_size = size;
+        return 0;
+}
+
+Image *image_free(Image *image) {
+        if (!image)
+                return NULL;
+        free(image->digest);
+        free(image->config_digest);
+        strv_free(image->names);
+        image_manifest_done(&image->manifest);
+        image_config_done(&image->config);
+        strv_free(image->chain_ids);
+        free(image);
+        return NULL;
+}
+
+void image_list_free(Image **images, size_t n) {
+        for (size_t i = 0; images && i < n; i++)
+                image_free(images[i]);
+        free(images);
+}
+
+int store_image_build(ImageStore *s, const char *digest, Image **ret, ImageError *err) {
+        _cleanup_(image_freep) Image *im = calloc(1, sizeof(Image));
+        _cleanup_free_ char *mdata = NULL, *cdata = NULL;
+        size_t msize, csize;
+        int r;
+
+        if (!im)
+                return -ENOMEM;
+        im->digest = strdup(digest);
+        im->names = calloc(1, sizeof(char *));
+        if (!im->digest || !im->names)
+                return -ENOMEM;
+        if ((r = store_blob_read(s, digest, &mdata, &msize, err)) < 0 ||
+            (r = image_manifest_parse(mdata, msize, &im->manifest, err)) < 0)
+                return image_error_prefix(err, r, "image %s", digest);
+        if ((r = store_blob_read(s, im->manifest.config.digest, &cdata, &csize, err)) < 0 ||
+            (r = image_config_parse(cdata, csize, &im->config, err)) < 0)
+                return image_error_prefix(err, r, "image %s", digest);
+        if (strv_length(im->config.diff_ids) != im->manifest.n_layers)
+                return image_error_set(err, -EBADMSG,
+                                       "image %s: %zu layers but %zu diff IDs in its config",
+                                       digest, im->manifest.n_layers,
+                                       strv_length(im->config.diff_ids));
+        im->config_digest = strdup(im->manifest.config.digest);
+        if (!im->config_digest)
+                return -ENOMEM;
+        r = image_chain_ids(im->config.diff_ids, &im->chain_ids);
+        if (r < 0)
+                return r;
+        im->size = msize + csize;
+        for (size_t i = 0; i < im->manifest.n_layers; i++)
+                im->size += (uint64_t)MAX(im->manifest.layers[i].size, 0);
+        *ret = TAKE_PTR(im);
+        return 0;
+}
+
+static int image_cmp(const void *a, const void *b) {
+        const Image *x = *(Image *const *)a, *y = *(Image *const *)b;
+        const char *nx = x->names[0] ? x->names[0] : "~", *ny = y->names[0] ? y->names[0] : "~";
+        int c = strcmp(nx, ny);
+        return c ? c : strcmp(x->digest, y->digest);
+}
+
+static int list_from_index(ImageStore *s, json_t *index, Image ***ret, size_t *ret_n,
+                           ImageError *err) {
+        json_t *manifests = json_object_get(index, "manifests");
+        Image **l = NULL;
+        size_t n = 0, i;
+        json_t *e;
+        int r = 0;
+
+        json_array_foreach(manifests, i, e) {
+                const char *d = entry_digest(e), *name = entry_name(e);
+                Image *im = NULL;
+                if (!image_digest_is_valid(d))
+                        continue;
+                for (size_t k = 0; k < n; k++)
+                        if (streq(l[k]->digest, d))
+                                im = l[k];
+                if (!im) {
+                        r = store_image_build(s, d, &im, err);
+                        if (r < 0)
+                                goto fail;
+                        Image **nl = reallocarray(l, n + 1, sizeof(Image *));
+                        if (!nl) {
+                                image_free(im);
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                        l = nl;
+                        l[n++] = im;
+                }
+                if (name && !strv_contains(im->names, name)) {
+                        r = strv_extend(&im->names, name);
+                        if (r < 0)
+                                goto fail;
+                        strv_sort(im->names);
+                }
+        }
+        if (n > 1)
+                qsort(l, n, sizeof(Image *), image_cmp);
+        *ret = l;
+        *ret_n = n;
+        return 0;
+fail:
+        image_list_free(l, n);
+        return r;
+}
+
+int image_store_list(ImageStore *s, Image ***ret, size_t *ret_n, ImageError *err) {
+        _cleanup_json_ json_t *index = NULL;
+        int r = store_index_load(s, &index, err);
+        if (r < 0)
+                return r;
+        return list_from_index(s, index, ret, ret_n, err);
+}
+
+/* Which index entries does ref select? Writes the image digest; *ret_name is
+ * the normalised name when ref is a name (only that tag is meant). */
+static int resolve_ref(json_t *index, const char *ref, char **ret_digest, char **ret_name,
+                       ImageError *err) {
+        json_t *manifests = json_object_get(index, "manifests");
+        size_t i;
+        json_t *e;
+        _cleanup_free_ char *name = NULL;
+        const char *found = NULL;
+
+        if (image_digest_is_valid(ref)) {
+                json_array_foreach(manifests, i, e)
+                        if (streq(strempty(entry_digest(e)), ref))
+                                found = ref;
+        } else {
+                size_t n = strlen(ref);
+                bool hexprefix = n >= 12 && n <= 64 && strspn(ref, "0123456789abcdef") == n;
+                if (hexprefix) {
+                        json_array_foreach(manifests, i, e) {
+                                const char *d = entry_digest(e);
+                                if (d && strneq(d + 7, ref, n)) {
+                                        if (found && !streq(found, d))
+                                                return image_error_set(err, -ENOTUNIQ,
+                                                                       "\"%s\" matches more than "
+                                                                       "one image", ref);
+                                        found = d;
+                                }
+                        }
+                }
+                if (!found) {
+                        int r = image_ref_normalize(ref, &name, err);
+                        if (r < 0)
+                                return r;
+                        ImageRef pr = {};
+                        if (image_ref_parse(name, &pr, NULL) >= 0 && pr.digest && !pr.tag) {
+                                /* name@digest: the digest decides. */
+                                json_array_foreach(manifests, i, e)
+                                        if (streq(strempty(entry_digest(e)), pr.digest))
+                                                found = entry_digest(e);
+                                free(name);
+                                name = NULL;
+                        } else
+                                json_array_foreach(manifests, i, e) {
+                                        const char *nm = entry_name(e);
+                                        if (nm && streq(nm, name))
+                                                found = entry_digest(e);
+                                }
+                        image_ref_done(&pr);
+                }
+        }
+        if (!found)
+                return image_error_set(err, -ENOENT, "image \"%s\" not found", ref);
+        char *d = strdup(found);
+        if (!d)
+                return -ENOMEM;
+        *ret_digest = d;
+        if (ret_name)
+                *ret_name = TAKE_PTR(name);
+        return 0;
+}
+
+int image_store_get(ImageStore *s, const char *ref, Image **ret, ImageError *err) {
+        _cleanup_json_ json_t *index = NULL;
+        _cleanup_free_ char *digest = NULL;
+        Image **l = NULL;
+        size_t n = 0;
+        int r = store_index_load(s, &index, err);
+        if (r < 0)
+                return r;
+        r = resolve_ref(index, ref, &digest, NULL, err);
+        if (r < 0)
+                return r;
+        r = list_from_index(s, index, &l, &n, err);
+        if (r < 0)
+                return r;
+        r = -ENOENT;
+        for (size_t i = 0; i < n; i++)
+                if (streq(l[i]->digest, digest)) {
+                        *ret = TAKE_PTR(l[i]);
+                        r = 0;
+                }
+        image_list_free(l, n);
+        if (r < 0)
+                return image_error_set(err, r, "image \"%s\" not found", ref);
+        return 0;
+}
+
+int image_store_tag(ImageStore *s, const char *src, const char *dst, ImageError *err) {
+        _cleanup_close_ int lock = -EBADF;
+        _cleanup_json_ json_t *index = NULL;
+        _cleanup_free_ char *digest = NULL, *name = NULL;
+        _cleanup_(image_freep) Image *im = NULL;
+        int r = image_ref_normalize(dst, &name, err);
+        if (r < 0)
+                return r;
+        ImageRef pr = {};
+        r = image_ref_parse(name, &pr, err);
+        bool digest_only = r >= 0 && !pr.tag;
+        image_ref_done(&pr);
+        if (digest_only)
+                return image_error_set(err, -EINVAL, "tag \"%s\": a tag cannot be a digest", dst);
+        if ((r = store_lock(s, INDEX_LOCK, LOCK_EX, &lock, err)) < 0 ||
+            (r = store_index_load(s, &index, err)) < 0 ||
+            (r = resolve_ref(index, src, &digest, NULL, err)) < 0 ||
+            (r = store_image_build(s, digest, &im, err)) < 0)
+                return r;
+        ImageDescriptor d = { .digest = digest, .size = -1 };
+        json_t *manifests = json_object_get(index, "manifests");
+        size_t i;
+        json_t *e;
+        json_array_foreach(manifests, i, e)
+                if (streq(strempty(entry_digest(e)), digest)) {
+                        d.size = json_integer_value(json_object_get(e, "size"));
+                        d.media_type = (char *)json_string_value(json_object_get(e, "mediaType"));
+                }
+        r = store_index_add(index, &d, name);
+        if (r < 0)
+                return r;
+        return store_index_save(s, index, err);
+}
+
+static int pods_images(ImageStore *s, char ***ret_images, char ***ret_pods) {
+        _cleanup_strv_free_ char **images = calloc(1, sizeof(char *)), **pods = calloc(1, sizeof(char *));
+        _cleanup_free_ char *dir = strprintf("%s/pods", s->root);
+        if (!images || !pods || !dir)
+                return -ENOMEM;
+        _cleanup_closedir_ DIR *d = opendir(dir);
+        if (!d) {
+                if (errno != ENOENT)
+                        return -errno;
+                goto done;
+        }
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                _cleanup_free_ char *p = strprintf("%s/%s/pod.json", dir, de->d_name);
+                if (!p)
+                        return -ENOMEM;
+                json_error_t jerr;
+                _cleanup_json_ json_t *j = json_load_file(p, 0, &jerr);
+                if (!j)
+                        continue;
+                json_t *spec = json_object_get(j, "spec");
+                if (!spec)
+                        spec = json_object_get(json_object_get(j, "pod"), "spec");
+                static const char *const lists[] = { "containers", "initContainers",
+                                                     "ephemeralContainers" };
+                for (size_t k = 0; k < ELEMENTSOF(lists); k++) {
+                        size_t i;
+                        json_t *c;
+                        json_array_foreach(json_object_get(spec, lists[k]), i, c) {
+                                const char *img = json_string_value(json_object_get(c, "image"));
+                                if (!img)
+                                        continue;
+                                if (strv_extend(&images, img) < 0 ||
+                                    strv_extend(&pods, de->d_name) < 0)
+                                        return -ENOMEM;
+                        }
+                }
+        }
+done:
+        *ret_images = TAKE_PTR(images);
+        *ret_pods = TAKE_PTR(pods);
+        return 0;
+}
+
+static bool image_matches(const Image *im, const char *ref) {
+        _cleanup_free_ char *norm = NULL;
+        if (streq(ref, im->digest) || streq(ref, im->config_digest))
+                return true;
+        if (image_ref_normalize(ref, &norm, NULL) < 0)
+                return false;
+        ImageRef pr = {};
+        bool m = false;
+        if (image_ref_parse(norm, &pr, NULL) >= 0 && pr.digest)
+                m = streq(pr.digest, im->digest);
+        image_ref_done(&pr);
+        return m || strv_contains(im->names, norm);
+}
+
+int image_store_image_in_use(ImageStore *s, const Image *image, char **ret_pod) {
+        _cleanup_strv_free_ char **images = NULL, **pods = NULL;
+        int r = pods_images(s, &images, &pods);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; images[i]; i++)
+                if (image_matches(image, images[i])) {
+                        if (ret_pod) {
+                                *ret_pod = strdup(pods[i]);
+                                if (!*ret_pod)
+                                        return -ENOMEM;
+                        }
+                        return 1;
+                }
+        return 0;
+}
+
+static void index_remove(json_t *index, const char *digest, const char *name) {
+        json_t *manifests = json_object_get(index, "manifests");
+        for (size_t i = 0; i < json_array_size(manifests);) {
+                json_t *e = json_array_get(manifests, i);
+                const char *n = entry_name(e);
+                if (streq(strempty(entry_digest(e)), digest) && (!name || (n && streq(n, name))))
+                        (void)json_array_remove(manifests, i);
+                else
+                        i++;
+        }
+}
+
+static bool index_has(json_t *index, const char *digest) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(index, "manifests"), i, e)
+                if (streq(strempty(entry_digest(e)), digest))
+                        return true;
+        return false;
+}
+
+int image_store_remove(ImageStore *s, const char *ref, ImageError *err) {
+        _cleanup_close_ int gc = -EBADF, lock = -EBADF;
+        _cleanup_json_ json_t *index = NULL;
+        _cleanup_free_ char *digest = NULL, *name = NULL, *pod = NULL;
+        _cleanup_(image_freep) Image *im = NULL;
+        int r;
+
+        if ((r = store_lock(s, GC_LOCK, LOCK_EX, &gc, err)) < 0 ||
+            (r = store_lock(s, INDEX_LOCK, LOCK_EX, &lock, err)) < 0 ||
+            (r = store_index_load(s, &index, err)) < 0 ||
+            (r = resolve_ref(index, ref, &digest, &name, err)) < 0)
+                return r;
+        index_remove(index, digest, name);
+        bool deleted = !index_has(index, digest);
+        if (deleted) {
+                r = store_image_build(s, digest, &im, err);
+                if (r < 0)
+                        return r;
+                r = image_store_image_in_use(s, im, &pod);
+                if (r < 0)
+                        return image_error_set(err, r, "cannot read pod checkpoints: %s",
+                                               strerror(-r));
+                if (r > 0)
+                        return image_error_set(err, -EBUSY,
+                                               "image \"%s\" is used by pod %s; remove the pod "
+                                               "first", ref, pod);
+        }
+        r = store_index_save(s, index, err);
+        if (r < 0)
+                return r;
+        if (deleted) {
+                r = store_gc_locked(s, NULL, err);
+                if (r < 0)
+                        return r;
+        }
+        return deleted;
+}
+
+int image_store_prune(ImageStore *s, char ***ret_removed, uint64_t *ret_reclaimed,
+                      ImageError *err) {
+        _cleanup_close_ int gc = -EBADF, lock = -EBADF;
+        _cleanup_json_ json_t *index = NULL;
+        _cleanup_strv_free_ char **removed = calloc(1, sizeof(char *));
+        Image **l = NULL;
+        size_t n = 0;
+        int r;
+
+        if (!removed)
+                return -ENOMEM;
+        if ((r = store_lock(s, GC_LOCK, LOCK_EX, &gc, err)) < 0 ||
+            (r = store_lock(s, INDEX_LOCK, LOCK_EX, &lock, err)) < 0 ||
+            (r = store_index_load(s, &index, err)) < 0 ||
+            (r = list_from_index(s, index, &l, &n, err)) < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                r = image_store_image_in_use(s, l[i], NULL);
+                if (r < 0) {
+                        image_list_free(l, n);
+                        return image_error_set(err, r, "cannot read pod checkpoints: %s",
+                                               strerror(-r));
+                }
+                if (r > 0)
+                        continue;
+                index_remove(index, l[i]->digest, NULL);
+                if (l[i]->names[0]) {
+                        STRV_FOREACH(nm, l[i]->names)
+                                if (strv_extend(&removed, *nm) < 0)
+                                        r = -ENOMEM;
+                } else if (strv_extend(&removed, l[i]->digest) < 0)
+                        r = -ENOMEM;
+        }
+        image_list_free(l, n);
+        if (r < 0)
+                return r;
+        r = store_index_save(s, index, err);
+        if (r < 0)
+                return r;
+        r = store_gc_locked(s, ret_reclaimed, err);
+        if (r < 0)
+                return r;
+        if (ret_removed)
+                *ret_removed = TAKE_PTR(removed);
+        return 0;
+}
+
+static uint64_t tree_size(int dir_fd, const char *name) {
+        struct stat st;
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return 0;
+        uint64_t sz = (uint64_t)st.st_blocks * 512;
+        if (!S_ISDIR(st.st_mode))
+                return sz;
+        int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return sz;
+        _cleanup_closedir_ DIR *d = fdopendir(fd);
+        if (!d) {
+                safe_close(fd);
+                return sz;
+        }
+        rewinddir(d); /* the fd may share its offset with a dup */
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
+                        sz += tree_size(dirfd(d), de->d_name);
+        return sz;
+}
+
+int store_gc_locked(ImageStore *s, uint64_t *ret_reclaimed, ImageError *err) {
+        _cleanup_json_ json_t *index = NULL;
+        _cleanup_strv_free_ char **keep_blobs = calloc(1, sizeof(char *)),
+                                 **keep_layers = calloc(1, sizeof(char *));
+        uint64_t reclaimed = 0;
+        size_t i;
+        json_t *e;
+        int r;
+
+        if (!keep_blobs || !keep_layers)
+                return -ENOMEM;
+        r = store_index_load(s, &index, err);
+        if (r < 0)
+                return r;
+        json_array_foreach(json_object_get(index, "manifests"), i, e) {
+                const char *d = entry_digest(e);
+                _cleanup_(image_freep) Image *im = NULL;
+                if (!image_digest_is_valid(d))
+                        continue;
+                if (strv_extend(&keep_blobs, d + 7) < 0)
+                        return -ENOMEM;
+                ImageError ignore = {};
+                if (store_image_build(s, d, &im, &ignore) < 0) {
+                        /* Keep what we cannot interpret rather than guess. */
+                        log_debug("GC: keeping everything: %s", ignore.message);
+                        return 0;
+                }
+                if (strv_extend(&keep_blobs, im->config_digest + 7) < 0)
+                        return -ENOMEM;
+                for (size_t k = 0; k < im->manifest.n_layers; k++)
+                        if (strv_extend(&keep_blobs, im->manifest.layers[k].digest + 7) < 0 ||
+                            strv_extend(&keep_layers, im->chain_ids[k] + 7) < 0)
+                                return -ENOMEM;
+        }
+        int fds[2] = { s->blobs_fd, s->layers_fd };
+        char **keeps[2] = { keep_blobs, keep_layers };
+        for (int k = 0; k < 2; k++) {
+                int dfd = fcntl(fds[k], F_DUPFD_CLOEXEC, 3);
+                if (dfd < 0)
+                        return -errno;
+                _cleanup_closedir_ DIR *d = fdopendir(dfd);
+                if (!d) {
+                        safe_close(dfd);
+                        return -errno;
+                }
+                rewinddir(d); /* the fd may share its offset with a dup */
+                struct dirent *de;
+                while ((de = readdir(d))) {
+                        if (de->d_name[0] == '.' || strv_contains(keeps[k], de->d_name))
+                                continue;
+                        reclaimed += tree_size(dirfd(d), de->d_name);
+                        r = rm_rf_at(dirfd(d), de->d_name);
+                        if (r < 0)
+                                log_debug("GC: cannot remove \"%s\": %s", de->d_name,
+                                          strerror(-r));
+                }
+        }
+        if (ret_reclaimed)
+                *ret_reclaimed = reclaimed;
+        return 0;
+}
+
+char *image_store_layer_path(const ImageStore *s, const char *chain_id) {
+        return strprintf("%s/layers/%s", s->root, chain_id + 7);
+}
+
+bool store_layer_exists(ImageStore *s, const char *chain_id) {
+        struct stat st;
+        return fstatat(s->layers_fd, chain_id + 7, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+               S_ISDIR(st.st_mode);
+}
+
+int store_layer_unpack_tmp(ImageStore *s, int blob_fd, const char *blob_digest,
+                           const char *diff_id, const char *chain_id, uint64_t *budget,
+                           char **ret_tmp, ImageError *err) {
+        char rnd[17];
+        int r = random_hex(rnd);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *tmp = strprintf(TMP_PREFIX "%s-%s", chain_id + 7, rnd);
+        if (!tmp)
+                return -ENOMEM;
+        if (mkdirat(s->layers_fd, tmp, 0755) < 0)
+                return image_error_set(err, -errno, "cannot create layer directory: %m");
+        _cleanup_close_ int fd = openat(s->layers_fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                r = image_error_set(err, -errno, "cannot open layer directory: %m");
+        else if (fchmod(fd, 0755) < 0)
+                r = image_error_set(err, -errno, "cannot chmod layer directory: %m");
+        else
+                r = image_layer_unpack(blob_fd, fd, blob_digest, diff_id, &s->limits, budget, err);
+        if (r < 0) {
+                (void)rm_rf_at(s->layers_fd, tmp);
+                return image_error_prefix(err, r, "layer %s", blob_digest);
+        }
+        *ret_tmp = TAKE_PTR(tmp);
+        return 0;
+}
+
+int store_layer_commit(ImageStore *s, const char *tmp, const char *chain_id, ImageError *err) {
+        if (renameat(s->layers_fd, tmp, s->layers_fd, chain_id + 7) < 0) {
+                int r = -errno;
+                (void)rm_rf_at(s->layers_fd, tmp);
+                if (r == -EEXIST || r == -ENOTEMPTY)
+                        return 0; /* a concurrent load unpacked the same chain */
+                return image_error_set(err, r, "cannot commit layer %s: %s", chain_id,
+                                       strerror(-r));
+        }
+        return 0;
+}
+
+int image_store_unpack(ImageStore *s, const char *ref, ImageError *err) {
+        _cleanup_close_ int gc = -EBADF;
+        _cleanup_(image_freep) Image *im = NULL;
+        uint64_t budget = s->limits.max_total_size;
+        int r;
+
+        if ((r = store_lock(s, GC_LOCK, LOCK_SH, &gc, err)) < 0 ||
+            (r = image_store_get(s, ref, &im, err)) < 0)
+                return r;
+        for (size_t i = 0; i < im->manifest.n_layers; i++) {
+                const char *digest = im->manifest.layers[i].digest;
+                _cleanup_free_ char *tmp = NULL;
+                if (store_layer_exists(s, im->chain_ids[i]))
+                        continue;
+                _cleanup_close_ int fd = openat(s->blobs_fd, digest + 7, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        return image_error_set(err, -errno, "layer blob %s: %m", digest);
+                r = store_layer_unpack_tmp(s, fd, digest, im->config.diff_ids[i],
+                                           im->chain_ids[i], &budget, &tmp, err);
+                if (r < 0)
+                        return r;
+                r = store_layer_commit(s, tmp, im->chain_ids[i], err);
+                if (r < 0)
+                        return r;
+        }
+        (void)fsync(s->layers_fd);
+        return 0;
+}

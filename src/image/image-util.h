@@ -1,0 +1,35 @@
+/* Internal helpers of the image module (not part of its contract). */
+#pragma once
+
+#include <archive.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cleanup.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_MD_CTX *, EVP_MD_CTX_free)
+#define _cleanup_md_ _cleanup_(EVP_MD_CTX_freep)
+#define _cleanup_json_ _cleanup_(json_decrefp)
+static inline void archive_read_freep(struct archive **a) {
+        if (*a)
+                (void)archive_read_free(*a);
+}
+#define _cleanup_archive_read_ _cleanup_(archive_read_freep)
+
+int sha256_new(EVP_MD_CTX **ret);
+int sha256_update(EVP_MD_CTX *md, const void *data, size_t size);
+/* Writes "sha256:<hex>" into ret (72 bytes). */
+int sha256_final_digest(EVP_MD_CTX *md, char ret[static 72]);
+
+/* Removes name below dir_fd recursively without following symlinks. -ENOENT is success. */
+int rm_rf_at(int dir_fd, const char *name);
+/* Removes everything inside the directory fd (not the directory). */
+int rm_rf_children(int fd);
+/* 16 random lowercase hex characters + NUL. */
+int random_hex(char ret[static 17]);
+int write_all(int fd, const void *data, size_t size);
+int pwrite_all(int fd, const void *data, size_t size, uint64_t offset);
+/* openat2(dir_fd, path, flags, RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS|extra). */
+int openat2_in_root(int dir_fd, const char *path, int flags, uint64_t extra_resolve);

@@ -1,0 +1,129 @@
+/* The image store (SPEC §3, §7): an OCI image layout under
+ * <root-dir>/images (blobs/sha256/<hex>, index.json holding every tag as
+ * org.opencontainers.image.ref.name = normalised reference), layers
+ * unpacked once per chain ID under <root-dir>/layers/<chain-hex>/ in
+ * overlayfs format, and container root filesystems built from them.
+ *
+ * Locking: index.json is rewritten under flock(images/.lock); writers
+ * (load, unpack, mount) hold images/.gc.lock shared, prune and the
+ * stale-temp cleanup hold it exclusive. Everything is written under a
+ * .tmp-* name and renamed into place, so a SIGKILLed load leaves nothing
+ * visible and its leftovers are removed at the next open.
+ *
+ * Blocking: every function here does file I/O and may take long (unpacking,
+ * the copy fallback). The event loop must use the *_start() variants, which
+ * fork a worker and return its pid for event_add_child(). */
+#pragma once
+
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cleanup.h"
+#include "image-error.h"
+#include "image-layer.h"
+#include "image-oci.h"
+#include "image-ref.h"
+
+typedef struct ImageStore ImageStore;
+
+typedef struct Image {
+        char *digest;        /* manifest digest, "sha256:<hex>" (the image's identity) */
+        char *config_digest; /* "image ID" */
+        char **names;        /* normalised references tagging it, sorted; may be empty */
+        uint64_t size;       /* manifest + config + compressed layer sizes */
+        ImageManifest manifest;
+        ImageConfig config;
+        char **chain_ids;    /* one per layer, bottom first */
+} Image;
+
+Image *image_free(Image *image);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Image *, image_free)
+#define _cleanup_image_ _cleanup_(image_freep)
+void image_list_free(Image **images, size_t n);
+
+/* Opens (creating if needed) the store under root_dir. limits may be NULL
+ * (defaults). Removes leftovers of interrupted operations when no other
+ * writer is active. */
+int image_store_open(const char *root_dir, const ImageLimits *limits, ImageStore **ret,
+                     ImageError *err);
+ImageStore *image_store_free(ImageStore *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ImageStore *, image_store_free)
+#define _cleanup_image_store_ _cleanup_(image_store_freep)
+const char *image_store_root(const ImageStore *s);
+
+/* Loads every image of an OCI archive or docker-save archive (optionally
+ * gzip/zstd compressed) read from fd. ret_names (optional) receives the
+ * references tagged (or manifest digests of untagged images). Either every
+ * image of the archive is stored or none. */
+int image_store_load_fd(ImageStore *s, int fd, char ***ret_names, ImageError *err);
+/* path "-" reads stdin. */
+int image_store_load(ImageStore *s, const char *path, char ***ret_names, ImageError *err);
+
+/* Finds an image by reference (normalised), by manifest digest
+ * ("sha256:<hex>") or by a unique hex prefix (>= 12) of the manifest or
+ * config digest. -ENOENT when absent. */
+int image_store_get(ImageStore *s, const char *ref, Image **ret, ImageError *err);
+/* All images, sorted by first name. */
+int image_store_list(ImageStore *s, Image ***ret, size_t *ret_n, ImageError *err);
+/* Adds the tag dst (moved from any other image) to the image src names. */
+int image_store_tag(ImageStore *s, const char *src, const char *dst, ImageError *err);
+/* Removes a tag; a digest/ID removes every tag. An image left with no names is deleted
+ * with the blobs and layers no other image uses, unless a pod uses it (-EBUSY).
+ * Returns 1 if the image itself was deleted, 0 if only untagged. */
+int image_store_remove(ImageStore *s, const char *ref, ImageError *err);
+/* True if a pod checkpoint (<root>/pods/ * /pod.json) references the image. */
+int image_store_image_in_use(ImageStore *s, const Image *image, char **ret_pod);
+/* Removes images no pod uses, then unreferenced blobs and layers.
+ * ret_removed (optional) lists the removed images' names/digests. */
+int image_store_prune(ImageStore *s, char ***ret_removed, uint64_t *ret_reclaimed,
+                      ImageError *err);
+/* Makes sure every layer of the image is unpacked (from its stored blob). */
+int image_store_unpack(ImageStore *s, const char *ref, ImageError *err);
+/* Path of a layer dir: <root>/layers/<chain-hex>. */
+char *image_store_layer_path(const ImageStore *s, const char *chain_id);
+
+typedef enum ImageRootfsMode {
+        IMAGE_ROOTFS_OVERLAY,
+        IMAGE_ROOTFS_COPY,
+        _IMAGE_ROOTFS_MODE_MAX,
+        _IMAGE_ROOTFS_MODE_INVALID = -EINVAL,
+} ImageRootfsMode;
+const char *image_rootfs_mode_to_string(ImageRootfsMode m);
+
+typedef enum ImageRootfsFlags {
+        IMAGE_ROOTFS_FORCE_COPY = 1 << 0, /* skip overlayfs */
+        IMAGE_ROOTFS_NO_COPY = 1 << 1,    /* fail rather than fall back to copying */
+} ImageRootfsFlags;
+
+/* Mounts the image's root filesystem on target: overlayfs with the image's
+ * layers as lowerdirs (top first) and upper_dir/work_dir (created if
+ * missing, fresh per container attempt). When overlayfs is unavailable or
+ * the lowerdir option is too long, the layers are merged into upper_dir
+ * (whiteouts applied) and upper_dir is bind-mounted on target. */
+int image_rootfs_mount(ImageStore *s, const char *ref, const char *target, const char *upper_dir,
+                       const char *work_dir, ImageRootfsFlags flags, ImageRootfsMode *ret_mode,
+                       ImageError *err);
+int image_rootfs_umount(const char *target, ImageError *err);
+/* The copy fallback alone: merges the image's layers into dest_dir. */
+int image_rootfs_copy(ImageStore *s, const Image *image, const char *dest_dir, ImageError *err);
+
+/* Workers for the event loop. The child runs fn and _exit()s; the parent
+ * watches pid (event_add_child) and then calls image_worker_finish() with
+ * the siginfo the child source reports. */
+typedef int (*image_worker_fn_t)(ImageStore *s, void *userdata, ImageError *err);
+typedef struct ImageWorker {
+        pid_t pid;
+        int error_fd; /* read end of the child's error channel */
+} ImageWorker;
+#define IMAGE_WORKER_NULL ((ImageWorker){ .pid = 0, .error_fd = -EBADF })
+int image_worker_start(ImageStore *s, image_worker_fn_t fn, void *userdata, ImageWorker *ret,
+                       ImageError *err);
+/* Collects the result: 0 if the worker succeeded, else its -errno and message. */
+int image_worker_finish(ImageWorker *w, const siginfo_t *si, ImageError *err);
+/* Kills (SIGKILL) and reaps a worker that is still running; for teardown. */
+void image_worker_abort(ImageWorker *w);
+/* image_store_unpack() in a worker. ref is copied into the child by fork. */
+int image_store_unpack_start(ImageStore *s, const char *ref, ImageWorker *ret, ImageError *err);

@@ -1,0 +1,454 @@
+/* src/image: path safety with hostile layers, whiteouts, and store-level
+ * refusal (digest mismatch, missing blob, truncated layer) leaving the store
+ * unchanged. Archives are built here with libarchive's write side. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/mman.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "hash.h"
+#include "image.h"
+#include "string-util.h"
+#include "strv.h"
+
+typedef struct Ent {
+        const char *name;
+        char type; /* f file, d dir, l symlink, h hardlink */
+        const char *data; /* file content or link target */
+        mode_t mode;
+} Ent;
+
+static char tmpdir[256];
+
+/* Writes a tar (gzip when compress) of the entries into buf; returns its size. */
+static size_t build_tar(const Ent *e, size_t n, bool compress, size_t zeros, char *buf,
+                        size_t cap) {
+        struct archive *a = archive_write_new();
+        size_t used = 0;
+        archive_write_set_format_pax_restricted(a);
+        if (compress)
+                archive_write_add_filter_gzip(a);
+        archive_write_set_bytes_in_last_block(a, 1);
+        assert_int_equal(archive_write_open_memory(a, buf, cap, &used), ARCHIVE_OK);
+        for (size_t i = 0; i < n; i++) {
+                struct archive_entry *ae = archive_entry_new();
+                archive_entry_set_pathname(ae, e[i].name);
+                archive_entry_set_mtime(ae, 1700000000, 0);
+                archive_entry_set_perm(ae, e[i].mode ? e[i].mode : 0644);
+                size_t len = e[i].data ? strlen(e[i].data) : 0;
+                switch (e[i].type) {
+                case 'd':
+                        archive_entry_set_filetype(ae, AE_IFDIR);
+                        archive_entry_set_perm(ae, 0755);
+                        break;
+                case 'l':
+                        archive_entry_set_filetype(ae, AE_IFLNK);
+                        archive_entry_set_symlink(ae, e[i].data);
+                        break;
+                case 'h':
+                        archive_entry_set_filetype(ae, AE_IFREG);
+                        archive_entry_set_hardlink(ae, e[i].data);
+                        break;
+                case 'z':
+                        archive_entry_set_filetype(ae, AE_IFREG);
+                        archive_entry_set_size(ae, (la_int64_t)zeros);
+                        break;
+                default:
+                        archive_entry_set_filetype(ae, AE_IFREG);
+                        archive_entry_set_size(ae, (la_int64_t)len);
+                }
+                assert_int_equal(archive_write_header(a, ae), ARCHIVE_OK);
+                if (e[i].type == 'f' && len)
+                        assert_int_equal(archive_write_data(a, e[i].data, len), (la_ssize_t)len);
+                if (e[i].type == 'z') {
+                        static char z[65536];
+                        for (size_t k = 0; k < zeros; k += sizeof(z))
+                                archive_write_data(a, z, MIN(sizeof(z), zeros - k));
+                }
+                archive_entry_free(ae);
+        }
+        assert_int_equal(archive_write_close(a), ARCHIVE_OK);
+        archive_write_free(a);
+        return used;
+}
+
+static int memfd_with(const char *buf, size_t size) {
+        int fd = memfd_create("layer", MFD_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, buf, size), (ssize_t)size);
+        assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+        return fd;
+}
+
+static char *path_in(const char *rel) {
+        return strprintf("%s/%s", tmpdir, rel);
+}
+
+/* The canary directory holds exactly "secret" with "keep". */
+static void assert_canary_intact(void) {
+        _cleanup_free_ char *c = path_in("canary");
+        DIR *d = opendir(c);
+        assert_non_null(d);
+        struct dirent *de;
+        int n = 0;
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.') {
+                        assert_string_equal(de->d_name, "secret");
+                        n++;
+                }
+        closedir(d);
+        assert_int_equal(n, 1);
+        _cleanup_free_ char *s = path_in("canary/secret");
+        struct stat st;
+        assert_int_equal(stat(s, &st), 0);
+        assert_int_equal(st.st_size, 5);
+        assert_int_equal(st.st_nlink, 1);
+        assert_int_equal(st.st_mode & 07777, 0600);
+}
+
+static int setup(void **state) {
+        snprintf(tmpdir, sizeof(tmpdir), "/tmp/test-image-unpack.XXXXXX");
+        assert_non_null(mkdtemp(tmpdir));
+        _cleanup_free_ char *c = path_in("canary"), *s = path_in("canary/secret");
+        assert_int_equal(mkdir(c, 0755), 0);
+        FILE *f = fopen(s, "w");
+        fputs("keep\n", f);
+        fclose(f);
+        chmod(s, 0600);
+        return 0;
+}
+
+static int teardown(void **state) {
+        _cleanup_free_ char *cmd = strprintf("rm -rf '%s'", tmpdir);
+        (void)!system(cmd);
+        return 0;
+}
+
+/* Unpacks entries into a fresh layer root under tmpdir; returns the result. */
+static int unpack_ents(const char *root, const Ent *e, size_t n, const ImageLimits *lim,
+                       size_t zeros, bool gz, size_t truncate_to, ImageError *err) {
+        static char buf[16 << 20];
+        size_t size = build_tar(e, n, gz, zeros, buf, sizeof(buf));
+        if (truncate_to)
+                size = truncate_to;
+        _cleanup_free_ char *r = path_in(root);
+        assert_int_equal(mkdir(r, 0755), 0);
+        int rootfd = open(r, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int fd = memfd_with(buf, size);
+        int ret = image_layer_unpack(fd, rootfd, NULL, NULL, lim, NULL, err);
+        close(fd);
+        close(rootfd);
+        return ret;
+}
+
+static void expect_refused(const char *root, const Ent *e, size_t n, const char *msg) {
+        ImageError err = {};
+        int r = unpack_ents(root, e, n, NULL, 0, false, 0, &err);
+        if (r >= 0)
+                fail_msg("%s: hostile layer accepted", root);
+        if (!strstr(err.message, msg))
+                fail_msg("%s: message \"%s\" lacks \"%s\"", root, err.message, msg);
+        assert_canary_intact();
+}
+
+static void test_hostile(void **state) {
+        _cleanup_free_ char *abs_canary = path_in("canary"), *abs_secret = path_in("canary/secret");
+        const Ent dotdot[] = { { "../canary/pwned", 'f', "x" } };
+        expect_refused("r-dotdot", dotdot, 1, "\"..\" component refused");
+        const Ent dotdot2[] = { { "a/", 'd' }, { "a/../../canary/pwned", 'f', "x" } };
+        expect_refused("r-dotdot2", dotdot2, 2, "\"..\"");
+        _cleanup_free_ char *abs_path = strprintf("%s/pwned", abs_canary);
+        const Ent absolute[] = { { abs_path, 'f', "x" } };
+        expect_refused("r-abs", absolute, 1, "absolute path refused");
+        const Ent through_rel[] = { { "evil", 'l', "../../canary" }, { "evil/pwned", 'f', "x" } };
+        expect_refused("r-symrel", through_rel, 2, "passes through a symbolic link");
+        const Ent through_abs[] = { { "evil", 'l', abs_canary }, { "evil/pwned", 'f', "x" } };
+        expect_refused("r-symabs", through_abs, 2, "passes through a symbolic link");
+        const Ent deep_sym[] = { { "d/", 'd' }, { "d/evil", 'l', abs_canary },
+                                 { "d/evil/sub/pwned", 'f', "x" } };
+        expect_refused("r-symdeep", deep_sym, 3, "symbolic link");
+        const Ent hard_out[] = { { "hl", 'h', "../canary/secret" } };
+        expect_refused("r-hardrel", hard_out, 1, "\"..\"");
+        const Ent hard_abs[] = { { "hl", 'h', abs_secret } };
+        expect_refused("r-hardabs", hard_abs, 1, "absolute path refused");
+        const Ent hard_sym[] = { { "s", 'l', abs_canary }, { "hl", 'h', "s/secret" } };
+        expect_refused("r-hardsym", hard_sym, 2, "cannot be resolved inside the layer");
+        const Ent loop[] = { { "l1", 'l', "l2" }, { "l2", 'l', "l1" }, { "l1/x", 'f', "x" } };
+        expect_refused("r-loop", loop, 3, "symbolic link");
+        const Ent whiteout_up[] = { { ".wh..", 'f', "" } };
+        expect_refused("r-wh", whiteout_up, 1, "invalid whiteout");
+
+        /* A symlink pointing outside is stored as is (it is resolved in the
+         * container's root at run time) and nothing is written through it. */
+        const Ent sym_only[] = { { "out", 'l', abs_canary }, { "rel", 'l', "../../.." } };
+        ImageError err = {};
+        assert_int_equal(unpack_ents("r-symonly", sym_only, 2, NULL, 0, false, 0, &err), 0);
+        assert_canary_intact();
+}
+
+static void test_limits(void **state) {
+        ImageLimits lim;
+        ImageError err = {};
+        const Ent bomb[] = { { "zeros", 'z' } };
+        image_limits_default(&lim);
+        lim.ratio_min_size = 1 << 20;
+        lim.max_ratio = 100;
+        int r = unpack_ents("r-bomb", bomb, 1, &lim, 12 << 20, true, 0, &err);
+        assert_int_equal(r, -EFBIG);
+        assert_non_null(strstr(err.message, "decompression bomb"));
+
+        image_limits_default(&lim);
+        lim.max_layer_size = 1 << 20;
+        err = (ImageError){};
+        r = unpack_ents("r-big", bomb, 1, &lim, 2 << 20, false, 0, &err);
+        assert_int_equal(r, -EFBIG);
+        assert_non_null(strstr(err.message, "limit"));
+
+        image_limits_default(&lim);
+        lim.max_entries = 2;
+        const Ent many[] = { { "a", 'f', "1" }, { "b", 'f', "2" }, { "c", 'f', "3" } };
+        err = (ImageError){};
+        assert_int_equal(unpack_ents("r-many", many, 3, &lim, 0, false, 0, &err), -E2BIG);
+
+        /* Truncated: a 100 kB file cut in the middle of its data. */
+        err = (ImageError){};
+        r = unpack_ents("r-trunc", bomb, 1, NULL, 100000, false, 50000, &err);
+        assert_true(r < 0);
+        assert_non_null(strstr(err.message, "truncated"));
+        err = (ImageError){};
+        r = unpack_ents("r-trunc-gz", bomb, 1, NULL, 100000, true, 60, &err);
+        assert_true(r < 0);
+        assert_canary_intact();
+}
+
+static void test_good_and_whiteouts(void **state) {
+        if (geteuid() != 0)
+                skip();
+        const Ent good[] = {
+                { "dir/", 'd' },          { "dir/file", 'f', "hello", 04755 },
+                { "dir/link", 'l', "file" }, { "dir/hard", 'h', "dir/file" },
+                { "dir/.wh.gone", 'f', "" }, { "opq/", 'd' },
+                { "opq/.wh..wh..opq", 'f', "" }, { "opq/kept", 'f', "k" },
+                { "implicit/parent/f", 'f', "p" },
+        };
+        ImageError err = {};
+        int r = unpack_ents("r-good", good, ELEMENTSOF(good), NULL, 0, false, 0, &err);
+        if (r < 0)
+                fail_msg("%s", err.message);
+        _cleanup_free_ char *f = path_in("r-good/dir/file"), *h = path_in("r-good/dir/hard"),
+                            *g = path_in("r-good/dir/gone"), *o = path_in("r-good/opq"),
+                            *l = path_in("r-good/dir/link"), *p = path_in("r-good/implicit/parent/f");
+        struct stat st, st2;
+        assert_int_equal(stat(f, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 04755);
+        assert_int_equal(st.st_mtime, 1700000000);
+        assert_int_equal(stat(h, &st2), 0);
+        assert_int_equal(st.st_ino, st2.st_ino);
+        assert_int_equal(lstat(g, &st), 0);
+        assert_true(S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0));
+        char v[4] = {};
+        assert_int_equal(getxattr(o, "trusted.overlay.opaque", v, sizeof(v)), 1);
+        assert_int_equal(v[0], 'y');
+        assert_int_equal(lstat(l, &st), 0);
+        assert_true(S_ISLNK(st.st_mode));
+        assert_int_equal(stat(p, &st), 0);
+}
+
+/* ---- store level: whole archives ---- */
+
+typedef struct Blob {
+        char digest[72];
+        char *data;
+        size_t size;
+} Blob;
+
+static void blob_set(Blob *b, const char *data, size_t size) {
+        char hex[65];
+        b->data = malloc(size);
+        memcpy(b->data, data, size);
+        b->size = size;
+        sha256_hex(data, size, hex);
+        snprintf(b->digest, sizeof(b->digest), "sha256:%s", hex);
+}
+
+enum { GOOD, MISMATCH, MISSING_BLOB, BAD_DIFF_ID, HOSTILE_LAYER, TRUNCATED_LAYER };
+
+/* An OCI archive with one image whose second layer is made bad as asked. */
+static int write_archive(const char *path, int variant) {
+        static char buf[1 << 20];
+        Blob l0, l1, cfg, man;
+        const Ent e0[] = { { "base", 'f', "base" } };
+        const Ent e1[] = { { "top", 'f', "top" } };
+        const Ent e1h[] = { { "ok", 'f', "ok" }, { "../canary/pwned", 'f', "x" } };
+        blob_set(&l0, buf, build_tar(e0, 1, true, 0, buf, sizeof(buf)));
+        size_t n1 = variant == HOSTILE_LAYER ? build_tar(e1h, 2, false, 0, buf, sizeof(buf))
+                                             : build_tar(e1, 1, false, 0, buf, sizeof(buf));
+        blob_set(&l1, buf, variant == TRUNCATED_LAYER ? 700 : n1);
+        _cleanup_free_ char *c = strprintf(
+                "{\"architecture\":\"amd64\",\"os\":\"linux\",\"config\":{\"Cmd\":[\"sh\"]},"
+                "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"%s\",\"%s\"]}}",
+                "sha256:0000000000000000000000000000000000000000000000000000000000000000",
+                l1.digest);
+        /* diff_id of l0 = digest of its uncompressed tar */
+        char hex[65];
+        size_t n0 = build_tar(e0, 1, false, 0, buf, sizeof(buf));
+        sha256_hex(buf, n0, hex);
+        memcpy(strstr(c, "sha256:0000") + 7, hex, 64);
+        if (variant == BAD_DIFF_ID)
+                c[strlen(c) - 5] = c[strlen(c) - 5] == 'a' ? 'b' : 'a';
+        blob_set(&cfg, c, strlen(c));
+        _cleanup_free_ char *m = strprintf(
+                "{\"schemaVersion\":2,\"mediaType\":\"" IMAGE_MT_OCI_MANIFEST "\","
+                "\"config\":{\"mediaType\":\"" IMAGE_MT_OCI_CONFIG "\",\"digest\":\"%s\",\"size\":%zu},"
+                "\"layers\":[{\"mediaType\":\"" IMAGE_MT_OCI_LAYER_GZIP "\",\"digest\":\"%s\",\"size\":%zu},"
+                "{\"mediaType\":\"" IMAGE_MT_OCI_LAYER "\",\"digest\":\"%s\",\"size\":%zu}]}",
+                cfg.digest, cfg.size, l0.digest, l0.size, l1.digest, l1.size);
+        blob_set(&man, m, strlen(m));
+        _cleanup_free_ char *idx = strprintf(
+                "{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"" IMAGE_MT_OCI_MANIFEST
+                "\",\"digest\":\"%s\",\"size\":%zu,\"annotations\":{"
+                "\"org.opencontainers.image.ref.name\":\"localhost/unit:%d\"}}]}",
+                man.digest, man.size, variant);
+
+        struct archive *a = archive_write_new();
+        archive_write_set_format_pax_restricted(a);
+        assert_int_equal(archive_write_open_filename(a, path), ARCHIVE_OK);
+        Blob *blobs[] = { &l0, &l1, &cfg, &man };
+        struct { const char *name; const char *data; size_t size; } files[6] = {
+                { "oci-layout", "{\"imageLayoutVersion\":\"1.0.0\"}", 30 },
+                { "index.json", idx, strlen(idx) },
+        };
+        size_t nf = 2;
+        char names[4][100];
+        for (int i = 0; i < 4; i++) {
+                if (variant == MISSING_BLOB && i == 1)
+                        continue;
+                snprintf(names[i], sizeof(names[i]), "blobs/sha256/%s", blobs[i]->digest + 7);
+                files[nf].name = names[i];
+                files[nf].data = blobs[i]->data;
+                files[nf].size = blobs[i]->size;
+                if (variant == MISMATCH && i == 1)
+                        ((char *)files[nf].data)[10] ^= 1;
+                nf++;
+        }
+        for (size_t i = 0; i < nf; i++) {
+                struct archive_entry *ae = archive_entry_new();
+                archive_entry_set_pathname(ae, files[i].name);
+                archive_entry_set_filetype(ae, AE_IFREG);
+                archive_entry_set_perm(ae, 0644);
+                archive_entry_set_size(ae, (la_int64_t)files[i].size);
+                archive_write_header(a, ae);
+                archive_write_data(a, files[i].data, files[i].size);
+                archive_entry_free(ae);
+        }
+        archive_write_close(a);
+        archive_write_free(a);
+        for (int i = 0; i < 4; i++)
+                free(blobs[i]->data);
+        return 0;
+}
+
+/* A listing of every path under dir (names, types, sizes). */
+static char *snapshot(const char *dir) {
+        _cleanup_free_ char *cmd = strprintf("cd '%s' && find . -printf '%%p %%y %%s\\n' | "
+                                             "grep -v '\\.lock' | sort", dir);
+        FILE *p = popen(cmd, "r");
+        char *out = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&out, &len);
+        char line[4096];
+        while (fgets(line, sizeof(line), p))
+                fputs(line, m);
+        pclose(p);
+        fclose(m);
+        return out;
+}
+
+static void test_store(void **state) {
+        _cleanup_free_ char *root = path_in("store"), *arch = path_in("a.tar");
+        ImageStore *s = NULL;
+        ImageError err = {};
+        char **names = NULL;
+        assert_int_equal(image_store_open(root, NULL, &s, &err), 0);
+
+        write_archive(arch, GOOD);
+        int r = image_store_load(s, arch, &names, &err);
+        if (r < 0)
+                fail_msg("%s", err.message);
+        assert_string_equal(names[0], "localhost/unit:0");
+        names = strv_free(names);
+
+        static const struct { int variant; const char *msg; } bad[] = {
+                { MISMATCH, "digest mismatch" },
+                { MISSING_BLOB, "missing from the archive" },
+                { BAD_DIFF_ID, "does not match its diff ID" },
+                { HOSTILE_LAYER, "\"..\" component refused" },
+                { TRUNCATED_LAYER, "" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_free_ char *before = snapshot(root);
+                write_archive(arch, bad[i].variant);
+                err = (ImageError){};
+                r = image_store_load(s, arch, &names, &err);
+                if (r >= 0)
+                        fail_msg("variant %d loaded", bad[i].variant);
+                if (!strstr(err.message, bad[i].msg))
+                        fail_msg("variant %d: \"%s\" lacks \"%s\"", bad[i].variant, err.message,
+                                 bad[i].msg);
+                assert_true(err.message[0]);
+                _cleanup_free_ char *after = snapshot(root);
+                assert_string_equal(before, after);
+                assert_canary_intact();
+        }
+
+        /* tag, get, rm, prune */
+        assert_int_equal(image_store_tag(s, "localhost/unit:0", "other", &err), 0);
+        Image *im = NULL;
+        assert_int_equal(image_store_get(s, "docker.io/library/other:latest", &im, &err), 0);
+        assert_int_equal(strv_length(im->names), 2);
+        assert_string_equal(im->config.cmd[0], "sh");
+        assert_int_equal(im->manifest.n_layers, 2);
+        _cleanup_free_ char *lp = image_store_layer_path(s, im->chain_ids[1]);
+        _cleanup_free_ char *top = strprintf("%s/top", lp);
+        assert_int_equal(access(top, F_OK), 0);
+        im = image_free(im);
+        assert_int_equal(image_store_remove(s, "other", &err), 0);
+        assert_int_equal(image_store_get(s, "other", &im, &err), -ENOENT);
+        uint64_t reclaimed = 0;
+        assert_int_equal(image_store_prune(s, &names, &reclaimed, &err), 0);
+        assert_int_equal(strv_length(names), 1);
+        names = strv_free(names);
+        assert_int_equal(access(lp, F_OK), -1);
+        _cleanup_free_ char *blobs = strprintf("%s/images/blobs/sha256", root);
+        DIR *d = opendir(blobs);
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.')
+                        fail_msg("blob %s left after prune", de->d_name);
+        closedir(d);
+        image_store_free(s);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_hostile),
+                cmocka_unit_test(test_limits),
+                cmocka_unit_test(test_good_and_whiteouts),
+                cmocka_unit_test(test_store),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}

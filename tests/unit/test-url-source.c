@@ -1,0 +1,639 @@
+/* URL source against a small HTTP/1.1 server that runs on the same event
+ * loop (loopback only, port 0). Each test gives the server a script: the
+ * response to request i is script[i] (the last one repeats), so the outcome
+ * does not depend on timing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "source.h"
+#include "string-util.h"
+
+#define CAP (3 * USEC_PER_SEC)
+#define POLL (100 * USEC_PER_MSEC)
+
+/* ---- the server ---- */
+
+typedef struct Resp {
+        int status;       /* 0: read the request and never answer */
+        const char *body; /* NULL: empty */
+        size_t fill;      /* > 0: a body of this many '#' instead */
+        const char *etag; /* sent, and answered with 304 when the request matches */
+        const char *last_modified;
+        const char *location;
+        bool no_length; /* body delimited by closing the connection */
+} Resp;
+
+typedef struct Conn Conn;
+typedef struct Server {
+        Event *event;
+        int fd;
+        EventSource *listen_source;
+        int port;
+        const Resp *script;
+        size_t n_script;
+        char *requests[32];
+        size_t n_requests;
+        Conn *conns[16];
+        size_t n_conns;
+} Server;
+
+struct Conn {
+        Server *server;
+        int fd;
+        EventSource *source;
+        char in[16384];
+        size_t in_len;
+        char *out;
+        size_t out_len, out_off;
+        bool answered;
+};
+
+static void conn_free(Conn *c) {
+        Server *s = c->server;
+        for (size_t i = 0; i < s->n_conns; i++)
+                if (s->conns[i] == c) {
+                        s->conns[i] = s->conns[--s->n_conns];
+                        break;
+                }
+        event_source_free(c->source);
+        close(c->fd);
+        free(c->out);
+        free(c);
+}
+
+static void conn_respond(Conn *c, const char *request) {
+        Server *s = c->server;
+        assert_true(s->n_script > 0);
+        const Resp *r = &s->script[MIN(s->n_requests, s->n_script) - 1];
+        if (r->status == 0)
+                return; /* the slow server */
+
+        int status = r->status;
+        char *match = r->etag ? strprintf("If-None-Match: %s\r\n", r->etag) : NULL;
+        if (match && strstr(request, match))
+                status = 304;
+        free(match);
+
+        char *body = NULL;
+        size_t body_len = 0;
+        if (status != 304) {
+                if (r->fill > 0) {
+                        body = malloc(r->fill);
+                        assert_non_null(body);
+                        memset(body, '#', r->fill);
+                        body_len = r->fill;
+                } else if (r->body) {
+                        body = strdup(r->body);
+                        body_len = strlen(r->body);
+                }
+        }
+
+        char *head =
+                strprintf("HTTP/1.1 %d X\r\n"
+                          "Connection: close\r\n"
+                          "%s%s%s"
+                          "%s%s%s"
+                          "%s%s%s"
+                          "%s%zu%s"
+                          "\r\n",
+                          status, r->etag ? "ETag: " : "", strempty(r->etag), r->etag ? "\r\n" : "",
+                          r->last_modified ? "Last-Modified: " : "", strempty(r->last_modified),
+                          r->last_modified ? "\r\n" : "", r->location ? "Location: " : "",
+                          strempty(r->location), r->location ? "\r\n" : "",
+                          r->no_length ? "X-No-Length: " : "Content-Length: ", body_len, "\r\n");
+        assert_non_null(head);
+        size_t hl = strlen(head);
+        c->out = malloc(hl + body_len);
+        assert_non_null(c->out);
+        memcpy(c->out, head, hl);
+        if (body_len)
+                memcpy(c->out + hl, body, body_len);
+        c->out_len = hl + body_len;
+        free(head);
+        free(body);
+        assert_int_equal(event_source_set_io_events(c->source, EPOLLIN | EPOLLOUT), 0);
+}
+
+static int conn_on_io(EventSource *es, int fd, uint32_t revents, void *userdata) {
+        Conn *c = userdata;
+        Server *s = c->server;
+
+        if (revents & EPOLLIN) {
+                ssize_t n = recv(fd, c->in + c->in_len, sizeof c->in - 1 - c->in_len, 0);
+                if (n <= 0) {
+                        if (n < 0 && errno == EAGAIN)
+                                return 0;
+                        conn_free(c);
+                        return 0;
+                }
+                c->in_len += (size_t)n;
+                c->in[c->in_len] = 0;
+                if (!c->answered && strstr(c->in, "\r\n\r\n")) {
+                        c->answered = true;
+                        assert_true(s->n_requests < ELEMENTSOF(s->requests));
+                        s->requests[s->n_requests++] = strdup(c->in);
+                        conn_respond(c, c->in);
+                }
+        }
+        if ((revents & EPOLLOUT) && c->out) {
+                while (c->out_off < c->out_len) {
+                        ssize_t n = send(fd, c->out + c->out_off, c->out_len - c->out_off,
+                                         MSG_NOSIGNAL);
+                        if (n < 0) {
+                                if (errno == EAGAIN)
+                                        return 0;
+                                conn_free(c); /* the client gave up (body cap) */
+                                return 0;
+                        }
+                        c->out_off += (size_t)n;
+                }
+                conn_free(c);
+        } else if (revents & (EPOLLHUP | EPOLLERR))
+                conn_free(c);
+        return 0;
+}
+
+static int server_on_accept(EventSource *es, int fd, uint32_t revents, void *userdata) {
+        Server *s = userdata;
+        int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (cfd < 0)
+                return 0;
+        Conn *c = calloc(1, sizeof *c);
+        assert_non_null(c);
+        c->server = s;
+        c->fd = cfd;
+        assert_int_equal(event_add_io(s->event, &c->source, cfd, EPOLLIN, conn_on_io, c), 0);
+        assert_true(s->n_conns < ELEMENTSOF(s->conns));
+        s->conns[s->n_conns++] = c;
+        return 0;
+}
+
+static void server_start(Server *s, Event *e) {
+        *s = (Server){ .event = e };
+        s->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        assert_true(s->fd >= 0);
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        assert_int_equal(bind(s->fd, (struct sockaddr *)&a, sizeof a), 0);
+        assert_int_equal(listen(s->fd, 16), 0);
+        socklen_t l = sizeof a;
+        assert_int_equal(getsockname(s->fd, (struct sockaddr *)&a, &l), 0);
+        s->port = ntohs(a.sin_port);
+        assert_int_equal(event_add_io(e, &s->listen_source, s->fd, EPOLLIN, server_on_accept, s),
+                         0);
+}
+
+static void server_stop(Server *s) {
+        while (s->n_conns > 0)
+                conn_free(s->conns[0]);
+        event_source_free(s->listen_source);
+        close(s->fd);
+        for (size_t i = 0; i < s->n_requests; i++)
+                free(s->requests[i]);
+}
+
+/* ---- fixture ---- */
+
+typedef struct Rec {
+        SourceEventType type;
+        char *origin, *uid, *old_uid, *name;
+        size_t n_errors;
+        char *errors;
+} Rec;
+
+typedef struct Fixture {
+        Event *event;
+        PodConfig *config;
+        UrlSource *source;
+        Server server;
+        char url[128];
+        Rec ev[64];
+        size_t n;
+} Fixture;
+
+static void record(const SourceEvent *ev, void *userdata) {
+        Fixture *f = userdata;
+        assert_true(f->n < ELEMENTSOF(f->ev));
+        Rec *x = &f->ev[f->n++];
+        *x = (Rec){
+                .type = ev->type,
+                .origin = strdup(ev->origin),
+                .uid = ev->uid ? strdup(ev->uid) : NULL,
+                .old_uid = ev->old_uid ? strdup(ev->old_uid) : NULL,
+                .name = ev->object ? strdup(ev->object->name) : NULL,
+        };
+        assert_string_equal(ev->source, "http");
+        if (ev->errors) {
+                x->n_errors = ev->errors->n_errors;
+                char *buf = NULL;
+                size_t len = 0, cap = 0;
+                for (size_t i = 0; i < ev->errors->n; i++) {
+                        char *l = diag_to_string(&ev->errors->items[i]);
+                        assert_non_null(l);
+                        assert_int_equal(strbuf_append(&buf, &len, &cap, l, strlen(l)), 0);
+                        free(l);
+                }
+                x->errors = buf ? buf : strdup("");
+        }
+}
+
+static void clear(Fixture *f) {
+        for (size_t i = 0; i < f->n; i++) {
+                free(f->ev[i].origin);
+                free(f->ev[i].uid);
+                free(f->ev[i].old_uid);
+                free(f->ev[i].name);
+                free(f->ev[i].errors);
+        }
+        f->n = 0;
+}
+
+static void dump(Fixture *f) {
+        for (size_t i = 0; i < f->n; i++)
+                fprintf(stderr, "  event %zu: %s uid=%s old=%s errors=%zu %s\n", i,
+                        source_event_type_to_string(f->ev[i].type), strna(f->ev[i].uid),
+                        strna(f->ev[i].old_uid), f->ev[i].n_errors, strempty(f->ev[i].errors));
+}
+
+/* Runs the loop until the server has seen n requests and the source has
+ * finished the last of them (the poll after it is scheduled). */
+static void run_requests(Fixture *f, size_t n) {
+        usec_t start = now_usec(CLOCK_MONOTONIC);
+        while (f->server.n_requests < n && now_usec(CLOCK_MONOTONIC) - start < CAP)
+                assert_true(event_run(f->event, 20 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(f->server.n_requests, n);
+}
+
+/* Runs until request n+1 arrives, which proves request n was handled. */
+static void run_handled(Fixture *f, size_t n) {
+        run_requests(f, n + 1);
+}
+
+static void expect(const Rec *r, SourceEventType type) {
+        if (r->type != type)
+                fprintf(stderr, "expected %s, got %s\n", source_event_type_to_string(type),
+                        source_event_type_to_string(r->type));
+        assert_int_equal(r->type, type);
+}
+
+static int setup(void **state) {
+        Fixture *f = calloc(1, sizeof *f);
+        assert_non_null(f);
+        assert_int_equal(event_new(&f->event), 0);
+        assert_int_equal(pod_config_new(&f->config, record, f), 0);
+        server_start(&f->server, f->event);
+        snprintf(f->url, sizeof f->url, "http://127.0.0.1:%d/pods", f->server.port);
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state) {
+        Fixture *f = *state;
+        url_source_free(f->source);
+        server_stop(&f->server);
+        pod_config_free(f->config);
+        event_free(f->event);
+        clear(f);
+        free(f);
+        return 0;
+}
+
+static void start_full(Fixture *f, const Resp *script, size_t n, const char *url,
+                       char *const *headers, usec_t timeout, size_t max_body) {
+        f->server.script = script;
+        f->server.n_script = n;
+        UrlSourceOptions o = {
+                .url = url ? url : f->url,
+                .headers = headers,
+                .node_name = "node1",
+                .check_frequency = POLL,
+                .timeout = timeout,
+                .max_body = max_body,
+        };
+        assert_int_equal(url_source_new(&f->source, f->event, f->config, &o), 0);
+        assert_int_equal(url_source_start(f->source), 0);
+}
+
+#define start(f, script) start_full(f, script, ELEMENTSOF(script), NULL, NULL, 0, 0)
+
+static const char pod_a[] = "apiVersion: v1\n"
+                            "kind: Pod\n"
+                            "metadata:\n"
+                            "  name: a\n"
+                            "spec:\n"
+                            "  containers:\n"
+                            "  - name: c\n"
+                            "    image: busybox:1\n";
+
+static const char pod_list[] = "apiVersion: v1\n"
+                               "kind: PodList\n"
+                               "items:\n"
+                               "- apiVersion: v1\n"
+                               "  kind: Pod\n"
+                               "  metadata: {name: a}\n"
+                               "  spec: {containers: [{name: c, image: busybox:1}]}\n"
+                               "- apiVersion: v1\n"
+                               "  kind: Pod\n"
+                               "  metadata: {name: b}\n"
+                               "  spec: {containers: [{name: c, image: busybox:1}]}\n";
+
+static const char empty_list[] = "apiVersion: v1\nkind: PodList\nitems: []\n";
+
+/* ---- tests ---- */
+
+static void test_etag(void **state) {
+        Fixture *f = *state;
+        static const Resp script[] = {
+                { .status = 200,
+                  .body = pod_a,
+                  .etag = "\"v1\"",
+                  .last_modified = "Wed, 21 Oct 2015 07:28:00 GMT" },
+        };
+        start(f, script);
+        run_handled(f, 1);
+        assert_int_equal(f->n, 1);
+        expect(&f->ev[0], SOURCE_EVENT_ADD);
+        assert_string_equal(f->ev[0].origin, f->url);
+        assert_string_equal(f->ev[0].name, "a-node1");
+        assert_null(strstr(f->server.requests[0], "If-None-Match"));
+
+        /* the next polls are conditional, answered 304: nothing changes */
+        run_handled(f, 3);
+        assert_int_equal(f->n, 1);
+        assert_non_null(strstr(f->server.requests[1], "If-None-Match: \"v1\"\r\n"));
+        assert_non_null(strstr(f->server.requests[1],
+                               "If-Modified-Since: Wed, 21 Oct 2015 07:28:00 GMT\r\n"));
+        assert_int_equal(url_source_get_error_count(f->source), 0);
+}
+
+/* A Last-Modified in the second the body was served is not trusted for
+ * If-Modified-Since: the file may change again within that second. */
+static void test_racy_last_modified(void **state) {
+        Fixture *f = *state;
+        char now[64];
+        time_t t = time(NULL);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(now, sizeof now, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        static Resp script[1];
+        script[0] = (Resp){ .status = 200, .body = pod_a, .last_modified = now };
+        start(f, script);
+        run_handled(f, 2);
+        assert_int_equal(f->n, 1);
+        assert_null(strstr(f->server.requests[1], "If-Modified-Since"));
+}
+
+static void test_server_error_keeps_pods(void **state) {
+        Fixture *f = *state;
+        static const Resp script[] = {
+                { .status = 200, .body = pod_a },
+                { .status = 500, .body = "oops" },
+                { .status = 500, .body = "oops" },
+                { .status = 200, .body = pod_a },
+        };
+        start(f, script);
+        run_handled(f, 1);
+        assert_int_equal(f->n, 1);
+        expect(&f->ev[0], SOURCE_EVENT_ADD);
+        char *uid = strdup(f->ev[0].uid);
+        clear(f);
+
+        run_handled(f, 2);
+        assert_int_equal(f->n, 1);
+        expect(&f->ev[0], SOURCE_EVENT_ERROR);
+        assert_true(f->ev[0].n_errors > 0);
+        assert_non_null(strstr(f->ev[0].errors, "HTTP status 500"));
+        assert_int_equal(url_source_get_error_count(f->source), 1);
+        ManifestObject *o = pod_config_find(f->config, MANIFEST_KIND_POD, "default", "a-node1");
+        assert_non_null(o);
+        assert_string_equal(o->uid, uid);
+        clear(f);
+
+        /* the same error again: counted, not re-reported */
+        run_handled(f, 3);
+        assert_int_equal(f->n, 0);
+        assert_int_equal(url_source_get_error_count(f->source), 2);
+
+        /* recovered, same content: only the error clears */
+        run_handled(f, 4);
+        assert_int_equal(f->n, 1);
+        expect(&f->ev[0], SOURCE_EVENT_ERROR);
+        assert_int_equal(f->ev[0].n_errors, 0);
+        free(uid);
+}
+
+static void test_empty_body(void **state) {
+        Fixture *f = *state;
+        static const Resp script[] = {
+                { .status = 200, .body = pod_a },
+                { .status = 200, .body = "" },
+        };
+        start(f, script);
+        run_handled(f, 2);
+        assert_int_equal(f->n, 2);
+        expect(&f->ev[0], SOURCE_EVENT_ADD);
+        expect(&f->ev[1], SOURCE_EVENT_ERROR);
+        assert_non_null(strstr(f->ev[1].errors, "empty response body"));
+        assert_int_equal(url_source_get_error_count(f->source), 1);
+        assert_non_null(pod_config_find(f->config, MANIFEST_KIND_POD, "default", "a-node1"));
+}
+
+static void test_no_documents_and_garbage(void **state) {
+        Fixture *f = *state;
+        static const Resp script[] = {
+                { .status = 200, .body = pod_a },
+                { .status = 200, .body = "# only a comment\n" },
+                { .status = 200, .body = "kind: Pod\nmetadata: [oops\n" },
+        };
+        start(f, script);
+        run_handled(f, 3);
+        assert_int_equal(f->n, 3);
+        expect(&f->ev[0], SOURCE_EVENT_ADD);
+        expect(&f->ev[1], SOURCE_EVENT_ERROR);
+        assert_non_null(strstr(f->ev[1].errors, "no documents"));
+        expect(&f->ev[2], SOURCE_EVENT_ERROR);
+        assert_null(strstr(f->ev[2].errors, "no documents"));
+        assert_int_equal(url_source_get_error_count(f->source), 2);
+        assert_non_null(pod_config_find(f->config, MANIFEST_KIND_POD, "default", "a-node1"));
+}
+
+static void test_body_cap(void **state) {
+        Fixture *f = *state;
+        static const Resp script[] = {
+                { .status = 200, .body = pod_a },
+                { .status = 200, .fill = 5000 },                    /* announced length */
+                { .status = 200, .fill = 5000, .no_length = true }, /* found while reading */
+        };
+        start_full(f, script, ELEMENTSOF(script), NULL, NULL, 0, 1000);
+        run_handled(f, 3);
+        assert_int_equal(f->n, 2); /* the second, identical error is not re-reported */
+        expect(&f->ev[0], SOURCE_EVENT_ADD);
+        expect(&f->ev[1], SOURCE_EVENT_ERROR);
+        assert_non_null(strstr(f->ev[1].errors, "larger than the limit of 1000 bytes"));
+        assert_int_equal(url_source_get_error_count(f->source), 2);
+        assert_non_null(pod_config_find(f->config, MANIFEST_KIND_POD, "default", "a-node1"));
+}
+
+static void test_timeout(void **state) {
+        Fixture *f = *state;
+        static const Resp script[] = {
+                { .status = 200, .body = pod_a }, { .status = 0 }, /* never answers */
+        };
+        start_full(f, script, ELEMENTSOF(script), NULL, NULL, 300 * USEC_PER_MSEC, 0);
+        run_handled(f, 1);
+        clear(f);
+        usec_t t0 = now_usec(CLOCK_MONOTONIC);
+        while (f->n == 0 && now_usec(CLOCK_MONOTONIC) - t0 < CAP)
+                assert_true(event_run(f->event, 20 * USEC_PER_MSEC) >= 0);
+        usec_t took = now_usec(CLOCK_MONOTONIC) - t0;
+        if (f->n != 1)
+                dump(f);
+        assert_int_equal(f->n, 1);
+        expect(&f->ev[0], SOURCE_EVENT_ERROR);
+        assert_non_null(strstr(f->ev[0].errors, "no complete response within 300 ms"));
+        assert_true(took >= 250 * USEC_PER_MSEC);
+        assert_true(took < 2 * USEC_PER_SEC);
+        assert_int_equal(url_source_get_error_count(f->source), 1);
+        assert_non_null(pod_config_find(f->config, MANIFEST_KIND_POD, "default", "a-node1"));
+}
+
+static void test_pod_list(void **state) {
+        Fixture *f = *state;
+        static const Resp script[] = {
+                { .status = 200, .body = pod_list },
+                { .status = 200, .body = empty_list },
+        };
+        start(f, script);
+        run_handled(f, 1);
+        assert_int_equal(f->n, 2);
+        expect(&f->ev[0], SOURCE_EVENT_ADD);
+        expect(&f->ev[1], SOURCE_EVENT_ADD);
+        assert_string_equal(f->ev[0].name, "a-node1");
+        assert_string_equal(f->ev[1].name, "b-node1");
+        char *ua = strdup(f->ev[0].uid), *ub = strdup(f->ev[1].uid);
+        clear(f);
+
+        /* an empty PodList removes every URL pod */
+        run_handled(f, 2);
+        assert_int_equal(f->n, 2);
+        expect(&f->ev[0], SOURCE_EVENT_REMOVE);
+        assert_string_equal(f->ev[0].uid, ua);
+        expect(&f->ev[1], SOURCE_EVENT_REMOVE);
+        assert_string_equal(f->ev[1].uid, ub);
+        assert_int_equal(url_source_get_error_count(f->source), 0);
+        free(ua);
+        free(ub);
+}
+
+static void test_multi_document(void **state) {
+        Fixture *f = *state;
+        static const Resp script[] = {
+                { .status = 200,
+                  .body = "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n"
+                          "spec: {containers: [{name: c, image: busybox:1}]}\n"
+                          "---\n"
+                          "apiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: web}\n"
+                          "spec: {containers: [{name: c, image: busybox:1}]}\n" },
+        };
+        start(f, script);
+        run_handled(f, 1);
+        assert_int_equal(f->n, 2);
+        expect(&f->ev[0], SOURCE_EVENT_ADD);
+        expect(&f->ev[1], SOURCE_EVENT_ADD);
+        assert_non_null(pod_config_find(f->config, MANIFEST_KIND_POD, "default", "a-node1"));
+        assert_non_null(pod_config_find(f->config, MANIFEST_KIND_POD, "web", "b-node1"));
+}
+
+static void test_headers(void **state) {
+        Fixture *f = *state;
+        static const Resp script[] = { { .status = 200, .body = pod_a } };
+        char *headers[] = { (char *)"X-Token: abc123", (char *)"Authorization: Bearer t0k", NULL };
+        start_full(f, script, ELEMENTSOF(script), NULL, headers, 0, 0);
+        run_handled(f, 1);
+        assert_non_null(strstr(f->server.requests[0], "\r\nX-Token: abc123\r\n"));
+        assert_non_null(strstr(f->server.requests[0], "\r\nAuthorization: Bearer t0k\r\n"));
+        assert_non_null(strstr(f->server.requests[0], "GET /pods HTTP/1.1\r\n"));
+}
+
+static void test_redirect(void **state) {
+        Fixture *f = *state;
+        char loc[128];
+        static Resp script[] = {
+                { .status = 302, .location = NULL },
+                { .status = 200, .body = pod_a },
+        };
+        snprintf(loc, sizeof loc, "http://127.0.0.1:%d/moved", f->server.port);
+        script[0].location = loc;
+        start(f, script);
+        run_requests(f, 2);
+        assert_non_null(strstr(f->server.requests[1], "GET /moved HTTP/1.1\r\n"));
+        usec_t t0 = now_usec(CLOCK_MONOTONIC);
+        while (f->n == 0 && now_usec(CLOCK_MONOTONIC) - t0 < CAP)
+                assert_true(event_run(f->event, 20 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(f->n, 1);
+        expect(&f->ev[0], SOURCE_EVENT_ADD);
+        /* the identity is the configured URL, not where it redirected */
+        assert_string_equal(f->ev[0].origin, f->url);
+}
+
+static void test_redirect_to_file_refused(void **state) {
+        Fixture *f = *state;
+        static const Resp script[] = {
+                { .status = 302, .location = "file:///etc/hostname" },
+        };
+        start(f, script);
+        run_handled(f, 1);
+        assert_int_equal(f->n, 1);
+        expect(&f->ev[0], SOURCE_EVENT_ERROR);
+        assert_int_equal(url_source_get_error_count(f->source), 1);
+}
+
+static void test_other_protocol_refused(void **state) {
+        Fixture *f = *state;
+        static const Resp script[] = { { .status = 200, .body = pod_a } };
+        start_full(f, script, ELEMENTSOF(script), "file:///etc/hostname", NULL, 0, 0);
+        usec_t t0 = now_usec(CLOCK_MONOTONIC);
+        while (f->n == 0 && now_usec(CLOCK_MONOTONIC) - t0 < CAP)
+                assert_true(event_run(f->event, 20 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(f->n, 1);
+        expect(&f->ev[0], SOURCE_EVENT_ERROR);
+        assert_int_equal(url_source_get_error_count(f->source), 1);
+}
+
+int main(void) {
+        /* The server is on loopback: a proxy from the environment must not
+         * get in the way. */
+        (void)setenv("no_proxy", "*", 1);
+        (void)setenv("NO_PROXY", "*", 1);
+
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_etag, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_racy_last_modified, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_server_error_keeps_pods, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_empty_body, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_no_documents_and_garbage, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_body_cap, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pod_list, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_multi_document, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_headers, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_redirect, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_redirect_to_file_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_other_protocol_refused, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
