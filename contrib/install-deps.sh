@@ -14,6 +14,7 @@ PACKAGES=(
         git
         # tests
         libcmocka-dev python3 zstd procps util-linux
+        skopeo                          # image interop tests (oci-archive/docker-archive)
         # runtime
         runc conmon containernetworking-plugins iproute2 iptables ca-certificates
         busybox-static                  # the local demo image is built from it

@@ -37,7 +37,13 @@ int image_error_prefix(ImageError *err, int error, const char *fmt, ...) {
                 memcpy(old, err->message, sizeof(old));
         else
                 (void)snprintf(old, sizeof(old), "%s", strerror(-r));
-        (void)snprintf(err->message, sizeof(err->message), "%s: %s", prefix, old);
+        /* "prefix: old", truncated to fit. */
+        size_t cap = sizeof(err->message), pl = MIN(strlen(prefix), cap - 3);
+        size_t ol = strnlen(old, cap - pl - 3);
+        memcpy(err->message, prefix, pl);
+        memcpy(err->message + pl, ": ", 2);
+        memcpy(err->message + pl + 2, old, ol);
+        err->message[pl + 2 + ol] = 0;
         if (err->error == 0)
                 err->error = r;
         return r;

@@ -604,12 +604,30 @@ int image_store_remove(ImageStore *s, const char *ref, ImageError *err) {
             (r = store_index_load(s, &index, err)) < 0 ||
             (r = resolve_ref(index, ref, &digest, &name, err)) < 0)
                 return r;
-        index_remove(index, digest, name);
-        bool deleted = !index_has(index, digest);
-        if (deleted) {
-                r = store_image_build(s, digest, &im, err);
+        {
+                /* The image with all its names, as pods may refer to any of them. */
+                Image **l = NULL;
+                size_t n = 0;
+                r = list_from_index(s, index, &l, &n, err);
                 if (r < 0)
                         return r;
+                for (size_t i = 0; i < n; i++)
+                        if (streq(l[i]->digest, digest))
+                                im = TAKE_PTR(l[i]);
+                image_list_free(l, n);
+                if (!im)
+                        return image_error_set(err, -ENOENT, "image \"%s\" not found", ref);
+        }
+        index_remove(index, digest, name);
+        bool deleted = !index_has(index, digest);
+        if (name && !deleted) {
+                /* Only a tag goes away: refuse if a pod refers to the image by it. */
+                strv_free(im->names);
+                im->names = strv_copy((char *[]){ name, NULL });
+                if (!im->names)
+                        return -ENOMEM;
+        }
+        if (deleted || name) {
                 r = image_store_image_in_use(s, im, &pod);
                 if (r < 0)
                         return image_error_set(err, r, "cannot read pod checkpoints: %s",

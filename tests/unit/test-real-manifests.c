@@ -87,7 +87,7 @@ static void parsed_done(Parsed *p) {
         free(p->buf);
         free(p->source_id);
         free(p->path);
-        *p = (Parsed) {};
+        *p = (Parsed){};
 }
 
 static int parse_buffer_as(Parsed *p, const char *path, const char *buf, size_t size) {
@@ -171,8 +171,7 @@ static unsigned check_objects(const Parsed *p) {
                         continue;
                 }
                 if (!o->canonical_json || !o->uid || !*o->uid) {
-                        fprintf(stderr, "%s: %s has no canonical form or UID\n", p->path,
-                                o->name);
+                        fprintf(stderr, "%s: %s has no canonical form or UID\n", p->path, o->name);
                         bad++;
                         continue;
                 }
@@ -186,13 +185,13 @@ static unsigned check_objects(const Parsed *p) {
                         bad++;
                 }
                 if (!pod_get_uid(o->pod) && !is_hex(o->uid, 32)) {
-                        fprintf(stderr, "%s: pod %s: UID \"%s\" is not 32 hex digits\n",
-                                p->path, o->name, o->uid);
+                        fprintf(stderr, "%s: pod %s: UID \"%s\" is not 32 hex digits\n", p->path,
+                                o->name, o->uid);
                         bad++;
                 }
 
-                const KeyValue *hash = string_map_get(&o->pod->metadata.annotations,
-                                                      "kubernetes.io/config.hash");
+                const KeyValue *hash =
+                        string_map_get(&o->pod->metadata.annotations, "kubernetes.io/config.hash");
                 const KeyValue *source = string_map_get(&o->pod->metadata.annotations,
                                                         "kubernetes.io/config.source");
                 if (!hash || strcmp(hash->value, o->uid) != 0) {
@@ -231,8 +230,8 @@ static unsigned check_canonical_fixed_point(const Parsed *p) {
                         fprintf(stderr,
                                 "%s: %s: canonical form is not a fixed point\n  first:  %s "
                                 "%s\n  second: %s %s\n",
-                                p->path, o->name, o->uid, o->canonical_json,
-                                again.objs[0]->uid, again.objs[0]->canonical_json);
+                                p->path, o->name, o->uid, o->canonical_json, again.objs[0]->uid,
+                                again.objs[0]->canonical_json);
                         bad++;
                 }
                 manifest_objects_free(again.objs, again.n);
@@ -335,8 +334,7 @@ static void test_invalid_manifests(void **state) {
                 _cleanup_free_ char *text = diagnostics_to_text(&p.diag);
                 for (size_t j = 0; j < n_expect; j++) {
                         if (!text || !strstr(text, expect[j])) {
-                                fprintf(stderr, "%s: diagnostics lack \"%s\"\n", p.path,
-                                        expect[j]);
+                                fprintf(stderr, "%s: diagnostics lack \"%s\"\n", p.path, expect[j]);
                                 ok = false;
                         }
                         free(expect[j]);
