@@ -1,0 +1,88 @@
+/* From a pod spec and an image config to one container's runtime
+ * configuration (RuntimeContainerConfig), with Kubernetes semantics:
+ * command/args over Entrypoint/Cmd, $(VAR) expansion, env from values,
+ * fieldRefs, resourceFieldRefs, local ConfigMaps/Secrets and envFrom, user
+ * and groups resolved inside the rootfs, namespaces joined by pin path,
+ * volume/etc-file/termination-log mounts, security context, QoS-derived
+ * cgroup resources and oom_score_adj. Nothing is started here; the only
+ * side effects are kubelet's: missing subPath directories and the
+ * termination-log file are created. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "image-oci.h"
+#include "pod-volumes.h"
+#include "pod.h"
+#include "runtime-config.h"
+
+/* The waiting reason for every error container_config_build() returns
+ * (except -ENOMEM): the status shows it with err->message, as kubelet does. */
+#define CONTAINER_CONFIG_ERROR_REASON "CreateContainerConfigError"
+
+typedef struct ContainerBuildContext {
+        const Pod *pod;
+        const Container *container;      /* points into pod (init or app container) */
+        const ImageConfig *image;        /* NULL = empty config */
+        const PodNodeInfo *node;         /* node name, pod/host IPs, allocatable */
+        const PodObjectLookup *lookup;   /* local ConfigMaps/Secrets; NULL = none exist */
+
+        const char *container_id;        /* <pod-uid>-<name>-<attempt> */
+        unsigned attempt;                /* nanolet.io/attempt annotation */
+        const char *rootfs;              /* mounted rootfs (absolute) */
+        const char *cgroup_parent;       /* NULL = "/nanolet/pod<uid>" */
+        int64_t pids_limit;              /* --pod-pids-limit; 0 = none */
+
+        /* Files the pod prepared (pod-etc-files.h, pod-volumes.h). A NULL
+         * file is not mounted (and the image's own is kept). */
+        const char *etc_hosts_path;
+        const char *etc_hostname_path;
+        const char *resolv_conf_path;
+        const PodVolumes *volumes;
+        const char *termination_log_path; /* host file for terminationMessagePath; created 0666 */
+
+        /* Pinned namespaces: <run-dir>/ns/<uid>/{net,ipc,uts,pid}. ns_pid is
+         * used only with shareProcessNamespace. */
+        const char *ns_net, *ns_ipc, *ns_uts, *ns_pid;
+        const char *node_hostname;       /* for hostNetwork pods (the host's) */
+
+        const char *seccomp_dir;         /* <root-dir>/seccomp, for Localhost profiles */
+
+        /* Optional: non-fatal problems are appended (invalid envFrom keys,
+         * as kubelet's warning event); the caller logs them once. */
+        char ***warnings;
+} ContainerBuildContext;
+
+/* Fills *ret (which the caller later frees with runtime_container_config_done).
+ * Returns 0, -ENOMEM, or a negative errno with err->message in kubelet's words
+ * (configmap "x" not found, container has runAsNonRoot and image will run as
+ * root, ...) — the status reason is CONTAINER_CONFIG_ERROR_REASON. *ret is
+ * written only on success. */
+int container_config_build(const ContainerBuildContext *ctx, RuntimeContainerConfig *ret,
+                           RuntimeError *err);
+
+/* ---- pieces, exposed for tests and for the pod worker ---- */
+
+typedef enum PodQOSClass {
+        POD_QOS_GUARANTEED,
+        POD_QOS_BURSTABLE,
+        POD_QOS_BEST_EFFORT,
+        _POD_QOS_CLASS_MAX,
+        _POD_QOS_CLASS_INVALID = -EINVAL,
+} PodQOSClass;
+
+const char *pod_qos_class_to_string(PodQOSClass q) _pure_;
+/* v1qos.GetPodQOS for the requests/limits the pod declares. */
+PodQOSClass pod_qos_class(const Pod *pod);
+/* kubelet's GetContainerOOMScoreAdjust. */
+int container_oom_score_adj(const Pod *pod, const Container *c, uint64_t memory_capacity);
+/* kubelet's MilliCPUToShares / MilliCPUToQuota (period 100000 µs). */
+uint64_t container_milli_cpu_to_shares(int64_t milli);
+int64_t container_milli_cpu_to_quota(int64_t milli, uint64_t period);
+
+/* Kubernetes expansion.Expand: "$(NAME)" replaced from lookup, "$$" -> "$",
+ * undefined references and unterminated "$(" kept as written. lookup returns
+ * NULL for undefined. */
+typedef const char *(*expand_lookup_t)(const char *name, void *userdata);
+int kube_expand(const char *in, expand_lookup_t lookup, void *userdata, char **ret);

@@ -1,0 +1,132 @@
+/* Internals shared by runtime.c (the op queue and runtime commands),
+ * conmon.c (create through conmon), runtime-status.c and sandbox.c. Not
+ * for use outside src/runtime. */
+#pragma once
+
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "runtime.h"
+
+#define RUNTIME_OUTPUT_MAX (64U * 1024U)
+
+typedef enum RuntimeOpKind {
+        RUNTIME_OP_CREATE,
+        RUNTIME_OP_START,
+        RUNTIME_OP_KILL,
+        RUNTIME_OP_DELETE,
+        RUNTIME_OP_SANDBOX,
+} RuntimeOpKind;
+
+struct Runtime {
+        Event *event;
+        char *runtime;      /* as configured: "runc", "crun" or a path */
+        char *runtime_name; /* basename, for messages */
+        char *conmon;
+        char *run_dir;
+        char *runtime_root; /* <run>/runc */
+        char *exits_dir;    /* <run>/exits */
+        char *conmon_dir;   /* <run>/conmon */
+        unsigned max_parallel;
+        usec_t op_timeout;
+        bool systemd_cgroup;
+
+        RuntimeOp *queue_head, *queue_tail;
+        RuntimeOp *running;
+        unsigned n_running;
+        EventSource *kick;
+
+        bool warned_ns_private;
+};
+
+typedef struct SandboxState SandboxState;
+
+struct RuntimeOp {
+        Runtime *rt;
+        RuntimeOpKind kind;
+        RuntimeOp *prev, *next; /* in rt->queue_* or rt->running */
+        bool running;
+        bool cancelled;
+        char *id;
+
+        union {
+                runtime_done_t done;
+                runtime_created_t created;
+                sandbox_created_t sandbox;
+        } cb;
+        void *userdata;
+
+        /* the child this op waits for */
+        pid_t pid;
+        int pidfd;
+        EventSource *child_source;
+        bool child_exited;
+        int child_code;   /* si_code */
+        int child_status; /* si_status */
+
+        /* merged stdout+stderr of the child, capped */
+        int out_fd;
+        EventSource *out_source;
+        char *out;
+        size_t out_len, out_cap;
+
+        EventSource *timer;
+        bool timed_out;
+
+        /* kind-specific arguments */
+        char **argv;
+        int signal;
+        bool flag; /* kill: all; delete: force */
+        RuntimeCreateRequest create;
+        char *create_bundle, *create_log_path;
+
+        /* create: conmon's sync pipe */
+        int sync_fd;
+        EventSource *sync_source;
+        char sync_buf[8192];
+        size_t sync_len;
+        bool sync_done;
+        pid_t container_pid;
+        pid_t conmon_pid;
+
+        SandboxState *sandbox;
+        pid_t holder_pid;
+
+        RuntimeError err;
+};
+
+/* runtime.c */
+int runtime_op_new(Runtime *rt, RuntimeOpKind kind, const char *id, RuntimeOp **ret);
+/* Queues op; it starts from the loop (never inside the caller's call). */
+void runtime_op_enqueue(RuntimeOp *op);
+/* Completes a running op: releases its slot, frees it, then calls its
+ * callback (unless cancelled) with r and op->err. Must only be called when
+ * the op's child has been reaped (or was never started). */
+void runtime_op_complete(RuntimeOp *op, int r);
+/* Spawns argv with stdout+stderr captured into op->out, watches its exit
+ * and arms the op timeout. keep_fds as in SpawnOptions. */
+int runtime_op_spawn(RuntimeOp *op, char *const *argv, char *const *envp, const char *cwd,
+                     const int *keep_fds, size_t n_keep_fds);
+/* Starts the op timer (runtime_op_spawn does it). */
+int runtime_op_arm_timer(RuntimeOp *op);
+/* Reads what is left in the output pipe without blocking. */
+void runtime_op_drain_output(RuntimeOp *op);
+/* Copies the meaningful part of a runtime's output: logrus msg="..." values
+ * of error lines, or the trimmed text. */
+void runtime_extract_message(const char *out, char *buf, size_t size);
+int runtime_resolve(Runtime *rt, char **ret_path, RuntimeError *err);
+bool runtime_id_valid(const char *id);
+int rm_rf_at(int dir_fd, const char *name);
+int read_pid_file(const char *path, pid_t *ret);
+
+/* conmon.c */
+int conmon_op_start(RuntimeOp *op);
+void conmon_op_child_exited(RuntimeOp *op);
+void conmon_op_timed_out(RuntimeOp *op);
+
+/* sandbox.c */
+int sandbox_op_start(RuntimeOp *op);
+void sandbox_op_child_exited(RuntimeOp *op);
+void sandbox_op_timed_out(RuntimeOp *op);
+void sandbox_op_free(RuntimeOp *op);

@@ -1,0 +1,132 @@
+/* Container lifecycle through conmon and the OCI runtime (runc by default,
+ * crun through --runtime), asynchronous on the event loop: every operation
+ * spawns its children, returns at once, and reports through a callback.
+ * A bounded number of runtime children run at a time (others queue), so 100
+ * pods appearing at once start concurrently without a fork storm.
+ *
+ * Files: runc state under <run_dir>/runc (runc --root), conmon exit files
+ * under <run_dir>/exits/<id>, conmon pid files and attach sockets under
+ * <run_dir>/conmon/<id>/. Nothing here is kept only in memory: after an
+ * agent restart, runtime_container_status() reconstructs everything from
+ * those files (issue: agent-restart adoption). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "event.h"
+#include "runtime-config.h"
+#include "time-util.h"
+
+typedef struct Runtime Runtime;
+typedef struct RuntimeOp RuntimeOp;
+
+typedef struct RuntimeOptions {
+        const char *runtime;      /* "runc", "crun" or an absolute path; default "runc" */
+        const char *conmon;       /* default: "conmon" in PATH */
+        const char *run_dir;      /* default /run/nanolet */
+        unsigned max_parallel;    /* runtime/conmon children at once; default 2 x cores */
+        usec_t op_timeout;        /* a runtime command taking longer is killed; default 60 s */
+        bool systemd_cgroup;
+} RuntimeOptions;
+
+int runtime_new(Runtime **ret, Event *e, const RuntimeOptions *o);
+/* Cancels queued ops (callbacks not called), kills running runtime
+ * commands; never touches containers or conmon processes. */
+Runtime *runtime_free(Runtime *rt);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Runtime *, runtime_free)
+
+/* Result of an operation: r is 0 or a negative errno; err->message says what
+ * the runtime or conmon printed when r < 0. */
+typedef void (*runtime_done_t)(Runtime *rt, int r, const RuntimeError *err, void *userdata);
+
+typedef struct RuntimeCreateRequest {
+        const char *id;          /* runtime container ID: [a-zA-Z0-9_.-], <= 128 chars */
+        const char *bundle_dir;  /* holds config.json */
+        const char *log_path;    /* CRI-format log written by conmon (k8s-file) */
+        bool terminal;
+        bool stdin_open;
+        int64_t log_size_max;    /* 0 = unlimited (nanolet rotates itself) */
+} RuntimeCreateRequest;
+
+/* Starts conmon, which runs `<runtime> create`; done is called once the
+ * container exists (created, not started) with its pid, or with the error. */
+typedef void (*runtime_created_t)(Runtime *rt, int r, pid_t container_pid, pid_t conmon_pid,
+                                  const RuntimeError *err, void *userdata);
+int runtime_container_create(Runtime *rt, const RuntimeCreateRequest *req,
+                             runtime_created_t done, void *userdata, RuntimeOp **ret_op);
+
+int runtime_container_start(Runtime *rt, const char *id, runtime_done_t done, void *userdata,
+                            RuntimeOp **ret_op);
+/* Signals the container's init (all=false) or every process (all=true). */
+int runtime_container_kill(Runtime *rt, const char *id, int signal, bool all,
+                           runtime_done_t done, void *userdata, RuntimeOp **ret_op);
+/* `<runtime> delete [--force]`; also removes the exit file and conmon files.
+ * A container the runtime no longer knows counts as deleted (r = 0). */
+int runtime_container_delete(Runtime *rt, const char *id, bool force, runtime_done_t done,
+                             void *userdata, RuntimeOp **ret_op);
+
+/* Cancels an op: its callback will not be called. The children it started
+ * are left to finish (and are reaped) so no runtime command is cut midway. */
+void runtime_op_cancel(RuntimeOp *op);
+
+typedef enum RuntimeContainerState {
+        RUNTIME_STATE_UNKNOWN,  /* the runtime does not know the ID */
+        RUNTIME_STATE_CREATED,
+        RUNTIME_STATE_RUNNING,
+        RUNTIME_STATE_STOPPED,  /* exited; exit code known from conmon's exit file if present */
+} RuntimeContainerState;
+
+typedef struct RuntimeContainerStatus {
+        RuntimeContainerState state;
+        pid_t pid;              /* container init, 0 if not running */
+        int exit_code;          /* -1 unknown; 128+N for a signal, as kubelet reports */
+        usec_t finished_at;     /* CLOCK_REALTIME from the exit file's mtime; 0 unknown */
+        bool oom_killed;        /* conmon/cgroup reported an OOM kill */
+} RuntimeContainerStatus;
+
+/* Cheap and synchronous (reads files, no child process): the runtime's
+ * state.json under its root, /proc and conmon's exit file. Used by the
+ * PLEG relist every second and by the CLI while the agent is down. */
+int runtime_container_status(Runtime *rt, const char *id, RuntimeContainerStatus *ret);
+/* Every container ID the runtime root holds (for orphan cleanup). */
+int runtime_list_ids(Runtime *rt, char ***ret_ids);
+/* Directory conmon writes exit files into (watch it with inotify to see
+ * exits at once). */
+const char *runtime_exits_dir(Runtime *rt);
+
+/* argv for `<runtime> --root ... exec [-t] [-i] id cmd...`, for probes and
+ * `nanolet exec`; the caller spawns it. */
+int runtime_exec_argv(Runtime *rt, const char *id, bool tty, bool interactive,
+                      char *const *cmd, char ***ret_argv);
+
+/* ---- pod sandbox: pinned namespaces (SPEC §6), no pause container ---- */
+
+typedef enum SandboxNamespaces {
+        SANDBOX_NS_NET = 1 << 0,
+        SANDBOX_NS_IPC = 1 << 1,
+        SANDBOX_NS_UTS = 1 << 2,
+        SANDBOX_NS_PID = 1 << 3, /* shareProcessNamespace: a tiny holder process is pid 1 */
+} SandboxNamespaces;
+
+typedef struct SandboxRequest {
+        const char *dir;         /* <run-dir>/ns/<uid>: pins are <dir>/net, <dir>/ipc, <dir>/uts */
+        unsigned namespaces;     /* SandboxNamespaces flags */
+        const char *hostname;    /* set in the new UTS namespace */
+} SandboxRequest;
+
+/* Creates and pins the namespaces (a forked helper unshares them; the pins
+ * are bind mounts of its /proc/<pid>/ns files, as CRI-O's pinns does), and
+ * brings up "lo" in a new network namespace. holder_pid is the PID holder
+ * (SANDBOX_NS_PID) or 0. On failure nothing is left mounted. */
+typedef void (*sandbox_created_t)(Runtime *rt, int r, pid_t holder_pid, const RuntimeError *err,
+                                  void *userdata);
+int sandbox_create(Runtime *rt, const SandboxRequest *req, sandbox_created_t done,
+                   void *userdata, RuntimeOp **ret_op);
+/* Unmounts and removes every pin under dir (and kills the PID holder whose
+ * pid is recorded in <dir>/holder.pid). Idempotent; synchronous (umount2 with
+ * MNT_DETACH does not block). */
+int sandbox_remove(const char *dir, RuntimeError *err);
+/* Path of a pinned namespace ("net", "ipc", "uts", "pid"). */
+char *sandbox_ns_path(const char *dir, const char *ns);
