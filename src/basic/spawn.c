@@ -175,7 +175,8 @@ _noreturn_ static void child_exec(const SpawnOptions *o, const char *path, int e
 
         /* Keep the error pipe until exec closes it (it is O_CLOEXEC). */
         int keep[SPAWN_KEEP_FDS_MAX + 1];
-        memcpy(keep, o->keep_fds, o->n_keep_fds * sizeof(int));
+        if (o->n_keep_fds > 0)
+                memcpy(keep, o->keep_fds, o->n_keep_fds * sizeof(int));
         keep[o->n_keep_fds] = errfd;
         spawn_close_all_fds(keep, o->n_keep_fds + 1);
 

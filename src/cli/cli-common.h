@@ -23,12 +23,12 @@
 #define CLI_STATUS_FILE_MAX (16U * 1024U * 1024U)
 
 typedef struct CliCommon {
-        const char *prog;         /* "nanolet pods", for messages */
+        const char *prog; /* "nanolet pods", for messages */
         const char *root_dir;
         const char *run_dir;
         const char *pod_logs_dir;
         const char *runtime;
-        bool runtime_set;         /* --runtime given explicitly */
+        bool runtime_set; /* --runtime given explicitly */
 } CliCommon;
 
 enum {
@@ -39,18 +39,20 @@ enum {
         _CLI_ARG_COMMON_MAX,
 };
 
+/* clang-format off */
 #define CLI_COMMON_OPTIONS                                                     \
         { "root-dir", required_argument, NULL, CLI_ARG_ROOT_DIR },             \
         { "run-dir", required_argument, NULL, CLI_ARG_RUN_DIR },               \
         { "pod-logs-dir", required_argument, NULL, CLI_ARG_POD_LOGS_DIR },     \
         { "runtime", required_argument, NULL, CLI_ARG_RUNTIME }
+/* clang-format on */
 
-#define CLI_COMMON_HELP                                                                \
-        "  --root-dir DIR      state directory (default " CLI_DEFAULT_ROOT_DIR ")\n"      \
+#define CLI_COMMON_HELP                                                                            \
+        "  --root-dir DIR      state directory (default " CLI_DEFAULT_ROOT_DIR ")\n"               \
         "  --run-dir DIR       runtime state and status files (default " CLI_DEFAULT_RUN_DIR ")\n" \
-        "  --pod-logs-dir DIR  container logs (default " CLI_DEFAULT_POD_LOGS_DIR ")\n"  \
-        "  --runtime NAME      OCI runtime binary, runc or crun (default: from the\n"    \
-        "                      container ID, else " CLI_DEFAULT_RUNTIME ")\n"           \
+        "  --pod-logs-dir DIR  container logs (default " CLI_DEFAULT_POD_LOGS_DIR ")\n"            \
+        "  --runtime NAME      OCI runtime binary, runc or crun (default: from the\n"              \
+        "                      container ID, else " CLI_DEFAULT_RUNTIME ")\n"                      \
         "  -h, --help          show this help\n"
 
 void cli_common_init(CliCommon *c, const char *prog);
@@ -58,24 +60,24 @@ void cli_common_init(CliCommon *c, const char *prog);
 bool cli_common_option(CliCommon *c, int opt, const char *arg);
 
 /* ---- small JSON accessors (NULL-tolerant) ---- */
-/* Follows object keys, NULL-terminated: json_path(pod, "status", "phase", NULL). */
-json_t *json_path(const json_t *j, ...) __attribute__((sentinel));
-const char *json_str(const json_t *j, const char *key);
-bool json_true(const json_t *j, const char *key);
+/* Follows object keys, NULL-terminated: cli_json_path(pod, "status", "phase", NULL). */
+json_t *cli_json_path(const json_t *j, ...) __attribute__((sentinel));
+const char *cli_json_str(const json_t *j, const char *key);
+bool cli_json_flag(const json_t *j, const char *key);
 /* A metav1.Time field as nanoseconds since the epoch; 0 when absent or bad. */
-int64_t json_time(const json_t *j, const char *key);
+int64_t cli_json_time(const json_t *j, const char *key);
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_t *, json_decref)
+/* jansson (>= 2.9) provides json_decrefp() for its json_auto_t. */
 #define _cleanup_json_ _cleanup_(json_decrefp)
 
 /* ---- status files ---- */
 typedef struct CliPod {
-        json_t *json;            /* the v1 Pod */
-        char *file;              /* status file it was read from */
-        const char *namespace;   /* borrowed from json */
+        json_t *json;          /* the v1 Pod */
+        char *file;            /* status file it was read from */
+        const char *namespace; /* borrowed from json */
         const char *name;
         const char *uid;
-        const char *node;        /* spec.nodeName, may be NULL */
+        const char *node; /* spec.nodeName, may be NULL */
 } CliPod;
 
 typedef struct CliPodList {
@@ -106,45 +108,51 @@ int cli_pod_find(const CliCommon *c, const CliPodList *l, const char *query,
 
 /* ---- kubectl's printer ---- */
 typedef struct PodSummary {
-        char *status;             /* STATUS column: "Running", "Init:0/2", ... */
-        unsigned ready, total;    /* READY column */
+        char *status;          /* STATUS column: "Running", "Init:0/2", ... */
+        unsigned ready, total; /* READY column */
         unsigned restarts;
-        int64_t last_restart;     /* ns since epoch, 0 = none */
+        int64_t last_restart; /* ns since epoch, 0 = none */
 } PodSummary;
 
 /* Computes the columns as kubectl's printPod does. */
-int pod_summarize(const json_t *pod, PodSummary *ret);
-void pod_summary_done(PodSummary *s);
+int cli_pod_summarize(const json_t *pod, PodSummary *ret);
+void cli_pod_summary_done(PodSummary *s);
 /* RESTARTS column: "3" or "3 (5m ago)". buf of 64 bytes. */
-char *pod_format_restarts(char *buf, size_t size, const PodSummary *s, int64_t now);
+char *cli_pod_format_restarts(char *buf, size_t size, const PodSummary *s, int64_t now);
 
 /* kubectl's duration.HumanDuration ("45s", "3m2s", "5h", "2d"); buf of 32. */
-char *format_age(char *buf, size_t size, int64_t nsec);
+char *cli_format_age(char *buf, size_t size, int64_t nsec);
 /* Age of a timestamp (ns since epoch), "<unknown>" when 0. */
-char *format_age_since(char *buf, size_t size, int64_t then, int64_t now);
+char *cli_format_age_since(char *buf, size_t size, int64_t then, int64_t now);
 /* docker's units.HumanDuration as crictl prints it ("5 minutes"). */
-char *format_human_duration(char *buf, size_t size, int64_t nsec);
-int64_t now_nsec(void);
+char *cli_format_human_duration(char *buf, size_t size, int64_t nsec);
+int64_t cli_now_nsec(void);
 /* Go time.ParseDuration subset: "10m", "1h30m", "2.5s", "300ms". */
-int parse_go_duration(const char *s, int64_t *ret_nsec);
+int cli_parse_go_duration(const char *s, int64_t *ret_nsec);
 
 /* ---- containers ---- */
 /* Finds a container by name in spec.containers or spec.initContainers;
  * ret_status gets the matching entry of status.(init)containerStatuses or
  * NULL. -ENOENT when there is no such container. */
-int pod_find_container(const json_t *pod, const char *name, json_t **ret_spec,
-                       json_t **ret_status, bool *ret_is_init);
+int cli_pod_find_container(const json_t *pod, const char *name, json_t **ret_spec,
+                           json_t **ret_status, bool *ret_is_init);
 /* The container to use when -c is not given (kubectl's rule: the
  * kubectl.kubernetes.io/default-container annotation, else the only
  * container). -ENOTUNIQ with a message listing the names otherwise. */
-int pod_default_container(const json_t *pod, const char **ret_name, char **ret_message);
+int cli_pod_default_container(const json_t *pod, const char **ret_name, char **ret_message);
 /* "runc://abc" → "abc" (and the scheme, "runc", into ret_scheme if given). */
-const char *container_id_strip(const char *id, char **ret_scheme);
+const char *cli_container_id_strip(const char *id, char **ret_scheme);
+
+/* The runtime binary for a container: --runtime when given, else the
+ * containerID's scheme when it is runc or crun, else runc. */
+const char *cli_runtime_for(const CliCommon *c, const char *container_id);
+/* The runtime's state root, <run-dir>/runc (docs/state-files.md). */
+char *cli_runtime_root(const CliCommon *c);
 
 /* ---- output ---- */
 typedef struct CliTable {
         size_t n_columns;
-        char **cells;             /* row-major, header first */
+        char **cells; /* row-major, header first */
         size_t n_cells;
 } CliTable;
 
@@ -157,7 +165,7 @@ void cli_table_print(const CliTable *t, FILE *f);
 
 /* Writes j as a YAML document (keys sorted, as kubectl -o yaml) with libyaml's
  * emitter; strings that would read back as another type are quoted. */
-int json_dump_yaml(const json_t *j, FILE *f);
+int cli_json_dump_yaml(const json_t *j, FILE *f);
 
 /* Runs argv (PATH lookup) with stdin from /dev/null and collects its
  * stdout and stderr (each at most 16 MiB). *ret_status is the wait status. */

@@ -23,12 +23,6 @@ int cli_serve(int argc, char **argv) {
         if (r < 0)
                 return EXIT_ERROR;
 
-        if (!config.dry_run) {
-                /* The pod runtime is the next milestone; refusing beats pretending. */
-                log_error("This build of nanolet has no pod runtime yet: run 'nanolet serve --dry-run' to watch the manifests and log what would be done.");
-                return EXIT_ERROR;
-        }
-
         r = daemon_new(&d, &config);
         if (r < 0)
                 return EXIT_ERROR;

@@ -12,3 +12,8 @@ int cli_serve(int argc, char **argv);
 int cli_validate(int argc, char **argv);
 int cli_version(int argc, char **argv);
 int cli_image(int argc, char **argv);
+int cli_pods(int argc, char **argv);
+int cli_ps(int argc, char **argv);
+int cli_inspect(int argc, char **argv);
+int cli_logs(int argc, char **argv);
+int cli_exec(int argc, char **argv);

@@ -54,8 +54,8 @@ int timestamp_parse_rfc3339(const char *s, size_t len, int64_t *ret_nsec) {
         size_t i;
 
         /* YYYY-MM-DDTHH:MM:SS */
-        if (len < 20 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
-            s[13] != ':' || s[16] != ':')
+        if (len < 20 || s[4] != '-' || s[7] != '-' ||
+            (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' || s[16] != ':')
                 return -EINVAL;
         if (parse_digits(s, 4, &year) < 0 || parse_digits(s + 5, 2, &mon) < 0 ||
             parse_digits(s + 8, 2, &day) < 0 || parse_digits(s + 11, 2, &hour) < 0 ||
@@ -89,7 +89,8 @@ int timestamp_parse_rfc3339(const char *s, size_t len, int64_t *ret_nsec) {
         if (i != len)
                 return -EINVAL;
 
-        int64_t secs = days_from_civil(year, mon, day) * 86400 + hour * 3600 + min * 60 + sec - offset;
+        int64_t secs =
+                days_from_civil(year, mon, day) * 86400 + hour * 3600 + min * 60 + sec - offset;
         *ret_nsec = secs * 1000000000LL + frac;
         return 0;
 }

@@ -29,13 +29,13 @@ CriStream cri_stream_from_string(const char *s, size_t len);
 
 /* One physical record. Pointers point into the parsed buffer. */
 typedef struct CriLogRecord {
-        int64_t timestamp;      /* nanoseconds since the epoch */
+        int64_t timestamp; /* nanoseconds since the epoch */
         const char *time_str;
         size_t time_len;
         CriStream stream;
         bool partial;
         const char *text;
-        size_t text_len;        /* without the newline */
+        size_t text_len; /* without the newline */
 } CriLogRecord;
 
 /* Parses "2024-05-01T10:00:00.123456789Z" or "...+02:00" (fraction optional)
@@ -47,8 +47,8 @@ int cri_log_record_parse(const char *line, size_t len, CriLogRecord *ret);
 
 /* A logical line: partial records joined. Valid during the callback only. */
 typedef struct CriLogLine {
-        int64_t timestamp;      /* of its first record */
-        const char *time_str;   /* NUL-terminated */
+        int64_t timestamp;    /* of its first record */
+        const char *time_str; /* NUL-terminated */
         CriStream stream;
         const char *text;
         size_t text_len;
@@ -72,7 +72,7 @@ typedef struct CriLogReader {
         char *pending;
         size_t pending_len, pending_cap;
         CriLogPartial partial[_CRI_STREAM_MAX];
-        unsigned n_bad;         /* records that did not parse (skipped) */
+        unsigned n_bad; /* records that did not parse (skipped) */
 } CriLogReader;
 
 /* A physical line longer than this is cut and parsed as it is, so a file

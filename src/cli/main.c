@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "log.h"
 #include "macro.h"
+#include "runtime.h"
 
 static const struct {
         const char *verb;
@@ -15,6 +16,11 @@ static const struct {
         { "validate", cli_validate, "check manifests before dropping them in" },
         { "version", cli_version, "print the version" },
         { "image", cli_image, "load, list, inspect, tag, remove and prune images" },
+        { "pods", cli_pods, "list the static pods and their status" },
+        { "ps", cli_ps, "list containers" },
+        { "inspect", cli_inspect, "print a pod's status and runtime state as JSON" },
+        { "logs", cli_logs, "print (or follow) a container's logs" },
+        { "exec", cli_exec, "run a command in a running container" },
 };
 
 static void help(FILE *f) {
@@ -25,6 +31,9 @@ static void help(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+        /* The pod PID-namespace holder is this binary re-executed. */
+        if (argc > 0 && streq(argv[0], SANDBOX_HOLDER_ARGV0))
+                return sandbox_holder_main(argc, argv);
         log_setup();
 
         if (argc < 2) {

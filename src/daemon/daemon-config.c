@@ -52,6 +52,7 @@ int nanolet_config_init(NanoletConfig *c) {
                 { offsetof(NanoletConfig, root_dir), "/var/lib/nanolet" },
                 { offsetof(NanoletConfig, run_dir), "/run/nanolet" },
                 { offsetof(NanoletConfig, pod_logs_dir), "/var/log/pods" },
+                { offsetof(NanoletConfig, container_logs_dir), "/var/log/containers" },
                 { offsetof(NanoletConfig, runtime), "runc" },
                 { offsetof(NanoletConfig, cni_conf_dir), "/etc/cni/net.d" },
                 { offsetof(NanoletConfig, cni_bin_dir), "/opt/cni/bin:/usr/lib/cni" },
@@ -82,7 +83,7 @@ void nanolet_config_deinit(NanoletConfig *c) {
         char **strings[] = {
                 &c->pod_manifest_path, &c->manifest_url,  &c->hostname_override,
                 &c->node_name,         &c->root_dir,      &c->run_dir,
-                &c->pod_logs_dir,      &c->runtime,       &c->cni_conf_dir,
+                &c->pod_logs_dir,      &c->container_logs_dir, &c->runtime,       &c->cni_conf_dir,
                 &c->cni_bin_dir,       &c->pod_cidr,      &c->cluster_domain,
                 &c->resolv_conf,       &c->hairpin_mode,  &c->cgroup_driver,
                 &c->address,           &c->healthz_bind_address, &c->config_file,
@@ -361,6 +362,7 @@ enum {
         ARG_ROOT_DIR,
         ARG_RUN_DIR,
         ARG_POD_LOGS_DIR,
+        ARG_CONTAINER_LOGS_DIR,
         ARG_RUNTIME,
         ARG_CNI_CONF_DIR,
         ARG_CNI_BIN_DIR,
@@ -395,6 +397,7 @@ static const struct option serve_options[] = {
         { "root-dir", required_argument, NULL, ARG_ROOT_DIR },
         { "run-dir", required_argument, NULL, ARG_RUN_DIR },
         { "pod-logs-dir", required_argument, NULL, ARG_POD_LOGS_DIR },
+        { "container-logs-dir", required_argument, NULL, ARG_CONTAINER_LOGS_DIR },
         { "runtime", required_argument, NULL, ARG_RUNTIME },
         { "cni-conf-dir", required_argument, NULL, ARG_CNI_CONF_DIR },
         { "cni-bin-dir", required_argument, NULL, ARG_CNI_BIN_DIR },
@@ -430,6 +433,7 @@ static void serve_help(void) {
                "  --root-dir DIR                  state [/var/lib/nanolet]\n"
                "  --run-dir DIR                   runtime state [/run/nanolet]\n"
                "  --pod-logs-dir DIR              container logs [/var/log/pods]\n"
+               "  --container-logs-dir DIR        log symlinks [/var/log/containers]\n"
                "  --runtime runc|crun             OCI runtime [runc]\n"
                "  --cni-conf-dir DIR, --cni-bin-dir PATH, --pod-cidr CIDR\n"
                "  --cluster-dns IP (repeatable), --cluster-domain D, --resolv-conf FILE\n"
@@ -557,6 +561,9 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                         break;
                 case ARG_POD_LOGS_DIR:
                         r = set_str(&c->pod_logs_dir, optarg);
+                        break;
+                case ARG_CONTAINER_LOGS_DIR:
+                        r = set_str(&c->container_logs_dir, optarg);
                         break;
                 case ARG_RUNTIME:
                         r = set_str(&c->runtime, optarg);

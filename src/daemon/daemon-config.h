@@ -29,6 +29,7 @@ typedef struct NanoletConfig {
         char *root_dir;
         char *run_dir;
         char *pod_logs_dir;
+        char *container_logs_dir; /* /var/log/containers symlinks */
 
         /* runtime and networking (used by later subsystems) */
         char *runtime;

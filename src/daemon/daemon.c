@@ -1,12 +1,13 @@
-/* Wires the sources to the event loop. Until the pod runtime exists the
- * agent only runs in --dry-run mode, where every desired-state change is
- * logged the way kubelet logs it. */
+/* Wires the agent: sources -> PodConfig -> pod manager (workers on the
+ * runtime and the image store). In --dry-run mode only the sources run and
+ * every desired-state change is logged the way kubelet logs it. */
 #include "daemon.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "string-util.h"
@@ -46,12 +47,74 @@ static void on_source_event(const SourceEvent *ev, void *userdata) {
         Daemon *d = userdata;
         d->n_events++;
         daemon_log_source_event(ev);
+        if (d->pod_manager && !d->stopping)
+                pod_manager_handle_source_event(d->pod_manager, ev);
+}
+
+static void on_pods_stopped(void *userdata) {
+        Daemon *d = userdata;
+        log_info("All pods stopped.");
+        (void)event_exit(d->event, 0);
 }
 
 static int on_signal(EventSource *s, const struct signalfd_siginfo *si, void *userdata) {
         Daemon *d = userdata;
+
+        if (d->stopping) {
+                log_info("Received %s again, exiting now.", strsignal((int)si->ssi_signo));
+                return event_exit(d->event, 0);
+        }
+        d->stopping = true;
+        if (d->pod_manager && d->config->stop_pods_on_exit) {
+                log_info("Received %s, stopping all pods before exiting.",
+                         strsignal((int)si->ssi_signo));
+                return pod_manager_stop_all(d->pod_manager, on_pods_stopped, d);
+        }
         log_info("Received %s, shutting down (pods keep running).", strsignal((int)si->ssi_signo));
         return event_exit(d->event, 0);
+}
+
+static int daemon_setup_runtime(Daemon *d) {
+        NanoletConfig *c = d->config;
+        ImageError ierr = {};
+        char host[256];
+        int r;
+
+        r = image_store_open(c->root_dir, NULL, &d->images, &ierr);
+        if (r < 0)
+                return log_error_errno(r, "Failed to open the image store in \"%s\": %s", c->root_dir,
+                                       ierr.message);
+        RuntimeOptions ro = { .runtime = c->runtime, .run_dir = c->run_dir };
+        r = runtime_new(&d->runtime, d->event, &ro);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the container runtime \"%s\": %m",
+                                       c->runtime);
+        if (gethostname(host, sizeof host - 1) < 0)
+                return log_error_errno(errno, "Failed to get the host name: %m");
+        host[sizeof host - 1] = 0;
+        d->node_hostname = strdup(host);
+        if (!d->node_hostname)
+                return log_oom();
+        PodManagerOptions po = {
+                .root_dir = c->root_dir,
+                .run_dir = c->run_dir,
+                .pod_logs_dir = c->pod_logs_dir,
+                .container_logs_dir = c->container_logs_dir,
+                .node_name = c->node_name,
+                .node_hostname = d->node_hostname,
+                .cluster_domain = c->cluster_domain,
+                .cluster_dns = c->cluster_dns,
+                .resolv_conf = c->resolv_conf,
+                .runtime_name = strrchr(c->runtime, '/') ? strrchr(c->runtime, '/') + 1 : c->runtime,
+                .pod_pids_limit = c->pod_pids_limit,
+                .images = d->images,
+                .runtime = d->runtime,
+                .config = d->pods,
+        };
+        r = pod_manager_new(&d->pod_manager, d->event, &po);
+        if (r < 0)
+                return r;
+        return 0;
 }
 
 int daemon_new(Daemon **ret, NanoletConfig *config) {
@@ -74,6 +137,11 @@ int daemon_new(Daemon **ret, NanoletConfig *config) {
         if (r < 0)
                 return r;
 
+        if (!config->dry_run) {
+                r = daemon_setup_runtime(d);
+                if (r < 0)
+                        return r;
+        }
         if (!isempty(config->pod_manifest_path)) {
                 DirSourceOptions o = {
                         .path = config->pod_manifest_path,
@@ -109,6 +177,10 @@ Daemon *daemon_free(Daemon *d) {
                 return NULL;
         url_source_free(d->url_source);
         dir_source_free(d->dir_source);
+        pod_manager_free(d->pod_manager);
+        runtime_free(d->runtime);
+        image_store_free(d->images);
+        free(d->node_hostname);
         pod_config_free(d->pods);
         event_source_free(d->sigterm);
         event_source_free(d->sigint);
@@ -126,6 +198,11 @@ int daemon_run(Daemon *d) {
                  d->config->manifest_url ? "\"" : "");
         if (d->config->dry_run)
                 log_info("Dry run: pod events are logged, no container is touched.");
+        if (d->pod_manager) {
+                r = pod_manager_start(d->pod_manager);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to start the pod manager: %m");
+        }
 
         if (d->dir_source) {
                 r = dir_source_start(d->dir_source);

@@ -4,6 +4,9 @@
 
 #include "daemon-config.h"
 #include "event.h"
+#include "image.h"
+#include "pod-manager.h"
+#include "runtime.h"
 #include "source.h"
 
 typedef struct Daemon {
@@ -13,6 +16,12 @@ typedef struct Daemon {
         DirSource *dir_source;
         UrlSource *url_source;
         EventSource *sigterm, *sigint;
+        /* The runtime side; all NULL with --dry-run. */
+        ImageStore *images;
+        Runtime *runtime;
+        PodManager *pod_manager;
+        char *node_hostname;
+        bool stopping;
         unsigned n_events; /* source events seen, for logs and tests */
 } Daemon;
 
@@ -20,7 +29,8 @@ int daemon_new(Daemon **ret, NanoletConfig *config);
 Daemon *daemon_free(Daemon *d);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Daemon *, daemon_free)
 
-/* Starts the sources and runs the loop until SIGTERM/SIGINT. */
+/* Starts the sources and runs the loop until SIGTERM/SIGINT. Pods keep
+ * running when the agent stops unless --stop-pods-on-exit. */
 int daemon_run(Daemon *d);
 
 /* "SyncLoop (ADD, \"file\"): \"etcd-node1_kube-system(uid)\"", as kubelet logs it. */

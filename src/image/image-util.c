@@ -44,47 +44,6 @@ int sha256_final_digest(EVP_MD_CTX *md, char ret[static 72]) {
         return 0;
 }
 
-int rm_rf_children(int fd) {
-        int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        if (dfd < 0)
-                return -errno;
-        _cleanup_closedir_ DIR *d = fdopendir(dfd);
-        if (!d) {
-                safe_close(dfd);
-                return -errno;
-        }
-        rewinddir(d); /* the fd may share its offset with a dup */
-        int r = 0;
-        struct dirent *de;
-        while ((errno = 0, de = readdir(d))) {
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
-                int q = rm_rf_at(dirfd(d), de->d_name);
-                if (q < 0 && r == 0)
-                        r = q;
-        }
-        return r;
-}
-
-int rm_rf_at(int dir_fd, const char *name) {
-        struct stat st;
-        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return errno == ENOENT ? 0 : -errno;
-        if (S_ISDIR(st.st_mode)) {
-                _cleanup_close_ int fd =
-                        openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (fd < 0)
-                        return errno == ENOENT ? 0 : -errno;
-                (void)rm_rf_children(fd);
-                if (unlinkat(dir_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-                        return -errno;
-                return 0;
-        }
-        if (unlinkat(dir_fd, name, 0) < 0 && errno != ENOENT)
-                return -errno;
-        return 0;
-}
-
 int random_hex(char ret[static 17]) {
         static const char hex[] = "0123456789abcdef";
         unsigned char b[8];

@@ -1,6 +1,8 @@
 /* Internal helpers of the image module (not part of its contract). */
 #pragma once
 
+#include "rm-rf.h"
+
 #include <archive.h>
 #include <jansson.h>
 #include <openssl/evp.h>
@@ -23,10 +25,6 @@ int sha256_update(EVP_MD_CTX *md, const void *data, size_t size);
 /* Writes "sha256:<hex>" into ret (72 bytes). */
 int sha256_final_digest(EVP_MD_CTX *md, char ret[static 72]);
 
-/* Removes name below dir_fd recursively without following symlinks. -ENOENT is success. */
-int rm_rf_at(int dir_fd, const char *name);
-/* Removes everything inside the directory fd (not the directory). */
-int rm_rf_children(int fd);
 /* 16 random lowercase hex characters + NUL. */
 int random_hex(char ret[static 17]);
 int write_all(int fd, const void *data, size_t size);

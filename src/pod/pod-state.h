@@ -71,6 +71,17 @@ typedef enum SandboxRunState {
         SANDBOX_FAILED,   /* creation failed; see sandbox_message */
 } SandboxRunState;
 
+/* The kubelet-owned pod conditions, in the order kubelet lists them. */
+typedef enum PodConditionType {
+        POD_CONDITION_READY_TO_START_CONTAINERS, /* "PodReadyToStartContainers" */
+        POD_CONDITION_INITIALIZED,               /* "Initialized" */
+        POD_CONDITION_READY,                     /* "Ready" */
+        POD_CONDITION_CONTAINERS_READY,          /* "ContainersReady" */
+        POD_CONDITION_SCHEDULED,                 /* "PodScheduled" */
+        _POD_CONDITION_TYPE_MAX,
+        _POD_CONDITION_TYPE_INVALID = -22,
+} PodConditionType;
+
 typedef struct PodState {
         const Pod *pod;            /* the wanted spec (owned by the ManifestObject) */
         char *uid;
@@ -92,6 +103,19 @@ typedef struct PodState {
         bool deadline_exceeded;
         char *message;             /* pod-level message (status.message) */
         char *reason;              /* pod-level reason (status.reason), e.g. "DeadlineExceeded" */
+
+        /* Sandbox creation retry: a failed creation is retried no earlier
+         * than sandbox_backoff_until (CLOCK_MONOTONIC), with the same 10 s ->
+         * 300 s doubling as containers (backoff_sandbox_failed()). The
+         * worker zeroes both once the sandbox is READY. */
+        usec_t sandbox_backoff_until;
+        usec_t sandbox_backoff_delay;
+
+        /* Conditions as last reported, so lastTransitionTime only moves when
+         * a status flips (pod_status_update_conditions() maintains them).
+         * condition_transition 0 = never evaluated. CLOCK_REALTIME. */
+        bool condition_status[_POD_CONDITION_TYPE_MAX];
+        usec_t condition_transition[_POD_CONDITION_TYPE_MAX];
 } PodState;
 
 /* Sets up init/app arrays from pod (states NONE, started/ready false). */

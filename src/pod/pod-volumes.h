@@ -32,7 +32,10 @@ const Secret *pod_lookup_secret(const PodObjectLookup *l, const char *ns, const 
 /* ---- node facts that downward API values need ---- */
 
 typedef struct PodNodeInfo {
-        const char *node_name;   /* spec.nodeName as kubelet sets it for static pods */
+        const char *node_name;
+        /* The pod's UID (ManifestObject.uid) for metadata.uid when the
+         * manifest does not set metadata.uid itself; NULL = metadata.uid. */
+        const char *pod_uid;   /* spec.nodeName as kubelet sets it for static pods */
         char *const *pod_ips;    /* strv; NULL until networking assigns them */
         char *const *host_ips;   /* strv; NULL = unknown */
         /* Node allocatable, the default for resourceFieldRef limits when the
@@ -60,6 +63,9 @@ int pod_resource_field_ref_value(const Pod *pod, const Container *c, const PodNo
 typedef struct PodVolumePath {
         char *name;
         char *host_path; /* what to bind into containers */
+        /* configMap, secret, downwardAPI and projected volumes are always
+         * mounted read-only (kubelet: the plugin's ReadOnly attribute). */
+        bool read_only;
 } PodVolumePath;
 
 typedef struct PodVolumes {

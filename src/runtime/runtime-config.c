@@ -25,21 +25,23 @@
 #include "strv.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
-#  define CGROUP2_SUPER_MAGIC 0x63677270
+#define CGROUP2_SUPER_MAGIC 0x63677270
 #endif
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_t *, json_decref)
+/* jansson >= 2.14 provides json_decrefp(). */
 #define _cleanup_json_ _cleanup_(json_decrefp)
 
 int runtime_error_set(RuntimeError *e, int error, const char *fmt, ...) {
-        int r = error < 0 ? error : -error;
+        /* 0 would read as success on a failure path; a caller passing it
+         * made a mistake, and -EINVAL keeps the failure a failure. */
+        int r = error < 0 ? error : error > 0 ? -error : -EINVAL;
 
         /* The innermost failure is the precise one; outer layers that call
          * this again on their way out must not overwrite it. */
         if (e && e->error == 0) {
                 va_list ap;
 
-                e->error = r != 0 ? r : -EINVAL;
+                e->error = r;
                 va_start(ap, fmt);
                 (void)vsnprintf(e->message, sizeof(e->message), fmt, ap);
                 va_end(ap);
@@ -89,25 +91,66 @@ void runtime_container_config_done(RuntimeContainerConfig *c) {
 /* ---- capabilities ---- */
 
 const char *const runtime_default_capabilities[] = {
-        "CAP_CHOWN",        "CAP_DAC_OVERRIDE", "CAP_FSETID",           "CAP_FOWNER",
-        "CAP_MKNOD",        "CAP_NET_RAW",      "CAP_SETGID",           "CAP_SETUID",
-        "CAP_SETFCAP",      "CAP_SETPCAP",      "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT",
-        "CAP_KILL",         "CAP_AUDIT_WRITE",  NULL,
+        "CAP_CHOWN",
+        "CAP_DAC_OVERRIDE",
+        "CAP_FSETID",
+        "CAP_FOWNER",
+        "CAP_MKNOD",
+        "CAP_NET_RAW",
+        "CAP_SETGID",
+        "CAP_SETUID",
+        "CAP_SETFCAP",
+        "CAP_SETPCAP",
+        "CAP_NET_BIND_SERVICE",
+        "CAP_SYS_CHROOT",
+        "CAP_KILL",
+        "CAP_AUDIT_WRITE",
+        NULL,
 };
 
 /* Indexed by capability number (linux/capability.h). */
 static const char *const cap_names[RUNTIME_CAP_MAX + 1] = {
-        "CAP_CHOWN",           "CAP_DAC_OVERRIDE",   "CAP_DAC_READ_SEARCH", "CAP_FOWNER",
-        "CAP_FSETID",          "CAP_KILL",           "CAP_SETGID",          "CAP_SETUID",
-        "CAP_SETPCAP",         "CAP_LINUX_IMMUTABLE", "CAP_NET_BIND_SERVICE",
-        "CAP_NET_BROADCAST",   "CAP_NET_ADMIN",      "CAP_NET_RAW",         "CAP_IPC_LOCK",
-        "CAP_IPC_OWNER",       "CAP_SYS_MODULE",     "CAP_SYS_RAWIO",       "CAP_SYS_CHROOT",
-        "CAP_SYS_PTRACE",      "CAP_SYS_PACCT",      "CAP_SYS_ADMIN",       "CAP_SYS_BOOT",
-        "CAP_SYS_NICE",        "CAP_SYS_RESOURCE",   "CAP_SYS_TIME",        "CAP_SYS_TTY_CONFIG",
-        "CAP_MKNOD",           "CAP_LEASE",          "CAP_AUDIT_WRITE",     "CAP_AUDIT_CONTROL",
-        "CAP_SETFCAP",         "CAP_MAC_OVERRIDE",   "CAP_MAC_ADMIN",       "CAP_SYSLOG",
-        "CAP_WAKE_ALARM",      "CAP_BLOCK_SUSPEND",  "CAP_AUDIT_READ",      "CAP_PERFMON",
-        "CAP_BPF",             "CAP_CHECKPOINT_RESTORE",
+        "CAP_CHOWN",
+        "CAP_DAC_OVERRIDE",
+        "CAP_DAC_READ_SEARCH",
+        "CAP_FOWNER",
+        "CAP_FSETID",
+        "CAP_KILL",
+        "CAP_SETGID",
+        "CAP_SETUID",
+        "CAP_SETPCAP",
+        "CAP_LINUX_IMMUTABLE",
+        "CAP_NET_BIND_SERVICE",
+        "CAP_NET_BROADCAST",
+        "CAP_NET_ADMIN",
+        "CAP_NET_RAW",
+        "CAP_IPC_LOCK",
+        "CAP_IPC_OWNER",
+        "CAP_SYS_MODULE",
+        "CAP_SYS_RAWIO",
+        "CAP_SYS_CHROOT",
+        "CAP_SYS_PTRACE",
+        "CAP_SYS_PACCT",
+        "CAP_SYS_ADMIN",
+        "CAP_SYS_BOOT",
+        "CAP_SYS_NICE",
+        "CAP_SYS_RESOURCE",
+        "CAP_SYS_TIME",
+        "CAP_SYS_TTY_CONFIG",
+        "CAP_MKNOD",
+        "CAP_LEASE",
+        "CAP_AUDIT_WRITE",
+        "CAP_AUDIT_CONTROL",
+        "CAP_SETFCAP",
+        "CAP_MAC_OVERRIDE",
+        "CAP_MAC_ADMIN",
+        "CAP_SYSLOG",
+        "CAP_WAKE_ALARM",
+        "CAP_BLOCK_SUSPEND",
+        "CAP_AUDIT_READ",
+        "CAP_PERFMON",
+        "CAP_BPF",
+        "CAP_CHECKPOINT_RESTORE",
 };
 
 const char *runtime_capability_to_string(int cap) {
@@ -182,9 +225,10 @@ static int caps_parse_list(char **l, const char *field, uint64_t *mask, bool *al
                 else {
                         cap = runtime_capability_from_string(*s);
                         if (cap < 0)
-                                return runtime_error_set(err, -EINVAL,
-                                                         "capabilities.%s[%zu]: unknown capability \"%s\"",
-                                                         field, i, *s);
+                                return runtime_error_set(
+                                        err, -EINVAL,
+                                        "capabilities.%s[%zu]: unknown capability \"%s\"", field, i,
+                                        *s);
                         *mask |= RUNTIME_CAP_BIT(cap);
                 }
                 i++;
@@ -233,7 +277,8 @@ static json_t *caps_to_json(uint64_t mask) {
         if (!a)
                 return NULL;
         for (int i = 0; i <= RUNTIME_CAP_MAX; i++)
-                if ((mask & RUNTIME_CAP_BIT(i)) && json_array_append_new(a, json_string(cap_names[i])) < 0)
+                if ((mask & RUNTIME_CAP_BIT(i)) &&
+                    json_array_append_new(a, json_string(cap_names[i])) < 0)
                         return NULL;
         return TAKE_PTR(a);
 }
@@ -271,10 +316,23 @@ static int oom(RuntimeError *err) {
 #define DEFAULT_PATH_ENV "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 static const char *const rlimit_types[] = {
-        "RLIMIT_AS",      "RLIMIT_CORE",   "RLIMIT_CPU",      "RLIMIT_DATA",
-        "RLIMIT_FSIZE",   "RLIMIT_LOCKS",  "RLIMIT_MEMLOCK",  "RLIMIT_MSGQUEUE",
-        "RLIMIT_NICE",    "RLIMIT_NOFILE", "RLIMIT_NPROC",    "RLIMIT_RSS",
-        "RLIMIT_RTPRIO",  "RLIMIT_RTTIME", "RLIMIT_SIGPENDING", "RLIMIT_STACK", NULL,
+        "RLIMIT_AS",
+        "RLIMIT_CORE",
+        "RLIMIT_CPU",
+        "RLIMIT_DATA",
+        "RLIMIT_FSIZE",
+        "RLIMIT_LOCKS",
+        "RLIMIT_MEMLOCK",
+        "RLIMIT_MSGQUEUE",
+        "RLIMIT_NICE",
+        "RLIMIT_NOFILE",
+        "RLIMIT_NPROC",
+        "RLIMIT_RSS",
+        "RLIMIT_RTPRIO",
+        "RLIMIT_RTTIME",
+        "RLIMIT_SIGPENDING",
+        "RLIMIT_STACK",
+        NULL,
 };
 
 static int build_process(const RuntimeContainerConfig *c, uint64_t caps, json_t *spec,
@@ -355,12 +413,13 @@ static int build_process(const RuntimeContainerConfig *c, uint64_t caps, json_t 
                                                          "rlimits[%zu].type: unknown limit \"%s\"",
                                                          i, strempty(l->type));
                         if (l->soft > l->hard)
-                                return runtime_error_set(err, -EINVAL,
-                                                         "rlimits[%zu]: soft limit above hard limit", i);
-                        if (arr_add(rl, json_pack("{s:s, s:I, s:I}", "type", l->type, "hard",
-                                                  (json_int_t)MIN(l->hard, (uint64_t)INT64_MAX),
-                                                  "soft",
-                                                  (json_int_t)MIN(l->soft, (uint64_t)INT64_MAX))) < 0)
+                                return runtime_error_set(
+                                        err, -EINVAL, "rlimits[%zu]: soft limit above hard limit",
+                                        i);
+                        if (arr_add(rl,
+                                    json_pack("{s:s, s:I, s:I}", "type", l->type, "hard",
+                                              (json_int_t)MIN(l->hard, (uint64_t)INT64_MAX), "soft",
+                                              (json_int_t)MIN(l->soft, (uint64_t)INT64_MAX))) < 0)
                                 return oom(err);
                 }
                 if (obj_set(p, "rlimits", TAKE_PTR(rl)) < 0)
@@ -391,7 +450,9 @@ typedef struct DefaultMount {
 static const DefaultMount default_mounts[] = {
         { "/proc", "proc", "proc", { "nosuid", "noexec", "nodev" } },
         { "/dev", "tmpfs", "tmpfs", { "nosuid", "strictatime", "mode=755", "size=65536k" } },
-        { "/dev/pts", "devpts", "devpts",
+        { "/dev/pts",
+          "devpts",
+          "devpts",
           { "nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5" } },
         { "/dev/shm", "tmpfs", "shm", { "nosuid", "noexec", "nodev", "mode=1777", "size=65536k" } },
         { "/dev/mqueue", "mqueue", "mqueue", { "nosuid", "noexec", "nodev" } },
@@ -442,13 +503,14 @@ static int build_mounts(const RuntimeContainerConfig *c, json_t *spec, RuntimeEr
                 const RuntimeMount *m = &c->mounts[i];
 
                 if (isempty(m->destination) || m->destination[0] != '/')
-                        return runtime_error_set(err, -EINVAL,
-                                                 "mounts[%zu].destination: \"%s\" is not an absolute path",
-                                                 i, strempty(m->destination));
+                        return runtime_error_set(
+                                err, -EINVAL,
+                                "mounts[%zu].destination: \"%s\" is not an absolute path", i,
+                                strempty(m->destination));
                 if (isempty(m->source) && !isempty(m->type) &&
                     (streq(m->type, "bind") || streq(m->type, "rbind")))
-                        return runtime_error_set(err, -EINVAL,
-                                                 "mounts[%zu].source: a bind mount needs a source", i);
+                        return runtime_error_set(
+                                err, -EINVAL, "mounts[%zu].source: a bind mount needs a source", i);
                 if (path_equal(m->destination, "/dev"))
                         caller_dev = true;
         }
@@ -507,11 +569,12 @@ static int build_mounts(const RuntimeContainerConfig *c, json_t *spec, RuntimeEr
 bool runtime_cgroup_unified(void) {
         struct statfs fs;
 
-        return statfs("/sys/fs/cgroup", &fs) == 0 && (unsigned long)fs.f_type == CGROUP2_SUPER_MAGIC;
+        return statfs("/sys/fs/cgroup", &fs) == 0 &&
+               (unsigned long)fs.f_type == CGROUP2_SUPER_MAGIC;
 }
 
-static int add_namespace(json_t *a, const char *type, const RuntimeNamespace *ns,
-                         const char *field, RuntimeError *err) {
+static int add_namespace(json_t *a, const char *type, const RuntimeNamespace *ns, const char *field,
+                         RuntimeError *err) {
         switch (ns ? ns->mode : RUNTIME_NS_NEW) {
         case RUNTIME_NS_NEW:
                 return arr_add(a, json_pack("{s:s}", "type", type)) < 0 ? oom(err) : 0;
@@ -555,9 +618,12 @@ static int build_namespaces(const RuntimeContainerConfig *c, json_t *linux_, Run
 }
 
 static const char *const masked_paths[] = {
-        "/proc/acpi",        "/proc/asound",      "/proc/kcore",       "/proc/keys",
-        "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
-        "/sys/firmware",     "/sys/devices/virtual/powercap", "/proc/scsi", NULL,
+        "/proc/acpi",          "/proc/asound",
+        "/proc/kcore",         "/proc/keys",
+        "/proc/latency_stats", "/proc/timer_list",
+        "/proc/timer_stats",   "/proc/sched_debug",
+        "/sys/firmware",       "/sys/devices/virtual/powercap",
+        "/proc/scsi",          NULL,
 };
 
 static const char *const readonly_paths[] = {
@@ -569,15 +635,15 @@ static const char *const readonly_paths[] = {
 static const struct {
         int major, minor;
 } default_devices[] = {
-        { 1, 3 },   /* /dev/null */
-        { 1, 8 },   /* /dev/random */
-        { 1, 7 },   /* /dev/full */
-        { 5, 0 },   /* /dev/tty */
-        { 1, 5 },   /* /dev/zero */
-        { 1, 9 },   /* /dev/urandom */
-        { 5, 1 },   /* /dev/console */
+        { 1, 3 },    /* /dev/null */
+        { 1, 8 },    /* /dev/random */
+        { 1, 7 },    /* /dev/full */
+        { 5, 0 },    /* /dev/tty */
+        { 1, 5 },    /* /dev/zero */
+        { 1, 9 },    /* /dev/urandom */
+        { 5, 1 },    /* /dev/console */
         { 136, -1 }, /* /dev/pts/N */
-        { 5, 2 },   /* /dev/ptmx */
+        { 5, 2 },    /* /dev/ptmx */
 };
 
 static bool page_size_valid(const char *s) {
@@ -636,11 +702,13 @@ static int build_resources(const RuntimeContainerConfig *c, json_t *linux_, Runt
                                                  (long long)res->cpu_quota);
                 if (res->cpu_period > (uint64_t)INT64_MAX)
                         return runtime_error_set(err, -ERANGE, "resources.cpu_period: too large");
-                if (res->cpu_shares && obj_set(cpu, "shares", json_integer((json_int_t)res->cpu_shares)) < 0)
+                if (res->cpu_shares &&
+                    obj_set(cpu, "shares", json_integer((json_int_t)res->cpu_shares)) < 0)
                         return oom(err);
                 if (res->cpu_quota && obj_set(cpu, "quota", json_integer(res->cpu_quota)) < 0)
                         return oom(err);
-                if (res->cpu_period && obj_set(cpu, "period", json_integer((json_int_t)res->cpu_period)) < 0)
+                if (res->cpu_period &&
+                    obj_set(cpu, "period", json_integer((json_int_t)res->cpu_period)) < 0)
                         return oom(err);
                 if (obj_set(o, "cpu", TAKE_PTR(cpu)) < 0)
                         return oom(err);
@@ -668,11 +736,13 @@ static int build_resources(const RuntimeContainerConfig *c, json_t *linux_, Runt
 
                         if (isempty(ps) || !page_size_valid(ps))
                                 return runtime_error_set(err, -EINVAL,
-                                                         "resources.hugepages[%zu].page_size: \"%s\" is not like \"2MB\"",
+                                                         "resources.hugepages[%zu].page_size: "
+                                                         "\"%s\" is not like \"2MB\"",
                                                          i, strempty(ps));
                         if (res->hugepages[i].limit > (uint64_t)INT64_MAX)
-                                return runtime_error_set(err, -ERANGE,
-                                                         "resources.hugepages[%zu].limit: too large", i);
+                                return runtime_error_set(
+                                        err, -ERANGE, "resources.hugepages[%zu].limit: too large",
+                                        i);
                         if (arr_add(h, json_pack("{s:s, s:I}", "pageSize", ps, "limit",
                                                  (json_int_t)res->hugepages[i].limit)) < 0)
                                 return oom(err);
@@ -684,17 +754,18 @@ static int build_resources(const RuntimeContainerConfig *c, json_t *linux_, Runt
         return obj_set(linux_, "resources", TAKE_PTR(o)) < 0 ? oom(err) : 0;
 }
 
-/* The Kubernetes "safe" sysctls: namespaced and harmless to the node. They
- * are listed for documentation; the rule below (namespaced, in a namespace
- * the container does not share with the host) admits them and more. */
-static const char *const safe_sysctls[] _unused_ = {
-        "kernel.shm_rmid_forced",          "net.ipv4.ip_local_port_range",
-        "net.ipv4.tcp_syncookies",         "net.ipv4.ping_group_range",
-        "net.ipv4.ip_unprivileged_port_start", "net.ipv4.ip_local_reserved_ports",
-        "net.ipv4.tcp_keepalive_time",     "net.ipv4.tcp_fin_timeout",
-        "net.ipv4.tcp_keepalive_intvl",    "net.ipv4.tcp_keepalive_probes", NULL,
-};
-
+/* The Kubernetes "safe" sysctls (kernel.shm_rmid_forced,
+ * net.ipv4.ip_local_port_range, net.ipv4.tcp_syncookies,
+ * net.ipv4.ping_group_range, net.ipv4.ip_unprivileged_port_start,
+ * net.ipv4.ip_local_reserved_ports, net.ipv4.tcp_keepalive_time,
+ * net.ipv4.tcp_fin_timeout, net.ipv4.tcp_keepalive_intvl,
+ * net.ipv4.tcp_keepalive_probes) need no special treatment: they are all
+ * namespaced, and the rule below admits every namespaced sysctl, because
+ * nanolet is the node admin's own tool and has no separate allowlist. A
+ * namespaced sysctl is still refused when the container shares that
+ * namespace with the host, safe or not: it would change the node (and runc
+ * refuses net.* in the host's network namespace anyway). Anything not
+ * namespaced is refused. */
 typedef enum SysctlNs {
         SYSCTL_NS_NONE,
         SYSCTL_NS_IPC,
@@ -727,8 +798,8 @@ static int build_sysctls(const RuntimeContainerConfig *c, json_t *linux_, Runtim
                 _cleanup_free_ char *key = NULL;
 
                 if (!eq || eq == *s)
-                        return runtime_error_set(err, -EINVAL, "sysctls[%zu]: \"%s\" is not key=value",
-                                                 i, *s);
+                        return runtime_error_set(err, -EINVAL,
+                                                 "sysctls[%zu]: \"%s\" is not key=value", i, *s);
                 key = strndup_safe(*s, (size_t)(eq - *s));
                 if (!key)
                         return oom(err);
@@ -741,19 +812,23 @@ static int build_sysctls(const RuntimeContainerConfig *c, json_t *linux_, Runtim
                 switch (sysctl_namespace(key)) {
                 case SYSCTL_NS_NONE:
                         return runtime_error_set(err, -EINVAL,
-                                                 "sysctls[%zu]: \"%s\" is not a namespaced sysctl and would change the whole node",
+                                                 "sysctls[%zu]: \"%s\" is not a namespaced sysctl "
+                                                 "and would change the whole node",
                                                  i, key);
                 case SYSCTL_NS_IPC:
                         if (c->ipc.mode == RUNTIME_NS_HOST)
                                 return runtime_error_set(err, -EINVAL,
-                                                         "sysctls[%zu]: \"%s\" needs the pod's own IPC namespace, but it uses the host's",
+                                                         "sysctls[%zu]: \"%s\" needs the pod's own "
+                                                         "IPC namespace, but it uses the host's",
                                                          i, key);
                         break;
                 case SYSCTL_NS_NET:
                         if (c->net.mode == RUNTIME_NS_HOST)
-                                return runtime_error_set(err, -EINVAL,
-                                                         "sysctls[%zu]: \"%s\" needs the pod's own network namespace, but it uses the host's",
-                                                         i, key);
+                                return runtime_error_set(
+                                        err, -EINVAL,
+                                        "sysctls[%zu]: \"%s\" needs the pod's own network "
+                                        "namespace, but it uses the host's",
+                                        i, key);
                         break;
                 }
                 if (obj_set(o, key, json_string(eq + 1)) < 0)
@@ -839,8 +914,8 @@ static int build_annotations(const RuntimeContainerConfig *c, json_t *spec, Runt
                 _cleanup_free_ char *key = NULL;
 
                 if (!eq || eq == *s)
-                        return runtime_error_set(err, -EINVAL,
-                                                 "annotations[%zu]: \"%s\" is not key=value", i, *s);
+                        return runtime_error_set(
+                                err, -EINVAL, "annotations[%zu]: \"%s\" is not key=value", i, *s);
                 key = strndup_safe(*s, (size_t)(eq - *s));
                 if (!key || obj_set(o, key, json_string(eq + 1)) < 0)
                         return oom(err);
@@ -863,8 +938,9 @@ int runtime_config_to_json(const RuntimeContainerConfig *c, json_t **ret, Runtim
         /* runc refuses a hostname it cannot set without changing the
          * host's; say so here with the field's name. */
         if (c->hostname && c->uts.mode == RUNTIME_NS_HOST)
-                return runtime_error_set(err, -EINVAL,
-                                         "hostname: cannot be set when the host's UTS namespace is used");
+                return runtime_error_set(
+                        err, -EINVAL,
+                        "hostname: cannot be set when the host's UTS namespace is used");
 
         r = runtime_capabilities_resolve(c, &caps, err);
         if (r < 0)
@@ -876,8 +952,9 @@ int runtime_config_to_json(const RuntimeContainerConfig *c, json_t **ret, Runtim
         r = build_process(c, caps, spec, err);
         if (r < 0)
                 return r;
-        if (obj_set(spec, "root", json_pack("{s:s, s:b}", "path", c->rootfs, "readonly",
-                                            (int)c->readonly_rootfs)) < 0)
+        if (obj_set(spec, "root",
+                    json_pack("{s:s, s:b}", "path", c->rootfs, "readonly",
+                              (int)c->readonly_rootfs)) < 0)
                 return oom(err);
         if (c->hostname && obj_set(spec, "hostname", json_string(c->hostname)) < 0)
                 return oom(err);

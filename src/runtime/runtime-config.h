@@ -20,7 +20,8 @@ typedef struct RuntimeError {
         char message[1024];   /* a sentence for status and logs */
 } RuntimeError;
 
-/* Records the first error only (the innermost, most precise one) and returns -abs(error). */
+/* Records the first error only (the innermost, most precise one) and returns -abs(error)
+ * (-EINVAL for 0, so a failure path can never return success). e may be NULL. */
 int runtime_error_set(RuntimeError *e, int error, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 

@@ -108,6 +108,11 @@ void runtime_op_complete(RuntimeOp *op, int r);
  * and arms the op timeout. keep_fds as in SpawnOptions. */
 int runtime_op_spawn(RuntimeOp *op, char *const *argv, char *const *envp, const char *cwd,
                      const int *keep_fds, size_t n_keep_fds);
+/* Watches an already forked child (opens a pidfd unless op has one), arms
+ * the op timeout. On failure the child is killed and reaped. */
+int runtime_op_watch_child(RuntimeOp *op, pid_t pid);
+/* SIGKILLs and reaps the op's child synchronously (teardown paths only). */
+void runtime_op_kill_child_now(RuntimeOp *op);
 /* Starts the op timer (runtime_op_spawn does it). */
 int runtime_op_arm_timer(RuntimeOp *op);
 /* Reads what is left in the output pipe without blocking. */
@@ -117,7 +122,6 @@ void runtime_op_drain_output(RuntimeOp *op);
 void runtime_extract_message(const char *out, char *buf, size_t size);
 int runtime_resolve(Runtime *rt, char **ret_path, RuntimeError *err);
 bool runtime_id_valid(const char *id);
-int rm_rf_at(int dir_fd, const char *name);
 int read_pid_file(const char *path, pid_t *ret);
 
 /* conmon.c */

@@ -130,3 +130,14 @@ int sandbox_create(Runtime *rt, const SandboxRequest *req, sandbox_created_t don
 int sandbox_remove(const char *dir, RuntimeError *err);
 /* Path of a pinned namespace ("net", "ipc", "uts", "pid"). */
 char *sandbox_ns_path(const char *dir, const char *ns);
+
+/* The PID holder is /proc/self/exe re-executed with argv[0] set to
+ * SANDBOX_HOLDER_ARGV0; main() must dispatch to sandbox_holder_main() first
+ * thing:
+ *     if (argc > 0 && streq(argv[0], SANDBOX_HOLDER_ARGV0))
+ *             return sandbox_holder_main(argc, argv);
+ * The holder is pid 1 of the pod's PID namespace: it reaps zombies and
+ * exits on SIGTERM/SIGINT/SIGHUP (sandbox_remove() sends SIGKILL). Without
+ * that dispatch, sandbox_create() with SANDBOX_NS_PID fails cleanly. */
+#define SANDBOX_HOLDER_ARGV0 "nanolet-pod-holder"
+int sandbox_holder_main(int argc, char **argv);

@@ -13,9 +13,12 @@
  * Localhost profiles are admin-written JSON in the OCI linux.seccomp
  * format; they are checked here, before runc sees them, so a typo becomes
  * an error naming the field instead of a silently weaker filter. */
+#include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
 
@@ -25,6 +28,7 @@
 #include "fileio.h"
 #include "macro.h"
 #include "seccomp-default.h"
+#include "string-util.h"
 
 /* Capability numbers used below (linux/capability.h). */
 enum {
@@ -53,6 +57,8 @@ enum {
  * CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET */
 #define CLONE_NS_FLAGS UINT64_C(0x7E020000)
 
+/* The tables stay in compact rows. */
+/* clang-format off */
 static const char *const names_allow[] = {
         "accept", "accept4", "access", "adjtimex", "alarm", "bind", "brk", "cachestat",
         "capget", "capset", "chdir", "chmod", "chown", "chown32", "clock_adjtime",
@@ -124,28 +130,30 @@ static const char *const names_kernel_4_8[] = {
         "process_vm_readv", "process_vm_writev", "ptrace", NULL
 };
 
-static const char *const names_ppc64le[] = {
+/* Extra syscalls per architecture; only the build's own is used (the
+ * others are _unused_ so every architecture compiles warning-free). */
+static const char *const names_ppc64le[] _unused_ = {
         "sync_file_range2", "swapcontext", NULL
 };
 
-static const char *const names_arm[] = {
+static const char *const names_arm[] _unused_ = {
         "arm_fadvise64_64", "arm_sync_file_range", "sync_file_range2", "breakpoint",
         "cacheflush", "set_tls", NULL
 };
 
-static const char *const names_amd64[] = {
+static const char *const names_amd64[] _unused_ = {
         "arch_prctl", "modify_ldt", NULL
 };
 
-static const char *const names_386[] = {
+static const char *const names_386[] _unused_ = {
         "modify_ldt", NULL
 };
 
-static const char *const names_s390[] = {
+static const char *const names_s390[] _unused_ = {
         "s390_pci_mmio_read", "s390_pci_mmio_write", "s390_runtime_instr", NULL
 };
 
-static const char *const names_riscv64[] = {
+static const char *const names_riscv64[] _unused_ = {
         "riscv_flush_icache", "riscv_hwprobe", NULL
 };
 
@@ -177,7 +185,7 @@ static const char *const names_sys_nice[] = {
         "get_mempolicy", "mbind", "set_mempolicy", "set_mempolicy_home_node", NULL
 };
 
-#define ARG_NONE { .op = NULL }
+/* clang-format on */
 
 typedef struct SeccompArg {
         const char *op; /* NULL: the rule has no argument condition */
@@ -188,52 +196,49 @@ typedef struct SeccompArg {
 
 typedef enum RuleWhen {
         WHEN_ALWAYS,
-        WHEN_CAP,          /* only when cap is in the bounding set */
-        WHEN_NO_CAP,       /* only when cap is not */
-        WHEN_KERNEL_4_8,   /* ptrace is safe from seccomp bypass since 4.8 */
+        WHEN_CAP,        /* only when cap is in the bounding set */
+        WHEN_NO_CAP,     /* only when cap is not */
+        WHEN_KERNEL_4_8, /* ptrace is safe from seccomp bypass since 4.8 */
 } RuleWhen;
 
 typedef struct SeccompRule {
         RuleWhen when;
         int cap;
         const char *const *names;
-        const char *single;   /* a one-name rule without a names array */
-        bool errno_enosys;    /* SCMP_ACT_ERRNO with ENOSYS instead of allow */
+        const char *single; /* a one-name rule without a names array */
+        bool errno_enosys;  /* SCMP_ACT_ERRNO with ENOSYS instead of allow */
         SeccompArg arg;
 } SeccompRule;
 
 #if defined(__x86_64__)
 static const char *const arches[] = { "SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32", NULL };
-#  define names_arch names_amd64
+#define names_arch names_amd64
 #elif defined(__aarch64__) || defined(__arm__)
 static const char *const arches[] = { "SCMP_ARCH_ARM", "SCMP_ARCH_AARCH64", NULL };
-#  define names_arch names_arm
+#define names_arch names_arm
 #elif defined(__i386__)
 static const char *const arches[] = { NULL };
-#  define names_arch names_386
+#define names_arch names_386
 #elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 static const char *const arches[] = { NULL }; /* containerd lists none for ppc64le */
-#  define names_arch names_ppc64le
+#define names_arch names_ppc64le
 #elif defined(__s390x__) || defined(__s390__)
 static const char *const arches[] = { "SCMP_ARCH_S390", "SCMP_ARCH_S390X", NULL };
-#  define names_arch names_s390
-#  define CLONE_FLAGS_ARG 1 /* s390's clone takes the flags second */
+#define names_arch names_s390
+#define CLONE_FLAGS_ARG 1 /* s390's clone takes the flags second */
 #elif defined(__riscv) && __riscv_xlen == 64
 static const char *const arches[] = { "SCMP_ARCH_RISCV64", NULL };
-#  define names_arch names_riscv64
+#define names_arch names_riscv64
 #else
 static const char *const arches[] = { NULL };
-#  define names_arch NULL
+#define names_arch NULL
 #endif
 #ifndef CLONE_FLAGS_ARG
-#  define CLONE_FLAGS_ARG 0
+#define CLONE_FLAGS_ARG 0
 #endif
 
-/* Keep the arch tables referenced on every architecture so -Werror does not
- * trip over the ones this build does not use. */
-static const char *const *const all_arch_tables[] _unused_ = {
-        names_ppc64le, names_arm, names_amd64, names_386, names_s390, names_riscv64,
-};
+/* clang-format off */
+#define ARG_NONE { .op = NULL }
 
 static const SeccompRule rules[] = {
         { WHEN_ALWAYS, 0, names_allow, NULL, false, ARG_NONE },
@@ -274,6 +279,8 @@ static const SeccompRule rules[] = {
         { WHEN_NO_CAP, CAP_NR_SYS_ADMIN, NULL, "clone3", true, ARG_NONE },
 };
 
+/* clang-format on */
+
 static bool kernel_at_least_4_8(void) {
         struct utsname u;
         unsigned major = 0, minor = 0;
@@ -297,7 +304,7 @@ static bool rule_applies(const SeccompRule *r, uint64_t caps, bool kernel_4_8) {
         return false;
 }
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_t *, json_decref)
+/* jansson >= 2.14 provides json_decrefp(). */
 #define _cleanup_json_ _cleanup_(json_decrefp)
 
 /* json_object_set_new/json_array_append_new that report ENOMEM; they take
@@ -402,19 +409,24 @@ int seccomp_default_profile(uint64_t caps, json_t **ret) {
 #define SECCOMP_PROFILE_MAX (1024 * 1024)
 
 static const char *const known_actions[] = {
-        "SCMP_ACT_KILL", "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_KILL_THREAD", "SCMP_ACT_TRAP",
-        "SCMP_ACT_ERRNO", "SCMP_ACT_TRACE", "SCMP_ACT_ALLOW", "SCMP_ACT_LOG",
-        "SCMP_ACT_NOTIFY", NULL,
+        "SCMP_ACT_KILL",        "SCMP_ACT_KILL_PROCESS",
+        "SCMP_ACT_KILL_THREAD", "SCMP_ACT_TRAP",
+        "SCMP_ACT_ERRNO",       "SCMP_ACT_TRACE",
+        "SCMP_ACT_ALLOW",       "SCMP_ACT_LOG",
+        "SCMP_ACT_NOTIFY",      NULL,
 };
 
 static const char *const known_ops[] = {
-        "SCMP_CMP_NE", "SCMP_CMP_LT", "SCMP_CMP_LE", "SCMP_CMP_EQ",
+        "SCMP_CMP_NE", "SCMP_CMP_LT", "SCMP_CMP_LE",        "SCMP_CMP_EQ",
         "SCMP_CMP_GE", "SCMP_CMP_GT", "SCMP_CMP_MASKED_EQ", NULL,
 };
 
 static const char *const known_flags[] = {
-        "SECCOMP_FILTER_FLAG_TSYNC", "SECCOMP_FILTER_FLAG_LOG",
-        "SECCOMP_FILTER_FLAG_SPEC_ALLOW", "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV", NULL,
+        "SECCOMP_FILTER_FLAG_TSYNC",
+        "SECCOMP_FILTER_FLAG_LOG",
+        "SECCOMP_FILTER_FLAG_SPEC_ALLOW",
+        "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV",
+        NULL,
 };
 
 static bool in_list(const char *const *l, const char *s) {
@@ -451,8 +463,8 @@ static int check_string_array(json_t *v, const char *where, const char *field,
                 return runtime_error_set(err, -EINVAL, "%s: %s: not an array", where, field);
         json_array_foreach(v, i, e) {
                 if (!json_is_string(e))
-                        return runtime_error_set(err, -EINVAL, "%s: %s[%zu]: not a string",
-                                                 where, field, i);
+                        return runtime_error_set(err, -EINVAL, "%s: %s[%zu]: not a string", where,
+                                                 field, i);
                 if (known ? !in_list(known, json_string_value(e))
                           : !arch_known(json_string_value(e)))
                         return runtime_error_set(err, -EINVAL, "%s: %s[%zu]: unknown %s \"%s\"",
@@ -481,8 +493,8 @@ static int check_syscall(json_t *sc, size_t n, const char *where, RuntimeError *
                                          n);
         names = json_object_get(sc, "names");
         if (!json_is_array(names) || json_array_size(names) == 0)
-                return runtime_error_set(err, -EINVAL,
-                                         "%s: syscalls[%zu].names: missing or empty", where, n);
+                return runtime_error_set(err, -EINVAL, "%s: syscalls[%zu].names: missing or empty",
+                                         where, n);
         json_array_foreach(names, i, e) {
                 if (!json_is_string(e))
                         return runtime_error_set(err, -EINVAL,
@@ -492,9 +504,10 @@ static int check_syscall(json_t *sc, size_t n, const char *where, RuntimeError *
                  * (with pseudo numbers for syscalls absent on this one), so
                  * only names that exist nowhere fail. */
                 if (seccomp_syscall_resolve_name(json_string_value(e)) == __NR_SCMP_ERROR)
-                        return runtime_error_set(err, -EINVAL,
-                                                 "%s: syscalls[%zu].names[%zu]: unknown syscall \"%s\"",
-                                                 where, n, i, json_string_value(e));
+                        return runtime_error_set(
+                                err, -EINVAL,
+                                "%s: syscalls[%zu].names[%zu]: unknown syscall \"%s\"", where, n, i,
+                                json_string_value(e));
         }
 
         char field[64];
@@ -518,41 +531,43 @@ static int check_syscall(json_t *sc, size_t n, const char *where, RuntimeError *
                         json_t *v2 = json_object_get(e, "valueTwo");
 
                         if (!json_is_object(e))
-                                return runtime_error_set(err, -EINVAL,
-                                                         "%s: syscalls[%zu].args[%zu]: not an object",
-                                                         where, n, i);
+                                return runtime_error_set(
+                                        err, -EINVAL, "%s: syscalls[%zu].args[%zu]: not an object",
+                                        where, n, i);
                         /* syscalls take at most six arguments */
                         if (!is_uint(idx) || json_integer_value(idx) > 5)
-                                return runtime_error_set(err, -EINVAL,
-                                                         "%s: syscalls[%zu].args[%zu].index: not 0..5",
-                                                         where, n, i);
+                                return runtime_error_set(
+                                        err, -EINVAL, "%s: syscalls[%zu].args[%zu].index: not 0..5",
+                                        where, n, i);
                         if (!is_uint(json_object_get(e, "value")))
                                 return runtime_error_set(err, -EINVAL,
-                                                         "%s: syscalls[%zu].args[%zu].value: missing or not a non-negative integer",
+                                                         "%s: syscalls[%zu].args[%zu].value: "
+                                                         "missing or not a non-negative integer",
                                                          where, n, i);
                         if (v2 && !is_uint(v2))
                                 return runtime_error_set(err, -EINVAL,
-                                                         "%s: syscalls[%zu].args[%zu].valueTwo: not a non-negative integer",
+                                                         "%s: syscalls[%zu].args[%zu].valueTwo: "
+                                                         "not a non-negative integer",
                                                          where, n, i);
                         if (!json_is_string(op) || !in_list(known_ops, json_string_value(op)))
-                                return runtime_error_set(err, -EINVAL,
-                                                         "%s: syscalls[%zu].args[%zu].op: unknown operator \"%s\"",
-                                                         where, n, i,
-                                                         json_is_string(op) ? json_string_value(op) : "");
+                                return runtime_error_set(
+                                        err, -EINVAL,
+                                        "%s: syscalls[%zu].args[%zu].op: unknown operator \"%s\"",
+                                        where, n, i,
+                                        json_is_string(op) ? json_string_value(op) : "");
                 }
         }
         return 0;
 }
 
-int seccomp_profile_validate(json_t *profile, const char *where, json_t **ret,
-                             RuntimeError *err) {
+int seccomp_profile_validate(json_t *profile, const char *where, json_t **ret, RuntimeError *err) {
         /* Only the fields runtime-spec defines are passed on, as containerd
          * does by decoding into specs.LinuxSeccomp: anything else in the
          * file (comments, Docker's archMap) would be ignored by runc anyway,
          * and leaving it out keeps config.json exactly what was checked. */
         static const char *const fields[] = {
-                "defaultAction", "defaultErrnoRet", "architectures", "flags",
-                "listenerPath", "listenerMetadata", "syscalls", NULL,
+                "defaultAction", "defaultErrnoRet",  "architectures", "flags",
+                "listenerPath",  "listenerMetadata", "syscalls",      NULL,
         };
         _cleanup_json_ json_t *out = NULL;
         json_t *v, *e;

@@ -27,5 +27,4 @@ int seccomp_profile_load(const char *path, json_t **ret, RuntimeError *err);
 
 /* Validates an already parsed profile; what seccomp_profile_load() does
  * after reading. where prefixes error messages (e.g. the file name). */
-int seccomp_profile_validate(json_t *profile, const char *where, json_t **ret,
-                             RuntimeError *err);
+int seccomp_profile_validate(json_t *profile, const char *where, json_t **ret, RuntimeError *err);

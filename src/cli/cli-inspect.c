@@ -1,0 +1,127 @@
+/* nanolet inspect POD: the pod's status file pretty-printed, plus what the
+ * runtime says about each of its current containers under "runtime"
+ * ({"<container>": <runc state> or {"error": "..."}}). stdout stays one
+ * JSON document. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "cli-common.h"
+#include "cli.h"
+#include "string-util.h"
+
+static void help(FILE *f) {
+        fprintf(f, "Usage: nanolet inspect [OPTIONS] POD\n\n"
+                   "Print a pod's status (a v1 Pod) and the runtime's state of its containers\n"
+                   "as one JSON document. POD is NAME or NAMESPACE/NAME, with or without the\n"
+                   "node suffix.\n\n" CLI_COMMON_HELP);
+}
+
+static char *strip_trailing(char *s) {
+        size_t n = strlen(s);
+        while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == ' '))
+                s[--n] = 0;
+        return s;
+}
+
+/* `<runtime> --root <run-dir>/runc state <id>` as a JSON value. */
+static json_t *runtime_state(const CliCommon *c, const char *container_id) {
+        _cleanup_free_ char *root = cli_runtime_root(c), *out = NULL, *err = NULL;
+        const char *id = cli_container_id_strip(container_id, NULL);
+        int status, r;
+
+        if (!root)
+                return NULL;
+        char *argv[] = {
+                (char *)cli_runtime_for(c, container_id), "--root", root, "state", (char *)id, NULL
+        };
+        r = cli_run_capture(argv, &out, &err, &status);
+        if (r < 0)
+                return json_pack("{s:s}", "error", strerror(-r));
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                _cleanup_free_ char *msg = NULL;
+                if (isempty(strip_trailing(err)))
+                        msg = strprintf("%s state exited with status %d", argv[0],
+                                        WIFEXITED(status) ? WEXITSTATUS(status)
+                                                          : 128 + WTERMSIG(status));
+                return json_pack("{s:s}", "error", msg ? msg : err);
+        }
+        json_error_t jerr;
+        json_t *j = json_loads(out, 0, &jerr);
+        if (!j)
+                return json_pack("{s:s, s:s}", "error", "unparsable runtime output", "output", out);
+        return j;
+}
+
+static int add_runtime_states(const CliCommon *c, json_t *pod, json_t *target) {
+        static const char *const lists[] = { "initContainerStatuses", "containerStatuses" };
+        for (size_t k = 0; k < ELEMENTSOF(lists); k++) {
+                size_t i;
+                json_t *cs;
+                json_array_foreach(cli_json_path(pod, "status", lists[k], NULL), i, cs) {
+                        const char *name = cli_json_str(cs, "name"),
+                                   *id = cli_json_str(cs, "containerID");
+                        if (isempty(name) || isempty(id))
+                                continue;
+                        json_t *st = runtime_state(c, id);
+                        if (!st || json_object_set_new(target, name, st) < 0)
+                                return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
+int cli_inspect(int argc, char **argv) {
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                CLI_COMMON_OPTIONS,
+                {},
+        };
+        _cleanup_(cli_pod_list_done) CliPodList l = {};
+        _cleanup_json_ json_t *out = NULL, *runtime = NULL;
+        const CliPod *pod;
+        CliCommon c;
+        int r, opt;
+
+        cli_common_init(&c, "nanolet inspect");
+        optind = 0;
+        while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                if (cli_common_option(&c, opt, optarg))
+                        continue;
+                if (opt == 'h') {
+                        help(stdout);
+                        return EXIT_OK;
+                }
+                return EXIT_USAGE;
+        }
+        if (argc - optind != 1) {
+                fprintf(stderr, "%s: expected exactly one POD\n", c.prog);
+                return EXIT_USAGE;
+        }
+        r = cli_pods_load(&c, &l);
+        if (r < 0) {
+                fprintf(stderr, "%s: cannot read %s/status: %s\n", c.prog, c.run_dir, strerror(-r));
+                return EXIT_ERROR;
+        }
+        if (cli_pod_find(&c, &l, argv[optind], &pod) < 0)
+                return EXIT_ERROR;
+
+        out = json_copy(pod->json);
+        runtime = json_object();
+        if (!out || !runtime)
+                goto oom;
+        if (add_runtime_states(&c, pod->json, runtime) < 0 ||
+            json_object_set(out, "runtime", runtime) < 0)
+                goto oom;
+        if (json_dumpf(out, stdout, JSON_INDENT(4)) < 0 || putchar('\n') == EOF ||
+            fflush(stdout) != 0) {
+                fprintf(stderr, "%s: cannot write output: %m\n", c.prog);
+                return EXIT_ERROR;
+        }
+        return EXIT_OK;
+oom:
+        fprintf(stderr, "%s: out of memory\n", c.prog);
+        return EXIT_ERROR;
+}

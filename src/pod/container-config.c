@@ -1,0 +1,1374 @@
+/* Pod spec + image config -> RuntimeContainerConfig. What kubelet computes
+ * (kuberuntime_container.go generateContainerConfig, kubelet_pods.go
+ * makeEnvironmentVariables/makeMounts, security_context.go, qos/policy.go,
+ * cm/helpers_linux.go) plus what containerd's CRI layer adds on top
+ * (Entrypoint/Cmd merge, image env under container env, user and groups
+ * from the image's /etc/passwd and /etc/group, /etc/hostname,
+ * /etc/resolv.conf and /dev/shm mounts). */
+#include "container-config.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "macro.h"
+#include "pod-etc-files.h"
+#include "string-util.h"
+#include "strv.h"
+
+#define GUARANTEED_OOM_SCORE_ADJ (-997)
+#define BEST_EFFORT_OOM_SCORE_ADJ 1000
+#define MIN_SHARES 2
+#define MAX_SHARES 262144
+#define SHARES_PER_CPU 1024
+#define MIN_QUOTA_PERIOD 1000
+#define QUOTA_PERIOD 100000
+#define ETC_FILE_MAX (4U * 1024U * 1024U)
+
+/* ---- expansion (k8s.io/kubernetes/third_party/forked/golang/expansion) ---- */
+
+int kube_expand(const char *in, expand_lookup_t lookup, void *userdata, char **ret) {
+        char *out = NULL;
+        size_t len = 0, cap = 0, n = strlen(in), checkpoint = 0;
+        int r = strbuf_append(&out, &len, &cap, "", 0);
+
+        for (size_t cur = 0; r >= 0 && cur < n; cur++) {
+                if (in[cur] != '$' || cur + 1 >= n)
+                        continue;
+                r = strbuf_append(&out, &len, &cap, in + checkpoint, cur - checkpoint);
+                const char *rest = in + cur + 1;
+                size_t advance = 1;
+                if (r >= 0 && rest[0] == '$') {
+                        r = strbuf_append(&out, &len, &cap, "$", 1); /* "$$" escapes */
+                } else if (r >= 0 && rest[0] == '(') {
+                        const char *close = strchr(rest + 1, ')');
+                        if (!close) {
+                                r = strbuf_append(&out, &len, &cap, "$(", 2);
+                        } else {
+                                _cleanup_free_ char *name = strndup(rest + 1, (size_t)(close - rest - 1));
+                                if (!name) {
+                                        r = -ENOMEM;
+                                        break;
+                                }
+                                const char *v = lookup(name, userdata);
+                                if (v)
+                                        r = strbuf_append(&out, &len, &cap, v, strlen(v));
+                                else /* undefined: kept as written */
+                                        r = strbuf_append(&out, &len, &cap, in + cur,
+                                                          (size_t)(close - in) - cur + 1);
+                                advance = (size_t)(close - rest) + 1;
+                        }
+                } else if (r >= 0) {
+                        r = strbuf_append(&out, &len, &cap, in + cur, 2);
+                }
+                cur += advance;
+                checkpoint = cur + 1;
+        }
+        if (r >= 0 && checkpoint < n)
+                r = strbuf_append(&out, &len, &cap, in + checkpoint, n - checkpoint);
+        if (r < 0) {
+                free(out);
+                return r;
+        }
+        *ret = out;
+        return 0;
+}
+
+/* ---- an ordered environment (later definitions replace in place) ---- */
+
+typedef struct EnvEntry {
+        char *name;
+        char *value;
+} EnvEntry;
+
+typedef struct EnvList {
+        EnvEntry *items;
+        size_t n;
+} EnvList;
+
+static void env_list_done(EnvList *l) {
+        for (size_t i = 0; i < l->n; i++) {
+                free(l->items[i].name);
+                free(l->items[i].value);
+        }
+        free(l->items);
+        *l = (EnvList){};
+}
+
+static const char *env_list_get(const char *name, void *userdata) {
+        const EnvList *l = userdata;
+        for (size_t i = 0; i < l->n; i++)
+                if (streq(l->items[i].name, name))
+                        return l->items[i].value;
+        return NULL;
+}
+
+/* Takes value. */
+static int env_list_set(EnvList *l, const char *name, char *value) {
+        for (size_t i = 0; i < l->n; i++)
+                if (streq(l->items[i].name, name)) {
+                        free(l->items[i].value);
+                        l->items[i].value = value;
+                        return 0;
+                }
+        EnvEntry *ni = realloc(l->items, (l->n + 1) * sizeof(*ni));
+        if (!ni) {
+                free(value);
+                return -ENOMEM;
+        }
+        l->items = ni;
+        char *nm = strdup(name);
+        if (!nm) {
+                free(value);
+                return -ENOMEM;
+        }
+        l->items[l->n++] = (EnvEntry){ nm, value };
+        return 0;
+}
+
+static int env_list_set_copy(EnvList *l, const char *name, const char *value) {
+        char *v = strdup(value);
+        return v ? env_list_set(l, name, v) : -ENOMEM;
+}
+
+/* validation.IsEnvVarName: [-._a-zA-Z][-._a-zA-Z0-9]* */
+static bool is_env_var_name(const char *s) {
+        if (isempty(s) || isdigit((unsigned char)s[0]))
+                return false;
+        for (const char *p = s; *p; p++)
+                if (!isalnum((unsigned char)*p) && !strchr("-._", *p))
+                        return false;
+        return true;
+}
+
+static int add_warning(const ContainerBuildContext *ctx, char *msg) {
+        if (!msg)
+                return -ENOMEM;
+        if (!ctx->warnings) {
+                free(msg);
+                return 0;
+        }
+        int r = strv_consume(ctx->warnings, msg);
+        if (r < 0)
+                free(msg);
+        return r;
+}
+
+static const char *pod_ns(const ContainerBuildContext *ctx) {
+        return ctx->pod->metadata.namespace;
+}
+
+static const char *pod_uid(const ContainerBuildContext *ctx) {
+        return ctx->pod->metadata.uid ?: ctx->node ? ctx->node->pod_uid : NULL;
+}
+
+/* envFrom: every key of the ConfigMap/Secret, prefixed; invalid names are
+ * skipped and reported once per source, as kubelet's warning event. */
+static int env_from_map(const ContainerBuildContext *ctx, EnvList *env, const StringMap *m,
+                        const char *prefix, const char *what, const char *name) {
+        _cleanup_free_ char *invalid = NULL;
+        size_t ilen = 0, icap = 0;
+        int r;
+        for (size_t i = 0; m && i < m->n; i++) {
+                _cleanup_free_ char *k = strprintf("%s%s", strempty(prefix), m->items[i].key);
+                if (!k)
+                        return -ENOMEM;
+                if (!is_env_var_name(k)) {
+                        if ((ilen > 0 && (r = strbuf_append(&invalid, &ilen, &icap, ", ", 2)) < 0) ||
+                            (r = strbuf_append(&invalid, &ilen, &icap, k, strlen(k))) < 0)
+                                return r;
+                        continue;
+                }
+                if ((r = env_list_set_copy(env, k, m->items[i].value)) < 0)
+                        return r;
+        }
+        if (invalid)
+                return add_warning(ctx, strprintf("Keys [%s] from the EnvFrom %s %s/%s were skipped "
+                                                  "since they are considered invalid environment "
+                                                  "variable names.",
+                                                  invalid, what, pod_ns(ctx), name));
+        return 0;
+}
+
+static int env_from_sources(const ContainerBuildContext *ctx, EnvList *env, RuntimeError *err) {
+        const Container *c = ctx->container;
+        int r;
+        for (size_t i = 0; i < c->n_env_from; i++) {
+                const EnvFromSource *s = &c->env_from[i];
+                if (s->config_map_ref) {
+                        const ConfigMap *cm = pod_lookup_configmap(ctx->lookup, pod_ns(ctx),
+                                                                   s->config_map_ref->name);
+                        if (!cm) {
+                                if (s->config_map_ref->optional)
+                                        continue;
+                                return runtime_error_set(err, -ENOENT, "configmap \"%s\" not found",
+                                                         s->config_map_ref->name);
+                        }
+                        r = env_from_map(ctx, env, &cm->data, s->prefix, "configMap",
+                                         s->config_map_ref->name);
+                } else if (s->secret_ref) {
+                        const Secret *sec = pod_lookup_secret(ctx->lookup, pod_ns(ctx),
+                                                              s->secret_ref->name);
+                        if (!sec) {
+                                if (s->secret_ref->optional)
+                                        continue;
+                                return runtime_error_set(err, -ENOENT, "secret \"%s\" not found",
+                                                         s->secret_ref->name);
+                        }
+                        r = env_from_map(ctx, env, &sec->data, s->prefix, "secret",
+                                         s->secret_ref->name);
+                } else
+                        r = 0;
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* 1 with *ret set, 0 when an optional reference is missing (the variable is
+ * then not defined at all, as kubelet does), or a negative errno. */
+static int env_key_ref(const ContainerBuildContext *ctx, const KeySelector *k, bool secret,
+                       char **ret, RuntimeError *err) {
+        const StringMap *maps[2] = {};
+        if (secret) {
+                const Secret *s = pod_lookup_secret(ctx->lookup, pod_ns(ctx), k->name);
+                if (!s)
+                        return k->optional ? 0 : runtime_error_set(err, -ENOENT,
+                                                                   "secret \"%s\" not found", k->name);
+                maps[0] = &s->data;
+        } else {
+                const ConfigMap *cm = pod_lookup_configmap(ctx->lookup, pod_ns(ctx), k->name);
+                if (!cm)
+                        return k->optional ? 0 : runtime_error_set(err, -ENOENT,
+                                                                   "configmap \"%s\" not found", k->name);
+                maps[0] = &cm->data;
+                maps[1] = &cm->binary_data;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(maps); i++) {
+                const KeyValue *kv = maps[i] ? string_map_get(maps[i], k->key) : NULL;
+                if (kv) {
+                        char *v = strdup(kv->value);
+                        if (!v)
+                                return -ENOMEM;
+                        *ret = v;
+                        return 1;
+                }
+        }
+        if (k->optional)
+                return 0;
+        return runtime_error_set(err, -ENOENT, "couldn't find key %s in %s %s/%s", k->key,
+                                 secret ? "Secret" : "ConfigMap", pod_ns(ctx), k->name);
+}
+
+static int env_value_from(const ContainerBuildContext *ctx, const EnvVar *e, char **ret,
+                          RuntimeError *err) {
+        const EnvVarSource *s = e->value_from;
+        int r;
+        if (s->field_ref) {
+                r = pod_field_ref_value(ctx->pod, ctx->node, s->field_ref->field_path, ret);
+                if (r == -EINVAL)
+                        return runtime_error_set(err, r, "env \"%s\": unsupported fieldPath \"%s\"",
+                                                 e->name, s->field_ref->field_path);
+                return r < 0 ? r : 1;
+        }
+        if (s->resource_field_ref) {
+                r = pod_resource_field_ref_value(ctx->pod, ctx->container, ctx->node,
+                                                 s->resource_field_ref, ret);
+                if (r < 0 && r != -ENOMEM)
+                        return runtime_error_set(err, r, "env \"%s\": unable to resolve resource \"%s\"",
+                                                 e->name, s->resource_field_ref->resource);
+                return r < 0 ? r : 1;
+        }
+        if (s->config_map_key_ref)
+                return env_key_ref(ctx, s->config_map_key_ref, false, ret, err);
+        if (s->secret_key_ref)
+                return env_key_ref(ctx, s->secret_key_ref, true, ret, err);
+        return 0;
+}
+
+/* kubelet's makeEnvironmentVariables: envFrom first, then env in order; a
+ * value may reference variables defined before it. The image's env is not
+ * visible to $(VAR) (kubelet never sees it); it is merged underneath later. */
+static int build_container_env(const ContainerBuildContext *ctx, EnvList *env, RuntimeError *err) {
+        const Container *c = ctx->container;
+        int r;
+        if ((r = env_from_sources(ctx, env, err)) < 0)
+                return r;
+        for (size_t i = 0; i < c->n_env; i++) {
+                const EnvVar *e = &c->env[i];
+                char *v = NULL;
+                if (!isempty(e->value)) {
+                        if ((r = kube_expand(e->value, env_list_get, env, &v)) < 0)
+                                return r;
+                } else if (e->value_from) {
+                        r = env_value_from(ctx, e, &v, err);
+                        if (r < 0)
+                                return r;
+                        if (r == 0)
+                                continue;
+                } else if (!(v = strdup(""))) {
+                        return -ENOMEM;
+                }
+                if ((r = env_list_set(env, e->name, v)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* containerd: image env first, container env replacing same names in place. */
+static int merge_env(const ImageConfig *img, const EnvList *env, char ***ret) {
+        EnvList all = {};
+        int r = 0;
+        STRV_FOREACH(kv, img ? img->env : NULL) {
+                const char *eq = strchr(*kv, '=');
+                _cleanup_free_ char *k = eq ? strndup(*kv, (size_t)(eq - *kv)) : strdup(*kv);
+                if (!k || (r = env_list_set_copy(&all, k, eq ? eq + 1 : "")) < 0) {
+                        r = r < 0 ? r : -ENOMEM;
+                        goto out;
+                }
+        }
+        for (size_t i = 0; i < env->n; i++)
+                if ((r = env_list_set_copy(&all, env->items[i].name, env->items[i].value)) < 0)
+                        goto out;
+        _cleanup_strv_free_ char **l = NULL;
+        for (size_t i = 0; i < all.n; i++) {
+                char *s = strprintf("%s=%s", all.items[i].name, all.items[i].value);
+                if (!s || (r = strv_consume(&l, s)) < 0) {
+                        free(s);
+                        r = -ENOMEM;
+                        goto out;
+                }
+        }
+        if (!l && !(l = calloc(1, sizeof(char *)))) {
+                r = -ENOMEM;
+                goto out;
+        }
+        *ret = TAKE_PTR(l);
+out:
+        env_list_done(&all);
+        return r;
+}
+
+/* ---- argv ---- */
+
+static int expand_strv(char *const *in, const EnvList *env, char ***out) {
+        int r;
+        STRV_FOREACH(s, in) {
+                char *v = NULL;
+                if ((r = kube_expand(*s, env_list_get, (void *)env, &v)) < 0)
+                        return r;
+                if ((r = strv_consume(out, v)) < 0) {
+                        free(v);
+                        return r;
+                }
+        }
+        return 0;
+}
+
+/* kubelet expands command/args; containerd then merges with the image:
+ * command replaces Entrypoint (and drops Cmd), args replace Cmd. */
+static int build_args(const ContainerBuildContext *ctx, const EnvList *env, char ***ret,
+                      RuntimeError *err) {
+        const Container *c = ctx->container;
+        const ImageConfig *img = ctx->image;
+        _cleanup_strv_free_ char **argv = NULL;
+        int r;
+        bool has_cmd = c->command && c->command[0], has_args = c->args && c->args[0];
+
+        if (has_cmd) {
+                if ((r = expand_strv(c->command, env, &argv)) < 0)
+                        return r;
+        } else if (img) {
+                /* an Entrypoint of [""] means "none" (docker's reset) */
+                bool reset = strv_length(img->entrypoint) == 1 && isempty(img->entrypoint[0]);
+                if (!reset)
+                        STRV_FOREACH(s, img->entrypoint)
+                                if ((r = strv_extend(&argv, *s)) < 0)
+                                        return r;
+        }
+        if (has_args) {
+                if ((r = expand_strv(c->args, env, &argv)) < 0)
+                        return r;
+        } else if (!has_cmd && img) {
+                STRV_FOREACH(s, img->cmd)
+                        if ((r = strv_extend(&argv, *s)) < 0)
+                                return r;
+        }
+        if (!argv || !argv[0])
+                return runtime_error_set(err, -EINVAL, "no command specified");
+        *ret = TAKE_PTR(argv);
+        return 0;
+}
+
+/* ---- user and groups, read from the rootfs ---- */
+
+typedef struct IdEntry {
+        char *name;
+        unsigned long id;
+        unsigned long gid; /* passwd: primary group */
+        char **members;    /* group: members */
+} IdEntry;
+
+static void id_entry_done(IdEntry *e) {
+        free(e->name);
+        strv_free(e->members);
+        *e = (IdEntry){};
+}
+
+static bool parse_id(const char *s, unsigned long *ret) {
+        if (isempty(s) || !isdigit((unsigned char)s[0]))
+                return false;
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (errno || *end || v > UINT32_MAX)
+                return false;
+        *ret = v;
+        return true;
+}
+
+/* Reads /etc/passwd or /etc/group of the rootfs, resolving symlinks as if
+ * the rootfs were "/" (a hostile image cannot point us at the host's). */
+static int read_rootfs_file(const char *rootfs, const char *path, char **ret) {
+        if (!rootfs)
+                return -ENOENT;
+        _cleanup_close_ int rfd = open(rootfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (rfd < 0)
+                return -errno;
+        _cleanup_close_ int fd = pod_open_in_root(rfd, path, O_RDONLY | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return fd;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        return read_full_fd(fd, ETC_FILE_MAX, ret, NULL);
+}
+
+/* Finds the passwd (is_group=false) or group entry whose name equals name
+ * (name != NULL) or whose id equals id. 1 found, 0 not found. */
+static int find_id_entry(const char *data, bool is_group, const char *name, unsigned long id,
+                         IdEntry *ret) {
+        _cleanup_free_ char *copy = strdup(data ?: "");
+        if (!copy)
+                return -ENOMEM;
+        char *save = NULL;
+        for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                char *f[7] = {};
+                size_t nf = 0;
+                for (char *p = line; nf < ELEMENTSOF(f);) {
+                        f[nf++] = p;
+                        p = strchr(p, ':');
+                        if (!p)
+                                break;
+                        *p++ = 0;
+                }
+                unsigned long eid, egid = 0;
+                if (nf < 3 || !parse_id(f[2], &eid))
+                        continue;
+                if (!is_group && (nf < 4 || !parse_id(f[3], &egid)))
+                        continue;
+                if (name ? !streq(f[0], name) : eid != id)
+                        continue;
+                IdEntry e = { .id = eid, .gid = egid, .name = strdup(f[0]) };
+                if (!e.name)
+                        return -ENOMEM;
+                if (is_group && nf >= 4) {
+                        char *ms = NULL;
+                        for (char *m = strtok_r(f[3], ",", &ms); m; m = strtok_r(NULL, ",", &ms))
+                                if (strv_extend(&e.members, m) < 0) {
+                                        id_entry_done(&e);
+                                        return -ENOMEM;
+                                }
+                }
+                *ret = e;
+                return 1;
+        }
+        return 0;
+}
+
+/* Groups listing username as a member (not its own same-named group): what
+ * containerd's WithAdditionalGIDs adds. */
+static int member_groups(const char *group_data, const char *username, gid_t **gids, size_t *n) {
+        if (!group_data || !username)
+                return 0;
+        _cleanup_free_ char *copy = strdup(group_data);
+        if (!copy)
+                return -ENOMEM;
+        char *save = NULL;
+        for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                char *f[4] = {};
+                size_t nf = 0;
+                for (char *p = line; nf < 4;) {
+                        f[nf++] = p;
+                        p = strchr(p, ':');
+                        if (!p)
+                                break;
+                        *p++ = 0;
+                }
+                unsigned long gid;
+                if (nf < 4 || !parse_id(f[2], &gid) || streq(f[0], username))
+                        continue;
+                char *ms = NULL;
+                for (char *m = strtok_r(f[3], ",", &ms); m; m = strtok_r(NULL, ",", &ms))
+                        if (streq(m, username)) {
+                                gid_t *ng = realloc(*gids, (*n + 1) * sizeof(gid_t));
+                                if (!ng)
+                                        return -ENOMEM;
+                                *gids = ng;
+                                (*gids)[(*n)++] = (gid_t)gid;
+                                break;
+                        }
+        }
+        return 0;
+}
+
+static int add_gid(gid_t **gids, size_t *n, gid_t g) {
+        for (size_t i = 0; i < *n; i++)
+                if ((*gids)[i] == g)
+                        return 0;
+        gid_t *ng = realloc(*gids, (*n + 1) * sizeof(gid_t));
+        if (!ng)
+                return -ENOMEM;
+        *gids = ng;
+        (*gids)[(*n)++] = g;
+        return 0;
+}
+
+static const OptionalInt *sc_run_as_user(const ContainerBuildContext *ctx) {
+        const SecurityContext *c = ctx->container->security_context;
+        const PodSecurityContext *p = ctx->pod->spec.security_context;
+        if (c && c->run_as_user.set)
+                return &c->run_as_user;
+        return p && p->run_as_user.set ? &p->run_as_user : NULL;
+}
+
+static const OptionalInt *sc_run_as_group(const ContainerBuildContext *ctx) {
+        const SecurityContext *c = ctx->container->security_context;
+        const PodSecurityContext *p = ctx->pod->spec.security_context;
+        if (c && c->run_as_group.set)
+                return &c->run_as_group;
+        return p && p->run_as_group.set ? &p->run_as_group : NULL;
+}
+
+static bool sc_run_as_non_root(const ContainerBuildContext *ctx) {
+        const SecurityContext *c = ctx->container->security_context;
+        const PodSecurityContext *p = ctx->pod->spec.security_context;
+        if (c && c->run_as_non_root.set)
+                return c->run_as_non_root.value;
+        return p && p->run_as_non_root.set && p->run_as_non_root.value;
+}
+
+/* kubelet's verifyRunAsNonRoot, with its messages; format.Pod is
+ * "<name>_<namespace>(<uid>)". */
+static int verify_run_as_non_root(const ContainerBuildContext *ctx, RuntimeError *err) {
+        if (!sc_run_as_non_root(ctx))
+                return 0;
+        const Pod *pod = ctx->pod;
+        const char *cn = ctx->container->name;
+        _cleanup_free_ char *fp = strprintf("%s_%s(%s)", pod->metadata.name, pod->metadata.namespace,
+                                            strempty(pod_uid(ctx)));
+        if (!fp)
+                return -ENOMEM;
+        const OptionalInt *u = sc_run_as_user(ctx);
+        if (u)
+                return u->value == 0 ? runtime_error_set(err, -EPERM,
+                                                         "container's runAsUser breaks non-root "
+                                                         "policy (pod: \"%s\", container: %s)", fp, cn)
+                                     : 0;
+        const char *user = ctx->image ? ctx->image->user : NULL;
+        _cleanup_free_ char *name = strndup(strempty(user), strcspn(strempty(user), ":"));
+        if (!name)
+                return -ENOMEM;
+        unsigned long uid = 0;
+        if (!isempty(name) && !parse_id(name, &uid))
+                return runtime_error_set(err, -EPERM,
+                                         "container has runAsNonRoot and image has non-numeric user "
+                                         "(%s), cannot verify user is non-root (pod: \"%s\", "
+                                         "container: %s)", name, fp, cn);
+        if (uid == 0)
+                return runtime_error_set(err, -EPERM,
+                                         "container has runAsNonRoot and image will run as root "
+                                         "(pod: \"%s\", container: %s)", fp, cn);
+        return 0;
+}
+
+static int resolve_user(const ContainerBuildContext *ctx, RuntimeContainerConfig *c,
+                        RuntimeError *err) {
+        _cleanup_free_ char *passwd = NULL, *group = NULL;
+        _cleanup_(id_entry_done) IdEntry pw = {};
+        int r;
+
+        r = read_rootfs_file(ctx->rootfs, "/etc/passwd", &passwd);
+        if (r == -ENOMEM)
+                return r;
+        r = read_rootfs_file(ctx->rootfs, "/etc/group", &group);
+        if (r == -ENOMEM)
+                return r;
+
+        const OptionalInt *su = sc_run_as_user(ctx), *sg = sc_run_as_group(ctx);
+        const char *user = ctx->image && !isempty(ctx->image->user) ? ctx->image->user : NULL;
+        _cleanup_free_ char *uname = NULL, *gname = NULL;
+        if (!su && user) {
+                const char *colon = strchr(user, ':');
+                uname = colon ? strndup(user, (size_t)(colon - user)) : strdup(user);
+                gname = colon ? strdup(colon + 1) : NULL;
+                if (!uname || (colon && !gname))
+                        return -ENOMEM;
+        }
+
+        unsigned long uid = 0, gid = 0;
+        bool have_pw;
+        if (su) {
+                uid = (unsigned long)su->value;
+                r = find_id_entry(passwd, false, NULL, uid, &pw);
+        } else if (uname && !parse_id(uname, &uid)) {
+                r = find_id_entry(passwd, false, uname, 0, &pw);
+                if (r == 0)
+                        return runtime_error_set(err, -ENOENT,
+                                                 "unable to find user %s: no matching entries in "
+                                                 "passwd file", uname);
+        } else
+                r = find_id_entry(passwd, false, NULL, uid, &pw);
+        if (r < 0)
+                return r;
+        have_pw = r > 0;
+        if (have_pw) {
+                uid = pw.id;
+                gid = pw.gid;
+        }
+
+        if (sg)
+                gid = (unsigned long)sg->value;
+        else if (!isempty(gname) && !parse_id(gname, &gid)) {
+                _cleanup_(id_entry_done) IdEntry gr = {};
+                r = find_id_entry(group, true, gname, 0, &gr);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        return runtime_error_set(err, -ENOENT,
+                                                 "unable to find group %s: no matching entries in "
+                                                 "group file", gname);
+                gid = gr.id;
+        }
+
+        c->uid = (uid_t)uid;
+        c->gid = (gid_t)gid;
+
+        /* primary gid, the user's groups from the image, then fsGroup and
+         * supplementalGroups (kubelet's order) */
+        if ((r = add_gid(&c->additional_gids, &c->n_additional_gids, c->gid)) < 0)
+                return r;
+        _cleanup_free_ gid_t *mg = NULL;
+        size_t nmg = 0;
+        if ((r = member_groups(group, have_pw ? pw.name : NULL, &mg, &nmg)) < 0)
+                return r;
+        for (size_t i = 0; i < nmg; i++)
+                if ((r = add_gid(&c->additional_gids, &c->n_additional_gids, mg[i])) < 0)
+                        return r;
+        const PodSecurityContext *psc = ctx->pod->spec.security_context;
+        if (psc && psc->fs_group.set &&
+            (r = add_gid(&c->additional_gids, &c->n_additional_gids, (gid_t)psc->fs_group.value)) < 0)
+                return r;
+        for (size_t i = 0; psc && i < psc->n_supplemental_groups; i++)
+                if ((r = add_gid(&c->additional_gids, &c->n_additional_gids,
+                                 (gid_t)psc->supplemental_groups[i])) < 0)
+                        return r;
+        return 0;
+}
+
+/* ---- namespaces ---- */
+
+static int ns_path(RuntimeNamespace *ns, const char *path, const char *what, RuntimeError *err) {
+        if (isempty(path))
+                return runtime_error_set(err, -EINVAL, "no pinned %s namespace for the pod", what);
+        char *p = strdup(path);
+        if (!p)
+                return -ENOMEM;
+        *ns = (RuntimeNamespace){ RUNTIME_NS_PATH, p };
+        return 0;
+}
+
+static int build_namespaces(const ContainerBuildContext *ctx, RuntimeContainerConfig *c,
+                            RuntimeError *err) {
+        const PodSpec *s = &ctx->pod->spec;
+        int r;
+        /* UTS follows the network: hostNetwork pods see the node's hostname */
+        if (s->host_network) {
+                c->net.mode = c->uts.mode = RUNTIME_NS_HOST;
+        } else if ((r = ns_path(&c->net, ctx->ns_net, "network", err)) < 0 ||
+                   (r = ns_path(&c->uts, ctx->ns_uts, "UTS", err)) < 0)
+                return r;
+        if (s->host_ipc)
+                c->ipc.mode = RUNTIME_NS_HOST;
+        else if ((r = ns_path(&c->ipc, ctx->ns_ipc, "IPC", err)) < 0)
+                return r;
+        if (s->host_pid)
+                c->pid.mode = RUNTIME_NS_HOST;
+        else if (s->share_process_namespace) {
+                if ((r = ns_path(&c->pid, ctx->ns_pid, "PID", err)) < 0)
+                        return r;
+        } else
+                c->pid.mode = RUNTIME_NS_NEW;
+
+        if (!s->host_network) {
+                if ((r = pod_hostname(ctx->pod, ctx->node_hostname, &c->hostname)) < 0)
+                        return runtime_error_set(err, r, "pod has no usable hostname");
+        }
+        return 0;
+}
+
+/* ---- mounts ---- */
+
+typedef struct MountList {
+        RuntimeMount *items;
+        size_t n;
+} MountList;
+
+static void mount_list_done(MountList *l) {
+        for (size_t i = 0; i < l->n; i++) {
+                free(l->items[i].destination);
+                free(l->items[i].source);
+                free(l->items[i].type);
+                strv_free(l->items[i].options);
+        }
+        free(l->items);
+        *l = (MountList){};
+}
+
+static int mount_list_add_bind(MountList *l, const char *dest, const char *src, bool ro,
+                               const char *propagation) {
+        RuntimeMount *ni = realloc(l->items, (l->n + 1) * sizeof(*ni));
+        if (!ni)
+                return -ENOMEM;
+        l->items = ni;
+        RuntimeMount m = {
+                .destination = strdup(dest),
+                .source = strdup(src),
+                .type = strdup("bind"),
+        };
+        int r = 0;
+        if (!m.destination || !m.source || !m.type || (r = strv_extend(&m.options, "rbind")) < 0 ||
+            (r = strv_extend(&m.options, propagation)) < 0 ||
+            (r = strv_extend(&m.options, ro ? "ro" : "rw")) < 0) {
+                free(m.destination);
+                free(m.source);
+                free(m.type);
+                strv_free(m.options);
+                return r < 0 ? r : -ENOMEM;
+        }
+        l->items[l->n++] = m;
+        return 0;
+}
+
+/* "/etc/hosts/" and "/etc//hosts" are "/etc/hosts" (containerd compares
+ * cleaned paths). */
+static bool same_path(const char *a, const char *b) {
+        for (;;) {
+                while (*a == '/' && a[1] == '/')
+                        a++;
+                while (*b == '/' && b[1] == '/')
+                        b++;
+                if (*a == '/' && a[1] == 0 && *b == 0)
+                        return true;
+                if (*b == '/' && b[1] == 0 && *a == 0)
+                        return true;
+                if (*a != *b)
+                        return false;
+                if (*a == 0)
+                        return true;
+                a++, b++;
+        }
+}
+
+static bool container_mounts_at(const Container *c, const char *path) {
+        for (size_t i = 0; i < c->n_volume_mounts; i++)
+                if (same_path(c->volume_mounts[i].mount_path, path))
+                        return true;
+        return false;
+}
+
+static bool path_has_backsteps(const char *p) {
+        for (const char *s = p; s;) {
+                const char *slash = strchr(s, '/');
+                size_t n = slash ? (size_t)(slash - s) : strlen(s);
+                if (n == 2 && strneq(s, "..", 2))
+                        return true;
+                s = slash ? slash + 1 : NULL;
+        }
+        return false;
+}
+
+/* kubelet's SafeMakeDir: creates the missing components of sub beneath
+ * vol_fd, each opened without following symlinks, with the volume's mode. */
+static int subpath_mkdir(int vol_fd, const char *sub, mode_t mode) {
+        _cleanup_free_ char *copy = strdup(sub);
+        if (!copy)
+                return -ENOMEM;
+        _cleanup_close_ int cur = fcntl(vol_fd, F_DUPFD_CLOEXEC, 3);
+        if (cur < 0)
+                return -errno;
+        char *save = NULL;
+        for (char *comp = strtok_r(copy, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
+                if (streq(comp, "."))
+                        continue;
+                if (mkdirat(cur, comp, mode) >= 0) {
+                        int nfd = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (nfd < 0)
+                                return -errno;
+                        (void)fchmod(nfd, mode); /* not subject to the agent's umask */
+                        safe_close(cur);
+                        cur = nfd;
+                        continue;
+                }
+                if (errno != EEXIST)
+                        return -errno;
+                /* an existing component: follow it only if it stays inside */
+                int nfd = pod_open_beneath(cur, comp, O_PATH | O_DIRECTORY, 0);
+                if (nfd < 0)
+                        return nfd;
+                safe_close(cur);
+                cur = nfd;
+        }
+        return 0;
+}
+
+/* Resolves vol/sub without leaving vol (symlinks included) and returns the
+ * resolved host path. Missing directories are created as kubelet does. */
+static int subpath_resolve(const char *vol, const char *sub, char **ret) {
+        _cleanup_close_ int vfd = open(vol, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (vfd < 0)
+                return -errno;
+        int fd = pod_open_beneath(vfd, sub, O_PATH, 0);
+        if (fd == -ENOENT) {
+                struct stat st;
+                if (fstat(vfd, &st) < 0)
+                        return -errno;
+                int r = subpath_mkdir(vfd, sub, st.st_mode & 07777);
+                if (r < 0)
+                        return r;
+                fd = pod_open_beneath(vfd, sub, O_PATH, 0);
+        }
+        if (fd < 0)
+                return fd;
+        _cleanup_close_ int pfd = fd;
+
+        /* the path the kernel resolved, which contains no symlinks */
+        char link[64], real[PATH_MAX], vreal[PATH_MAX];
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", pfd);
+        ssize_t n = readlink(link, real, sizeof(real) - 1);
+        if (n < 0)
+                return -errno;
+        real[n] = 0;
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", vfd);
+        ssize_t vn = readlink(link, vreal, sizeof(vreal) - 1);
+        if (vn < 0)
+                return -errno;
+        vreal[vn] = 0;
+        /* belt and braces: RESOLVE_BENEATH already refused anything outside */
+        if (!streq(real, vreal) &&
+            !(startswith(real, vreal) && (real[vn] == '/' || streq(vreal, "/"))))
+                return -EXDEV;
+        char *s = strdup(real);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+static const char *propagation_option(MountPropagation p) {
+        switch (p) {
+        case MOUNT_PROPAGATION_HOST_TO_CONTAINER:
+                return "rslave";
+        case MOUNT_PROPAGATION_BIDIRECTIONAL:
+                return "rshared";
+        default:
+                return "rprivate";
+        }
+}
+
+static bool is_privileged(const ContainerBuildContext *ctx) {
+        const SecurityContext *sc = ctx->container->security_context;
+        return sc && sc->privileged.set && sc->privileged.value;
+}
+
+static bool volume_read_only(const PodVolumes *v, const char *name) {
+        for (size_t i = 0; v && i < v->n_items; i++)
+                if (streq(v->items[i].name, name))
+                        return v->items[i].read_only;
+        return false;
+}
+
+
+typedef struct ExpandCheck {
+        const EnvList *env;
+        char *missing; /* first missing name */
+} ExpandCheck;
+
+static const char *expand_check_get(const char *name, void *userdata) {
+        ExpandCheck *c = userdata;
+        const char *v = env_list_get(name, (void *)c->env);
+        if (isempty(v)) {
+                if (!c->missing)
+                        c->missing = strdup(name);
+                return "";
+        }
+        return v;
+}
+
+static int volume_mount_one(const ContainerBuildContext *ctx, const EnvList *env,
+                            const VolumeMount *m, MountList *l, RuntimeError *err) {
+        const char *cn = ctx->container->name;
+        const char *vol = pod_volumes_get(ctx->volumes, m->name);
+        int r;
+        if (!vol)
+                return runtime_error_set(err, -ENOENT,
+                                         "cannot find volume \"%s\" to mount into container \"%s\"",
+                                         m->name, cn);
+        if (m->mount_propagation == MOUNT_PROPAGATION_BIDIRECTIONAL && !is_privileged(ctx))
+                return runtime_error_set(err, -EPERM,
+                                         "Bidirectional mount propagation is available only to "
+                                         "privileged containers");
+
+        _cleanup_free_ char *sub = NULL, *src = NULL;
+        if (!isempty(m->sub_path_expr)) {
+                /* kubelet's ExpandContainerVolumeMounts: an undefined or empty
+                 * variable is an error, not a silent "" */
+                ExpandCheck chk = { .env = env };
+                r = kube_expand(m->sub_path_expr, expand_check_get, &chk, &sub);
+                _cleanup_free_ char *missing = chk.missing;
+                if (r < 0)
+                        return r;
+                if (missing)
+                        return runtime_error_set(err, -EINVAL, "missing value for %s", missing);
+        } else if (!isempty(m->sub_path) && !(sub = strdup(m->sub_path)))
+                return -ENOMEM;
+
+        if (!isempty(sub)) {
+                if (sub[0] == '/')
+                        return runtime_error_set(err, -EINVAL,
+                                                 "error SubPath `%s` must not be an absolute path", sub);
+                if (path_has_backsteps(sub))
+                        return runtime_error_set(err, -EINVAL,
+                                                 "error SubPath `%s` must not contain '..'", sub);
+                r = subpath_resolve(vol, sub, &src);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        return runtime_error_set(err, r,
+                                                 "failed to prepare subPath for volumeMount \"%s\" "
+                                                 "of container \"%s\": %s", m->name, cn,
+                                                 r == -EXDEV || r == -ELOOP
+                                                         ? "the subPath leaves the volume"
+                                                         : strerror(-r));
+        } else if (!(src = strdup(vol)))
+                return -ENOMEM;
+
+        bool ro = m->read_only || volume_read_only(ctx->volumes, m->name);
+        return mount_list_add_bind(l, m->mount_path, src, ro,
+                                   propagation_option(m->mount_propagation));
+}
+
+static int termination_log_file(const char *path) {
+        _cleanup_free_ char *dir = strdup(path);
+        if (!dir)
+                return -ENOMEM;
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir) {
+                *slash = 0;
+                int r = mkdir_p(dir, 0750);
+                if (r < 0)
+                        return r;
+        }
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
+                                      0666);
+        if (fd < 0)
+                return -errno;
+        /* kubelet makes it 0666 so a non-root container user can write it */
+        return fchmod(fd, 0666) < 0 ? -errno : 0;
+}
+
+static size_t path_depth(const char *p) {
+        size_t d = 0;
+        for (; *p; p++)
+                if (*p == '/' && p[1] && p[1] != '/')
+                        d++;
+        return d;
+}
+
+/* containerd sorts mounts by depth so a parent is mounted before what is
+ * mounted inside it; a stable insertion sort keeps equal depths in order. */
+static void sort_mounts(MountList *l) {
+        for (size_t i = 1; i < l->n; i++) {
+                RuntimeMount m = l->items[i];
+                size_t d = path_depth(m.destination), j = i;
+                while (j > 0 && path_depth(l->items[j - 1].destination) > d) {
+                        l->items[j] = l->items[j - 1];
+                        j--;
+                }
+                l->items[j] = m;
+        }
+}
+
+static int build_mounts(const ContainerBuildContext *ctx, const EnvList *env,
+                        RuntimeContainerConfig *c, RuntimeError *err) {
+        const Container *ct = ctx->container;
+        const PodSpec *s = &ctx->pod->spec;
+        bool ro_root = ct->security_context && ct->security_context->read_only_root_filesystem.set &&
+                       ct->security_context->read_only_root_filesystem.value;
+        _cleanup_(mount_list_done) MountList l = {};
+        int r;
+
+        for (size_t i = 0; i < ct->n_volume_mounts; i++)
+                if ((r = volume_mount_one(ctx, env, &ct->volume_mounts[i], &l, err)) < 0)
+                        return r;
+
+        /* kubelet's /etc/hosts is read-write; containerd's hostname and
+         * resolv.conf are read-only with a read-only rootfs */
+        if (ctx->etc_hosts_path && !container_mounts_at(ct, "/etc/hosts") &&
+            (r = mount_list_add_bind(&l, "/etc/hosts", ctx->etc_hosts_path, false, "rprivate")) < 0)
+                return r;
+        if (ctx->etc_hostname_path && !container_mounts_at(ct, "/etc/hostname") &&
+            (r = mount_list_add_bind(&l, "/etc/hostname", ctx->etc_hostname_path, ro_root,
+                                     "rprivate")) < 0)
+                return r;
+        if (ctx->resolv_conf_path && !container_mounts_at(ct, "/etc/resolv.conf") &&
+            (r = mount_list_add_bind(&l, "/etc/resolv.conf", ctx->resolv_conf_path, ro_root,
+                                     "rprivate")) < 0)
+                return r;
+
+        if (ctx->termination_log_path && !isempty(ct->termination_message_path)) {
+                if ((r = termination_log_file(ctx->termination_log_path)) < 0)
+                        return runtime_error_set(err, r, "failed to create termination log \"%s\": %s",
+                                                 ctx->termination_log_path, strerror(-r));
+                r = mount_list_add_bind(&l, ct->termination_message_path, ctx->termination_log_path,
+                                        false, "rprivate");
+                if (r < 0)
+                        return r;
+        }
+
+        /* /dev/shm: the pod's tmpfs, or the host's with hostIPC (containerd) */
+        const char *shm = s->host_ipc ? "/dev/shm" : ctx->volumes ? ctx->volumes->shm_path : NULL;
+        if (shm && !container_mounts_at(ct, "/dev/shm") &&
+            (r = mount_list_add_bind(&l, "/dev/shm", shm, false, "rprivate")) < 0)
+                return r;
+
+        sort_mounts(&l);
+        c->mounts = TAKE_PTR(l.items);
+        c->n_mounts = l.n;
+        l.n = 0;
+        return 0;
+}
+
+/* ---- security ---- */
+
+static const SeccompProfile *effective_seccomp(const ContainerBuildContext *ctx) {
+        const SecurityContext *c = ctx->container->security_context;
+        const PodSecurityContext *p = ctx->pod->spec.security_context;
+        if (c && c->seccomp_profile && c->seccomp_profile->type >= 0)
+                return c->seccomp_profile;
+        if (p && p->seccomp_profile && p->seccomp_profile->type >= 0)
+                return p->seccomp_profile;
+        return NULL;
+}
+
+static int build_seccomp(const ContainerBuildContext *ctx, RuntimeContainerConfig *c,
+                         RuntimeError *err) {
+        const SeccompProfile *sp = effective_seccomp(ctx);
+        /* containerd applies no seccomp filter to privileged containers */
+        if (c->privileged) {
+                c->seccomp = RUNTIME_SECCOMP_UNCONFINED;
+                return 0;
+        }
+        if (!sp || sp->type == SECCOMP_PROFILE_RUNTIME_DEFAULT) {
+                c->seccomp = RUNTIME_SECCOMP_RUNTIME_DEFAULT; /* SPEC §10: the default */
+                return 0;
+        }
+        if (sp->type == SECCOMP_PROFILE_UNCONFINED) {
+                c->seccomp = RUNTIME_SECCOMP_UNCONFINED;
+                return 0;
+        }
+        const char *name = sp->localhost_profile;
+        if (isempty(name) || name[0] == '/' || path_has_backsteps(name))
+                return runtime_error_set(err, -EINVAL,
+                                         "localhostProfile \"%s\" must be a relative path inside "
+                                         "the seccomp profile directory", strempty(name));
+        if (isempty(ctx->seccomp_dir))
+                return runtime_error_set(err, -EINVAL, "no seccomp profile directory configured");
+        if (!(c->seccomp_profile_path = strprintf("%s/%s", ctx->seccomp_dir, name)))
+                return -ENOMEM;
+        c->seccomp = RUNTIME_SECCOMP_LOCALHOST;
+        return 0;
+}
+
+static int build_security(const ContainerBuildContext *ctx, RuntimeContainerConfig *c,
+                          RuntimeError *err) {
+        const SecurityContext *sc = ctx->container->security_context;
+        const PodSecurityContext *psc = ctx->pod->spec.security_context;
+        int r;
+
+        c->privileged = is_privileged(ctx);
+        c->terminal = ctx->container->tty;
+        if (sc) {
+                c->readonly_rootfs = sc->read_only_root_filesystem.set &&
+                                     sc->read_only_root_filesystem.value;
+                /* kubelet's AddNoNewPrivileges: only an explicit false sets it */
+                c->no_new_privileges = sc->allow_privilege_escalation.set &&
+                                       !sc->allow_privilege_escalation.value;
+                c->unmasked_proc = sc->proc_mount == PROC_MOUNT_UNMASKED;
+                if (sc->capabilities) {
+                        if (sc->capabilities->add && !(c->cap_add = strv_copy(sc->capabilities->add)))
+                                return -ENOMEM;
+                        if (sc->capabilities->drop &&
+                            !(c->cap_drop = strv_copy(sc->capabilities->drop)))
+                                return -ENOMEM;
+                }
+        }
+        for (size_t i = 0; psc && i < psc->n_sysctls; i++) {
+                char *s = strprintf("%s=%s", psc->sysctls[i].name, psc->sysctls[i].value);
+                if (!s || (r = strv_consume(&c->sysctls, s)) < 0) {
+                        free(s);
+                        return -ENOMEM;
+                }
+        }
+        return build_seccomp(ctx, c, err);
+}
+
+/* ---- resources ---- */
+
+uint64_t container_milli_cpu_to_shares(int64_t milli) {
+        if (milli <= 0)
+                return MIN_SHARES;
+        int64_t shares = milli * SHARES_PER_CPU / 1000;
+        if (shares < MIN_SHARES)
+                return MIN_SHARES;
+        return shares > MAX_SHARES ? MAX_SHARES : (uint64_t)shares;
+}
+
+int64_t container_milli_cpu_to_quota(int64_t milli, uint64_t period) {
+        if (milli <= 0)
+                return 0;
+        int64_t quota = milli * (int64_t)period / 1000;
+        return quota < MIN_QUOTA_PERIOD ? MIN_QUOTA_PERIOD : quota;
+}
+
+/* API defaulting that static pods get too: an unset request equals the limit. */
+static const OptionalQuantity *request_of(const ResourceRequirements *r, bool cpu) {
+        const OptionalQuantity *q = cpu ? &r->requests.cpu : &r->requests.memory;
+        const OptionalQuantity *l = cpu ? &r->limits.cpu : &r->limits.memory;
+        return q->set ? q : l->set ? l : NULL;
+}
+
+static void qos_add(const Container *c, int64_t req[2], int64_t lim[2], bool set_req[2],
+                    bool set_lim[2], bool *guaranteed) {
+        for (int i = 0; i < 2; i++) {
+                const OptionalQuantity *rq = request_of(&c->resources, i == 0);
+                const OptionalQuantity *lq = i == 0 ? &c->resources.limits.cpu
+                                                    : &c->resources.limits.memory;
+                int64_t rv = rq ? (i == 0 ? rq->value.milli : rq->value.value) : 0;
+                int64_t lv = lq->set ? (i == 0 ? lq->value.milli : lq->value.value) : 0;
+                if (rv > 0) {
+                        req[i] += rv;
+                        set_req[i] = true;
+                }
+                if (lv > 0) {
+                        lim[i] += lv;
+                        set_lim[i] = true;
+                } else
+                        *guaranteed = false; /* limits must include cpu and memory */
+        }
+}
+
+PodQOSClass pod_qos_class(const Pod *pod) {
+        int64_t req[2] = {}, lim[2] = {};
+        bool set_req[2] = {}, set_lim[2] = {}, guaranteed = true;
+        const PodSpec *s = &pod->spec;
+        for (size_t i = 0; i < s->n_init_containers; i++)
+                qos_add(&s->init_containers[i], req, lim, set_req, set_lim, &guaranteed);
+        for (size_t i = 0; i < s->n_containers; i++)
+                qos_add(&s->containers[i], req, lim, set_req, set_lim, &guaranteed);
+        if (!set_req[0] && !set_req[1] && !set_lim[0] && !set_lim[1])
+                return POD_QOS_BEST_EFFORT;
+        for (int i = 0; guaranteed && i < 2; i++)
+                if (set_req[i] && (!set_lim[i] || lim[i] != req[i]))
+                        guaranteed = false;
+        if (guaranteed && set_req[0] == set_lim[0] && set_req[1] == set_lim[1])
+                return POD_QOS_GUARANTEED;
+        return POD_QOS_BURSTABLE;
+}
+
+const char *pod_qos_class_to_string(PodQOSClass q) {
+        switch (q) {
+        case POD_QOS_GUARANTEED:
+                return "Guaranteed";
+        case POD_QOS_BURSTABLE:
+                return "Burstable";
+        case POD_QOS_BEST_EFFORT:
+                return "BestEffort";
+        default:
+                return NULL;
+        }
+}
+
+int container_oom_score_adj(const Pod *pod, const Container *c, uint64_t memory_capacity) {
+        /* static pods are critical; node-critical ones get the Guaranteed score */
+        if (pod->spec.priority_class_name && streq(pod->spec.priority_class_name, "system-node-critical"))
+                return GUARANTEED_OOM_SCORE_ADJ;
+        switch (pod_qos_class(pod)) {
+        case POD_QOS_GUARANTEED:
+                return GUARANTEED_OOM_SCORE_ADJ;
+        case POD_QOS_BEST_EFFORT:
+                return BEST_EFFORT_OOM_SCORE_ADJ;
+        default:
+                break;
+        }
+        const OptionalQuantity *mr = request_of(&c->resources, false);
+        int64_t req = mr ? mr->value.value : 0;
+        int64_t adj = memory_capacity > 0
+                              ? 1000 - (int64_t)((__int128)1000 * req / (int64_t)memory_capacity)
+                              : 1000;
+        if (adj < 1000 + GUARANTEED_OOM_SCORE_ADJ)
+                return 1000 + GUARANTEED_OOM_SCORE_ADJ;
+        if (adj >= BEST_EFFORT_OOM_SCORE_ADJ)
+                return BEST_EFFORT_OOM_SCORE_ADJ - 1;
+        return (int)adj;
+}
+
+/* "2Mi" -> "2MB", "1Gi" -> "1GB": the names the hugetlb cgroup uses. */
+static int hugepage_size_name(const char *page_size, char **ret) {
+        Quantity q;
+        if (quantity_parse(page_size, &q) < 0 || q.value <= 0)
+                return -EINVAL;
+        static const char *const units[] = { "B", "KB", "MB", "GB", "TB", "PB" };
+        uint64_t v = (uint64_t)q.value;
+        size_t u = 0;
+        while (v >= 1024 && v % 1024 == 0 && u + 1 < ELEMENTSOF(units)) {
+                v /= 1024;
+                u++;
+        }
+        char *s = strprintf("%" PRIu64 "%s", v, units[u]);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+static int build_resources(const ContainerBuildContext *ctx, RuntimeContainerConfig *c,
+                           RuntimeError *err) {
+        const Container *ct = ctx->container;
+        const ResourceList *lim = &ct->resources.limits;
+        RuntimeResources *res = &c->resources;
+        const char *uid = pod_uid(ctx);
+        int r;
+
+        if (isempty(uid) || isempty(ctx->container_id))
+                return runtime_error_set(err, -EINVAL, "pod UID and container ID are required");
+        c->cgroups_path = ctx->cgroup_parent ? strprintf("%s/%s", ctx->cgroup_parent, ctx->container_id)
+                                             : strprintf("/nanolet/pod%s/%s", uid, ctx->container_id);
+        if (!c->cgroups_path)
+                return -ENOMEM;
+
+        const OptionalQuantity *cpu_req = request_of(&ct->resources, true);
+        res->cpu_shares = container_milli_cpu_to_shares(cpu_req ? cpu_req->value.milli : 0);
+        if (lim->cpu.set && lim->cpu.value.milli > 0) {
+                res->cpu_period = QUOTA_PERIOD;
+                res->cpu_quota = container_milli_cpu_to_quota(lim->cpu.value.milli, QUOTA_PERIOD);
+        }
+        if (lim->memory.set && lim->memory.value.value > 0)
+                res->memory_limit = lim->memory.value.value;
+        res->pids_limit = ctx->pids_limit > 0 ? ctx->pids_limit : 0;
+
+        if (lim->n_hugepages > 0) {
+                res->hugepages = calloc(lim->n_hugepages, sizeof(*res->hugepages));
+                if (!res->hugepages)
+                        return -ENOMEM;
+                for (size_t i = 0; i < lim->n_hugepages; i++) {
+                        r = hugepage_size_name(lim->hugepages[i].page_size,
+                                               &res->hugepages[i].page_size);
+                        if (r == -ENOMEM)
+                                return r;
+                        if (r < 0)
+                                return runtime_error_set(err, r, "invalid hugepages size \"%s\"",
+                                                         lim->hugepages[i].page_size);
+                        res->hugepages[i].limit = (uint64_t)MAX(lim->hugepages[i].value.value, 0);
+                        res->n_hugepages++;
+                }
+        }
+        c->oom_score_adj = container_oom_score_adj(ctx->pod, ct, pod_node_memory_bytes(ctx->node));
+        c->oom_score_adj_set = true;
+        return 0;
+}
+
+/* ---- annotations ---- */
+
+static int add_annotation(char ***l, const char *k, const char *v) {
+        char *s = strprintf("%s=%s", k, strempty(v));
+        if (!s)
+                return -ENOMEM;
+        int r = strv_consume(l, s);
+        if (r < 0)
+                free(s);
+        return r;
+}
+
+static int build_annotations(const ContainerBuildContext *ctx, RuntimeContainerConfig *c) {
+        char attempt[32];
+        snprintf(attempt, sizeof(attempt), "%u", ctx->attempt);
+        int r;
+        if ((r = add_annotation(&c->annotations, "io.kubernetes.pod.name", ctx->pod->metadata.name)) < 0 ||
+            (r = add_annotation(&c->annotations, "io.kubernetes.pod.namespace",
+                                ctx->pod->metadata.namespace)) < 0 ||
+            (r = add_annotation(&c->annotations, "io.kubernetes.pod.uid", pod_uid(ctx))) < 0 ||
+            (r = add_annotation(&c->annotations, "io.kubernetes.container.name",
+                                ctx->container->name)) < 0 ||
+            (r = add_annotation(&c->annotations, "nanolet.io/attempt", attempt)) < 0)
+                return r;
+        return 0;
+}
+
+/* ---- the whole ---- */
+
+int container_config_build(const ContainerBuildContext *ctx, RuntimeContainerConfig *ret,
+                           RuntimeError *err) {
+        _cleanup_(runtime_container_config_done) RuntimeContainerConfig c = {};
+        _cleanup_(env_list_done) EnvList env = {};
+        int r;
+
+        assert(ctx && ctx->pod && ctx->container && ret);
+
+        if (isempty(ctx->rootfs) || ctx->rootfs[0] != '/')
+                return runtime_error_set(err, -EINVAL, "container rootfs must be an absolute path");
+        if (!(c.rootfs = strdup(ctx->rootfs)))
+                return -ENOMEM;
+
+        if ((r = verify_run_as_non_root(ctx, err)) < 0 ||
+            (r = build_container_env(ctx, &env, err)) < 0 ||
+            (r = merge_env(ctx->image, &env, &c.env)) < 0 ||
+            (r = build_args(ctx, &env, &c.args, err)) < 0)
+                return r;
+
+        const char *cwd = !isempty(ctx->container->working_dir) ? ctx->container->working_dir
+                          : ctx->image && !isempty(ctx->image->working_dir) ? ctx->image->working_dir
+                                                                           : "/";
+        if (!(c.cwd = strdup(cwd)))
+                return -ENOMEM;
+
+        if ((r = resolve_user(ctx, &c, err)) < 0 || (r = build_namespaces(ctx, &c, err)) < 0 ||
+            (r = build_security(ctx, &c, err)) < 0 || (r = build_mounts(ctx, &env, &c, err)) < 0 ||
+            (r = build_resources(ctx, &c, err)) < 0 || (r = build_annotations(ctx, &c)) < 0)
+                return r;
+
+        *ret = c;
+        c = (RuntimeContainerConfig){};
+        return 0;
+}

@@ -1,0 +1,242 @@
+/* The sync loop: desired state from PodConfig events, observed state from
+ * the relist, one worker per pod UID. */
+#include "pod-manager.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+
+#include "fileio.h"
+#include "log.h"
+#include "pod-worker.h"
+#include "string-util.h"
+
+#define RELIST_PERIOD_USEC (1 * USEC_PER_SEC)
+
+struct PodManager {
+        Event *event;
+        PodManagerOptions o;
+        PodManagerContext ctx;
+
+        PodWorker **workers;
+        size_t n_workers;
+
+        EventSource *relist_timer;
+        EventSource *exits_watch;
+
+        void (*stopped)(void *userdata);
+        void *stopped_userdata;
+};
+
+static const ConfigMap *lookup_configmap(void *userdata, const char *ns, const char *name) {
+        PodManager *m = userdata;
+        ManifestObject *o = m->o.config ? pod_config_find(m->o.config, MANIFEST_KIND_CONFIGMAP, ns, name)
+                                        : NULL;
+        return o ? o->configmap : NULL;
+}
+
+static const Secret *lookup_secret(void *userdata, const char *ns, const char *name) {
+        PodManager *m = userdata;
+        ManifestObject *o = m->o.config ? pod_config_find(m->o.config, MANIFEST_KIND_SECRET, ns, name)
+                                        : NULL;
+        return o ? o->secret : NULL;
+}
+
+unsigned pod_manager_count(PodManager *m) {
+        return (unsigned)m->n_workers;
+}
+
+static PodWorker *find_worker(PodManager *m, const char *uid) {
+        for (size_t i = 0; i < m->n_workers; i++)
+                if (streq(pod_worker_uid(m->workers[i]), uid))
+                        return m->workers[i];
+        return NULL;
+}
+
+static int add_worker(PodManager *m, PodWorker *w) {
+        PodWorker **n = realloc(m->workers, sizeof(PodWorker *) * (m->n_workers + 1));
+        if (!n)
+                return -ENOMEM;
+        m->workers = n;
+        m->workers[m->n_workers++] = w;
+        return 0;
+}
+
+static void on_worker_finished(PodWorker *w, void *userdata) {
+        PodManager *m = userdata;
+
+        for (size_t i = 0; i < m->n_workers; i++)
+                if (m->workers[i] == w) {
+                        memmove(m->workers + i, m->workers + i + 1,
+                                sizeof(PodWorker *) * (m->n_workers - i - 1));
+                        m->n_workers--;
+                        break;
+                }
+        /* A replaced pod's successor starts only now (SPEC §4: the old pod
+         * is terminated honouring its grace period, then the new one runs). */
+        PodWorker *next = w->successor;
+        if (next) {
+                next->waiting_for_predecessor = false;
+                next->predecessor = NULL;
+                w->successor = NULL;
+                pod_worker_request_sync(next);
+        }
+        /* Freed later in this iteration's dispatch would still reference it;
+         * the worker's own defer source is the caller, so free on return. */
+        pod_worker_free(w);
+        if (m->n_workers == 0 && m->stopped) {
+                void (*cb)(void *) = m->stopped;
+                m->stopped = NULL;
+                cb(m->stopped_userdata);
+        }
+}
+
+static int start_worker(PodManager *m, const SourceEvent *ev, PodWorker *predecessor) {
+        PodWorker *w;
+        int r;
+
+        r = pod_worker_new(&w, &m->ctx, ev->object, ev->source, ev->origin);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up pod \"%s_%s(%s)\": %m", ev->object->name,
+                                       ev->object->namespace, ev->uid);
+        r = add_worker(m, w);
+        if (r < 0) {
+                pod_worker_free(w);
+                return log_oom();
+        }
+        if (predecessor) {
+                /* Chains of quick edits: only the newest waits; intermediate
+                 * versions that never started are dropped. */
+                PodWorker *old = predecessor->successor;
+                if (old)
+                        old->predecessor = NULL;
+                predecessor->successor = w;
+                w->predecessor = predecessor;
+                w->waiting_for_predecessor = true;
+                if (old)
+                        pod_worker_terminate(old, "replaced by a newer version before it started");
+        }
+        pod_worker_request_sync(w);
+        return 0;
+}
+
+void pod_manager_handle_source_event(PodManager *m, const SourceEvent *ev) {
+        PodWorker *w;
+
+        switch (ev->type) {
+        case SOURCE_EVENT_ADD:
+                if (find_worker(m, ev->uid))
+                        return; /* already running (adopted or re-added) */
+                (void)start_worker(m, ev, NULL);
+                break;
+        case SOURCE_EVENT_UPDATE:
+                w = ev->old_uid ? find_worker(m, ev->old_uid) : NULL;
+                if (w && find_worker(m, ev->uid))
+                        return;
+                if (w) {
+                        pod_worker_terminate(w, "its manifest changed");
+                        (void)start_worker(m, ev, w);
+                } else
+                        (void)start_worker(m, ev, NULL);
+                break;
+        case SOURCE_EVENT_REMOVE:
+                w = find_worker(m, ev->uid);
+                if (w)
+                        pod_worker_terminate(w, "its manifest was removed");
+                break;
+        default:
+                break;
+        }
+}
+
+static void relist_all(PodManager *m) {
+        for (size_t i = 0; i < m->n_workers; i++)
+                pod_worker_relist(m->workers[i]);
+}
+
+static int on_relist(EventSource *s, usec_t now, void *userdata) {
+        PodManager *m = userdata;
+        relist_all(m);
+        return event_source_set_time_relative(s, RELIST_PERIOD_USEC);
+}
+
+/* conmon writes an exit file the moment a container exits: seeing it through
+ * inotify makes exits (and restarts) immediate instead of up to 1 s late. */
+static int on_exit_file(EventSource *s, const struct inotify_event *ev, void *userdata) {
+        relist_all(userdata);
+        return 0;
+}
+
+int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
+        _cleanup_(pod_manager_freep) PodManager *m = calloc(1, sizeof *m);
+        if (!m)
+                return -ENOMEM;
+        m->event = e;
+        m->o = *o;
+        m->ctx = (PodManagerContext){
+                .event = e,
+                .o = &m->o,
+                .status_dir = strprintf("%s/status", o->run_dir),
+                .pods_dir = strprintf("%s/pods", o->root_dir),
+                .ns_dir = strprintf("%s/ns", o->run_dir),
+                .seccomp_dir = strprintf("%s/seccomp", o->root_dir),
+                .lookup = { .configmap = lookup_configmap, .secret = lookup_secret, .userdata = m },
+                .worker_finished = on_worker_finished,
+                .userdata = m,
+        };
+        if (!m->ctx.status_dir || !m->ctx.pods_dir || !m->ctx.ns_dir || !m->ctx.seccomp_dir)
+                return -ENOMEM;
+        int r;
+        if ((r = mkdir_p(m->ctx.status_dir, 0755)) < 0 || (r = mkdir_p(m->ctx.pods_dir, 0700)) < 0 ||
+            (r = mkdir_p(m->ctx.ns_dir, 0755)) < 0 || (r = mkdir_p(o->pod_logs_dir, 0755)) < 0)
+                return log_error_errno(r, "Failed to create the agent's directories: %m");
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+int pod_manager_start(PodManager *m) {
+        int r = event_add_time_relative(m->event, &m->relist_timer, RELIST_PERIOD_USEC,
+                                        100 * USEC_PER_MSEC, on_relist, m);
+        if (r < 0)
+                return r;
+        const char *exits = runtime_exits_dir(m->o.runtime);
+        if (exits && mkdir_p(exits, 0700) >= 0) {
+                r = event_add_inotify(m->event, &m->exits_watch, exits,
+                                      IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE, on_exit_file, m,
+                                      NULL);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot watch %s, exits are seen by the relist only: %m",
+                                          exits);
+        }
+        return 0;
+}
+
+int pod_manager_stop_all(PodManager *m, void (*done)(void *userdata), void *userdata) {
+        m->stopped = done;
+        m->stopped_userdata = userdata;
+        if (m->n_workers == 0) {
+                m->stopped = NULL;
+                done(userdata);
+                return 0;
+        }
+        for (size_t i = 0; i < m->n_workers; i++)
+                pod_worker_terminate(m->workers[i], "the agent is stopping");
+        return 0;
+}
+
+PodManager *pod_manager_free(PodManager *m) {
+        if (!m)
+                return NULL;
+        for (size_t i = 0; i < m->n_workers; i++)
+                pod_worker_free(m->workers[i]);
+        free(m->workers);
+        event_source_free(m->relist_timer);
+        event_source_free(m->exits_watch);
+        free(m->ctx.status_dir);
+        free(m->ctx.pods_dir);
+        free(m->ctx.ns_dir);
+        free(m->ctx.seccomp_dir);
+        free(m);
+        return NULL;
+}

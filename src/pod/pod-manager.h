@@ -1,0 +1,46 @@
+/* The sync loop (SPEC §6): the desired state (source events) and the
+ * observed state (runtime callbacks, a PLEG-style relist every second and
+ * conmon's exit files, watched with inotify) meet here. One worker per pod
+ * carries out what pod_compute_actions() decides, asynchronously; a changed
+ * manifest's new pod starts only after the old one has terminated. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "event.h"
+#include "image.h"
+#include "runtime.h"
+#include "source.h"
+
+typedef struct PodManager PodManager;
+
+typedef struct PodManagerOptions {
+        const char *root_dir;
+        const char *run_dir;
+        const char *pod_logs_dir;
+        const char *container_logs_dir; /* /var/log/containers; NULL = no symlinks */
+        const char *node_name;
+        const char *node_hostname;
+        const char *cluster_domain;
+        char *const *cluster_dns;
+        const char *resolv_conf;
+        const char *runtime_name;       /* "runc"/"crun": containerID scheme */
+        int64_t pod_pids_limit;
+        ImageStore *images;             /* not owned */
+        Runtime *runtime;               /* not owned */
+        PodConfig *config;              /* not owned: ConfigMap/Secret lookups */
+} PodManagerOptions;
+
+int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o);
+PodManager *pod_manager_free(PodManager *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(PodManager *, pod_manager_free)
+
+/* Starts the relist timer and the exit-file watch. */
+int pod_manager_start(PodManager *m);
+/* Feeds one desired-state change (from PodConfig). */
+void pod_manager_handle_source_event(PodManager *m, const SourceEvent *ev);
+/* Terminates every pod (grace periods honoured); done is called once no pod
+ * is left. */
+int pod_manager_stop_all(PodManager *m, void (*done)(void *userdata), void *userdata);
+unsigned pod_manager_count(PodManager *m);

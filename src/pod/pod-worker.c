@@ -1,0 +1,899 @@
+/* A pod worker: carries out pod_compute_actions() for one pod.
+ *
+ * Every step that can take time runs outside the loop: the sandbox helper,
+ * image unpack + rootfs mount (an image worker child), conmon + runc create,
+ * runc start/kill/delete (runtime ops). The worker counts what is in flight
+ * (busy) and re-evaluates the pod whenever one of them finishes, the PLEG
+ * relist notices a change, or a timer it asked for (back-off, grace period,
+ * activeDeadlineSeconds) expires. Decisions stay in pod_compute_actions();
+ * this file only executes them and records what happened in PodState. */
+#include "pod-worker.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backoff.h"
+#include "checkpoint.h"
+#include "container-config.h"
+#include "fileio.h"
+#include "log.h"
+#include "pod-actions.h"
+#include "pod-status.h"
+#include "rm-rf.h"
+#include "string-util.h"
+#include "strv.h"
+
+/* Per-container bookkeeping the PodState does not hold: what is in flight. */
+struct ContainerOp {
+        PodWorker *w;
+        bool is_init;
+        unsigned index;
+
+        /* start pipeline */
+        bool starting;
+        unsigned attempt;
+        char *id;
+        char *attempt_dir;
+        char *rootfs;
+        char *log_path;
+        Image *image;
+        ImageWorker iw;
+        EventSource *iw_source;
+        RuntimeOp *rop;
+        bool rootfs_mounted;
+
+        ContainerRunState state_before; /* restored when the attempt cannot start */
+        int stop_signal;
+
+        /* kill */
+        bool killing;
+        EventSource *grace_timer;
+};
+
+static ContainerState *op_container(ContainerOp *op) {
+        return pod_actions_target(&op->w->state, op->is_init, op->index);
+}
+
+static ContainerOp *worker_op(PodWorker *w, bool is_init, unsigned index) {
+        size_t slot = is_init ? index : w->state.n_init + index;
+        return slot < w->n_ops ? w->ops[slot] : NULL;
+}
+
+static void op_clear_start(ContainerOp *op) {
+        free(op->id);
+        free(op->attempt_dir);
+        free(op->rootfs);
+        free(op->log_path);
+        op->id = op->attempt_dir = op->rootfs = op->log_path = NULL;
+        op->image = image_free(op->image);
+        op->iw_source = event_source_free(op->iw_source);
+        if (op->iw.pid > 0)
+                image_worker_abort(&op->iw);
+        op->iw = IMAGE_WORKER_NULL;
+        if (op->rop)
+                runtime_op_cancel(op->rop);
+        op->rop = NULL;
+        op->starting = false;
+}
+
+static void op_free(ContainerOp *op) {
+        if (!op)
+                return;
+        op_clear_start(op);
+        event_source_free(op->grace_timer);
+        free(op);
+}
+
+const char *pod_worker_uid(const PodWorker *w) {
+        return w->object->uid;
+}
+
+static int set_str(char **field, const char *value) {
+        char *c = NULL;
+        if (value && !(c = strdup(value)))
+                return -ENOMEM;
+        free(*field);
+        *field = c;
+        return 0;
+}
+
+/* ---- status ---- */
+
+static int on_sync_defer(EventSource *s, usec_t now, void *userdata);
+
+void pod_worker_request_sync(PodWorker *w) {
+        w->sync_requested = true;
+        (void)event_source_set_enabled(w->sync_defer, true);
+}
+
+static void worker_mark_status(PodWorker *w) {
+        w->status_dirty = true;
+        pod_worker_request_sync(w);
+}
+
+static void worker_write_status(PodWorker *w) {
+        json_t *j = NULL;
+        int r;
+
+        w->status_dirty = false;
+        if (w->torn_down)
+                return;
+        (void)pod_status_update_conditions(&w->state, now_usec(CLOCK_REALTIME));
+        PodStatusContext sc = {
+                .canonical_json = w->object->canonical_json,
+                .node_name = w->ctx->o->node_name,
+                .runtime_name = w->ctx->o->runtime_name,
+        };
+        r = pod_status_to_json(&w->state, &sc, &j);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to build status of pod \"%s\": %m", w->full_name);
+                return;
+        }
+        r = pod_status_write(w->ctx->status_dir, w->object->uid, j);
+        json_decref(j);
+        if (r < 0)
+                log_warning_errno(r, "Failed to write status of pod \"%s\": %m", w->full_name);
+}
+
+/* ---- completion helpers ---- */
+
+static void worker_op_done(PodWorker *w) {
+        assert(w->busy > 0);
+        w->busy--;
+        worker_mark_status(w);
+}
+
+static void container_set_waiting(ContainerState *c, const char *reason, const char *message) {
+        (void)set_str(&c->waiting_reason, reason);
+        (void)set_str(&c->waiting_message, message);
+}
+
+/* An attempt could not be created or started: the container waits with the
+ * reason kubelet would show and retries after the back-off. */
+static void start_failed(ContainerOp *op, const char *reason, const char *message) {
+        PodWorker *w = op->w;
+        ContainerState *c = op_container(op);
+
+        log_warning("Failed to start container \"%s\" of pod \"%s\": %s: %s", c->spec->name,
+                    w->full_name, reason, message);
+        container_set_waiting(c, reason, message);
+        if (op->rootfs_mounted) {
+                ImageError ie = {};
+                (void)image_rootfs_umount(op->rootfs, &ie);
+                op->rootfs_mounted = false;
+        }
+        c->state = op->state_before;
+        backoff_on_exit(c, now_usec(CLOCK_MONOTONIC));
+        op_clear_start(op);
+        worker_op_done(w);
+}
+
+/* ---- sandbox ---- */
+
+static unsigned sandbox_namespaces(const Pod *p) {
+        const PodSpec *s = &p->spec;
+        unsigned ns = 0;
+        if (!s->host_network)
+                ns |= SANDBOX_NS_NET | SANDBOX_NS_UTS;
+        if (!s->host_ipc)
+                ns |= SANDBOX_NS_IPC;
+        if (s->share_process_namespace)
+                ns |= SANDBOX_NS_PID;
+        return ns;
+}
+
+static void on_sandbox_created(Runtime *rt, int r, pid_t holder, const RuntimeError *err,
+                               void *userdata) {
+        PodWorker *w = userdata;
+
+        w->sandbox_pending = false;
+        if (r < 0) {
+                log_warning("Failed to create sandbox of pod \"%s\": %s", w->full_name,
+                            err && err->message[0] ? err->message : strerror(-r));
+                w->state.sandbox = SANDBOX_FAILED;
+                (void)set_str(&w->state.sandbox_message, err ? err->message : NULL);
+                backoff_sandbox_failed(&w->state, now_usec(CLOCK_MONOTONIC));
+        } else {
+                log_info("Sandbox of pod \"%s\" is ready.", w->full_name);
+                w->state.sandbox = SANDBOX_READY;
+                (void)set_str(&w->state.sandbox_message, NULL);
+        }
+        worker_op_done(w);
+}
+
+/* Checkpoint, pod directory, etc files and volumes: everything a
+ * container needs from the node before the first one starts. */
+static int worker_prepare(PodWorker *w, RuntimeError *err) {
+        const PodManagerOptions *o = w->ctx->o;
+        int r;
+
+        if (w->prepared)
+                return 0;
+        r = mkdir_p(w->pod_dir, 0700);
+        if (r < 0)
+                return runtime_error_set(err, r, "cannot create %s: %s", w->pod_dir, strerror(-r));
+
+        PodCheckpoint cp = {
+                .uid = w->object->uid,
+                .name = w->object->name,
+                .namespace = w->object->namespace,
+                .source = w->source,
+                .origin = w->origin,
+                .manifest = json_loads(w->object->canonical_json, 0, NULL),
+        };
+        r = pod_checkpoint_write(w->pod_dir, &cp);
+        json_decref(cp.manifest);
+        if (r < 0)
+                return runtime_error_set(err, r, "cannot write the pod checkpoint: %s",
+                                         strerror(-r));
+
+        PodEtcOptions eo = {
+                .pod_dir = w->pod_dir,
+                .node_hostname = o->node_hostname,
+                .cluster_domain = o->cluster_domain,
+                .cluster_dns = o->cluster_dns,
+                .resolv_conf = o->resolv_conf,
+                .pod_ips = w->state.pod_ips,
+        };
+        _cleanup_strv_free_ char **warnings = NULL;
+        r = pod_etc_files_write(w->state.pod, &eo, &w->etc, &warnings, err);
+        if (r < 0)
+                return r;
+        STRV_FOREACH(s, warnings)
+                log_warning("Pod \"%s\": %s", w->full_name, *s);
+
+        PodNodeInfo node = { .node_name = o->node_name, .pod_ips = w->state.pod_ips };
+        PodVolumesOptions vo = { .pod_dir = w->pod_dir, .node = &node, .lookup = &w->ctx->lookup };
+        r = pod_volumes_prepare(w->state.pod, &vo, &w->volumes, err);
+        if (r < 0)
+                return r;
+        w->prepared = true;
+        return 0;
+}
+
+static void worker_create_sandbox(PodWorker *w) {
+        RuntimeError err = {};
+        int r;
+
+        if (w->sandbox_pending)
+                return;
+        r = worker_prepare(w, &err);
+        if (r < 0) {
+                log_warning("Failed to prepare pod \"%s\": %s", w->full_name, err.message);
+                w->state.sandbox = SANDBOX_FAILED;
+                (void)set_str(&w->state.sandbox_message, err.message);
+                backoff_sandbox_failed(&w->state, now_usec(CLOCK_MONOTONIC));
+                worker_mark_status(w);
+                return;
+        }
+        unsigned ns = sandbox_namespaces(w->state.pod);
+        if (ns == 0) {
+                w->state.sandbox = SANDBOX_READY;
+                worker_mark_status(w);
+                return;
+        }
+        _cleanup_free_ char *hostname = NULL;
+        (void)pod_hostname(w->state.pod, w->ctx->o->node_hostname, &hostname);
+        SandboxRequest req = { .dir = w->ns_dir, .namespaces = ns, .hostname = hostname };
+        w->busy++;
+        w->sandbox_pending = true;
+        r = sandbox_create(w->ctx->o->runtime, &req, on_sandbox_created, w, NULL);
+        if (r < 0) {
+                RuntimeError e = {};
+                runtime_error_set(&e, r, "cannot create the pod sandbox: %s", strerror(-r));
+                on_sandbox_created(w->ctx->o->runtime, r, 0, &e, w);
+        }
+}
+
+/* ---- container start: image -> rootfs -> bundle -> conmon/runc ---- */
+
+static void on_attempt_deleted(Runtime *rt, int r, const RuntimeError *err, void *userdata);
+
+static void on_container_started(Runtime *rt, int r, const RuntimeError *err, void *userdata) {
+        ContainerOp *op = userdata;
+        PodWorker *w = op->w;
+        ContainerState *c = op_container(op);
+
+        op->rop = NULL;
+        if (r < 0) {
+                /* The created container must go, or its ID blocks the next attempt. */
+                w->busy++;
+                if (runtime_container_delete(rt, op->id, true, on_attempt_deleted, w, NULL) < 0)
+                        worker_op_done(w);
+                start_failed(op, "RunContainerError", err ? err->message : strerror(-r));
+                return;
+        }
+        c->state = CONTAINER_RUNNING;
+        c->started_at = now_usec(CLOCK_REALTIME);
+        c->running_since = now_usec(CLOCK_MONOTONIC);
+        c->exit_code = -1;
+        /* Without probes (a later milestone) a running container is started
+         * and ready, as kubelet treats containers that have none. */
+        c->started = true;
+        c->ready = !c->spec->readiness_probe;
+        c->kill_requested = false;
+        container_set_waiting(c, NULL, NULL);
+        log_info("Started container \"%s\" of pod \"%s\" (%s).", c->spec->name, w->full_name,
+                 op->id);
+
+        if (w->ctx->o->container_logs_dir) {
+                _cleanup_free_ char *link = strprintf("%s/%s_%s_%s-%s.log",
+                                                      w->ctx->o->container_logs_dir,
+                                                      w->object->name, w->object->namespace,
+                                                      c->spec->name, op->id);
+                if (link) {
+                        (void)mkdir_p(w->ctx->o->container_logs_dir, 0755);
+                        (void)unlink(link);
+                        if (symlink(op->log_path, link) < 0)
+                                log_debug_errno(errno, "Failed to link %s: %m", link);
+                }
+        }
+        /* The attempt now belongs to the container; only the op's scratch goes. */
+        op->rootfs_mounted = false;
+        op_clear_start(op);
+        worker_op_done(w);
+}
+
+static void on_container_created(Runtime *rt, int r, pid_t pid, pid_t conmon_pid,
+                                 const RuntimeError *err, void *userdata) {
+        ContainerOp *op = userdata;
+        ContainerState *c = op_container(op);
+
+        op->rop = NULL;
+        if (r < 0) {
+                start_failed(op, "CreateContainerError", err ? err->message : strerror(-r));
+                return;
+        }
+        c->state = CONTAINER_CREATED;
+        r = runtime_container_start(rt, op->id, on_container_started, op, &op->rop);
+        if (r < 0) {
+                RuntimeError e = {};
+                runtime_error_set(&e, r, "cannot start: %s", strerror(-r));
+                on_container_started(rt, r, &e, op);
+        }
+}
+
+static void container_create(ContainerOp *op) {
+        PodWorker *w = op->w;
+        const PodManagerOptions *o = w->ctx->o;
+        ContainerState *c = op_container(op);
+        RuntimeError err = {};
+        int r;
+
+        PodNodeInfo node = { .node_name = o->node_name, .pod_ips = w->state.pod_ips };
+        _cleanup_free_ char *bundle = strprintf("%s/bundle", op->attempt_dir);
+        _cleanup_free_ char *termlog = strprintf("%s/termination-log", op->attempt_dir);
+        _cleanup_free_ char *ns_net = sandbox_ns_path(w->ns_dir, "net");
+        _cleanup_free_ char *ns_ipc = sandbox_ns_path(w->ns_dir, "ipc");
+        _cleanup_free_ char *ns_uts = sandbox_ns_path(w->ns_dir, "uts");
+        _cleanup_free_ char *ns_pid = sandbox_ns_path(w->ns_dir, "pid");
+        if (!bundle || !termlog || !ns_net || !ns_ipc || !ns_uts || !ns_pid) {
+                start_failed(op, "CreateContainerError", "out of memory");
+                return;
+        }
+        ContainerBuildContext bc = {
+                .pod = w->state.pod,
+                .container = c->spec,
+                .image = &op->image->config,
+                .node = &node,
+                .lookup = &w->ctx->lookup,
+                .container_id = op->id,
+                .attempt = op->attempt,
+                .rootfs = op->rootfs,
+                .pids_limit = o->pod_pids_limit > 0 ? o->pod_pids_limit : 0,
+                .etc_hosts_path = w->etc.hosts,
+                .etc_hostname_path = w->etc.hostname,
+                .resolv_conf_path = w->etc.resolv_conf,
+                .volumes = &w->volumes,
+                .termination_log_path = termlog,
+                .ns_net = ns_net,
+                .ns_ipc = ns_ipc,
+                .ns_uts = ns_uts,
+                .ns_pid = ns_pid,
+                .node_hostname = o->node_hostname,
+                .seccomp_dir = w->ctx->seccomp_dir,
+        };
+        _cleanup_strv_free_ char **warnings = NULL;
+        bc.warnings = &warnings;
+        RuntimeContainerConfig cfg = {};
+        r = container_config_build(&bc, &cfg, &err);
+        STRV_FOREACH(s, warnings)
+                log_warning("Container \"%s\" of pod \"%s\": %s", c->spec->name, w->full_name, *s);
+        if (r < 0) {
+                start_failed(op, CONTAINER_CONFIG_ERROR_REASON, err.message);
+                return;
+        }
+        r = runtime_bundle_write(bundle, &cfg, &err);
+        runtime_container_config_done(&cfg);
+        if (r < 0) {
+                start_failed(op, CONTAINER_CONFIG_ERROR_REASON, err.message);
+                return;
+        }
+        _cleanup_free_ char *log_dir = strprintf("%s/%s", w->log_dir, c->spec->name);
+        if (!log_dir || mkdir_p(log_dir, 0755) < 0) {
+                start_failed(op, "CreateContainerError", "cannot create the log directory");
+                return;
+        }
+        RuntimeCreateRequest req = {
+                .id = op->id,
+                .bundle_dir = bundle,
+                .log_path = op->log_path,
+                .terminal = c->spec->tty,
+                .stdin_open = c->spec->stdin_open,
+        };
+        (void)set_str(&c->container_id, op->id);
+        r = runtime_container_create(o->runtime, &req, on_container_created, op, &op->rop);
+        if (r < 0) {
+                RuntimeError e = {};
+                runtime_error_set(&e, r, "cannot run conmon: %s", strerror(-r));
+                on_container_created(o->runtime, r, 0, 0, &e, op);
+        }
+}
+
+typedef struct RootfsJob {
+        const char *ref;
+        const char *rootfs;
+        const char *upper;
+        const char *work;
+} RootfsJob;
+
+/* Runs in the image worker child: layers unpacked once, then the overlay. */
+static int rootfs_job(ImageStore *s, void *userdata, ImageError *err) {
+        RootfsJob *j = userdata;
+        int r = image_store_unpack(s, j->ref, err);
+        if (r < 0)
+                return r;
+        return image_rootfs_mount(s, j->ref, j->rootfs, j->upper, j->work, 0, NULL, err);
+}
+
+static int on_rootfs_ready(EventSource *s, const siginfo_t *si, void *userdata) {
+        ContainerOp *op = userdata;
+        ImageError err = {};
+
+        op->iw_source = event_source_free(op->iw_source);
+        int r = image_worker_finish(&op->iw, si, &err);
+        op->iw = IMAGE_WORKER_NULL;
+        if (r < 0) {
+                start_failed(op, "CreateContainerError", err.message);
+                return 0;
+        }
+        op->rootfs_mounted = true;
+        container_create(op);
+        return 0;
+}
+
+/* An image's StopSignal ("SIGQUIT", "QUIT", "3"); SIGTERM when absent or
+ * unknown, as kubelet falls back. */
+static int signal_from_string(const char *s) {
+        if (isempty(s))
+                return SIGTERM;
+        char *end;
+        long n = strtol(s, &end, 10);
+        if (*end == 0 && n > 0 && n < NSIG)
+                return (int)n;
+        const char *name = startswith(s, "SIG") ?: s;
+        for (int i = 1; i < NSIG; i++) {
+                const char *abbrev = sigabbrev_np(i);
+                if (abbrev && streq(abbrev, name))
+                        return i;
+        }
+        return SIGTERM;
+}
+
+static void container_start(PodWorker *w, const ContainerStartAction *a) {
+        ContainerOp *op = worker_op(w, a->is_init, a->index);
+        ContainerState *c = pod_actions_target(&w->state, a->is_init, a->index);
+        ImageStore *store = w->ctx->o->images;
+        ImageError ierr = {};
+        int r;
+
+        if (!op || !c || op->starting || op->killing)
+                return;
+        op->starting = true;
+        op->state_before = c->state;
+        w->busy++;
+        op->attempt = c->state == CONTAINER_NONE && !c->container_id ? 0 : c->attempt + 1;
+        if (c->state == CONTAINER_EXITED) {
+                /* The exited attempt becomes lastState. */
+                c->has_last = true;
+                c->last_exit_code = c->exit_code;
+                c->last_started_at = c->started_at;
+                c->last_finished_at = c->finished_at;
+                free(c->last_exit_reason);
+                c->last_exit_reason = TAKE_PTR(c->exit_reason);
+                free(c->last_container_id);
+                c->last_container_id = c->container_id ? strdup(c->container_id) : NULL;
+        }
+
+        /* Images come from the local store only in this milestone (archives
+         * loaded with `nanolet image load`); registry pulls come later. */
+        r = image_store_get(store, c->spec->image, &op->image, &ierr);
+        if (r < 0) {
+                bool never = c->spec->image_pull_policy == PULL_POLICY_NEVER;
+                _cleanup_free_ char *msg =
+                        strprintf("image \"%s\" is not present in the local store%s", c->spec->image,
+                                  never ? " with pull policy of Never"
+                                        : "; load it with 'nanolet image load' (registry pulls are not available in this version)");
+                start_failed(op, never ? "ErrImageNeverPull" : "ErrImagePull", msg ? msg : "image missing");
+                return;
+        }
+        (void)set_str(&c->image_id, op->image->config_digest);
+        op->stop_signal = signal_from_string(op->image->config.stop_signal);
+
+        op->id = strprintf("%s-%s-%u", w->object->uid, c->spec->name, op->attempt);
+        op->attempt_dir = strprintf("%s/containers/%s/%u", w->pod_dir, c->spec->name, op->attempt);
+        op->rootfs = op->attempt_dir ? strprintf("%s/rootfs", op->attempt_dir) : NULL;
+        op->log_path = strprintf("%s/%s/%u.log", w->log_dir, c->spec->name, op->attempt);
+        _cleanup_free_ char *upper = op->attempt_dir ? strprintf("%s/upper", op->attempt_dir) : NULL;
+        _cleanup_free_ char *work = op->attempt_dir ? strprintf("%s/work", op->attempt_dir) : NULL;
+        if (!op->id || !op->rootfs || !op->log_path || !upper || !work) {
+                start_failed(op, "CreateContainerError", "out of memory");
+                return;
+        }
+        /* A leftover of an earlier agent run at this attempt number is stale. */
+        (void)image_rootfs_umount(op->rootfs, &ierr);
+        ierr = (ImageError){};
+        _cleanup_close_ int pfd = open(w->pod_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_free_ char *rel = strprintf("containers/%s/%u", c->spec->name, op->attempt);
+        if (pfd >= 0 && rel)
+                (void)rm_rf_at(pfd, rel);
+        r = mkdir_p(op->rootfs, 0755);
+        if (r < 0) {
+                start_failed(op, "CreateContainerError", "cannot create the container directory");
+                return;
+        }
+        c->attempt = op->attempt;
+        c->restart_count = op->attempt;
+        container_set_waiting(c, "ContainerCreating", NULL);
+
+        RootfsJob job = { .ref = c->spec->image, .rootfs = op->rootfs, .upper = upper, .work = work };
+        r = image_worker_start(store, rootfs_job, &job, &op->iw, &ierr);
+        if (r < 0) {
+                start_failed(op, "CreateContainerError", ierr.message);
+                return;
+        }
+        r = event_add_child(w->ctx->event, &op->iw_source, op->iw.pid, on_rootfs_ready, op);
+        if (r < 0) {
+                image_worker_abort(&op->iw);
+                start_failed(op, "CreateContainerError", "cannot watch the image worker");
+        }
+}
+
+/* ---- kill ---- */
+
+static int stop_signal(const ContainerOp *op) {
+        return op->stop_signal > 0 ? op->stop_signal : SIGTERM;
+}
+
+static void on_kill_sent(Runtime *rt, int r, const RuntimeError *err, void *userdata) {
+        PodWorker *w = userdata;
+        if (r < 0)
+                log_debug("Kill in pod \"%s\" failed: %s", w->full_name,
+                          err ? err->message : strerror(-r));
+        worker_op_done(w);
+}
+
+static int on_grace_expired(EventSource *s, usec_t now, void *userdata) {
+        ContainerOp *op = userdata;
+        PodWorker *w = op->w;
+        ContainerState *c = op_container(op);
+
+        op->grace_timer = event_source_free(op->grace_timer);
+        if (!c->container_id || (c->state != CONTAINER_RUNNING && c->state != CONTAINER_CREATED))
+                return 0;
+        log_info("Container \"%s\" of pod \"%s\" did not stop within its grace period, killing it.",
+                 c->spec->name, w->full_name);
+        w->busy++;
+        if (runtime_container_kill(w->ctx->o->runtime, c->container_id, SIGKILL, true, on_kill_sent,
+                                   w, NULL) < 0)
+                worker_op_done(w);
+        return 0;
+}
+
+static void container_kill(PodWorker *w, const ContainerKillAction *a) {
+        ContainerOp *op = worker_op(w, a->is_init, a->index);
+        ContainerState *c = pod_actions_target(&w->state, a->is_init, a->index);
+
+        if (!op || !c || op->killing || !c->container_id)
+                return;
+        op->killing = true;
+        log_info("Killing container \"%s\" of pod \"%s\" (%s), grace period %llds%s%s.",
+                 c->spec->name, w->full_name, kill_reason_to_string(a->reason),
+                 (long long)a->grace_period_seconds, a->message ? ": " : "", strempty(a->message));
+        w->busy++;
+        if (runtime_container_kill(w->ctx->o->runtime, c->container_id, stop_signal(op), false,
+                                   on_kill_sent, w, NULL) < 0)
+                worker_op_done(w);
+        int64_t grace = MAX(a->grace_period_seconds, (int64_t)2);
+        (void)event_add_time_relative(w->ctx->event, &op->grace_timer,
+                                      (usec_t)grace * USEC_PER_SEC, 0, on_grace_expired, op);
+}
+
+/* ---- exits (PLEG) ---- */
+
+static void on_attempt_deleted(Runtime *rt, int r, const RuntimeError *err, void *userdata) {
+        PodWorker *w = userdata;
+        if (r < 0)
+                log_debug("Pod \"%s\": removing a container failed: %s", w->full_name,
+                          err ? err->message : strerror(-r));
+        worker_op_done(w);
+}
+
+static char *read_termination_message(PodWorker *w, const ContainerState *c) {
+        _cleanup_free_ char *path = strprintf("%s/containers/%s/%u/termination-log", w->pod_dir,
+                                              c->spec->name, c->attempt);
+        char *data = NULL;
+        if (path && read_full_file_at(AT_FDCWD, path, 4096, &data, NULL) == 0 && data[0])
+                return data;
+        free(data);
+        return NULL;
+}
+
+static void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,
+                             const RuntimeContainerStatus *st) {
+        c->state = CONTAINER_EXITED;
+        c->exit_code = st->exit_code >= 0 ? st->exit_code : 137;
+        c->finished_at = st->finished_at ? st->finished_at : now_usec(CLOCK_REALTIME);
+        const char *reason = st->oom_killed ? "OOMKilled" : c->exit_code == 0 ? "Completed" : "Error";
+        (void)set_str(&c->exit_reason, reason);
+        free(c->exit_message);
+        c->exit_message = read_termination_message(w, c);
+        c->ready = false;
+        c->started = false;
+        c->kill_requested = false;
+        backoff_on_exit(c, now_usec(CLOCK_MONOTONIC));
+        log_info("Container \"%s\" of pod \"%s\" exited with code %d (%s).", c->spec->name,
+                 w->full_name, c->exit_code, reason);
+
+        if (op) {
+                op->killing = false;
+                op->grace_timer = event_source_free(op->grace_timer);
+        }
+        /* The attempt's runtime state and rootfs go now; its log and bundle
+         * stay for `logs -p` and inspection. */
+        _cleanup_free_ char *rootfs = strprintf("%s/containers/%s/%u/rootfs", w->pod_dir,
+                                                c->spec->name, c->attempt);
+        ImageError ie = {};
+        if (rootfs)
+                (void)image_rootfs_umount(rootfs, &ie);
+        w->busy++;
+        if (runtime_container_delete(w->ctx->o->runtime, c->container_id, true,
+                                     on_attempt_deleted, w, NULL) < 0)
+                worker_op_done(w);
+        /* Attempts older than the previous one are of no further use. */
+        if (c->attempt >= 1) {
+                _cleanup_close_ int pfd = open(w->pod_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                for (unsigned a = 0; pfd >= 0 && a + 1 < c->attempt; a++) {
+                        _cleanup_free_ char *rel = strprintf("containers/%s/%u", c->spec->name, a);
+                        if (rel)
+                                (void)rm_rf_at(pfd, rel);
+                }
+        }
+}
+
+void pod_worker_relist(PodWorker *w) {
+        bool changed = false;
+
+        for (size_t slot = 0; slot < w->n_ops; slot++) {
+                ContainerOp *op = w->ops[slot];
+                ContainerState *c = op_container(op);
+                if (!c || !c->container_id || op->starting)
+                        continue;
+                if (c->state != CONTAINER_RUNNING && c->state != CONTAINER_CREATED)
+                        continue;
+                RuntimeContainerStatus st = {};
+                if (runtime_container_status(w->ctx->o->runtime, c->container_id, &st) < 0)
+                        continue;
+                if (st.state == RUNTIME_STATE_RUNNING || st.state == RUNTIME_STATE_CREATED)
+                        continue;
+                /* Keep the previous attempt for lastState before recording this one. */
+                container_exited(w, op, c, &st);
+                changed = true;
+        }
+        if (changed)
+                worker_mark_status(w);
+}
+
+/* ---- teardown ---- */
+
+static void worker_teardown(PodWorker *w) {
+        RuntimeError err = {};
+
+        if (w->torn_down)
+                return;
+        w->torn_down = true;
+        if (sandbox_remove(w->ns_dir, &err) < 0)
+                log_warning("Pod \"%s\": %s", w->full_name, err.message);
+        err = (RuntimeError){};
+        if (pod_volumes_cleanup(w->pod_dir, &err) < 0)
+                log_warning("Pod \"%s\": %s", w->full_name, err.message);
+        _cleanup_free_ char *parent = strdup(w->pod_dir);
+        char *slash = parent ? strrchr(parent, '/') : NULL;
+        if (slash) {
+                *slash = 0;
+                _cleanup_close_ int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                int r = pfd >= 0 ? rm_rf_at(pfd, slash + 1) : -errno;
+                if (r < 0)
+                        log_warning_errno(r, "Pod \"%s\": failed to remove %s: %m", w->full_name,
+                                          w->pod_dir);
+        }
+        (void)pod_status_remove(w->ctx->status_dir, w->object->uid);
+        log_info("Pod \"%s\" is gone.", w->full_name);
+        w->ctx->worker_finished(w, w->ctx->userdata);
+}
+
+/* ---- the sync ---- */
+
+static int on_wakeup(EventSource *s, usec_t now, void *userdata) {
+        pod_worker_request_sync(userdata);
+        return 0;
+}
+
+/* Returns true when the worker tore its pod down and was freed. */
+static bool worker_sync(PodWorker *w) {
+        PodActions a = {};
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        int r;
+
+        if (w->torn_down)
+                return false;
+        if (w->waiting_for_predecessor) {
+                if (!w->state.terminating)
+                        return false;
+                /* Replaced or removed before it ever started: nothing to stop. */
+                worker_teardown(w);
+                return true;
+        }
+        r = pod_compute_actions(&w->state, now, &a);
+        if (r < 0) {
+                log_oom();
+                return false;
+        }
+        for (size_t i = 0; i < a.n_waiting; i++) {
+                ContainerState *c = pod_actions_target(&w->state, a.waiting[i].is_init,
+                                                       a.waiting[i].index);
+                if (c)
+                        container_set_waiting(c, a.waiting[i].reason, a.waiting[i].message);
+        }
+        if (a.deadline_exceeded && !w->state.deadline_exceeded) {
+                w->state.deadline_exceeded = true;
+                (void)set_str(&w->state.reason, "DeadlineExceeded");
+                (void)set_str(&w->state.message, "Pod was active on the node longer than the specified deadline");
+        }
+        if (a.create_sandbox)
+                worker_create_sandbox(w);
+        for (size_t i = 0; i < a.n_kills; i++)
+                container_kill(w, &a.kills[i]);
+        for (size_t i = 0; i < a.n_starts; i++)
+                container_start(w, &a.starts[i]);
+
+        if (a.pod_done && w->busy == 0) {
+                if (w->state.terminating) {
+                        pod_actions_done(&a);
+                        worker_teardown(w);
+                        return true;
+                }
+                /* A finished pod (Succeeded/Failed) keeps its status and logs
+                 * but not its namespaces. */
+                if (w->state.sandbox == SANDBOX_READY && sandbox_namespaces(w->state.pod)) {
+                        RuntimeError err = {};
+                        (void)sandbox_remove(w->ns_dir, &err);
+                }
+        }
+        if (a.next_wakeup != USEC_INFINITY) {
+                if (!w->wakeup)
+                        (void)event_add_time(w->ctx->event, &w->wakeup, a.next_wakeup, 0,
+                                             on_wakeup, w);
+                else
+                        (void)event_source_set_time(w->wakeup, a.next_wakeup);
+        }
+        pod_actions_done(&a);
+        w->status_dirty = true;
+        return false;
+}
+
+static int on_sync_defer(EventSource *s, usec_t now, void *userdata) {
+        PodWorker *w = userdata;
+
+        if (w->sync_requested) {
+                w->sync_requested = false;
+                if (worker_sync(w))
+                        return 0; /* w is freed */
+        }
+        if (w->status_dirty && !w->torn_down)
+                worker_write_status(w);
+        return 0;
+}
+
+void pod_worker_terminate(PodWorker *w, const char *reason) {
+        if (w->state.terminating)
+                return;
+        log_info("Terminating pod \"%s\": %s.", w->full_name, reason);
+        w->state.terminating = true;
+        pod_worker_request_sync(w);
+}
+
+int pod_worker_new(PodWorker **ret, const PodManagerContext *ctx, ManifestObject *object,
+                   const char *source, const char *origin) {
+        _cleanup_free_ PodWorker *w = calloc(1, sizeof *w);
+        int r;
+
+        if (!w)
+                return -ENOMEM;
+        w->ctx = ctx;
+        w->object = manifest_object_ref(object);
+        w->source = strdup(source);
+        w->origin = strdup(origin);
+        w->full_name = strprintf("%s_%s(%s)", object->name, object->namespace, object->uid);
+        w->pod_dir = strprintf("%s/%s", ctx->pods_dir, object->uid);
+        w->ns_dir = strprintf("%s/%s", ctx->ns_dir, object->uid);
+        w->log_dir = strprintf("%s/%s_%s_%s", ctx->o->pod_logs_dir, object->namespace, object->name,
+                               object->uid);
+        if (!w->source || !w->origin || !w->full_name || !w->pod_dir || !w->ns_dir || !w->log_dir) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        r = pod_state_init(&w->state, object->pod, object->uid);
+        if (r < 0)
+                goto fail;
+        w->state.start_time = now_usec(CLOCK_REALTIME);
+        w->state.start_monotonic = now_usec(CLOCK_MONOTONIC);
+        w->n_ops = w->state.n_init + w->state.n_app;
+        w->ops = calloc(MAX(w->n_ops, (size_t)1), sizeof(ContainerOp *));
+        if (!w->ops) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        for (size_t i = 0; i < w->n_ops; i++) {
+                w->ops[i] = calloc(1, sizeof(ContainerOp));
+                if (!w->ops[i]) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                w->ops[i]->w = w;
+                w->ops[i]->is_init = i < w->state.n_init;
+                w->ops[i]->index = (unsigned)(w->ops[i]->is_init ? i : i - w->state.n_init);
+                w->ops[i]->iw = IMAGE_WORKER_NULL;
+        }
+        r = event_add_defer(ctx->event, &w->sync_defer, on_sync_defer, w);
+        if (r < 0)
+                goto fail;
+        *ret = TAKE_PTR(w);
+        return 0;
+fail:
+        pod_worker_free(TAKE_PTR(w));
+        return r;
+}
+
+PodWorker *pod_worker_free(PodWorker *w) {
+        if (!w)
+                return NULL;
+        if (w->predecessor)
+                w->predecessor->successor = NULL;
+        if (w->successor)
+                w->successor->predecessor = NULL;
+        for (size_t i = 0; i < w->n_ops; i++)
+                op_free(w->ops[i]);
+        free(w->ops);
+        event_source_free(w->sync_defer);
+        event_source_free(w->wakeup);
+        pod_state_done(&w->state);
+        pod_etc_files_done(&w->etc);
+        pod_volumes_done(&w->volumes);
+        manifest_object_unref(w->object);
+        free(w->source);
+        free(w->origin);
+        free(w->full_name);
+        free(w->pod_dir);
+        free(w->ns_dir);
+        free(w->log_dir);
+        free(w);
+        return NULL;
+}

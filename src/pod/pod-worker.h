@@ -1,0 +1,77 @@
+/* One pod's worker: owns the pod's observed state and carries out the
+ * actions pod_compute_actions() returns, through asynchronous runtime and
+ * image operations. Internal to the pod manager. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "event.h"
+#include "image.h"
+#include "manifest.h"
+#include "pod-etc-files.h"
+#include "pod-manager.h"
+#include "pod-state.h"
+#include "pod-volumes.h"
+#include "runtime.h"
+
+typedef struct PodWorker PodWorker;
+typedef struct ContainerOp ContainerOp;
+
+/* The manager's side, as workers see it. */
+typedef struct PodManagerContext {
+        Event *event;
+        const PodManagerOptions *o;
+        char *status_dir;    /* <run-dir>/status */
+        char *pods_dir;      /* <root-dir>/pods */
+        char *ns_dir;        /* <run-dir>/ns */
+        char *seccomp_dir;   /* <root-dir>/seccomp */
+        PodObjectLookup lookup; /* local ConfigMaps/Secrets from PodConfig */
+        /* Called when a worker has torn its pod down completely. */
+        void (*worker_finished)(PodWorker *w, void *userdata);
+        void *userdata;
+} PodManagerContext;
+
+struct PodWorker {
+        const PodManagerContext *ctx;
+        ManifestObject *object;   /* the wanted pod (reference) */
+        char *source;             /* "file" | "http" */
+        char *origin;
+        char *full_name;          /* "<name>_<namespace>(<uid>)" for logs */
+
+        PodState state;
+        char *pod_dir;            /* <root-dir>/pods/<uid> */
+        char *ns_dir;             /* <run-dir>/ns/<uid> */
+        char *log_dir;            /* <pod-logs-dir>/<ns>_<name>_<uid> */
+        PodEtcFiles etc;
+        PodVolumes volumes;
+        bool prepared;            /* checkpoint, etc files and volumes are in place */
+        bool sandbox_pending;
+
+        unsigned busy;            /* operations in flight */
+        bool sync_requested;
+        EventSource *sync_defer;
+        EventSource *wakeup;      /* back-off expiry, grace deadline, deadline */
+        bool status_dirty;
+
+        /* A changed manifest: this pod replaces `predecessor` and starts only
+         * when it is gone. */
+        PodWorker *successor;
+        PodWorker *predecessor;
+        bool waiting_for_predecessor;
+        bool torn_down;
+
+        ContainerOp **ops;
+        size_t n_ops;
+};
+
+int pod_worker_new(PodWorker **ret, const PodManagerContext *ctx, ManifestObject *object,
+                   const char *source, const char *origin);
+PodWorker *pod_worker_free(PodWorker *w);
+/* Asks for a sync on the next loop iteration (coalesced). */
+void pod_worker_request_sync(PodWorker *w);
+/* Starts termination: every container is stopped with its grace period,
+ * then the sandbox, volumes and pod directory are removed. */
+void pod_worker_terminate(PodWorker *w, const char *reason);
+/* PLEG: re-reads the runtime state of the pod's containers. */
+void pod_worker_relist(PodWorker *w);
+const char *pod_worker_uid(const PodWorker *w);

@@ -1,0 +1,198 @@
+/* Container status from files only, no child process (the PLEG relist runs
+ * it every second for every container).
+ *
+ * Supported layouts under the runtime root (<run>/runc):
+ * - runc 1.1: <root>/<id>/state.json with "init_process_pid" and
+ *   "init_process_start" (clock ticks since boot, /proc/<pid>/stat field 22).
+ * - crun 1.x: <root>/<id>/status with "pid" and "process-start-time".
+ * Both keep <root>/<id>/exec.fifo from create until start. The state is
+ * derived as runc itself does: init alive with the recorded start time
+ * (so a reused PID is not mistaken for it) and exec.fifo present: CREATED;
+ * alive without it: RUNNING; otherwise stopped. Paused counts as RUNNING.
+ *
+ * STOPPED is reported once conmon's exit file exists, or conmon is gone: a
+ * container that just died while its conmon is still writing the file keeps
+ * its previous state for those milliseconds, so STOPPED comes with the exit
+ * code whenever conmon did its job (exit_code -1 otherwise). The exit file
+ * <run>/exits/<id> holds the code as decimal text; its mtime is finished_at.
+ * oom_killed: conmon's <run>/conmon/<id>/oom marker. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "fileio.h"
+#include "macro.h"
+#include "runtime-internal.h"
+#include "string-util.h"
+
+#define STATE_FILE_MAX (8U * 1024U * 1024U)
+
+/* Returns 1 and the start time when pid exists and is not a zombie, 0 when
+ * it is gone or a zombie. */
+static int proc_start_time(pid_t pid, unsigned long long *ret_start) {
+        char path[64];
+        _cleanup_free_ char *stat = NULL;
+
+        (void)snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        int r = read_full_file_at(AT_FDCWD, path, 4096, &stat, NULL);
+        if (r == -ENOENT || r == -ESRCH)
+                return 0;
+        if (r < 0)
+                return r;
+        /* comm may hold spaces and parentheses: fields follow the last ')'. */
+        const char *p = strrchr(stat, ')');
+        if (!p)
+                return -EBADMSG;
+        p++;
+        char state = 0;
+        unsigned long long start = 0;
+        /* fields 3 (state) .. 22 (starttime) */
+        if (sscanf(p, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
+                      "%*d %llu",
+                   &state, &start) != 2)
+                return -EBADMSG;
+        if (state == 'Z' || state == 'X' || state == 'x')
+                return 0;
+        *ret_start = start;
+        return 1;
+}
+
+static int read_state(Runtime *rt, const char *id, pid_t *ret_pid, unsigned long long *ret_start) {
+        _cleanup_free_ char *data = NULL;
+        char path[PATH_MAX];
+        bool crun = false;
+        int r;
+
+        (void)snprintf(path, sizeof(path), "%s/%s/state.json", rt->runtime_root, id);
+        r = read_full_file_at(AT_FDCWD, path, STATE_FILE_MAX, &data, NULL);
+        if (r == -ENOENT) {
+                (void)snprintf(path, sizeof(path), "%s/%s/status", rt->runtime_root, id);
+                r = read_full_file_at(AT_FDCWD, path, STATE_FILE_MAX, &data, NULL);
+                crun = true;
+        }
+        if (r < 0)
+                return r;
+
+        json_t *j = json_loads(data, 0, NULL);
+        if (!j)
+                return -EBADMSG;
+        json_t *pid = json_object_get(j, crun ? "pid" : "init_process_pid");
+        json_t *start = json_object_get(j, crun ? "process-start-time" : "init_process_start");
+        if (!json_is_integer(pid)) {
+                json_decref(j);
+                return -EBADMSG;
+        }
+        *ret_pid = (pid_t)json_integer_value(pid);
+        *ret_start = json_is_integer(start) ? (unsigned long long)json_integer_value(start) : 0;
+        json_decref(j);
+        return 0;
+}
+
+static bool conmon_alive(Runtime *rt, const char *id) {
+        char path[PATH_MAX];
+        pid_t pid;
+
+        (void)snprintf(path, sizeof(path), "%s/%s/conmon.pid", rt->conmon_dir, id);
+        if (read_pid_file(path, &pid) < 0)
+                return false;
+        (void)snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+        _cleanup_free_ char *comm = NULL;
+        if (read_full_file_at(AT_FDCWD, path, 64, &comm, NULL) < 0)
+                return false;
+        return startswith(comm, "conmon") != NULL;
+}
+
+/* Reads <exits>/<id>: 1 if present (code and mtime set), 0 if not. */
+static int read_exit_file(Runtime *rt, const char *id, int *ret_code, usec_t *ret_mtime) {
+        char path[PATH_MAX];
+        _cleanup_free_ char *s = NULL;
+        struct stat st;
+
+        (void)snprintf(path, sizeof(path), "%s/%s", rt->exits_dir, id);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        int r = read_full_fd(fd, 64, &s, NULL);
+        if (r < 0)
+                return r;
+        char *end;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (errno != 0 || end == s || v < -1 || v > 255)
+                *ret_code = -1;
+        else
+                *ret_code = (int)v;
+        *ret_mtime = (usec_t)st.st_mtim.tv_sec * USEC_PER_SEC +
+                     (usec_t)st.st_mtim.tv_nsec / 1000;
+        return 1;
+}
+
+int runtime_container_status(Runtime *rt, const char *id, RuntimeContainerStatus *ret) {
+        RuntimeContainerStatus s = { .state = RUNTIME_STATE_UNKNOWN, .exit_code = -1 };
+        char path[PATH_MAX];
+        pid_t pid = 0;
+        unsigned long long start = 0;
+        int r;
+
+        if (!rt || !ret || !runtime_id_valid(id))
+                return -EINVAL;
+
+        int code = -1;
+        usec_t mtime = 0;
+        r = read_exit_file(rt, id, &code, &mtime);
+        if (r < 0)
+                return r;
+        bool have_exit = r > 0;
+
+        (void)snprintf(path, sizeof(path), "%s/%s/oom", rt->conmon_dir, id);
+        s.oom_killed = access(path, F_OK) == 0;
+
+        r = read_state(rt, id, &pid, &start);
+        if (r == -ENOENT || r == -ENOTDIR) {
+                /* Unknown to the runtime; a leftover exit file still tells
+                 * how it ended (e.g. deleted while the agent was down). */
+                if (have_exit) {
+                        s.exit_code = code;
+                        s.finished_at = mtime;
+                }
+                *ret = s;
+                return 0;
+        }
+        if (r < 0)
+                return r;
+
+        (void)snprintf(path, sizeof(path), "%s/%s/exec.fifo", rt->runtime_root, id);
+        bool fifo = access(path, F_OK) == 0;
+
+        unsigned long long actual = 0;
+        int alive = pid > 0 ? proc_start_time(pid, &actual) : 0;
+        if (alive < 0)
+                return alive;
+        if (alive > 0 && start != 0 && actual != start)
+                alive = 0; /* the PID was reused */
+
+        if (alive > 0 && !have_exit) {
+                s.state = fifo ? RUNTIME_STATE_CREATED : RUNTIME_STATE_RUNNING;
+                s.pid = pid;
+        } else if (!have_exit && conmon_alive(rt, id)) {
+                /* Dead, conmon about to write the exit file. */
+                s.state = fifo ? RUNTIME_STATE_CREATED : RUNTIME_STATE_RUNNING;
+                s.pid = 0;
+        } else {
+                s.state = RUNTIME_STATE_STOPPED;
+                if (have_exit) {
+                        s.exit_code = code;
+                        s.finished_at = mtime;
+                }
+        }
+        *ret = s;
+        return 0;
+}

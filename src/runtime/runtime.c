@@ -1,0 +1,748 @@
+/* The Runtime object: a FIFO of operations, at most max_parallel of which
+ * have a child (runc, crun, conmon or the sandbox helper) at a time. Every
+ * op starts from a defer source, so a callback never runs inside the call
+ * that queued its op; it completes only once its child is reaped, so the
+ * slot count is exact. Output of runtime commands (stdout and stderr merged,
+ * at most 64 KiB) becomes RuntimeError.message: for runc and crun the msg=
+ * of their logrus "level=error" lines. */
+#include "runtime.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "log.h"
+#include "rm-rf.h"
+#include "macro.h"
+#include "runtime-internal.h"
+#include "spawn.h"
+#include "string-util.h"
+#include "strv.h"
+
+#define DEFAULT_RUN_DIR "/run/nanolet"
+#define DEFAULT_OP_TIMEOUT (60 * USEC_PER_SEC)
+
+bool runtime_id_valid(const char *id) {
+        if (isempty(id) || strlen(id) > 128 || streq(id, ".") || streq(id, ".."))
+                return false;
+        for (const char *p = id; *p; p++)
+                if (!isalnum((unsigned char)*p) && !strchr("_.-", *p))
+                        return false;
+        return true;
+}
+
+static int kick_handler(EventSource *s, usec_t now, void *userdata);
+
+int runtime_new(Runtime **ret, Event *e, const RuntimeOptions *o) {
+        RuntimeOptions def = {};
+        if (!ret)
+                return -EINVAL;
+        if (!o)
+                o = &def;
+
+        Runtime *rt = calloc(1, sizeof(*rt));
+        if (!rt)
+                return -ENOMEM;
+        rt->event = e;
+        rt->runtime = strdup(isempty(o->runtime) ? "runc" : o->runtime);
+        rt->conmon = strdup(isempty(o->conmon) ? "conmon" : o->conmon);
+        rt->run_dir = strdup(isempty(o->run_dir) ? DEFAULT_RUN_DIR : o->run_dir);
+        if (!rt->runtime || !rt->conmon || !rt->run_dir)
+                goto oom;
+        const char *slash = strrchr(rt->runtime, '/');
+        rt->runtime_name = strdup(slash ? slash + 1 : rt->runtime);
+        rt->exits_dir = strprintf("%s/exits", rt->run_dir);
+        rt->conmon_dir = strprintf("%s/conmon", rt->run_dir);
+        /* runc and crun both under <run>/runc: the state-files contract names
+         * one root, whatever the runtime. */
+        rt->runtime_root = strprintf("%s/runc", rt->run_dir);
+        if (!rt->runtime_name || !rt->exits_dir || !rt->conmon_dir || !rt->runtime_root)
+                goto oom;
+
+        rt->max_parallel = o->max_parallel;
+        if (rt->max_parallel == 0) {
+                long n = sysconf(_SC_NPROCESSORS_ONLN);
+                rt->max_parallel = n > 0 ? 2 * (unsigned)n : 2;
+        }
+        rt->op_timeout = o->op_timeout > 0 ? o->op_timeout : DEFAULT_OP_TIMEOUT;
+        rt->systemd_cgroup = o->systemd_cgroup;
+
+        if (e) {
+                int r = event_add_defer(e, &rt->kick, kick_handler, rt);
+                if (r < 0) {
+                        runtime_free(rt);
+                        return r;
+                }
+                (void)event_source_set_enabled(rt->kick, false);
+                (void)event_source_set_description(rt->kick, "runtime-kick");
+        }
+        *ret = rt;
+        return 0;
+oom:
+        runtime_free(rt);
+        return -ENOMEM;
+}
+
+static void list_remove(RuntimeOp **head, RuntimeOp **tail, RuntimeOp *op) {
+        if (op->prev)
+                op->prev->next = op->next;
+        else
+                *head = op->next;
+        if (op->next)
+                op->next->prev = op->prev;
+        else if (tail)
+                *tail = op->prev;
+        op->prev = op->next = NULL;
+}
+
+static RuntimeOp *op_free(RuntimeOp *op) {
+        if (!op)
+                return NULL;
+        op->child_source = event_source_free(op->child_source);
+        op->out_source = event_source_free(op->out_source);
+        op->sync_source = event_source_free(op->sync_source);
+        op->timer = event_source_free(op->timer);
+        op->pidfd = safe_close(op->pidfd);
+        op->out_fd = safe_close(op->out_fd);
+        op->sync_fd = safe_close(op->sync_fd);
+        if (op->sandbox)
+                sandbox_op_free(op);
+        strv_free(op->argv);
+        free(op->out);
+        free(op->id);
+        free(op->create_bundle);
+        free(op->create_log_path);
+        free(op);
+        return NULL;
+}
+
+/* Kills and reaps a running op's child at once: used only when the Runtime
+ * goes away, where waiting on the loop is no longer possible. */
+void runtime_op_kill_child_now(RuntimeOp *op) {
+        if (op->pid <= 0 || op->child_exited)
+                return;
+        if (op->pidfd >= 0)
+                (void)syscall(SYS_pidfd_send_signal, op->pidfd, SIGKILL, NULL, 0);
+        op->child_source = event_source_free(op->child_source);
+        (void)TEMP_FAILURE_RETRY(waitpid(op->pid, NULL, 0));
+        op->child_exited = true;
+}
+
+Runtime *runtime_free(Runtime *rt) {
+        if (!rt)
+                return NULL;
+        while (rt->queue_head) {
+                RuntimeOp *op = rt->queue_head;
+                list_remove(&rt->queue_head, &rt->queue_tail, op);
+                op_free(op);
+        }
+        while (rt->running) {
+                RuntimeOp *op = rt->running;
+                list_remove(&rt->running, NULL, op);
+                runtime_op_kill_child_now(op);
+                op_free(op);
+        }
+        rt->kick = event_source_free(rt->kick);
+        free(rt->runtime);
+        free(rt->runtime_name);
+        free(rt->conmon);
+        free(rt->run_dir);
+        free(rt->runtime_root);
+        free(rt->exits_dir);
+        free(rt->conmon_dir);
+        free(rt);
+        return NULL;
+}
+
+const char *runtime_exits_dir(Runtime *rt) {
+        return rt ? rt->exits_dir : NULL;
+}
+
+int runtime_resolve(Runtime *rt, char **ret_path, RuntimeError *err) {
+        int r = find_executable(rt->runtime, ret_path);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return runtime_error_set(err, r, "OCI runtime \"%s\" not found%s: %s", rt->runtime,
+                                         strchr(rt->runtime, '/') ? "" : " in PATH",
+                                         strerror(-r));
+        return 0;
+}
+
+/* --- op queue ---------------------------------------------------------- */
+
+int runtime_op_new(Runtime *rt, RuntimeOpKind kind, const char *id, RuntimeOp **ret) {
+        if (!rt->event)
+                return -ENXIO;
+        RuntimeOp *op = calloc(1, sizeof(*op));
+        if (!op)
+                return -ENOMEM;
+        op->rt = rt;
+        op->kind = kind;
+        op->pidfd = op->out_fd = op->sync_fd = -EBADF;
+        if (id) {
+                op->id = strdup(id);
+                if (!op->id) {
+                        free(op);
+                        return -ENOMEM;
+                }
+        }
+        *ret = op;
+        return 0;
+}
+
+void runtime_op_enqueue(RuntimeOp *op) {
+        Runtime *rt = op->rt;
+        op->prev = rt->queue_tail;
+        op->next = NULL;
+        if (rt->queue_tail)
+                rt->queue_tail->next = op;
+        else
+                rt->queue_head = op;
+        rt->queue_tail = op;
+        (void)event_source_set_enabled(rt->kick, true);
+}
+
+static int runc_op_start(RuntimeOp *op);
+
+static int op_start(RuntimeOp *op) {
+        switch (op->kind) {
+        case RUNTIME_OP_CREATE:
+                return conmon_op_start(op);
+        case RUNTIME_OP_SANDBOX:
+                return sandbox_op_start(op);
+        default:
+                return runc_op_start(op);
+        }
+}
+
+static int kick_handler(EventSource *s, usec_t now, void *userdata) {
+        Runtime *rt = userdata;
+
+        while (rt->queue_head && rt->n_running < rt->max_parallel) {
+                RuntimeOp *op = rt->queue_head;
+                list_remove(&rt->queue_head, &rt->queue_tail, op);
+                op->next = rt->running;
+                if (rt->running)
+                        rt->running->prev = op;
+                rt->running = op;
+                op->running = true;
+                rt->n_running++;
+
+                /* < 0: failed before any child; > 0: done without one. */
+                int r = op_start(op);
+                if (r != 0) {
+                        /* The callback may free rt: nothing after this. */
+                        runtime_op_complete(op, r < 0 ? r : 0);
+                        return 0;
+                }
+        }
+        return 0;
+}
+
+void runtime_op_complete(RuntimeOp *op, int r) {
+        Runtime *rt = op->rt;
+        RuntimeError err = op->err;
+        void *userdata = op->userdata;
+        bool cancelled = op->cancelled;
+        RuntimeOpKind kind = op->kind;
+        typeof(op->cb) cb = op->cb;
+        pid_t container_pid = op->container_pid, conmon_pid = op->conmon_pid;
+        pid_t holder_pid = op->holder_pid;
+
+        assert(op->running);
+        list_remove(&rt->running, NULL, op);
+        rt->n_running--;
+        if (rt->queue_head)
+                (void)event_source_set_enabled(rt->kick, true);
+        op_free(op);
+
+        if (r < 0 && err.error == 0)
+                (void)runtime_error_set(&err, r, "%s", strerror(-r));
+        if (r >= 0)
+                r = 0;
+
+        log_debug("runtime: op %d done: %d%s%s", (int)kind, r, r < 0 ? ": " : "",
+                  r < 0 ? err.message : "");
+        if (cancelled)
+                return;
+        switch (kind) {
+        case RUNTIME_OP_CREATE:
+                if (cb.created)
+                        cb.created(rt, r, r < 0 ? 0 : container_pid, r < 0 ? 0 : conmon_pid, &err,
+                                   userdata);
+                break;
+        case RUNTIME_OP_SANDBOX:
+                if (cb.sandbox)
+                        cb.sandbox(rt, r, r < 0 ? 0 : holder_pid, &err, userdata);
+                break;
+        default:
+                if (cb.done)
+                        cb.done(rt, r, &err, userdata);
+                break;
+        }
+}
+
+void runtime_op_cancel(RuntimeOp *op) {
+        if (!op)
+                return;
+        if (!op->running) {
+                list_remove(&op->rt->queue_head, &op->rt->queue_tail, op);
+                op_free(op);
+                return;
+        }
+        op->cancelled = true;
+}
+
+/* --- children ------------------------------------------------------------ */
+
+void runtime_op_drain_output(RuntimeOp *op) {
+        char buf[4096];
+
+        while (op->out_fd >= 0) {
+                ssize_t n = read(op->out_fd, buf, sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return;
+                if (n <= 0) {
+                        op->out_source = event_source_free(op->out_source);
+                        op->out_fd = safe_close(op->out_fd);
+                        return;
+                }
+                size_t room = RUNTIME_OUTPUT_MAX - op->out_len;
+                size_t take = MIN((size_t)n, room);
+                if (take > 0 && strbuf_append(&op->out, &op->out_len, &op->out_cap, buf, take) < 0)
+                        return; /* output is best effort */
+        }
+}
+
+static int on_output(EventSource *s, int fd, uint32_t revents, void *userdata) {
+        runtime_op_drain_output(userdata);
+        return 0;
+}
+
+static void runc_op_child_exited(RuntimeOp *op);
+
+static int on_child(EventSource *s, const siginfo_t *si, void *userdata) {
+        RuntimeOp *op = userdata;
+
+        op->child_exited = true;
+        op->child_code = si->si_code;
+        op->child_status = si->si_status;
+        op->pidfd = safe_close(op->pidfd);
+        runtime_op_drain_output(op);
+
+        switch (op->kind) {
+        case RUNTIME_OP_CREATE:
+                conmon_op_child_exited(op);
+                break;
+        case RUNTIME_OP_SANDBOX:
+                sandbox_op_child_exited(op);
+                break;
+        default:
+                runc_op_child_exited(op);
+                break;
+        }
+        return 0;
+}
+
+static int on_timeout(EventSource *s, usec_t now, void *userdata) {
+        RuntimeOp *op = userdata;
+
+        op->timed_out = true;
+        if (!op->child_exited && op->pid > 0) {
+                /* The exit handler reports -ETIMEDOUT once it is reaped. */
+                log_debug("runtime: op child %d timed out, killing it.", (int)op->pid);
+                if (op->pidfd >= 0)
+                        (void)syscall(SYS_pidfd_send_signal, op->pidfd, SIGKILL, NULL, 0);
+                return 0;
+        }
+        switch (op->kind) {
+        case RUNTIME_OP_CREATE:
+                conmon_op_timed_out(op);
+                break;
+        case RUNTIME_OP_SANDBOX:
+                sandbox_op_timed_out(op);
+                break;
+        default:
+                runtime_op_complete(op, -ETIMEDOUT);
+                break;
+        }
+        return 0;
+}
+
+int runtime_op_arm_timer(RuntimeOp *op) {
+        if (op->timer)
+                return event_source_set_time_relative(op->timer, op->rt->op_timeout);
+        return event_add_time_relative(op->rt->event, &op->timer, op->rt->op_timeout, 0,
+                                       on_timeout, op);
+}
+
+int runtime_op_spawn(RuntimeOp *op, char *const *argv, char *const *envp, const char *cwd,
+                     const int *keep_fds, size_t n_keep_fds) {
+        _cleanup_close_pair_ int p[2] = { -EBADF, -EBADF };
+        int r;
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        if (fcntl(p[0], F_SETFL, O_NONBLOCK) < 0)
+                return -errno;
+
+        SpawnOptions so = SPAWN_OPTIONS_INIT;
+        so.argv = argv;
+        so.envp = envp;
+        so.stdout_fd = p[1];
+        so.stderr_fd = p[1];
+        so.keep_fds = keep_fds;
+        so.n_keep_fds = n_keep_fds;
+        so.cwd = cwd;
+        so.new_session = true; /* no terminal signals from our session */
+
+        pid_t pid;
+        int pidfd;
+        r = spawn(&so, &pid, &pidfd);
+        if (r < 0)
+                return r;
+        op->pid = pid;
+        op->pidfd = pidfd;
+        p[1] = safe_close(p[1]);
+        op->out_fd = TAKE_FD(p[0]);
+
+        r = runtime_op_watch_child(op, pid);
+        if (r >= 0)
+                r = event_add_io(op->rt->event, &op->out_source, op->out_fd, EPOLLIN, on_output,
+                                 op);
+        if (r < 0) {
+                runtime_op_kill_child_now(op);
+                return r;
+        }
+        log_debug("runtime: spawned %s as %d.", argv[0], (int)pid);
+        return 0;
+}
+
+int runtime_op_watch_child(RuntimeOp *op, pid_t pid) {
+        int r;
+
+        op->pid = pid;
+        if (op->pidfd < 0) {
+                op->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+                if (op->pidfd < 0) {
+                        r = -errno;
+                        (void)kill(pid, SIGKILL);
+                        (void)TEMP_FAILURE_RETRY(waitpid(pid, NULL, 0));
+                        op->child_exited = true;
+                        return r;
+                }
+        }
+        r = event_add_child(op->rt->event, &op->child_source, pid, on_child, op);
+        if (r >= 0)
+                r = runtime_op_arm_timer(op);
+        if (r < 0)
+                runtime_op_kill_child_now(op);
+        return r;
+}
+
+/* --- runc start / kill / delete --------------------------------------- */
+
+static const char *op_verb(RuntimeOpKind k) {
+        switch (k) {
+        case RUNTIME_OP_START:
+                return "start";
+        case RUNTIME_OP_KILL:
+                return "kill";
+        case RUNTIME_OP_DELETE:
+                return "delete";
+        case RUNTIME_OP_CREATE:
+                return "create";
+        default:
+                return "sandbox";
+        }
+}
+
+static int runc_op_start(RuntimeOp *op) {
+        Runtime *rt = op->rt;
+        _cleanup_free_ char *path = NULL;
+        _cleanup_strv_free_ char **argv = NULL;
+        char sig[16];
+        int r;
+
+        r = runtime_resolve(rt, &path, &op->err);
+        if (r < 0)
+                return r;
+        if (strv_consume(&argv, TAKE_PTR(path)) < 0 || strv_extend(&argv, "--root") < 0 ||
+            strv_extend(&argv, rt->runtime_root) < 0 || strv_extend(&argv, op_verb(op->kind)) < 0)
+                return -ENOMEM;
+        if (op->kind == RUNTIME_OP_KILL && op->flag && strv_extend(&argv, "--all") < 0)
+                return -ENOMEM;
+        if (op->kind == RUNTIME_OP_DELETE && op->flag && strv_extend(&argv, "--force") < 0)
+                return -ENOMEM;
+        if (strv_extend(&argv, op->id) < 0)
+                return -ENOMEM;
+        if (op->kind == RUNTIME_OP_KILL) {
+                (void)snprintf(sig, sizeof(sig), "%d", op->signal);
+                if (strv_extend(&argv, sig) < 0)
+                        return -ENOMEM;
+        }
+
+        r = runtime_op_spawn(op, argv, NULL, NULL, NULL, 0);
+        if (r < 0)
+                return runtime_error_set(&op->err, r, "Failed to run %s %s: %s", rt->runtime_name,
+                                         op_verb(op->kind), strerror(-r));
+        op->argv = TAKE_PTR(argv);
+        return 0;
+}
+
+static void delete_leftovers(Runtime *rt, const char *id) {
+        _cleanup_free_ char *exit_file = strprintf("%s/%s", rt->exits_dir, id);
+        if (exit_file && unlink(exit_file) < 0 && errno != ENOENT)
+                log_debug("runtime: unlink \"%s\": %m", exit_file);
+
+        _cleanup_close_ int dfd = open(rt->conmon_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) {
+                int r = rm_rf_at(dfd, id);
+                if (r < 0 && r != -ENOENT)
+                        log_debug_errno(r, "runtime: remove conmon dir of \"%s\": %m", id);
+        }
+}
+
+static void runc_op_child_exited(RuntimeOp *op) {
+        Runtime *rt = op->rt;
+        char msg[sizeof(op->err.message)];
+
+        if (op->timed_out) {
+                (void)runtime_error_set(&op->err, -ETIMEDOUT, "%s %s \"%s\" timed out",
+                                        rt->runtime_name, op_verb(op->kind), op->id);
+                runtime_op_complete(op, -ETIMEDOUT);
+                return;
+        }
+        if (op->child_code == CLD_EXITED && op->child_status == 0) {
+                if (op->kind == RUNTIME_OP_DELETE)
+                        delete_leftovers(rt, op->id);
+                runtime_op_complete(op, 0);
+                return;
+        }
+
+        runtime_extract_message(op->out, msg, sizeof(msg));
+        int r = -EIO;
+        if (strstr(msg, "does not exist"))
+                r = -ENOENT;
+        else if (strstr(msg, "not running") || strstr(msg, "process already finished"))
+                r = -ESRCH;
+
+        if (op->kind == RUNTIME_OP_DELETE && r == -ENOENT) {
+                /* The runtime no longer knows it: deleted as far as we care. */
+                delete_leftovers(rt, op->id);
+                runtime_op_complete(op, 0);
+                return;
+        }
+
+        if (msg[0])
+                (void)runtime_error_set(&op->err, r, "%s %s \"%s\": %s", rt->runtime_name,
+                                        op_verb(op->kind), op->id, msg);
+        else if (op->child_code == CLD_EXITED)
+                (void)runtime_error_set(&op->err, r, "%s %s \"%s\" exited with status %d",
+                                        rt->runtime_name, op_verb(op->kind), op->id,
+                                        op->child_status);
+        else
+                (void)runtime_error_set(&op->err, r, "%s %s \"%s\" killed by signal %d",
+                                        rt->runtime_name, op_verb(op->kind), op->id,
+                                        op->child_status);
+        runtime_op_complete(op, r);
+}
+
+static int queue_runc_op(Runtime *rt, RuntimeOpKind kind, const char *id, int signal, bool flag,
+                         runtime_done_t done, void *userdata, RuntimeOp **ret_op) {
+        RuntimeOp *op;
+        int r;
+
+        if (!rt || !runtime_id_valid(id))
+                return -EINVAL;
+        r = runtime_op_new(rt, kind, id, &op);
+        if (r < 0)
+                return r;
+        op->signal = signal;
+        op->flag = flag;
+        op->cb.done = done;
+        op->userdata = userdata;
+        runtime_op_enqueue(op);
+        if (ret_op)
+                *ret_op = op;
+        return 0;
+}
+
+int runtime_container_start(Runtime *rt, const char *id, runtime_done_t done, void *userdata,
+                            RuntimeOp **ret_op) {
+        return queue_runc_op(rt, RUNTIME_OP_START, id, 0, false, done, userdata, ret_op);
+}
+
+int runtime_container_kill(Runtime *rt, const char *id, int signal, bool all,
+                           runtime_done_t done, void *userdata, RuntimeOp **ret_op) {
+        if (signal <= 0 || signal >= _NSIG)
+                return -EINVAL;
+        return queue_runc_op(rt, RUNTIME_OP_KILL, id, signal, all, done, userdata, ret_op);
+}
+
+int runtime_container_delete(Runtime *rt, const char *id, bool force, runtime_done_t done,
+                             void *userdata, RuntimeOp **ret_op) {
+        return queue_runc_op(rt, RUNTIME_OP_DELETE, id, 0, force, done, userdata, ret_op);
+}
+
+/* --- exec, list -------------------------------------------------------- */
+
+int runtime_exec_argv(Runtime *rt, const char *id, bool tty, bool interactive,
+                      char *const *cmd, char ***ret_argv) {
+        _cleanup_strv_free_ char **argv = NULL;
+        _cleanup_free_ char *path = NULL;
+
+        if (!rt || !runtime_id_valid(id) || !cmd || !cmd[0] || !ret_argv)
+                return -EINVAL;
+        /* Unresolvable: keep the name, so the caller's spawn reports it. */
+        if (find_executable(rt->runtime, &path) < 0) {
+                path = strdup(rt->runtime);
+                if (!path)
+                        return -ENOMEM;
+        }
+        /* stdin is always passed through by runc/crun exec: interactive
+         * needs no flag, only the caller's stdin. */
+        (void)interactive;
+        if (strv_consume(&argv, TAKE_PTR(path)) < 0 || strv_extend(&argv, "--root") < 0 ||
+            strv_extend(&argv, rt->runtime_root) < 0 || strv_extend(&argv, "exec") < 0)
+                return -ENOMEM;
+        if (tty && strv_extend(&argv, "--tty") < 0)
+                return -ENOMEM;
+        if (strv_extend(&argv, id) < 0)
+                return -ENOMEM;
+        STRV_FOREACH(c, cmd)
+                if (strv_extend(&argv, *c) < 0)
+                        return -ENOMEM;
+        *ret_argv = TAKE_PTR(argv);
+        return 0;
+}
+
+int runtime_list_ids(Runtime *rt, char ***ret_ids) {
+        _cleanup_strv_free_ char **ids = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
+
+        if (!rt || !ret_ids)
+                return -EINVAL;
+        d = opendir(rt->runtime_root);
+        if (!d) {
+                if (errno != ENOENT)
+                        return -errno;
+        } else {
+                struct dirent *de;
+                errno = 0;
+                while ((de = readdir(d))) {
+                        if (de->d_name[0] == '.')
+                                continue;
+                        if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
+                                continue;
+                        if (!runtime_id_valid(de->d_name))
+                                continue;
+                        if (strv_extend(&ids, de->d_name) < 0)
+                                return -ENOMEM;
+                }
+                if (errno != 0)
+                        return -errno;
+        }
+        if (!ids) {
+                ids = calloc(1, sizeof(char *));
+                if (!ids)
+                        return -ENOMEM;
+        }
+        strv_sort(ids);
+        *ret_ids = TAKE_PTR(ids);
+        return 0;
+}
+
+/* --- helpers ------------------------------------------------------------- */
+
+/* Appends src[0..n) to buf (size, used *len), unescaping \" and \\ . */
+static void append_unescaped(char *buf, size_t size, size_t *len, const char *src, size_t n) {
+        for (size_t i = 0; i < n && *len + 1 < size; i++) {
+                char c = src[i];
+                if (c == '\\' && i + 1 < n) {
+                        char d = src[++i];
+                        c = d == 'n' ? ' ' : d == 't' ? ' ' : d;
+                }
+                buf[(*len)++] = c;
+        }
+        buf[*len] = 0;
+}
+
+void runtime_extract_message(const char *out, char *buf, size_t size) {
+        size_t len = 0;
+
+        if (size == 0)
+                return;
+        buf[0] = 0;
+        if (isempty(out))
+                return;
+
+        /* logrus text lines: time="..." level=error msg="..." */
+        for (const char *line = out; line && *line;) {
+                const char *eol = strchr(line, '\n');
+                size_t ll = eol ? (size_t)(eol - line) : strlen(line);
+                const char *lvl = memmem(line, ll, "level=", 6);
+                const char *m = memmem(line, ll, "msg=\"", 5);
+                bool error_line = lvl && (strneq(lvl + 6, "error", 5) || strneq(lvl + 6, "fatal", 5));
+                if (m && error_line) {
+                        const char *start = m + 5, *end = line + ll, *p = start;
+                        while (p < end && *p != '"') {
+                                if (*p == '\\' && p + 1 < end)
+                                        p++;
+                                p++;
+                        }
+                        if (len > 0 && len + 2 < size) {
+                                buf[len++] = ';';
+                                buf[len++] = ' ';
+                        }
+                        append_unescaped(buf, size, &len, start, (size_t)(p - start));
+                }
+                line = eol ? eol + 1 : NULL;
+        }
+        if (len > 0)
+                return;
+
+        /* Anything else (crun prints "crun: <msg>"; conmon's own errors):
+         * the text, whitespace collapsed. */
+        bool space = false;
+        for (const char *p = out; *p && len + 1 < size; p++) {
+                if (isspace((unsigned char)*p)) {
+                        space = len > 0;
+                        continue;
+                }
+                if (space && len + 2 < size)
+                        buf[len++] = ' ';
+                space = false;
+                buf[len++] = *p;
+        }
+        buf[len] = 0;
+}
+
+int read_pid_file(const char *path, pid_t *ret) {
+        _cleanup_free_ char *s = NULL;
+        int r = read_full_file_at(AT_FDCWD, path, 64, &s, NULL);
+        if (r < 0)
+                return r;
+        char *end;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        while (*end == '\n' || *end == ' ')
+                end++;
+        if (errno != 0 || end == s || *end || v <= 0 || v > INT32_MAX)
+                return -EBADMSG;
+        *ret = (pid_t)v;
+        return 0;
+}

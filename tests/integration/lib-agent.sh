@@ -1,0 +1,109 @@
+# Helpers for tests that run the real agent against runc and conmon: a
+# private root/run/log dir per test, the test image loaded from an archive,
+# and a cleanup that leaves no container, mount or pin behind even when the
+# test fails.
+ROOT=$WORK/root
+RUN=$WORK/run
+LOGS=$WORK/logs
+CLOGS=$WORK/containers
+MAN=$WORK/manifests
+AGENT_LOG=$WORK/agent.log
+mkdir -p "$ROOT" "$RUN" "$LOGS" "$CLOGS"
+mkdir -m 0755 "$MAN"
+AGENT_PID=
+
+agent_cleanup() {
+        local id m
+        if [ -n "$AGENT_PID" ]; then
+                kill -9 "$AGENT_PID" 2>/dev/null || true
+                wait "$AGENT_PID" 2>/dev/null || true
+        fi
+        if [ -d "$RUN/runc" ]; then
+                for id in $(runc --root "$RUN/runc" list -q 2>/dev/null); do
+                        runc --root "$RUN/runc" kill "$id" KILL 2>/dev/null || true
+                        runc --root "$RUN/runc" delete --force "$id" 2>/dev/null || true
+                done
+        fi
+        # conmon monitors and pod PID holders of this test
+        pkill -9 -f "conmon.*$RUN" 2>/dev/null || true
+        for m in $(awk -v w="$WORK" 'index($2, w) == 1 {print $2}' /proc/mounts | sort -r); do
+                umount -l "$m" 2>/dev/null || true
+        done
+        cleanup
+}
+trap agent_cleanup EXIT
+
+# Loads the busybox test image (built from the distro's busybox-static).
+load_test_image() {
+        "$TEST_DATA_DIR/make-test-image.sh" "$WORK/images" >/dev/null
+        "$NANOLET" image --root-dir "$ROOT" load "$WORK/images/nanolet-test.tar" >/dev/null
+}
+
+start_agent() {
+        "$NANOLET" serve --root-dir "$ROOT" --run-dir "$RUN" --pod-logs-dir "$LOGS" \
+                --container-logs-dir "$CLOGS" --pod-manifest-path "$MAN" \
+                --hostname-override node1 --file-check-frequency 2s "$@" >>"$AGENT_LOG" 2>&1 &
+        AGENT_PID=$!
+        wait_for "$AGENT_LOG" 'nanolet starting'
+}
+
+stop_agent() {
+        [ -n "$AGENT_PID" ] || return 0
+        kill -TERM "$AGENT_PID" 2>/dev/null || true
+        wait "$AGENT_PID" 2>/dev/null || true
+        AGENT_PID=
+}
+
+nl() { "$NANOLET" "$1" --root-dir "$ROOT" --run-dir "$RUN" --pod-logs-dir "$LOGS" "${@:2}"; }
+
+# pod_json NAME: the status file of pod NAME-node1 (any namespace).
+pod_json() {
+        local f
+        for f in "$RUN"/status/*.json; do
+                [ -e "$f" ] || continue
+                if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["metadata"]["name"]==sys.argv[2] else 1)' "$f" "$1-node1" 2>/dev/null; then
+                        cat "$f"
+                        return 0
+                fi
+        done
+        return 1
+}
+
+# pod_field NAME PYEXPR: evaluates PYEXPR on the status (as `p`), prints it.
+pod_field() {
+        pod_json "$1" 2>/dev/null | python3 -c "import json,sys; p=json.load(sys.stdin); print($2)" 2>/dev/null
+}
+
+# wait_field NAME PYEXPR VALUE [TIMEOUT]
+wait_field() {
+        local i v timeout=${4:-30}
+        for ((i = 0; i < timeout * 5; i++)); do
+                v=$(pod_field "$1" "$2" || true)
+                [ "$v" = "$3" ] && return 0
+                sleep 0.2
+        done
+        echo "--- $1: $2 is '$v', want '$3'" >&2
+        pod_json "$1" >&2 || echo "(no status file)" >&2
+        tail -30 "$AGENT_LOG" >&2
+        return 1
+}
+
+# check_field DESC NAME PYEXPR VALUE [TIMEOUT]
+check_field() {
+        local desc=$1
+        shift
+        if wait_field "$@"; then ok "$desc"; else fail "$desc"; fi
+}
+
+# Nothing of the agent's pods may remain: containers, mounts, pins.
+check_no_leftovers() {
+        local n
+        n=$(runc --root "$RUN/runc" list -q 2>/dev/null | wc -l)
+        [ "$n" -eq 0 ] && ok "no runc containers left" || fail "$n runc containers left"
+        n=$(awk -v w="$WORK" 'index($2, w) == 1 && $2 != w"/run/ns" {print $2}' /proc/mounts | wc -l)
+        [ "$n" -eq 0 ] && ok "no mounts left" || fail "mounts left: $(awk -v w="$WORK" 'index($2, w) == 1' /proc/mounts)"
+        n=$(find "$RUN/ns" -mindepth 1 2>/dev/null | wc -l)
+        [ "$n" -eq 0 ] && ok "no namespace pins left" || fail "pins left: $(find "$RUN/ns" -mindepth 1)"
+        n=$(find "$ROOT/pods" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
+        [ "$n" -eq 0 ] && ok "no pod dirs left" || fail "pod dirs left: $(ls "$ROOT/pods")"
+}

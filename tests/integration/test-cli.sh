@@ -1,0 +1,334 @@
+#!/usr/bin/env bash
+# The client subcommands (pods, ps, inspect, logs, exec) against status and
+# CRI log files laid out as docs/state-files.md says, written here as
+# fixtures, plus a real runc container for exec and inspect.
+. "$(dirname "$0")/lib.sh"
+
+require_root
+command -v runc >/dev/null || { echo "SKIP: runc not installed"; [ "${NANOLET_TEST_STRICT:-0}" = 1 ] && exit 1; exit 77; }
+command -v busybox >/dev/null || { echo "SKIP: busybox not installed"; [ "${NANOLET_TEST_STRICT:-0}" = 1 ] && exit 1; exit 77; }
+
+RUN=$WORK/run
+LOGS=$WORK/logs
+ROOT=$WORK/root
+STATUS=$RUN/status
+mkdir -p "$RUN/runc" "$STATUS" "$LOGS" "$ROOT"
+DIRS=(--root-dir "$ROOT" --run-dir "$RUN" --pod-logs-dir "$LOGS")
+EXEC_UID=c11e0000-0000-4000-8000-$(printf '%012d' $$)
+CID=$EXEC_UID-app-0
+
+cleanup_cli() {
+        runc --root "$RUN/runc" delete --force "$CID" >/dev/null 2>&1 || true
+        cleanup
+}
+trap cleanup_cli EXIT
+
+# -- a real container for exec and inspect --------------------------------
+B=$WORK/bundle
+mkdir -p "$B/rootfs/bin"
+cp "$(command -v busybox)" "$B/rootfs/bin/busybox"
+for a in sh echo cat sleep tty; do ln -s busybox "$B/rootfs/bin/$a"; done
+(cd "$B" && runc spec)
+python3 - "$B/config.json" <<'EOF'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["process"]["terminal"] = False
+c["process"]["args"] = ["/bin/sleep", "3600"]
+c["root"]["readonly"] = True
+json.dump(c, open(p, "w"))
+EOF
+runc --root "$RUN/runc" run -d --bundle "$B" "$CID" </dev/null >/dev/null 2>"$WORK/runc.err" ||
+        { cat "$WORK/runc.err" >&2; fail "runc run"; finish; }
+
+# -- status files (v1 Pods as kubectl get pod -o json shows them) ---------
+python3 - "$STATUS" "$EXEC_UID" <<'EOF'
+import datetime, json, os, sys
+status_dir, exec_uid = sys.argv[1], sys.argv[2]
+now = datetime.datetime.now(datetime.timezone.utc)
+def ts(seconds_ago):
+    return (now - datetime.timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+def pod(ns, name, uid, containers, init=None, phase="Running", statuses=None, init_statuses=None,
+        conditions=None, annotations=None, age=3 * 3600):
+    p = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "uid": uid, "creationTimestamp": ts(age),
+                     "annotations": dict({"kubernetes.io/config.source": "file",
+                                          "kubernetes.io/config.hash": uid}, **(annotations or {}))},
+        "spec": {"nodeName": "node1", "restartPolicy": "Always",
+                 "containers": [{"name": c, "image": "busybox:1.36"} for c in containers]},
+        "status": {"phase": phase, "hostIP": "10.0.0.1", "podIP": "10.0.0.1",
+                   "podIPs": [{"ip": "10.0.0.1"}], "startTime": ts(age),
+                   "conditions": conditions or [], "containerStatuses": statuses or []},
+    }
+    if init:
+        p["spec"]["initContainers"] = [{"name": c, "image": "busybox:1.36"} for c in init]
+        p["status"]["initContainerStatuses"] = init_statuses or []
+    return p
+
+def running(name, uid, attempt, started=600, last=None):
+    s = {"name": name, "ready": True, "started": True, "restartCount": attempt,
+         "image": "docker.io/library/busybox:1.36", "imageID": "sha256:abc",
+         "containerID": "runc://%s-%s-%d" % (uid, name, attempt),
+         "state": {"running": {"startedAt": ts(started)}}, "lastState": {}}
+    if attempt > 0:
+        s["lastState"] = {"terminated": {"exitCode": 137, "reason": "Error", "startedAt": ts(7200),
+                                         "finishedAt": ts(last or 620),
+                                         "containerID": "runc://%s-%s-%d" % (uid, name, attempt - 1)}}
+    return s
+
+ready = [{"type": t, "status": "True"} for t in
+         ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")]
+pods = {
+    "uid-etcd": pod("kube-system", "etcd-node1", "uid-etcd", ["etcd"], conditions=ready,
+                    statuses=[running("etcd", "uid-etcd", 2)]),
+    "uid-web": pod("default", "web-node1", "uid-web", ["app", "log"], init=["setup"], conditions=[
+                       {"type": "Initialized", "status": "True"}, {"type": "Ready", "status": "False"}],
+                   init_statuses=[{"name": "setup", "ready": True, "restartCount": 0, "image": "busybox:1.36",
+                                   "containerID": "runc://uid-web-setup-0",
+                                   "state": {"terminated": {"exitCode": 0, "reason": "Completed",
+                                                            "startedAt": ts(900), "finishedAt": ts(890),
+                                                            "containerID": "runc://uid-web-setup-0"}}}],
+                   statuses=[{"name": "app", "ready": False, "restartCount": 4, "image": "busybox:1.36",
+                              "containerID": "runc://uid-web-app-3",
+                              "state": {"waiting": {"reason": "CrashLoopBackOff",
+                                                    "message": "back-off 40s restarting failed container"}},
+                              "lastState": {"terminated": {"exitCode": 1, "reason": "Error",
+                                                           "startedAt": ts(70), "finishedAt": ts(65),
+                                                           "containerID": "runc://uid-web-app-3"}}},
+                             running("log", "uid-web", 0)]),
+    "uid-job": pod("default", "job-node1", "uid-job", ["main"], phase="Succeeded",
+                   statuses=[{"name": "main", "ready": False, "restartCount": 0, "image": "busybox:1.36",
+                              "containerID": "runc://uid-job-main-0",
+                              "state": {"terminated": {"exitCode": 0, "reason": "Completed",
+                                                       "startedAt": ts(300), "finishedAt": ts(290),
+                                                       "containerID": "runc://uid-job-main-0"}}}]),
+    exec_uid: pod("default", "shell-node1", exec_uid, ["app"], conditions=ready, age=30,
+                  statuses=[running("app", exec_uid, 0, started=20)]),
+}
+for uid, p in pods.items():
+    with open(os.path.join(status_dir, uid + ".json"), "w") as f:
+        json.dump(p, f, indent=2)
+with open(os.path.join(status_dir, "broken.json"), "w") as f:
+    f.write('{"apiVersion": "v1", "kind": "Pod", "metadata": {"na')
+with open(os.path.join(status_dir, "sources.json"), "w") as f:
+    json.dump({"errors": [{"source": "file", "origin": "/etc/kubernetes/manifests/bad.yaml",
+                           "messages": ["bad.yaml:3: spec.containers[0].image: required"]}]}, f)
+EOF
+
+# -- CRI logs --------------------------------------------------------------
+now_ts() { date -u +%Y-%m-%dT%H:%M:%S.%NZ; }
+ED=$LOGS/kube-system_etcd-node1_uid-etcd/etcd
+mkdir -p "$ED" "$LOGS/default_web-node1_uid-web/app" "$LOGS/default_web-node1_uid-web/log"
+cat >"$ED/1.log.20240501-100000" <<'EOF'
+2020-01-01T00:00:00.000000001Z stdout F attempt1 rotated line
+EOF
+cat >"$ED/1.log" <<'EOF'
+2020-01-01T00:00:01.000000000Z stdout F attempt1 line1
+2020-01-01T00:00:02.000000000Z stderr F attempt1 line2
+EOF
+{
+        echo "2020-01-01T00:01:00.000000000Z stdout F old line"
+        echo "2020-01-01T00:01:01.000000000Z stdout P joined "
+        echo "2020-01-01T00:01:01.100000000Z stderr F an error"
+        echo "not a cri line at all"
+        echo "2020-01-01T00:01:01.200000000Z stdout P part"
+        echo "2020-01-01T00:01:01.300000000Z stdout F s"
+        echo "$(now_ts) stdout F recent line"
+} >"$ED/2.log"
+echo "$(now_ts) stdout F app says hi" >"$LOGS/default_web-node1_uid-web/app/4.log"
+echo "$(now_ts) stdout F log says hi" >"$LOGS/default_web-node1_uid-web/log/0.log"
+
+out=$WORK/out
+err=$WORK/err
+
+# run EXPECTED_RC ARGS...: runs nanolet with the fixture dirs into $out/$err.
+run() {
+        local want=$1 rc=0
+        shift
+        "$NANOLET" "$1" "${DIRS[@]}" "${@:2}" >"$out" 2>"$err" || rc=$?
+        if [ "$rc" != "$want" ]; then
+                fail "nanolet $* exited $rc, want $want; stdout: $(cat "$out"); stderr: $(cat "$err")"
+                return 1
+        fi
+        return 0
+}
+has() { # has DESC FILE REGEX
+        if grep -qE -- "$3" "$2"; then ok "$1"; else fail "$1: no /$3/ in: $(cat "$2")"; fi
+}
+
+# -- pods --------------------------------------------------------------------
+if run 0 pods; then
+        has "pods header" "$out" '^NAMESPACE +NAME +READY +STATUS +RESTARTS +AGE +IP$'
+        has "etcd running" "$out" '^kube-system +etcd-node1 +1/1 +Running +2 \(10m ago\) +3h +10\.0\.0\.1$'
+        has "web crash loop" "$out" '^default +web-node1 +1/2 +CrashLoopBackOff +4 \(6[5-9]s ago\) +3h '
+        has "job completed" "$out" '^default +job-node1 +0/1 +Completed +0 +3h '
+        has "shell age" "$out" '^default +shell-node1 +1/1 +Running +0 +3[0-9]s '
+        has "manifest errors" "$out" '^manifest errors:$'
+        has "manifest error message" "$out" 'bad\.yaml:3: spec\.containers\[0\]\.image: required'
+        has "broken status file warned" "$err" 'broken\.json'
+        [ "$(grep -c node1 "$out")" = 4 ] || fail "pods: want 4 rows"
+fi
+run 0 pods -o wide && has "wide has NODE" "$out" '^NAMESPACE .* IP +NODE +UID$'
+run 0 pods -n kube-system && has "namespace filter" "$out" 'etcd-node1' &&
+        { grep -q web-node1 "$out" && fail "-n kube-system shows default pods" || true; }
+if run 0 pods -o json; then
+        cp "$out" "$WORK/pods.json"
+        if python3 -c '
+import json, sys
+l = json.load(open(sys.argv[1]))
+assert l["apiVersion"] == "v1" and l["kind"] == "PodList", l.get("kind")
+assert [p["metadata"]["name"] for p in l["items"]] == ["job-node1", "shell-node1", "web-node1", "etcd-node1"]
+' "$out"; then ok "pods -o json is a PodList"; else fail "pods -o json"; fi
+        has "json: source errors on stderr" "$err" 'manifest errors'
+fi
+if run 0 pods -o yaml; then
+        if python3 -c 'import yaml' 2>/dev/null; then
+                if python3 -c '
+import json, sys, yaml
+y = yaml.safe_load(open(sys.argv[1]))
+j = json.load(open(sys.argv[2]))
+assert y == j, "yaml and json differ"
+' "$out" "$WORK/pods.json"; then ok "pods -o yaml parses back to the JSON"; else fail "pods -o yaml"; fi
+        else
+                echo "note: python3-yaml missing, YAML not parsed back"
+        fi
+fi
+run 2 pods -o xml
+run 2 pods --bogus
+mv "$STATUS" "$STATUS.x"
+run 0 pods && has "no pods" "$err" '^No pods found\.$'
+mv "$STATUS.x" "$STATUS"
+
+# -- ps ----------------------------------------------------------------------
+if run 0 ps; then
+        has "ps header" "$out" '^CONTAINER +IMAGE +CREATED +STATE +NAME +ATTEMPT +POD ID +POD$'
+        has "ps etcd" "$out" '^uid-etcd-etcd +docker\.io/library/busybox:1\.36 +10 minutes ago +Running +etcd +2 +uid-etcd +etcd-node1$'
+        grep -q Exited "$out" && fail "ps without -a shows exited containers"
+        [ "$(grep -c Running "$out")" = 3 ] || fail "ps: want 3 running containers: $(cat "$out")"
+fi
+if run 0 ps -a; then
+        has "ps -a exited job" "$out" ' Exited +main +0 +uid-job +job-node1$'
+        has "ps -a previous etcd attempt" "$out" ' Exited +etcd +1 +uid-etcd +etcd-node1$'
+        has "ps -a previous app attempt" "$out" ' Exited +app +3 +uid-web +web-node1$'
+fi
+run 0 ps -q && has "ps -q full ids" "$out" "^$CID\$"
+
+# -- logs --------------------------------------------------------------------
+if run 0 logs etcd; then
+        printf 'old line\nan error\njoined parts\nrecent line\n' >"$WORK/want"
+        diff -u "$WORK/want" "$out" >&2 && ok "logs joins partial lines, skips bad ones" || fail "logs etcd"
+fi
+run 0 logs kube-system/etcd-node1 --tail 2 && { [ "$(cat "$out")" = "$(printf 'joined parts\nrecent line')" ] &&
+        ok "logs --tail 2" || fail "logs --tail 2: $(cat "$out")"; }
+run 0 logs etcd --tail 0 && { [ -s "$out" ] && fail "logs --tail 0 printed lines" || ok "logs --tail 0"; }
+run 0 logs etcd -p && { [ "$(cat "$out")" = "$(printf 'attempt1 rotated line\nattempt1 line1\nattempt1 line2')" ] &&
+        ok "logs -p reads the previous attempt with its rotated file" || fail "logs -p: $(cat "$out")"; }
+run 0 logs etcd --timestamps --tail 1 &&
+        has "logs --timestamps" "$out" '^20[0-9-]+T[0-9:]+\.[0-9]{9}Z recent line$'
+run 0 logs etcd --timestamps -p --tail 1 &&
+        has "logs --timestamps keeps the record's time" "$out" '^2020-01-01T00:00:02\.000000000Z attempt1 line2$'
+run 0 logs etcd --since 1h && { [ "$(cat "$out")" = "recent line" ] && ok "logs --since" ||
+        fail "logs --since 1h: $(cat "$out")"; }
+run 0 logs etcd --since-time 2020-01-01T00:01:01Z && { [ "$(wc -l <"$out")" = 3 ] && ok "logs --since-time" ||
+        fail "logs --since-time: $(cat "$out")"; }
+run 1 logs web && has "logs: container must be chosen" "$err" 'choose one of: \[app log\] or one of the init containers: \[setup\]'
+run 0 logs web -c log && has "logs -c" "$out" '^log says hi$'
+run 0 logs web app && has "logs POD CONTAINER" "$out" '^app says hi$'
+run 1 logs job -p && has "logs -p without restarts" "$err" 'previous terminated container "main"'
+run 1 logs nosuchpod && has "logs: unknown pod" "$err" 'pod "nosuchpod" not found'
+run 1 logs web -c nope && has "logs: unknown container" "$err" 'container nope is not valid'
+run 2 logs
+run 2 logs etcd --since forever
+
+# logs -f: picks up appended lines, moves to the next attempt's file when the
+# container restarts, and ends when the pod's status file is removed.
+follow_out=$WORK/follow.out
+: >"$follow_out"
+"$NANOLET" logs "${DIRS[@]}" -f --tail 1 etcd >"$follow_out" 2>"$WORK/follow.err" &
+fpid=$!
+PIDS+=("$fpid")
+expect "logs -f prints the tail" "$follow_out" '^recent line$'
+echo "$(now_ts) stdout F appended line" >>"$ED/2.log"
+expect "logs -f follows appended lines" "$follow_out" '^appended line$'
+printf '%s stdout P ha' "$(now_ts)" >>"$ED/2.log"
+sleep 0.3
+printf 'lf \n%s stdout F and done\n' "$(now_ts)" >>"$ED/2.log"
+expect "logs -f joins a record written in two steps" "$follow_out" '^half and done$'
+echo "$(now_ts) stdout F after restart" >"$ED/3.log"
+expect "logs -f continues with the restarted container's file" "$follow_out" '^after restart$'
+echo "$(now_ts) stdout F more after restart" >>"$ED/3.log"
+expect "logs -f follows the new file" "$follow_out" '^more after restart$'
+mv "$STATUS/uid-etcd.json" "$WORK/uid-etcd.json"
+for ((i = 0; i < 50; i++)); do
+        kill -0 "$fpid" 2>/dev/null || break
+        sleep 0.1
+done
+if kill -0 "$fpid" 2>/dev/null; then
+        fail "logs -f still running after the pod's status file was removed"
+else
+        rc=0
+        wait "$fpid" || rc=$?
+        [ "$rc" = 0 ] && ok "logs -f ends when the pod is deleted" || fail "logs -f exit code $rc: $(cat "$WORK/follow.err")"
+fi
+[ "$(cat "$follow_out")" = "$(printf 'recent line\nappended line\nhalf and done\nafter restart\nmore after restart')" ] ||
+        fail "logs -f duplicated or lost lines: $(cat "$follow_out")"
+mv "$WORK/uid-etcd.json" "$STATUS/uid-etcd.json"
+
+# -- inspect -----------------------------------------------------------------
+if run 0 inspect shell; then
+        if python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["kind"] == "Pod" and p["metadata"]["name"] == "shell-node1"
+st = p["runtime"]["app"]
+assert st["id"] == sys.argv[2] and st["status"] == "running", st
+' "$out" "$CID"; then ok "inspect: pod JSON with the runtime state"; else fail "inspect shell: $(cat "$out")"; fi
+fi
+if run 0 inspect default/job; then
+        python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert "error" in p["runtime"]["main"], p["runtime"]
+' "$out" && ok "inspect: unknown container gives an error object" || fail "inspect job: $(cat "$out")"
+fi
+run 2 inspect
+sed 's/"namespace": "default"/"namespace": "other"/' "$STATUS/uid-web.json" >"$STATUS/uid-web2.json"
+run 1 inspect web && has "inspect: ambiguous name lists candidates" "$err" 'ambiguous.*default/web-node1, other/web-node1'
+run 0 inspect other/web && ok "inspect NAMESPACE/NAME"
+rm "$STATUS/uid-web2.json"
+
+# -- exec --------------------------------------------------------------------
+run 0 exec shell -- echo hi && { [ "$(cat "$out")" = hi ] && ok "exec echo hi" || fail "exec: $(cat "$out")"; }
+run 7 exec default/shell-node1 -c app -- sh -c 'exit 7' && ok "exec passes the exit code"
+echo piped | "$NANOLET" exec "${DIRS[@]}" -i shell -- cat >"$out" 2>"$err" &&
+        [ "$(cat "$out")" = piped ] && ok "exec -i passes stdin" || fail "exec -i: $(cat "$out" "$err")"
+run 0 exec shell -- sh -c 'cat; echo end' && has "exec without -i gets no input" "$out" '^end$'
+# etcd's status says running, but runc has no such container: runc's error and exit status.
+rc=0
+"$NANOLET" exec "${DIRS[@]}" etcd -- true >"$out" 2>"$err" || rc=$?
+[ "$rc" != 0 ] && grep -q 'does not exist' "$err" && ok "exec: runc's error passes through" ||
+        fail "exec etcd: rc $rc: $(cat "$err")"
+run 1 exec job -- true && has "exec: exited container" "$err" 'is not running'
+# -it: a terminal inside (script(1) gives this test a pty of its own).
+if command -v script >/dev/null; then
+        rc=0
+        timeout 20 script -qec "$NANOLET exec ${DIRS[*]} -it shell -- tty" /dev/null </dev/null >"$out" 2>&1 || rc=$?
+        # (runc's pty relay may put a NUL byte in front)
+        [ "$rc" = 0 ] && grep -aq '/dev/pts/' "$out" && ok "exec -it: the command has a terminal" ||
+                fail "exec -it tty: rc $rc: $(cat "$out")"
+        rc=0
+        printf 'echo inside-$((6*7))\nexit 3\n' |
+                timeout 20 script -qec "$NANOLET exec ${DIRS[*]} -it shell -- sh" /dev/null >"$out" 2>&1 || rc=$?
+        [ "$rc" = 3 ] && grep -q 'inside-42' "$out" && ok "exec -it: interactive shell, exit code kept" ||
+                fail "exec -it sh: rc $rc: $(cat "$out")"
+        # as kubectl: no terminal on stdin, so no TTY (a warning), and the command runs
+        run 1 exec -t shell -- tty && has "exec -t without a terminal drops the TTY" "$err" 'Unable to use a TTY'
+else
+        echo "note: script(1) missing, exec -it not checked"
+fi
+run 2 exec shell
+run 2 exec -- echo
+
+finish

@@ -1,0 +1,98 @@
+/* Restart back-off: the 10 s doubling schedule, its 300 s cap and the reset
+ * after a long run (SPEC §6). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "backoff.h"
+
+#define SEC USEC_PER_SEC
+
+static void test_sequence(void **state) {
+        (void)state;
+        static const unsigned expected[] = { 10, 20, 40, 80, 160, 300, 300, 300 };
+        ContainerState c = { .exit_code = -1 };
+        usec_t now = 1000 * SEC;
+
+        for (size_t i = 0; i < sizeof(expected) / sizeof(expected[0]); i++) {
+                /* Each attempt runs 1 s and crashes. */
+                c.running_since = now;
+                now += SEC;
+                backoff_on_exit(&c, now);
+                assert_int_equal(c.backoff_delay, expected[i] * SEC);
+                assert_int_equal(c.backoff_until, now + expected[i] * SEC);
+                assert_int_equal(c.running_since, 0);
+                assert_true(backoff_active(&c, now));
+                assert_true(backoff_active(&c, c.backoff_until - 1));
+                assert_false(backoff_active(&c, c.backoff_until));
+                now = c.backoff_until;
+        }
+}
+
+static void test_reset_after_long_run(void **state) {
+        (void)state;
+        ContainerState c = {};
+        usec_t now = 5000 * SEC;
+
+        for (int i = 0; i < 4; i++) {
+                c.running_since = now;
+                now += 2 * SEC;
+                backoff_on_exit(&c, now);
+        }
+        assert_int_equal(c.backoff_delay, 80 * SEC);
+
+        /* Just under 10 minutes does not reset. */
+        c.running_since = now;
+        now += 600 * SEC - 1;
+        backoff_on_exit(&c, now);
+        assert_int_equal(c.backoff_delay, 160 * SEC);
+
+        /* 10 minutes of running: the next exit counts as the first. */
+        c.running_since = now;
+        now += 600 * SEC;
+        backoff_on_exit(&c, now);
+        assert_int_equal(c.backoff_delay, 10 * SEC);
+        assert_int_equal(c.backoff_until, now + 10 * SEC);
+}
+
+static void test_failed_start(void **state) {
+        (void)state;
+        /* A start that failed never ran: no reset, normal doubling. */
+        ContainerState c = {};
+        backoff_on_exit(&c, 100 * SEC);
+        assert_int_equal(c.backoff_delay, 10 * SEC);
+        backoff_on_exit(&c, 200 * SEC);
+        assert_int_equal(c.backoff_delay, 20 * SEC);
+        assert_int_equal(c.backoff_until, 220 * SEC);
+}
+
+static void test_next_delay(void **state) {
+        (void)state;
+        assert_int_equal(backoff_next_delay(0, 0), BACKOFF_INITIAL_USEC);
+        assert_int_equal(backoff_next_delay(150 * SEC, 0), 300 * SEC);
+        assert_int_equal(backoff_next_delay(160 * SEC, 0), 300 * SEC);
+        assert_int_equal(backoff_next_delay(300 * SEC, 0), 300 * SEC);
+        assert_int_equal(backoff_next_delay(300 * SEC, BACKOFF_RESET_USEC), 10 * SEC);
+}
+
+static void test_sandbox(void **state) {
+        (void)state;
+        PodState s = {};
+        backoff_sandbox_failed(&s, 10 * SEC);
+        assert_int_equal(s.sandbox_backoff_until, 20 * SEC);
+        backoff_sandbox_failed(&s, 20 * SEC);
+        assert_int_equal(s.sandbox_backoff_delay, 20 * SEC);
+        assert_int_equal(s.sandbox_backoff_until, 40 * SEC);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_sequence),     cmocka_unit_test(test_reset_after_long_run),
+                cmocka_unit_test(test_failed_start), cmocka_unit_test(test_next_delay),
+                cmocka_unit_test(test_sandbox),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

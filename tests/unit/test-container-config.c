@@ -1,0 +1,785 @@
+/* container_config_build(): Kubernetes' rules for argv, env, user, namespaces,
+ * mounts, security and resources, checked on the RuntimeContainerConfig built
+ * from real manifests and a fake rootfs in a temporary directory. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "container-config.h"
+#include "fileio.h"
+#include "manifest.h"
+#include "string-util.h"
+#include "strv.h"
+
+typedef struct Fixture {
+        ManifestObject **objs;
+        size_t n;
+        const Pod *pod;
+        char dir[64];
+        char *rootfs;
+        ImageConfig img;
+        PodNodeInfo node;
+        PodObjectLookup lookup;
+        PodVolumes vols;
+        ContainerBuildContext ctx;
+        RuntimeContainerConfig c;
+        RuntimeError err;
+        char **warnings;
+} Fixture;
+
+static const ConfigMap *fx_cm(void *u, const char *ns, const char *name) {
+        Fixture *f = u;
+        for (size_t i = 0; i < f->n; i++)
+                if (f->objs[i]->kind == MANIFEST_KIND_CONFIGMAP && streq(f->objs[i]->namespace, ns) &&
+                    streq(f->objs[i]->name, name))
+                        return f->objs[i]->configmap;
+        return NULL;
+}
+
+static const Secret *fx_secret(void *u, const char *ns, const char *name) {
+        Fixture *f = u;
+        for (size_t i = 0; i < f->n; i++)
+                if (f->objs[i]->kind == MANIFEST_KIND_SECRET && streq(f->objs[i]->namespace, ns) &&
+                    streq(f->objs[i]->name, name))
+                        return f->objs[i]->secret;
+        return NULL;
+}
+
+static void write_file(const char *dir, const char *name, const char *content) {
+        char *p = strprintf("%s/%s", dir, name);
+        assert_non_null(p);
+        assert_int_equal(write_file_atomic(p, content, strlen(content), 0644), 0);
+        free(p);
+}
+
+static char *pathj(const char *a, const char *b) {
+        char *p = strprintf("%s/%s", a, b);
+        assert_non_null(p);
+        return p;
+}
+
+static void fx_init(Fixture *f, const char *yaml) {
+        *f = (Fixture){};
+        ManifestParseOptions o = {
+                .filename = "t.yaml", .node_name = "node1", .source_id = "file:/x",
+                .config_source = "file",
+        };
+        Diagnostics d;
+        diagnostics_init(&d);
+        int r = manifest_parse_buffer(yaml, strlen(yaml), &o, &f->objs, &f->n, &d);
+        for (size_t i = 0; r < 0 && i < d.n; i++) {
+                char *s = diag_to_string(&d.items[i]);
+                fprintf(stderr, "%s\n", s);
+                free(s);
+        }
+        diagnostics_deinit(&d);
+        assert_int_equal(r, 0);
+        const char *uid = NULL;
+        for (size_t i = 0; i < f->n; i++)
+                if (f->objs[i]->kind == MANIFEST_KIND_POD) {
+                        f->pod = f->objs[i]->pod;
+                        uid = f->objs[i]->uid;
+                }
+        assert_non_null(f->pod);
+
+        strcpy(f->dir, "/tmp/test-ccfg-XXXXXX");
+        assert_non_null(mkdtemp(f->dir));
+        f->rootfs = pathj(f->dir, "rootfs");
+        char *etc = pathj(f->rootfs, "etc");
+        assert_int_equal(mkdir_p(etc, 0755), 0);
+        write_file(etc, "passwd",
+                   "root:x:0:0:root:/root:/bin/sh\n"
+                   "app:x:1000:1000::/home/app:/bin/sh\n"
+                   "www:x:33:33::/var/www:/bin/sh\n");
+        write_file(etc, "group",
+                   "root:x:0:\n"
+                   "app:x:1000:app\n"
+                   "www-data:x:33:\n"
+                   "video:x:44:app,www\n"
+                   "audio:x:29:app\n");
+        free(etc);
+
+        f->node = (PodNodeInfo){ .node_name = "node1", .pod_uid = uid, .cpu_count = 4,
+                                 .memory_bytes = 8ULL << 30, .ephemeral_storage_bytes = 100ULL << 30 };
+        f->lookup = (PodObjectLookup){ fx_cm, fx_secret, f };
+        f->ctx = (ContainerBuildContext){
+                .pod = f->pod,
+                .container = &f->pod->spec.containers[0],
+                .image = &f->img,
+                .node = &f->node,
+                .lookup = &f->lookup,
+                .container_id = "uid1-c-0",
+                .attempt = 0,
+                .rootfs = f->rootfs,
+                .volumes = &f->vols,
+                .ns_net = "/run/nanolet/ns/u/net",
+                .ns_ipc = "/run/nanolet/ns/u/ipc",
+                .ns_uts = "/run/nanolet/ns/u/uts",
+                .ns_pid = "/run/nanolet/ns/u/pid",
+                .node_hostname = "node1",
+                .seccomp_dir = "/var/lib/nanolet/seccomp",
+                .warnings = &f->warnings,
+        };
+}
+
+static void rm_rf(const char *p) {
+        char *cmd = strprintf("rm -rf '%s'", p);
+        assert_int_equal(system(cmd), 0);
+        free(cmd);
+}
+
+static void fx_done(Fixture *f) {
+        runtime_container_config_done(&f->c);
+        image_config_done(&f->img);
+        pod_volumes_done(&f->vols);
+        strv_free(f->warnings);
+        manifest_objects_free(f->objs, f->n);
+        rm_rf(f->dir);
+        free(f->rootfs);
+}
+
+static int fx_build(Fixture *f) {
+        runtime_container_config_done(&f->c);
+        f->c = (RuntimeContainerConfig){};
+        f->err = (RuntimeError){};
+        return container_config_build(&f->ctx, &f->c, &f->err);
+}
+
+static void fx_build_ok(Fixture *f) {
+        int r = fx_build(f);
+        if (r < 0)
+                fprintf(stderr, "error: %s\n", f->err.message);
+        assert_int_equal(r, 0);
+}
+
+static char **strv_make(const char *first, ...) {
+        char **l = NULL;
+        va_list ap;
+        va_start(ap, first);
+        for (const char *s = first; s; s = va_arg(ap, const char *))
+                assert_int_equal(strv_extend(&l, s), 0);
+        va_end(ap);
+        return l;
+}
+
+static void assert_strv(char **got, const char *first, ...) {
+        va_list ap;
+        va_start(ap, first);
+        size_t i = 0;
+        for (const char *s = first; s; s = va_arg(ap, const char *), i++) {
+                assert_non_null(got);
+                assert_non_null(got[i]);
+                assert_string_equal(got[i], s);
+        }
+        va_end(ap);
+        assert_true(!got || !got[i]);
+}
+
+static const char *env_get(const RuntimeContainerConfig *c, const char *name) {
+        size_t l = strlen(name);
+        STRV_FOREACH(e, c->env)
+                if (strneq(*e, name, l) && (*e)[l] == '=')
+                        return *e + l + 1;
+        return NULL;
+}
+
+static const RuntimeMount *mount_at(const RuntimeContainerConfig *c, const char *dest) {
+        for (size_t i = 0; i < c->n_mounts; i++)
+                if (streq(c->mounts[i].destination, dest))
+                        return &c->mounts[i];
+        return NULL;
+}
+
+#define POD_HEAD                                                                                   \
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: prod\n"                    \
+        "  labels: {app: web}\n  annotations: {team: blue}\nspec:\n"
+
+/* ---- argv ---- */
+
+static void run_argv(const char *container, char **ep, char **cmd, const char *first, ...) {
+        Fixture f;
+        char *yaml = strprintf(POD_HEAD "  containers:\n  - name: c\n    image: busybox\n%s",
+                               container);
+        fx_init(&f, yaml);
+        f.img.entrypoint = ep;
+        f.img.cmd = cmd;
+        fx_build_ok(&f);
+        va_list ap;
+        va_start(ap, first);
+        size_t i = 0;
+        for (const char *s = first; s; s = va_arg(ap, const char *), i++)
+                assert_string_equal(f.c.args[i], s);
+        va_end(ap);
+        assert_null(f.c.args[i]);
+        fx_done(&f);
+        free(yaml);
+}
+
+static void test_argv_precedence(void **state) {
+        (void)state;
+        /* neither: Entrypoint + Cmd */
+        run_argv("", strv_make("/ep", "e1", NULL), strv_make("c1", NULL), "/ep", "e1", "c1", NULL);
+        /* command only: Cmd ignored */
+        run_argv("    command: [/bin/x]\n", strv_make("/ep", NULL), strv_make("c1", NULL), "/bin/x",
+                 NULL);
+        /* args only: Entrypoint + args */
+        run_argv("    args: [a1, a2]\n", strv_make("/ep", NULL), strv_make("c1", NULL), "/ep", "a1",
+                 "a2", NULL);
+        /* both */
+        run_argv("    command: [/bin/x]\n    args: [a1]\n", strv_make("/ep", NULL),
+                 strv_make("c1", NULL), "/bin/x", "a1", NULL);
+}
+
+static void test_argv_none(void **state) {
+        (void)state;
+        Fixture f;
+        fx_init(&f, POD_HEAD "  containers:\n  - name: c\n    image: busybox\n");
+        assert_int_equal(fx_build(&f), -EINVAL);
+        assert_string_equal(f.err.message, "no command specified");
+        fx_done(&f);
+}
+
+/* ---- env ---- */
+
+static void test_env_order_expansion(void **state) {
+        (void)state;
+        Fixture f;
+        fx_init(&f, POD_HEAD "  containers:\n  - name: c\n    image: busybox\n"
+                             "    command: [sh, -c, 'echo $(A) $(B) $$(A) $(NOPE) $(PATH)']\n"
+                             "    args: ['$(C)']\n"
+                             "    env:\n"
+                             "    - {name: A, value: one}\n"
+                             "    - {name: B, value: '$(A)-two'}\n"
+                             "    - {name: C, value: '$(D)x$$y'}\n"
+                             "    - {name: D, value: late}\n"
+                             "    - {name: HOME, value: /h}\n"
+                             "    - {name: A, value: again}\n");
+        f.img.env = strv_make("PATH=/usr/bin", "HOME=/root", NULL);
+        fx_build_ok(&f);
+        /* image env first, container values replace in place, order kept */
+        assert_strv(f.c.env, "PATH=/usr/bin", "HOME=/h", "A=again", "B=one-two", "C=$(D)x$y",
+                    "D=late", NULL);
+        /* command/args see the final container env, not the image's */
+        assert_string_equal(f.c.args[2], "echo again one-two $(A) $(NOPE) $(PATH)");
+        assert_string_equal(f.c.args[3], "$(D)x$y");
+        fx_done(&f);
+}
+
+static const char *lookup_v(const char *name, void *userdata) {
+        (void)userdata;
+        return streq(name, "V") ? "val" : NULL;
+}
+
+static void test_expand_edge_cases(void **state) {
+        (void)state;
+        char *out;
+        assert_int_equal(kube_expand("$(unterminated", lookup_v, NULL, &out), 0);
+        assert_string_equal(out, "$(unterminated");
+        free(out);
+        assert_int_equal(kube_expand("a$", lookup_v, NULL, &out), 0);
+        assert_string_equal(out, "a$");
+        free(out);
+        assert_int_equal(kube_expand("$x$$$$(V)$(V)$()", lookup_v, NULL, &out), 0);
+        assert_string_equal(out, "$x$$(V)val$()");
+        free(out);
+}
+
+static void test_env_field_refs(void **state) {
+        (void)state;
+        Fixture f;
+        fx_init(&f, POD_HEAD "  containers:\n  - name: c\n    image: busybox\n    command: [x]\n"
+                             "    resources: {limits: {memory: 256Mi}, requests: {cpu: 250m}}\n"
+                             "    env:\n"
+                             "    - {name: NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}\n"
+                             "    - {name: NS, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}\n"
+                             "    - {name: U, valueFrom: {fieldRef: {fieldPath: metadata.uid}}}\n"
+                             "    - {name: L, valueFrom: {fieldRef: {fieldPath: \"metadata.labels['app']\"}}}\n"
+                             "    - {name: AN, valueFrom: {fieldRef: {fieldPath: \"metadata.annotations['team']\"}}}\n"
+                             "    - {name: NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}\n"
+                             "    - {name: IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}\n"
+                             "    - {name: IPS, valueFrom: {fieldRef: {fieldPath: status.podIPs}}}\n"
+                             "    - {name: HIP, valueFrom: {fieldRef: {fieldPath: status.hostIP}}}\n"
+                             "    - {name: MEM, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}}\n"
+                             "    - {name: CPU, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}\n"
+                             "    - {name: RCPU, valueFrom: {resourceFieldRef: {resource: requests.cpu, divisor: 1m}}}\n");
+        char *ips[] = { "10.86.0.5", "fd00::5", NULL };
+        char *hips[] = { "192.168.1.2", NULL };
+        f.node.pod_ips = ips;
+        f.node.host_ips = hips;
+        fx_build_ok(&f);
+        assert_string_equal(env_get(&f.c, "NAME"), "web-node1");
+        assert_string_equal(env_get(&f.c, "NS"), "prod");
+        assert_string_equal(env_get(&f.c, "U"), f.node.pod_uid);
+        assert_string_equal(env_get(&f.c, "L"), "web");
+        assert_string_equal(env_get(&f.c, "AN"), "blue");
+        assert_string_equal(env_get(&f.c, "NODE"), "node1");
+        assert_string_equal(env_get(&f.c, "IP"), "10.86.0.5");
+        assert_string_equal(env_get(&f.c, "IPS"), "10.86.0.5,fd00::5");
+        assert_string_equal(env_get(&f.c, "HIP"), "192.168.1.2");
+        assert_string_equal(env_get(&f.c, "MEM"), "256");
+        assert_string_equal(env_get(&f.c, "CPU"), "4"); /* no limit: node allocatable */
+        assert_string_equal(env_get(&f.c, "RCPU"), "250");
+        fx_done(&f);
+}
+
+#define CM_SECRET                                                                                  \
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg, namespace: prod}\n"            \
+        "data: {level: debug, '1st': one, mode: fast}\n"                                    \
+        "---\napiVersion: v1\nkind: Secret\nmetadata: {name: sec, namespace: prod}\n"               \
+        "stringData: {password: hunter2, token: abc}\n"
+
+static void test_env_configmap_secret(void **state) {
+        (void)state;
+        Fixture f;
+        fx_init(&f, POD_HEAD "  containers:\n  - name: c\n    image: busybox\n    command: [x]\n"
+                             "    envFrom:\n"
+                             "    - {configMapRef: {name: cfg}, prefix: CFG_}\n"
+                             "    - {secretRef: {name: sec}}\n"
+                             "    - {configMapRef: {name: absent, optional: true}}\n"
+                             "    - {configMapRef: {name: cfg}}\n"
+                             "    env:\n"
+                             "    - {name: LVL, valueFrom: {configMapKeyRef: {name: cfg, key: level}}}\n"
+                             "    - {name: PW, valueFrom: {secretKeyRef: {name: sec, key: password}}}\n"
+                             "    - {name: OPT, valueFrom: {secretKeyRef: {name: sec, key: nokey, optional: true}}}\n"
+                             "    - {name: OPT2, valueFrom: {configMapKeyRef: {name: absent, key: k, optional: true}}}\n"
+                             "    - {name: X, value: '$(CFG_mode)/$(token)'}\n" CM_SECRET);
+        fx_build_ok(&f);
+        assert_string_equal(env_get(&f.c, "CFG_level"), "debug");
+        assert_string_equal(env_get(&f.c, "CFG_1st"), "one");
+        assert_string_equal(env_get(&f.c, "level"), "debug");
+        assert_null(env_get(&f.c, "1st"));
+        assert_string_equal(env_get(&f.c, "password"), "hunter2");
+        assert_string_equal(env_get(&f.c, "LVL"), "debug");
+        assert_string_equal(env_get(&f.c, "PW"), "hunter2");
+        assert_null(env_get(&f.c, "OPT"));
+        assert_null(env_get(&f.c, "OPT2"));
+        assert_string_equal(env_get(&f.c, "X"), "fast/abc");
+        assert_non_null(f.warnings);
+        assert_string_equal(f.warnings[0], "Keys [1st] from the EnvFrom configMap prod/cfg "
+                                           "were skipped since they are considered invalid "
+                                           "environment variable names.");
+        fx_done(&f);
+}
+
+static void run_env_error(const char *env, int error, const char *msg) {
+        Fixture f;
+        char *yaml = strprintf(POD_HEAD "  containers:\n  - name: c\n    image: busybox\n"
+                                        "    command: [x]\n%s" CM_SECRET, env);
+        fx_init(&f, yaml);
+        assert_int_equal(fx_build(&f), error);
+        assert_string_equal(f.err.message, msg);
+        fx_done(&f);
+        free(yaml);
+}
+
+static void test_env_missing_refs(void **state) {
+        (void)state;
+        run_env_error("    env:\n    - {name: A, valueFrom: {configMapKeyRef: {name: nope, key: k}}}\n",
+                      -ENOENT, "configmap \"nope\" not found");
+        run_env_error("    env:\n    - {name: A, valueFrom: {secretKeyRef: {name: nope, key: k}}}\n",
+                      -ENOENT, "secret \"nope\" not found");
+        run_env_error("    env:\n    - {name: A, valueFrom: {configMapKeyRef: {name: cfg, key: k}}}\n",
+                      -ENOENT, "couldn't find key k in ConfigMap prod/cfg");
+        run_env_error("    env:\n    - {name: A, valueFrom: {secretKeyRef: {name: sec, key: k}}}\n",
+                      -ENOENT, "couldn't find key k in Secret prod/sec");
+        run_env_error("    envFrom:\n    - {secretRef: {name: gone}}\n", -ENOENT,
+                      "secret \"gone\" not found");
+}
+
+/* ---- workingDir, user ---- */
+
+static void test_working_dir(void **state) {
+        (void)state;
+        Fixture f;
+        fx_init(&f, POD_HEAD "  containers:\n  - {name: c, image: b, command: [x]}\n"
+                             "  - {name: d, image: b, command: [x], workingDir: /srv}\n");
+        fx_build_ok(&f);
+        assert_string_equal(f.c.cwd, "/");
+        f.img.working_dir = strdup("/app");
+        fx_build_ok(&f);
+        assert_string_equal(f.c.cwd, "/app");
+        f.ctx.container = &f.pod->spec.containers[1];
+        fx_build_ok(&f);
+        assert_string_equal(f.c.cwd, "/srv");
+        fx_done(&f);
+}
+
+static void test_user_from_image(void **state) {
+        (void)state;
+        Fixture f;
+        fx_init(&f, POD_HEAD "  securityContext: {supplementalGroups: [5000], fsGroup: 2000}\n"
+                             "  containers:\n  - {name: c, image: b, command: [x]}\n");
+        f.img.user = strdup("app:www-data");
+        fx_build_ok(&f);
+        assert_int_equal(f.c.uid, 1000);
+        assert_int_equal(f.c.gid, 33);
+        /* primary gid, app's groups from /etc/group, fsGroup, supplementalGroups */
+        assert_int_equal(f.c.n_additional_gids, 5);
+        gid_t want[] = { 33, 44, 29, 2000, 5000 };
+        for (size_t i = 0; i < 5; i++)
+                assert_int_equal(f.c.additional_gids[i], want[i]);
+
+        free(f.img.user);
+        f.img.user = strdup("www");
+        fx_build_ok(&f);
+        assert_int_equal(f.c.uid, 33);
+        assert_int_equal(f.c.gid, 33);
+
+        free(f.img.user);
+        f.img.user = strdup("1234:44");
+        fx_build_ok(&f);
+        assert_int_equal(f.c.uid, 1234);
+        assert_int_equal(f.c.gid, 44);
+
+        free(f.img.user);
+        f.img.user = strdup("nobody");
+        assert_int_equal(fx_build(&f), -ENOENT);
+        assert_string_equal(f.err.message,
+                            "unable to find user nobody: no matching entries in passwd file");
+        fx_done(&f);
+}
+
+static void test_user_run_as(void **state) {
+        (void)state;
+        Fixture f;
+        fx_init(&f, POD_HEAD "  securityContext: {runAsUser: 1000, runAsGroup: 7}\n"
+                             "  containers:\n  - {name: c, image: b, command: [x]}\n"
+                             "  - name: d\n    image: b\n    command: [x]\n"
+                             "    securityContext: {runAsUser: 33}\n");
+        f.img.user = strdup("root");
+        fx_build_ok(&f);
+        assert_int_equal(f.c.uid, 1000);
+        assert_int_equal(f.c.gid, 7);
+        f.ctx.container = &f.pod->spec.containers[1];
+        fx_build_ok(&f);
+        assert_int_equal(f.c.uid, 33);
+        assert_int_equal(f.c.gid, 7);
+        fx_done(&f);
+}
+
+static void test_run_as_non_root(void **state) {
+        (void)state;
+        Fixture f;
+        fx_init(&f, POD_HEAD "  securityContext: {runAsNonRoot: true}\n"
+                             "  containers:\n  - {name: c, image: b, command: [x]}\n"
+                             "  - name: d\n    image: b\n    command: [x]\n"
+                             "    securityContext: {runAsUser: 0}\n");
+        assert_int_equal(fx_build(&f), -EPERM);
+        char *want = strprintf("container has runAsNonRoot and image will run as root "
+                               "(pod: \"web-node1_prod(%s)\", container: c)", f.node.pod_uid);
+        assert_string_equal(f.err.message, want);
+        free(want);
+        f.img.user = strdup("app");
+        assert_int_equal(fx_build(&f), -EPERM);
+        assert_non_null(strstr(f.err.message, "image has non-numeric user (app)"));
+        free(f.img.user);
+        f.img.user = strdup("1000");
+        fx_build_ok(&f);
+        f.ctx.container = &f.pod->spec.containers[1];
+        assert_int_equal(fx_build(&f), -EPERM);
+        assert_non_null(strstr(f.err.message, "container's runAsUser breaks non-root policy"));
+        fx_done(&f);
+}
+
+/* ---- namespaces ---- */
+
+static void test_namespaces(void **state) {
+        (void)state;
+        Fixture f;
+        fx_init(&f, POD_HEAD "  containers:\n  - {name: c, image: b, command: [x]}\n");
+        fx_build_ok(&f);
+        assert_int_equal(f.c.net.mode, RUNTIME_NS_PATH);
+        assert_string_equal(f.c.net.path, "/run/nanolet/ns/u/net");
+        assert_int_equal(f.c.ipc.mode, RUNTIME_NS_PATH);
+        assert_int_equal(f.c.uts.mode, RUNTIME_NS_PATH);
+        assert_int_equal(f.c.pid.mode, RUNTIME_NS_NEW);
+        assert_string_equal(f.c.hostname, "web-node1");
+        fx_done(&f);
+
+        fx_init(&f, POD_HEAD "  hostNetwork: true\n  hostPID: true\n  hostIPC: true\n"
+                             "  containers:\n  - {name: c, image: b, command: [x]}\n");
+        fx_build_ok(&f);
+        assert_int_equal(f.c.net.mode, RUNTIME_NS_HOST);
+        assert_int_equal(f.c.uts.mode, RUNTIME_NS_HOST);
+        assert_int_equal(f.c.ipc.mode, RUNTIME_NS_HOST);
+        assert_int_equal(f.c.pid.mode, RUNTIME_NS_HOST);
+        assert_null(f.c.hostname);
+        /* hostIPC: the host's /dev/shm */
+        assert_string_equal(mount_at(&f.c, "/dev/shm")->source, "/dev/shm");
+        fx_done(&f);
+
+        fx_init(&f, POD_HEAD "  shareProcessNamespace: true\n  hostname: h1\n"
+                             "  containers:\n  - {name: c, image: b, command: [x]}\n");
+        fx_build_ok(&f);
+        assert_int_equal(f.c.pid.mode, RUNTIME_NS_PATH);
+        assert_string_equal(f.c.pid.path, "/run/nanolet/ns/u/pid");
+        assert_string_equal(f.c.hostname, "h1");
+        fx_done(&f);
+}
+
+/* ---- mounts ---- */
+
+static void add_volume(Fixture *f, const char *name, const char *path, bool ro) {
+        PodVolumes *v = &f->vols;
+        v->items = realloc(v->items, (v->n_items + 1) * sizeof(*v->items));
+        assert_non_null(v->items);
+        v->items[v->n_items++] = (PodVolumePath){ strdup(name), strdup(path), ro };
+}
+
+static void assert_options(const RuntimeMount *m, const char *a, const char *b, const char *c) {
+        assert_non_null(m);
+        assert_string_equal(m->type, "bind");
+        assert_strv(m->options, a, b, c, NULL);
+}
+
+static void test_mounts(void **state) {
+        (void)state;
+        Fixture f;
+        fx_init(&f, POD_HEAD "  volumes:\n  - {name: data, emptyDir: {}}\n"
+                             "  - {name: cfg, configMap: {name: x}}\n"
+                             "  - {name: host, hostPath: {path: /tmp}}\n"
+                             "  containers:\n  - name: c\n    image: b\n    command: [x]\n"
+                             "    env: [{name: SUB, value: logs}]\n"
+                             "    volumeMounts:\n"
+                             "    - {name: data, mountPath: /data}\n"
+                             "    - {name: cfg, mountPath: /etc/cfg}\n"
+                             "    - {name: host, mountPath: /h, readOnly: true, mountPropagation: HostToContainer}\n"
+                             "    - {name: data, mountPath: /sub, subPath: a/b}\n"
+                             "    - {name: data, mountPath: /expr, subPathExpr: '$(SUB)/x'}\n"
+                             "    - {name: data, mountPath: /etc/resolv.conf, subPath: resolv}\n");
+        char *data = pathj(f.dir, "data"), *shm = pathj(f.dir, "shm");
+        assert_int_equal(mkdir(data, 0750), 0);
+        add_volume(&f, "data", data, false);
+        add_volume(&f, "cfg", "/nonexistent/cfg", true);
+        add_volume(&f, "host", "/tmp", false);
+        f.vols.shm_path = strdup(shm);
+        f.ctx.etc_hosts_path = "/p/etc-hosts";
+        f.ctx.etc_hostname_path = "/p/hostname";
+        f.ctx.resolv_conf_path = "/p/resolv.conf";
+        char *tlog = pathj(f.dir, "containers/c/abcd");
+        f.ctx.termination_log_path = tlog;
+        fx_build_ok(&f);
+
+        const RuntimeMount *m = mount_at(&f.c, "/data");
+        assert_options(m, "rbind", "rprivate", "rw");
+        assert_string_equal(m->source, data);
+        assert_options(mount_at(&f.c, "/etc/cfg"), "rbind", "rprivate", "ro"); /* configMap: always ro */
+        assert_options(mount_at(&f.c, "/h"), "rbind", "rslave", "ro");
+        m = mount_at(&f.c, "/sub");
+        assert_options(m, "rbind", "rprivate", "rw");
+        char *sub = pathj(data, "a/b");
+        assert_string_equal(m->source, sub);
+        struct stat st;
+        assert_int_equal(stat(sub, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0750); /* the volume's mode, as kubelet */
+        free(sub);
+        sub = pathj(data, "logs/x");
+        assert_string_equal(mount_at(&f.c, "/expr")->source, sub);
+        free(sub);
+
+        assert_options(mount_at(&f.c, "/etc/hosts"), "rbind", "rprivate", "rw");
+        assert_string_equal(mount_at(&f.c, "/etc/hosts")->source, "/p/etc-hosts");
+        assert_string_equal(mount_at(&f.c, "/etc/hostname")->source, "/p/hostname");
+        /* the container mounts its own resolv.conf: ours is skipped */
+        sub = pathj(data, "resolv");
+        assert_string_equal(mount_at(&f.c, "/etc/resolv.conf")->source, sub);
+        free(sub);
+        m = mount_at(&f.c, "/dev/termination-log");
+        assert_options(m, "rbind", "rprivate", "rw");
+        assert_int_equal(stat(tlog, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0666);
+        assert_string_equal(mount_at(&f.c, "/dev/shm")->source, shm);
+        /* parents before children: sorted by depth */
+        assert_string_equal(f.c.mounts[0].destination, "/data");
+
+        free(data);
+        free(shm);
+        free(tlog);
+        fx_done(&f);
+}
+
+static void test_subpath_escape(void **state) {
+        (void)state;
+        Fixture f;
+        fx_init(&f, POD_HEAD "  volumes:\n  - {name: data, emptyDir: {}}\n"
+                             "  containers:\n  - name: c\n    image: b\n    command: [x]\n"
+                             "    volumeMounts:\n    - {name: data, mountPath: /x, subPath: evil/passwd}\n"
+                             "  - name: d\n    image: b\n    command: [x]\n"
+                             "    volumeMounts:\n    - {name: data, mountPath: /x, subPath: abs}\n"
+                             "  - name: e\n    image: b\n    command: [x]\n"
+                             "    volumeMounts:\n    - {name: data, mountPath: /x, subPath: inside}\n");
+        char *data = pathj(f.dir, "data");
+        assert_int_equal(mkdir(data, 0777), 0);
+        char *evil = pathj(data, "evil"), *abs = pathj(data, "abs"), *inside = pathj(data, "inside");
+        assert_int_equal(symlink("../../../../../../etc", evil), 0);
+        assert_int_equal(symlink("/etc", abs), 0);
+        char *realdir = pathj(data, "real");
+        assert_int_equal(mkdir(realdir, 0755), 0);
+        free(realdir);
+        assert_int_equal(symlink("real", inside), 0);
+        add_volume(&f, "data", data, false);
+
+        assert_int_equal(fx_build(&f), -EXDEV);
+        assert_string_equal(f.err.message, "failed to prepare subPath for volumeMount \"data\" of "
+                                           "container \"c\": the subPath leaves the volume");
+        f.ctx.container = &f.pod->spec.containers[1];
+        assert_int_equal(fx_build(&f), -EXDEV);
+        /* a symlink that stays inside is fine and resolved */
+        f.ctx.container = &f.pod->spec.containers[2];
+        fx_build_ok(&f);
+        char *real = pathj(data, "real");
+        assert_string_equal(mount_at(&f.c, "/x")->source, real);
+        free(real);
+        free(evil);
+        free(abs);
+        free(inside);
+        free(data);
+        fx_done(&f);
+}
+
+/* ---- security ---- */
+
+static void test_security_defaults(void **state) {
+        (void)state;
+        Fixture f;
+        fx_init(&f, POD_HEAD "  securityContext:\n    sysctls: [{name: net.ipv4.ip_forward, value: '1'}]\n"
+                             "    seccompProfile: {type: Unconfined}\n"
+                             "  containers:\n  - {name: c, image: b, command: [x], tty: true}\n"
+                             "  - name: d\n    image: b\n    command: [x]\n"
+                             "    securityContext:\n      allowPrivilegeEscalation: false\n"
+                             "      readOnlyRootFilesystem: true\n      procMount: Unmasked\n"
+                             "      capabilities: {add: [NET_ADMIN], drop: [ALL]}\n"
+                             "      seccompProfile: {type: Localhost, localhostProfile: prof/a.json}\n"
+                             "  - name: e\n    image: b\n    command: [x]\n"
+                             "    securityContext: {privileged: true}\n");
+        fx_build_ok(&f);
+        assert_true(f.c.terminal);
+        assert_false(f.c.no_new_privileges);
+        assert_false(f.c.readonly_rootfs);
+        assert_int_equal(f.c.seccomp, RUNTIME_SECCOMP_UNCONFINED);
+        assert_strv(f.c.sysctls, "net.ipv4.ip_forward=1", NULL);
+        assert_null(f.c.cap_add);
+
+        f.ctx.container = &f.pod->spec.containers[1];
+        fx_build_ok(&f);
+        assert_true(f.c.no_new_privileges);
+        assert_true(f.c.readonly_rootfs);
+        assert_true(f.c.unmasked_proc);
+        assert_strv(f.c.cap_add, "NET_ADMIN", NULL);
+        assert_strv(f.c.cap_drop, "ALL", NULL);
+        assert_int_equal(f.c.seccomp, RUNTIME_SECCOMP_LOCALHOST);
+        assert_string_equal(f.c.seccomp_profile_path, "/var/lib/nanolet/seccomp/prof/a.json");
+
+        f.ctx.container = &f.pod->spec.containers[2];
+        fx_build_ok(&f);
+        assert_true(f.c.privileged);
+        assert_int_equal(f.c.seccomp, RUNTIME_SECCOMP_UNCONFINED);
+        fx_done(&f);
+
+        fx_init(&f, POD_HEAD "  containers:\n  - {name: c, image: b, command: [x]}\n");
+        fx_build_ok(&f);
+        assert_int_equal(f.c.seccomp, RUNTIME_SECCOMP_RUNTIME_DEFAULT); /* SPEC §10 */
+        char *uid_ann = strprintf("io.kubernetes.pod.uid=%s", f.node.pod_uid);
+        assert_strv(f.c.annotations, "io.kubernetes.pod.name=web-node1",
+                    "io.kubernetes.pod.namespace=prod", uid_ann,
+                    "io.kubernetes.container.name=c", "nanolet.io/attempt=0", NULL);
+        free(uid_ann);
+        fx_done(&f);
+}
+
+/* ---- resources ---- */
+
+static void test_resources(void **state) {
+        (void)state;
+        Fixture f;
+        fx_init(&f, POD_HEAD "  containers:\n  - name: c\n    image: b\n    command: [x]\n"
+                             "    resources:\n      requests: {cpu: 250m, memory: 1Gi}\n"
+                             "      limits: {cpu: 500m, memory: 2Gi, hugepages-2Mi: 4Mi}\n");
+        f.ctx.pids_limit = 1024;
+        fx_build_ok(&f);
+        char *want = strprintf("/nanolet/pod%s/uid1-c-0", f.node.pod_uid);
+        assert_string_equal(f.c.cgroups_path, want);
+        free(want);
+        assert_int_equal(f.c.resources.cpu_shares, 256);
+        assert_int_equal(f.c.resources.cpu_period, 100000);
+        assert_int_equal(f.c.resources.cpu_quota, 50000);
+        assert_int_equal(f.c.resources.memory_limit, 2LL << 30);
+        assert_int_equal(f.c.resources.pids_limit, 1024);
+        assert_int_equal(f.c.resources.n_hugepages, 1);
+        assert_string_equal(f.c.resources.hugepages[0].page_size, "2MB");
+        assert_int_equal(f.c.resources.hugepages[0].limit, 4 << 20);
+        /* Burstable: 1000 - 1000 * 1Gi / 8Gi = 875 */
+        assert_true(f.c.oom_score_adj_set);
+        assert_int_equal(f.c.oom_score_adj, 875);
+        assert_int_equal(pod_qos_class(f.pod), POD_QOS_BURSTABLE);
+        fx_done(&f);
+
+        assert_int_equal(container_milli_cpu_to_shares(0), 2);
+        assert_int_equal(container_milli_cpu_to_shares(1), 2);
+        assert_int_equal(container_milli_cpu_to_shares(1000), 1024);
+        assert_int_equal(container_milli_cpu_to_quota(1, 100000), 1000);
+}
+
+static void run_oom(const char *spec, PodQOSClass qos, int adj) {
+        Fixture f;
+        char *yaml = strprintf(POD_HEAD "%s", spec);
+        fx_init(&f, yaml);
+        assert_int_equal(pod_qos_class(f.pod), qos);
+        fx_build_ok(&f);
+        assert_int_equal(f.c.oom_score_adj, adj);
+        fx_done(&f);
+        free(yaml);
+}
+
+static void test_oom_score_adj(void **state) {
+        (void)state;
+        run_oom("  containers:\n  - {name: c, image: b, command: [x]}\n", POD_QOS_BEST_EFFORT, 1000);
+        /* limits only: requests default to them -> Guaranteed */
+        run_oom("  containers:\n  - name: c\n    image: b\n    command: [x]\n"
+                "    resources: {limits: {cpu: '1', memory: 1Gi}}\n",
+                POD_QOS_GUARANTEED, -997);
+        /* tiny request: 1000 - 0 rounds to 1000 -> 999 */
+        run_oom("  containers:\n  - name: c\n    image: b\n    command: [x]\n"
+                "    resources: {requests: {memory: 1Ki}}\n",
+                POD_QOS_BURSTABLE, 999);
+        /* request above the machine: clamped to 3 */
+        run_oom("  containers:\n  - name: c\n    image: b\n    command: [x]\n"
+                "    resources: {requests: {memory: 16Gi}}\n",
+                POD_QOS_BURSTABLE, 3);
+        run_oom("  priorityClassName: system-node-critical\n"
+                "  containers:\n  - {name: c, image: b, command: [x]}\n",
+                POD_QOS_BEST_EFFORT, -997);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_argv_precedence),
+                cmocka_unit_test(test_argv_none),
+                cmocka_unit_test(test_env_order_expansion),
+                cmocka_unit_test(test_expand_edge_cases),
+                cmocka_unit_test(test_env_field_refs),
+                cmocka_unit_test(test_env_configmap_secret),
+                cmocka_unit_test(test_env_missing_refs),
+                cmocka_unit_test(test_working_dir),
+                cmocka_unit_test(test_user_from_image),
+                cmocka_unit_test(test_user_run_as),
+                cmocka_unit_test(test_run_as_non_root),
+                cmocka_unit_test(test_namespaces),
+                cmocka_unit_test(test_mounts),
+                cmocka_unit_test(test_subpath_escape),
+                cmocka_unit_test(test_security_defaults),
+                cmocka_unit_test(test_resources),
+                cmocka_unit_test(test_oom_score_adj),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

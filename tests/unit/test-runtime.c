@@ -1,0 +1,740 @@
+/* Tests for src/runtime against the real conmon and runc (as root): the
+ * container lifecycle, error reporting, the op queue (parallelism cap and
+ * timeouts, with a fake runtime script) and pod sandboxes (pinned
+ * namespaces, the PID holder). Each test has its own run dir under /tmp and
+ * a teardown that force-deletes containers, unpins and removes it, even
+ * when an assertion failed. Skips (77) when not root or conmon/runc are
+ * missing, unless NANOLET_TEST_STRICT=1. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "fileio.h"
+#include "macro.h"
+#include "runtime.h"
+#include "spawn.h"
+#include "string-util.h"
+#include "strv.h"
+
+#define NSFS_MAGIC_ 0x6e736673
+
+typedef struct Fixture {
+        char tmp[64];
+        char *run_dir;
+        Event *e;
+        Runtime *rt;
+        char **ids;     /* containers to force-delete in teardown */
+        char **sandboxes;
+} Fixture;
+
+/* --- helpers ------------------------------------------------------------------ */
+
+static int run_quiet(char *const *argv, char **ret_out) {
+        _cleanup_close_pair_ int p[2] = { -EBADF, -EBADF };
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        pid_t pid;
+        int status;
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        o.argv = argv;
+        o.stdout_fd = p[1];
+        o.stderr_fd = p[1];
+        int r = spawn(&o, &pid, NULL);
+        if (r < 0)
+                return r;
+        p[1] = safe_close(p[1]);
+        char *out = NULL;
+        (void)read_full_fd(p[0], 1 << 20, &out, NULL);
+        (void)waitpid(pid, &status, 0);
+        if (ret_out)
+                *ret_out = out;
+        else
+                free(out);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void rm_rf(const char *path) {
+        char *argv[] = { "rm", "-rf", "--one-file-system", (char *)path, NULL };
+        (void)run_quiet(argv, NULL);
+}
+
+static bool mounted_under(const char *prefix) {
+        _cleanup_free_ char *mi = NULL;
+        assert_int_equal(read_full_file_at(AT_FDCWD, "/proc/self/mountinfo", 1 << 22, &mi, NULL), 0);
+        return strstr(mi, prefix) != NULL;
+}
+
+static int setup(void **state) {
+        Fixture *f = calloc(1, sizeof(*f));
+        assert_non_null(f);
+        strcpy(f->tmp, "/tmp/nanolet-rt-XXXXXX");
+        assert_non_null(mkdtemp(f->tmp));
+        f->run_dir = strprintf("%s/run", f->tmp);
+        assert_int_equal(event_new(&f->e), 0);
+        *state = f;
+        return 0;
+}
+
+static int new_runtime(Fixture *f, const RuntimeOptions *extra) {
+        RuntimeOptions o = extra ? *extra : (RuntimeOptions){};
+        o.run_dir = f->run_dir;
+        return runtime_new(&f->rt, f->e, &o);
+}
+
+static int teardown(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *root = strprintf("%s/runc", f->run_dir);
+
+        STRV_FOREACH(id, f->ids) {
+                char *argv[] = { "runc", "--root", root, "delete", "--force", *id, NULL };
+                (void)run_quiet(argv, NULL);
+        }
+        STRV_FOREACH(d, f->sandboxes)
+                (void)sandbox_remove(*d, NULL);
+        f->rt = runtime_free(f->rt);
+        f->e = event_free(f->e);
+        _cleanup_free_ char *ns = strprintf("%s/ns", f->run_dir);
+        while (umount2(ns, MNT_DETACH) == 0)
+                ;
+        assert_false(mounted_under(f->tmp));
+        rm_rf(f->tmp);
+        strv_free(f->ids);
+        strv_free(f->sandboxes);
+        free(f->run_dir);
+        free(f);
+        return 0;
+}
+
+static void copy_file(const char *from, const char *to, mode_t mode) {
+        _cleanup_free_ char *data = NULL;
+        size_t n;
+        assert_int_equal(read_full_file_at(AT_FDCWD, from, 64 << 20, &data, &n), 0);
+        assert_int_equal(write_file_atomic(to, data, n, mode), 0);
+}
+
+/* A bundle with a busybox rootfs and a minimal hand-written config.json. */
+typedef struct BundleSpec {
+        const char *args[8];
+        bool pid_ns;          /* new PID namespace */
+        const char *net_path; /* join this net ns */
+        const char *pid_path; /* join this PID ns */
+        bool no_rootfs;
+} BundleSpec;
+
+static char *make_bundle(Fixture *f, const char *name, const BundleSpec *b) {
+        char *bundle = strprintf("%s/bundles/%s", f->tmp, name);
+        _cleanup_free_ char *rootfs = strprintf("%s/rootfs", bundle);
+        _cleanup_free_ char *bin = strprintf("%s/bin", rootfs);
+        assert_int_equal(mkdir_p(bundle, 0755), 0);
+        if (!b->no_rootfs) {
+                assert_int_equal(mkdir_p(bin, 0755), 0);
+                const char *dirs[] = { "proc", "dev", "sys", "tmp" };
+                for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                        _cleanup_free_ char *d = strprintf("%s/%s", rootfs, dirs[i]);
+                        assert_int_equal(mkdir_p(d, 0755), 0);
+                }
+                _cleanup_free_ char *bb = strprintf("%s/busybox", bin);
+                copy_file("/bin/busybox", bb, 0755);
+                const char *links[] = { "sh", "sleep", "echo", "cat", "ls" };
+                for (size_t i = 0; i < ELEMENTSOF(links); i++) {
+                        _cleanup_free_ char *l = strprintf("%s/%s", bin, links[i]);
+                        assert_int_equal(symlink("busybox", l), 0);
+                }
+        }
+
+        json_t *args = json_array();
+        for (size_t i = 0; b->args[i]; i++)
+                json_array_append_new(args, json_string(b->args[i]));
+        json_t *ns = json_array();
+        json_array_append_new(ns, json_pack("{s:s}", "type", "mount"));
+        json_array_append_new(ns, json_pack("{s:s}", "type", "ipc"));
+        json_array_append_new(ns, json_pack("{s:s}", "type", "uts"));
+        if (b->net_path)
+                json_array_append_new(ns, json_pack("{s:s,s:s}", "type", "network", "path",
+                                                    b->net_path));
+        else
+                json_array_append_new(ns, json_pack("{s:s}", "type", "network"));
+        if (b->pid_path)
+                json_array_append_new(ns,
+                                      json_pack("{s:s,s:s}", "type", "pid", "path", b->pid_path));
+        else if (b->pid_ns)
+                json_array_append_new(ns, json_pack("{s:s}", "type", "pid"));
+
+        json_t *mounts = json_pack(
+                "[{s:s,s:s,s:s},{s:s,s:s,s:s,s:[s,s,s]},{s:s,s:s,s:s,s:[s,s,s]}]",
+                "destination", "/proc", "type", "proc", "source", "proc",
+                "destination", "/dev", "type", "tmpfs", "source", "tmpfs", "options", "nosuid",
+                "strictatime", "mode=755",
+                "destination", "/tmp", "type", "tmpfs", "source", "tmpfs", "options", "nosuid",
+                "nodev", "mode=1777");
+        json_t *cfg = json_pack(
+                "{s:s, s:{s:b, s:{s:i,s:i}, s:o, s:[s], s:s}, s:{s:s,s:b}, s:s, s:o,"
+                " s:{s:o}}",
+                "ociVersion", "1.0.2",
+                "process", "terminal", 0, "user", "uid", 0, "gid", 0, "args", args, "env",
+                "PATH=/bin", "cwd", "/",
+                "root", "path", "rootfs", "readonly", 1,
+                "hostname", "ctr",
+                "mounts", mounts,
+                "linux", "namespaces", ns);
+        assert_non_null(cfg);
+        _cleanup_free_ char *path = strprintf("%s/config.json", bundle);
+        assert_int_equal(json_dump_file(cfg, path, JSON_INDENT(2)), 0);
+        json_decref(cfg);
+        return bundle;
+}
+
+static void run_until(Fixture *f, const bool *flag, usec_t timeout) {
+        usec_t end = now_usec(CLOCK_MONOTONIC) + timeout;
+        while (!*flag && now_usec(CLOCK_MONOTONIC) < end)
+                assert_int_equal(event_run(f->e, 100 * USEC_PER_MSEC), 0);
+        assert_true(*flag);
+}
+
+typedef struct Result {
+        bool called;
+        int r;
+        pid_t pid, conmon_pid;
+        char message[1024];
+} Result;
+
+static void on_created(Runtime *rt, int r, pid_t pid, pid_t conmon_pid, const RuntimeError *err,
+                       void *userdata) {
+        Result *res = userdata;
+        res->called = true;
+        res->r = r;
+        res->pid = pid;
+        res->conmon_pid = conmon_pid;
+        assert_non_null(err);
+        snprintf(res->message, sizeof(res->message), "%s", err->message);
+}
+
+static void on_done(Runtime *rt, int r, const RuntimeError *err, void *userdata) {
+        Result *res = userdata;
+        res->called = true;
+        res->r = r;
+        assert_non_null(err);
+        snprintf(res->message, sizeof(res->message), "%s", err->message);
+}
+
+static void on_sandbox(Runtime *rt, int r, pid_t holder, const RuntimeError *err, void *userdata) {
+        Result *res = userdata;
+        res->called = true;
+        res->r = r;
+        res->pid = holder;
+        snprintf(res->message, sizeof(res->message), "%s", err->message);
+}
+
+static Result create(Fixture *f, const char *id, const char *bundle) {
+        Result res = {};
+        _cleanup_free_ char *log = strprintf("%s/logs/%s/0.log", f->tmp, id);
+        RuntimeCreateRequest req = { .id = id, .bundle_dir = bundle, .log_path = log };
+        assert_int_equal(strv_extend(&f->ids, id), 0);
+        assert_int_equal(runtime_container_create(f->rt, &req, on_created, &res, NULL), 0);
+        assert_false(res.called); /* never inside the call */
+        run_until(f, &res.called, 30 * USEC_PER_SEC);
+        return res;
+}
+
+static Result simple(Fixture *f, int kind, const char *id, int arg) {
+        Result res = {};
+        int r = kind == 0   ? runtime_container_start(f->rt, id, on_done, &res, NULL)
+                : kind == 1 ? runtime_container_kill(f->rt, id, arg, false, on_done, &res, NULL)
+                            : runtime_container_delete(f->rt, id, arg, on_done, &res, NULL);
+        assert_int_equal(r, 0);
+        run_until(f, &res.called, 30 * USEC_PER_SEC);
+        return res;
+}
+#define start(f, id) simple(f, 0, id, 0)
+#define kill_ctr(f, id, sig) simple(f, 1, id, sig)
+#define delete(f, id, force) simple(f, 2, id, force)
+
+static RuntimeContainerStatus wait_state(Fixture *f, const char *id, RuntimeContainerState want) {
+        RuntimeContainerStatus s = {};
+        for (int i = 0; i < 200; i++) {
+                assert_int_equal(runtime_container_status(f->rt, id, &s), 0);
+                if (s.state == want)
+                        return s;
+                (void)event_run(f->e, 50 * USEC_PER_MSEC);
+        }
+        fail_msg("container %s never reached state %d (at %d)", id, want, s.state);
+        return s;
+}
+
+static char *wait_log(Fixture *f, const char *id, const char *needle) {
+        _cleanup_free_ char *log = strprintf("%s/logs/%s/0.log", f->tmp, id);
+        for (int i = 0; i < 100; i++) {
+                char *data = NULL;
+                if (read_full_file_at(AT_FDCWD, log, 1 << 20, &data, NULL) == 0) {
+                        if (strstr(data, needle))
+                                return data;
+                        free(data);
+                }
+                usleep(50 * 1000);
+        }
+        fail_msg("log of %s never showed \"%s\"", id, needle);
+        return NULL;
+}
+
+static bool path_exists(const char *run_dir, const char *sub, const char *id) {
+        _cleanup_free_ char *p = strprintf("%s/%s/%s", run_dir, sub, id);
+        return access(p, F_OK) == 0;
+}
+
+/* --- lifecycle ------------------------------------------------------------- */
+
+static void test_lifecycle(void **state) {
+        Fixture *f = *state;
+        assert_int_equal(new_runtime(f, NULL), 0);
+        /* Host PID namespace: the shell is not pid 1, so SIGTERM kills it. */
+        BundleSpec b = { .args = { "sh", "-c", "echo hello; exec sleep 30" } };
+        _cleanup_free_ char *bundle = make_bundle(f, "life", &b);
+
+        Result c = create(f, "life", bundle);
+        assert_int_equal(c.r, 0);
+        assert_true(c.pid > 0);
+        assert_true(c.conmon_pid > 0);
+        assert_string_equal(c.message, "");
+
+        RuntimeContainerStatus s;
+        assert_int_equal(runtime_container_status(f->rt, "life", &s), 0);
+        assert_int_equal(s.state, RUNTIME_STATE_CREATED);
+        assert_int_equal(s.pid, c.pid);
+
+        _cleanup_strv_free_ char **ids = NULL;
+        assert_int_equal(runtime_list_ids(f->rt, &ids), 0);
+        assert_int_equal(strv_length(ids), 1);
+        assert_string_equal(ids[0], "life");
+
+        Result r = start(f, "life");
+        assert_int_equal(r.r, 0);
+        s = wait_state(f, "life", RUNTIME_STATE_RUNNING);
+        assert_int_equal(s.pid, c.pid);
+        assert_int_equal(kill(c.pid, 0), 0);
+        assert_int_equal(s.exit_code, -1);
+
+        _cleanup_free_ char *log = wait_log(f, "life", " stdout F hello\n");
+        /* <RFC3339Nano> stdout F hello */
+        assert_true(log[4] == '-' && log[10] == 'T');
+
+        r = kill_ctr(f, "life", SIGTERM);
+        assert_int_equal(r.r, 0);
+        s = wait_state(f, "life", RUNTIME_STATE_STOPPED);
+        assert_int_equal(s.exit_code, 143);
+        assert_int_equal(s.pid, 0);
+        assert_true(s.finished_at > 0);
+        assert_false(s.oom_killed);
+
+        r = delete(f, "life", false);
+        assert_int_equal(r.r, 0);
+        assert_int_equal(runtime_container_status(f->rt, "life", &s), 0);
+        assert_int_equal(s.state, RUNTIME_STATE_UNKNOWN);
+        assert_int_equal(s.exit_code, -1);
+        assert_false(path_exists(f->run_dir, "runc", "life"));
+        assert_false(path_exists(f->run_dir, "exits", "life"));
+        assert_false(path_exists(f->run_dir, "conmon", "life"));
+
+        /* Deleting again: unknown counts as deleted. */
+        r = delete(f, "life", false);
+        assert_int_equal(r.r, 0);
+}
+
+static void test_exit_code(void **state) {
+        Fixture *f = *state;
+        assert_int_equal(new_runtime(f, NULL), 0);
+        BundleSpec b = { .args = { "sh", "-c", "exit 3" }, .pid_ns = true };
+        _cleanup_free_ char *bundle = make_bundle(f, "three", &b);
+        Result c = create(f, "three", bundle);
+        assert_int_equal(c.r, 0);
+        assert_int_equal(start(f, "three").r, 0);
+        RuntimeContainerStatus s = wait_state(f, "three", RUNTIME_STATE_STOPPED);
+        assert_int_equal(s.exit_code, 3);
+        /* The exit file is plain decimal text, as conmon writes it. */
+        _cleanup_free_ char *p = strprintf("%s/exits/three", f->run_dir);
+        _cleanup_free_ char *txt = NULL;
+        assert_int_equal(read_full_file_at(AT_FDCWD, p, 64, &txt, NULL), 0);
+        assert_string_equal(txt, "3");
+
+        /* Killing a stopped container is an error with runc's words. */
+        Result k = kill_ctr(f, "three", SIGKILL);
+        assert_true(k.r < 0);
+        assert_true(k.message[0] != 0);
+        assert_int_equal(delete(f, "three", false).r, 0);
+}
+
+static void test_runc_errors(void **state) {
+        Fixture *f = *state;
+        assert_int_equal(new_runtime(f, NULL), 0);
+        Result r = start(f, "nonexistent");
+        assert_int_equal(r.r, -ENOENT);
+        assert_non_null(strstr(r.message, "container does not exist"));
+        assert_null(strstr(r.message, "level=")); /* the msg, not the raw line */
+        r = delete(f, "nonexistent", false);
+        assert_int_equal(r.r, 0);
+
+        /* Invalid IDs are refused synchronously. */
+        assert_int_equal(runtime_container_start(f->rt, "../x", on_done, &r, NULL), -EINVAL);
+        assert_int_equal(runtime_container_kill(f->rt, "x", 0, false, on_done, &r, NULL),
+                         -EINVAL);
+}
+
+static void test_bad_bundle(void **state) {
+        Fixture *f = *state;
+        assert_int_equal(new_runtime(f, NULL), 0);
+        BundleSpec b = { .args = { "sh" }, .no_rootfs = true };
+        _cleanup_free_ char *bundle = make_bundle(f, "norootfs", &b);
+        Result c = create(f, "norootfs", bundle);
+        assert_true(c.r < 0);
+        if (getenv("TEST_VERBOSE"))
+                fprintf(stderr, "bad bundle: %d %s\n", c.r, c.message);
+        assert_int_equal(c.pid, 0);
+        /* runc's own words come through. */
+        assert_non_null(strstr(c.message, "rootfs"));
+        assert_non_null(strstr(c.message, "runc create"));
+
+        BundleSpec b2 = { .args = { "/no/such/binary" } };
+        _cleanup_free_ char *bundle2 = make_bundle(f, "nobin", &b2);
+        c = create(f, "nobin", bundle2);
+        assert_true(c.r < 0);
+        assert_non_null(strstr(c.message, "/no/such/binary"));
+}
+
+static void test_missing_binaries(void **state) {
+        Fixture *f = *state;
+        RuntimeOptions o = { .runtime = "/nonexistent/runc" };
+        assert_int_equal(new_runtime(f, &o), 0);
+        BundleSpec b = { .args = { "sh" } };
+        _cleanup_free_ char *bundle = make_bundle(f, "x", &b);
+        Result c = create(f, "x", bundle);
+        assert_int_equal(c.r, -ENOENT);
+        assert_non_null(strstr(c.message, "OCI runtime \"/nonexistent/runc\" not found"));
+        Result r = start(f, "x");
+        assert_int_equal(r.r, -ENOENT);
+        assert_non_null(strstr(r.message, "not found"));
+
+        f->rt = runtime_free(f->rt);
+        RuntimeOptions o2 = { .runtime = "no-such-runtime-nanolet" };
+        assert_int_equal(new_runtime(f, &o2), 0);
+        r = start(f, "x");
+        assert_non_null(strstr(r.message, "not found in PATH"));
+
+        f->rt = runtime_free(f->rt);
+        RuntimeOptions o3 = { .conmon = "/nonexistent/conmon" };
+        assert_int_equal(new_runtime(f, &o3), 0);
+        c = create(f, "y", bundle);
+        assert_int_equal(c.r, -ENOENT);
+        assert_non_null(strstr(c.message, "conmon \"/nonexistent/conmon\" not found"));
+}
+
+/* --- queue: parallelism, timeout, cancel (fake runtime) ------------------ */
+
+static char *fake_runtime(Fixture *f, const char *body) {
+        char *path = strprintf("%s/fake-runtime", f->tmp);
+        _cleanup_free_ char *script = strprintf("#!/bin/sh\n%s\n", body);
+        assert_int_equal(write_file_atomic(path, script, strlen(script), 0755), 0);
+        return path;
+}
+
+static void test_parallelism(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *trace = strprintf("%s/trace", f->tmp);
+        _cleanup_free_ char *body =
+                strprintf("echo + >> %s; sleep 0.3; echo - >> %s; exit 0", trace, trace);
+        _cleanup_free_ char *rt_path = fake_runtime(f, body);
+        RuntimeOptions o = { .runtime = rt_path, .max_parallel = 2 };
+        assert_int_equal(new_runtime(f, &o), 0);
+
+        Result res[6] = {};
+        char id[16];
+        for (int i = 0; i < 6; i++) {
+                snprintf(id, sizeof(id), "c%d", i);
+                assert_int_equal(runtime_container_start(f->rt, id, on_done, &res[i], NULL), 0);
+        }
+        for (int i = 0; i < 6; i++) {
+                run_until(f, &res[i].called, 20 * USEC_PER_SEC);
+                assert_int_equal(res[i].r, 0);
+        }
+        _cleanup_free_ char *t = NULL;
+        assert_int_equal(read_full_file_at(AT_FDCWD, trace, 4096, &t, NULL), 0);
+        int cur = 0, max = 0, total = 0;
+        for (char *p = t; *p; p++) {
+                if (*p == '+') {
+                        cur++;
+                        total++;
+                } else if (*p == '-')
+                        cur--;
+                max = MAX(max, cur);
+        }
+        assert_int_equal(total, 6);
+        assert_int_equal(max, 2);
+}
+
+static void test_timeout_and_cancel(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *pidf = strprintf("%s/pid", f->tmp);
+        _cleanup_free_ char *body = strprintf("echo $$ >> %s; exec sleep 30", pidf);
+        _cleanup_free_ char *rt_path = fake_runtime(f, body);
+        RuntimeOptions o = { .runtime = rt_path, .max_parallel = 1,
+                             .op_timeout = 300 * USEC_PER_MSEC };
+        assert_int_equal(new_runtime(f, &o), 0);
+
+        Result a = {}, b = {}, c = {};
+        RuntimeOp *op_b = NULL;
+        assert_int_equal(runtime_container_kill(f->rt, "a", SIGTERM, true, on_done, &a, NULL), 0);
+        assert_int_equal(runtime_container_start(f->rt, "b", on_done, &b, &op_b), 0);
+        assert_int_equal(runtime_container_delete(f->rt, "c", true, on_done, &c, NULL), 0);
+        runtime_op_cancel(op_b); /* queued: dropped, never called */
+
+        usec_t t0 = now_usec(CLOCK_MONOTONIC);
+        run_until(f, &a.called, 10 * USEC_PER_SEC);
+        assert_true(now_usec(CLOCK_MONOTONIC) - t0 < 5 * USEC_PER_SEC);
+        assert_int_equal(a.r, -ETIMEDOUT);
+        assert_non_null(strstr(a.message, "timed out"));
+        pid_t pid;
+        _cleanup_free_ char *txt = NULL;
+        assert_int_equal(read_full_file_at(AT_FDCWD, pidf, 64, &txt, NULL), 0);
+        pid = atoi(txt); /* the first line: op "a" */
+        assert_true(pid > 0);
+        assert_true(kill(pid, 0) < 0 && errno == ESRCH); /* killed and reaped */
+
+        run_until(f, &c.called, 10 * USEC_PER_SEC);
+        assert_int_equal(c.r, -ETIMEDOUT);
+        assert_false(b.called);
+
+        /* A running op cancelled: its child still finishes and is reaped. */
+        Result d = {};
+        RuntimeOp *op_d = NULL;
+        assert_int_equal(runtime_container_start(f->rt, "d", on_done, &d, &op_d), 0);
+        for (int i = 0; i < 5; i++)
+                (void)event_run(f->e, 20 * USEC_PER_MSEC);
+        runtime_op_cancel(op_d);
+        for (int i = 0; i < 30; i++)
+                (void)event_run(f->e, 50 * USEC_PER_MSEC);
+        assert_false(d.called);
+}
+
+static void test_exec_argv(void **state) {
+        Fixture *f = *state;
+        assert_int_equal(new_runtime(f, NULL), 0);
+        char *cmd[] = { "sh", "-c", "echo hi", NULL };
+        _cleanup_strv_free_ char **argv = NULL;
+        assert_int_equal(runtime_exec_argv(f->rt, "c1", true, true, cmd, &argv), 0);
+        assert_true(endswith(argv[0], "/runc"));
+        assert_string_equal(argv[1], "--root");
+        _cleanup_free_ char *root = strprintf("%s/runc", f->run_dir);
+        assert_string_equal(argv[2], root);
+        assert_string_equal(argv[3], "exec");
+        assert_string_equal(argv[4], "--tty");
+        assert_string_equal(argv[5], "c1");
+        assert_string_equal(argv[6], "sh");
+        assert_null(argv[9]);
+        _cleanup_free_ char *exits = strprintf("%s/exits", f->run_dir);
+        assert_string_equal(runtime_exits_dir(f->rt), exits);
+}
+
+/* --- sandboxes --------------------------------------------------------------- */
+
+static char *sandbox_dir(Fixture *f, const char *uid) {
+        char *d = strprintf("%s/ns/%s", f->run_dir, uid);
+        assert_int_equal(strv_extend(&f->sandboxes, d), 0);
+        return d;
+}
+
+static Result make_sandbox(Fixture *f, const char *dir, unsigned ns, const char *hostname) {
+        Result res = {};
+        SandboxRequest req = { .dir = dir, .namespaces = ns, .hostname = hostname };
+        assert_int_equal(sandbox_create(f->rt, &req, on_sandbox, &res, NULL), 0);
+        run_until(f, &res.called, 20 * USEC_PER_SEC);
+        return res;
+}
+
+static bool is_nsfs(const char *path) {
+        struct statfs s;
+        return statfs(path, &s) == 0 && s.f_type == NSFS_MAGIC_;
+}
+
+static void test_sandbox(void **state) {
+        Fixture *f = *state;
+        assert_int_equal(new_runtime(f, NULL), 0);
+        _cleanup_free_ char *dir = sandbox_dir(f, "pod1");
+        Result r = make_sandbox(f, dir, SANDBOX_NS_NET | SANDBOX_NS_IPC | SANDBOX_NS_UTS,
+                                "pod-one");
+        assert_int_equal(r.r, 0);
+        assert_int_equal(r.pid, 0);
+
+        _cleanup_free_ char *net = sandbox_ns_path(dir, "net");
+        _cleanup_free_ char *uts = sandbox_ns_path(dir, "uts");
+        _cleanup_free_ char *ipc = sandbox_ns_path(dir, "ipc");
+        assert_true(is_nsfs(net) && is_nsfs(uts) && is_nsfs(ipc));
+        struct stat a, b;
+        assert_int_equal(stat(net, &a), 0);
+        assert_int_equal(stat("/proc/self/ns/net", &b), 0);
+        assert_true(a.st_ino != b.st_ino); /* a new namespace, not ours */
+
+        _cleanup_free_ char *nsnet = strprintf("--net=%s", net);
+        _cleanup_free_ char *nsuts = strprintf("--uts=%s", uts);
+        _cleanup_free_ char *out = NULL;
+        char *ip[] = { "nsenter", nsnet, "ip", "-o", "link", NULL };
+        assert_int_equal(run_quiet(ip, &out), 0);
+        assert_non_null(strstr(out, "1: lo: <LOOPBACK,UP,LOWER_UP>"));
+        assert_null(strchr(strchr(out, '\n') + 1, ':')); /* only one link */
+        free(out);
+        out = NULL;
+        char *hn[] = { "nsenter", nsuts, "hostname", NULL };
+        assert_int_equal(run_quiet(hn, &out), 0);
+        assert_string_equal(out, "pod-one\n");
+
+        /* The pins do not propagate: <run>/ns is a private mount. */
+        _cleanup_free_ char *mi = NULL;
+        assert_int_equal(read_full_file_at(AT_FDCWD, "/proc/self/mountinfo", 1 << 22, &mi, NULL), 0);
+        _cleanup_free_ char *nsroot = strprintf("%s/ns ", f->run_dir);
+        char *line = strstr(mi, nsroot);
+        assert_non_null(line);
+        char *eol = strchr(line, '\n');
+        *eol = 0;
+        assert_null(strstr(line, "shared:"));
+        *eol = '\n';
+
+        /* A container joining the pinned net namespace sees only lo. */
+        BundleSpec bs = { .args = { "cat", "/proc/net/dev" }, .net_path = net, .pid_ns = true };
+        _cleanup_free_ char *bundle = make_bundle(f, "joiner", &bs);
+        assert_int_equal(create(f, "joiner", bundle).r, 0);
+        assert_int_equal(start(f, "joiner").r, 0);
+        wait_state(f, "joiner", RUNTIME_STATE_STOPPED);
+        _cleanup_free_ char *log = wait_log(f, "joiner", "lo:");
+        assert_null(strstr(log, "eth"));
+        assert_int_equal(delete(f, "joiner", false).r, 0);
+
+        /* Already pinned: refused, the existing pins untouched. */
+        r = make_sandbox(f, dir, SANDBOX_NS_NET, NULL);
+        assert_int_equal(r.r, -EEXIST);
+        assert_true(is_nsfs(net));
+
+        RuntimeError err = {};
+        assert_int_equal(sandbox_remove(dir, &err), 0);
+        assert_false(mounted_under(dir));
+        assert_int_equal(access(dir, F_OK), -1);
+        assert_int_equal(sandbox_remove(dir, &err), 0); /* idempotent */
+        assert_int_equal(err.error, 0);
+}
+
+static void test_sandbox_pid(void **state) {
+        Fixture *f = *state;
+        assert_int_equal(new_runtime(f, NULL), 0);
+        _cleanup_free_ char *dir = sandbox_dir(f, "pod2");
+        Result r = make_sandbox(f, dir, SANDBOX_NS_NET | SANDBOX_NS_IPC | SANDBOX_NS_UTS |
+                                                SANDBOX_NS_PID,
+                                "pod-two");
+        assert_int_equal(r.r, 0);
+        pid_t holder = r.pid;
+        assert_true(holder > 0);
+        assert_int_equal(kill(holder, 0), 0);
+
+        _cleanup_free_ char *pin = sandbox_ns_path(dir, "pid");
+        _cleanup_free_ char *hp = strprintf("/proc/%d/ns/pid", (int)holder);
+        struct stat a, b;
+        assert_int_equal(stat(pin, &a), 0);
+        assert_int_equal(stat(hp, &b), 0);
+        assert_true(a.st_ino == b.st_ino);
+        _cleanup_free_ char *hf = sandbox_ns_path(dir, "holder.pid");
+        _cleanup_free_ char *txt = NULL;
+        assert_int_equal(read_full_file_at(AT_FDCWD, hf, 64, &txt, NULL), 0);
+        assert_int_equal(atoi(txt), holder);
+
+        /* Inside, pid 1 is the holder. */
+        BundleSpec bs = { .args = { "cat", "/proc/1/cmdline" }, .pid_path = pin };
+        _cleanup_free_ char *bundle = make_bundle(f, "pidjoin", &bs);
+        assert_int_equal(create(f, "pidjoin", bundle).r, 0);
+        assert_int_equal(start(f, "pidjoin").r, 0);
+        wait_state(f, "pidjoin", RUNTIME_STATE_STOPPED);
+        _cleanup_free_ char *log = wait_log(f, "pidjoin", SANDBOX_HOLDER_ARGV0);
+        assert_int_equal(delete(f, "pidjoin", false).r, 0);
+
+        RuntimeError err = {};
+        assert_int_equal(sandbox_remove(dir, &err), 0);
+        assert_false(mounted_under(dir));
+        /* The holder is gone (or a zombie waiting for its new parent). */
+        _cleanup_free_ char *stat_path = strprintf("/proc/%d/stat", (int)holder);
+        for (int i = 0; i < 100; i++) {
+                _cleanup_free_ char *st = NULL;
+                if (read_full_file_at(AT_FDCWD, stat_path, 4096, &st, NULL) < 0 ||
+                    strstr(st, ") Z "))
+                        break;
+                assert_true(i < 99);
+                usleep(20 * 1000);
+        }
+        assert_int_equal(sandbox_remove(dir, &err), 0);
+}
+
+static void test_sandbox_failure(void **state) {
+        Fixture *f = *state;
+        assert_int_equal(new_runtime(f, NULL), 0);
+        Result res = {};
+        SandboxRequest bad = { .dir = "relative", .namespaces = SANDBOX_NS_NET };
+        assert_int_equal(sandbox_create(f->rt, &bad, on_sandbox, &res, NULL), -EINVAL);
+
+        /* The pin directory's parent is a regular file: fails, nothing left. */
+        _cleanup_free_ char *file = strprintf("%s/afile", f->tmp);
+        assert_int_equal(write_file_atomic(file, "x", 1, 0644), 0);
+        _cleanup_free_ char *dir = strprintf("%s/pod", file);
+        Result r = make_sandbox(f, dir, SANDBOX_NS_NET, NULL);
+        assert_true(r.r < 0);
+        assert_true(r.message[0] != 0);
+        if (getenv("TEST_VERBOSE"))
+                fprintf(stderr, "sandbox failure: %d %s\n", r.r, r.message);
+        assert_false(mounted_under(f->tmp));
+
+        /* No namespaces at all: nothing to pin, succeeds. */
+        _cleanup_free_ char *d2 = sandbox_dir(f, "hostnet");
+        r = make_sandbox(f, d2, 0, NULL);
+        assert_int_equal(r.r, 0);
+        assert_int_equal(sandbox_remove(d2, NULL), 0);
+}
+
+int main(int argc, char **argv) {
+        if (argc > 0 && streq(argv[0], SANDBOX_HOLDER_ARGV0))
+                return sandbox_holder_main(argc, argv);
+
+        const char *strict = getenv("NANOLET_TEST_STRICT");
+        bool is_strict = strict && streq(strict, "1");
+        _cleanup_free_ char *c = NULL, *r = NULL;
+        if (geteuid() != 0 || find_executable("conmon", &c) < 0 ||
+            find_executable("runc", &r) < 0) {
+                fprintf(stderr, "test-runtime needs root, conmon and runc%s\n",
+                        is_strict ? " (strict mode: failing)" : ", skipping");
+                return is_strict ? 1 : 77;
+        }
+
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_lifecycle, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_exit_code, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_runc_errors, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_bad_bundle, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_missing_binaries, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_parallelism, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_timeout_and_cancel, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_exec_argv, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_sandbox, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_sandbox_pid, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_sandbox_failure, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,191 @@
+/* Tests for spawn(): exit status through the pidfd, stdio and kept fds,
+ * closed fds, environment, signal state, session, cwd, exec errors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fileio.h"
+#include "macro.h"
+#include "spawn.h"
+#include "string-util.h"
+
+/* Runs argv with stdout+stderr into a pipe; returns the output and the
+ * exit code (waited through the pidfd). */
+static char *run(const SpawnOptions *base, int *ret_code) {
+        _cleanup_close_pair_ int p[2] = { -EBADF, -EBADF };
+        SpawnOptions o = *base;
+        pid_t pid;
+        int pidfd = -EBADF;
+        char *out = NULL;
+
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        o.stdout_fd = p[1];
+        o.stderr_fd = p[1];
+        assert_int_equal(spawn(&o, &pid, &pidfd), 0);
+        assert_true(pid > 0);
+        assert_true(pidfd >= 0);
+        p[1] = safe_close(p[1]);
+        assert_int_equal(read_full_fd(p[0], 1 << 20, &out, NULL), 0);
+
+        struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+        assert_int_equal(poll(&pfd, 1, 10000), 1);
+        siginfo_t si = {};
+        assert_int_equal(waitid((idtype_t)P_PIDFD, (id_t)pidfd, &si, WEXITED), 0);
+        assert_int_equal(si.si_code, CLD_EXITED);
+        *ret_code = si.si_status;
+        safe_close(pidfd);
+        return out;
+}
+
+static void test_exit_code_and_output(void **state) {
+        char *argv[] = { "sh", "-c", "echo out; echo err >&2; exit 3", NULL };
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        o.argv = argv;
+        int code;
+        _cleanup_free_ char *out = run(&o, &code);
+        assert_int_equal(code, 3);
+        assert_string_equal(out, "out\nerr\n");
+}
+
+static void test_fds(void **state) {
+        /* A leaked fd (no O_CLOEXEC) must be closed; a kept one stays. */
+        int leaked = open("/dev/null", O_RDONLY);
+        assert_true(leaked >= 3);
+        int kept = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        assert_true(kept >= 3);
+        char cmd[256];
+        (void)snprintf(cmd, sizeof(cmd),
+                       "test -e /proc/self/fd/%d && echo leaked; test -e /proc/self/fd/%d && "
+                       "echo kept; read x; echo \"in=$x\"",
+                       leaked, kept);
+        char *argv[] = { "sh", "-c", cmd, NULL };
+        _cleanup_close_pair_ int in[2] = { -EBADF, -EBADF };
+        assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+        assert_int_equal(write(in[1], "hi\n", 3), 3);
+        in[1] = safe_close(in[1]);
+
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        o.argv = argv;
+        o.stdin_fd = in[0];
+        o.keep_fds = &kept;
+        o.n_keep_fds = 1;
+        int code;
+        _cleanup_free_ char *out = run(&o, &code);
+        assert_int_equal(code, 0);
+        assert_string_equal(out, "kept\nin=hi\n");
+        /* Our own fds are untouched. */
+        assert_true(fcntl(kept, F_GETFD) & FD_CLOEXEC);
+        close(leaked);
+        close(kept);
+}
+
+static void test_stdin_null_by_default(void **state) {
+        char *argv[] = { "sh", "-c", "cat; echo done", NULL };
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        o.argv = argv;
+        int code;
+        _cleanup_free_ char *out = run(&o, &code);
+        assert_int_equal(code, 0);
+        assert_string_equal(out, "done\n");
+}
+
+static void test_env_cwd_session(void **state) {
+        char *argv[] = { "/bin/sh", "-c",
+                         "echo \"$FOO\"; pwd; read a b c d e f rest < /proc/$$/stat; "
+                         "test \"$f\" = $$ && echo leader",
+                         NULL };
+        char *envp[] = { "FOO=bar", NULL };
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        o.argv = argv;
+        o.envp = envp;
+        o.cwd = "/tmp";
+        o.new_session = true;
+        int code;
+        _cleanup_free_ char *out = run(&o, &code);
+        assert_int_equal(code, 0);
+        assert_string_equal(out, "bar\n/tmp\nleader\n");
+}
+
+static void test_signals_reset(void **state) {
+        sigset_t s, old;
+        sigemptyset(&s);
+        sigaddset(&s, SIGUSR1);
+        sigaddset(&s, SIGCHLD);
+        assert_int_equal(sigprocmask(SIG_BLOCK, &s, &old), 0);
+        struct sigaction ign = { .sa_handler = SIG_IGN }, oldsa;
+        assert_int_equal(sigaction(SIGUSR2, &ign, &oldsa), 0);
+
+        char *argv[] = { "sh", "-c", "grep -E '^Sig(Blk|Ign)' /proc/self/status", NULL };
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        o.argv = argv;
+        int code;
+        _cleanup_free_ char *out = run(&o, &code);
+        assert_int_equal(code, 0);
+        assert_non_null(strstr(out, "SigBlk:\t0000000000000000"));
+        assert_non_null(strstr(out, "SigIgn:\t0000000000000000"));
+
+        assert_int_equal(sigprocmask(SIG_SETMASK, &old, NULL), 0);
+        assert_int_equal(sigaction(SIGUSR2, &oldsa, NULL), 0);
+}
+
+static void test_exec_errors(void **state) {
+        char *argv[] = { "/nonexistent/binary", NULL };
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        o.argv = argv;
+        pid_t pid;
+        assert_int_equal(spawn(&o, &pid, NULL), -ENOENT);
+
+        char *argv2[] = { "no-such-program-nanolet", NULL };
+        o.argv = argv2;
+        assert_int_equal(spawn(&o, &pid, NULL), -ENOENT);
+
+        /* A bad cwd fails in the child, reported synchronously. */
+        char *argv3[] = { "true", NULL };
+        o.argv = argv3;
+        o.cwd = "/nonexistent-dir";
+        assert_int_equal(spawn(&o, &pid, NULL), -ENOENT);
+
+        int low = 1;
+        o.cwd = NULL;
+        o.keep_fds = &low;
+        o.n_keep_fds = 1;
+        assert_int_equal(spawn(&o, &pid, NULL), -EINVAL);
+}
+
+static void test_find_executable(void **state) {
+        _cleanup_free_ char *p = NULL;
+        assert_int_equal(find_executable("sh", &p), 0);
+        assert_true(p[0] == '/');
+        assert_true(endswith(p, "/sh"));
+        char *q = NULL;
+        assert_int_equal(find_executable("/etc", &q), -EISDIR);
+        assert_int_equal(find_executable("", &q), -EINVAL);
+        assert_null(q);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_exit_code_and_output),
+                cmocka_unit_test(test_fds),
+                cmocka_unit_test(test_stdin_null_by_default),
+                cmocka_unit_test(test_env_cwd_session),
+                cmocka_unit_test(test_signals_reset),
+                cmocka_unit_test(test_exec_errors),
+                cmocka_unit_test(test_find_executable),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
