@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# The README's first command: install dependencies, build nanolet, check the
-# demo manifests and run the agent on manifests-example/ until Ctrl-C.
+# The README's first command: install dependencies, build nanolet, build the
+# demo image from Debian's busybox-static (no network, no registry), load it
+# into a private image store, and run the agent on manifests-example/ until
+# Ctrl-C. The pods really run (runc + conmon); Ctrl-C stops them and removes
+# the demo's state. In another terminal (the command prints the exact flags):
+#   nanolet pods --run-dir ...          # status, as kubectl get pods
+#   nanolet logs --run-dir ... hello    # the init container's message
+#   nanolet exec --run-dir ... web -- wget -qO- 127.0.0.1:8080
+#   cp manifests-example/hello.yaml manifests-example/hello2.yaml  (then edit the name)
 #
-# At this milestone the agent has no pod runtime yet, so it runs with
-# --dry-run: it watches the directory and logs the SyncLoop events
-# (ADD/UPDATE/REMOVE) it would act on. Try, in another terminal:
-#   cp manifests-example/web.yaml manifests-example/web2.yaml   # ADD
-#   sed -i 's/periodSeconds: 5/periodSeconds: 6/' manifests-example/web2.yaml  # UPDATE
-#   rm manifests-example/web2.yaml                              # REMOVE
-#
-# Environment: NANOLET_SKIP_DEPS=1 skips the package installation; extra
-# arguments are passed to `nanolet serve` (e.g. -v 2).
+# Environment: NANOLET_SKIP_DEPS=1 skips the package installation;
+# NANOLET_DEMO_DRY_RUN=1 only logs the events; extra arguments go to
+# `nanolet serve` (e.g. -v 4).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -31,19 +32,42 @@ echo "==> Checking the demo manifests"
 
 # Keep the demo's state out of the system's directories.
 state=$(mktemp -d /tmp/nanolet-demo.XXXXXX)
-trap 'rm -rf "$state"' EXIT
+cleanup() {
+        local m
+        for m in $(awk -v s="$state" 'index($2, s) == 1 {print $2}' /proc/mounts | sort -r); do
+                umount -l "$m" 2>/dev/null || true
+        done
+        rm -rf "$state"
+}
+trap cleanup EXIT
+flags=(--root-dir "$state/lib" --run-dir "$state/run" --pod-logs-dir "$state/log")
 
 echo
-echo "==> Running the agent on manifests-example/ (dry run; Ctrl-C to stop)"
-# Not exec: the trap must remove the state directory afterwards.
-./build/nanolet serve --dry-run \
+echo "==> Building the demo image from busybox-static and loading it"
+bash tests/make-test-image.sh "$state/images" >/dev/null
+./build/nanolet image "${flags[0]}" "${flags[1]}" load "$state/images/nanolet-demo.tar"
+
+mode=()
+if [[ ${NANOLET_DEMO_DRY_RUN:-0} == 1 ]]; then
+        mode=(--dry-run)
+fi
+echo
+echo "==> Running the agent on manifests-example/ (Ctrl-C stops the pods and the agent)"
+echo "    In another terminal:"
+echo "      $ROOT/build/nanolet pods ${flags[*]}"
+echo "      $ROOT/build/nanolet logs ${flags[*]} hello"
+echo "      $ROOT/build/nanolet exec ${flags[*]} web -- wget -qO- 127.0.0.1:8080"
+echo
+# Not exec: the trap must clean up afterwards.
+rc=0
+./build/nanolet serve "${mode[@]}" \
         --pod-manifest-path "$ROOT/manifests-example" \
         --allow-insecure-manifests \
-        --root-dir "$state/lib" --run-dir "$state/run" --pod-logs-dir "$state/log" \
+        --container-logs-dir "$state/containers" \
+        --stop-pods-on-exit \
+        "${flags[@]}" \
         --read-only-port 0 --healthz-port 0 \
-        "$@" || {
-        rc=$?
-        # 130 = interrupted by Ctrl-C: the normal way to end the demo.
-        [[ $rc -eq 130 ]] && exit 0
-        exit "$rc"
-}
+        "$@" || rc=$?
+# 130 = interrupted by Ctrl-C: the normal way to end the demo.
+[[ $rc -eq 130 ]] && rc=0
+exit "$rc"

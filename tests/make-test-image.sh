@@ -8,6 +8,8 @@
 #   OUTDIR/nanolet-test-layers.tar      3 layers, a whiteout and an opaque dir
 #   OUTDIR/nanolet-test-config.tar      Entrypoint+Cmd+Env+User+WorkingDir+StopSignal+ExposedPorts
 #   OUTDIR/nanolet-demo.tar             localhost/nanolet-demo:latest (for manifests-example/)
+#   OUTDIR/nanolet-kube.tar             localhost/nanolet-kube:latest: etcd, kube-apiserver,
+#                                       kube-controller-manager, kube-scheduler stand-ins
 #   OUTDIR/nanolet-test-docker.tar      docker-save archive of nanolet-test (uncompressed layers)
 #   OUTDIR/nanolet-test-gzip.tar        OCI archive with gzip layers
 #   OUTDIR/nanolet-test-zstd.tar        OCI archive with zstd layers

@@ -8,6 +8,7 @@
 #include <sys/inotify.h>
 
 #include "fileio.h"
+#include "cgroup.h"
 #include "log.h"
 #include "pod-worker.h"
 #include "string-util.h"
@@ -182,6 +183,7 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
                 .ns_dir = strprintf("%s/ns", o->run_dir),
                 .seccomp_dir = strprintf("%s/seccomp", o->root_dir),
                 .lookup = { .configmap = lookup_configmap, .secret = lookup_secret, .userdata = m },
+                .oom_score_adj_floor = runtime_oom_score_adj_floor(),
                 .worker_finished = on_worker_finished,
                 .userdata = m,
         };

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "backoff.h"
+#include "cgroup.h"
 #include "checkpoint.h"
 #include "container-config.h"
 #include "fileio.h"
@@ -410,6 +411,18 @@ static void container_create(ContainerOp *op) {
                 start_failed(op, CONTAINER_CONFIG_ERROR_REASON, err.message);
                 return;
         }
+        if (cfg.oom_score_adj_set && cfg.oom_score_adj < w->ctx->oom_score_adj_floor) {
+                /* Without CAP_SYS_RESOURCE the OOM score cannot go below the
+                 * agent's own: degrade rather than fail the pod (kubelet's
+                 * critical pods ask for -997). */
+                PodManagerContext *ctx = w->ctx;
+                if (!ctx->oom_warned)
+                        log_warning("Cannot lower oom_score_adj below %d (no CAP_SYS_RESOURCE); containers that ask for less (e.g. %d for \"%s\") get %d.",
+                                    ctx->oom_score_adj_floor, cfg.oom_score_adj, w->full_name,
+                                    ctx->oom_score_adj_floor);
+                ctx->oom_warned = true;
+                cfg.oom_score_adj = ctx->oom_score_adj_floor;
+        }
         r = runtime_bundle_write(bundle, &cfg, &err);
         runtime_container_config_done(&cfg);
         if (r < 0) {
@@ -611,9 +624,17 @@ static void container_kill(PodWorker *w, const ContainerKillAction *a) {
         if (runtime_container_kill(w->ctx->o->runtime, c->container_id, stop_signal(op), false,
                                    on_kill_sent, w, NULL) < 0)
                 worker_op_done(w);
-        int64_t grace = MAX(a->grace_period_seconds, (int64_t)2);
-        (void)event_add_time_relative(w->ctx->event, &op->grace_timer,
-                                      (usec_t)grace * USEC_PER_SEC, 0, on_grace_expired, op);
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        usec_t grace = (usec_t)MAX(a->grace_period_seconds, (int64_t)2) * USEC_PER_SEC;
+        usec_t deadline = now + grace;
+        if (a->reason != KILL_REASON_UNHEALTHY) {
+                if (w->termination_deadline == 0)
+                        w->termination_deadline = deadline;
+                /* At least 2 s, as kubelet's minimum, even when the pod's
+                 * period is used up by earlier stages. */
+                deadline = MAX(w->termination_deadline, now + 2 * USEC_PER_SEC);
+        }
+        (void)event_add_time(w->ctx->event, &op->grace_timer, deadline, 0, on_grace_expired, op);
 }
 
 /* ---- exits (PLEG) ---- */
@@ -724,6 +745,11 @@ static void worker_teardown(PodWorker *w) {
                         log_warning_errno(r, "Pod \"%s\": failed to remove %s: %m", w->full_name,
                                           w->pod_dir);
         }
+        _cleanup_free_ char *cgroup = runtime_pod_cgroup_path(w->object->uid);
+        int q = cgroup ? runtime_cgroup_remove("/sys/fs/cgroup", cgroup) : -ENOMEM;
+        if (q < 0)
+                log_warning_errno(q, "Pod \"%s\": failed to remove cgroup %s: %m", w->full_name,
+                                  strna(cgroup));
         (void)pod_status_remove(w->ctx->status_dir, w->object->uid);
         log_info("Pod \"%s\" is gone.", w->full_name);
         w->ctx->worker_finished(w, w->ctx->userdata);
@@ -820,7 +846,7 @@ void pod_worker_terminate(PodWorker *w, const char *reason) {
         pod_worker_request_sync(w);
 }
 
-int pod_worker_new(PodWorker **ret, const PodManagerContext *ctx, ManifestObject *object,
+int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *object,
                    const char *source, const char *origin) {
         _cleanup_free_ PodWorker *w = calloc(1, sizeof *w);
         int r;

@@ -26,13 +26,15 @@ typedef struct PodManagerContext {
         char *ns_dir;        /* <run-dir>/ns */
         char *seccomp_dir;   /* <root-dir>/seccomp */
         PodObjectLookup lookup; /* local ConfigMaps/Secrets from PodConfig */
+        int oom_score_adj_floor;  /* runtime_oom_score_adj_floor() at start */
+        bool oom_warned;          /* the clamp below the floor is reported once */
         /* Called when a worker has torn its pod down completely. */
         void (*worker_finished)(PodWorker *w, void *userdata);
         void *userdata;
 } PodManagerContext;
 
 struct PodWorker {
-        const PodManagerContext *ctx;
+        PodManagerContext *ctx;
         ManifestObject *object;   /* the wanted pod (reference) */
         char *source;             /* "file" | "http" */
         char *origin;
@@ -52,6 +54,9 @@ struct PodWorker {
         EventSource *sync_defer;
         EventSource *wakeup;      /* back-off expiry, grace deadline, deadline */
         bool status_dirty;
+        /* Pod termination: the grace period is for the whole pod, counted
+         * from the first kill; later stages (sidecars) get what is left. */
+        usec_t termination_deadline;
 
         /* A changed manifest: this pod replaces `predecessor` and starts only
          * when it is gone. */
@@ -64,7 +69,7 @@ struct PodWorker {
         size_t n_ops;
 };
 
-int pod_worker_new(PodWorker **ret, const PodManagerContext *ctx, ManifestObject *object,
+int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *object,
                    const char *source, const char *origin);
 PodWorker *pod_worker_free(PodWorker *w);
 /* Asks for a sync on the next loop iteration (coalesced). */

@@ -214,6 +214,15 @@ def main():
                                  "StopSignal": "SIGINT", "ExposedPorts": {"8080/tcp": {}},
                                  "Volumes": {"/data": {}},
                                  "Labels": {"org.example.test": "yes"}})
+    # Stand-ins for the control-plane binaries kubeadm's manifests run, so
+    # those manifests run unchanged: each prints its arguments and waits.
+    stub = b'#!/bin/sh\necho "$(basename "$0") $*"\nexec sleep 2147483647\n'
+    kube = make_image([base, tar_bytes([("usr", "dir", {}), ("usr/local", "dir", {}),
+                                        ("usr/local/bin", "dir", {})] +
+                                       [("usr/local/bin/" + b, "file", {"data": stub, "mode": 0o755})
+                                        for b in ("etcd", "kube-apiserver",
+                                                  "kube-controller-manager", "kube-scheduler")])],
+                      {})
     gz = make_image([base], {}, "gzip")
     zs = make_image([base], {}, "zstd")
     demo = test
@@ -228,6 +237,7 @@ def main():
     write_oci_archive(out + "/nanolet-test-layers.tar", [(names["layers"], layers[0], layers[1])])
     write_oci_archive(out + "/nanolet-test-config.tar", [(names["config"], config[0], config[1])])
     write_oci_archive(out + "/nanolet-demo.tar", [(names["demo"], demo[0], demo[1])])
+    write_oci_archive(out + "/nanolet-kube.tar", [("localhost/nanolet-kube:latest", kube[0], kube[1])])
     write_oci_archive(out + "/nanolet-test-gzip.tar", [("localhost/nanolet-test-gzip:latest", gz[0], gz[1])])
     write_oci_archive(out + "/nanolet-test-zstd.tar", [("localhost/nanolet-test-zstd:latest", zs[0], zs[1])])
     write_oci_archive(out + "/all.tar", [(names["test"], test[0], test[1]),

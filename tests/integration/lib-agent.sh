@@ -11,9 +11,16 @@ AGENT_LOG=$WORK/agent.log
 mkdir -p "$ROOT" "$RUN" "$LOGS" "$CLOGS"
 mkdir -m 0755 "$MAN"
 AGENT_PID=
+# Pod cgroups that existed before this test (other instances may run).
+CGROUPS_BEFORE=$(ls -d /sys/fs/cgroup/*/nanolet/pod* 2>/dev/null | sort || true)
 
 agent_cleanup() {
         local id m
+        if [ "$failures" -gt 0 ] && [ -f "$AGENT_LOG" ]; then
+                cp "$AGENT_LOG" "/tmp/$TEST_NAME-agent.log" 2>/dev/null || true
+                echo "--- agent log kept in /tmp/$TEST_NAME-agent.log; last lines:" >&2
+                tail -40 "$AGENT_LOG" >&2
+        fi
         if [ -n "$AGENT_PID" ]; then
                 kill -9 "$AGENT_PID" 2>/dev/null || true
                 wait "$AGENT_PID" 2>/dev/null || true
@@ -104,6 +111,9 @@ check_no_leftovers() {
         [ "$n" -eq 0 ] && ok "no mounts left" || fail "mounts left: $(awk -v w="$WORK" 'index($2, w) == 1' /proc/mounts)"
         n=$(find "$RUN/ns" -mindepth 1 2>/dev/null | wc -l)
         [ "$n" -eq 0 ] && ok "no namespace pins left" || fail "pins left: $(find "$RUN/ns" -mindepth 1)"
+        local new
+        new=$(comm -13 <(echo "$CGROUPS_BEFORE") <(ls -d /sys/fs/cgroup/*/nanolet/pod* 2>/dev/null | sort || true))
+        [ -z "$new" ] && ok "no pod cgroups left" || fail "pod cgroups left: $new"
         n=$(find "$ROOT/pods" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
         [ "$n" -eq 0 ] && ok "no pod dirs left" || fail "pod dirs left: $(ls "$ROOT/pods")"
 }

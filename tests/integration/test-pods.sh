@@ -22,6 +22,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: simple, namespace: default, labels: {app: demo}}
 spec:
+  terminationGracePeriodSeconds: 3
   containers:
   - name: main
     image: nanolet-test
@@ -51,9 +52,14 @@ grep -qE 'default +simple-node1 +1/1 +Running +0' "$WORK/out" && ok "nanolet pod
 rc=0
 nl exec simple -- sh -c 'echo from-exec; exit 4' >"$WORK/out" 2>&1 || rc=$?
 [ "$rc" = 4 ] && grep -q from-exec "$WORK/out" && ok "nanolet exec output and exit code" || fail "exec rc=$rc $(cat "$WORK/out")"
-sleep 0.5
-pid=$(cat "$HOSTDIR/pid" 2>/dev/null || echo 0)
-[ "$pid" -gt 0 ] && ok "container wrote to its hostPath" || fail "no pid file"
+for ((i = 0; i < 25; i++)); do [ -s "$HOSTDIR/pid" ] && break; sleep 0.2; done
+[ "$(cat "$HOSTDIR/pid" 2>/dev/null)" = 1 ] && ok "container is pid 1 of its own PID namespace, wrote to its hostPath" \
+        || fail "pid file: $(cat "$HOSTDIR/pid" 2>/dev/null)"
+cid=$(pod_field simple 'p["status"]["containerStatuses"][0]["containerID"].split("://")[1]')
+pid=$(runc --root "$RUN/runc" state "$cid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+[ "${pid:-0}" -gt 1 ] && kill -0 "$pid" && ok "runc state shows the running container (pid $pid)" || fail "runc state: $cid"
+[ "$(cat "$HOSTDIR/links")" = 1 ] && ok "pod network namespace has only lo up" || fail "links up: $(cat "$HOSTDIR/links")"
+[ -L "$CLOGS/simple-node1_default_main-$cid.log" ] && ok "/var/log/containers-style symlink" || fail "no log symlink in $CLOGS: $(ls "$CLOGS")"
 
 # --- init containers run in order, then the app; emptyDir shared
 put init.yaml <<'YAML'
@@ -75,6 +81,103 @@ wait_for "$LOGS"/default_init-node1_*/app/0.log 'F first' && \
         [ "$(sed -E 's/^[^ ]+ [^ ]+ [PF] //' "$LOGS"/default_init-node1_*/app/0.log | tr '\n' ' ')" = "first second app " ] \
         && ok "init containers ran in order" || fail "order: $(cat "$LOGS"/default_init-node1_*/app/0.log)"
 check_field "Initialized condition" init '[c["status"] for c in p["status"]["conditions"] if c["type"]=="Initialized"][0]' True
+
+# --- several containers, a sidecar, hostPath types
+mkdir -p "$HOSTDIR/dir"
+touch "$HOSTDIR/file"
+put multi.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: multi}
+spec:
+  terminationGracePeriodSeconds: 3
+  initContainers:
+  - {name: sidecar, image: nanolet-test, imagePullPolicy: Never, restartPolicy: Always, command: [sh, -c, "echo sidecar > /shared/sidecar; exec sleep 3600"], volumeMounts: [{name: shared, mountPath: /shared}]}
+  containers:
+  - {name: a, image: nanolet-test, imagePullPolicy: Never, command: [sh, -c, "cat /shared/sidecar; ls -d /d /doc /f /fc; exec sleep 3600"], volumeMounts: [{name: shared, mountPath: /shared}, {name: d, mountPath: /d}, {name: doc, mountPath: /doc}, {name: f, mountPath: /f}, {name: fc, mountPath: /fc}]}
+  - {name: b, image: nanolet-test, imagePullPolicy: Never, command: [sleep, "3600"]}
+  volumes:
+  - {name: shared, emptyDir: {}}
+  - {name: d, hostPath: {path: $HOSTDIR/dir, type: Directory}}
+  - {name: doc, hostPath: {path: $HOSTDIR/created-dir, type: DirectoryOrCreate}}
+  - {name: f, hostPath: {path: $HOSTDIR/file, type: File}}
+  - {name: fc, hostPath: {path: $HOSTDIR/created-file, type: FileOrCreate}}
+YAML
+check_field "multi-container pod Running, 2/2 ready" multi 'sum(1 for s in p["status"]["containerStatuses"] if s["ready"])' 2
+check_field "sidecar running alongside" multi 'list(p["status"]["initContainerStatuses"][0]["state"].keys())[0]' running
+wait_for "$LOGS"/default_multi-node1_*/a/0.log 'F sidecar' && ok "app saw the sidecar's file" || fail "sidecar file"
+[ -d "$HOSTDIR/created-dir" ] && [ -f "$HOSTDIR/created-file" ] && ok "DirectoryOrCreate and FileOrCreate created" || fail "hostPath create"
+put badhost.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: badhost}
+spec:
+  containers:
+  - {name: c, image: nanolet-test, imagePullPolicy: Never, command: [sleep, "3600"], volumeMounts: [{name: v, mountPath: /v}]}
+  volumes:
+  - {name: v, hostPath: {path: $HOSTDIR/file, type: Directory}}
+YAML
+for ((i = 0; i < 50; i++)); do grep -q "badhost.*hostPath type check failed\|hostPath type check failed" "$AGENT_LOG" && break; sleep 0.2; done
+grep -q "hostPath type check failed" "$AGENT_LOG" && ok "hostPath type mismatch refused" || fail "hostPath type check"
+check_field "badhost has no running container" badhost '"running" in str(p["status"].get("containerStatuses", ""))' False
+rm -f "$MAN/badhost.yaml"
+
+# --- activeDeadlineSeconds
+put deadline.yaml <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: deadline}
+spec:
+  activeDeadlineSeconds: 2
+  terminationGracePeriodSeconds: 2
+  containers:
+  - {name: c, image: nanolet-test, imagePullPolicy: Never, command: [sleep, "3600"]}
+YAML
+check_field "activeDeadlineSeconds: Failed, DeadlineExceeded" deadline '"%s/%s" % (p["status"]["phase"], p["status"].get("reason"))' Failed/DeadlineExceeded 30
+
+# --- kubeadm's control-plane manifests, unchanged, with stand-in images under their names
+"$NANOLET" image --root-dir "$ROOT" load "$WORK/images/nanolet-kube.tar" >/dev/null
+created=()
+for p in /etc/kubernetes /etc/kubernetes/pki /etc/kubernetes/pki/etcd /var/lib/etcd /etc/ca-certificates \
+         /usr/local/share/ca-certificates /usr/share/ca-certificates /usr/libexec/kubernetes \
+         /etc/kubernetes/controller-manager.conf /etc/kubernetes/scheduler.conf; do
+        [ -e "$p" ] || created+=("$p")
+done
+mkdir -p /etc/kubernetes # kubeadm's own directory, present on any kubeadm host
+for f in etcd kube-apiserver kube-controller-manager kube-scheduler; do
+        img=$(awk '/image:/ {print $2; exit}' "$TEST_DATA_DIR/manifests/valid/$f.yaml")
+        "$NANOLET" image --root-dir "$ROOT" tag localhost/nanolet-kube "$img" >/dev/null
+        cp "$TEST_DATA_DIR/manifests/valid/$f.yaml" "$MAN/.$f.tmp"
+        mv "$MAN/.$f.tmp" "$MAN/$f.yaml"
+done
+for f in etcd kube-apiserver kube-controller-manager kube-scheduler; do
+        check_field "kubeadm $f runs unchanged" "$f" 'p["status"]["phase"]' Running 60
+        wait_for "$LOGS"/kube-system_"$f"-node1_*/"$f"/0.log "F $f --" 1 10 && ok "$f got its command line" || fail "$f log"
+done
+check_field "etcd is hostNetwork with RuntimeDefault seccomp, priority set" etcd 'p["spec"]["priorityClassName"]' system-node-critical
+rm -f "$MAN"/etcd.yaml "$MAN"/kube-*.yaml
+for ((i = 0; i < 100; i++)); do pod_json kube-apiserver >/dev/null || break; sleep 0.2; done
+for ((i = ${#created[@]} - 1; i >= 0; i--)); do rm -rf "${created[$i]}"; done
+if [ ${#created[@]} -gt 0 ] && [[ " ${created[*]} " == *" /usr/libexec/kubernetes "* ]]; then :; fi
+
+# --- back-off spacing: restarts 10 s then 20 s apart
+put spacing.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: spacing}
+spec:
+  containers:
+  - {name: c, image: nanolet-test, imagePullPolicy: Never, command: [sh, -c, "date +%s >> /host/spacing; exit 1"], volumeMounts: [{name: host, mountPath: /host}]}
+  volumes: [{name: host, hostPath: {path: $HOSTDIR}}]
+YAML
+check_field "third attempt after back-off" spacing 'p["status"]["containerStatuses"][0]["restartCount"] >= 2' True 60
+python3 - "$HOSTDIR/spacing" <<'PY' && ok "back-off spacing 10 s then 20 s" || fail "spacing: $(cat "$HOSTDIR/spacing")"
+import sys
+t = [int(x) for x in open(sys.argv[1]).read().split()]
+d = [b - a for a, b in zip(t, t[1:])]
+assert len(d) >= 2 and 9 <= d[0] <= 13 and 19 <= d[1] <= 24, d
+PY
+rm -f "$MAN/spacing.yaml"
 
 # --- restartPolicy Never: failing command -> Failed, exit code, reason Error
 put never.yaml <<'YAML'
@@ -159,7 +262,8 @@ pod_json simple >/dev/null && fail "status of deleted pod remains" || ok "status
 
 # --- remove everything and check nothing is left
 rm -f "$MAN"/*.yaml
-for ((i = 0; i < 150; i++)); do [ -z "$(ls "$RUN/status" 2>/dev/null | grep json)" ] && break; sleep 0.2; done
+# sleep as pid 1 ignores SIGTERM: pods without a short grace period take 30 s
+for ((i = 0; i < 250; i++)); do [ -z "$(ls "$RUN/status" 2>/dev/null | grep json)" ] && break; sleep 0.2; done
 check_no_leftovers
 stop_agent
 finish
