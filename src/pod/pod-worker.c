@@ -25,6 +25,7 @@
 #include "container-config.h"
 #include "fileio.h"
 #include "log.h"
+#include "mount-util.h"
 #include "pod-actions.h"
 #include "pod-status.h"
 #include "rm-rf.h"
@@ -259,11 +260,48 @@ static int worker_prepare(PodWorker *w, RuntimeError *err) {
         return 0;
 }
 
+static void on_attempt_deleted(Runtime *rt, int r, const RuntimeError *err, void *userdata);
+
+/* An earlier run of the agent may have left this pod's containers and pins
+ * behind (until adoption exists, a restarted agent starts pods afresh):
+ * remove them so the new attempts' IDs and pins are free. Returns true when
+ * removals are in flight (the sync continues when they finish). */
+static bool worker_clear_leftovers(PodWorker *w) {
+        _cleanup_strv_free_ char **ids = NULL;
+        RuntimeError err = {};
+        bool pending = false;
+
+        w->leftovers_cleared = true;
+        _cleanup_free_ char *prefix = strprintf("%s-", w->object->uid);
+        if (!prefix || runtime_list_ids(w->ctx->o->runtime, &ids) < 0)
+                return false;
+        STRV_FOREACH(id, ids) {
+                if (!startswith(*id, prefix))
+                        continue;
+                log_info("Removing container %s left by an earlier run of the agent.", *id);
+                w->busy++;
+                if (runtime_container_delete(w->ctx->o->runtime, *id, true, on_attempt_deleted, w,
+                                             NULL) < 0)
+                        w->busy--;
+                else
+                        pending = true;
+        }
+        if (sandbox_remove(w->ns_dir, &err) < 0)
+                log_warning("Pod \"%s\": %s", w->full_name, err.message);
+        /* rootfs overlays of the earlier run's attempts */
+        _cleanup_free_ char *containers = strprintf("%s/containers", w->pod_dir);
+        if (containers)
+                (void)umount_below(containers);
+        return pending;
+}
+
 static void worker_create_sandbox(PodWorker *w) {
         RuntimeError err = {};
         int r;
 
         if (w->sandbox_pending)
+                return;
+        if (!w->leftovers_cleared && worker_clear_leftovers(w))
                 return;
         r = worker_prepare(w, &err);
         if (r < 0) {
@@ -735,6 +773,11 @@ static void worker_teardown(PodWorker *w) {
         err = (RuntimeError){};
         if (pod_volumes_cleanup(w->pod_dir, &err) < 0)
                 log_warning("Pod \"%s\": %s", w->full_name, err.message);
+        /* Whatever is still mounted under the pod (a rootfs whose container
+         * never reported its exit) would make the removal below stop at it. */
+        int m = umount_below(w->pod_dir);
+        if (m > 0)
+                log_warning("Pod \"%s\": %d leftover mount(s) removed.", w->full_name, m);
         _cleanup_free_ char *parent = strdup(w->pod_dir);
         char *slash = parent ? strrchr(parent, '/') : NULL;
         if (slash) {

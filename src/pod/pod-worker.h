@@ -47,6 +47,7 @@ struct PodWorker {
         PodEtcFiles etc;
         PodVolumes volumes;
         bool prepared;            /* checkpoint, etc files and volumes are in place */
+        bool leftovers_cleared;   /* containers/pins of an earlier agent run are gone */
         bool sandbox_pending;
 
         unsigned busy;            /* operations in flight */

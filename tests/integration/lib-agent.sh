@@ -11,8 +11,6 @@ AGENT_LOG=$WORK/agent.log
 mkdir -p "$ROOT" "$RUN" "$LOGS" "$CLOGS"
 mkdir -m 0755 "$MAN"
 AGENT_PID=
-# Pod cgroups that existed before this test (other instances may run).
-CGROUPS_BEFORE=$(ls -d /sys/fs/cgroup/*/nanolet/pod* 2>/dev/null | sort || true)
 
 agent_cleanup() {
         local id m
@@ -111,9 +109,13 @@ check_no_leftovers() {
         [ "$n" -eq 0 ] && ok "no mounts left" || fail "mounts left: $(awk -v w="$WORK" 'index($2, w) == 1' /proc/mounts)"
         n=$(find "$RUN/ns" -mindepth 1 2>/dev/null | wc -l)
         [ "$n" -eq 0 ] && ok "no namespace pins left" || fail "pins left: $(find "$RUN/ns" -mindepth 1)"
-        local new
-        new=$(comm -13 <(echo "$CGROUPS_BEFORE") <(ls -d /sys/fs/cgroup/*/nanolet/pod* 2>/dev/null | sort || true))
-        [ -z "$new" ] && ok "no pod cgroups left" || fail "pod cgroups left: $new"
+        # Only this agent's pods count: other instances may run at the same time.
+        local uid left=
+        for uid in $(grep -oE 'SyncLoop \((ADD|UPDATE), "[a-z]+"\): "[^"]*\([0-9a-f-]+\)' "$AGENT_LOG" |
+                     grep -oE '\([0-9a-f-]+\)"?$' | tr -d '()"' | sort -u); do
+                left+=$(ls -d /sys/fs/cgroup/*/nanolet/pod"$uid" 2>/dev/null || true)
+        done
+        [ -z "$left" ] && ok "no pod cgroups left" || fail "pod cgroups left: $left"
         n=$(find "$ROOT/pods" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
         [ "$n" -eq 0 ] && ok "no pod dirs left" || fail "pod dirs left: $(ls "$ROOT/pods")"
 }

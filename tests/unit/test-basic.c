@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "fileio.h"
 #include "hash.h"
 #include "log.h"
+#include "mount-util.h"
 #include "string-util.h"
 #include "strv.h"
 #include "time-util.h"
@@ -151,12 +153,36 @@ static void test_time(void **state) {
         assert_true(b >= a);
 }
 
+static void test_umount_below(void **state) {
+        if (geteuid() != 0)
+                skip();
+        char dir[] = "/tmp/nanolet-test-mount-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        _cleanup_free_ char *a = strprintf("%s/a", dir);
+        _cleanup_free_ char *ab = strprintf("%s/a/b", dir);
+        _cleanup_free_ char *sib = strprintf("%s-sibling", dir);
+        assert_int_equal(mkdir(a, 0755), 0);
+        assert_int_equal(mount("tmpfs", a, "tmpfs", 0, NULL), 0);
+        assert_int_equal(mkdir(ab, 0755), 0);
+        assert_int_equal(mount("tmpfs", ab, "tmpfs", 0, NULL), 0);
+        assert_int_equal(mkdir(sib, 0755), 0);
+        assert_int_equal(mount("tmpfs", sib, "tmpfs", 0, NULL), 0);
+
+        /* nested mounts go, deepest first; a sibling sharing the prefix stays */
+        assert_int_equal(umount_below(dir), 2);
+        assert_int_equal(umount_below(dir), 0);
+        assert_int_equal(umount2(sib, 0), 0);
+        assert_int_equal(rmdir(sib), 0);
+        _cleanup_free_ char *cmd = strprintf("rm -rf '%s'", dir);
+        assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_string_util), cmocka_unit_test(test_strv),
                 cmocka_unit_test(test_fileio),      cmocka_unit_test(test_hash),
                 cmocka_unit_test(test_log_errno),   cmocka_unit_test(test_cleanup),
-                cmocka_unit_test(test_time),
+                cmocka_unit_test(test_time),        cmocka_unit_test(test_umount_below),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
