@@ -139,6 +139,37 @@ static char *status_dir(const CliCommon *c) {
         return strprintf("%s/status", c->run_dir);
 }
 
+int cli_pods_load_or_report(const CliCommon *c, CliPodList *ret) {
+        int r = cli_pods_load(c, ret);
+        if (r < 0)
+                fprintf(stderr, "%s: cannot read %s/status: %s\n", c->prog, c->run_dir, strerror(-r));
+        return r;
+}
+
+int cli_container_find(const CliCommon *c, const CliPodList *l, const char *pod_arg,
+                       const char **container, const CliPod **ret_pod, json_t **ret_status) {
+        const CliPod *pod;
+        int r;
+
+        if (cli_pod_find(c, l, pod_arg, &pod) < 0)
+                return -ENOENT;
+        if (!*container) {
+                _cleanup_free_ char *msg = NULL;
+                r = cli_pod_default_container(pod->json, container, &msg);
+                if (r < 0) {
+                        fprintf(stderr, "%s: %s\n", c->prog, msg ? msg : strerror(-r));
+                        return r;
+                }
+        }
+        if (cli_pod_find_container(pod->json, *container, NULL, ret_status, NULL) < 0) {
+                fprintf(stderr, "%s: container %s is not valid for pod %s\n", c->prog, *container,
+                        pod->name);
+                return -ENOENT;
+        }
+        *ret_pod = pod;
+        return 0;
+}
+
 int cli_pods_load(const CliCommon *c, CliPodList *ret) {
         _cleanup_free_ char *dir_path = status_dir(c);
         _cleanup_(cli_pod_list_done) CliPodList l = {};

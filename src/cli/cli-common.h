@@ -93,6 +93,8 @@ int cli_pod_from_json(json_t *j, CliPod *ret, const char **ret_reason);
  * half-written file is skipped with a warning on stderr naming it; a missing
  * directory is an empty list. */
 int cli_pods_load(const CliCommon *c, CliPodList *ret);
+/* The same, printing the failure for the subcommands. */
+int cli_pods_load_or_report(const CliCommon *c, CliPodList *ret);
 /* Reads <run-dir>/status/sources.json: a JSON array of error objects
  * ({"source","origin","messages"}); an empty array when there is none. */
 int cli_source_errors_load(const CliCommon *c, json_t **ret);
@@ -140,6 +142,11 @@ int cli_pod_find_container(const json_t *pod, const char *name, json_t **ret_spe
  * kubectl.kubernetes.io/default-container annotation, else the only
  * container). -ENOTUNIQ with a message listing the names otherwise. */
 int cli_pod_default_container(const json_t *pod, const char **ret_name, char **ret_message);
+/* POD [-c CONTAINER] as logs and exec take them: resolves the pod, picks the
+ * default container when *container is NULL, and finds its status entry.
+ * Prints what went wrong and returns < 0 on failure. */
+int cli_container_find(const CliCommon *c, const CliPodList *l, const char *pod_arg,
+                       const char **container, const CliPod **ret_pod, json_t **ret_status);
 /* "runc://abc" → "abc" (and the scheme, "runc", into ret_scheme if given). */
 const char *cli_container_id_strip(const char *id, char **ret_scheme);
 

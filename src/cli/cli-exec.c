@@ -34,13 +34,13 @@ int cli_exec(int argc, char **argv) {
         };
         _cleanup_(cli_pod_list_done) CliPodList l = {};
         _cleanup_strv_free_ char **cmd = NULL;
-        _cleanup_free_ char *root = NULL, *msg = NULL;
+        _cleanup_free_ char *root = NULL;
         const char *container = NULL, *pod_arg = NULL;
         bool interactive = false, tty = false;
         const CliPod *pod;
         json_t *cs = NULL;
         CliCommon c;
-        int r, opt, nopt = argc;
+        int opt, nopt = argc;
 
         cli_common_init(&c, "nanolet exec");
         /* Options end at "--"; without it at the first word after POD (GNU
@@ -97,25 +97,10 @@ int cli_exec(int argc, char **argv) {
                 return EXIT_USAGE;
         }
 
-        r = cli_pods_load(&c, &l);
-        if (r < 0) {
-                fprintf(stderr, "%s: cannot read %s/status: %s\n", c.prog, c.run_dir, strerror(-r));
+        if (cli_pods_load_or_report(&c, &l) < 0)
                 return EXIT_ERROR;
-        }
-        if (cli_pod_find(&c, &l, pod_arg, &pod) < 0)
+        if (cli_container_find(&c, &l, pod_arg, &container, &pod, &cs) < 0)
                 return EXIT_ERROR;
-        if (!container) {
-                r = cli_pod_default_container(pod->json, &container, &msg);
-                if (r < 0) {
-                        fprintf(stderr, "%s: %s\n", c.prog, msg ? msg : strerror(-r));
-                        return EXIT_ERROR;
-                }
-        }
-        if (cli_pod_find_container(pod->json, container, NULL, &cs, NULL) < 0) {
-                fprintf(stderr, "%s: container %s is not valid for pod %s\n", c.prog, container,
-                        pod->name);
-                return EXIT_ERROR;
-        }
         const char *id = cli_json_str(cs, "containerID");
         if (!cli_json_path(cs, "state", "running", NULL) || isempty(id)) {
                 fprintf(stderr, "%s: container %s in pod %s/%s is not running\n", c.prog, container,

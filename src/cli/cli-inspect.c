@@ -83,7 +83,7 @@ int cli_inspect(int argc, char **argv) {
         _cleanup_json_ json_t *out = NULL, *runtime = NULL;
         const CliPod *pod;
         CliCommon c;
-        int r, opt;
+        int opt;
 
         cli_common_init(&c, "nanolet inspect");
         optind = 0;
@@ -100,11 +100,8 @@ int cli_inspect(int argc, char **argv) {
                 fprintf(stderr, "%s: expected exactly one POD\n", c.prog);
                 return EXIT_USAGE;
         }
-        r = cli_pods_load(&c, &l);
-        if (r < 0) {
-                fprintf(stderr, "%s: cannot read %s/status: %s\n", c.prog, c.run_dir, strerror(-r));
+        if (cli_pods_load_or_report(&c, &l) < 0)
                 return EXIT_ERROR;
-        }
         if (cli_pod_find(&c, &l, argv[optind], &pod) < 0)
                 return EXIT_ERROR;
 

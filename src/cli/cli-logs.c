@@ -351,7 +351,7 @@ int cli_logs(int argc, char **argv) {
         };
         _cleanup_(cli_pod_list_done) CliPodList l = {};
         _cleanup_(logs_context_done) LogsContext x = { .tail = -1 };
-        _cleanup_free_ char *dir_path = NULL, *msg = NULL;
+        _cleanup_free_ char *dir_path = NULL;
         _cleanup_strv_free_ char **files = NULL;
         _cleanup_close_ int dir_fd = -EBADF, live_fd = -EBADF;
         const char *container = NULL;
@@ -428,25 +428,10 @@ int cli_logs(int argc, char **argv) {
                 return EXIT_USAGE;
         }
 
-        r = cli_pods_load(&c, &l);
-        if (r < 0) {
-                fprintf(stderr, "%s: cannot read %s/status: %s\n", c.prog, c.run_dir, strerror(-r));
+        if (cli_pods_load_or_report(&c, &l) < 0)
                 return EXIT_ERROR;
-        }
-        if (cli_pod_find(&c, &l, pod_arg, &pod) < 0)
+        if (cli_container_find(&c, &l, pod_arg, &container, &pod, &cs) < 0)
                 return EXIT_ERROR;
-        if (!container) {
-                r = cli_pod_default_container(pod->json, &container, &msg);
-                if (r < 0) {
-                        fprintf(stderr, "%s: %s\n", c.prog, msg ? msg : strerror(-r));
-                        return EXIT_ERROR;
-                }
-        }
-        if (cli_pod_find_container(pod->json, container, NULL, &cs, NULL) < 0) {
-                fprintf(stderr, "%s: container %s is not valid for pod %s\n", c.prog, container,
-                        pod->name);
-                return EXIT_ERROR;
-        }
 
         unsigned attempt = (unsigned)json_integer_value(cli_json_path(cs, "restartCount", NULL));
         const char *waiting = cli_json_str(cli_json_path(cs, "state", "waiting", NULL), "reason");

@@ -182,11 +182,8 @@ int cli_pods(int argc, char **argv) {
                 return EXIT_USAGE;
         }
 
-        r = cli_pods_load(&c, &l);
-        if (r < 0) {
-                fprintf(stderr, "%s: cannot read %s/status: %s\n", c.prog, c.run_dir, strerror(-r));
+        if (cli_pods_load_or_report(&c, &l) < 0)
                 return EXIT_ERROR;
-        }
         r = cli_source_errors_load(&c, &errors);
         if (r < 0)
                 fprintf(stderr, "%s: warning: cannot read %s/status/sources.json: %s\n", c.prog,

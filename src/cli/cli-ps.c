@@ -180,11 +180,8 @@ int cli_ps(int argc, char **argv) {
                 fprintf(stderr, "%s: unexpected argument \"%s\"\n", c.prog, argv[optind]);
                 return EXIT_USAGE;
         }
-        r = cli_pods_load(&c, &l);
-        if (r < 0) {
-                fprintf(stderr, "%s: cannot read %s/status: %s\n", c.prog, c.run_dir, strerror(-r));
+        if (cli_pods_load_or_report(&c, &l) < 0)
                 return EXIT_ERROR;
-        }
         for (size_t i = 0; i < l.n; i++) {
                 json_t *status = cli_json_path(l.pods[i].json, "status", NULL);
                 static const char *const lists[] = { "initContainerStatuses", "containerStatuses" };
