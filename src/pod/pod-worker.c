@@ -851,9 +851,11 @@ static bool worker_sync(PodWorker *w) {
                 }
                 /* A finished pod (Succeeded/Failed) keeps its status and logs
                  * but not its namespaces. */
-                if (w->state.sandbox == SANDBOX_READY && sandbox_namespaces(w->state.pod)) {
+                if (!w->sandbox_released && sandbox_namespaces(w->state.pod)) {
                         RuntimeError err = {};
-                        (void)sandbox_remove(w->ns_dir, &err);
+                        if (sandbox_remove(w->ns_dir, &err) < 0)
+                                log_warning("Pod \"%s\": %s", w->full_name, err.message);
+                        w->sandbox_released = true;
                 }
         }
         if (a.next_wakeup != USEC_INFINITY) {

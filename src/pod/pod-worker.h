@@ -49,6 +49,7 @@ struct PodWorker {
         bool prepared;            /* checkpoint, etc files and volumes are in place */
         bool leftovers_cleared;   /* containers/pins of an earlier agent run are gone */
         bool sandbox_pending;
+        bool sandbox_released;    /* a finished pod's namespaces were removed */
 
         unsigned busy;            /* operations in flight */
         bool sync_requested;

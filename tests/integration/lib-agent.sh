@@ -34,7 +34,20 @@ agent_cleanup() {
         for m in $(awk -v w="$WORK" 'index($2, w) == 1 {print $2}' /proc/mounts | sort -r); do
                 umount -l "$m" 2>/dev/null || true
         done
+        # Pod cgroups of this agent's pods, should it have been killed mid-way.
+        for uid in $(agent_pod_uids); do
+                for m in /sys/fs/cgroup/*/nanolet/pod"$uid" /sys/fs/cgroup/nanolet/pod"$uid"; do
+                        [ -d "$m" ] && find "$m" -depth -type d -exec rmdir {} \; 2>/dev/null
+                done
+        done
         cleanup
+}
+
+# UIDs of every pod this test's agent was asked to run.
+agent_pod_uids() {
+        [ -f "$AGENT_LOG" ] || return 0
+        grep -oE 'SyncLoop \((ADD|UPDATE), "[a-z]+"\): "[^"]*\([0-9a-f-]+\)' "$AGENT_LOG" |
+                grep -oE '\([0-9a-f-]+\)"?$' | tr -d '()"' | sort -u
 }
 trap agent_cleanup EXIT
 
@@ -111,8 +124,7 @@ check_no_leftovers() {
         [ "$n" -eq 0 ] && ok "no namespace pins left" || fail "pins left: $(find "$RUN/ns" -mindepth 1)"
         # Only this agent's pods count: other instances may run at the same time.
         local uid left=
-        for uid in $(grep -oE 'SyncLoop \((ADD|UPDATE), "[a-z]+"\): "[^"]*\([0-9a-f-]+\)' "$AGENT_LOG" |
-                     grep -oE '\([0-9a-f-]+\)"?$' | tr -d '()"' | sort -u); do
+        for uid in $(agent_pod_uids); do
                 left+=$(ls -d /sys/fs/cgroup/*/nanolet/pod"$uid" 2>/dev/null || true)
         done
         [ -z "$left" ] && ok "no pod cgroups left" || fail "pod cgroups left: $left"
