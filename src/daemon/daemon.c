@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "sd-notify.h"
 #include "string-util.h"
 
 void daemon_log_source_event(const SourceEvent *ev) {
@@ -72,6 +73,13 @@ static int on_signal(EventSource *s, const struct signalfd_siginfo *si, void *us
         }
         log_info("Received %s, shutting down (pods keep running).", strsignal((int)si->ssi_signo));
         return event_exit(d->event, 0);
+}
+
+/* Pinged from the loop itself: a loop that stops turning stops the pings,
+ * and systemd restarts the agent (pods keep running). */
+static int on_watchdog(EventSource *s, usec_t now, void *userdata) {
+        (void)sd_notify_send("WATCHDOG=1");
+        return event_source_set_time_relative(s, sd_watchdog_interval() / 2);
 }
 
 static int daemon_setup_runtime(Daemon *d) {
@@ -182,6 +190,7 @@ Daemon *daemon_free(Daemon *d) {
         image_store_free(d->images);
         free(d->node_hostname);
         pod_config_free(d->pods);
+        event_source_free(d->watchdog);
         event_source_free(d->sigterm);
         event_source_free(d->sigint);
         event_free(d->event);
@@ -214,5 +223,14 @@ int daemon_run(Daemon *d) {
                 if (r < 0)
                         return log_error_errno(r, "Failed to start the manifest URL source: %m");
         }
-        return event_loop(d->event);
+        (void)sd_notify_send("READY=1");
+        usec_t wd = sd_watchdog_interval();
+        if (wd > 0) {
+                r = event_add_time_relative(d->event, &d->watchdog, wd / 2, 0, on_watchdog, d);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to set up the watchdog: %m");
+        }
+        r = event_loop(d->event);
+        (void)sd_notify_send("STOPPING=1");
+        return r;
 }

@@ -16,6 +16,7 @@ typedef struct Daemon {
         DirSource *dir_source;
         UrlSource *url_source;
         EventSource *sigterm, *sigint;
+        EventSource *watchdog;  /* systemd WatchdogSec= keep-alive */
         /* The runtime side; all NULL with --dry-run. */
         ImageStore *images;
         Runtime *runtime;

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 #include "hash.h"
 #include "log.h"
 #include "mount-util.h"
+#include "sd-notify.h"
 #include "string-util.h"
 #include "strv.h"
 #include "time-util.h"
@@ -177,12 +180,44 @@ static void test_umount_below(void **state) {
         assert_int_equal(system(cmd), 0);
 }
 
+static void test_sd_notify(void **state) {
+        unsetenv("NOTIFY_SOCKET");
+        assert_int_equal(sd_notify_send("READY=1"), 0); /* not under systemd */
+
+        char path[] = "/tmp/nanolet-test-notify-XXXXXX";
+        assert_non_null(mkdtemp(path));
+        _cleanup_free_ char *sock = strprintf("%s/notify", path);
+        int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        assert_true(fd >= 0);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        strcpy(sa.sun_path, sock);
+        assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+        setenv("NOTIFY_SOCKET", sock, 1);
+        assert_int_equal(sd_notify_send("READY=1"), 1);
+        char buf[64] = {};
+        assert_int_equal(recv(fd, buf, sizeof buf - 1, 0), 7);
+        assert_string_equal(buf, "READY=1");
+        close(fd);
+        unsetenv("NOTIFY_SOCKET");
+        unlink(sock);
+        rmdir(path);
+
+        setenv("WATCHDOG_USEC", "30000000", 1);
+        unsetenv("WATCHDOG_PID");
+        assert_true(sd_watchdog_interval() == 30 * USEC_PER_SEC);
+        setenv("WATCHDOG_PID", "1", 1); /* someone else's */
+        assert_true(sd_watchdog_interval() == 0);
+        unsetenv("WATCHDOG_USEC");
+        unsetenv("WATCHDOG_PID");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_string_util), cmocka_unit_test(test_strv),
                 cmocka_unit_test(test_fileio),      cmocka_unit_test(test_hash),
                 cmocka_unit_test(test_log_errno),   cmocka_unit_test(test_cleanup),
                 cmocka_unit_test(test_time),        cmocka_unit_test(test_umount_below),
+                cmocka_unit_test(test_sd_notify),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
