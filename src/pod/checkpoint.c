@@ -21,11 +21,13 @@ void pod_checkpoint_done(PodCheckpoint *c) {
 }
 
 int pod_checkpoint_write(const char *pod_dir, const PodCheckpoint *c) {
-        json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:O}", "uid", c->uid, "name",
+        /* "o" steals a reference: pass our own, new or taken. */
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o}", "uid", c->uid, "name",
                               c->name, "namespace", c->namespace, "source", c->source, "origin",
-                              c->origin, "manifest", c->manifest ? c->manifest : json_null(),
+                              c->origin, "manifest",
+                              c->manifest ? json_incref(c->manifest) : json_null(),
                               "restartCounts",
-                              c->restart_counts ? c->restart_counts : json_object());
+                              c->restart_counts ? json_incref(c->restart_counts) : json_object());
         if (!o)
                 return -ENOMEM;
         _cleanup_free_ char *text = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);

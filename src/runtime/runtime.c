@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "list.h"
 #include "log.h"
 #include "rm-rf.h"
 #include "macro.h"
@@ -93,18 +94,6 @@ oom:
         return -ENOMEM;
 }
 
-static void list_remove(RuntimeOp **head, RuntimeOp **tail, RuntimeOp *op) {
-        if (op->prev)
-                op->prev->next = op->next;
-        else
-                *head = op->next;
-        if (op->next)
-                op->next->prev = op->prev;
-        else if (tail)
-                *tail = op->prev;
-        op->prev = op->next = NULL;
-}
-
 static RuntimeOp *op_free(RuntimeOp *op) {
         if (!op)
                 return NULL;
@@ -143,12 +132,12 @@ Runtime *runtime_free(Runtime *rt) {
                 return NULL;
         while (rt->queue_head) {
                 RuntimeOp *op = rt->queue_head;
-                list_remove(&rt->queue_head, &rt->queue_tail, op);
+                LIST_REMOVE_TAIL(rt->queue_head, rt->queue_tail, op);
                 op_free(op);
         }
         while (rt->running) {
                 RuntimeOp *op = rt->running;
-                list_remove(&rt->running, NULL, op);
+                LIST_REMOVE(rt->running, op);
                 runtime_op_kill_child_now(op);
                 op_free(op);
         }
@@ -203,13 +192,7 @@ int runtime_op_new(Runtime *rt, RuntimeOpKind kind, const char *id, RuntimeOp **
 
 void runtime_op_enqueue(RuntimeOp *op) {
         Runtime *rt = op->rt;
-        op->prev = rt->queue_tail;
-        op->next = NULL;
-        if (rt->queue_tail)
-                rt->queue_tail->next = op;
-        else
-                rt->queue_head = op;
-        rt->queue_tail = op;
+        LIST_APPEND(rt->queue_head, rt->queue_tail, op);
         (void)event_source_set_enabled(rt->kick, true);
 }
 
@@ -231,11 +214,8 @@ static int kick_handler(EventSource *s, usec_t now, void *userdata) {
 
         while (rt->queue_head && rt->n_running < rt->max_parallel) {
                 RuntimeOp *op = rt->queue_head;
-                list_remove(&rt->queue_head, &rt->queue_tail, op);
-                op->next = rt->running;
-                if (rt->running)
-                        rt->running->prev = op;
-                rt->running = op;
+                LIST_REMOVE_TAIL(rt->queue_head, rt->queue_tail, op);
+                LIST_PREPEND(rt->running, op);
                 op->running = true;
                 rt->n_running++;
 
@@ -261,7 +241,7 @@ void runtime_op_complete(RuntimeOp *op, int r) {
         pid_t holder_pid = op->holder_pid;
 
         assert(op->running);
-        list_remove(&rt->running, NULL, op);
+        LIST_REMOVE(rt->running, op);
         rt->n_running--;
         if (rt->queue_head)
                 (void)event_source_set_enabled(rt->kick, true);
@@ -297,7 +277,7 @@ void runtime_op_cancel(RuntimeOp *op) {
         if (!op)
                 return;
         if (!op->running) {
-                list_remove(&op->rt->queue_head, &op->rt->queue_tail, op);
+                LIST_REMOVE_TAIL(op->rt->queue_head, op->rt->queue_tail, op);
                 op_free(op);
                 return;
         }

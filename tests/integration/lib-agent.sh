@@ -65,11 +65,14 @@ start_agent() {
         wait_for "$AGENT_LOG" 'nanolet starting'
 }
 
+# A clean stop exits 0: under ASan this is where leaks in the agent show.
 stop_agent() {
+        local rc=0
         [ -n "$AGENT_PID" ] || return 0
         kill -TERM "$AGENT_PID" 2>/dev/null || true
-        wait "$AGENT_PID" 2>/dev/null || true
+        wait "$AGENT_PID" 2>/dev/null || rc=$?
         AGENT_PID=
+        [ "$rc" -eq 0 ] && ok "agent stopped cleanly" || fail "agent exited with status $rc on SIGTERM"
 }
 
 nl() { "$NANOLET" "$1" --root-dir "$ROOT" --run-dir "$RUN" --pod-logs-dir "$LOGS" "${@:2}"; }

@@ -139,7 +139,7 @@ spec:
 YAML
 check_field "shared PID namespace pod Running" shared-pid 'p["status"]["phase"]' Running
 wait_for "$LOGS"/default_shared-pid-node1_*/looker/0.log 'F saw-sleeper' 1 20 && ok "containers share the PID namespace" || fail "shared pid"
-wait_for "$LOGS"/default_shared-pid-node1_*/looker/0.log 'F nanolet-pod-holder' 1 5 && ok "pid 1 is the pod's holder" || fail "holder: $(cat "$LOGS"/default_shared-pid-node1_*/looker/0.log)"
+wait_for "$LOGS"/default_shared-pid-node1_*/looker/0.log ' [PF] nanolet-pod-holder' 1 5 && ok "pid 1 is the pod's holder" || fail "holder: $(cat "$LOGS"/default_shared-pid-node1_*/looker/0.log)"
 rm -f "$MAN/shared-pid.yaml"
 
 # --- activeDeadlineSeconds
