@@ -97,6 +97,13 @@ static int daemon_setup_runtime(Daemon *d) {
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the container runtime \"%s\": %m",
                                        c->runtime);
+        _cleanup_free_ char *cni_cache = strprintf("%s/cni", c->run_dir);
+        if (!cni_cache)
+                return log_oom();
+        CniRunnerOptions co = { .bin_dirs = c->cni_bin_dir, .cache_dir = cni_cache };
+        r = cni_runner_new(d->event, &co, &d->cni);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up CNI: %m");
         if (gethostname(host, sizeof host - 1) < 0)
                 return log_error_errno(errno, "Failed to get the host name: %m");
         host[sizeof host - 1] = 0;
@@ -117,6 +124,9 @@ static int daemon_setup_runtime(Daemon *d) {
                 .pod_pids_limit = c->pod_pids_limit,
                 .images = d->images,
                 .runtime = d->runtime,
+                .cni = d->cni,
+                .cni_conf_dir = c->cni_conf_dir,
+                .pod_cidr = c->pod_cidr,
                 .config = d->pods,
         };
         r = pod_manager_new(&d->pod_manager, d->event, &po);
@@ -186,6 +196,7 @@ Daemon *daemon_free(Daemon *d) {
         url_source_free(d->url_source);
         dir_source_free(d->dir_source);
         pod_manager_free(d->pod_manager);
+        cni_runner_free(d->cni);
         runtime_free(d->runtime);
         image_store_free(d->images);
         free(d->node_hostname);

@@ -20,6 +20,7 @@ typedef struct Daemon {
         /* The runtime side; all NULL with --dry-run. */
         ImageStore *images;
         Runtime *runtime;
+        CniRunner *cni;
         PodManager *pod_manager;
         char *node_hostname;
         bool stopping;

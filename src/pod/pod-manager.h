@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "event.h"
+#include "cni.h"
 #include "image.h"
 #include "runtime.h"
 #include "source.h"
@@ -29,6 +30,9 @@ typedef struct PodManagerOptions {
         int64_t pod_pids_limit;
         ImageStore *images;             /* not owned */
         Runtime *runtime;               /* not owned */
+        CniRunner *cni;                 /* not owned; NULL: pods get only lo */
+        const char *cni_conf_dir;       /* --cni-conf-dir */
+        const char *pod_cidr;           /* --pod-cidr, for the built-in network */
         PodConfig *config;              /* not owned: ConfigMap/Secret lookups */
 } PodManagerOptions;
 

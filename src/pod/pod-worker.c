@@ -22,6 +22,7 @@
 #include "backoff.h"
 #include "cgroup.h"
 #include "checkpoint.h"
+#include "cni.h"
 #include "container-config.h"
 #include "fileio.h"
 #include "log.h"
@@ -191,22 +192,187 @@ static unsigned sandbox_namespaces(const Pod *p) {
         return ns;
 }
 
+static int worker_prepare(PodWorker *w, RuntimeError *err);
+
+static void sandbox_failed(PodWorker *w, const char *message) {
+        log_warning("Failed to create sandbox of pod \"%s\": %s", w->full_name, message);
+        w->state.sandbox = SANDBOX_FAILED;
+        (void)set_str(&w->state.sandbox_message, message);
+        backoff_sandbox_failed(&w->state, now_usec(CLOCK_MONOTONIC));
+}
+
+static void sandbox_ready(PodWorker *w) {
+        log_info("Sandbox of pod \"%s\" is ready%s%s.", w->full_name,
+                 w->state.pod_ip ? ", IP " : "", strempty(w->state.pod_ip));
+        w->state.sandbox = SANDBOX_READY;
+        (void)set_str(&w->state.sandbox_message, NULL);
+        w->state.sandbox_backoff_until = w->state.sandbox_backoff_delay = 0;
+}
+
+static bool pod_uses_cni(const PodWorker *w) {
+        return w->ctx->o->cni && !w->state.pod->spec.host_network;
+}
+
+/* The CNI request of this pod: the pod UID is the CNI container ID. */
+static int worker_cni_request(PodWorker *w, CniRequest *req, CniPortMapping **ret_ports,
+                              char **ret_netns) {
+        const PodSpec *spec = &w->state.pod->spec;
+        _cleanup_free_ CniPortMapping *ports = NULL;
+        size_t n = 0;
+
+        /* Every hostPort of every container, for portmap (kubelet does the same). */
+        for (int pass = 0; pass < 2; pass++) {
+                const Container *cs = pass ? spec->containers : spec->init_containers;
+                size_t nc = pass ? spec->n_containers : spec->n_init_containers;
+                for (size_t i = 0; i < nc; i++)
+                        for (size_t j = 0; j < cs[i].n_ports; j++) {
+                                const ContainerPort *p = &cs[i].ports[j];
+                                if (p->host_port <= 0)
+                                        continue;
+                                CniPortMapping *np = realloc(ports, sizeof *np * (n + 1));
+                                if (!np)
+                                        return -ENOMEM;
+                                ports = np;
+                                ports[n++] = (CniPortMapping){
+                                        .host_port = (uint16_t)p->host_port,
+                                        .container_port = (uint16_t)p->container_port,
+                                        .protocol = cni_protocol_from_string(protocol_to_string(p->protocol)),
+                                        .host_ip = p->host_ip,
+                                };
+                        }
+        }
+        char *netns = sandbox_ns_path(w->ns_dir, "net");
+        if (!netns)
+                return -ENOMEM;
+        *req = (CniRequest){
+                .container_id = w->object->uid,
+                .netns = netns,
+                .pod_namespace = w->object->namespace,
+                .pod_name = w->object->name,
+                .pod_uid = w->object->uid,
+                .port_mappings = ports,
+                .n_port_mappings = n,
+        };
+        *ret_ports = TAKE_PTR(ports);
+        *ret_netns = netns;
+        return 0;
+}
+
+static void on_network_added(CniRunner *runner, int r, CniResult *result, const CniError *err,
+                             void *userdata) {
+        PodWorker *w = userdata;
+        _cleanup_(cni_result_freep) CniResult *res = result;
+
+        w->cni_op = NULL;
+        w->sandbox_pending = false;
+        if (r < 0) {
+                _cleanup_free_ char *msg = cni_error_to_string(err);
+                /* The ADD undid itself; the namespaces go too, so a retry
+                 * starts from nothing (no half-created sandbox). */
+                w->network_added = false;
+                RuntimeError e = {};
+                (void)sandbox_remove(w->ns_dir, &e);
+                sandbox_failed(w, msg ? msg : strerror(-r));
+                worker_op_done(w);
+                return;
+        }
+        _cleanup_strv_free_ char **ips = NULL;
+        if (cni_result_pod_ips(res, &ips) >= 0 && ips && ips[0]) {
+                (void)set_str(&w->state.pod_ip, ips[0]);
+                strv_free(w->state.pod_ips);
+                w->state.pod_ips = TAKE_PTR(ips);
+        }
+        /* /etc/hosts names the pod's own IP, known only now. */
+        w->prepared = false;
+        pod_etc_files_done(&w->etc);
+        pod_volumes_done(&w->volumes);
+        RuntimeError e = {};
+        if (worker_prepare(w, &e) < 0)
+                log_warning("Pod \"%s\": %s", w->full_name, e.message);
+        sandbox_ready(w);
+        worker_op_done(w);
+}
+
+static void worker_network_add(PodWorker *w) {
+        _cleanup_free_ CniPortMapping *ports = NULL;
+        _cleanup_free_ char *netns = NULL;
+        CniRequest req;
+        CniError err = {};
+        int r;
+
+        w->cni_config = cni_config_unref(w->cni_config);
+        r = cni_config_load(w->ctx->o->cni_conf_dir, w->ctx->o->pod_cidr, &w->cni_config, &err);
+        if (r >= 0)
+                r = worker_cni_request(w, &req, &ports, &netns);
+        if (r >= 0) {
+                w->busy++;
+                w->sandbox_pending = true;
+                w->network_added = true;
+                r = cni_add(w->ctx->o->cni, w->cni_config, &req, on_network_added, w, &w->cni_op);
+                if (r < 0) {
+                        w->busy--;
+                        w->sandbox_pending = false;
+                        w->network_added = false;
+                }
+        }
+        if (r < 0) {
+                _cleanup_free_ char *msg = cni_error_to_string(&err);
+                RuntimeError e = {};
+                (void)sandbox_remove(w->ns_dir, &e);
+                sandbox_failed(w, msg && err.msg ? msg : strerror(-r));
+                worker_mark_status(w);
+        }
+        cni_error_done(&err);
+}
+
+static void on_network_deleted(CniRunner *runner, int r, CniResult *result, const CniError *err,
+                               void *userdata) {
+        PodWorker *w = userdata;
+
+        cni_result_free(result);
+        w->cni_op = NULL;
+        if (r < 0) {
+                _cleanup_free_ char *msg = cni_error_to_string(err);
+                log_warning("Pod \"%s\": CNI DEL failed, the sandbox is removed anyway: %s",
+                            w->full_name, strna(msg));
+        }
+        w->network_added = false;
+        worker_op_done(w);
+}
+
+/* DEL before the namespaces go (SPEC §8). Returns true while it runs. */
+static bool worker_network_del(PodWorker *w) {
+        _cleanup_free_ CniPortMapping *ports = NULL;
+        _cleanup_free_ char *netns = NULL;
+        CniRequest req;
+
+        if (w->cni_op)
+                return true;
+        if (!w->network_added || !w->ctx->o->cni)
+                return false;
+        if (worker_cni_request(w, &req, &ports, &netns) < 0)
+                return false;
+        w->busy++;
+        if (cni_del(w->ctx->o->cni, w->cni_config, &req, on_network_deleted, w, &w->cni_op) < 0) {
+                w->busy--;
+                w->network_added = false;
+                return false;
+        }
+        return true;
+}
+
 static void on_sandbox_created(Runtime *rt, int r, pid_t holder, const RuntimeError *err,
                                void *userdata) {
         PodWorker *w = userdata;
 
         w->sandbox_pending = false;
-        if (r < 0) {
-                log_warning("Failed to create sandbox of pod \"%s\": %s", w->full_name,
-                            err && err->message[0] ? err->message : strerror(-r));
-                w->state.sandbox = SANDBOX_FAILED;
-                (void)set_str(&w->state.sandbox_message, err ? err->message : NULL);
-                backoff_sandbox_failed(&w->state, now_usec(CLOCK_MONOTONIC));
-        } else {
-                log_info("Sandbox of pod \"%s\" is ready.", w->full_name);
-                w->state.sandbox = SANDBOX_READY;
-                (void)set_str(&w->state.sandbox_message, NULL);
-        }
+        if (r < 0)
+                sandbox_failed(w, err && err->message[0] ? err->message : strerror(-r));
+        else if (pod_uses_cni(w))
+                /* Network before any container, init containers included. */
+                worker_network_add(w);
+        else
+                sandbox_ready(w);
         worker_op_done(w);
 }
 
@@ -261,6 +427,7 @@ static int worker_prepare(PodWorker *w, RuntimeError *err) {
 }
 
 static void on_attempt_deleted(Runtime *rt, int r, const RuntimeError *err, void *userdata);
+static bool worker_network_del(PodWorker *w);
 
 /* An earlier run of the agent may have left this pod's containers and pins
  * behind (until adoption exists, a restarted agent starts pods afresh):
@@ -284,6 +451,15 @@ static bool worker_clear_leftovers(PodWorker *w) {
                                              NULL) < 0)
                         w->busy--;
                 else
+                        pending = true;
+        }
+        /* A network the earlier run added (its cache remembers what) is
+         * released before the namespaces go. */
+        CniResult *cached = NULL;
+        if (w->ctx->o->cni && cni_runner_cached_result(w->ctx->o->cni, w->object->uid, &cached) >= 0) {
+                cni_result_free(cached);
+                w->network_added = true;
+                if (worker_network_del(w))
                         pending = true;
         }
         if (sandbox_remove(w->ns_dir, &err) < 0)
@@ -762,11 +938,15 @@ void pod_worker_relist(PodWorker *w) {
 
 /* ---- teardown ---- */
 
-static void worker_teardown(PodWorker *w) {
+/* Returns true when the pod is gone (and w freed), false while the
+ * network DEL still runs (the sync comes back when it finishes). */
+static bool worker_teardown(PodWorker *w) {
         RuntimeError err = {};
 
         if (w->torn_down)
-                return;
+                return true;
+        if (worker_network_del(w))
+                return false;
         w->torn_down = true;
         if (sandbox_remove(w->ns_dir, &err) < 0)
                 log_warning("Pod \"%s\": %s", w->full_name, err.message);
@@ -796,6 +976,7 @@ static void worker_teardown(PodWorker *w) {
         (void)pod_status_remove(w->ctx->status_dir, w->object->uid);
         log_info("Pod \"%s\" is gone.", w->full_name);
         w->ctx->worker_finished(w, w->ctx->userdata);
+        return true;
 }
 
 /* ---- the sync ---- */
@@ -817,8 +998,7 @@ static bool worker_sync(PodWorker *w) {
                 if (!w->state.terminating)
                         return false;
                 /* Replaced or removed before it ever started: nothing to stop. */
-                worker_teardown(w);
-                return true;
+                return worker_teardown(w);
         }
         r = pod_compute_actions(&w->state, now, &a);
         if (r < 0) {
@@ -846,12 +1026,12 @@ static bool worker_sync(PodWorker *w) {
         if (a.pod_done && w->busy == 0) {
                 if (w->state.terminating) {
                         pod_actions_done(&a);
-                        worker_teardown(w);
-                        return true;
+                        return worker_teardown(w);
                 }
                 /* A finished pod (Succeeded/Failed) keeps its status and logs
                  * but not its namespaces. */
-                if (!w->sandbox_released && sandbox_namespaces(w->state.pod)) {
+                if (!w->sandbox_released && sandbox_namespaces(w->state.pod) &&
+                    !worker_network_del(w)) {
                         RuntimeError err = {};
                         if (sandbox_remove(w->ns_dir, &err) < 0)
                                 log_warning("Pod \"%s\": %s", w->full_name, err.message);
@@ -953,6 +1133,9 @@ PodWorker *pod_worker_free(PodWorker *w) {
         for (size_t i = 0; i < w->n_ops; i++)
                 op_free(w->ops[i]);
         free(w->ops);
+        if (w->cni_op)
+                cni_op_cancel(w->cni_op);
+        cni_config_unref(w->cni_config);
         event_source_free(w->sync_defer);
         event_source_free(w->wakeup);
         pod_state_done(&w->state);

@@ -50,6 +50,9 @@ struct PodWorker {
         bool leftovers_cleared;   /* containers/pins of an earlier agent run are gone */
         bool sandbox_pending;
         bool sandbox_released;    /* a finished pod's namespaces were removed */
+        CniConfig *cni_config;    /* the network the pod was added to */
+        CniOp *cni_op;            /* ADD or DEL in flight */
+        bool network_added;       /* an ADD may have left state to DEL */
 
         unsigned busy;            /* operations in flight */
         bool sync_requested;

@@ -11,6 +11,18 @@ AGENT_LOG=$WORK/agent.log
 mkdir -p "$ROOT" "$RUN" "$LOGS" "$CLOGS"
 mkdir -m 0755 "$MAN"
 AGENT_PID=
+# A network of this test only: its own bridge and 10.x range, leases in
+# $WORK, no masquerading (no iptables rules), removed by the trap.
+CNI_CONF=$WORK/cni
+TEST_BRIDGE=nlt$(printf '%04x' $((RANDOM % 65536)))
+TEST_SUBNET=10.$((200 + RANDOM % 50)).$((RANDOM % 250)).0/24
+mkdir -p "$CNI_CONF" "$WORK/leases"
+cat >"$CNI_CONF/10-test.conflist" <<JSON
+{"cniVersion": "1.0.0", "name": "nanolet-test", "plugins": [
+  {"type": "bridge", "bridge": "$TEST_BRIDGE", "isGateway": true, "ipMasq": false,
+   "ipam": {"type": "host-local", "dataDir": "$WORK/leases",
+            "ranges": [[{"subnet": "$TEST_SUBNET"}]], "routes": [{"dst": "0.0.0.0/0"}]}}]}
+JSON
 
 agent_cleanup() {
         local id m
@@ -34,6 +46,7 @@ agent_cleanup() {
         for m in $(awk -v w="$WORK" 'index($2, w) == 1 {print $2}' /proc/mounts | sort -r); do
                 umount -l "$m" 2>/dev/null || true
         done
+        ip link del "$TEST_BRIDGE" 2>/dev/null || true
         # Pod cgroups of this agent's pods, should it have been killed mid-way.
         for uid in $(agent_pod_uids); do
                 for m in /sys/fs/cgroup/*/nanolet/pod"$uid" /sys/fs/cgroup/nanolet/pod"$uid"; do
@@ -59,7 +72,7 @@ load_test_image() {
 
 start_agent() {
         "$NANOLET" serve --root-dir "$ROOT" --run-dir "$RUN" --pod-logs-dir "$LOGS" \
-                --container-logs-dir "$CLOGS" --pod-manifest-path "$MAN" \
+                --container-logs-dir "$CLOGS" --pod-manifest-path "$MAN" --cni-conf-dir "$CNI_CONF" \
                 --hostname-override node1 --file-check-frequency 2s "$@" >>"$AGENT_LOG" 2>&1 &
         AGENT_PID=$!
         wait_for "$AGENT_LOG" 'nanolet starting'
@@ -131,6 +144,10 @@ check_no_leftovers() {
                 left+=$(ls -d /sys/fs/cgroup/*/nanolet/pod"$uid" 2>/dev/null || true)
         done
         [ -z "$left" ] && ok "no pod cgroups left" || fail "pod cgroups left: $left"
+        n=$(find "$WORK/leases" -type f ! -name lock ! -name 'last_reserved_ip*' 2>/dev/null | wc -l)
+        [ "$n" -eq 0 ] && ok "no IP leases left" || fail "leases left: $(find "$WORK/leases" -type f)"
+        n=$(ip -o link show master "$TEST_BRIDGE" 2>/dev/null | wc -l)
+        [ "$n" -eq 0 ] && ok "no veths left on the test bridge" || fail "$n veths left on $TEST_BRIDGE"
         n=$(find "$ROOT/pods" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
         [ "$n" -eq 0 ] && ok "no pod dirs left" || fail "pod dirs left: $(ls "$ROOT/pods")"
 }

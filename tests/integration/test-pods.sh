@@ -28,13 +28,15 @@ spec:
     image: nanolet-test
     imagePullPolicy: Never
     command: ["sh", "-c"]
-    args: ["echo hello \$(GREETING) \$POD_NAME \$POD_NS \$\$HOME; ip link 2>/dev/null | grep -c UP > /host/links; echo \$\$\$\$ > /host/pid; exec sleep 3600"]
+    args: ["echo hello \$(GREETING) \$POD_NAME \$POD_NS \$\$HOME; echo ip=\$POD_IP; grep -c \$POD_IP /etc/hosts > /host/hosts; ip link 2>/dev/null | grep -c UP > /host/links; echo \$\$\$\$ > /host/pid; exec sleep 3600"]
     env:
     - {name: GREETING, value: world}
     - name: POD_NAME
       valueFrom: {fieldRef: {fieldPath: metadata.name}}
     - name: POD_NS
       valueFrom: {fieldRef: {fieldPath: metadata.namespace}}
+    - name: POD_IP
+      valueFrom: {fieldRef: {fieldPath: status.podIP}}
     volumeMounts:
     - {name: host, mountPath: /host}
   volumes:
@@ -58,7 +60,12 @@ for ((i = 0; i < 25; i++)); do [ -s "$HOSTDIR/pid" ] && break; sleep 0.2; done
 cid=$(pod_field simple 'p["status"]["containerStatuses"][0]["containerID"].split("://")[1]')
 pid=$(runc --root "$RUN/runc" state "$cid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
 [ "${pid:-0}" -gt 1 ] && kill -0 "$pid" && ok "runc state shows the running container (pid $pid)" || fail "runc state: $cid"
-[ "$(cat "$HOSTDIR/links")" = 1 ] && ok "pod network namespace has only lo up" || fail "links up: $(cat "$HOSTDIR/links")"
+[ "$(cat "$HOSTDIR/links")" = 2 ] && ok "pod network namespace has lo and eth0 up" || fail "links up: $(cat "$HOSTDIR/links")"
+podip=$(pod_field simple 'p["status"]["podIP"]')
+python3 -c 'import ipaddress,sys; sys.exit(0 if ipaddress.ip_address(sys.argv[1]) in ipaddress.ip_network(sys.argv[2]) else 1)' "$podip" "$TEST_SUBNET" \
+        && ok "pod IP $podip from the test network's range" || fail "pod IP '$podip' not in $TEST_SUBNET"
+grep -q "stdout F ip=$podip\$" "$LOGS"/default_simple-node1_*/main/0.log && ok "status.podIP in the container's env" || fail "POD_IP env"
+[ "$(cat "$HOSTDIR/hosts")" = 1 ] && ok "/etc/hosts names the pod IP" || fail "/etc/hosts: $(cat "$HOSTDIR/hosts")"
 [ -L "$CLOGS/simple-node1_default_main-$cid.log" ] && ok "/var/log/containers-style symlink" || fail "no log symlink in $CLOGS: $(ls "$CLOGS")"
 
 # --- init containers run in order, then the app; emptyDir shared
