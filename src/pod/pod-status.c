@@ -239,6 +239,14 @@ int pod_conditions_compute(const PodState *s, PodCondition ret[static _POD_CONDI
                 c[t].type = (PodConditionType)t;
 
         c[POD_CONDITION_READY_TO_START_CONTAINERS].status = s->sandbox == SANDBOX_READY;
+        if (s->sandbox == SANDBOX_FAILED) {
+                /* kubelet reports this as a FailedCreatePodSandBox event; with no
+                 * event stream the condition carries it. */
+                c[POD_CONDITION_READY_TO_START_CONTAINERS].reason = POD_SANDBOX_FAILED_REASON;
+                if (s->sandbox_message &&
+                    !(c[POD_CONDITION_READY_TO_START_CONTAINERS].message = strdup(s->sandbox_message)))
+                        return -ENOMEM;
+        }
         c[POD_CONDITION_SCHEDULED].status = true;
 
         /* Initialized: every regular init container exited 0 and every
@@ -585,6 +593,10 @@ static int status_to_json(const PodState *s, const char *scheme, json_t **ret) {
                 return -ENOMEM;
 
         const char *reason = s->reason, *message = s->message;
+        if (s->sandbox == SANDBOX_FAILED && !reason) {
+                reason = POD_SANDBOX_FAILED_REASON;
+                message = message ?: s->sandbox_message;
+        }
         if (s->deadline_exceeded && !reason) {
                 reason = "DeadlineExceeded";
                 message =

@@ -25,6 +25,11 @@ typedef enum PodPhase {
         _POD_PHASE_INVALID = -EINVAL,
 } PodPhase;
 
+/* status.reason (and the PodReadyToStartContainers reason) while the pod's
+ * sandbox (namespaces, volumes, network) cannot be set up; status.message
+ * says why. kubelet's event reason for the same failure. */
+#define POD_SANDBOX_FAILED_REASON "FailedCreatePodSandBox"
+
 const char *pod_phase_to_string(PodPhase p); /* "Pending", ... */
 PodPhase pod_phase_from_string(const char *s);
 

@@ -192,7 +192,7 @@ static unsigned sandbox_namespaces(const Pod *p) {
         return ns;
 }
 
-static int worker_prepare(PodWorker *w, RuntimeError *err);
+static int worker_write_pod_files(PodWorker *w, bool warn, RuntimeError *err);
 
 static void sandbox_failed(PodWorker *w, const char *message) {
         log_warning("Failed to create sandbox of pod \"%s\": %s", w->full_name, message);
@@ -283,11 +283,8 @@ static void on_network_added(CniRunner *runner, int r, CniResult *result, const 
                 w->state.pod_ips = TAKE_PTR(ips);
         }
         /* /etc/hosts names the pod's own IP, known only now. */
-        w->prepared = false;
-        pod_etc_files_done(&w->etc);
-        pod_volumes_done(&w->volumes);
         RuntimeError e = {};
-        if (worker_prepare(w, &e) < 0)
+        if (worker_write_pod_files(w, false, &e) < 0)
                 log_warning("Pod \"%s\": %s", w->full_name, e.message);
         sandbox_ready(w);
         worker_op_done(w);
@@ -376,10 +373,39 @@ static void on_sandbox_created(Runtime *rt, int r, pid_t holder, const RuntimeEr
         worker_op_done(w);
 }
 
+/* /etc/hosts, hostname, resolv.conf and the volumes: written before the
+ * sandbox, and again once the network gave the pod its IP (the hosts line
+ * and downwardAPI podIP items depend on it; volumes are rewritten in place
+ * atomically). warn: log what kubelet reports as events, the first time only. */
+static int worker_write_pod_files(PodWorker *w, bool warn, RuntimeError *err) {
+        const PodManagerOptions *o = w->ctx->o;
+        _cleanup_strv_free_ char **warnings = NULL;
+        int r;
+
+        PodEtcOptions eo = {
+                .pod_dir = w->pod_dir,
+                .node_hostname = o->node_hostname,
+                .cluster_domain = o->cluster_domain,
+                .cluster_dns = o->cluster_dns,
+                .resolv_conf = o->resolv_conf,
+                .pod_ips = w->state.pod_ips,
+        };
+        pod_etc_files_done(&w->etc);
+        r = pod_etc_files_write(w->state.pod, &eo, &w->etc, warn ? &warnings : NULL, err);
+        if (r < 0)
+                return r;
+        STRV_FOREACH(s, warnings)
+                log_warning("Pod \"%s\": %s", w->full_name, *s);
+
+        PodNodeInfo node = { .node_name = o->node_name, .pod_ips = w->state.pod_ips };
+        PodVolumesOptions vo = { .pod_dir = w->pod_dir, .node = &node, .lookup = &w->ctx->lookup };
+        pod_volumes_done(&w->volumes);
+        return pod_volumes_prepare(w->state.pod, &vo, &w->volumes, err);
+}
+
 /* Checkpoint, pod directory, etc files and volumes: everything a
  * container needs from the node before the first one starts. */
 static int worker_prepare(PodWorker *w, RuntimeError *err) {
-        const PodManagerOptions *o = w->ctx->o;
         int r;
 
         if (w->prepared)
@@ -402,24 +428,7 @@ static int worker_prepare(PodWorker *w, RuntimeError *err) {
                 return runtime_error_set(err, r, "cannot write the pod checkpoint: %s",
                                          strerror(-r));
 
-        PodEtcOptions eo = {
-                .pod_dir = w->pod_dir,
-                .node_hostname = o->node_hostname,
-                .cluster_domain = o->cluster_domain,
-                .cluster_dns = o->cluster_dns,
-                .resolv_conf = o->resolv_conf,
-                .pod_ips = w->state.pod_ips,
-        };
-        _cleanup_strv_free_ char **warnings = NULL;
-        r = pod_etc_files_write(w->state.pod, &eo, &w->etc, &warnings, err);
-        if (r < 0)
-                return r;
-        STRV_FOREACH(s, warnings)
-                log_warning("Pod \"%s\": %s", w->full_name, *s);
-
-        PodNodeInfo node = { .node_name = o->node_name, .pod_ips = w->state.pod_ips };
-        PodVolumesOptions vo = { .pod_dir = w->pod_dir, .node = &node, .lookup = &w->ctx->lookup };
-        r = pod_volumes_prepare(w->state.pod, &vo, &w->volumes, err);
+        r = worker_write_pod_files(w, true, err);
         if (r < 0)
                 return r;
         w->prepared = true;

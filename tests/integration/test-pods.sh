@@ -127,9 +127,13 @@ spec:
   volumes:
   - {name: v, hostPath: {path: $HOSTDIR/file, type: Directory}}
 YAML
-for ((i = 0; i < 50; i++)); do grep -q "badhost.*hostPath type check failed\|hostPath type check failed" "$AGENT_LOG" && break; sleep 0.2; done
-grep -q "hostPath type check failed" "$AGENT_LOG" && ok "hostPath type mismatch refused" || fail "hostPath type check"
+check_field "hostPath type mismatch refused, reason in the pod's status" badhost \
+        '"%s: %s" % (p["status"].get("reason"), "hostPath type check failed" in p["status"].get("message", ""))' \
+        "FailedCreatePodSandBox: True"
 check_field "badhost has no running container" badhost '"running" in str(p["status"].get("containerStatuses", ""))' False
+# kubectl's printer shows the container's ContainerCreating; inspect says why.
+nl inspect badhost >"$WORK/out" 2>&1
+grep -q 'hostPath type check failed' "$WORK/out" && ok "nanolet inspect shows why badhost does not start" || fail "inspect: $(cat "$WORK/out")"
 rm -f "$MAN/badhost.yaml"
 
 # --- shareProcessNamespace: containers see each other's processes, pid 1 is the holder

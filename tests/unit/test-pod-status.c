@@ -534,6 +534,45 @@ static void test_json_defaults(void **state) {
         fx_done(&f);
 }
 
+/* A sandbox that cannot be set up says why in the status, not only in the
+ * agent's log. */
+static void test_sandbox_failed(void **state) {
+        (void)state;
+        Fixture f;
+        fx_setup(&f, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: s\nspec:\n"
+                     "  containers:\n  - {name: a, image: busybox}\n");
+        f.s.sandbox = SANDBOX_FAILED;
+        f.s.sandbox_message = strdup("hostPath type check failed: /x is not a directory");
+        PodStatusContext ctx = { .canonical_json = f.objs[0]->canonical_json, .node_name = "n" };
+        json_t *j = NULL;
+        assert_int_equal(pod_status_to_json(&f.s, &ctx, &j), 0);
+        assert_string_equal(jstr(j, "status.phase"), "Pending");
+        assert_string_equal(jstr(j, "status.reason"), POD_SANDBOX_FAILED_REASON);
+        assert_string_equal(jstr(j, "status.message"), "hostPath type check failed: /x is not a directory");
+        json_t *conds = jpath(j, "status.conditions");
+        bool seen = false;
+        for (size_t i = 0; i < json_array_size(conds); i++) {
+                json_t *c = json_array_get(conds, i);
+                if (!streq(json_string_value(json_object_get(c, "type")), "PodReadyToStartContainers"))
+                        continue;
+                seen = true;
+                assert_string_equal(json_string_value(json_object_get(c, "status")), "False");
+                assert_string_equal(json_string_value(json_object_get(c, "reason")),
+                                    POD_SANDBOX_FAILED_REASON);
+                assert_string_equal(json_string_value(json_object_get(c, "message")),
+                                    "hostPath type check failed: /x is not a directory");
+        }
+        assert_true(seen);
+        json_decref(j);
+
+        /* Once ready, the failure is gone from the status. */
+        f.s.sandbox = SANDBOX_READY;
+        assert_int_equal(pod_status_to_json(&f.s, &ctx, &j), 0);
+        assert_null(jpath(j, "status.reason"));
+        json_decref(j);
+        fx_done(&f);
+}
+
 static void test_write(void **state) {
         (void)state;
         char dir[] = "/tmp/test-pod-status-XXXXXX";
@@ -583,6 +622,7 @@ int main(void) {
                 cmocka_unit_test(test_phase_table),   cmocka_unit_test(test_conditions),
                 cmocka_unit_test(test_qos),           cmocka_unit_test(test_json_shape),
                 cmocka_unit_test(test_json_defaults), cmocka_unit_test(test_write),
+                cmocka_unit_test(test_sandbox_failed),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
