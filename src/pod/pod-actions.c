@@ -393,7 +393,7 @@ static int app_actions(Ctx *x) {
 
 static bool any_app_started(const PodState *s) {
         for (size_t i = 0; i < s->n_app; i++)
-                if (ever_started(&s->app[i]))
+                if (s->init_rerun ? s->app[i].state != CONTAINER_NONE : ever_started(&s->app[i]))
                         return true;
         return false;
 }

@@ -101,6 +101,10 @@ typedef struct PodState {
         usec_t start_monotonic;    /* for activeDeadlineSeconds */
         bool terminating;          /* removal or replacement in progress: kill everything */
         bool deadline_exceeded;
+        /* The pod got a new sandbox after a reboot: its init containers run
+         * again before the app containers, whatever ran before (kubelet does
+         * the same for a recreated sandbox). */
+        bool init_rerun;
         char *message;             /* pod-level message (status.message) */
         char *reason;              /* pod-level reason (status.reason), e.g. "DeadlineExceeded" */
 

@@ -597,14 +597,34 @@ static bool container_adopt(PodWorker *w, ContainerOp *op, ContainerState *c, ch
                 container_exited(w, op, c, &st);
                 return true; /* container_exited() removes it */
         }
-        if (have_rec && rec.finished_at) {
-                container_restore_exited(c, &rec);
-                /* After a reboot init containers run again in the new sandbox
-                 * (kubelet does the same); the attempt count goes on. */
-                if (!intact && c->is_init)
+        if (!intact) {
+                /* A new sandbox (a reboot): as kubelet does for a new sandbox,
+                 * every container runs again, init containers first, unless
+                 * the restart policy says a finished one stays finished. */
+                RestartPolicy policy = w->state.pod->spec.restart_policy;
+                if (have_rec && rec.started_at && !rec.finished_at) {
+                        rec.exit_code = 255;
+                        rec.finished_at = now_usec(CLOCK_REALTIME);
+                }
+                if (have_rec && rec.finished_at &&
+                    (policy == RESTART_POLICY_NEVER ||
+                     (policy == RESTART_POLICY_ON_FAILURE && !c->is_init && rec.exit_code == 0)))
+                        container_restore_exited(c, &rec);
+                else {
+                        if (have_rec && rec.finished_at) {
+                                c->has_last = true;
+                                c->last_exit_code = rec.exit_code;
+                                c->last_started_at = rec.started_at;
+                                c->last_finished_at = rec.finished_at;
+                                (void)set_str(&c->last_exit_reason, rec.reason ? rec.reason : "Unknown");
+                                (void)set_str(&c->last_container_id, c->container_id);
+                        }
                         c->state = CONTAINER_NONE;
-        } else if (have_rec && rec.started_at && c->is_init == false) {
-                /* Running when the sandbox went (a reboot): its end is unknown. */
+                }
+        } else if (have_rec && rec.finished_at)
+                container_restore_exited(c, &rec);
+        else if (have_rec && rec.started_at && !c->is_init) {
+                /* Gone from the runtime without an exit code. */
                 rec.exit_code = 255;
                 container_restore_exited(c, &rec);
                 c->finished_at = now_usec(CLOCK_REALTIME);
@@ -722,6 +742,7 @@ static bool worker_adopt(PodWorker *w) {
                 }
                 return pending;
         }
+        w->state.init_rerun = w->state.n_init > 0;
         /* Not intact: a network the earlier run added (or was adding when it
          * died) is released before its namespaces go; DEL tolerates a
          * missing netns, and host-local releases the lease by container ID. */

@@ -208,6 +208,40 @@ static void test_init_order(void **state) {
         fx_done(&f);
 }
 
+/* After a reboot the pod gets a new sandbox: apps that ran before (restart
+ * counts, lastState) do not count as initialized; init containers first. */
+static void test_init_rerun_after_reboot(void **state) {
+        (void)state;
+        Fixture f;
+        fx_setup(&f, INIT_POD("Always"));
+        f.s.sandbox = SANDBOX_READY;
+        f.s.init_rerun = true;
+        C(&f, "a1")->has_last = true;
+        C(&f, "a1")->restart_count = C(&f, "a1")->attempt = 3;
+        C(&f, "i1")->restart_count = C(&f, "i1")->attempt = 0;
+        C(&f, "i1")->has_last = true;
+
+        PodActions *a = fx_compute(&f, 100 * SEC);
+        assert_int_equal(a->n_starts, 1);
+        assert_string_equal(a->starts[0].name, "i1");
+        assert_null(find_start(a, "a1"));
+
+        /* Without the new sandbox, the same history means initialized. */
+        f.s.init_rerun = false;
+        a = fx_compute(&f, 101 * SEC);
+        assert_null(find_start(a, "i1"));
+        assert_non_null(find_start(a, "a1"));
+
+        /* Once init is done in the new sandbox, the apps start. */
+        f.s.init_rerun = true;
+        set_exited(C(&f, "i1"), 0);
+        set_exited(C(&f, "i2"), 0);
+        a = fx_compute(&f, 102 * SEC);
+        assert_non_null(find_start(a, "a1"));
+        assert_non_null(find_start(a, "a2"));
+        fx_done(&f);
+}
+
 static void test_init_failed_never(void **state) {
         (void)state;
         Fixture f;
@@ -643,6 +677,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_sandbox),
                 cmocka_unit_test(test_init_order),
+                cmocka_unit_test(test_init_rerun_after_reboot),
                 cmocka_unit_test(test_init_failed_never),
                 cmocka_unit_test(test_init_failed_restart),
                 cmocka_unit_test(test_sidecar_gates_next_init),
