@@ -21,7 +21,7 @@ put() {
         cat >"$MAN/.$1.tmp"
         mv "$MAN/.$1.tmp" "$MAN/$1"
 }
-cond() { echo "[c[\"status\"] for c in p[\"status\"][\"conditions\"] if c[\"type\"]==\"$1\"][0]"; }
+cond() { echo "[c for c in p[\"status\"][\"conditions\"] if c[\"type\"]==\"$1\"][0]"; }
 cs() { echo "p[\"status\"][\"containerStatuses\"][$1]"; }
 podlog() { grep -F "$1" "$AGENT_LOG" | grep -c -- "$2" || true; }
 
