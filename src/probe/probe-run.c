@@ -490,6 +490,11 @@ static int curl_start(ProbeRun *r, const ProbeAction *a) {
                   curl_easy_setopt(r->easy, CURLOPT_SSL_VERIFYPEER, 0L) == CURLE_OK &&
                   curl_easy_setopt(r->easy, CURLOPT_SSL_VERIFYHOST, 0L) == CURLE_OK &&
                   curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
+                  /* a fresh connection per probe, as kubelet (no keep-alive):
+                   * a probe sees the server as a new client would, and a
+                   * reused HTTP/2 prior-knowledge connection is not needed */
+                  curl_easy_setopt(r->easy, CURLOPT_FRESH_CONNECT, 1L) == CURLE_OK &&
+                  curl_easy_setopt(r->easy, CURLOPT_FORBID_REUSE, 1L) == CURLE_OK &&
                   curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->errbuf) == CURLE_OK &&
                   curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->hdrs) == CURLE_OK &&
                   curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_body) == CURLE_OK &&

@@ -73,7 +73,7 @@ spec:
 YAML
 expect "hung exec probe times out" "$AGENT_LOG" 'probeType="Readiness" pod="hung-node1.*command "sh -c sleep 101" timed out' 2 30
 sleep 1
-n=$(pgrep -fc 'sleep 101' || true)
+n=$(pgrep -fxc 'sleep 101' || true)
 [ "$n" -le 1 ] && ok "timed-out probe commands are killed ($n running)" || fail "$n 'sleep 101' left"
 check_field "hung probe pod not ready" hung "$(cond Ready)['status']" False
 
