@@ -15,6 +15,8 @@ PACKAGES=(
         # tests
         libcmocka-dev python3 zstd procps util-linux
         skopeo                          # image interop tests (oci-archive/docker-archive)
+        openssl python3-grpcio          # probe tests: a TLS server and a gRPC health server
+        etcd-server                     # probe test: a kubeadm-style etcd static pod
         # runtime
         runc conmon containernetworking-plugins iproute2 iptables ca-certificates
         busybox-static                  # the local demo image is built from it

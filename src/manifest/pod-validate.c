@@ -916,6 +916,10 @@ static void validate_container(Validator *v, const char *path, const Container *
         } else {
                 validate_probe(v, P(p, path, ".livenessProbe"), c->liveness_probe, c, true);
                 validate_probe(v, P(p, path, ".readinessProbe"), c->readiness_probe, c, false);
+                /* A readiness failure never kills, so a kill period makes no sense. */
+                if (c->readiness_probe && c->readiness_probe->termination_grace_period_seconds.set)
+                        verr(v, P(p, path, ".readinessProbe.terminationGracePeriodSeconds"),
+                             "must not be set for readinessProbes");
                 validate_probe(v, P(p, path, ".startupProbe"), c->startup_probe, c, true);
                 if (c->lifecycle && c->lifecycle->post_start)
                         validate_handler(v, P(p, path, ".lifecycle.postStart"),

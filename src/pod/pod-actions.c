@@ -112,9 +112,11 @@ static int64_t grace_for(const PodState *s, const ContainerState *c, KillReason 
         const OptionalInt *pod_grace = &s->pod->spec.termination_grace_period_seconds;
         int64_t g = pod_grace->set ? pod_grace->value : DEFAULT_GRACE_SECONDS;
 
-        /* A probe may shorten the period for kills it causes. We do not know
-         * which probe failed; liveness is the usual one. */
-        if (reason == KILL_REASON_UNHEALTHY) {
+        /* A probe may shorten the period for kills it causes: the prober
+         * records the failed probe's; without it liveness is the usual one. */
+        if (reason == KILL_REASON_UNHEALTHY && c->kill_grace_seconds > 0)
+                g = c->kill_grace_seconds;
+        else if (reason == KILL_REASON_UNHEALTHY) {
                 const Probe *p = c->spec->liveness_probe;
                 if (!(p && p->termination_grace_period_seconds.set))
                         p = c->spec->startup_probe;

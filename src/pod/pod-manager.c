@@ -331,6 +331,7 @@ PodManager *pod_manager_free(PodManager *m) {
         for (size_t i = 0; i < m->n_workers; i++)
                 pod_worker_free(m->workers[i]);
         free(m->workers);
+        event_curl_free(m->ctx.curl);
         event_source_free(m->relist_timer);
         event_source_free(m->exits_watch);
         free(m->ctx.status_dir);

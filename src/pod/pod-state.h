@@ -55,6 +55,11 @@ typedef struct ContainerState {
         bool ready;                 /* readiness (true when running and no readiness probe) */
         bool kill_requested;        /* liveness/startup failure or postStart failure */
         char *kill_reason;
+        int64_t kill_grace_seconds; /* the failed probe's terminationGracePeriodSeconds; 0 = none */
+        bool post_start_pending;    /* postStart runs: not Running in the API yet */
+        /* Probe outcomes per probe type (Liveness, Readiness, Startup) and
+         * result (unknown, success, failure), for metrics. Across attempts. */
+        unsigned long long probe_results[3][3];
 
         /* Why the container is waiting, when it is not running:
          * "ContainerCreating", "PodInitializing", "CrashLoopBackOff",

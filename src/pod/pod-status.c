@@ -75,6 +75,9 @@ typedef struct ApiView {
 static ApiView api_view(const ContainerState *c) {
         switch (c->state) {
         case CONTAINER_RUNNING:
+                /* kubelet reports Running only once postStart completed. */
+                if (c->post_start_pending)
+                        return (ApiView){ .state = API_WAITING, .last_terminated = c->has_last };
                 return (ApiView){ .state = API_RUNNING, .last_terminated = c->has_last };
         case CONTAINER_EXITED:
                 /* An exited container that will be restarted carries a waiting

@@ -58,6 +58,7 @@ struct ContainerOp {
 
         /* kill */
         bool killing;
+        usec_t kill_deadline; /* CLOCK_MONOTONIC; preStop runs until then at most */
         EventSource *grace_timer;
 };
 
@@ -582,9 +583,8 @@ static bool container_adopt(PodWorker *w, ContainerOp *op, ContainerState *c, ch
                 usec_t age = now_rt > c->started_at ? now_rt - c->started_at : 0;
                 c->running_since = now_mono > age ? now_mono - age : 0;
                 c->exit_code = -1;
-                c->started = true;
-                c->ready = !c->spec->readiness_probe;
                 container_set_waiting(c, NULL, NULL);
+                pod_probes_container_adopted(w, c);
                 log_info("Adopted running container \"%s\" of pod \"%s\" (%s, pid %d, restart count %u).",
                          c->spec->name, w->full_name, c->container_id, (int)st.pid, n);
                 return true;
@@ -823,10 +823,6 @@ static void on_container_started(Runtime *rt, int r, const RuntimeError *err, vo
         c->started_at = now_usec(CLOCK_REALTIME);
         c->running_since = now_usec(CLOCK_MONOTONIC);
         c->exit_code = -1;
-        /* Without probes (a later milestone) a running container is started
-         * and ready, as kubelet treats containers that have none. */
-        c->started = true;
-        c->ready = !c->spec->readiness_probe;
         c->kill_requested = false;
         container_set_waiting(c, NULL, NULL);
         log_info("Started container \"%s\" of pod \"%s\" (%s).", c->spec->name, w->full_name,
@@ -836,6 +832,8 @@ static void on_container_started(Runtime *rt, int r, const RuntimeError *err, vo
         if (r < 0)
                 log_warning_errno(r, "Container \"%s\" of pod \"%s\": cannot record its start: %m",
                                   c->spec->name, w->full_name);
+        /* postStart, then probes; they set started/ready. */
+        pod_probes_container_started(w, c);
 
         if (w->ctx->o->container_logs_dir) {
                 _cleanup_free_ char *link = strprintf("%s/%s_%s_%s-%s.log",
@@ -1123,6 +1121,23 @@ static int on_grace_expired(EventSource *s, usec_t now, void *userdata) {
         return 0;
 }
 
+/* The stop signal, then SIGKILL at deadline (at least 2 s later, as
+ * kubelet's minimum, even when earlier stages or preStop used it up). */
+static void container_signal(PodWorker *w, ContainerOp *op, ContainerState *c, usec_t deadline) {
+        w->busy++;
+        if (runtime_container_kill(w->ctx->o->runtime, c->container_id, stop_signal(op), false,
+                                   on_kill_sent, w, NULL) < 0)
+                worker_op_done(w);
+        deadline = MAX(deadline, now_usec(CLOCK_MONOTONIC) + 2 * USEC_PER_SEC);
+        (void)event_add_time(w->ctx->event, &op->grace_timer, deadline, 0, on_grace_expired, op);
+}
+
+static void on_pre_stop_done(PodWorker *w, ContainerState *c, void *userdata) {
+        ContainerOp *op = userdata;
+        if (op->killing && c->container_id)
+                container_signal(w, op, c, op->kill_deadline);
+}
+
 static void container_kill(PodWorker *w, const ContainerKillAction *a) {
         ContainerOp *op = worker_op(w, a->is_init, a->index);
         ContainerState *c = pod_actions_target(&w->state, a->is_init, a->index);
@@ -1133,21 +1148,19 @@ static void container_kill(PodWorker *w, const ContainerKillAction *a) {
         log_info("Killing container \"%s\" of pod \"%s\" (%s), grace period %llds%s%s.",
                  c->spec->name, w->full_name, kill_reason_to_string(a->reason),
                  (long long)a->grace_period_seconds, a->message ? ": " : "", strempty(a->message));
-        w->busy++;
-        if (runtime_container_kill(w->ctx->o->runtime, c->container_id, stop_signal(op), false,
-                                   on_kill_sent, w, NULL) < 0)
-                worker_op_done(w);
         usec_t now = now_usec(CLOCK_MONOTONIC);
         usec_t grace = (usec_t)MAX(a->grace_period_seconds, (int64_t)2) * USEC_PER_SEC;
         usec_t deadline = now + grace;
         if (a->reason != KILL_REASON_UNHEALTHY) {
                 if (w->termination_deadline == 0)
                         w->termination_deadline = deadline;
-                /* At least 2 s, as kubelet's minimum, even when the pod's
-                 * period is used up by earlier stages. */
                 deadline = MAX(w->termination_deadline, now + 2 * USEC_PER_SEC);
         }
-        (void)event_add_time(w->ctx->event, &op->grace_timer, deadline, 0, on_grace_expired, op);
+        /* preStop first; the time it takes counts against the grace period. */
+        op->kill_deadline = deadline;
+        if (pod_probes_pre_stop(w, c, deadline, on_pre_stop_done, op))
+                return;
+        container_signal(w, op, c, deadline);
 }
 
 /* ---- exits (PLEG) ---- */
@@ -1182,6 +1195,7 @@ static void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,
         c->ready = false;
         c->started = false;
         c->kill_requested = false;
+        pod_probes_container_stopped(w, c);
         backoff_on_exit(c, now_usec(CLOCK_MONOTONIC));
         log_info("Container \"%s\" of pod \"%s\" exited with code %d (%s).", c->spec->name,
                  w->full_name, c->exit_code, reason);
@@ -1447,6 +1461,7 @@ PodWorker *pod_worker_free(PodWorker *w) {
                 w->predecessor->successor = NULL;
         if (w->successor)
                 w->successor->predecessor = NULL;
+        pod_probes_free(w->probes);
         for (size_t i = 0; i < w->n_ops; i++)
                 op_free(w->ops[i]);
         free(w->ops);

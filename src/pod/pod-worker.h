@@ -5,11 +5,13 @@
 
 #include <stdbool.h>
 
+#include "event-curl.h"
 #include "event.h"
 #include "image.h"
 #include "manifest.h"
 #include "pod-etc-files.h"
 #include "pod-manager.h"
+#include "pod-probes.h"
 #include "pod-state.h"
 #include "pod-volumes.h"
 #include "runtime.h"
@@ -29,6 +31,7 @@ typedef struct PodManagerContext {
         PodObjectLookup lookup; /* local ConfigMaps/Secrets from PodConfig */
         int oom_score_adj_floor;  /* runtime_oom_score_adj_floor() at start */
         bool oom_warned;          /* the clamp below the floor is reported once */
+        EventCurl *curl;          /* HTTP/gRPC probes of all pods; made on first use */
         /* Called when a worker has torn its pod down completely. */
         void (*worker_finished)(PodWorker *w, void *userdata);
         void *userdata;
@@ -79,6 +82,7 @@ struct PodWorker {
 
         ContainerOp **ops;
         size_t n_ops;
+        PodProbes *probes;        /* probes and hooks (pod-probes.c); made on first use */
 };
 
 int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *object,

@@ -22,6 +22,7 @@
 
 #include "cleanup.h"
 #include "config.h"
+#include "event-curl.h"
 #include "log.h"
 #include "string-util.h"
 #include "strv.h"
@@ -30,16 +31,6 @@
 #define URL_SOURCE_DEFAULT_TIMEOUT (10 * USEC_PER_SEC)
 #define URL_SOURCE_DEFAULT_MAX_BODY ((size_t)10 * 1024 * 1024)
 #define URL_SOURCE_MAX_REDIRECTS 5L
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(CURL *, curl_easy_cleanup)
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct curl_slist *, curl_slist_free_all)
-#define _cleanup_curl_easy_ _cleanup_(curl_easy_cleanupp)
-#define _cleanup_curl_slist_ _cleanup_(curl_slist_free_allp)
-
-typedef struct UrlSocket {
-        curl_socket_t fd;
-        EventSource *source;
-} UrlSocket;
 
 struct UrlSource {
         Event *event;
@@ -54,14 +45,10 @@ struct UrlSource {
         void *synced_userdata;
         bool synced_once;
 
-        bool curl_initialized;
-        CURLM *multi;
+        EventCurl *curl;
         CURL *easy;                     /* the GET in flight; NULL between polls */
         struct curl_slist *req_headers; /* its request headers */
         char errbuf[CURL_ERROR_SIZE];
-        UrlSocket *sockets; /* libcurl's sockets and their io sources */
-        size_t n_sockets;
-        EventSource *curl_timer; /* libcurl's own timeout */
         EventSource *poll_timer; /* the next GET */
 
         /* the response being received */
@@ -143,96 +130,6 @@ static size_t url_source_on_header(char *data, size_t size, size_t nmemb, void *
                 s->resp_date = v;
         }
         return n;
-}
-
-static int url_source_on_io(EventSource *es, int fd, uint32_t revents, void *userdata);
-static int url_source_on_curl_timer(EventSource *es, usec_t now, void *userdata);
-static void url_source_check_done(UrlSource *s);
-
-static UrlSocket *url_source_find_socket(UrlSource *s, curl_socket_t fd) {
-        for (size_t i = 0; i < s->n_sockets; i++)
-                if (s->sockets[i].fd == fd)
-                        return &s->sockets[i];
-        return NULL;
-}
-
-static int url_source_on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp,
-                                     void *socketp) {
-        UrlSource *s = userp;
-        UrlSocket *us = url_source_find_socket(s, fd);
-
-        if (what == CURL_POLL_REMOVE) {
-                if (us) {
-                        event_source_free(us->source);
-                        *us = s->sockets[--s->n_sockets];
-                }
-                return 0;
-        }
-
-        uint32_t events =
-                ((what & CURL_POLL_IN) ? EPOLLIN : 0) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0);
-        if (us)
-                return event_source_set_io_events(us->source, events) < 0 ? -1 : 0;
-
-        UrlSocket *n = reallocarray(s->sockets, s->n_sockets + 1, sizeof *n);
-        if (!n)
-                return -1;
-        s->sockets = n;
-        EventSource *src;
-        int r = event_add_io(s->event, &src, fd, events, url_source_on_io, s);
-        if (r < 0) {
-                log_warning_errno(r, "Failed to watch a socket for \"%s\": %m", s->url);
-                return -1; /* fails the transfer, which is then reported */
-        }
-        (void)event_source_set_description(src, "url-source-socket");
-        s->sockets[s->n_sockets++] = (UrlSocket){ fd, src };
-        return 0;
-}
-
-static int url_source_on_curl_timeout(CURLM *multi, long timeout_ms, void *userp) {
-        UrlSource *s = userp;
-
-        if (timeout_ms < 0) {
-                if (s->curl_timer)
-                        (void)event_source_set_enabled(s->curl_timer, false);
-                return 0;
-        }
-        /* libcurl must not be re-entered from here: just arm the timer. */
-        usec_t when = now_usec(CLOCK_MONOTONIC) + (usec_t)timeout_ms * USEC_PER_MSEC;
-        int r;
-        if (!s->curl_timer) {
-                r = event_add_time(s->event, &s->curl_timer, when, USEC_PER_MSEC,
-                                   url_source_on_curl_timer, s);
-                if (r >= 0)
-                        (void)event_source_set_description(s->curl_timer, "url-source-curl");
-        } else {
-                r = event_source_set_time(s->curl_timer, when);
-                if (r >= 0)
-                        r = event_source_set_enabled(s->curl_timer, true);
-        }
-        return r < 0 ? -1 : 0;
-}
-
-static int url_source_on_io(EventSource *es, int fd, uint32_t revents, void *userdata) {
-        UrlSource *s = userdata;
-        int flags = 0, running;
-        if (revents & (EPOLLIN | EPOLLHUP))
-                flags |= CURL_CSELECT_IN;
-        if (revents & EPOLLOUT)
-                flags |= CURL_CSELECT_OUT;
-        if (revents & EPOLLERR)
-                flags |= CURL_CSELECT_ERR;
-        (void)curl_multi_socket_action(s->multi, fd, flags, &running);
-        url_source_check_done(s);
-        return 0;
-}
-
-static int url_source_on_curl_timer(EventSource *es, usec_t now, void *userdata) {
-        UrlSource *s = userdata;
-        int running;
-        (void)curl_multi_socket_action(s->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-        url_source_check_done(s);
-        return 0;
 }
 
 /* ---- results ---- */
@@ -389,33 +286,25 @@ static void url_source_finish(UrlSource *s, CURL *easy, CURLcode result) {
 
 static int url_source_schedule_poll(UrlSource *s, usec_t delay);
 
-static void url_source_check_done(UrlSource *s) {
-        CURLMsg *m;
-        int left;
-        while ((m = curl_multi_info_read(s->multi, &left))) {
-                if (m->msg != CURLMSG_DONE)
-                        continue;
-                CURL *easy = m->easy_handle;
-                CURLcode result = m->data.result;
+static void url_source_on_done(EventCurl *ec, CURL *easy, CURLcode result, void *userdata) {
+        UrlSource *s = userdata;
 
-                (void)curl_multi_remove_handle(s->multi, easy);
-                if (easy == s->easy) {
-                        url_source_finish(s, easy, result);
-                        s->easy = NULL;
-                        if (!s->synced_once) {
-                                s->synced_once = true;
-                                if (s->synced)
-                                        s->synced(s->synced_userdata);
-                        }
+        if (easy == s->easy) {
+                url_source_finish(s, easy, result);
+                s->easy = NULL;
+                if (!s->synced_once) {
+                        s->synced_once = true;
+                        if (s->synced)
+                                s->synced(s->synced_userdata);
                 }
-                curl_easy_cleanup(easy);
-                curl_slist_free_all(s->req_headers);
-                s->req_headers = NULL;
-                free(s->body);
-                s->body = NULL;
-                s->body_len = s->body_cap = 0;
-                (void)url_source_schedule_poll(s, s->check_frequency);
         }
+        curl_easy_cleanup(easy);
+        curl_slist_free_all(s->req_headers);
+        s->req_headers = NULL;
+        free(s->body);
+        s->body = NULL;
+        s->body_len = s->body_cap = 0;
+        (void)url_source_schedule_poll(s, s->check_frequency);
 }
 
 /* ---- polling ---- */
@@ -491,8 +380,9 @@ static int url_source_start_get(UrlSource *s) {
         if (!ok)
                 return -EINVAL;
 
-        if (curl_multi_add_handle(s->multi, easy) != CURLM_OK)
-                return -ENOMEM;
+        r = event_curl_add(s->curl, easy, url_source_on_done, s);
+        if (r < 0)
+                return r;
         s->easy = TAKE_PTR(easy);
         s->req_headers = TAKE_PTR(hdrs);
         return 0;
@@ -557,21 +447,9 @@ int url_source_new(UrlSource **ret, Event *e, PodConfig *config, const UrlSource
                         return -ENOMEM;
         }
 
-        /* Reference counted by libcurl: safe next to other users. */
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-                return -EIO;
-        s->curl_initialized = true;
-
-        s->multi = curl_multi_init();
-        if (!s->multi)
-                return -ENOMEM;
-        if (curl_multi_setopt(s->multi, CURLMOPT_SOCKETFUNCTION, url_source_on_curl_socket) !=
-                    CURLM_OK ||
-            curl_multi_setopt(s->multi, CURLMOPT_SOCKETDATA, s) != CURLM_OK ||
-            curl_multi_setopt(s->multi, CURLMOPT_TIMERFUNCTION, url_source_on_curl_timeout) !=
-                    CURLM_OK ||
-            curl_multi_setopt(s->multi, CURLMOPT_TIMERDATA, s) != CURLM_OK)
-                return -EINVAL;
+        int r = event_curl_new(e, &s->curl);
+        if (r < 0)
+                return r;
 
         *ret = TAKE_PTR(s);
         return 0;
@@ -596,25 +474,12 @@ unsigned url_source_get_error_count(UrlSource *s) {
 UrlSource *url_source_free(UrlSource *s) {
         if (!s)
                 return NULL;
-        if (s->multi) {
-                /* Stop libcurl from calling back while it tears down, and
-                 * drop our io sources while their fds are still open. */
-                (void)curl_multi_setopt(s->multi, CURLMOPT_SOCKETFUNCTION, NULL);
-                (void)curl_multi_setopt(s->multi, CURLMOPT_TIMERFUNCTION, NULL);
-        }
-        for (size_t i = 0; i < s->n_sockets; i++)
-                event_source_free(s->sockets[i].source);
-        free(s->sockets);
         if (s->easy) {
-                (void)curl_multi_remove_handle(s->multi, s->easy);
+                event_curl_remove(s->curl, s->easy);
                 curl_easy_cleanup(s->easy);
         }
-        if (s->multi)
-                (void)curl_multi_cleanup(s->multi);
-        if (s->curl_initialized)
-                curl_global_cleanup();
+        event_curl_free(s->curl);
         curl_slist_free_all(s->req_headers);
-        event_source_free(s->curl_timer);
         event_source_free(s->poll_timer);
 
         free(s->body);

@@ -1,0 +1,559 @@
+/* See pod-probes.h. Per container slot (init containers first, then app
+ * containers, as the worker's ops): three trackers, the probe runs in
+ * flight, one timer for the next due probe, and the hook in flight. */
+#include "pod-probes.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "pod-worker.h"
+#include "probe-run.h"
+#include "probe-tracker.h"
+#include "string-util.h"
+#include "strv.h"
+
+typedef enum HookType { HOOK_POST_START, HOOK_PRE_STOP } HookType;
+
+typedef struct ContainerProbes ContainerProbes;
+
+/* One probe run in flight, knowing where its outcome goes. */
+typedef struct ProbeCall {
+        ContainerProbes *cp;
+        ProbeType type;
+} ProbeCall;
+
+struct ContainerProbes {
+        PodWorker *w;
+        size_t slot;
+        bool active; /* the attempt runs and its probes may run */
+        const Probe *spec[_PROBE_TYPE_MAX];
+        ProbeTracker tracker[_PROBE_TYPE_MAX];
+        ProbeRun *run[_PROBE_TYPE_MAX];
+        ProbeCall call[_PROBE_TYPE_MAX];
+        EventSource *timer;
+
+        ProbeRun *hook;
+        HookType hook_type;
+        usec_t hook_started;
+        pod_probes_then_t then;
+        void *then_userdata;
+};
+
+struct PodProbes {
+        ContainerProbes *c;
+        size_t n;
+};
+
+static ContainerState *cp_container(ContainerProbes *cp) {
+        PodState *s = &cp->w->state;
+        return cp->slot < s->n_init ? &s->init[cp->slot] : &s->app[cp->slot - s->n_init];
+}
+
+static ContainerProbes *probes_for(PodWorker *w, ContainerState *c) {
+        PodState *s = &w->state;
+        size_t slot;
+
+        if (c >= s->init && c < s->init + s->n_init)
+                slot = (size_t)(c - s->init);
+        else if (c >= s->app && c < s->app + s->n_app)
+                slot = s->n_init + (size_t)(c - s->app);
+        else
+                return NULL;
+        if (!w->probes) {
+                PodProbes *p = calloc(1, sizeof *p);
+                if (!p)
+                        return NULL;
+                p->n = s->n_init + s->n_app;
+                p->c = calloc(MAX(p->n, (size_t)1), sizeof *p->c);
+                if (!p->c) {
+                        free(p);
+                        return NULL;
+                }
+                for (size_t i = 0; i < p->n; i++)
+                        p->c[i] = (ContainerProbes){ .w = w, .slot = i };
+                w->probes = p;
+        }
+        return slot < w->probes->n ? &w->probes->c[slot] : NULL;
+}
+
+static EventCurl *shared_curl(PodWorker *w) {
+        if (!w->ctx->curl) {
+                int r = event_curl_new(w->ctx->event, &w->ctx->curl);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot set up HTTP probes: %m");
+        }
+        return w->ctx->curl;
+}
+
+/* ---- handler -> ProbeAction ---- */
+
+static char *join_words(char *const *l) {
+        size_t n = 1;
+        for (char *const *i = l; i && *i; i++)
+                n += strlen(*i) + 1;
+        char *s = calloc(1, n), *p = s;
+        if (!s)
+                return NULL;
+        for (char *const *i = l; i && *i; i++)
+                p = stpcpy(stpcpy(p, i == l ? "" : " "), *i);
+        return s;
+}
+
+typedef struct ActionBuf {
+        ProbeAction a;
+        char **argv;
+        char *pid_file;
+        char *display;
+        char *url;
+        char **headers;
+        char *host;
+} ActionBuf;
+
+static void action_buf_done(ActionBuf *b) {
+        strv_free(b->argv);
+        free(b->pid_file);
+        free(b->display);
+        free(b->url);
+        strv_free(b->headers);
+        free(b->host);
+}
+
+static int resolve_port(const Container *spec, const IntOrString *p, uint16_t *ret) {
+        int64_t port = p->num;
+        if (p->str) {
+                int r = container_find_port(spec, p->str);
+                if (r < 0)
+                        return r;
+                port = r;
+        }
+        if (port < 1 || port > 65535)
+                return -ERANGE;
+        *ret = (uint16_t)port;
+        return 0;
+}
+
+/* The pod's own address; a hostNetwork pod (or one without a CNI address)
+ * answers on the node's loopback. */
+static const char *pod_host(PodWorker *w) {
+        if (w->state.pod->spec.host_network || isempty(w->state.pod_ip))
+                return "127.0.0.1";
+        return w->state.pod_ip;
+}
+
+static int build_action(ContainerProbes *cp, const Handler *h, const char *what, ActionBuf *b,
+                        char **ret_error) {
+        PodWorker *w = cp->w;
+        ContainerState *c = cp_container(cp);
+        uint16_t port;
+        int r;
+
+        *b = (ActionBuf){};
+        *ret_error = NULL;
+        if (h->exec) {
+                r = runtime_exec_argv(w->ctx->o->runtime, c->container_id, false, false,
+                                      h->exec->command, &b->argv);
+                if (r < 0)
+                        return r;
+                /* `<runtime> ... exec --pid-file F id cmd`: the pid file names
+                 * what runs inside, so a timeout can kill it. */
+                b->pid_file = strprintf("%s/containers/%s/%u/%s.pid", w->pod_dir, c->spec->name,
+                                        c->attempt, what);
+                if (!b->pid_file)
+                        return -ENOMEM;
+                size_t n = strv_length(b->argv), at = n;
+                for (size_t i = 0; i < n; i++)
+                        if (streq(b->argv[i], "exec")) {
+                                at = i + 1;
+                                break;
+                        }
+                if (at >= n)
+                        return -EINVAL;
+                char **nv = reallocarray(b->argv, n + 3, sizeof(char *));
+                if (!nv)
+                        return -ENOMEM;
+                b->argv = nv;
+                memmove(nv + at + 2, nv + at, (n - at + 1) * sizeof(char *));
+                nv[at] = strdup("--pid-file");
+                nv[at + 1] = strdup(b->pid_file);
+                if (!nv[at] || !nv[at + 1])
+                        return -ENOMEM;
+                b->display = join_words(h->exec->command);
+                if (!b->display)
+                        return -ENOMEM;
+                b->a = (ProbeAction){ .type = PROBE_ACTION_EXEC,
+                                      .argv = b->argv,
+                                      .pid_file = b->pid_file,
+                                      .display = b->display };
+                return 0;
+        }
+        if (h->http_get) {
+                const HTTPGetAction *g = h->http_get;
+                if ((r = resolve_port(c->spec, &g->port, &port)) < 0) {
+                        *ret_error = strprintf("cannot resolve port \"%s\"", strna(g->port.str));
+                        return r;
+                }
+                const char *host = !isempty(g->host) ? g->host : pod_host(w);
+                const char *path = isempty(g->path) ? "/" : g->path;
+                b->url = strprintf("%s://%s%s%s:%u%s%s",
+                                   g->scheme == URI_SCHEME_HTTPS ? "https" : "http",
+                                   strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
+                                   (unsigned)port, path[0] == '/' ? "" : "/", path);
+                if (!b->url)
+                        return -ENOMEM;
+                for (size_t i = 0; i < g->n_http_headers; i++) {
+                        char *hl = strprintf("%s: %s", g->http_headers[i].name,
+                                             strempty(g->http_headers[i].value));
+                        if (!hl || strv_consume(&b->headers, hl) < 0)
+                                return -ENOMEM;
+                }
+                b->a = (ProbeAction){ .type = PROBE_ACTION_HTTP_GET,
+                                      .url = b->url,
+                                      .headers = b->headers };
+                return 0;
+        }
+        if (h->tcp_socket) {
+                if ((r = resolve_port(c->spec, &h->tcp_socket->port, &port)) < 0) {
+                        *ret_error = strprintf("cannot resolve port \"%s\"",
+                                               strna(h->tcp_socket->port.str));
+                        return r;
+                }
+                b->host = strdup(!isempty(h->tcp_socket->host) ? h->tcp_socket->host
+                                                               : pod_host(w));
+                if (!b->host)
+                        return -ENOMEM;
+                b->a = (ProbeAction){ .type = PROBE_ACTION_TCP_SOCKET,
+                                      .host = b->host,
+                                      .port = port };
+                return 0;
+        }
+        if (h->grpc) {
+                b->host = strdup(pod_host(w));
+                if (!b->host)
+                        return -ENOMEM;
+                b->a = (ProbeAction){ .type = PROBE_ACTION_GRPC,
+                                      .host = b->host,
+                                      .port = (uint16_t)h->grpc->port,
+                                      .service = h->grpc->service };
+                return 0;
+        }
+        if (h->sleep) {
+                b->a = (ProbeAction){ .type = PROBE_ACTION_SLEEP,
+                                      .sleep = (usec_t)h->sleep->seconds * USEC_PER_SEC };
+                return 0;
+        }
+        return -EOPNOTSUPP;
+}
+
+static int start_action(ContainerProbes *cp, const Handler *h, const char *what, usec_t timeout,
+                        probe_done_t done, void *userdata, ProbeRun **ret, char **ret_error) {
+        ActionBuf b;
+        int r = build_action(cp, h, what, &b, ret_error);
+        if (r >= 0) {
+                ProbeContext ctx = { .event = cp->w->ctx->event };
+                if (b.a.type == PROBE_ACTION_HTTP_GET || b.a.type == PROBE_ACTION_GRPC)
+                        ctx.curl = shared_curl(cp->w);
+                r = probe_run_start(&ctx, &b.a, timeout, done, userdata, ret);
+        }
+        action_buf_done(&b);
+        return r;
+}
+
+/* ---- flags ---- */
+
+static void mark_changed(PodWorker *w) {
+        w->status_dirty = true;
+        pod_worker_request_sync(w);
+}
+
+/* started/ready as kubelet derives them from the probe results. */
+static void update_flags(ContainerProbes *cp) {
+        ContainerState *c = cp_container(cp);
+        bool started = !c->post_start_pending &&
+                       (!cp->spec[PROBE_STARTUP] ||
+                        cp->tracker[PROBE_STARTUP].result == PROBE_RESULT_SUCCESS);
+        bool ready = started && (!cp->spec[PROBE_READINESS] ||
+                                 cp->tracker[PROBE_READINESS].result == PROBE_RESULT_SUCCESS);
+        if (started != c->started || ready != c->ready) {
+                c->started = started;
+                c->ready = ready;
+                mark_changed(cp->w);
+        }
+}
+
+static void request_kill(ContainerProbes *cp, const char *reason, int64_t grace) {
+        ContainerState *c = cp_container(cp);
+        if (c->kill_requested)
+                return;
+        c->kill_requested = true;
+        free(c->kill_reason);
+        c->kill_reason = strdup(reason);
+        c->kill_grace_seconds = grace;
+        mark_changed(cp->w);
+}
+
+/* ---- probes ---- */
+
+static void schedule(ContainerProbes *cp);
+
+static void on_probe_done(ProbeResult result, const char *output, void *userdata) {
+        ProbeCall *call = userdata;
+        ContainerProbes *cp = call->cp;
+        ProbeType t = call->type;
+        PodWorker *w = cp->w;
+        ContainerState *c = cp_container(cp);
+        ProbeTracker *tr = &cp->tracker[t];
+
+        cp->run[t] = NULL;
+        c->probe_results[t][result]++;
+        if (result == PROBE_RESULT_FAILURE)
+                log_info("Probe failed: probeType=\"%s\" pod=\"%s\" container=\"%s\" output=\"%s\"",
+                         probe_type_to_string(t), w->full_name, c->spec->name, output);
+        else if (result == PROBE_RESULT_UNKNOWN)
+                log_warning("Probe errored: probeType=\"%s\" pod=\"%s\" container=\"%s\" error=\"%s\"",
+                            probe_type_to_string(t), w->full_name, c->spec->name, output);
+        else
+                log_debug("Probe succeeded: probeType=\"%s\" pod=\"%s\" container=\"%s\"",
+                          probe_type_to_string(t), w->full_name, c->spec->name);
+
+        if (probe_tracker_record(tr, result)) {
+                log_info("Probe result changed: probeType=\"%s\" pod=\"%s\" container=\"%s\" result=\"%s\"",
+                         probe_type_to_string(t), w->full_name, c->spec->name,
+                         probe_result_to_string(tr->result));
+                if (tr->result == PROBE_RESULT_FAILURE && t != PROBE_READINESS) {
+                        _cleanup_free_ char *why = strprintf("Container %s failed %s probe",
+                                                             c->spec->name,
+                                                             t == PROBE_LIVENESS ? "liveness"
+                                                                                 : "startup");
+                        const OptionalInt *g = &cp->spec[t]->termination_grace_period_seconds;
+                        request_kill(cp, why ? why : "Unhealthy", g->set ? g->value : 0);
+                }
+                update_flags(cp);
+        }
+        schedule(cp);
+}
+
+static void start_probe(ContainerProbes *cp, ProbeType t, usec_t now) {
+        const Probe *p = cp->spec[t];
+        ContainerState *c = cp_container(cp);
+        _cleanup_free_ char *error = NULL;
+        char what[32];
+
+        probe_tracker_begin(&cp->tracker[t], now);
+        cp->call[t] = (ProbeCall){ .cp = cp, .type = t };
+        (void)snprintf(what, sizeof what, "probe-%d", (int)t);
+        int r = start_action(cp, &p->handler, what, (usec_t)p->timeout_seconds * USEC_PER_SEC,
+                             on_probe_done, &cp->call[t], &cp->run[t], &error);
+        if (r < 0) {
+                log_warning("Probe errored: probeType=\"%s\" pod=\"%s\" container=\"%s\" error=\"%s\"",
+                            probe_type_to_string(t), cp->w->full_name, c->spec->name,
+                            error ? error : strerror(-r));
+                c->probe_results[t][PROBE_RESULT_UNKNOWN]++;
+                (void)probe_tracker_record(&cp->tracker[t], PROBE_RESULT_UNKNOWN);
+        }
+}
+
+static int on_probe_timer(EventSource *s, usec_t now, void *userdata) {
+        ContainerProbes *cp = userdata;
+        ContainerState *c = cp_container(cp);
+
+        for (ProbeType t = 0; t < _PROBE_TYPE_MAX && cp->active; t++) {
+                if (!cp->spec[t])
+                        continue;
+                if (probe_tracker_next_run(&cp->tracker[t], !c->started) <= now)
+                        start_probe(cp, t, now);
+        }
+        schedule(cp);
+        return 0;
+}
+
+static void schedule(ContainerProbes *cp) {
+        ContainerState *c = cp_container(cp);
+        usec_t next = USEC_INFINITY;
+
+        if (cp->active && !c->kill_requested)
+                for (ProbeType t = 0; t < _PROBE_TYPE_MAX; t++)
+                        if (cp->spec[t])
+                                next = MIN(next, probe_tracker_next_run(&cp->tracker[t],
+                                                                        !c->started));
+        if (next == USEC_INFINITY) {
+                if (cp->timer)
+                        (void)event_source_set_enabled(cp->timer, false);
+                return;
+        }
+        int r = cp->timer ? event_source_set_time(cp->timer, next)
+                          : event_add_time(cp->w->ctx->event, &cp->timer, next, 10 * USEC_PER_MSEC,
+                                           on_probe_timer, cp);
+        if (r < 0)
+                log_warning_errno(r, "Cannot schedule probes of container \"%s\" of pod \"%s\": %m",
+                                  c->spec->name, cp->w->full_name);
+}
+
+static void start_probes(ContainerProbes *cp) {
+        ContainerState *c = cp_container(cp);
+        usec_t started = c->running_since ? c->running_since : now_usec(CLOCK_MONOTONIC);
+
+        cp->active = true;
+        for (ProbeType t = 0; t < _PROBE_TYPE_MAX; t++) {
+                const Probe *p = cp->spec[t];
+                if (!p)
+                        continue;
+                ProbeTiming timing = {
+                        .initial_delay = (usec_t)p->initial_delay_seconds * USEC_PER_SEC,
+                        .period = (usec_t)p->period_seconds * USEC_PER_SEC,
+                        .timeout = (usec_t)p->timeout_seconds * USEC_PER_SEC,
+                        .success_threshold = (unsigned)p->success_threshold,
+                        .failure_threshold = (unsigned)p->failure_threshold,
+                };
+                probe_tracker_reset(&cp->tracker[t], t, &timing, started);
+        }
+        update_flags(cp);
+        schedule(cp);
+}
+
+static void stop_probes(ContainerProbes *cp) {
+        cp->active = false;
+        for (ProbeType t = 0; t < _PROBE_TYPE_MAX; t++)
+                cp->run[t] = probe_run_cancel(cp->run[t]);
+        cp->timer = event_source_free(cp->timer);
+}
+
+/* ---- hooks ---- */
+
+static void on_hook_done(ProbeResult result, const char *output, void *userdata) {
+        ContainerProbes *cp = userdata;
+        PodWorker *w = cp->w;
+        ContainerState *c = cp_container(cp);
+        usec_t took = now_usec(CLOCK_MONOTONIC) - cp->hook_started;
+
+        cp->hook = NULL;
+        if (cp->hook_type == HOOK_PRE_STOP) {
+                if (result != PROBE_RESULT_SUCCESS)
+                        log_warning("PreStop hook of container \"%s\" of pod \"%s\" failed after %llu ms: %s",
+                                    c->spec->name, w->full_name,
+                                    (unsigned long long)(took / USEC_PER_MSEC), output);
+                else
+                        log_info("PreStop hook of container \"%s\" of pod \"%s\" completed in %llu ms.",
+                                 c->spec->name, w->full_name,
+                                 (unsigned long long)(took / USEC_PER_MSEC));
+                pod_probes_then_t then = cp->then;
+                cp->then = NULL;
+                if (then)
+                        then(w, c, cp->then_userdata);
+                return;
+        }
+        c->post_start_pending = false;
+        if (result != PROBE_RESULT_SUCCESS) {
+                log_warning("FailedPostStartHook: container \"%s\" of pod \"%s\": %s",
+                            c->spec->name, w->full_name, output);
+                _cleanup_free_ char *why = strprintf("FailedPostStartHook: %s", output);
+                request_kill(cp, why ? why : "FailedPostStartHook", 0);
+                mark_changed(w);
+                return;
+        }
+        log_info("PostStart hook of container \"%s\" of pod \"%s\" completed.", c->spec->name,
+                 w->full_name);
+        mark_changed(w);
+        start_probes(cp);
+}
+
+static void container_probes_begin(PodWorker *w, ContainerState *c, bool run_post_start) {
+        ContainerProbes *cp = probes_for(w, c);
+        if (!cp) {
+                /* Without bookkeeping, behave as a container without probes. */
+                c->started = c->ready = true;
+                return;
+        }
+        stop_probes(cp);
+        cp->hook = probe_run_cancel(cp->hook);
+        cp->then = NULL;
+        cp->spec[PROBE_LIVENESS] = c->spec->liveness_probe;
+        cp->spec[PROBE_READINESS] = c->spec->readiness_probe;
+        cp->spec[PROBE_STARTUP] = c->spec->startup_probe;
+        c->started = c->ready = false;
+        c->kill_grace_seconds = 0;
+
+        const LifecycleHandler *ps = c->spec->lifecycle ? c->spec->lifecycle->post_start : NULL;
+        if (run_post_start && ps && !ps->tcp_socket) {
+                _cleanup_free_ char *error = NULL;
+                cp->hook_type = HOOK_POST_START;
+                cp->hook_started = now_usec(CLOCK_MONOTONIC);
+                c->post_start_pending = true;
+                int r = start_action(cp, ps, "post-start", USEC_INFINITY, on_hook_done, cp,
+                                     &cp->hook, &error);
+                if (r >= 0)
+                        return;
+                c->post_start_pending = false;
+                _cleanup_free_ char *why = strprintf("FailedPostStartHook: %s",
+                                                     error ? error : strerror(-r));
+                log_warning("Container \"%s\" of pod \"%s\": %s", c->spec->name, w->full_name,
+                            strna(why));
+                request_kill(cp, why ? why : "FailedPostStartHook", 0);
+                return;
+        }
+        start_probes(cp);
+}
+
+void pod_probes_container_started(PodWorker *w, ContainerState *c) {
+        container_probes_begin(w, c, true);
+}
+
+void pod_probes_container_adopted(PodWorker *w, ContainerState *c) {
+        container_probes_begin(w, c, false);
+}
+
+void pod_probes_container_stopped(PodWorker *w, ContainerState *c) {
+        ContainerProbes *cp = w->probes ? probes_for(w, c) : NULL;
+        if (!cp)
+                return;
+        stop_probes(cp);
+        cp->hook = probe_run_cancel(cp->hook);
+        cp->then = NULL;
+        c->post_start_pending = false;
+}
+
+bool pod_probes_pre_stop(PodWorker *w, ContainerState *c, usec_t deadline,
+                         pod_probes_then_t then, void *userdata) {
+        ContainerProbes *cp = probes_for(w, c);
+        const LifecycleHandler *h = c->spec->lifecycle ? c->spec->lifecycle->pre_stop : NULL;
+        _cleanup_free_ char *error = NULL;
+
+        if (cp)
+                stop_probes(cp);
+        if (!cp || !h || h->tcp_socket || !c->container_id || c->state != CONTAINER_RUNNING)
+                return false;
+        /* A postStart still running is abandoned, as kubelet's is. */
+        cp->hook = probe_run_cancel(cp->hook);
+        c->post_start_pending = false;
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        usec_t timeout = deadline > now ? deadline - now : 0;
+        cp->hook_type = HOOK_PRE_STOP;
+        cp->hook_started = now;
+        cp->then = then;
+        cp->then_userdata = userdata;
+        log_info("Running preStop hook of container \"%s\" of pod \"%s\" (at most %llu ms).",
+                 c->spec->name, w->full_name, (unsigned long long)(timeout / USEC_PER_MSEC));
+        int r = start_action(cp, h, "pre-stop", timeout, on_hook_done, cp, &cp->hook, &error);
+        if (r < 0) {
+                log_warning("PreStop hook of container \"%s\" of pod \"%s\" could not run: %s",
+                            c->spec->name, w->full_name, error ? error : strerror(-r));
+                cp->then = NULL;
+                return false;
+        }
+        return true;
+}
+
+PodProbes *pod_probes_free(PodProbes *p) {
+        if (!p)
+                return NULL;
+        for (size_t i = 0; i < p->n; i++) {
+                ContainerProbes *cp = &p->c[i];
+                stop_probes(cp);
+                cp->hook = probe_run_cancel(cp->hook);
+        }
+        free(p->c);
+        free(p);
+        return NULL;
+}
