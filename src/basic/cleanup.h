@@ -63,6 +63,12 @@ static inline void fclosep(FILE **f) {
 }
 #define _cleanup_fclose_ _cleanup_(fclosep)
 
+/* free() that returns NULL, for `p = mfree(p);`. */
+static inline void *mfree(void *p) {
+        free(p);
+        return NULL;
+}
+
 DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir)
 #define _cleanup_closedir_ _cleanup_(closedirp)
 

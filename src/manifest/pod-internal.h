@@ -66,11 +66,6 @@ struct DecodeContext {
 
 extern const StructType pod_type, object_meta_type;
 
-static inline void *mfree(void *p) {
-        free(p);
-        return NULL;
-}
-
 /* Generic table walkers (pod-decode.c). */
 void struct_init(const StructType *t, void *base);
 void struct_done(const StructType *t, void *base);

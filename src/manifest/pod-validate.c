@@ -18,7 +18,7 @@
 
 #define PATH_BUF 1024
 #define ANNOTATIONS_MAX_SIZE (256 * 1024)
-#define WAIT_FOR_ANNOTATION "nanolet.io/wait-for"
+#define WAIT_FOR_ANNOTATION POD_WAIT_FOR_ANNOTATION
 
 typedef struct Validator {
         const YamlNode *doc;

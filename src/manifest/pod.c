@@ -190,6 +190,33 @@ int pod_set_annotation(Pod *p, const char *key, const char *value) {
         return string_map_set(&p->metadata.annotations, key, value, strlen(value));
 }
 
+int pod_wait_for_targets(const Pod *p, char ***ret) {
+        const KeyValue *kv = string_map_get(&p->metadata.annotations, POD_WAIT_FOR_ANNOTATION);
+        _cleanup_strv_free_ char **l = NULL;
+
+        *ret = NULL;
+        if (!kv)
+                return 0;
+        _cleanup_free_ char *copy = strdup(kv->value);
+        if (!copy)
+                return -ENOMEM;
+        char *save = NULL;
+        for (char *e = strtok_r(copy, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+                while (*e == ' ')
+                        e++;
+                size_t n = strlen(e);
+                while (n > 0 && e[n - 1] == ' ')
+                        e[--n] = 0;
+                if (n == 0)
+                        continue;
+                char *t = strchr(e, '/') ? strdup(e) : strprintf("%s/%s", p->metadata.namespace, e);
+                if (!t || strv_consume(&l, t) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
 const char *configmap_get_name(const ConfigMap *c) {
         return c->metadata.name;
 }

@@ -631,6 +631,13 @@ const char *pod_get_namespace(const Pod *p);
 const char *pod_get_uid(const Pod *p); /* metadata.uid as given, or NULL */
 int pod_set_uid(Pod *p, const char *uid);
 int pod_set_annotation(Pod *p, const char *key, const char *value);
+
+/* Start ordering between static pods (SPEC §15). */
+#define POD_WAIT_FOR_ANNOTATION "nanolet.io/wait-for"
+/* The pods p waits for, as "namespace/name" (name without the node suffix,
+ * namespace defaulted to p's own), from a validated annotation. *ret is
+ * NULL when p waits for nothing. */
+int pod_wait_for_targets(const Pod *p, char ***ret);
 const char *configmap_get_name(const ConfigMap *c);
 const char *configmap_get_namespace(const ConfigMap *c);
 const char *secret_get_name(const Secret *s);

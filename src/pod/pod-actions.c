@@ -486,6 +486,18 @@ static int compute(Ctx *x) {
 
         switch (s->sandbox) {
         case SANDBOX_NONE:
+                if (s->wait_reason) {
+                        for (size_t i = 0; i < s->n_init + s->n_app; i++) {
+                                const ContainerState *c = i < s->n_init ? &s->init[i]
+                                                                        : &s->app[i - s->n_init];
+                                char *msg = s->wait_message ? strdup(s->wait_message) : NULL;
+                                if (s->wait_message && !msg)
+                                        return -ENOMEM;
+                                if ((r = set_waiting(x, c, s->wait_reason, msg)) < 0)
+                                        return r;
+                        }
+                        return 0;
+                }
                 a->create_sandbox = true;
                 return 0;
         case SANDBOX_FAILED:

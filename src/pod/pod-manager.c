@@ -13,6 +13,7 @@
 #include "log.h"
 #include "pod-worker.h"
 #include "string-util.h"
+#include "strv.h"
 
 #define RELIST_PERIOD_USEC (1 * USEC_PER_SEC)
 
@@ -138,6 +139,81 @@ static void on_worker_finished(PodWorker *w, void *userdata) {
         }
 }
 
+/* ---- nanolet.io/wait-for (SPEC §15) ---- */
+
+/* The live pod "namespace/name" (name without the node suffix). */
+static PodWorker *find_by_ref(PodManager *m, const char *ref) {
+        const char *slash = strchr(ref, '/');
+        if (!slash)
+                return NULL;
+        _cleanup_free_ char *ns = strndup(ref, (size_t)(slash - ref));
+        _cleanup_free_ char *name = strprintf("%s-%s", slash + 1, m->o.node_name);
+        if (!ns || !name)
+                return NULL;
+        for (size_t i = 0; i < m->n_workers; i++) {
+                PodWorker *w = m->workers[i];
+                if (!w->state.terminating && streq(w->object->namespace, ns) &&
+                    streq(w->object->name, name))
+                        return w;
+        }
+        return NULL;
+}
+
+/* Depth-first along wait-for edges from w; true when it comes back to
+ * start. path collects the refs of the cycle for the message. */
+static bool wait_for_reaches(PodManager *m, PodWorker *w, PodWorker *start, unsigned depth,
+                             char ***path) {
+        if (depth > m->n_workers)
+                return false;
+        STRV_FOREACH(ref, w->wait_for) {
+                PodWorker *t = find_by_ref(m, *ref);
+                if (!t)
+                        continue;
+                if (t == start || wait_for_reaches(m, t, start, depth + 1, path)) {
+                        (void)strv_extend(path, *ref);
+                        return true;
+                }
+        }
+        return false;
+}
+
+static int wait_for_check(PodWorker *w, char **ret_reason, char **ret_message, void *userdata) {
+        PodManager *m = userdata;
+        _cleanup_strv_free_ char **cycle = NULL;
+        _cleanup_free_ char *missing = NULL;
+        size_t len = 0, cap = 0;
+
+        if (wait_for_reaches(m, w, w, 0, &cycle)) {
+                _cleanup_free_ char *chain = NULL;
+                size_t cl = 0, cc = 0;
+                for (size_t i = strv_length(cycle); i > 0; i--) {
+                        if (strbuf_append(&chain, &cl, &cc, " -> ", 4) < 0 ||
+                            strbuf_append(&chain, &cl, &cc, cycle[i - 1], strlen(cycle[i - 1])) < 0)
+                                return -ENOMEM;
+                }
+                *ret_reason = strdup("WaitForCycle");
+                *ret_message = strprintf(POD_WAIT_FOR_ANNOTATION " forms a cycle: %s/%s%s",
+                                         w->object->namespace, w->state.pod->metadata.name,
+                                         strempty(chain));
+                return *ret_reason && *ret_message ? 0 : -ENOMEM;
+        }
+        STRV_FOREACH(ref, w->wait_for) {
+                PodWorker *t = find_by_ref(m, *ref);
+                if (t && t->state.condition_status[POD_CONDITION_READY])
+                        continue;
+                if ((len > 0 && strbuf_append(&missing, &len, &cap, ", ", 2) < 0) ||
+                    strbuf_append(&missing, &len, &cap, *ref, strlen(*ref)) < 0)
+                        return -ENOMEM;
+        }
+        if (!missing) {
+                *ret_reason = *ret_message = NULL;
+                return 0;
+        }
+        *ret_reason = strdup("WaitingForPods");
+        *ret_message = strprintf("waiting for %s to be Ready (" POD_WAIT_FOR_ANNOTATION ")", missing);
+        return *ret_reason && *ret_message ? 0 : -ENOMEM;
+}
+
 static int start_worker(PodManager *m, const SourceEvent *ev, PodWorker *predecessor) {
         PodWorker *w;
         int r;
@@ -246,8 +322,12 @@ static void adopt_checkpointed(PodManager *m) {
 }
 
 static void relist_all(PodManager *m) {
-        for (size_t i = 0; i < m->n_workers; i++)
+        for (size_t i = 0; i < m->n_workers; i++) {
                 pod_worker_relist(m->workers[i]);
+                /* Pods held by wait-for look again at the pods they wait for. */
+                if (m->workers[i]->state.wait_reason)
+                        pod_worker_request_sync(m->workers[i]);
+        }
 }
 
 static int on_relist(EventSource *s, usec_t now, void *userdata) {
@@ -279,6 +359,7 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
                 .sandboxes_dir = strprintf("%s/sandboxes", o->run_dir),
                 .lookup = { .configmap = lookup_configmap, .secret = lookup_secret, .userdata = m },
                 .oom_score_adj_floor = runtime_oom_score_adj_floor(),
+                .wait_for_check = wait_for_check,
                 .worker_finished = on_worker_finished,
                 .userdata = m,
         };

@@ -104,6 +104,8 @@ void pod_state_done(PodState *s) {
         free(s->app);
         free(s->uid);
         free(s->sandbox_message);
+        free(s->wait_reason);
+        free(s->wait_message);
         free(s->pod_ip);
         strv_free(s->pod_ips);
         free(s->host_ip);

@@ -110,6 +110,12 @@ typedef struct PodState {
          * again before the app containers, whatever ran before (kubelet does
          * the same for a recreated sandbox). */
         bool init_rerun;
+        /* nanolet.io/wait-for (SPEC §15): while set, the pod does not start
+         * and its containers wait with this reason ("WaitingForPods", or
+         * "WaitForCycle" when the annotations form a cycle) and message.
+         * The worker keeps it current; it only gates the first start. */
+        char *wait_reason;
+        char *wait_message;
         char *message;             /* pod-level message (status.message) */
         char *reason;              /* pod-level reason (status.reason), e.g. "DeadlineExceeded" */
 

@@ -1328,6 +1328,23 @@ static bool worker_sync(PodWorker *w) {
         }
         if (!w->adopt_checked && worker_adopt(w))
                 return false; /* removals in flight; they request the next sync */
+        if (w->wait_for && w->state.sandbox == SANDBOX_NONE && !w->state.terminating) {
+                _cleanup_free_ char *reason = NULL, *message = NULL;
+                if (w->ctx->wait_for_check(w, &reason, &message, w->ctx->userdata) < 0)
+                        return false;
+                if (!streq_ptr(reason, w->state.wait_reason) && reason)
+                        log_info("Pod \"%s\" waits: %s", w->full_name, strna(message));
+                else if (!reason && w->state.wait_reason)
+                        log_info("Pod \"%s\": the pods it waits for are Ready, starting it.",
+                                 w->full_name);
+                free(w->state.wait_reason);
+                free(w->state.wait_message);
+                w->state.wait_reason = TAKE_PTR(reason);
+                w->state.wait_message = TAKE_PTR(message);
+        } else if (w->state.wait_reason) {
+                w->state.wait_reason = mfree(w->state.wait_reason);
+                w->state.wait_message = mfree(w->state.wait_message);
+        }
         r = pod_compute_actions(&w->state, now, &a);
         if (r < 0) {
                 log_oom();
@@ -1425,6 +1442,9 @@ int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *obje
         r = pod_state_init(&w->state, object->pod, object->uid);
         if (r < 0)
                 goto fail;
+        r = pod_wait_for_targets(object->pod, &w->wait_for);
+        if (r < 0)
+                goto fail;
         w->state.start_time = now_usec(CLOCK_REALTIME);
         w->state.start_monotonic = now_usec(CLOCK_MONOTONIC);
         w->n_ops = w->state.n_init + w->state.n_app;
@@ -1481,6 +1501,7 @@ PodWorker *pod_worker_free(PodWorker *w) {
         free(w->ns_dir);
         free(w->log_dir);
         free(w->sandbox_record);
+        strv_free(w->wait_for);
         free(w);
         return NULL;
 }

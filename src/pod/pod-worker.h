@@ -32,6 +32,10 @@ typedef struct PodManagerContext {
         int oom_score_adj_floor;  /* runtime_oom_score_adj_floor() at start */
         bool oom_warned;          /* the clamp below the floor is reported once */
         EventCurl *curl;          /* HTTP/gRPC probes of all pods; made on first use */
+        /* nanolet.io/wait-for: 0 when every pod w waits for is Ready, else
+         * the waiting reason and a message naming what it waits for. */
+        int (*wait_for_check)(PodWorker *w, char **ret_reason, char **ret_message,
+                              void *userdata);
         /* Called when a worker has torn its pod down completely. */
         void (*worker_finished)(PodWorker *w, void *userdata);
         void *userdata;
@@ -58,6 +62,7 @@ struct PodWorker {
          * the pod yet in this run (the manager terminates it if none does). */
         bool from_checkpoint;
         bool claimed;
+        char **wait_for;          /* "namespace/name" of pods to wait for (annotation) */
         bool sandbox_pending;
         bool sandbox_released;    /* a finished pod's namespaces were removed */
         CniConfig *cni_config;    /* the network the pod was added to */

@@ -15,6 +15,7 @@
 #include "backoff.h"
 #include "manifest.h"
 #include "pod-actions.h"
+#include "strv.h"
 
 #define SEC USEC_PER_SEC
 
@@ -239,6 +240,44 @@ static void test_init_rerun_after_reboot(void **state) {
         a = fx_compute(&f, 102 * SEC);
         assert_non_null(find_start(a, "a1"));
         assert_non_null(find_start(a, "a2"));
+        fx_done(&f);
+}
+
+/* nanolet.io/wait-for holds the first start: no sandbox, every container
+ * waiting with the reason the worker set; cleared, the pod starts. */
+static void test_wait_for_gate(void **state) {
+        (void)state;
+        Fixture f;
+        fx_setup(&f, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: api\n  namespace: kube-system\n"
+                     "  annotations: {nanolet.io/wait-for: 'etcd, default/db'}\n"
+                     "spec:\n  containers:\n  - {name: a, image: busybox}\n");
+        _cleanup_strv_free_ char **targets = NULL;
+        assert_int_equal(pod_wait_for_targets(f.objs[0]->pod, &targets), 0);
+        assert_int_equal(strv_length(targets), 2);
+        assert_string_equal(targets[0], "kube-system/etcd");
+        assert_string_equal(targets[1], "default/db");
+
+        f.s.wait_reason = strdup("WaitingForPods");
+        f.s.wait_message = strdup("waiting for kube-system/etcd to be Ready");
+        PodActions *a = fx_compute(&f, 100 * SEC);
+        assert_false(a->create_sandbox);
+        assert_int_equal(a->n_starts, 0);
+        assert_non_null(find_waiting(a, "a"));
+        assert_string_equal(find_waiting(a, "a")->reason, "WaitingForPods");
+        assert_string_equal(find_waiting(a, "a")->message, "waiting for kube-system/etcd to be Ready");
+
+        free(f.s.wait_reason);
+        free(f.s.wait_message);
+        f.s.wait_reason = f.s.wait_message = NULL;
+        a = fx_compute(&f, 101 * SEC);
+        assert_true(a->create_sandbox);
+        fx_done(&f);
+
+        fx_setup(&f, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: plain\n"
+                     "spec:\n  containers:\n  - {name: a, image: busybox}\n");
+        targets = strv_free(targets);
+        assert_int_equal(pod_wait_for_targets(f.objs[0]->pod, &targets), 0);
+        assert_null(targets);
         fx_done(&f);
 }
 
@@ -678,6 +717,7 @@ int main(void) {
                 cmocka_unit_test(test_sandbox),
                 cmocka_unit_test(test_init_order),
                 cmocka_unit_test(test_init_rerun_after_reboot),
+                cmocka_unit_test(test_wait_for_gate),
                 cmocka_unit_test(test_init_failed_never),
                 cmocka_unit_test(test_init_failed_restart),
                 cmocka_unit_test(test_sidecar_gates_next_init),
