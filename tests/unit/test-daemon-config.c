@@ -28,6 +28,7 @@ static void test_defaults(void **state) {
         assert_int_equal(c.healthz_port, 10248);
         assert_int_equal(c.container_log_max_size, 10 * 1024 * 1024);
         assert_int_equal(c.container_log_max_files, 5);
+        assert_true(c.container_log_monitor_interval == 10 * USEC_PER_SEC);
         assert_int_equal(strv_length(c.eviction_hard), 4);
         assert_false(c.dry_run);
         nanolet_config_deinit(&c);
@@ -153,12 +154,14 @@ static void test_container_log_flags(void **state) {
 
         /* the file says 20Mi and 3; flags win */
         char *argv[] = { "serve", "--config", path, "--container-log-max-size", "64Ki",
-                         "--container-log-max-files=2", NULL };
+                         "--container-log-max-files=2", "--container-log-monitor-interval", "2s",
+                         NULL };
         NanoletConfig c;
         assert_int_equal(nanolet_config_init(&c), 0);
         assert_int_equal(nanolet_config_parse_argv(&c, (int)ELEMENTSOF(argv) - 1, argv), 0);
         assert_int_equal(c.container_log_max_size, 64 * 1024);
         assert_int_equal(c.container_log_max_files, 2);
+        assert_true(c.container_log_monitor_interval == 2 * USEC_PER_SEC);
         nanolet_config_deinit(&c);
 
         char *bad1[] = { "serve", "--container-log-max-size", "0", NULL };
