@@ -168,15 +168,28 @@ int logs_read_attempt(LogsContext *x, int dir_fd, unsigned attempt, int *ret_liv
                       unsigned *ret_n_files) {
         _cleanup_strv_free_ char **rotated = NULL;
         _cleanup_close_ int live = -EBADF;
+        struct stat live_st = {};
         char base[32];
         unsigned n = 0;
         int r;
 
         snprintf(base, sizeof(base), "%u.log", attempt);
+        /* The live file is opened before the rotated ones are listed: a
+         * rotation in between then shows up as our live file in the list
+         * (skipped below by its inode) instead of as lines nobody reads. */
+        live = openat(dir_fd, base, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (live < 0 && errno != ENOENT)
+                return -errno;
+        if (live >= 0 && fstat(live, &live_st) < 0)
+                return -errno;
         r = container_log_list_rotated(dir_fd, base, &rotated);
         if (r < 0)
                 return r;
         STRV_FOREACH(f, rotated) {
+                struct stat st;
+                if (live >= 0 && fstatat(dir_fd, *f, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    st.st_ino == live_st.st_ino && st.st_dev == live_st.st_dev)
+                        continue;
                 /* Removed by a rotation meanwhile: only the oldest lines go. */
                 r = container_log_read(dir_fd, *f, feed, x);
                 if (r == -ENOENT)
@@ -185,9 +198,6 @@ int logs_read_attempt(LogsContext *x, int dir_fd, unsigned attempt, int *ret_liv
                         return r;
                 n++;
         }
-        live = openat(dir_fd, base, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (live < 0 && errno != ENOENT)
-                return -errno;
         if (live >= 0) {
                 n++;
                 r = logs_drain(x, live);
