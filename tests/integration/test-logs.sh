@@ -96,7 +96,7 @@ nl logs chatty >"$WORK/all" 2>"$WORK/err" || fail "nanolet logs: $(cat "$WORK/er
 check_seq "nanolet logs: lines across rotated, gzipped and live files in order" "$WORK/all" 1000
 first=$(head -n 1 "$WORK/all" | awk '{print $2}')
 [ "${first:-0}" -gt 1 ] && ok "the oldest lines were rotated away (first is $first)" || fail "nothing was deleted: first line $first"
-live_last=$(grep -o 'seq [0-9]*' "$dir/0.log" | tail -n 1 | awk '{print $2}')
+live_last=$(awk '$4 == "seq" {n = $5} END {print n}' "$dir/0.log")
 all_last=$(last_seq "$WORK/all")
 [ -n "$all_last" ] && [ -n "$live_last" ] && [ "$all_last" -le "$live_last" ] && [ "$all_last" -ge $((live_last - 20000)) ] \
         && ok "nanolet logs ends with the newest lines ($all_last, live file at $live_last)" \
@@ -124,7 +124,7 @@ for ((i = 0; i < 100; i++)); do
         sleep 0.2
 done
 sleep 3 # at least one more rotation at ~70 KB/s
-live_first=$(grep -o 'seq [0-9]*' "$dir/0.log" | head -n 1 | awk '{print $2}')
+live_first=$(awk '$4 == "seq" {print $5; exit}' "$dir/0.log")
 sleep 1
 kill "$fpid" 2>/dev/null || true
 wait "$fpid" 2>/dev/null || true
