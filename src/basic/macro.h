@@ -1,7 +1,9 @@
 /* Small language helpers shared by every module. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 #define _unused_ __attribute__((unused))
@@ -17,6 +19,11 @@
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
 #define strneq(a, b, n) (strncmp((a), (b), (n)) == 0)
+
+/* streq() that accepts NULL (equal only to NULL). */
+static inline bool streq_ptr(const char *a, const char *b) {
+        return a && b ? streq(a, b) : a == b;
+}
 
 static inline const char *strempty(const char *s) {
         return s ? s : "";

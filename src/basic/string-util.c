@@ -1,6 +1,7 @@
 #include "string-util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,5 +43,20 @@ int strbuf_append(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
         memcpy(*buf + *len, s, n);
         *len += n;
         (*buf)[*len] = 0;
+        return 0;
+}
+
+int safe_atou(const char *s, unsigned *ret) {
+        if (!s || !*s)
+                return -EINVAL;
+        unsigned long long v = 0;
+        for (const char *p = s; *p; p++) {
+                if (*p < '0' || *p > '9')
+                        return -EINVAL;
+                v = v * 10 + (unsigned)(*p - '0');
+                if (v > UINT_MAX)
+                        return -ERANGE;
+        }
+        *ret = (unsigned)v;
         return 0;
 }

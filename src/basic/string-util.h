@@ -15,3 +15,6 @@ char *strprintf(const char *fmt, ...) _printf_(1, 2);
 char *strndup_safe(const char *s, size_t n);
 /* Bounded append into a growable buffer; returns 0 or -ENOMEM. */
 int strbuf_append(char **buf, size_t *len, size_t *cap, const char *s, size_t n);
+/* Parses a plain decimal unsigned number (digits only, no sign, no
+ * spaces): 0, -EINVAL or -ERANGE. */
+int safe_atou(const char *s, unsigned *ret);

@@ -44,6 +44,15 @@ void daemon_log_source_event(const SourceEvent *ev) {
         }
 }
 
+/* The URL's first answer (or failure) is in: adopted pods that no source
+ * wants can go. A failed fetch marks the URL's origin as failing, which keeps
+ * the pods that came from it. */
+static void on_url_synced(void *userdata) {
+        Daemon *d = userdata;
+        if (d->pod_manager && !d->stopping)
+                pod_manager_sources_ready(d->pod_manager);
+}
+
 static void on_source_event(const SourceEvent *ev, void *userdata) {
         Daemon *d = userdata;
         d->n_events++;
@@ -183,6 +192,8 @@ int daemon_new(Daemon **ret, NanoletConfig *config) {
                         .node_name = config->node_name,
                         .check_frequency = config->http_check_frequency,
                         .max_body = config->max_manifest_size,
+                        .synced = on_url_synced,
+                        .synced_userdata = d,
                 };
                 r = url_source_new(&d->url_source, d->event, d->pods, &o);
                 if (r < 0)
@@ -236,7 +247,9 @@ int daemon_run(Daemon *d) {
                 r = url_source_start(d->url_source);
                 if (r < 0)
                         return log_error_errno(r, "Failed to start the manifest URL source: %m");
-        }
+        } else if (d->pod_manager)
+                /* The directory was read synchronously by dir_source_start(). */
+                pod_manager_sources_ready(d->pod_manager);
         (void)sd_notify_send("READY=1");
         usec_t wd = sd_watchdog_interval();
         if (wd > 0) {

@@ -4,10 +4,12 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cleanup.h"
 #include "fileio.h"
 #include "string-util.h"
+#include "strv.h"
 
 void pod_checkpoint_done(PodCheckpoint *c) {
         free(c->uid);
@@ -22,12 +24,13 @@ void pod_checkpoint_done(PodCheckpoint *c) {
 
 int pod_checkpoint_write(const char *pod_dir, const PodCheckpoint *c) {
         /* "o" steals a reference: pass our own, new or taken. */
-        json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o}", "uid", c->uid, "name",
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:I}", "uid", c->uid, "name",
                               c->name, "namespace", c->namespace, "source", c->source, "origin",
                               c->origin, "manifest",
                               c->manifest ? json_incref(c->manifest) : json_null(),
                               "restartCounts",
-                              c->restart_counts ? json_incref(c->restart_counts) : json_object());
+                              c->restart_counts ? json_incref(c->restart_counts) : json_object(),
+                              "startTime", (json_int_t)c->start_time);
         if (!o)
                 return -ENOMEM;
         _cleanup_free_ char *text = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);
@@ -72,6 +75,8 @@ int pod_checkpoint_read(const char *pod_dir, PodCheckpoint *ret) {
                 return r;
         }
         c.manifest = json_incref(json_object_get(o, "manifest"));
+        json_int_t st = json_integer_value(json_object_get(o, "startTime"));
+        c.start_time = st > 0 ? (usec_t)st : 0;
         c.restart_counts = json_incref(json_object_get(o, "restartCounts"));
         if (!json_is_object(c.restart_counts)) {
                 json_decref(c.restart_counts);
@@ -79,5 +84,111 @@ int pod_checkpoint_read(const char *pod_dir, PodCheckpoint *ret) {
         }
         json_decref(o);
         *ret = c;
+        return 0;
+}
+
+static json_t *load_json_file(const char *path) {
+        _cleanup_free_ char *text = NULL;
+        size_t size;
+        if (read_full_file_at(AT_FDCWD, path, 1024 * 1024, &text, &size) < 0)
+                return NULL;
+        return json_loadb(text, size, 0, NULL);
+}
+
+static int write_json_file(const char *path, json_t *o) {
+        if (!o)
+                return -ENOMEM;
+        _cleanup_free_ char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+        json_decref(o);
+        if (!text)
+                return -ENOMEM;
+        return write_file_atomic(path, text, strlen(text), 0600);
+}
+
+void attempt_record_done(AttemptRecord *r) {
+        free(r->reason);
+        free(r->message);
+        *r = (AttemptRecord){ .exit_code = -1 };
+}
+
+int attempt_record_write(const char *attempt_dir, const AttemptRecord *r) {
+        _cleanup_free_ char *path = strprintf("%s/attempt.json", attempt_dir);
+        if (!path)
+                return -ENOMEM;
+        return write_json_file(path, json_pack("{s:I, s:I, s:i, s:s?, s:s?}", "startedAt",
+                                               (json_int_t)r->started_at, "finishedAt",
+                                               (json_int_t)r->finished_at, "exitCode", r->exit_code,
+                                               "reason", r->reason, "message", r->message));
+}
+
+int attempt_record_read(const char *attempt_dir, AttemptRecord *ret) {
+        _cleanup_free_ char *path = strprintf("%s/attempt.json", attempt_dir);
+        if (!path)
+                return -ENOMEM;
+        if (access(path, F_OK) < 0)
+                return -errno;
+        json_t *o = load_json_file(path);
+        if (!json_is_object(o)) {
+                json_decref(o);
+                return -EINVAL;
+        }
+        AttemptRecord r = { .exit_code = -1 };
+        json_int_t v = json_integer_value(json_object_get(o, "startedAt"));
+        r.started_at = v > 0 ? (usec_t)v : 0;
+        v = json_integer_value(json_object_get(o, "finishedAt"));
+        r.finished_at = v > 0 ? (usec_t)v : 0;
+        json_t *code = json_object_get(o, "exitCode");
+        r.exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
+        const char *s = json_string_value(json_object_get(o, "reason"));
+        const char *m = json_string_value(json_object_get(o, "message"));
+        r.reason = s ? strdup(s) : NULL;
+        r.message = m ? strdup(m) : NULL;
+        json_decref(o);
+        if ((s && !r.reason) || (m && !r.message)) {
+                attempt_record_done(&r);
+                return -ENOMEM;
+        }
+        *ret = r;
+        return 0;
+}
+
+void sandbox_record_done(SandboxRecord *r) {
+        strv_free(r->pod_ips);
+        *r = (SandboxRecord){};
+}
+
+int sandbox_record_write(const char *path, const SandboxRecord *r) {
+        json_t *ips = json_array();
+        if (!ips)
+                return -ENOMEM;
+        STRV_FOREACH(ip, r->pod_ips)
+                if (json_array_append_new(ips, json_string(*ip)) < 0) {
+                        json_decref(ips);
+                        return -ENOMEM;
+                }
+        return write_json_file(path, json_pack("{s:o, s:b}", "podIPs", ips, "network", r->network));
+}
+
+int sandbox_record_read(const char *path, SandboxRecord *ret) {
+        if (access(path, F_OK) < 0)
+                return -errno;
+        json_t *o = load_json_file(path);
+        if (!json_is_object(o)) {
+                json_decref(o);
+                return -EINVAL;
+        }
+        SandboxRecord r = { .network = json_is_true(json_object_get(o, "network")) };
+        size_t i;
+        json_t *ip;
+        json_array_foreach(json_object_get(o, "podIPs"), i, ip) {
+                const char *s = json_string_value(ip);
+                if (s && strv_extend(&r.pod_ips, s) < 0) {
+                        json_decref(o);
+                        sandbox_record_done(&r);
+                        return -ENOMEM;
+                }
+        }
+        json_decref(o);
+        *ret = r;
         return 0;
 }

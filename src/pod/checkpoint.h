@@ -4,6 +4,9 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
+
+#include "time-util.h"
 
 typedef struct PodCheckpoint {
         char *uid;
@@ -13,6 +16,7 @@ typedef struct PodCheckpoint {
         char *origin;   /* path or URL */
         json_t *manifest; /* canonical manifest document */
         json_t *restart_counts; /* {"<container>": N} */
+        usec_t start_time;      /* CLOCK_REALTIME the pod first started; 0 unknown */
 } PodCheckpoint;
 
 void pod_checkpoint_done(PodCheckpoint *c);
@@ -21,3 +25,35 @@ void pod_checkpoint_done(PodCheckpoint *c);
 int pod_checkpoint_write(const char *pod_dir, const PodCheckpoint *c);
 /* Reads it back; -ENOENT if absent, -EINVAL if unreadable. */
 int pod_checkpoint_read(const char *pod_dir, PodCheckpoint *ret);
+
+/* What the agent knows about one container attempt, kept next to its bundle
+ * (<root-dir>/pods/<uid>/containers/<name>/<attempt>/attempt.json) so that
+ * restart counts, lastState and exit codes survive an agent restart and a
+ * reboot: conmon's exit file goes with `runc delete`, and <run-dir> with a
+ * reboot. Written when the attempt starts and again when it has exited. */
+typedef struct AttemptRecord {
+        usec_t started_at;   /* CLOCK_REALTIME; 0 unknown */
+        usec_t finished_at;  /* 0: not known to have exited */
+        int exit_code;       /* -1 unknown */
+        char *reason;        /* "Completed", "Error", "OOMKilled", ... */
+        char *message;       /* termination message */
+} AttemptRecord;
+
+void attempt_record_done(AttemptRecord *r);
+int attempt_record_write(const char *attempt_dir, const AttemptRecord *r);
+/* -ENOENT if absent, -EINVAL if unreadable. */
+int attempt_record_read(const char *attempt_dir, AttemptRecord *ret);
+
+/* The sandbox of a pod as the agent left it: <run-dir>/sandboxes/<uid>.json,
+ * written once the namespaces are pinned and the network is up, removed
+ * with the sandbox. Its presence after an agent restart means the sandbox is
+ * intact and the pod's running containers can be adopted; after a reboot
+ * (<run-dir> is a tmpfs) it is gone and pods start afresh. */
+typedef struct SandboxRecord {
+        char **pod_ips;      /* strv; NULL = none */
+        bool network;        /* a CNI ADD succeeded and is not yet deleted */
+} SandboxRecord;
+
+void sandbox_record_done(SandboxRecord *r);
+int sandbox_record_write(const char *path, const SandboxRecord *r);
+int sandbox_record_read(const char *path, SandboxRecord *ret);

@@ -173,12 +173,6 @@ static int add_kill(Ctx *x, const ContainerState *c, KillReason reason) {
         return 0;
 }
 
-static bool streq_ptr(const char *a, const char *b) {
-        if (!a || !b)
-                return a == b;
-        return streq(a, b);
-}
-
 /* Takes message. Lists the update only when it changes something. */
 static int set_waiting(Ctx *x, const ContainerState *c, const char *reason, char *message) {
         x->touched[slot_of(x, c)] = true;

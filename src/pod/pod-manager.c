@@ -2,6 +2,7 @@
  * the relist, one worker per pod UID. */
 #include "pod-manager.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ struct PodManager {
         EventSource *exits_watch;
         LogRotator *log_rotator;  /* NULL: rotation off */
         EventSource *log_timer;
+        bool sources_ready;
 
         void (*stopped)(void *userdata);
         void *stopped_userdata;
@@ -51,11 +53,54 @@ unsigned pod_manager_count(PodManager *m) {
         return (unsigned)m->n_workers;
 }
 
+/* The worker that runs (or will run) pod uid. A pod removed and re-added
+ * while it terminates has two: the terminating one and its successor. */
 static PodWorker *find_worker(PodManager *m, const char *uid) {
+        PodWorker *found = NULL;
         for (size_t i = 0; i < m->n_workers; i++)
-                if (streq(pod_worker_uid(m->workers[i]), uid))
-                        return m->workers[i];
+                if (streq(pod_worker_uid(m->workers[i]), uid) &&
+                    (!found || !m->workers[i]->state.terminating))
+                        found = m->workers[i];
+        return found;
+}
+
+/* A pod adopted from a checkpoint that no source has claimed yet, with the
+ * same name from the same source: the same manifest, changed while the
+ * agent was down. */
+static PodWorker *find_unclaimed_same_pod(PodManager *m, const SourceEvent *ev) {
+        for (size_t i = 0; i < m->n_workers; i++) {
+                PodWorker *w = m->workers[i];
+                if (w->from_checkpoint && !w->claimed && !w->state.terminating &&
+                    streq(w->source, ev->source) && streq(w->object->name, ev->object->name) &&
+                    streq(w->object->namespace, ev->object->namespace))
+                        return w;
+        }
         return NULL;
+}
+
+static bool origin_has_error(PodManager *m, const char *origin) {
+        const char *o;
+        const Diagnostics *d;
+        size_t iter = 0;
+        while (m->o.config && pod_config_next_error(m->o.config, &iter, &o, &d))
+                if (streq(o, origin))
+                        return true;
+        return false;
+}
+
+/* Pods adopted from checkpoints that no source wants once every source has
+ * been read are terminated, except those whose file is broken right now (a
+ * half-written file never takes a running pod down, SPEC §15). */
+static void terminate_unclaimed(PodManager *m) {
+        if (!m->sources_ready)
+                return;
+        for (size_t i = 0; i < m->n_workers; i++) {
+                PodWorker *w = m->workers[i];
+                if (!w->from_checkpoint || w->claimed || w->state.terminating ||
+                    origin_has_error(m, w->origin))
+                        continue;
+                pod_worker_terminate(w, "no source wants it any more (removed while the agent was down)");
+        }
 }
 
 static int add_worker(PodManager *m, PodWorker *w) {
@@ -130,14 +175,26 @@ void pod_manager_handle_source_event(PodManager *m, const SourceEvent *ev) {
 
         switch (ev->type) {
         case SOURCE_EVENT_ADD:
-                if (find_worker(m, ev->uid))
-                        return; /* already running (adopted or re-added) */
-                (void)start_worker(m, ev, NULL);
+                w = find_worker(m, ev->uid);
+                if (w && !w->state.terminating) {
+                        w->claimed = true; /* adopted from its checkpoint */
+                        return;
+                }
+                if (!w && (w = find_unclaimed_same_pod(m, ev)))
+                        pod_worker_terminate(w, "its manifest changed while the agent was down");
+                /* A terminating predecessor (removed and re-added, or
+                 * changed) finishes before this one starts. */
+                (void)start_worker(m, ev, w);
                 break;
         case SOURCE_EVENT_UPDATE:
                 w = ev->old_uid ? find_worker(m, ev->old_uid) : NULL;
-                if (w && find_worker(m, ev->uid))
+                PodWorker *nw = find_worker(m, ev->uid);
+                if (nw && !nw->state.terminating) {
+                        nw->claimed = true;
+                        if (w && w != nw)
+                                pod_worker_terminate(w, "its manifest changed");
                         return;
+                }
                 if (w) {
                         pod_worker_terminate(w, "its manifest changed");
                         (void)start_worker(m, ev, w);
@@ -151,6 +208,43 @@ void pod_manager_handle_source_event(PodManager *m, const SourceEvent *ev) {
                 break;
         default:
                 break;
+        }
+        terminate_unclaimed(m);
+}
+
+void pod_manager_sources_ready(PodManager *m) {
+        if (m->sources_ready)
+                return;
+        m->sources_ready = true;
+        terminate_unclaimed(m);
+}
+
+/* Every pod an earlier run of the agent checkpointed gets a worker before
+ * any source is read: the worker adopts what still runs, and the sources
+ * then claim it (or, once they are all read, it is terminated). */
+static void adopt_checkpointed(PodManager *m) {
+        _cleanup_closedir_ DIR *d = opendir(m->ctx.pods_dir);
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+                if (de->d_name[0] == '.' || find_worker(m, de->d_name))
+                        continue;
+                _cleanup_free_ char *dir = strprintf("%s/%s", m->ctx.pods_dir, de->d_name);
+                PodWorker *w;
+                if (!dir)
+                        continue;
+                int r = pod_worker_new_from_checkpoint(&w, &m->ctx, dir);
+                if (r == -ENOENT)
+                        continue; /* a pod directory without a checkpoint: GC's business */
+                if (r < 0) {
+                        log_warning_errno(r, "Cannot read the checkpoint in %s, leaving it alone: %m", dir);
+                        continue;
+                }
+                if (!streq(pod_worker_uid(w), de->d_name) || add_worker(m, w) < 0) {
+                        log_warning("Checkpoint in %s does not match its directory, leaving it alone.", dir);
+                        pod_worker_free(w);
+                        continue;
+                }
+                pod_worker_request_sync(w);
         }
 }
 
@@ -200,12 +294,14 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
                 .pods_dir = strprintf("%s/pods", o->root_dir),
                 .ns_dir = strprintf("%s/ns", o->run_dir),
                 .seccomp_dir = strprintf("%s/seccomp", o->root_dir),
+                .sandboxes_dir = strprintf("%s/sandboxes", o->run_dir),
                 .lookup = { .configmap = lookup_configmap, .secret = lookup_secret, .userdata = m },
                 .oom_score_adj_floor = runtime_oom_score_adj_floor(),
                 .worker_finished = on_worker_finished,
                 .userdata = m,
         };
-        if (!m->ctx.status_dir || !m->ctx.pods_dir || !m->ctx.ns_dir || !m->ctx.seccomp_dir)
+        if (!m->ctx.status_dir || !m->ctx.pods_dir || !m->ctx.ns_dir || !m->ctx.seccomp_dir ||
+            !m->ctx.sandboxes_dir)
                 return -ENOMEM;
         int r;
         if (m->o.container_log_monitor_interval == 0)
@@ -218,6 +314,7 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
                         return log_error_errno(r, "Failed to set up container log rotation: %m");
         }
         if ((r = mkdir_p(m->ctx.status_dir, 0755)) < 0 || (r = mkdir_p(m->ctx.pods_dir, 0700)) < 0 ||
+            (r = mkdir_p(m->ctx.sandboxes_dir, 0700)) < 0 ||
             (r = mkdir_p(m->ctx.ns_dir, 0755)) < 0 || (r = mkdir_p(o->pod_logs_dir, 0755)) < 0)
                 return log_error_errno(r, "Failed to create the agent's directories: %m");
         *ret = TAKE_PTR(m);
@@ -225,6 +322,7 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
 }
 
 int pod_manager_start(PodManager *m) {
+        adopt_checkpointed(m);
         int r = event_add_time_relative(m->event, &m->relist_timer, RELIST_PERIOD_USEC,
                                         100 * USEC_PER_MSEC, on_relist, m);
         if (r < 0)
@@ -275,6 +373,7 @@ PodManager *pod_manager_free(PodManager *m) {
         free(m->ctx.pods_dir);
         free(m->ctx.ns_dir);
         free(m->ctx.seccomp_dir);
+        free(m->ctx.sandboxes_dir);
         free(m);
         return NULL;
 }

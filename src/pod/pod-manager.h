@@ -43,8 +43,12 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o);
 PodManager *pod_manager_free(PodManager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(PodManager *, pod_manager_free)
 
-/* Starts the relist timer and the exit-file watch. */
+/* Adopts the pods an earlier run of the agent checkpointed, then starts the
+ * relist timer and the exit-file watch. Call before the sources start. */
 int pod_manager_start(PodManager *m);
+/* Every source has been read once (the directory scanned, the URL fetched
+ * or failed): adopted pods no source asked for are terminated from now on. */
+void pod_manager_sources_ready(PodManager *m);
 /* Feeds one desired-state change (from PodConfig). */
 void pod_manager_handle_source_event(PodManager *m, const SourceEvent *ev);
 /* Terminates every pod (grace periods honoured); done is called once no pod

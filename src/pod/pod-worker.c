@@ -10,6 +10,7 @@
 #include "pod-worker.h"
 
 #include <assert.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -208,6 +209,11 @@ static void sandbox_ready(PodWorker *w) {
         w->state.sandbox = SANDBOX_READY;
         (void)set_str(&w->state.sandbox_message, NULL);
         w->state.sandbox_backoff_until = w->state.sandbox_backoff_delay = 0;
+        SandboxRecord rec = { .pod_ips = w->state.pod_ips, .network = w->network_added };
+        int r = sandbox_record_write(w->sandbox_record, &rec);
+        if (r < 0)
+                log_warning_errno(r, "Pod \"%s\": cannot record its sandbox in %s, a restarted agent would recreate it: %m",
+                                  w->full_name, w->sandbox_record);
 }
 
 static bool pod_uses_cni(const PodWorker *w) {
@@ -338,6 +344,36 @@ static void on_network_deleted(CniRunner *runner, int r, CniResult *result, cons
         worker_op_done(w);
 }
 
+static void on_network_checked(CniRunner *runner, int r, CniResult *result, const CniError *err,
+                               void *userdata) {
+        PodWorker *w = userdata;
+
+        cni_result_free(result);
+        w->cni_op = NULL;
+        if (r < 0 && r != -ENOENT) {
+                _cleanup_free_ char *msg = cni_error_to_string(err);
+                log_warning("Pod \"%s\": CNI CHECK of the adopted network failed: %s", w->full_name,
+                            strna(msg));
+        } else if (r >= 0)
+                log_debug("Pod \"%s\": CNI CHECK passed.", w->full_name);
+        worker_op_done(w);
+}
+
+/* CHECK of an adopted pod's network (CNI spec: the runtime verifies what it
+ * did not set up in this run). A failure is reported, not acted on: the
+ * containers keep running as they are. */
+static void worker_network_check(PodWorker *w) {
+        _cleanup_free_ CniPortMapping *ports = NULL;
+        _cleanup_free_ char *netns = NULL;
+        CniRequest req;
+
+        if (w->cni_op || worker_cni_request(w, &req, &ports, &netns) < 0)
+                return;
+        w->busy++;
+        if (cni_check(w->ctx->o->cni, &req, on_network_checked, w, &w->cni_op) < 0)
+                w->busy--;
+}
+
 /* DEL before the namespaces go (SPEC §8). Returns true while it runs. */
 static bool worker_network_del(PodWorker *w) {
         _cleanup_free_ CniPortMapping *ports = NULL;
@@ -422,6 +458,7 @@ static int worker_prepare(PodWorker *w, RuntimeError *err) {
                 .source = w->source,
                 .origin = w->origin,
                 .manifest = json_loads(w->object->canonical_json, 0, NULL),
+                .start_time = w->state.start_time,
         };
         r = pod_checkpoint_write(w->pod_dir, &cp);
         json_decref(cp.manifest);
@@ -438,22 +475,225 @@ static int worker_prepare(PodWorker *w, RuntimeError *err) {
 
 static void on_attempt_deleted(Runtime *rt, int r, const RuntimeError *err, void *userdata);
 static bool worker_network_del(PodWorker *w);
+static void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,
+                             const RuntimeContainerStatus *st);
+static int signal_from_string(const char *s);
 
-/* An earlier run of the agent may have left this pod's containers and pins
- * behind (until adoption exists, a restarted agent starts pods afresh):
- * remove them so the new attempts' IDs and pins are free. Returns true when
- * removals are in flight (the sync continues when they finish). */
-static bool worker_clear_leftovers(PodWorker *w) {
+/* ---- adoption (SPEC §6): an agent restart never restarts a running container ---- */
+
+static char *attempt_dir_of(const PodWorker *w, const ContainerState *c, unsigned attempt) {
+        return strprintf("%s/containers/%s/%u", w->pod_dir, c->spec->name, attempt);
+}
+
+/* The newest attempt number of a container: its attempt directories (in
+ * <root-dir>, so they survive a reboot) and the runtime's IDs. */
+static bool container_newest_attempt(const PodWorker *w, const ContainerState *c, char **ids,
+                                     unsigned *ret) {
+        _cleanup_free_ char *dir = strprintf("%s/containers/%s", w->pod_dir, c->spec->name);
+        _cleanup_free_ char *prefix = strprintf("%s-%s-", w->object->uid, c->spec->name);
+        bool found = false;
+        unsigned max = 0;
+
+        if (!dir || !prefix)
+                return false;
+        _cleanup_(closedirp) DIR *d = opendir(dir);
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+                unsigned n;
+                if (safe_atou(de->d_name, &n) >= 0 && (!found || n > max)) {
+                        max = n;
+                        found = true;
+                }
+        }
+        STRV_FOREACH(id, ids) {
+                const char *tail = startswith(*id, prefix);
+                unsigned n;
+                if (tail && safe_atou(tail, &n) >= 0 && (!found || n > max)) {
+                        max = n;
+                        found = true;
+                }
+        }
+        if (found)
+                *ret = max;
+        return found;
+}
+
+static void container_restore_last(PodWorker *w, ContainerState *c, unsigned attempt) {
+        _cleanup_(attempt_record_done) AttemptRecord rec = { .exit_code = -1 };
+        _cleanup_free_ char *dir = NULL;
+
+        if (attempt == 0 || !(dir = attempt_dir_of(w, c, attempt - 1)) ||
+            attempt_record_read(dir, &rec) < 0 || rec.finished_at == 0)
+                return;
+        c->has_last = true;
+        c->last_exit_code = rec.exit_code;
+        c->last_started_at = rec.started_at;
+        c->last_finished_at = rec.finished_at;
+        free(c->last_exit_reason);
+        c->last_exit_reason = TAKE_PTR(rec.reason);
+        free(c->last_container_id);
+        c->last_container_id = strprintf("%s-%s-%u", w->object->uid, c->spec->name, attempt - 1);
+}
+
+static void container_restore_exited(ContainerState *c, AttemptRecord *rec) {
+        c->state = CONTAINER_EXITED;
+        c->exit_code = rec->exit_code >= 0 ? rec->exit_code : 255;
+        c->started_at = rec->started_at;
+        c->finished_at = rec->finished_at;
+        (void)set_str(&c->exit_reason, rec->reason ? rec->reason : "Unknown");
+        free(c->exit_message);
+        c->exit_message = TAKE_PTR(rec->message);
+}
+
+/* Restores one container from what the earlier run left. Returns true when
+ * its newest attempt is still running (and now adopted). */
+static bool container_adopt(PodWorker *w, ContainerOp *op, ContainerState *c, char **ids,
+                            bool intact) {
+        _cleanup_(attempt_record_done) AttemptRecord rec = { .exit_code = -1 };
+        unsigned n;
+
+        if (!container_newest_attempt(w, c, ids, &n))
+                return false;
+        _cleanup_free_ char *dir = attempt_dir_of(w, c, n);
+        if (!dir)
+                return false;
+        bool have_rec = attempt_record_read(dir, &rec) >= 0;
+        c->attempt = c->restart_count = n;
+        free(c->container_id);
+        c->container_id = strprintf("%s-%s-%u", w->object->uid, c->spec->name, n);
+        if (!c->container_id)
+                return false;
+        container_restore_last(w, c, n);
+
+        Image *image = NULL;
+        ImageError ie = {};
+        if (image_store_get(w->ctx->o->images, c->spec->image, &image, &ie) >= 0) {
+                (void)set_str(&c->image_id, image->config_digest);
+                op->stop_signal = signal_from_string(image->config.stop_signal);
+                image_free(image);
+        }
+
+        RuntimeContainerStatus st = {};
+        if (runtime_container_status(w->ctx->o->runtime, c->container_id, &st) < 0)
+                st.state = RUNTIME_STATE_UNKNOWN;
+        if (intact && st.state == RUNTIME_STATE_RUNNING) {
+                usec_t now_rt = now_usec(CLOCK_REALTIME), now_mono = now_usec(CLOCK_MONOTONIC);
+                c->state = CONTAINER_RUNNING;
+                c->started_at = have_rec && rec.started_at ? rec.started_at : now_rt;
+                usec_t age = now_rt > c->started_at ? now_rt - c->started_at : 0;
+                c->running_since = now_mono > age ? now_mono - age : 0;
+                c->exit_code = -1;
+                c->started = true;
+                c->ready = !c->spec->readiness_probe;
+                container_set_waiting(c, NULL, NULL);
+                log_info("Adopted running container \"%s\" of pod \"%s\" (%s, pid %d, restart count %u).",
+                         c->spec->name, w->full_name, c->container_id, (int)st.pid, n);
+                return true;
+        }
+        if (intact && st.state == RUNTIME_STATE_STOPPED) {
+                /* It exited while the agent was down: conmon's exit file has
+                 * the real code; the restart policy decides as usual. */
+                c->state = CONTAINER_RUNNING;
+                c->started_at = have_rec ? rec.started_at : 0;
+                container_exited(w, op, c, &st);
+                return true; /* container_exited() removes it */
+        }
+        if (have_rec && rec.finished_at) {
+                container_restore_exited(c, &rec);
+                /* After a reboot init containers run again in the new sandbox
+                 * (kubelet does the same); the attempt count goes on. */
+                if (!intact && c->is_init)
+                        c->state = CONTAINER_NONE;
+        } else if (have_rec && rec.started_at && c->is_init == false) {
+                /* Running when the sandbox went (a reboot): its end is unknown. */
+                rec.exit_code = 255;
+                container_restore_exited(c, &rec);
+                c->finished_at = now_usec(CLOCK_REALTIME);
+        } else
+                /* The attempt never ran (the agent died while creating it):
+                 * the next one gets the next number. */
+                c->state = CONTAINER_NONE;
+        /* Restarting what an agent restart or reboot interrupted is not a
+         * crash loop: no back-off. */
+        c->backoff_until = 0;
+        return false;
+}
+
+/* Called by the first sync of a pod the earlier agent run checkpointed: with
+ * its sandbox intact (<run-dir> survived) running containers are adopted,
+ * exited ones reported with their real exit code; otherwise (a reboot, or
+ * the agent died before the sandbox was complete) whatever is left is
+ * removed and the pod starts afresh with its restart counts kept. Returns
+ * true when removals are in flight (the sync continues when they finish). */
+static bool worker_adopt(PodWorker *w) {
+        _cleanup_(pod_checkpoint_done) PodCheckpoint cp = {};
+        _cleanup_(sandbox_record_done) SandboxRecord sb = {};
         _cleanup_strv_free_ char **ids = NULL;
-        RuntimeError err = {};
+        _cleanup_strv_free_ char **keep = NULL;
         bool pending = false;
 
-        w->leftovers_cleared = true;
+        w->adopt_checked = true;
+        if (pod_checkpoint_read(w->pod_dir, &cp) < 0)
+                return false; /* a new pod */
+        if (cp.start_time > 0) {
+                usec_t now_rt = now_usec(CLOCK_REALTIME), now_mono = now_usec(CLOCK_MONOTONIC);
+                usec_t age = now_rt > cp.start_time ? now_rt - cp.start_time : 0;
+                w->state.start_time = cp.start_time;
+                w->state.start_monotonic = now_mono > age ? now_mono - age : 0;
+        }
+        bool intact = sandbox_record_read(w->sandbox_record, &sb) >= 0;
+        unsigned ns = sandbox_namespaces(w->state.pod);
+        static const struct { unsigned flag; const char *name; } pins[] = {
+                { SANDBOX_NS_NET, "net" }, { SANDBOX_NS_IPC, "ipc" },
+                { SANDBOX_NS_UTS, "uts" }, { SANDBOX_NS_PID, "pid" },
+        };
+        for (size_t i = 0; intact && i < ELEMENTSOF(pins); i++) {
+                if (!(ns & pins[i].flag))
+                        continue;
+                _cleanup_free_ char *pin = sandbox_ns_path(w->ns_dir, pins[i].name);
+                if (!pin || access(pin, F_OK) < 0)
+                        intact = false;
+        }
+        (void)runtime_list_ids(w->ctx->o->runtime, &ids);
+        log_info("Pod \"%s\" was checkpointed by an earlier run of the agent: %s.", w->full_name,
+                 intact ? "adopting it" : "its sandbox is gone, starting it afresh");
+
+        for (size_t slot = 0; slot < w->n_ops; slot++) {
+                ContainerOp *op = w->ops[slot];
+                ContainerState *c = op_container(op);
+                bool running = container_adopt(w, op, c, ids, intact);
+                if (running && c->container_id && c->state == CONTAINER_RUNNING)
+                        (void)strv_extend(&keep, c->container_id);
+                /* Root filesystems of attempts that no longer run (the
+                 * earlier run may have died before unmounting them). */
+                _cleanup_free_ char *cdir = strprintf("%s/containers/%s", w->pod_dir, c->spec->name);
+                _cleanup_(closedirp) DIR *d = cdir ? opendir(cdir) : NULL;
+                struct dirent *de;
+                while (d && (de = readdir(d))) {
+                        unsigned a;
+                        if (safe_atou(de->d_name, &a) < 0 ||
+                            (c->state == CONTAINER_RUNNING && a == c->attempt))
+                                continue;
+                        _cleanup_free_ char *rootfs = strprintf("%s/%s/rootfs", cdir, de->d_name);
+                        ImageError ie = {};
+                        if (rootfs)
+                                (void)image_rootfs_umount(rootfs, &ie);
+                }
+        }
+        /* Containers of this pod the runtime still has but nobody adopted:
+         * stale attempts, or an attempt created but never started. */
         _cleanup_free_ char *prefix = strprintf("%s-", w->object->uid);
-        if (!prefix || runtime_list_ids(w->ctx->o->runtime, &ids) < 0)
-                return false;
         STRV_FOREACH(id, ids) {
-                if (!startswith(*id, prefix))
+                if (!prefix || !startswith(*id, prefix) || strv_contains(keep, *id))
+                        continue;
+                bool exited_now = false;
+                for (size_t slot = 0; slot < w->n_ops; slot++) {
+                        ContainerState *c = op_container(w->ops[slot]);
+                        if (c->state == CONTAINER_EXITED && streq_ptr(c->container_id, *id) &&
+                            intact)
+                                exited_now = true; /* container_exited() deletes it */
+                }
+                if (exited_now)
                         continue;
                 log_info("Removing container %s left by an earlier run of the agent.", *id);
                 w->busy++;
@@ -463,21 +703,40 @@ static bool worker_clear_leftovers(PodWorker *w) {
                 else
                         pending = true;
         }
-        /* A network the earlier run added (its cache remembers what) is
-         * released before the namespaces go. */
-        CniResult *cached = NULL;
-        if (w->ctx->o->cni && cni_runner_cached_result(w->ctx->o->cni, w->object->uid, &cached) >= 0) {
-                cni_result_free(cached);
+
+        if (intact) {
+                strv_free(w->state.pod_ips);
+                w->state.pod_ips = TAKE_PTR(sb.pod_ips);
+                (void)set_str(&w->state.pod_ip, w->state.pod_ips ? w->state.pod_ips[0] : NULL);
+                w->state.sandbox = SANDBOX_READY;
+                RuntimeError err = {};
+                if (worker_prepare(w, &err) < 0)
+                        log_warning("Pod \"%s\": %s", w->full_name, err.message);
+                if (sb.network && pod_uses_cni(w)) {
+                        CniError cerr = {};
+                        w->network_added = true;
+                        if (cni_config_load(w->ctx->o->cni_conf_dir, w->ctx->o->pod_cidr,
+                                            &w->cni_config, &cerr) < 0)
+                                w->cni_config = NULL; /* DEL uses the cached configuration */
+                        cni_error_done(&cerr);
+                        worker_network_check(w);
+                }
+                return pending;
+        }
+        /* Not intact: a network the earlier run added (or was adding when it
+         * died) is released before its namespaces go; DEL tolerates a
+         * missing netns, and host-local releases the lease by container ID. */
+        w->stale_sandbox = true;
+        if (pod_uses_cni(w)) {
+                CniError cerr = {};
+                if (cni_config_load(w->ctx->o->cni_conf_dir, w->ctx->o->pod_cidr, &w->cni_config,
+                                    &cerr) < 0)
+                        w->cni_config = NULL;
+                cni_error_done(&cerr);
                 w->network_added = true;
                 if (worker_network_del(w))
                         pending = true;
         }
-        if (sandbox_remove(w->ns_dir, &err) < 0)
-                log_warning("Pod \"%s\": %s", w->full_name, err.message);
-        /* rootfs overlays of the earlier run's attempts */
-        _cleanup_free_ char *containers = strprintf("%s/containers", w->pod_dir);
-        if (containers)
-                (void)umount_below(containers);
         return pending;
 }
 
@@ -485,10 +744,15 @@ static void worker_create_sandbox(PodWorker *w) {
         RuntimeError err = {};
         int r;
 
-        if (w->sandbox_pending)
+        if (w->sandbox_pending || w->cni_op)
                 return;
-        if (!w->leftovers_cleared && worker_clear_leftovers(w))
-                return;
+        if (w->stale_sandbox) {
+                if (sandbox_remove(w->ns_dir, &err) < 0)
+                        log_warning("Pod \"%s\": %s", w->full_name, err.message);
+                (void)unlink(w->sandbox_record);
+                w->stale_sandbox = false;
+                err = (RuntimeError){};
+        }
         r = worker_prepare(w, &err);
         if (r < 0) {
                 log_warning("Failed to prepare pod \"%s\": %s", w->full_name, err.message);
@@ -547,6 +811,11 @@ static void on_container_started(Runtime *rt, int r, const RuntimeError *err, vo
         container_set_waiting(c, NULL, NULL);
         log_info("Started container \"%s\" of pod \"%s\" (%s).", c->spec->name, w->full_name,
                  op->id);
+        AttemptRecord rec = { .started_at = c->started_at, .exit_code = -1 };
+        r = attempt_record_write(op->attempt_dir, &rec);
+        if (r < 0)
+                log_warning_errno(r, "Container \"%s\" of pod \"%s\": cannot record its start: %m",
+                                  c->spec->name, w->full_name);
 
         if (w->ctx->o->container_logs_dir) {
                 _cleanup_free_ char *link = strprintf("%s/%s_%s_%s-%s.log",
@@ -899,6 +1168,18 @@ static void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,
         backoff_on_exit(c, now_usec(CLOCK_MONOTONIC));
         log_info("Container \"%s\" of pod \"%s\" exited with code %d (%s).", c->spec->name,
                  w->full_name, c->exit_code, reason);
+        _cleanup_free_ char *attempt_dir = attempt_dir_of(w, c, c->attempt);
+        AttemptRecord rec = {
+                .started_at = c->started_at,
+                .finished_at = c->finished_at,
+                .exit_code = c->exit_code,
+                .reason = c->exit_reason,
+                .message = c->exit_message,
+        };
+        int r = attempt_dir ? attempt_record_write(attempt_dir, &rec) : -ENOMEM;
+        if (r < 0)
+                log_warning_errno(r, "Container \"%s\" of pod \"%s\": cannot record its exit: %m",
+                                  c->spec->name, w->full_name);
 
         if (op) {
                 op->killing = false;
@@ -958,6 +1239,7 @@ static bool worker_teardown(PodWorker *w) {
         w->torn_down = true;
         if (sandbox_remove(w->ns_dir, &err) < 0)
                 log_warning("Pod \"%s\": %s", w->full_name, err.message);
+        (void)unlink(w->sandbox_record);
         err = (RuntimeError){};
         if (pod_volumes_cleanup(w->pod_dir, &err) < 0)
                 log_warning("Pod \"%s\": %s", w->full_name, err.message);
@@ -1008,6 +1290,8 @@ static bool worker_sync(PodWorker *w) {
                 /* Replaced or removed before it ever started: nothing to stop. */
                 return worker_teardown(w);
         }
+        if (!w->adopt_checked && worker_adopt(w))
+                return false; /* removals in flight; they request the next sync */
         r = pod_compute_actions(&w->state, now, &a);
         if (r < 0) {
                 log_oom();
@@ -1043,6 +1327,7 @@ static bool worker_sync(PodWorker *w) {
                         RuntimeError err = {};
                         if (sandbox_remove(w->ns_dir, &err) < 0)
                                 log_warning("Pod \"%s\": %s", w->full_name, err.message);
+                        (void)unlink(w->sandbox_record);
                         w->sandbox_released = true;
                 }
         }
@@ -1095,7 +1380,9 @@ int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *obje
         w->ns_dir = strprintf("%s/%s", ctx->ns_dir, object->uid);
         w->log_dir = strprintf("%s/%s_%s_%s", ctx->o->pod_logs_dir, object->namespace, object->name,
                                object->uid);
-        if (!w->source || !w->origin || !w->full_name || !w->pod_dir || !w->ns_dir || !w->log_dir) {
+        w->sandbox_record = strprintf("%s/%s.json", ctx->sandboxes_dir, object->uid);
+        if (!w->source || !w->origin || !w->full_name || !w->pod_dir || !w->ns_dir || !w->log_dir ||
+            !w->sandbox_record) {
                 r = -ENOMEM;
                 goto fail;
         }
@@ -1156,6 +1443,60 @@ PodWorker *pod_worker_free(PodWorker *w) {
         free(w->pod_dir);
         free(w->ns_dir);
         free(w->log_dir);
+        free(w->sandbox_record);
         free(w);
         return NULL;
+}
+
+int pod_worker_new_from_checkpoint(PodWorker **ret, PodManagerContext *ctx, const char *pod_dir) {
+        _cleanup_(pod_checkpoint_done) PodCheckpoint cp = {};
+        _cleanup_free_ char *text = NULL;
+        ManifestObject **objs = NULL;
+        size_t n = 0;
+        Diagnostics diag;
+        int r;
+
+        diagnostics_init(&diag);
+        r = pod_checkpoint_read(pod_dir, &cp);
+        if (r < 0)
+                return r;
+        if (!json_is_object(cp.manifest) || !(text = json_dumps(cp.manifest, JSON_COMPACT)))
+                return -EINVAL;
+        /* The canonical manifest parses back to the same pod; its identity
+         * is the checkpoint's (the UID depends on where the file was). */
+        ManifestParseOptions po = {
+                .filename = cp.origin,
+                .node_name = ctx->o->node_name,
+                .source_id = cp.origin,
+                .config_source = cp.source,
+        };
+        r = manifest_parse_buffer(text, strlen(text), &po, &objs, &n, &diag);
+        diagnostics_deinit(&diag);
+        if (r < 0)
+                return r;
+        if (n != 1 || objs[0]->kind != MANIFEST_KIND_POD) {
+                manifest_objects_free(objs, n);
+                return -EINVAL;
+        }
+        _cleanup_manifest_object_unref_ ManifestObject *o = objs[0];
+        free(objs);
+        if (!streq(o->uid, cp.uid)) {
+                char *uid = strdup(cp.uid);
+                if (!uid)
+                        return -ENOMEM;
+                free(o->uid);
+                o->uid = uid;
+                r = pod_set_uid(o->pod, uid);
+                if (r >= 0)
+                        r = pod_set_annotation(o->pod, "kubernetes.io/config.hash", uid);
+                if (r < 0)
+                        return r;
+        }
+        PodWorker *w;
+        r = pod_worker_new(&w, ctx, o, cp.source, cp.origin);
+        if (r < 0)
+                return r;
+        w->from_checkpoint = true;
+        *ret = w;
+        return 0;
 }

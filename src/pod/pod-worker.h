@@ -25,6 +25,7 @@ typedef struct PodManagerContext {
         char *pods_dir;      /* <root-dir>/pods */
         char *ns_dir;        /* <run-dir>/ns */
         char *seccomp_dir;   /* <root-dir>/seccomp */
+        char *sandboxes_dir; /* <run-dir>/sandboxes: SandboxRecord per pod */
         PodObjectLookup lookup; /* local ConfigMaps/Secrets from PodConfig */
         int oom_score_adj_floor;  /* runtime_oom_score_adj_floor() at start */
         bool oom_warned;          /* the clamp below the floor is reported once */
@@ -46,8 +47,14 @@ struct PodWorker {
         char *log_dir;            /* <pod-logs-dir>/<ns>_<name>_<uid> */
         PodEtcFiles etc;
         PodVolumes volumes;
+        char *sandbox_record;     /* <run-dir>/sandboxes/<uid>.json */
         bool prepared;            /* checkpoint, etc files and volumes are in place */
-        bool leftovers_cleared;   /* containers/pins of an earlier agent run are gone */
+        bool adopt_checked;       /* what an earlier agent run left was adopted or removed */
+        bool stale_sandbox;       /* pins of an earlier run to remove before a new sandbox */
+        /* Created from a checkpoint at agent start: no source has asked for
+         * the pod yet in this run (the manager terminates it if none does). */
+        bool from_checkpoint;
+        bool claimed;
         bool sandbox_pending;
         bool sandbox_released;    /* a finished pod's namespaces were removed */
         CniConfig *cni_config;    /* the network the pod was added to */
@@ -76,6 +83,10 @@ struct PodWorker {
 
 int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *object,
                    const char *source, const char *origin);
+/* A worker for a pod an earlier run of the agent checkpointed in pod_dir:
+ * the manifest comes from the checkpoint. The first sync adopts what still
+ * runs (or, after a reboot, cleans up and restarts, restart counts kept). */
+int pod_worker_new_from_checkpoint(PodWorker **ret, PodManagerContext *ctx, const char *pod_dir);
 PodWorker *pod_worker_free(PodWorker *w);
 /* Asks for a sync on the next loop iteration (coalesced). */
 void pod_worker_request_sync(PodWorker *w);

@@ -117,6 +117,10 @@ typedef struct UrlSourceOptions {
         usec_t check_frequency;     /* default 20 s */
         usec_t timeout;             /* default 10 s */
         size_t max_body;            /* default 10 MiB */
+        /* Called once, when the first fetch has finished (whatever its
+         * outcome): from then on the URL's pods are known. */
+        void (*synced)(void *userdata);
+        void *synced_userdata;
 } UrlSourceOptions;
 
 int url_source_new(UrlSource **ret, Event *e, PodConfig *config, const UrlSourceOptions *opts);

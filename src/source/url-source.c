@@ -50,6 +50,9 @@ struct UrlSource {
         char *node_name;
         usec_t check_frequency, timeout;
         size_t max_body;
+        void (*synced)(void *userdata);
+        void *synced_userdata;
+        bool synced_once;
 
         bool curl_initialized;
         CURLM *multi;
@@ -399,6 +402,11 @@ static void url_source_check_done(UrlSource *s) {
                 if (easy == s->easy) {
                         url_source_finish(s, easy, result);
                         s->easy = NULL;
+                        if (!s->synced_once) {
+                                s->synced_once = true;
+                                if (s->synced)
+                                        s->synced(s->synced_userdata);
+                        }
                 }
                 curl_easy_cleanup(easy);
                 curl_slist_free_all(s->req_headers);
@@ -536,6 +544,8 @@ int url_source_new(UrlSource **ret, Event *e, PodConfig *config, const UrlSource
         if (s->timeout < USEC_PER_MSEC)
                 s->timeout = USEC_PER_MSEC;
         s->max_body = opts->max_body ? opts->max_body : URL_SOURCE_DEFAULT_MAX_BODY;
+        s->synced = opts->synced;
+        s->synced_userdata = opts->synced_userdata;
         s->url = strdup(opts->url);
         s->source_id = strprintf("url:%s", opts->url);
         s->node_name = strdup(opts->node_name);

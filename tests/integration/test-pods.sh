@@ -284,20 +284,18 @@ for ((i = 0; i < 100; i++)); do [ "$(cat "$HOSTDIR/version" 2>/dev/null)" = v2 ]
 [ "$(tr '\n' ' ' <"$HOSTDIR/graceful" 2>/dev/null)" = "term bye " ] && ok "old pod got SIGTERM and finished its handler first" \
         || fail "graceful: $(cat "$HOSTDIR/graceful" 2>/dev/null)"
 
-# --- agent killed: the restarted agent leaves no duplicate container behind
-# (adoption of running pods is the next milestone; until then pods start afresh)
+# --- agent killed: the restarted agent adopts the running pod (same
+# container, same process) and leaves no duplicate behind
 kill -9 "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null || true; AGENT_PID=
 start_agent
-for ((i = 0; i < 100; i++)); do
-        n=$(runc --root "$RUN/runc" list -q | grep -c "^$(pod_field simple 'p["metadata"]["uid"]')-main-" || true)
-        new=$(pod_field simple 'p["status"]["containerStatuses"][0]["containerID"]' || true)
-        [ "$n" = 1 ] && [ -n "$new" ] && [ "$new" != "runc://$cid" ] && [ "$(pod_field simple 'p["status"]["phase"]')" = Running ] && break
-        sleep 0.2
-done
-[ "$n" = 1 ] && ok "after kill -9 of the agent: one container for the pod, running" || fail "containers of simple after restart: $n"
-kill -0 "$pid" 2>/dev/null && fail "the earlier run's container survived next to the new one" || ok "no orphan of the earlier run"
-cid=$(pod_field simple 'p["status"]["containerStatuses"][0]["containerID"].split("://")[1]')
-pid=$(runc --root "$RUN/runc" state "$cid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+wait_for "$AGENT_LOG" 'Adopted running container "main" of pod "simple-node1' 1 20 \
+        && ok "restarted agent adopted the running container" || fail "no adoption logged"
+sleep 2
+n=$(runc --root "$RUN/runc" list -q | grep -c "^$(pod_field simple 'p["metadata"]["uid"]')-main-" || true)
+[ "$n" = 1 ] && ok "after kill -9 of the agent: one container for the pod" || fail "containers of simple after restart: $n"
+kill -0 "$pid" 2>/dev/null && ok "the container's process survived the agent restart" || fail "pid $pid is gone"
+check_field "same container after adoption" simple 'p["status"]["containerStatuses"][0]["containerID"]' "runc://$cid"
+check_field "restart count unchanged by adoption" simple 'p["status"]["containerStatuses"][0]["restartCount"]' 0
 
 # --- delete: SIGTERM seen, then everything is gone
 rm -f "$MAN/simple.yaml"

@@ -39,6 +39,21 @@ static void test_string_util(void **state) {
                 assert_int_equal(strbuf_append(&buf, &len, &cap, "ab", 2), 0);
         assert_int_equal(len, 200);
         assert_int_equal(strlen(buf), 200);
+
+        unsigned u = 7;
+        assert_int_equal(safe_atou("42", &u), 0);
+        assert_int_equal(u, 42);
+        assert_int_equal(safe_atou("0", &u), 0);
+        assert_int_equal(u, 0);
+        assert_int_equal(safe_atou("", &u), -EINVAL);
+        assert_int_equal(safe_atou("-1", &u), -EINVAL);
+        assert_int_equal(safe_atou("4 ", &u), -EINVAL);
+        assert_int_equal(safe_atou("rootfs", &u), -EINVAL);
+        assert_int_equal(safe_atou("99999999999", &u), -ERANGE);
+        assert_int_equal(u, 0);
+        assert_true(streq_ptr(NULL, NULL));
+        assert_false(streq_ptr("a", NULL));
+        assert_true(streq_ptr("a", "a"));
 }
 
 static void test_strv(void **state) {

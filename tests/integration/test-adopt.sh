@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# Agent restarts never touch running containers (SPEC §6, issue 5): after a
+# kill -9, a SIGTERM and a simulated reboot, pods are adopted or restarted
+# exactly as kubelet users expect, with the same PIDs where they survived,
+# real exit codes for what died meanwhile, restart counts kept, and nothing
+# left behind.
+. "$(dirname "$0")/lib.sh"
+require_root
+. "$(dirname "$0")/lib-agent.sh"
+
+load_test_image || { fail "test image"; finish; }
+HOSTDIR=$WORK/host
+mkdir -p "$HOSTDIR"
+start_agent
+
+put() { cat >"$MAN/.$1.tmp"; mv "$MAN/.$1.tmp" "$MAN/$1"; }
+C='image: nanolet-test, imagePullPolicy: Never'
+
+put multi.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: multi}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - {name: a, $C, command: [sleep, "3600"]}
+  - {name: b, $C, command: [sleep, "3600"]}
+YAML
+put withinit.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: withinit}
+spec:
+  terminationGracePeriodSeconds: 2
+  initContainers:
+  - {name: prep, $C, command: [sh, -c, "echo ran >> /w/order"], volumeMounts: [{name: w, mountPath: /w}]}
+  - {name: side, $C, restartPolicy: Always, command: [sleep, "3600"]}
+  containers:
+  - {name: app, $C, command: [sleep, "3600"], volumeMounts: [{name: w, mountPath: /w}]}
+  volumes:
+  - {name: w, emptyDir: {}}
+YAML
+put victim.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: victim}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - {name: main, $C, command: [sh, -c, "trap 'exit 143' TERM; while true; do sleep 1; done"]}
+YAML
+put gone.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: gone}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - {name: main, $C, command: [sleep, "3600"]}
+YAML
+put changed.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: changed}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - {name: main, $C, command: [sh, -c, "echo v1 > /h/version; exec sleep 3600"], volumeMounts: [{name: h, mountPath: /h}]}
+  volumes:
+  - {name: h, hostPath: {path: $HOSTDIR, type: Directory}}
+YAML
+for p in multi withinit victim gone changed; do
+        check_field "$p Running and ready" "$p" 'p["status"]["phase"] == "Running" and all(c["ready"] for c in p["status"]["containerStatuses"])' True 60
+done
+
+# snapshot POD...: "<container> <containerID> <pid> <restartCount>" per running container
+snapshot() {
+        local p
+        for p in "$@"; do
+                pod_json "$p" | python3 -c '
+import json, subprocess, sys
+p = json.load(sys.stdin)
+for c in p["status"].get("initContainerStatuses", []) + p["status"]["containerStatuses"]:
+    if "running" not in c["state"]:
+        continue
+    cid = c["containerID"].split("://")[1]
+    st = json.loads(subprocess.run(["runc", "--root", sys.argv[1], "state", cid], capture_output=True, text=True).stdout or "{}")
+    print(sys.argv[2], c["name"], cid, st.get("pid"), c["restartCount"])
+' "$RUN/runc" "$p"
+        done
+}
+pid_of() { snapshot "$1" | awk -v c="$2" '$2 == c {print $4}'; }
+
+snapshot multi withinit >"$WORK/before"
+[ "$(wc -l <"$WORK/before")" = 4 ] && ok "4 running containers recorded" || fail "snapshot: $(cat "$WORK/before")"
+victim_pid=$(pid_of victim main)
+gone_uid=$(pod_field gone 'p["metadata"]["uid"]')
+changed_uid=$(pod_field changed 'p["metadata"]["uid"]')
+
+# --- kill -9; while the agent is down a container is stopped, a manifest
+# removed and one changed
+kill -9 "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null || true; AGENT_PID=
+kill -TERM "$victim_pid"
+rm -f "$MAN/gone.yaml"
+sed 's/echo v1/echo v2/' "$MAN/changed.yaml" | put changed.yaml
+for ((i = 0; i < 50; i++)); do kill -0 "$victim_pid" 2>/dev/null || break; sleep 0.1; done
+start_agent
+expect "adoption logged" "$AGENT_LOG" 'Adopted running container "a" of pod "multi-node1' 1 20
+check_field "victim restarted per policy" victim 'p["status"]["containerStatuses"][0]["restartCount"] == 1 and "running" in p["status"]["containerStatuses"][0]["state"]' True 30
+check_field "victim's exit code while the agent was down: 143" victim 'p["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"]' 143
+for ((i = 0; i < 100; i++)); do [ "$(cat "$HOSTDIR/version" 2>/dev/null)" = v2 ] && break; sleep 0.2; done
+[ "$(cat "$HOSTDIR/version")" = v2 ] && ok "manifest changed while down: pod recreated" || fail "changed pod not recreated"
+for ((i = 0; i < 100; i++)); do
+        [ -z "$(runc --root "$RUN/runc" list -q | grep -E "^($gone_uid|$changed_uid)-")" ] && break
+        sleep 0.2
+done
+[ -z "$(runc --root "$RUN/runc" list -q | grep -E "^($gone_uid|$changed_uid)-")" ] && ok "removed and replaced pods terminated" \
+        || fail "old containers remain: $(runc --root "$RUN/runc" list -q)"
+[ ! -e "$ROOT/pods/$gone_uid" ] && ok "removed pod's directory gone" || fail "pod dir of removed pod remains"
+snapshot multi withinit >"$WORK/after"
+diff -u "$WORK/before" "$WORK/after" >&2 && ok "kill -9: identical container IDs, PIDs and restart counts" || fail "containers changed across kill -9"
+order=$(find "$ROOT/pods" -name order -exec cat {} \;)
+[ "$order" = ran ] && ok "init container not re-run on adoption" || fail "init ran: '$order'"
+check_field "init container reported Completed" withinit 'p["status"]["initContainerStatuses"][0]["state"]["terminated"]["reason"]' Completed
+
+# --- SIGTERM: pods keep running; the next agent adopts them again
+stop_agent
+snapshot_pids=$(awk '{print $4}' "$WORK/before")
+alive=0; for p in $snapshot_pids; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
+[ "$alive" = 4 ] && ok "SIGTERM leaves the pods running" || fail "$alive of 4 alive after SIGTERM"
+start_agent
+expect "adopted after SIGTERM" "$AGENT_LOG" 'Adopted running container "b" of pod "multi-node1' 2 20
+sleep 2
+snapshot multi withinit >"$WORK/after2"
+diff -u "$WORK/before" "$WORK/after2" >&2 && ok "SIGTERM + start: identical containers" || fail "containers changed across SIGTERM"
+
+# --- reboot: every process gone, <run-dir> empty, <root-dir> and logs kept
+stop_agent
+for id in $(runc --root "$RUN/runc" list -q); do
+        runc --root "$RUN/runc" kill "$id" KILL 2>/dev/null || true
+done
+sleep 1
+for id in $(runc --root "$RUN/runc" list -q); do runc --root "$RUN/runc" delete --force "$id" 2>/dev/null || true; done
+pkill -9 -f "conmon.*$RUN" 2>/dev/null || true
+for m in $(awk -v w="$WORK" 'index($2, w) == 1 {print $2}' /proc/mounts | sort -r); do umount -l "$m"; done
+ip link del "$TEST_BRIDGE" 2>/dev/null || true
+rm -rf "$RUN"; mkdir -p "$RUN"
+start_agent
+for p in multi withinit victim changed; do
+        check_field "$p back after reboot" "$p" 'p["status"]["phase"] == "Running" and all("running" in c["state"] for c in p["status"]["containerStatuses"])' True 60
+done
+check_field "restart count continues after reboot" multi 'p["status"]["containerStatuses"][0]["restartCount"]' 1
+check_field "victim's count continues too" victim 'p["status"]["containerStatuses"][0]["restartCount"]' 2
+order=$(find "$ROOT/pods" -name order -exec cat {} \; | tr '\n' ' ')
+[ "$order" = "ran ran " ] && ok "init container re-ran in the new sandbox" || fail "init after reboot: '$order'"
+n=$(runc --root "$RUN/runc" list -q | wc -l)
+[ "$n" = 6 ] && ok "6 containers after reboot, no duplicates" || fail "$n containers: $(runc --root "$RUN/runc" list -q)"
+
+# --- kill -9 in the middle of a pod's creation (sandbox and CNI ADD)
+put late.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: late}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - {name: main, $C, command: [sleep, "3600"]}
+YAML
+wait_for "$AGENT_LOG" 'SyncLoop \(ADD, "file"\): "late-node1' 1 20 || true
+sleep 0.$((RANDOM % 4))
+kill -9 "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null || true; AGENT_PID=
+start_agent
+check_field "late pod Running after kill -9 mid-creation" late 'p["status"]["phase"]' Running 60
+late_uid=$(pod_field late 'p["metadata"]["uid"]')
+n=$(runc --root "$RUN/runc" list -q | grep -c "^$late_uid-" || true)
+[ "$n" = 1 ] && ok "one container for the late pod" || fail "late pod containers: $n"
+n=$(ip -o link show master "$TEST_BRIDGE" 2>/dev/null | wc -l)
+[ "$n" = 5 ] && ok "one veth per pod on the bridge" || fail "$n veths for 5 pods"
+
+# --- kill -9 in the middle of termination
+rm -f "$MAN/late.yaml"
+wait_for "$AGENT_LOG" 'Terminating pod "late-node1' 1 20 || true
+kill -9 "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null || true; AGENT_PID=
+start_agent
+for ((i = 0; i < 100; i++)); do [ ! -e "$ROOT/pods/$late_uid" ] && break; sleep 0.2; done
+[ ! -e "$ROOT/pods/$late_uid" ] && ok "pod removed during a kill -9 is gone after restart" || fail "late pod remains"
+
+rm -f "$MAN"/*.yaml
+for ((i = 0; i < 250; i++)); do [ -z "$(ls "$RUN/status" 2>/dev/null | grep json)" ] && break; sleep 0.2; done
+check_no_leftovers
+stop_agent
+finish

@@ -1,0 +1,127 @@
+/* The state files adoption relies on: the pod checkpoint, the per-attempt
+ * record and the sandbox record round-trip, and damaged ones are refused
+ * rather than half-read. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "checkpoint.h"
+#include "fileio.h"
+#include "rm-rf.h"
+#include "string-util.h"
+#include "strv.h"
+
+static char *make_tmpdir(void) {
+        char tmpl[] = "/tmp/test-checkpoint-XXXXXX";
+        assert_non_null(mkdtemp(tmpl));
+        return strdup(tmpl);
+}
+
+static void remove_tmpdir(char *dir) {
+        assert_int_equal(rm_rf_at(AT_FDCWD, dir), 0);
+        free(dir);
+}
+
+static void test_pod_checkpoint_roundtrip(void **state) {
+        (void)state;
+        char *dir = make_tmpdir();
+        PodCheckpoint cp = {
+                .uid = "0123456789abcdef0123456789abcdef",
+                .name = "web-node1",
+                .namespace = "default",
+                .source = "file",
+                .origin = "/etc/kubernetes/manifests/web.yaml",
+                .manifest = json_pack("{s:s}", "kind", "Pod"),
+                .start_time = 1700000000123456ULL,
+        };
+        assert_int_equal(pod_checkpoint_write(dir, &cp), 0);
+        json_decref(cp.manifest);
+
+        PodCheckpoint back = {};
+        assert_int_equal(pod_checkpoint_read(dir, &back), 0);
+        assert_string_equal(back.uid, "0123456789abcdef0123456789abcdef");
+        assert_string_equal(back.origin, "/etc/kubernetes/manifests/web.yaml");
+        assert_string_equal(json_string_value(json_object_get(back.manifest, "kind")), "Pod");
+        assert_int_equal(back.start_time, 1700000000123456ULL);
+        pod_checkpoint_done(&back);
+
+        /* A torn file (the agent died mid-write would leave the old one, but
+         * a damaged disk can do this) is refused, not half-used. */
+        _cleanup_free_ char *path = strprintf("%s/pod.json", dir);
+        assert_int_equal(write_file_atomic(path, "{\"uid\": \"x\"", 11, 0600), 0);
+        assert_int_equal(pod_checkpoint_read(dir, &back), -EINVAL);
+        remove_tmpdir(dir);
+}
+
+static void test_attempt_record(void **state) {
+        (void)state;
+        char *dir = make_tmpdir();
+        AttemptRecord rec = { .exit_code = -1 };
+
+        assert_int_equal(attempt_record_read(dir, &rec), -ENOENT);
+        AttemptRecord started = { .started_at = 100, .exit_code = -1 };
+        assert_int_equal(attempt_record_write(dir, &started), 0);
+        assert_int_equal(attempt_record_read(dir, &rec), 0);
+        assert_int_equal(rec.started_at, 100);
+        assert_int_equal(rec.finished_at, 0);
+        assert_int_equal(rec.exit_code, -1);
+        assert_null(rec.reason);
+        attempt_record_done(&rec);
+
+        AttemptRecord exited = { .started_at = 100, .finished_at = 250, .exit_code = 137,
+                                 .reason = "Error", .message = "bye" };
+        assert_int_equal(attempt_record_write(dir, &exited), 0);
+        assert_int_equal(attempt_record_read(dir, &rec), 0);
+        assert_int_equal(rec.finished_at, 250);
+        assert_int_equal(rec.exit_code, 137);
+        assert_string_equal(rec.reason, "Error");
+        assert_string_equal(rec.message, "bye");
+        attempt_record_done(&rec);
+
+        _cleanup_free_ char *path = strprintf("%s/attempt.json", dir);
+        assert_int_equal(write_file_atomic(path, "[1,2]", 5, 0600), 0);
+        assert_int_equal(attempt_record_read(dir, &rec), -EINVAL);
+        remove_tmpdir(dir);
+}
+
+static void test_sandbox_record(void **state) {
+        (void)state;
+        char *dir = make_tmpdir();
+        _cleanup_free_ char *path = strprintf("%s/uid.json", dir);
+        SandboxRecord rec = {};
+
+        assert_int_equal(sandbox_record_read(path, &rec), -ENOENT);
+        char *ips[] = { "10.86.0.5", "fd00::5", NULL };
+        SandboxRecord w = { .pod_ips = ips, .network = true };
+        assert_int_equal(sandbox_record_write(path, &w), 0);
+        assert_int_equal(sandbox_record_read(path, &rec), 0);
+        assert_true(rec.network);
+        assert_int_equal(strv_length(rec.pod_ips), 2);
+        assert_string_equal(rec.pod_ips[1], "fd00::5");
+        sandbox_record_done(&rec);
+
+        SandboxRecord host = {};
+        assert_int_equal(sandbox_record_write(path, &host), 0);
+        assert_int_equal(sandbox_record_read(path, &rec), 0);
+        assert_false(rec.network);
+        assert_null(rec.pod_ips);
+        sandbox_record_done(&rec);
+        remove_tmpdir(dir);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_pod_checkpoint_roundtrip),
+                cmocka_unit_test(test_attempt_record),
+                cmocka_unit_test(test_sandbox_record),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
