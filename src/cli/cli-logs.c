@@ -1,10 +1,11 @@
 /* nanolet logs POD [-c C]: a container's CRI log files
  * (<pod-logs-dir>/<ns>_<pod>_<uid>/<container>/<attempt>.log, preceded by
- * its rotated <attempt>.log.<timestamp> files) printed as kubectl logs does:
- * partial records joined, stdout and stderr both to stdout. -f follows the
- * file with inotify, moves on to <attempt+1>.log when the container restarts,
- * reopens the file when it is rotated, and ends when the pod's status file
- * disappears (the pod was deleted). */
+ * its rotated <attempt>.log.<stamp>[.gz] files, oldest first, as
+ * runtime/log-rotate.h lists them) printed as kubectl logs does: partial
+ * records joined, stdout and stderr both to stdout. -f follows the file with
+ * inotify, moves on to <attempt+1>.log when the container restarts, reopens
+ * the file when it is rotated (after reading the renamed one to its end),
+ * and ends when the pod's status file disappears (the pod was deleted). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,27 +18,13 @@
 #include <unistd.h>
 
 #include "cli-common.h"
+#include "cli-logs.h"
+#include "log-rotate.h"
 #include "cli.h"
 #include "string-util.h"
 #include "strv.h"
 
 #define FOLLOW_POLL_MS 1000
-
-typedef struct LogOut {
-        char *data;
-        size_t len;
-} LogOut;
-
-typedef struct LogsContext {
-        const char *prog;
-        bool timestamps;
-        int64_t since;  /* ns since the epoch; 0 = no limit */
-        long tail;      /* lines; -1 = all */
-        bool buffering; /* collecting the last `tail` lines */
-        LogOut *ring;
-        size_t ring_start, ring_n;
-        CriLogReader reader;
-} LogsContext;
 
 static void help(FILE *f) {
         fprintf(f, "Usage: nanolet logs [OPTIONS] POD [-c CONTAINER]\n\n"
@@ -55,16 +42,31 @@ static void help(FILE *f) {
                    "time\n" CLI_COMMON_HELP);
 }
 
-static void logs_context_done(LogsContext *x) {
+static int on_line(const CriLogLine *line, void *userdata);
+
+int logs_context_init(LogsContext *x, FILE *out, long tail, bool timestamps, int64_t since) {
+        *x = (LogsContext){ .out = out, .tail = tail < 0 ? -1 : tail, .timestamps = timestamps,
+                            .since = since, .buffering = tail >= 0 };
+        if (tail > 0) {
+                x->ring = calloc((size_t)tail, sizeof(LogOut));
+                if (!x->ring)
+                        return -ENOMEM;
+        }
+        cri_log_reader_init(&x->reader, on_line, x);
+        return 0;
+}
+
+void logs_context_done(LogsContext *x) {
         if (x->ring)
                 for (size_t i = 0; i < (size_t)x->tail; i++)
                         free(x->ring[i].data);
         free(x->ring);
+        x->ring = NULL;
         cri_log_reader_deinit(&x->reader);
 }
 
-static int write_out(const char *data, size_t len) {
-        if (fwrite(data, 1, len, stdout) != len)
+static int write_out(LogsContext *x, const char *data, size_t len) {
+        if (fwrite(data, 1, len, x->out) != len)
                 return -errno ?: -EIO;
         return 0;
 }
@@ -76,9 +78,10 @@ static int on_line(const CriLogLine *line, void *userdata) {
                 return 0;
         size_t tlen = x->timestamps ? strlen(line->time_str) + 1 : 0;
         if (!x->buffering) {
-                if (tlen > 0 && (write_out(line->time_str, tlen - 1) < 0 || write_out(" ", 1) < 0))
+                if (tlen > 0 &&
+                    (write_out(x, line->time_str, tlen - 1) < 0 || write_out(x, " ", 1) < 0))
                         return -EPIPE;
-                if (write_out(line->text, line->text_len) < 0 || write_out("\n", 1) < 0)
+                if (write_out(x, line->text, line->text_len) < 0 || write_out(x, "\n", 1) < 0)
                         return -EPIPE;
                 return 0;
         }
@@ -110,7 +113,7 @@ static int on_line(const CriLogLine *line, void *userdata) {
 static int ring_print(LogsContext *x) {
         for (size_t i = 0; i < x->ring_n; i++) {
                 LogOut *o = &x->ring[(x->ring_start + i) % (size_t)x->tail];
-                int r = write_out(o->data, o->len);
+                int r = write_out(x, o->data, o->len);
                 free(o->data);
                 o->data = NULL;
                 if (r < 0)
@@ -122,8 +125,12 @@ static int ring_print(LogsContext *x) {
         return 0;
 }
 
-/* Reads fd to its current end into the reader. */
-static int drain(LogsContext *x, int fd) {
+static int feed(const char *data, size_t size, void *userdata) {
+        LogsContext *x = userdata;
+        return cri_log_reader_feed(&x->reader, data, size);
+}
+
+int logs_drain(LogsContext *x, int fd) {
         char buf[65536];
         for (;;) {
                 ssize_t n = read(fd, buf, sizeof(buf));
@@ -157,48 +164,60 @@ static bool parse_log_name(const char *name, unsigned *ret_attempt, const char *
         return true;
 }
 
-/* The files of one attempt in reading order: rotated ones (their timestamp
- * suffix sorts chronologically), then the live "<attempt>.log" when present.
- * Compressed rotated files are skipped with a warning for now. */
-static int list_attempt_files(const LogsContext *x, int dir_fd, const char *dir_path,
-                              unsigned attempt, char ***ret_files, bool *ret_has_live) {
-        _cleanup_strv_free_ char **files = NULL;
-        _cleanup_closedir_ DIR *d = NULL;
-        bool live = false;
-        int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+int logs_read_attempt(LogsContext *x, int dir_fd, unsigned attempt, int *ret_live_fd,
+                      unsigned *ret_n_files) {
+        _cleanup_strv_free_ char **rotated = NULL;
+        _cleanup_close_ int live = -EBADF;
+        struct stat live_st = {};
+        char base[32];
+        unsigned n = 0;
+        int r;
 
-        if (fd < 0)
+        snprintf(base, sizeof(base), "%u.log", attempt);
+        /* The live file is opened before the rotated ones are listed: a
+         * rotation in between then shows up as our live file in the list
+         * (skipped below by its inode) instead of as lines nobody reads. */
+        live = openat(dir_fd, base, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (live < 0 && errno != ENOENT)
                 return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
+        if (live >= 0 && fstat(live, &live_st) < 0)
                 return -errno;
+        r = container_log_list_rotated(dir_fd, base, &rotated);
+        if (r < 0)
+                return r;
+        STRV_FOREACH(f, rotated) {
+                struct stat st;
+                if (live >= 0 && fstatat(dir_fd, *f, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    st.st_ino == live_st.st_ino && st.st_dev == live_st.st_dev)
+                        continue;
+                /* Removed by a rotation meanwhile: only the oldest lines go. */
+                r = container_log_read(dir_fd, *f, feed, x);
+                if (r == -ENOENT)
+                        continue;
+                if (r < 0)
+                        return r;
+                n++;
         }
-        for (struct dirent *de; (errno = 0, de = readdir(d));) {
-                unsigned a;
-                const char *suffix;
-                if (!parse_log_name(de->d_name, &a, &suffix) || a != attempt)
-                        continue;
-                if (!suffix) {
-                        live = true;
-                        continue;
-                }
-                if (endswith(suffix, ".gz") || endswith(suffix, ".tmp")) {
-                        if (endswith(suffix, ".gz"))
-                                fprintf(stderr,
-                                        "%s: warning: skipping compressed rotated log %s/%s\n",
-                                        x->prog, dir_path, de->d_name);
-                        continue;
-                }
-                if (strv_extend(&files, de->d_name) < 0)
-                        return -ENOMEM;
+        if (live >= 0) {
+                n++;
+                r = logs_drain(x, live);
+                if (r < 0)
+                        return r;
         }
-        if (errno != 0)
-                return -errno;
-        strv_sort(files);
-        *ret_files = TAKE_PTR(files);
-        *ret_has_live = live;
+        if (ret_live_fd)
+                *ret_live_fd = TAKE_FD(live);
+        if (ret_n_files)
+                *ret_n_files = n;
         return 0;
+}
+
+int logs_flush(LogsContext *x, bool final) {
+        if (final) {
+                int r = cri_log_reader_flush(&x->reader);
+                if (r < 0)
+                        return r;
+        }
+        return ring_print(x);
 }
 
 /* The smallest attempt above `attempt` with a live log file, if any. */
@@ -224,17 +243,6 @@ static bool find_next_attempt(int dir_fd, unsigned attempt, unsigned *ret) {
                 found = true;
         }
         return found;
-}
-
-static int read_file_at(LogsContext *x, int dir_fd, const char *name) {
-        _cleanup_close_ int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return errno == ENOENT ? 0 : -errno; /* rotated away meanwhile */
-        int r = drain(x, fd);
-        if (r < 0)
-                return r;
-        /* A rotated file is complete: its trailing partial belongs to it. */
-        return cri_log_reader_flush(&x->reader);
 }
 
 static int follow(LogsContext *x, const CliPod *pod, int dir_fd, const char *dir_path,
@@ -264,7 +272,7 @@ static int follow(LogsContext *x, const CliPod *pod, int dir_fd, const char *dir
                                 return -errno;
                 }
                 if (fd >= 0) {
-                        r = drain(x, fd);
+                        r = logs_drain(x, fd);
                         if (r < 0)
                                 return r;
                 }
@@ -275,7 +283,7 @@ static int follow(LogsContext *x, const CliPod *pod, int dir_fd, const char *dir
                 if (find_next_attempt(dir_fd, attempt, &next)) {
                         /* The container restarted: finish the old file, go on with the new. */
                         if (fd >= 0) {
-                                r = drain(x, fd);
+                                r = logs_drain(x, fd);
                                 if (r < 0)
                                         return r;
                         }
@@ -294,10 +302,9 @@ static int follow(LogsContext *x, const CliPod *pod, int dir_fd, const char *dir
                                 /* Rotated (renamed, a new file takes its name): the
                                  * old one may have got lines after our last read. */
                                 if (fstatat(dir_fd, name, &b, 0) == 0) {
-                                        r = drain(x, fd);
-                                        if (r < 0)
-                                                return r;
-                                        r = cri_log_reader_flush(&x->reader);
+                                        /* One stream: a partial line may go on
+                                         * in the new file. */
+                                        r = logs_drain(x, fd);
                                         if (r < 0)
                                                 return r;
                                         fd = safe_close(fd);
@@ -308,7 +315,7 @@ static int follow(LogsContext *x, const CliPod *pod, int dir_fd, const char *dir
                 if (access(pod->file, F_OK) < 0 && errno == ENOENT) {
                         /* The pod was deleted: print what is left and stop. */
                         if (fd >= 0) {
-                                r = drain(x, fd);
+                                r = logs_drain(x, fd);
                                 if (r < 0)
                                         return r;
                         }
@@ -350,20 +357,20 @@ int cli_logs(int argc, char **argv) {
                 {},
         };
         _cleanup_(cli_pod_list_done) CliPodList l = {};
-        _cleanup_(logs_context_done) LogsContext x = { .tail = -1 };
+        _cleanup_(logs_context_done) LogsContext x = {};
         _cleanup_free_ char *dir_path = NULL;
-        _cleanup_strv_free_ char **files = NULL;
         _cleanup_close_ int dir_fd = -EBADF, live_fd = -EBADF;
         const char *container = NULL;
-        bool follow_mode = false, previous = false, has_live = false;
+        bool follow_mode = false, previous = false, timestamps = false;
+        long tail = -1;
+        int64_t since = 0;
+        unsigned n_files = 0;
         const CliPod *pod;
         json_t *cs = NULL;
         CliCommon c;
         int r, opt;
 
         cli_common_init(&c, "nanolet logs");
-        x.prog = c.prog;
-        cri_log_reader_init(&x.reader, on_line, &x);
         optind = 0;
         while ((opt = getopt_long(argc, argv, "hc:fp", options, NULL)) >= 0) {
                 if (cli_common_option(&c, opt, optarg))
@@ -389,7 +396,7 @@ int cli_logs(int argc, char **argv) {
                                 fprintf(stderr, "%s: invalid --tail \"%s\"\n", c.prog, optarg);
                                 return EXIT_USAGE;
                         }
-                        x.tail = v < 0 ? -1 : v;
+                        tail = v < 0 ? -1 : v;
                         break;
                 }
                 case ARG_SINCE: {
@@ -399,18 +406,18 @@ int cli_logs(int argc, char **argv) {
                                         c.prog, optarg);
                                 return EXIT_USAGE;
                         }
-                        x.since = cli_now_nsec() - d;
+                        since = cli_now_nsec() - d;
                         break;
                 }
                 case ARG_SINCE_TIME:
-                        if (timestamp_parse_rfc3339(optarg, strlen(optarg), &x.since) < 0) {
+                        if (timestamp_parse_rfc3339(optarg, strlen(optarg), &since) < 0) {
                                 fprintf(stderr, "%s: invalid --since-time \"%s\" (RFC3339)\n",
                                         c.prog, optarg);
                                 return EXIT_USAGE;
                         }
                         break;
                 case ARG_TIMESTAMPS:
-                        x.timestamps = true;
+                        timestamps = true;
                         break;
                 default:
                         return EXIT_USAGE;
@@ -451,10 +458,13 @@ int cli_logs(int argc, char **argv) {
                              container);
         if (!dir_path)
                 goto oom;
+        r = logs_context_init(&x, stdout, tail, timestamps, since);
+        if (r < 0)
+                goto oom;
         dir_fd = open(dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dir_fd >= 0)
-                r = list_attempt_files(&x, dir_fd, dir_path, attempt, &files, &has_live);
-        if (dir_fd < 0 || (r >= 0 && !has_live && strv_length(files) == 0 && !follow_mode)) {
+                r = logs_read_attempt(&x, dir_fd, attempt, &live_fd, &n_files);
+        if (dir_fd < 0 || (r >= 0 && n_files == 0 && !follow_mode)) {
                 if (dir_fd < 0 && errno != ENOENT)
                         fprintf(stderr, "%s: cannot open %s: %m\n", c.prog, dir_path);
                 else if (previous)
@@ -472,45 +482,10 @@ int cli_logs(int argc, char **argv) {
                                 c.prog, container, pod->name, dir_path);
                 return EXIT_ERROR;
         }
-        if (r < 0) {
-                fprintf(stderr, "%s: cannot list %s: %s\n", c.prog, dir_path, strerror(-r));
-                return EXIT_ERROR;
-        }
-
-        if (x.tail >= 0) {
-                x.buffering = true;
-                if (x.tail > 0) {
-                        x.ring = calloc((size_t)x.tail, sizeof(LogOut));
-                        if (!x.ring)
-                                goto oom;
-                }
-        }
-        STRV_FOREACH(f, files) {
-                r = read_file_at(&x, dir_fd, *f);
-                if (r < 0)
-                        goto fail;
-        }
-        char live_name[32];
-        snprintf(live_name, sizeof(live_name), "%u.log", attempt);
-        if (has_live) {
-                live_fd = openat(dir_fd, live_name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-                if (live_fd < 0 && errno != ENOENT) {
-                        r = -errno;
-                        goto fail;
-                }
-                if (live_fd >= 0) {
-                        r = drain(&x, live_fd);
-                        if (r < 0)
-                                goto fail;
-                }
-        }
+        if (r < 0)
+                goto fail;
         /* When following, an unfinished last line may still be completed. */
-        if (!follow_mode) {
-                r = cri_log_reader_flush(&x.reader);
-                if (r < 0)
-                        goto fail;
-        }
-        r = ring_print(&x);
+        r = logs_flush(&x, !follow_mode);
         if (r < 0)
                 goto fail;
         if (follow_mode) {

@@ -38,6 +38,7 @@ int nanolet_config_init(NanoletConfig *c) {
                 .pod_pids_limit = -1,
                 .container_log_max_size = 10 * MIB,
                 .container_log_max_files = 5,
+                .container_log_monitor_interval = 10 * USEC_PER_SEC,
                 .image_gc_high_threshold = 85,
                 .image_gc_low_threshold = 80,
                 .serialize_image_pulls = true,
@@ -155,6 +156,7 @@ static const ConfigField config_fields[] = {
         F("cgroupDriver", FIELD_STRING, cgroup_driver),
         F("containerLogMaxSize", FIELD_QUANTITY, container_log_max_size),
         F("containerLogMaxFiles", FIELD_INT, container_log_max_files),
+        F("containerLogMonitorInterval", FIELD_DURATION, container_log_monitor_interval),
         F("evictionHard", FIELD_EVICTION, eviction_hard),
         F("imageGCHighThresholdPercent", FIELD_INT, image_gc_high_threshold),
         F("imageGCLowThresholdPercent", FIELD_INT, image_gc_low_threshold),
@@ -363,6 +365,9 @@ enum {
         ARG_RUN_DIR,
         ARG_POD_LOGS_DIR,
         ARG_CONTAINER_LOGS_DIR,
+        ARG_CONTAINER_LOG_MAX_SIZE,
+        ARG_CONTAINER_LOG_MAX_FILES,
+        ARG_CONTAINER_LOG_MONITOR_INTERVAL,
         ARG_RUNTIME,
         ARG_CNI_CONF_DIR,
         ARG_CNI_BIN_DIR,
@@ -398,6 +403,10 @@ static const struct option serve_options[] = {
         { "run-dir", required_argument, NULL, ARG_RUN_DIR },
         { "pod-logs-dir", required_argument, NULL, ARG_POD_LOGS_DIR },
         { "container-logs-dir", required_argument, NULL, ARG_CONTAINER_LOGS_DIR },
+        { "container-log-max-size", required_argument, NULL, ARG_CONTAINER_LOG_MAX_SIZE },
+        { "container-log-max-files", required_argument, NULL, ARG_CONTAINER_LOG_MAX_FILES },
+        { "container-log-monitor-interval", required_argument, NULL,
+          ARG_CONTAINER_LOG_MONITOR_INTERVAL },
         { "runtime", required_argument, NULL, ARG_RUNTIME },
         { "cni-conf-dir", required_argument, NULL, ARG_CNI_CONF_DIR },
         { "cni-bin-dir", required_argument, NULL, ARG_CNI_BIN_DIR },
@@ -434,6 +443,9 @@ static void serve_help(void) {
                "  --run-dir DIR                   runtime state [/run/nanolet]\n"
                "  --pod-logs-dir DIR              container logs [/var/log/pods]\n"
                "  --container-logs-dir DIR        log symlinks [/var/log/containers]\n"
+               "  --container-log-max-size SIZE   rotate a container's log at this size [10Mi]\n"
+               "  --container-log-max-files N     log files kept per container, current one included [5]\n"
+               "  --container-log-monitor-interval D  how often log sizes are checked [10s]\n"
                "  --runtime runc|crun             OCI runtime [runc]\n"
                "  --cni-conf-dir DIR, --cni-bin-dir PATH, --pod-cidr CIDR\n"
                "  --cluster-dns IP (repeatable), --cluster-domain D, --resolv-conf FILE\n"
@@ -565,6 +577,25 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                 case ARG_CONTAINER_LOGS_DIR:
                         r = set_str(&c->container_logs_dir, optarg);
                         break;
+                case ARG_CONTAINER_LOG_MAX_SIZE: {
+                        Quantity q;
+                        if (quantity_parse(optarg, &q) < 0 || q.value <= 0) {
+                                log_error("Invalid --container-log-max-size \"%s\": expected a size such as \"10Mi\".",
+                                          optarg);
+                                return -EINVAL;
+                        }
+                        c->container_log_max_size = q.value;
+                        r = 0;
+                        break;
+                }
+                case ARG_CONTAINER_LOG_MAX_FILES:
+                        r = parse_int_arg("container-log-max-files", optarg, 2, 1000,
+                                          &c->container_log_max_files);
+                        break;
+                case ARG_CONTAINER_LOG_MONITOR_INTERVAL:
+                        r = parse_duration_arg("container-log-monitor-interval", optarg,
+                                               &c->container_log_monitor_interval);
+                        break;
                 case ARG_RUNTIME:
                         r = set_str(&c->runtime, optarg);
                         break;
@@ -629,6 +660,17 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
         }
         if (!streq(c->runtime, "runc") && !streq(c->runtime, "crun") && !strchr(c->runtime, '/')) {
                 log_error("Invalid --runtime \"%s\": expected runc, crun or a path.", c->runtime);
+                return -EINVAL;
+        }
+        /* kubelet's rule: the live file and the one just rotated always
+         * exist, so fewer than two files cannot be kept. */
+        if (c->container_log_max_files < 2 || c->container_log_max_files > 1000) {
+                log_error("Invalid containerLogMaxFiles %lld: expected 2..1000.",
+                          (long long)c->container_log_max_files);
+                return -EINVAL;
+        }
+        if (c->container_log_monitor_interval < 100 * USEC_PER_MSEC) {
+                log_error("Invalid containerLogMonitorInterval: expected at least 100ms.");
                 return -EINVAL;
         }
         if (!streq(c->cgroup_driver, "cgroupfs") && !streq(c->cgroup_driver, "systemd")) {

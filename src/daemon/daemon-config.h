@@ -45,6 +45,7 @@ typedef struct NanoletConfig {
         int64_t pod_pids_limit;
         int64_t container_log_max_size;
         int64_t container_log_max_files;
+        usec_t container_log_monitor_interval; /* how often log sizes are checked */
         char **eviction_hard; /* "signal<value" */
         int64_t image_gc_high_threshold;
         int64_t image_gc_low_threshold;

@@ -11,6 +11,7 @@
 #include "fileio.h"
 #include "cgroup.h"
 #include "log.h"
+#include "pod-logs.h"
 #include "pod-worker.h"
 #include "string-util.h"
 #include "strv.h"
@@ -27,6 +28,8 @@ struct PodManager {
 
         EventSource *relist_timer;
         EventSource *exits_watch;
+        LogRotator *log_rotator;  /* NULL: rotation off */
+        EventSource *log_timer;
         bool sources_ready;
 
         void (*stopped)(void *userdata);
@@ -336,6 +339,21 @@ static int on_relist(EventSource *s, usec_t now, void *userdata) {
         return event_source_set_time_relative(s, RELIST_PERIOD_USEC);
 }
 
+/* Like kubelet's container log manager: sizes are looked at on a timer, the
+ * rotation itself runs in a worker; a pass still running makes this one a
+ * no-op rather than a queue. */
+static int on_log_timer(EventSource *s, usec_t now, void *userdata) {
+        PodManager *m = userdata;
+        if (!log_rotator_busy(m->log_rotator)) {
+                for (size_t i = 0; i < m->n_workers; i++)
+                        pod_worker_offer_logs(m->workers[i], m->log_rotator);
+                int r = log_rotator_run(m->log_rotator);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to start container log rotation: %m");
+        }
+        return event_source_set_time_relative(s, m->o.container_log_monitor_interval);
+}
+
 /* conmon writes an exit file the moment a container exits: seeing it through
  * inotify makes exits (and restarts) immediate instead of up to 1 s late. */
 static int on_exit_file(EventSource *s, const struct inotify_event *ev, void *userdata) {
@@ -367,6 +385,15 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
             !m->ctx.sandboxes_dir)
                 return -ENOMEM;
         int r;
+        if (m->o.container_log_monitor_interval == 0)
+                m->o.container_log_monitor_interval = 10 * USEC_PER_SEC;
+        if (o->container_log_max_size > 0) {
+                LogRotatePolicy lp = { .max_size = o->container_log_max_size,
+                                       .max_files = o->container_log_max_files };
+                r = log_rotator_new(&m->log_rotator, e, &lp);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to set up container log rotation: %m");
+        }
         if ((r = mkdir_p(m->ctx.status_dir, 0755)) < 0 || (r = mkdir_p(m->ctx.pods_dir, 0700)) < 0 ||
             (r = mkdir_p(m->ctx.sandboxes_dir, 0700)) < 0 ||
             (r = mkdir_p(m->ctx.ns_dir, 0755)) < 0 || (r = mkdir_p(o->pod_logs_dir, 0755)) < 0)
@@ -381,6 +408,13 @@ int pod_manager_start(PodManager *m) {
                                         100 * USEC_PER_MSEC, on_relist, m);
         if (r < 0)
                 return r;
+        if (m->log_rotator) {
+                r = event_add_time_relative(m->event, &m->log_timer,
+                                            m->o.container_log_monitor_interval,
+                                            100 * USEC_PER_MSEC, on_log_timer, m);
+                if (r < 0)
+                        return r;
+        }
         const char *exits = runtime_exits_dir(m->o.runtime);
         if (exits && mkdir_p(exits, 0700) >= 0) {
                 r = event_add_inotify(m->event, &m->exits_watch, exits,
@@ -415,6 +449,8 @@ PodManager *pod_manager_free(PodManager *m) {
         event_curl_free(m->ctx.curl);
         event_source_free(m->relist_timer);
         event_source_free(m->exits_watch);
+        event_source_free(m->log_timer);
+        log_rotator_free(m->log_rotator);
         free(m->ctx.status_dir);
         free(m->ctx.pods_dir);
         free(m->ctx.ns_dir);

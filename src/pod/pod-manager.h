@@ -28,6 +28,9 @@ typedef struct PodManagerOptions {
         const char *resolv_conf;
         const char *runtime_name;       /* "runc"/"crun": containerID scheme */
         int64_t pod_pids_limit;
+        int64_t container_log_max_size;  /* rotation (SPEC §13); 0 = no rotation */
+        unsigned container_log_max_files;
+        usec_t container_log_monitor_interval; /* 0 = 10 s */
         ImageStore *images;             /* not owned */
         Runtime *runtime;               /* not owned */
         CniRunner *cni;                 /* not owned; NULL: pods get only lo */

@@ -29,6 +29,7 @@
 #include "log.h"
 #include "mount-util.h"
 #include "pod-actions.h"
+#include "pod-logs.h"
 #include "pod-status.h"
 #include "rm-rf.h"
 #include "string-util.h"
@@ -1075,6 +1076,9 @@ static void container_start(PodWorker *w, const ContainerStartAction *a) {
         }
         c->attempt = op->attempt;
         c->restart_count = op->attempt;
+        /* SPEC §14: the last exited attempt stays for `logs -p`. */
+        if (op->attempt >= 1)
+                pod_worker_gc_attempts(w, c, op->attempt - 1);
         container_set_waiting(c, "ContainerCreating", NULL);
 
         RootfsJob job = { .ref = c->spec->image, .rootfs = op->rootfs, .upper = upper, .work = work };
@@ -1227,15 +1231,10 @@ static void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,
         if (runtime_container_delete(w->ctx->o->runtime, c->container_id, true,
                                      on_attempt_deleted, w, NULL) < 0)
                 worker_op_done(w);
-        /* Attempts older than the previous one are of no further use. */
-        if (c->attempt >= 1) {
-                _cleanup_close_ int pfd = open(w->pod_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                for (unsigned a = 0; pfd >= 0 && a + 1 < c->attempt; a++) {
-                        _cleanup_free_ char *rel = strprintf("containers/%s/%u", c->spec->name, a);
-                        if (rel)
-                                (void)rm_rf_at(pfd, rel);
-                }
-        }
+        /* Until the restart, the attempt before this one is still lastState
+         * (`logs -p`); older ones are of no further use. */
+        if (c->attempt >= 1)
+                pod_worker_gc_attempts(w, c, c->attempt - 1);
 }
 
 void pod_worker_relist(PodWorker *w) {

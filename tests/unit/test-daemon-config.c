@@ -28,6 +28,7 @@ static void test_defaults(void **state) {
         assert_int_equal(c.healthz_port, 10248);
         assert_int_equal(c.container_log_max_size, 10 * 1024 * 1024);
         assert_int_equal(c.container_log_max_files, 5);
+        assert_true(c.container_log_monitor_interval == 10 * USEC_PER_SEC);
         assert_int_equal(strv_length(c.eviction_hard), 4);
         assert_false(c.dry_run);
         nanolet_config_deinit(&c);
@@ -144,6 +145,49 @@ static void test_bad_flags(void **state) {
         }
 }
 
+static void test_container_log_flags(void **state) {
+        char path[] = "/tmp/nanolet-test-config-XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        close(fd);
+        assert_int_equal(write_file_atomic(path, kubelet_config, strlen(kubelet_config), 0644), 0);
+
+        /* the file says 20Mi and 3; flags win */
+        char *argv[] = { "serve", "--config", path, "--container-log-max-size", "64Ki",
+                         "--container-log-max-files=2", "--container-log-monitor-interval", "2s",
+                         NULL };
+        NanoletConfig c;
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_int_equal(nanolet_config_parse_argv(&c, (int)ELEMENTSOF(argv) - 1, argv), 0);
+        assert_int_equal(c.container_log_max_size, 64 * 1024);
+        assert_int_equal(c.container_log_max_files, 2);
+        assert_true(c.container_log_monitor_interval == 2 * USEC_PER_SEC);
+        nanolet_config_deinit(&c);
+
+        char *bad1[] = { "serve", "--container-log-max-size", "0", NULL };
+        char *bad2[] = { "serve", "--container-log-max-size", "lots", NULL };
+        char *bad3[] = { "serve", "--container-log-max-files", "1", NULL };
+        char *bad4[] = { "serve", "--container-log-max-files", "x", NULL };
+        char **all[] = { bad1, bad2, bad3, bad4 };
+        for (size_t i = 0; i < ELEMENTSOF(all); i++) {
+                assert_int_equal(nanolet_config_init(&c), 0);
+                assert_int_equal(nanolet_config_parse_argv(&c, (int)strv_length(all[i]), all[i]),
+                                 -EINVAL);
+                nanolet_config_deinit(&c);
+        }
+
+        /* containerLogMaxFiles: 1 in the file is refused as kubelet does */
+        static const char one_file[] = "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                       "kind: KubeletConfiguration\n"
+                                       "containerLogMaxFiles: 1\n";
+        assert_int_equal(write_file_atomic(path, one_file, strlen(one_file), 0644), 0);
+        char *argv5[] = { "serve", "--config", path, NULL };
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_int_equal(nanolet_config_parse_argv(&c, 3, argv5), -EINVAL);
+        nanolet_config_deinit(&c);
+        unlink(path);
+}
+
 static void test_node_name(void **state) {
         NanoletConfig c;
         assert_int_equal(nanolet_config_init(&c), 0);
@@ -173,7 +217,7 @@ int main(void) {
                 cmocka_unit_test(test_defaults),    cmocka_unit_test(test_file),
                 cmocka_unit_test(test_file_errors), cmocka_unit_test(test_flags_override_file),
                 cmocka_unit_test(test_bad_flags),   cmocka_unit_test(test_node_name),
-                cmocka_unit_test(test_duration),
+                cmocka_unit_test(test_duration),    cmocka_unit_test(test_container_log_flags),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

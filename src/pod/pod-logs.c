@@ -1,0 +1,114 @@
+/* See pod-logs.h. Runs on the event loop: the removals are of a few small
+ * directories and files (the rootfs is unmounted when the attempt exits),
+ * the rotation work itself happens in the rotator's worker. */
+#include "pod-logs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "log.h"
+#include "rm-rf.h"
+#include "string-util.h"
+
+static void offer_container(PodWorker *w, LogRotator *r, const ContainerState *c) {
+        if (c->state != CONTAINER_RUNNING || !c->container_id)
+                return;
+        _cleanup_free_ char *log = strprintf("%s/%s/%u.log", w->log_dir, c->spec->name, c->attempt);
+        _cleanup_free_ char *ctl = strprintf("%s/containers/%s/%u/bundle/ctl", w->pod_dir,
+                                             c->spec->name, c->attempt);
+        if (!log || !ctl || log_rotator_consider(r, log, ctl) < 0)
+                log_debug("Pod \"%s\": cannot check the log of \"%s\".", w->full_name,
+                          c->spec->name);
+}
+
+void pod_worker_offer_logs(PodWorker *w, LogRotator *r) {
+        if (w->torn_down)
+                return;
+        for (size_t i = 0; i < w->state.n_init; i++)
+                offer_container(w, r, &w->state.init[i]);
+        for (size_t i = 0; i < w->state.n_app; i++)
+                offer_container(w, r, &w->state.app[i]);
+}
+
+/* "<n>" or "<n>.log" / "<n>.log.<anything>" with n < keep_from. */
+static bool older_attempt(const char *name, bool log_file, unsigned keep_from,
+                          unsigned *ret_attempt) {
+        char *end;
+        if (name[0] < '0' || name[0] > '9')
+                return false;
+        errno = 0;
+        unsigned long v = strtoul(name, &end, 10);
+        if (errno != 0 || v >= keep_from)
+                return false;
+        if (log_file) {
+                const char *rest = startswith(end, ".log");
+                if (!rest || (rest[0] != 0 && rest[0] != '.'))
+                        return false;
+        } else if (*end != 0)
+                return false;
+        *ret_attempt = (unsigned)v;
+        return true;
+}
+
+/* Calls fn for each entry of dir naming an attempt below keep_from. */
+static void for_each_older(const char *dir, bool log_files, unsigned keep_from,
+                           void (*fn)(PodWorker *w, const ContainerState *c, int dir_fd,
+                                      const char *name, unsigned attempt),
+                           PodWorker *w, const ContainerState *c) {
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        _cleanup_close_ int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        _cleanup_closedir_ DIR *d = fdopendir(fd);
+        if (!d) {
+                safe_close(fd);
+                return;
+        }
+        if (dfd < 0)
+                return;
+        for (struct dirent *de; (de = readdir(d));) {
+                unsigned a;
+                if (older_attempt(de->d_name, log_files, keep_from, &a))
+                        fn(w, c, dfd, de->d_name, a);
+        }
+}
+
+static void remove_attempt_dir(PodWorker *w, const ContainerState *c, int dir_fd,
+                               const char *name, unsigned attempt) {
+        int r = rm_rf_at(dir_fd, name);
+        if (r < 0)
+                log_warning_errno(r, "Pod \"%s\": cannot remove attempt %u of \"%s\": %m",
+                                  w->full_name, attempt, c->spec->name);
+        /* The symlink kubelet removes with the dead container. */
+        const char *links = w->ctx->o->container_logs_dir;
+        if (!links)
+                return;
+        _cleanup_free_ char *link = strprintf("%s/%s_%s_%s-%s-%s-%u.log", links, w->object->name,
+                                              w->object->namespace, c->spec->name, w->object->uid,
+                                              c->spec->name, attempt);
+        if (link)
+                (void)unlink(link);
+}
+
+static void remove_log_file(PodWorker *w, const ContainerState *c, int dir_fd, const char *name,
+                            unsigned attempt) {
+        if (unlinkat(dir_fd, name, 0) < 0 && errno != ENOENT)
+                log_warning_errno(errno, "Pod \"%s\": cannot remove log %s of \"%s\": %m",
+                                  w->full_name, name, c->spec->name);
+}
+
+void pod_worker_gc_attempts(PodWorker *w, const ContainerState *c, unsigned keep_from) {
+        if (keep_from == 0)
+                return;
+        _cleanup_free_ char *attempts = strprintf("%s/containers/%s", w->pod_dir, c->spec->name);
+        _cleanup_free_ char *logs = strprintf("%s/%s", w->log_dir, c->spec->name);
+        if (!attempts || !logs)
+                return;
+        for_each_older(attempts, false, keep_from, remove_attempt_dir, w, c);
+        for_each_older(logs, true, keep_from, remove_log_file, w, c);
+}

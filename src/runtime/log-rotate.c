@@ -1,0 +1,470 @@
+/* Container log rotation; see log-rotate.h. */
+#include "log-rotate.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <zlib.h>
+
+#include "cleanup.h"
+#include "fileio.h"
+#include "log.h"
+#include "macro.h"
+#include "string-util.h"
+#include "strv.h"
+
+#define COMPRESS_SUFFIX ".gz"
+#define TMP_SUFFIX ".tmp"
+/* conmon's REOPEN_LOGS_EVENT; the two numbers are a window size it ignores. */
+#define CONMON_REOPEN_MESSAGE "2 0 0\n"
+
+/* Sort key of a rotated name: the name without ".gz", so that a file keeps
+ * its place once compressed (the UTC stamps are fixed-width). */
+static int compare_rotated(const void *a, const void *b) {
+        const char *x = *(char *const *)a, *y = *(char *const *)b;
+        size_t lx = strlen(x), ly = strlen(y);
+        if (endswith(x, COMPRESS_SUFFIX))
+                lx -= strlen(COMPRESS_SUFFIX);
+        if (endswith(y, COMPRESS_SUFFIX))
+                ly -= strlen(COMPRESS_SUFFIX);
+        int c = memcmp(x, y, MIN(lx, ly));
+        if (c != 0)
+                return c;
+        return lx < ly ? -1 : lx > ly ? 1 : 0;
+}
+
+/* All names "<base>.*" in dir_fd. */
+static int list_with_prefix(int dir_fd, const char *base, char ***ret) {
+        _cleanup_strv_free_ char **names = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
+        size_t blen = strlen(base);
+        int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd < 0)
+                return -errno;
+        d = fdopendir(fd);
+        if (!d) {
+                safe_close(fd);
+                return -errno;
+        }
+        for (struct dirent *de; (errno = 0, de = readdir(d));) {
+                if (strncmp(de->d_name, base, blen) != 0 || de->d_name[blen] != '.' ||
+                    de->d_name[blen + 1] == 0)
+                        continue;
+                if (strv_extend(&names, de->d_name) < 0)
+                        return -ENOMEM;
+        }
+        if (errno != 0)
+                return -errno;
+        *ret = TAKE_PTR(names);
+        return 0;
+}
+
+/* kubelet's "in use": not temporary, and not a plain file already compressed. */
+static bool rotated_in_use(const char *name, char *const *all) {
+        if (endswith(name, TMP_SUFFIX))
+                return false;
+        if (endswith(name, COMPRESS_SUFFIX))
+                return true;
+        _cleanup_free_ char *gz = strprintf("%s" COMPRESS_SUFFIX, name);
+        return !(gz && strv_contains(all, gz));
+}
+
+int container_log_list_rotated(int dir_fd, const char *base, char ***ret) {
+        _cleanup_strv_free_ char **all = NULL, **used = NULL;
+        int r;
+
+        r = list_with_prefix(dir_fd, base, &all);
+        if (r < 0)
+                return r;
+        STRV_FOREACH(n, all)
+                if (rotated_in_use(*n, all) && strv_extend(&used, *n) < 0)
+                        return -ENOMEM;
+        if (used)
+                qsort(used, strv_length(used), sizeof(char *), compare_rotated);
+        *ret = TAKE_PTR(used);
+        return 0;
+}
+
+static int write_gz_all(gzFile gz, const char *buf, size_t n) {
+        while (n > 0) {
+                unsigned chunk = (unsigned)MIN(n, (size_t)1 << 20);
+                int w = gzwrite(gz, buf, chunk);
+                if (w <= 0)
+                        return -EIO;
+                buf += w;
+                n -= (size_t)w;
+        }
+        return 0;
+}
+
+int container_log_compress(int dir_fd, const char *name) {
+        _cleanup_free_ char *tmp = strprintf("%s" TMP_SUFFIX, name);
+        _cleanup_free_ char *gzname = strprintf("%s" COMPRESS_SUFFIX, name);
+        _cleanup_close_ int in = -EBADF;
+        struct stat st;
+        char buf[65536];
+        int r = 0;
+
+        if (!tmp || !gzname)
+                return -ENOMEM;
+        in = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (in < 0 || fstat(in, &st) < 0)
+                return -errno;
+        int out = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+                         st.st_mode & 07777);
+        if (out < 0)
+                return -errno;
+        /* gzclose() closes out; a dup keeps an fd for fsync. */
+        _cleanup_close_ int sync_fd = fcntl(out, F_DUPFD_CLOEXEC, 3);
+        gzFile gz = gzdopen(out, "wb");
+        if (!gz) {
+                safe_close(out);
+                r = -ENOMEM;
+                goto fail;
+        }
+        for (;;) {
+                ssize_t n = read(in, buf, sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        r = -errno;
+                        break;
+                }
+                if (n == 0)
+                        break;
+                r = write_gz_all(gz, buf, (size_t)n);
+                if (r < 0)
+                        break;
+        }
+        if (gzclose(gz) != Z_OK && r == 0)
+                r = -EIO;
+        if (r == 0 && sync_fd >= 0 && fsync(sync_fd) < 0)
+                r = -errno;
+        if (r < 0)
+                goto fail;
+        if (renameat(dir_fd, tmp, dir_fd, gzname) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        if (unlinkat(dir_fd, name, 0) < 0 && errno != ENOENT)
+                return -errno;
+        return 0;
+fail:
+        (void)unlinkat(dir_fd, tmp, 0);
+        return r;
+}
+
+int container_log_request_reopen(const char *ctl_path) {
+        /* Non-blocking: without conmon reading the FIFO the open fails with
+         * ENXIO instead of waiting for a reader. */
+        _cleanup_close_ int fd = open(ctl_path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        struct stat st;
+
+        if (fd < 0)
+                return errno == ENOENT ? -ENXIO : -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISFIFO(st.st_mode))
+                return -ENXIO;
+        /* Shorter than PIPE_BUF: written whole or not at all. */
+        ssize_t n = write(fd, CONMON_REOPEN_MESSAGE, strlen(CONMON_REOPEN_MESSAGE));
+        if (n < 0)
+                return -errno;
+        return n == (ssize_t)strlen(CONMON_REOPEN_MESSAGE) ? 0 : -EIO;
+}
+
+static int split_path(const char *path, char **ret_dir, const char **ret_base) {
+        const char *slash = strrchr(path, '/');
+        if (!slash || slash[1] == 0)
+                return -EINVAL;
+        char *dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+        if (!dir)
+                return -ENOMEM;
+        *ret_dir = dir;
+        *ret_base = slash + 1;
+        return 0;
+}
+
+int container_log_rotate(const char *log_path, const char *ctl_path, const LogRotatePolicy *p,
+                         time_t now) {
+        _cleanup_free_ char *dir = NULL;
+        _cleanup_strv_free_ char **all = NULL, **rotated = NULL;
+        _cleanup_close_ int dir_fd = -EBADF;
+        const char *base;
+        struct stat st;
+        int r;
+
+        if (!p || p->max_files < 2 || p->max_size <= 0)
+                return -EINVAL;
+        r = split_path(log_path, &dir, &base);
+        if (r < 0)
+                return r;
+        dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir_fd < 0)
+                return -errno;
+        if (fstatat(dir_fd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                if (errno != ENOENT)
+                        return -errno;
+                r = container_log_request_reopen(ctl_path);
+                return r < 0 ? r : 0;
+        }
+        if (st.st_size < p->max_size)
+                return 0;
+
+        char stamp[32];
+        struct tm tm;
+        if (!gmtime_r(&now, &tm) || strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm) == 0)
+                return -EINVAL;
+        _cleanup_free_ char *target = strprintf("%s.%s", base, stamp);
+        _cleanup_free_ char *target_gz = strprintf("%s.%s" COMPRESS_SUFFIX, base, stamp);
+        if (!target || !target_gz)
+                return -ENOMEM;
+        /* Two rotations within one second: the next pass does it. */
+        if (faccessat(dir_fd, target, F_OK, AT_SYMLINK_NOFOLLOW) == 0 ||
+            faccessat(dir_fd, target_gz, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+                return 0;
+
+        r = list_with_prefix(dir_fd, base, &all);
+        if (r < 0)
+                return r;
+        STRV_FOREACH(n, all) {
+                if (rotated_in_use(*n, all)) {
+                        if (strv_extend(&rotated, *n) < 0)
+                                return -ENOMEM;
+                } else if (unlinkat(dir_fd, *n, 0) < 0 && errno != ENOENT)
+                        return -errno;
+        }
+        size_t n = strv_length(rotated);
+        if (n > 0)
+                qsort(rotated, n, sizeof(char *), compare_rotated);
+        /* Oldest first, so that a reader going through them in order meets
+         * a gap only at the start. */
+        size_t keep = p->max_files - 2, i = 0;
+        for (; n - i > keep; i++)
+                if (unlinkat(dir_fd, rotated[i], 0) < 0 && errno != ENOENT)
+                        return -errno;
+        for (; i < n; i++) {
+                if (endswith(rotated[i], COMPRESS_SUFFIX))
+                        continue;
+                r = container_log_compress(dir_fd, rotated[i]);
+                if (r < 0)
+                        return r;
+        }
+
+        if (renameat(dir_fd, base, dir_fd, target) < 0)
+                return -errno;
+        r = container_log_request_reopen(ctl_path);
+        if (r < 0) {
+                /* conmon keeps writing to the file it has open, whatever its
+                 * name: put the name back so the next pass can try again. */
+                if (renameat(dir_fd, target, dir_fd, base) < 0)
+                        log_warning_errno(errno, "Failed to rename %s/%s back to %s: %m", dir,
+                                          target, base);
+                return r;
+        }
+        return 1;
+}
+
+static int read_plain(int fd, container_log_data_fn fn, void *userdata) {
+        char buf[65536];
+        for (;;) {
+                ssize_t n = read(fd, buf, sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        return 0;
+                int r = fn(buf, (size_t)n, userdata);
+                if (r < 0)
+                        return r;
+        }
+}
+
+static int read_gz(int fd, container_log_data_fn fn, void *userdata) {
+        char buf[65536];
+        gzFile gz = gzdopen(fd, "rb");
+        if (!gz) {
+                safe_close(fd);
+                return -ENOMEM;
+        }
+        int r = 0;
+        for (;;) {
+                int n = gzread(gz, buf, sizeof(buf));
+                if (n < 0) {
+                        r = -EBADMSG;
+                        break;
+                }
+                if (n == 0)
+                        break;
+                r = fn(buf, (size_t)n, userdata);
+                if (r < 0)
+                        break;
+        }
+        (void)gzclose_r(gz);
+        return r;
+}
+
+int container_log_read(int dir_fd, const char *name, container_log_data_fn fn, void *userdata) {
+        _cleanup_free_ char *gzname = NULL;
+        bool compressed = endswith(name, COMPRESS_SUFFIX);
+        int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+        if (fd < 0 && errno == ENOENT && !compressed) {
+                gzname = strprintf("%s" COMPRESS_SUFFIX, name);
+                if (!gzname)
+                        return -ENOMEM;
+                fd = openat(dir_fd, gzname, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                compressed = true;
+        }
+        if (fd < 0)
+                return -errno;
+        if (compressed)
+                return read_gz(fd, fn, userdata); /* takes fd */
+        int r = read_plain(fd, fn, userdata);
+        safe_close(fd);
+        return r;
+}
+
+/* ---- the asynchronous driver ---- */
+
+typedef struct RotateJob {
+        char *log_path;
+        char *ctl_path;
+} RotateJob;
+
+struct LogRotator {
+        Event *event;
+        LogRotatePolicy policy;
+        RotateJob *jobs;
+        size_t n_jobs;
+        pid_t worker;
+        EventSource *worker_source;
+};
+
+static void jobs_clear(LogRotator *r) {
+        for (size_t i = 0; i < r->n_jobs; i++) {
+                free(r->jobs[i].log_path);
+                free(r->jobs[i].ctl_path);
+        }
+        free(r->jobs);
+        r->jobs = NULL;
+        r->n_jobs = 0;
+}
+
+int log_rotator_new(LogRotator **ret, Event *e, const LogRotatePolicy *p) {
+        if (!p || p->max_files < 2 || p->max_size <= 0)
+                return -EINVAL;
+        LogRotator *r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        r->event = e;
+        r->policy = *p;
+        *ret = r;
+        return 0;
+}
+
+LogRotator *log_rotator_free(LogRotator *r) {
+        if (!r)
+                return NULL;
+        r->worker_source = event_source_free(r->worker_source);
+        if (r->worker > 0) {
+                (void)kill(r->worker, SIGKILL);
+                (void)waitpid(r->worker, NULL, 0);
+        }
+        jobs_clear(r);
+        free(r);
+        return NULL;
+}
+
+bool log_rotator_busy(const LogRotator *r) {
+        return r && r->worker > 0;
+}
+
+int log_rotator_consider(LogRotator *r, const char *log_path, const char *ctl_path) {
+        struct stat st;
+
+        if (!r || !log_path || !ctl_path)
+                return -EINVAL;
+        if (r->worker > 0)
+                return 0;
+        if (stat(log_path, &st) == 0 && st.st_size < r->policy.max_size)
+                return 0;
+        RotateJob *n = realloc(r->jobs, sizeof(RotateJob) * (r->n_jobs + 1));
+        if (!n)
+                return -ENOMEM;
+        r->jobs = n;
+        RotateJob *j = &r->jobs[r->n_jobs];
+        j->log_path = strdup(log_path);
+        j->ctl_path = strdup(ctl_path);
+        if (!j->log_path || !j->ctl_path) {
+                free(j->log_path);
+                free(j->ctl_path);
+                return -ENOMEM;
+        }
+        r->n_jobs++;
+        return 0;
+}
+
+static int on_worker_exit(EventSource *s, const siginfo_t *si, void *userdata) {
+        LogRotator *r = userdata;
+
+        if (si->si_code != CLD_EXITED || si->si_status != 0)
+                log_warning("Container log rotation worker %d failed (%s %d).", (int)r->worker,
+                            si->si_code == CLD_EXITED ? "exit status" : "signal", si->si_status);
+        r->worker = 0;
+        r->worker_source = event_source_free(r->worker_source);
+        return 0;
+}
+
+static _noreturn_ void worker_main(LogRotator *r) {
+        time_t now = time(NULL);
+        for (size_t i = 0; i < r->n_jobs; i++) {
+                int k = container_log_rotate(r->jobs[i].log_path, r->jobs[i].ctl_path, &r->policy,
+                                             now);
+                if (k > 0)
+                        log_debug("Rotated container log %s.", r->jobs[i].log_path);
+                else if (k == -ENXIO)
+                        log_debug("Not rotating %s: its conmon is gone.", r->jobs[i].log_path);
+                else if (k < 0)
+                        log_warning_errno(k, "Failed to rotate container log %s: %m",
+                                          r->jobs[i].log_path);
+        }
+        /* A forked worker must not run the parent's atexit handlers. */
+        _exit(0);
+}
+
+int log_rotator_run(LogRotator *r) {
+        if (!r)
+                return -EINVAL;
+        if (r->n_jobs == 0 || r->worker > 0) {
+                jobs_clear(r);
+                return 0;
+        }
+        pid_t pid = fork();
+        if (pid < 0) {
+                int k = -errno;
+                jobs_clear(r);
+                return k;
+        }
+        if (pid == 0)
+                worker_main(r);
+        jobs_clear(r);
+        r->worker = pid;
+        int k = event_add_child(r->event, &r->worker_source, pid, on_worker_exit, r);
+        if (k < 0) {
+                /* Without a watch nobody would reap it: wait here, it is short. */
+                (void)waitpid(pid, NULL, 0);
+                r->worker = 0;
+                return k;
+        }
+        return 1;
+}
