@@ -206,3 +206,14 @@ int cni_runner_cached_result(CniRunner *runner, const char *container_id, CniRes
 int cni_runner_list_cached(CniRunner *runner, char ***ret);
 
 bool cni_container_id_valid(const char *id);
+
+/* host-local lease directories (<dataDir>/<network name>) of the network's
+ * plugins; *ret NULL when no plugin uses host-local. */
+int cni_config_lease_dirs(const CniConfig *c, char ***ret);
+/* Is this lease owner a nanolet pod (a 32-hex pod UID as container ID)? */
+bool cni_lease_owner_is_ours(const char *id);
+/* Removes the lease files in dir held by nanolet pods for which is_live()
+ * says no: addresses of pods that no longer exist, which no DEL will ever
+ * release. Leases of other owners are never touched. */
+int cni_leases_release_stale(const char *dir, bool (*is_live)(const char *id, void *userdata),
+                             void *userdata, unsigned *ret_released);

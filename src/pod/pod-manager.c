@@ -28,6 +28,8 @@ struct PodManager {
 
         EventSource *relist_timer;
         EventSource *exits_watch;
+        EventSource *orphan_timer;
+        unsigned orphan_dels;     /* DELs of orphaned sandboxes in flight */
         LogRotator *log_rotator;  /* NULL: rotation off */
         EventSource *log_timer;
         bool sources_ready;
@@ -288,6 +290,71 @@ void pod_manager_handle_source_event(PodManager *m, const SourceEvent *ev) {
         terminate_unclaimed(m);
 }
 
+/* ---- orphans (SPEC §8, §14): networks and leases of pods no worker has ---- */
+
+#define ORPHAN_SWEEP_PERIOD_USEC (60 * USEC_PER_SEC)
+
+static bool uid_is_live(const char *uid, void *userdata) {
+        PodManager *m = userdata;
+        CniResult *cached = NULL;
+        if (find_worker(m, uid))
+                return true;
+        /* A cache means a DEL (ours below, or a retry) will release it. */
+        if (cni_runner_cached_result(m->o.cni, uid, &cached) >= 0) {
+                cni_result_free(cached);
+                return true;
+        }
+        return false;
+}
+
+static void on_orphan_deleted(CniRunner *runner, int r, CniResult *result, const CniError *err,
+                              void *userdata) {
+        PodManager *m = userdata;
+        cni_result_free(result);
+        m->orphan_dels--;
+        if (r < 0) {
+                _cleanup_free_ char *msg = cni_error_to_string(err);
+                log_warning("CNI DEL of an orphaned sandbox failed (retried in a minute): %s",
+                            strna(msg));
+        }
+}
+
+static void sweep_orphans(PodManager *m) {
+        _cleanup_strv_free_ char **cached = NULL;
+        _cleanup_strv_free_ char **dirs = NULL;
+        CniConfig *config = NULL;
+        CniError err = {};
+
+        if (!m->o.cni)
+                return;
+        /* Sandboxes the CNI cache remembers but no pod owns: their pod was
+         * removed and its own DEL failed, or its state was lost. */
+        if (m->orphan_dels == 0 && cni_runner_list_cached(m->o.cni, &cached) >= 0)
+                STRV_FOREACH(id, cached) {
+                        if (find_worker(m, *id))
+                                continue;
+                        log_info("Releasing the network of sandbox %s, whose pod no longer exists.", *id);
+                        _cleanup_free_ char *netns = strprintf("%s/%s/net", m->ctx.ns_dir, *id);
+                        CniRequest req = { .container_id = *id, .netns = netns, .pod_uid = *id };
+                        if (netns && cni_del(m->o.cni, NULL, &req, on_orphan_deleted, m, NULL) >= 0)
+                                m->orphan_dels++;
+                }
+        if (cni_config_load(m->o.cni_conf_dir, m->o.pod_cidr, &config, &err) >= 0 &&
+            cni_config_lease_dirs(config, &dirs) >= 0)
+                STRV_FOREACH(d, dirs) {
+                        int r = cni_leases_release_stale(*d, uid_is_live, m, NULL);
+                        if (r < 0)
+                                log_debug_errno(r, "Cannot sweep leases in %s: %m", *d);
+                }
+        cni_config_unref(config);
+        cni_error_done(&err);
+}
+
+static int on_orphan_timer(EventSource *s, usec_t now, void *userdata) {
+        sweep_orphans(userdata);
+        return event_source_set_time_relative(s, ORPHAN_SWEEP_PERIOD_USEC);
+}
+
 void pod_manager_sources_ready(PodManager *m) {
         if (m->sources_ready)
                 return;
@@ -404,7 +471,13 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
 
 int pod_manager_start(PodManager *m) {
         adopt_checkpointed(m);
-        int r = event_add_time_relative(m->event, &m->relist_timer, RELIST_PERIOD_USEC,
+        /* After adoption, so every checkpointed pod counts as live. */
+        sweep_orphans(m);
+        int r = event_add_time_relative(m->event, &m->orphan_timer, ORPHAN_SWEEP_PERIOD_USEC,
+                                        USEC_PER_SEC, on_orphan_timer, m);
+        if (r < 0)
+                return r;
+        r = event_add_time_relative(m->event, &m->relist_timer, RELIST_PERIOD_USEC,
                                         100 * USEC_PER_MSEC, on_relist, m);
         if (r < 0)
                 return r;
@@ -449,6 +522,7 @@ PodManager *pod_manager_free(PodManager *m) {
         event_curl_free(m->ctx.curl);
         event_source_free(m->relist_timer);
         event_source_free(m->exits_watch);
+        event_source_free(m->orphan_timer);
         event_source_free(m->log_timer);
         log_rotator_free(m->log_rotator);
         free(m->ctx.status_dir);
