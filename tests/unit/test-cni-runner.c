@@ -111,7 +111,7 @@ static int setup(void **state) {
         add_plugin(f, "p1");
         add_plugin(f, "p2");
         assert_int_equal(event_new(&f->event), 0);
-        make_runner(f, 5 * USEC_PER_SEC);
+        make_runner(f, 30 * USEC_PER_SEC); /* generous: a loaded 2-core machine */
         use_config(f, "1.0.0",
                    "{\"type\":\"p1\",\"x\":1},"
                    "{\"type\":\"p2\",\"capabilities\":{\"portMappings\":true}}");
@@ -150,7 +150,7 @@ static void on_done(CniRunner *runner, int r, CniResult *result, const CniError 
 }
 
 static void wait_done(Fixture *f) {
-        usec_t deadline = now_usec(CLOCK_MONOTONIC) + 20 * USEC_PER_SEC;
+        usec_t deadline = now_usec(CLOCK_MONOTONIC) + 90 * USEC_PER_SEC;
         while (!f->done) {
                 assert_true(now_usec(CLOCK_MONOTONIC) < deadline);
                 assert_int_equal(event_run(f->event, 100 * USEC_PER_MSEC), 0);
@@ -241,7 +241,7 @@ static void test_add_del(void **state) {
         /* DEL after a "restart": a new runner, a changed config (the cached
          * one is used), no port mappings given (the cached ones are), and a
          * netns path that is no netns (CNI_NETNS empty). */
-        make_runner(f, 5 * USEC_PER_SEC);
+        make_runner(f, 30 * USEC_PER_SEC); /* generous: a loaded 2-core machine */
         use_config(f, "1.0.0", "{\"type\":\"other\"}");
         CniRequest dreq = { .container_id = "pod-1", .netns = f->netns };
         assert_int_equal(cni_del(f->runner, f->config, &dreq, on_done, f, NULL), 0);
