@@ -70,6 +70,12 @@ load_test_image() {
         "$NANOLET" image --root-dir "$ROOT" load "$WORK/images/nanolet-test.tar" >/dev/null
 }
 
+# put FILE: stdin -> a manifest, written as installers do (temp + rename).
+put_manifest() {
+        cat >"$MAN/.$1.tmp"
+        mv "$MAN/.$1.tmp" "$MAN/$1"
+}
+
 start_agent() {
         "$NANOLET" serve --root-dir "$ROOT" --run-dir "$RUN" --pod-logs-dir "$LOGS" \
                 --container-logs-dir "$CLOGS" --pod-manifest-path "$MAN" --cni-conf-dir "$CNI_CONF" \

@@ -13,10 +13,9 @@ HOSTDIR=$WORK/host
 mkdir -p "$HOSTDIR"
 start_agent
 
-put() { cat >"$MAN/.$1.tmp"; mv "$MAN/.$1.tmp" "$MAN/$1"; }
 C='image: nanolet-test, imagePullPolicy: Never'
 
-put multi.yaml <<YAML
+put_manifest multi.yaml <<YAML
 apiVersion: v1
 kind: Pod
 metadata: {name: multi}
@@ -26,7 +25,7 @@ spec:
   - {name: a, $C, command: [sleep, "3600"]}
   - {name: b, $C, command: [sleep, "3600"]}
 YAML
-put withinit.yaml <<YAML
+put_manifest withinit.yaml <<YAML
 apiVersion: v1
 kind: Pod
 metadata: {name: withinit}
@@ -40,7 +39,7 @@ spec:
   volumes:
   - {name: w, emptyDir: {}}
 YAML
-put victim.yaml <<YAML
+put_manifest victim.yaml <<YAML
 apiVersion: v1
 kind: Pod
 metadata: {name: victim}
@@ -49,7 +48,7 @@ spec:
   containers:
   - {name: main, $C, command: [sh, -c, "trap 'exit 143' TERM; while true; do sleep 1; done"]}
 YAML
-put gone.yaml <<YAML
+put_manifest gone.yaml <<YAML
 apiVersion: v1
 kind: Pod
 metadata: {name: gone}
@@ -58,7 +57,7 @@ spec:
   containers:
   - {name: main, $C, command: [sleep, "3600"]}
 YAML
-put changed.yaml <<YAML
+put_manifest changed.yaml <<YAML
 apiVersion: v1
 kind: Pod
 metadata: {name: changed}
@@ -102,7 +101,7 @@ changed_uid=$(pod_field changed 'p["metadata"]["uid"]')
 kill -9 "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null || true; AGENT_PID=
 kill -TERM "$victim_pid"
 rm -f "$MAN/gone.yaml"
-sed 's/echo v1/echo v2/' "$MAN/changed.yaml" | put changed.yaml
+sed 's/echo v1/echo v2/' "$MAN/changed.yaml" | put_manifest changed.yaml
 for ((i = 0; i < 50; i++)); do kill -0 "$victim_pid" 2>/dev/null || break; sleep 0.1; done
 start_agent
 expect "adoption logged" "$AGENT_LOG" 'Adopted running container "a" of pod "multi-node1' 1 20
@@ -157,7 +156,7 @@ n=$(runc --root "$RUN/runc" list -q | wc -l)
 [ "$n" = 6 ] && ok "6 containers after reboot, no duplicates" || fail "$n containers: $(runc --root "$RUN/runc" list -q)"
 
 # --- kill -9 in the middle of a pod's creation (sandbox and CNI ADD)
-put late.yaml <<YAML
+put_manifest late.yaml <<YAML
 apiVersion: v1
 kind: Pod
 metadata: {name: late}

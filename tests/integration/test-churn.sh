@@ -11,7 +11,6 @@ KILLS=${CHURN_KILLS:-24}
 load_test_image || { fail "test image"; finish; }
 start_agent
 
-put() { cat >"$MAN/.$1.tmp"; mv "$MAN/.$1.tmp" "$MAN/$1"; }
 pod_yaml() { # NAME VERSION
         cat <<YAML
 apiVersion: v1
@@ -28,7 +27,7 @@ spec:
 YAML
 }
 
-for p in stable1 stable2; do pod_yaml "$p" 1 | put "$p.yaml"; done
+for p in stable1 stable2; do pod_yaml "$p" 1 | put_manifest "$p.yaml"; done
 for p in stable1 stable2; do check_field "$p Running" "$p" 'p["status"]["phase"]' Running 60; done
 stable_state() {
         local p
@@ -46,10 +45,10 @@ for ((k = 1; k <= KILLS; k++)); do
                 p=churn$((RANDOM % 3))
                 if [ -z "${want[$p]:-}" ]; then
                         want[$p]=1
-                        pod_yaml "$p" 1 | put "$p.yaml"
+                        pod_yaml "$p" 1 | put_manifest "$p.yaml"
                 elif ((RANDOM % 2)); then
                         want[$p]=$((want[$p] + 1))
-                        pod_yaml "$p" "${want[$p]}" | put "$p.yaml"
+                        pod_yaml "$p" "${want[$p]}" | put_manifest "$p.yaml"
                 else
                         unset "want[$p]"
                         rm -f "$MAN/$p.yaml"

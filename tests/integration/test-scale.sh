@@ -9,11 +9,10 @@ require_root
 load_test_image || { fail "test image"; finish; }
 start_agent
 
-put() { cat >"$MAN/.$1.tmp"; mv "$MAN/.$1.tmp" "$MAN/$1"; }
 C='image: nanolet-test, imagePullPolicy: Never'
 
 # --- wait-for: the "apiserver" starts only once "etcd" is Ready
-put apiserver.yaml <<YAML
+put_manifest apiserver.yaml <<YAML
 apiVersion: v1
 kind: Pod
 metadata:
@@ -25,7 +24,7 @@ spec:
   containers:
   - {name: main, $C, command: [sleep, "3600"]}
 YAML
-put etcd.yaml <<YAML
+put_manifest etcd.yaml <<YAML
 apiVersion: v1
 kind: Pod
 metadata: {name: etcd, namespace: kube-system}
@@ -51,7 +50,7 @@ started_at=$(pod_field apiserver 'p["status"]["containerStatuses"][0]["state"]["
 # --- a cycle is an error on both pods
 for pair in "cyca cycb" "cycb cyca"; do
         set -- $pair
-        put "$1.yaml" <<YAML
+        put_manifest "$1.yaml" <<YAML
 apiVersion: v1
 kind: Pod
 metadata:
