@@ -75,6 +75,12 @@ static bool ever_started(const ContainerState *c) {
         return c->state != CONTAINER_NONE || c->has_last || c->restart_count > 0;
 }
 
+/* Has it had an attempt in the current sandbox? After a reboot's new
+ * sandbox (init_rerun), history from the earlier one does not count. */
+static bool begun_in_sandbox(const PodState *s, const ContainerState *c) {
+        return s->init_rerun ? c->state != CONTAINER_NONE : ever_started(c);
+}
+
 /* Holds processes (or a created runtime container) that a kill must stop. */
 static bool is_active(const ContainerState *c) {
         return c->state == CONTAINER_RUNNING || c->state == CONTAINER_CREATED;
@@ -313,7 +319,7 @@ static int init_actions(Ctx *x, bool app_started, bool *ret_initialized) {
                 const ContainerState *c = &s->init[i];
                 bool later_begun = false;
                 for (size_t j = i + 1; j < s->n_init; j++)
-                        if (ever_started(&s->init[j]))
+                        if (begun_in_sandbox(s, &s->init[j]))
                                 later_begun = true;
 
                 if (is_sidecar(c)) {
@@ -395,7 +401,7 @@ static int app_actions(Ctx *x) {
 
 static bool any_app_started(const PodState *s) {
         for (size_t i = 0; i < s->n_app; i++)
-                if (s->init_rerun ? s->app[i].state != CONTAINER_NONE : ever_started(&s->app[i]))
+                if (begun_in_sandbox(s, &s->app[i]))
                         return true;
         return false;
 }

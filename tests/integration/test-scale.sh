@@ -32,7 +32,8 @@ spec:
   terminationGracePeriodSeconds: 1
   containers:
   - name: main
-    $C
+    image: nanolet-test
+    imagePullPolicy: Never
     command: [sh, -c, "sleep 4; touch /tmp/ready; exec sleep 3600"]
     readinessProbe:
       exec: {command: [test, -f, /tmp/ready]}
