@@ -197,9 +197,14 @@ static int wait_for_check(PodWorker *w, char **ret_reason, char **ret_message, v
                                 return -ENOMEM;
                 }
                 *ret_reason = strdup("WaitForCycle");
-                *ret_message = strprintf(POD_WAIT_FOR_ANNOTATION " forms a cycle: %s/%s%s",
-                                         w->object->namespace, w->state.pod->metadata.name,
-                                         strempty(chain));
+                /* The name as the annotations write it: without the node suffix. */
+                _cleanup_free_ char *suffix = strprintf("-%s", m->o.node_name);
+                const char *name = w->object->name;
+                size_t n = strlen(name);
+                if (suffix && endswith(name, suffix))
+                        n -= strlen(suffix);
+                *ret_message = strprintf(POD_WAIT_FOR_ANNOTATION " forms a cycle: %s/%.*s%s",
+                                         w->object->namespace, (int)n, name, strempty(chain));
                 return *ret_reason && *ret_message ? 0 : -ENOMEM;
         }
         STRV_FOREACH(ref, w->wait_for) {
