@@ -346,7 +346,7 @@ spec:
 """
 
     # ---- agent
-    def start_agent(self):
+    def start_agent(self, env=None):
         w = self.w
         self.agent_log = open(f"{w}/agent.log", "ab")
         cmd = [self.nanolet, "serve", "--root-dir", f"{w}/root", "--run-dir", f"{w}/run",
@@ -354,11 +354,12 @@ spec:
                "--pod-manifest-path", self.man, "--cni-conf-dir", f"{w}/cni",
                "--hostname-override", "node1"]
         self.agent = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.agent_log,
-                                      stderr=self.agent_log)
+                                      stderr=self.agent_log, env=env)
         self.state["agent_pid"] = self.agent.pid
         self.save_state()
         deadline = time.monotonic() + 20
-        while b"nanolet starting" not in open(f"{w}/agent.log", "rb").read():
+        offset = self.agent_log.tell()
+        while b"nanolet starting" not in open(f"{w}/agent.log", "rb").read()[offset:]:
             if self.agent.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("agent did not start; see " + f"{w}/agent.log")
             time.sleep(0.02)
@@ -665,6 +666,59 @@ default_ulimits = ["nofile={nofile}:{nofile}"]
                                                 if re.match(r"\s*[\d,]+ \(", l)][:12]
         self.results["rescan"] = res
 
+    def profile(self):
+        """Where the agent's time goes, after the measurements (so perf and
+        debug logging do not touch the numbers): a debug-logged agent under
+        `perf record -e cpu-clock -g` starts PROFILE_PODS single pods one by
+        one, then SCALE_PODS pods at once."""
+        n_single = env_int("PROFILE_PODS", 5)
+        log_off = os.path.getsize(f"{self.w}/agent.log")
+        self.start_agent(env=dict(os.environ, NANOLET_LOG_LEVEL="7"))
+        data = f"{self.w}/perf.data"
+        perf = subprocess.Popen(["perf", "record", "-e", "cpu-clock", "-F", "997", "-g",
+                                 "-o", data, "-p", str(self.agent.pid)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=open(f"{self.w}/perf.log", "wb"))
+        time.sleep(1)
+        cpu0 = proc_cpu_s(self.agent.pid)
+        single = [self.lat_nanolet(f"prof-host-{i}", True) for i in range(n_single)]
+        names = [f"prof-scale-{i:03d}" for i in range(SCALE_PODS)]
+        self.drop(names, True)
+        self.watcher.wait(names, SCALE_TIMEOUT)
+        self.remove_all_manifests()
+        self.wait_agent_idle(180)
+        cpu1 = proc_cpu_s(self.agent.pid)
+        perf.send_signal(signal.SIGINT)
+        perf.wait()
+        res = {"single_ms_with_debug_log_and_perf": [round(x, 1) for x in single],
+               "agent_cpu_s_profiled": round(cpu1 - cpu0, 3)}
+        rep = out(["perf", "report", "-i", data, "--stdio", "--no-children", "-g", "none",
+                   "--sort", "dso,symbol", "--percent-limit", "0.7"], check=False)
+        res["perf_self_top"] = [l.rstrip() for l in rep.splitlines()
+                                if l.strip() and not l.startswith("#")][:40]
+        rep = out(["perf", "report", "-i", data, "--stdio", "--children", "-g", "none",
+                   "--sort", "symbol", "--percent-limit", "3"], check=False)
+        res["perf_children_top"] = [l.rstrip() for l in rep.splitlines()
+                                    if l.strip() and not l.startswith("#")][:40]
+        # Timeline of the single pods: the agent's debug log between ADD and Started.
+        with open(f"{self.w}/agent.log", errors="replace") as f:
+            f.seek(log_off)
+            lines = f.read().splitlines()
+        tl = []
+        for i in range(min(n_single, 2)):
+            pod = f"prof-host-{i}-node1"
+            sel, on = [], False
+            for l in lines:
+                if pod in l and "SyncLoop (ADD" in l:
+                    on = True
+                if on:
+                    sel.append(l[:200])
+                    if pod in l and "Started container" in l:
+                        break
+            tl.append(sel)
+        res["timeline_debug_log"] = tl
+        self.results["profile"] = res
+
     def teardown_pods(self):
         if self.agent and self.agent.poll() is None:
             self.remove_all_manifests()
@@ -717,6 +771,12 @@ default_ulimits = ["nofile={nofile}:{nofile}"]
             if not SKIP_RESTART:
                 self.restart(names)
         self.teardown_pods()
+        if env_int("PROFILE", 1):
+            try:
+                self.profile()
+            except Exception as e:
+                log(f"profile failed: {e!r}")
+            self.teardown_pods()
         if not SKIP_RESCAN:
             self.rescan()
         self.results["machine"]["loadavg_at_end"] = open("/proc/loadavg").read().split()[:3]
