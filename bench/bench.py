@@ -458,6 +458,8 @@ spec:
             os.makedirs(f"{p}/{d}", exist_ok=True)
         import resource
         nofile = min(resource.getrlimit(resource.RLIMIT_NOFILE)[1], 1048576)
+        nproc = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+        nproc = 1048576 if nproc == resource.RLIM_INFINITY else min(nproc, 1048576)
         with open(f"{p}/containers.conf", "w") as f:
             f.write(f"""[engine]
 runtime = "runc"
@@ -469,8 +471,9 @@ network_backend = "cni"
 network_config_dir = "{p}/net"
 cni_plugin_dirs = ["{CNI_BIN}"]
 [containers]
-# podman raises nofile to 1048576 by default, above this machine's hard limit.
-default_ulimits = ["nofile={nofile}:{nofile}"]
+# podman raises nofile and nproc to 1048576 by default, above this machine's
+# hard limits.
+default_ulimits = ["nofile={nofile}:{nofile}", "nproc={nproc}:{nproc}"]
 """)
         os.environ["CONTAINERS_CONF"] = f"{p}/containers.conf"
         s = self.state
