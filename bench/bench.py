@@ -19,6 +19,7 @@ import platform
 import random
 import re
 import select
+import shlex
 import shutil
 import signal
 import statistics
@@ -807,7 +808,7 @@ def iptables_undo(before):
             continue
         for l in lines:
             if l.startswith("-A ") and l not in old and "CNI" in l:
-                subprocess.run(["iptables", "-t", t, "-D"] + l[3:].split(),
+                subprocess.run(["iptables", "-t", t, "-D"] + shlex.split(l[3:]),
                                stderr=subprocess.DEVNULL)
         old_chains = {l.split()[0] for l in old if l.startswith(":")}
         for l in lines:
