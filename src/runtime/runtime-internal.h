@@ -19,6 +19,16 @@ typedef enum RuntimeOpKind {
         RUNTIME_OP_SANDBOX,
 } RuntimeOpKind;
 
+typedef struct RuntimeStateCacheEntry {
+        char id[129];
+        dev_t dev;
+        ino_t ino;
+        off_t size;
+        struct timespec mtime;
+        pid_t pid;
+        unsigned long long start;
+} RuntimeStateCacheEntry;
+
 struct Runtime {
         Event *event;
         char *runtime;      /* as configured: "runc", "crun" or a path */
@@ -38,7 +48,16 @@ struct Runtime {
         EventSource *kick;
 
         bool warned_ns_private;
+
+        /* The PLEG relist asks for every container's state every second:
+         * runc's state.json (which embeds the whole OCI config) is parsed
+         * again only when it changed (inode, size or mtime). */
+        RuntimeStateCacheEntry *state_cache;
+        size_t n_state_cache;
 };
+
+/* Drops the cached state of a deleted container (runtime-status.c). */
+void runtime_state_cache_forget(Runtime *rt, const char *id);
 
 typedef struct SandboxState SandboxState;
 

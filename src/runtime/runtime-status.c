@@ -63,19 +63,70 @@ static int proc_start_time(pid_t pid, unsigned long long *ret_start) {
         return 1;
 }
 
+#define STATE_CACHE_MAX 4096
+
+static RuntimeStateCacheEntry *state_cache_find(Runtime *rt, const char *id) {
+        for (size_t i = 0; i < rt->n_state_cache; i++)
+                if (streq(rt->state_cache[i].id, id))
+                        return &rt->state_cache[i];
+        return NULL;
+}
+
+static void state_cache_put(Runtime *rt, const char *id, const struct stat *st, pid_t pid,
+                            unsigned long long start) {
+        RuntimeStateCacheEntry *e = state_cache_find(rt, id);
+        if (!e) {
+                if (rt->n_state_cache >= STATE_CACHE_MAX)
+                        rt->n_state_cache = 0; /* rare: start over rather than track age */
+                RuntimeStateCacheEntry *n = realloc(rt->state_cache,
+                                                    sizeof(*n) * (rt->n_state_cache + 1));
+                if (!n)
+                        return; /* only a cache */
+                rt->state_cache = n;
+                e = &rt->state_cache[rt->n_state_cache++];
+        }
+        (void)snprintf(e->id, sizeof(e->id), "%s", id);
+        e->dev = st->st_dev;
+        e->ino = st->st_ino;
+        e->size = st->st_size;
+        e->mtime = st->st_mtim;
+        e->pid = pid;
+        e->start = start;
+}
+
+void runtime_state_cache_forget(Runtime *rt, const char *id) {
+        RuntimeStateCacheEntry *e = state_cache_find(rt, id);
+        if (e)
+                *e = rt->state_cache[--rt->n_state_cache];
+}
+
 static int read_state(Runtime *rt, const char *id, pid_t *ret_pid, unsigned long long *ret_start) {
         _cleanup_free_ char *data = NULL;
+        _cleanup_close_ int fd = -EBADF;
         char path[PATH_MAX];
         bool crun = false;
+        struct stat st;
         int r;
 
         (void)snprintf(path, sizeof(path), "%s/%s/state.json", rt->runtime_root, id);
-        r = read_full_file_at(AT_FDCWD, path, STATE_FILE_MAX, &data, NULL);
-        if (r == -ENOENT) {
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0 && errno == ENOENT) {
                 (void)snprintf(path, sizeof(path), "%s/%s/status", rt->runtime_root, id);
-                r = read_full_file_at(AT_FDCWD, path, STATE_FILE_MAX, &data, NULL);
+                fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
                 crun = true;
         }
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        RuntimeStateCacheEntry *e = state_cache_find(rt, id);
+        if (e && e->dev == st.st_dev && e->ino == st.st_ino && e->size == st.st_size &&
+            e->mtime.tv_sec == st.st_mtim.tv_sec && e->mtime.tv_nsec == st.st_mtim.tv_nsec) {
+                *ret_pid = e->pid;
+                *ret_start = e->start;
+                return 0;
+        }
+        r = read_full_fd(fd, STATE_FILE_MAX, &data, NULL);
         if (r < 0)
                 return r;
 
@@ -91,6 +142,7 @@ static int read_state(Runtime *rt, const char *id, pid_t *ret_pid, unsigned long
         *ret_pid = (pid_t)json_integer_value(pid);
         *ret_start = json_is_integer(start) ? (unsigned long long)json_integer_value(start) : 0;
         json_decref(j);
+        state_cache_put(rt, id, &st, *ret_pid, *ret_start);
         return 0;
 }
 

@@ -142,6 +142,7 @@ Runtime *runtime_free(Runtime *rt) {
                 op_free(op);
         }
         rt->kick = event_source_free(rt->kick);
+        free(rt->state_cache);
         free(rt->runtime);
         free(rt->runtime_name);
         free(rt->conmon);
@@ -484,6 +485,7 @@ static int runc_op_start(RuntimeOp *op) {
 }
 
 static void delete_leftovers(Runtime *rt, const char *id) {
+        runtime_state_cache_forget(rt, id);
         _cleanup_free_ char *exit_file = strprintf("%s/%s", rt->exits_dir, id);
         if (exit_file && unlink(exit_file) < 0 && errno != ENOENT)
                 log_debug("runtime: unlink \"%s\": %m", exit_file);

@@ -331,6 +331,24 @@ static void test_lifecycle(void **state) {
         assert_int_equal(kill(c.pid, 0), 0);
         assert_int_equal(s.exit_code, -1);
 
+        /* The relist's state cache follows a rewritten state.json. */
+        _cleanup_free_ char *sp = strprintf("%s/runc/life/state.json", f->run_dir);
+        _cleanup_free_ char *orig = NULL;
+        size_t orig_len;
+        assert_int_equal(read_full_file_at(AT_FDCWD, sp, 1 << 20, &orig, &orig_len), 0);
+        json_t *j = json_loads(orig, 0, NULL);
+        assert_non_null(j);
+        json_object_set_new(j, "init_process_pid", json_integer(1));
+        json_object_set_new(j, "init_process_start", json_integer(0));
+        _cleanup_free_ char *changed = json_dumps(j, JSON_COMPACT);
+        json_decref(j);
+        assert_int_equal(write_file_atomic(sp, changed, strlen(changed), 0600), 0);
+        assert_int_equal(runtime_container_status(f->rt, "life", &s), 0);
+        assert_int_equal(s.pid, 1);
+        assert_int_equal(write_file_atomic(sp, orig, orig_len, 0600), 0);
+        assert_int_equal(runtime_container_status(f->rt, "life", &s), 0);
+        assert_int_equal(s.pid, c.pid);
+
         _cleanup_free_ char *log = wait_log(f, "life", " stdout F hello\n");
         /* <RFC3339Nano> stdout F hello */
         assert_true(log[4] == '-' && log[10] == 'T');
