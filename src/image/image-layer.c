@@ -193,7 +193,7 @@ static int pull(Unpack *u, const void **ret, size_t *ret_size) {
 
 static la_ssize_t tar_read(struct archive *a, void *userdata, const void **buf) {
         Unpack *u = userdata;
-        size_t sz;
+        size_t sz = 0;
         int r = pull(u, buf, &sz);
         if (r < 0) {
                 u->pull_error = r;
@@ -673,7 +673,7 @@ static int unpack_run(Unpack *u, const char *blob_digest, const char *diff_id) {
          * the whole stream, and so does the blob digest. */
         for (;;) {
                 const void *b;
-                size_t sz;
+                size_t sz = 0;
                 r = pull(u, &b, &sz);
                 if (r < 0)
                         return r;

@@ -96,15 +96,14 @@ static char *format_rfc3339_nano(char buf[static 48], usec_t t) {
         l = strftime(buf, 48, "%Y-%m-%dT%H:%M:%S", &tm);
         if (l == 0)
                 return NULL;
+        char frac[8] = "";
         if (usec > 0) {
-                char frac[8];
                 snprintf(frac, sizeof(frac), ".%06u", usec);
-                for (size_t i = strlen(frac) - 1; frac[i] == '0'; i--)
-                        frac[i] = 0;
-                strcpy(buf + l, frac);
-                l += strlen(frac);
+                for (size_t i = strlen(frac); i > 1 && frac[i - 1] == '0'; i--)
+                        frac[i - 1] = 0;
         }
-        strcpy(buf + l, "Z");
+        if (l >= 48 || (size_t)snprintf(buf + l, 48 - l, "%sZ", frac) >= 48 - l)
+                return NULL;
         return buf;
 }
 
