@@ -1,4 +1,5 @@
 /* src/basic: strings, string vectors, files, digests, logging contract. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -120,6 +121,63 @@ static void test_fileio(void **state) {
         assert_int_equal(system(cmd), 0);
 }
 
+/* A full disk while writing state: the earlier version stays whole, the
+ * error is ENOSPC and no temp file is left. Needs a tiny tmpfs (root); the
+ * teardown unmounts it even when an assertion fails. */
+static char full_dir[] = "/tmp/nanolet-test-full-XXXXXX";
+
+static int full_setup(void **state) {
+        if (geteuid() != 0 || !mkdtemp(full_dir))
+                return 0;
+        if (mount("tmpfs", full_dir, "tmpfs", 0, "size=64k") < 0) {
+                rmdir(full_dir);
+                return 0;
+        }
+        *state = full_dir;
+        return 0;
+}
+
+static int full_teardown(void **state) {
+        if (*state) {
+                (void)umount2(full_dir, MNT_DETACH);
+                (void)rmdir(full_dir);
+        }
+        return 0;
+}
+
+static void test_fileio_disk_full(void **state) {
+        const char *dir = *state;
+        if (!dir)
+                skip();
+        _cleanup_free_ char *path = strprintf("%s/pod.json", dir);
+        _cleanup_free_ char *filler = strprintf("%s/filler", dir);
+        assert_int_equal(write_file_atomic(path, "{\"old\": true}", 15, 0600), 0);
+
+        /* Fill the file system to the last block. */
+        int fd = open(filler, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        char block[4096] = {};
+        while (write(fd, block, sizeof(block)) > 0)
+                ;
+        close(fd);
+
+        char big[16384];
+        memset(big, 'x', sizeof(big));
+        assert_int_equal(write_file_atomic(path, big, sizeof(big), 0600), -ENOSPC);
+        _cleanup_free_ char *data = NULL;
+        assert_int_equal(read_full_file_at(AT_FDCWD, path, 100, &data, NULL), 0);
+        assert_string_equal(data, "{\"old\": true}");
+        DIR *d = opendir(dir);
+        assert_non_null(d);
+        struct dirent *de;
+        unsigned n = 0;
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.')
+                        n++;
+        closedir(d);
+        assert_int_equal(n, 2); /* pod.json and filler: no temp file */
+}
+
 static void test_hash(void **state) {
         char hex[65];
         assert_int_equal(sha256_hex("abc", 3, hex), 0);
@@ -229,7 +287,8 @@ static void test_sd_notify(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_string_util), cmocka_unit_test(test_strv),
-                cmocka_unit_test(test_fileio),      cmocka_unit_test(test_hash),
+                cmocka_unit_test(test_fileio),
+                cmocka_unit_test_setup_teardown(test_fileio_disk_full, full_setup, full_teardown),      cmocka_unit_test(test_hash),
                 cmocka_unit_test(test_log_errno),   cmocka_unit_test(test_cleanup),
                 cmocka_unit_test(test_time),        cmocka_unit_test(test_umount_below),
                 cmocka_unit_test(test_sd_notify),
