@@ -125,8 +125,16 @@ read -r overlap first last <"$WORK/overlap"
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)" "$first" "$last" \
         && ok "the first pod ran while later ones were still starting" || fail "first=$first last=$last"
 
-rm -f "$MAN"/*.yaml
-for ((i = 0; i < 600; i++)); do [ -z "$(ls "$RUN/status" 2>/dev/null | grep json)" ] && break; sleep 0.2; done
+# --- the agent restarted with --stop-pods-on-exit adopts the 50 pods, and
+# its SIGTERM then stops every one of them before it exits
+kill -TERM "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null || true; AGENT_PID=
+n=$(runc --root "$RUN/runc" list -q | wc -l)
+[ "$n" = "$N" ] && ok "plain SIGTERM left the $N pods running" || fail "$n containers after SIGTERM"
+start_agent --stop-pods-on-exit
+expect "$N containers adopted" "$AGENT_LOG" 'Adopted running container "main" of pod "p[0-9]+-node1' "$N" 60
+kill -TERM "$AGENT_PID"
+rc=0; wait "$AGENT_PID" 2>/dev/null || rc=$?; AGENT_PID=
+[ "$rc" = 0 ] && ok "--stop-pods-on-exit: agent exited 0 after stopping its pods" || fail "agent exit status $rc"
 check_no_leftovers
-stop_agent
+rm -f "$MAN"/*.yaml
 finish
