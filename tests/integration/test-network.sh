@@ -100,6 +100,15 @@ iptables_cleanup() {
 }
 
 net_cleanup() {
+        local i
+        # Failed half-way: let the agent DEL its pods' networks first.
+        if [ -n "$AGENT_PID" ] && kill -0 "$AGENT_PID" 2>/dev/null; then
+                rm -f "$MAN"/*.yaml
+                for ((i = 0; i < 200; i++)); do
+                        [ -z "$(ls "$RUN/status" 2>/dev/null | grep json)" ] && break
+                        sleep 0.2
+                done
+        fi
         if [ -n "$AGENT_PID" ]; then
                 kill -9 "$AGENT_PID" 2>/dev/null || true
                 wait "$AGENT_PID" 2>/dev/null || true
