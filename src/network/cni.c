@@ -52,6 +52,7 @@ struct CniOp {
         json_t *prev_result;   /* ADD: the chain's result so far; DEL/CHECK: cached */
         CniResult *result;     /* ADD: the last plugin's parsed result */
         size_t index;          /* ADD/CHECK: next plugin; DEL: one past the next */
+        size_t n_add_spawned;  /* ADD: plugins started so far (the cleanup's scope) */
         CniExec *exec;
         const char *exec_type;
         int r;
@@ -538,9 +539,23 @@ static bool op_spawn(CniOp *op, size_t i) {
         int r;
 
         r = cni_find_plugin(op->runner->bin_dirs, type, &path);
+        if (r < 0 && op->cmd == CNI_COMMAND_ADD && op->phase == CNI_COMMAND_DEL &&
+            i >= op->n_add_spawned) {
+                /* Cleaning up after a failed ADD: this plugin never ran in
+                 * it (its binary is what is missing, or the chain stopped
+                 * before it), so it has nothing to undo; counting it as a
+                 * failed DEL would keep a cache that no DEL ever removes. */
+                log_debug("cni: DEL %s for %s skipped: never ADDed, binary not found.", type,
+                          op->container_id);
+                return false;
+        }
         if (r < 0) {
-                op_fail_msg(op, r, type, "plugin binary \"%s\" not found in %s", type,
-                            op->runner->bin_dirs);
+                /* The type comes from a conflist: name it, the fix is there
+                 * or in --cni-bin-dir. */
+                const char *origin = cni_config_origin(op->config);
+                op_fail_msg(op, r, type, "plugin binary \"%s\" (from %s%s%s) not found in %s",
+                            type, origin ? "\"" : "", origin ?: "the built-in default",
+                            origin ? "\"" : "", op->runner->bin_dirs);
                 return false;
         }
         /* DEL gets prevResult from 0.4.0 on; 0.3.x plugins do not expect it. */
@@ -560,6 +575,8 @@ static bool op_spawn(CniOp *op, size_t i) {
                 return false;
         }
         op->exec_type = type;
+        if (op->phase == CNI_COMMAND_ADD)
+                op->n_add_spawned = i + 1;
         log_debug("cni: %s %s for %s.", cni_command_to_string(op->phase), type,
                   op->container_id);
         return true;

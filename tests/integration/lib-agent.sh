@@ -17,12 +17,24 @@ CNI_CONF=$WORK/cni
 TEST_BRIDGE=nlt$(printf '%04x' $((RANDOM % 65536)))
 TEST_SUBNET=10.$((200 + RANDOM % 50)).$((RANDOM % 250)).0/24
 mkdir -p "$CNI_CONF" "$WORK/leases"
-cat >"$CNI_CONF/10-test.conflist" <<JSON
-{"cniVersion": "1.0.0", "name": "nanolet-test", "plugins": [
-  {"type": "bridge", "bridge": "$TEST_BRIDGE", "isGateway": true, "ipMasq": false,
+
+# write_conflist FILE NAME BRIDGE SUBNET [portmap]: a bridge + host-local
+# network of this test (leases under $WORK/leases/NAME), without masquerade;
+# with "portmap" the portmap plugin is chained for hostPort (it adds
+# iptables rules: a test using it must check and clean them up).
+write_conflist() {
+        local portmap=
+        [ "${5:-}" = portmap ] && portmap=',
+  {"type": "portmap", "capabilities": {"portMappings": true}}'
+        cat >"$1.tmp" <<JSON
+{"cniVersion": "1.0.0", "name": "$2", "plugins": [
+  {"type": "bridge", "bridge": "$3", "isGateway": true, "ipMasq": false,
    "ipam": {"type": "host-local", "dataDir": "$WORK/leases",
-            "ranges": [[{"subnet": "$TEST_SUBNET"}]], "routes": [{"dst": "0.0.0.0/0"}]}}]}
+            "ranges": [[{"subnet": "$4"}]], "routes": [{"dst": "0.0.0.0/0"}]}}$portmap]}
 JSON
+        mv "$1.tmp" "$1"
+}
+write_conflist "$CNI_CONF/10-test.conflist" nanolet-test "$TEST_BRIDGE" "$TEST_SUBNET"
 
 agent_cleanup() {
         local id m

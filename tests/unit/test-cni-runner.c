@@ -335,6 +335,47 @@ static void test_error_object_and_cleanup(void **state) {
         assert_non_null(strstr(f->err.msg, "invalid result"));
 }
 
+/* A plugin whose binary is missing fails the ADD; the cleanup DELs what ran
+ * and, since the missing one never ran, leaves no cache behind (a kept
+ * cache would name a sandbox no DEL ever comes for). */
+static void test_missing_plugin_cleanup(void **state) {
+        Fixture *f = *state;
+        CniRequest req = request(f);
+
+        use_config(f, "1.0.0", "{\"type\":\"p1\"},{\"type\":\"absent\"},{\"type\":\"p2\"}");
+        assert_int_equal(cni_add(f->runner, f->config, &req, on_done, f, NULL), 0);
+        wait_done(f);
+        assert_int_equal(f->r, -ENOENT);
+        assert_string_equal(f->err.plugin, "absent");
+        assert_non_null(strstr(f->err.msg, "\"absent\" (from \"test\") not found in"));
+        _cleanup_free_ char *order = get(f, "order");
+        /* p2 (after the failure) is DELed too, as libcni DELs the whole list */
+        assert_string_equal(order, "ADD p1\nDEL p2\nDEL p1\n");
+        assert_false(exists(f, "cache/pod-1.json"));
+
+        /* The first plugin missing: nothing ran, nothing kept. */
+        use_config(f, "1.0.0", "{\"type\":\"absent\"}");
+        put(f, "order", "");
+        assert_int_equal(cni_add(f->runner, f->config, &req, on_done, f, NULL), 0);
+        wait_done(f);
+        assert_int_equal(f->r, -ENOENT);
+        _cleanup_free_ char *order2 = get(f, "order");
+        assert_string_equal(order2, "");
+        assert_false(exists(f, "cache/pod-1.json"));
+
+        /* A plain DEL still reports a missing binary and keeps the cache. */
+        use_config(f, "1.0.0", "{\"type\":\"p1\"},{\"type\":\"p2\"}");
+        assert_int_equal(cni_add(f->runner, f->config, &req, on_done, f, NULL), 0);
+        wait_done(f);
+        assert_int_equal(f->r, 0);
+        _cleanup_free_ char *p2 = strprintf("%s/p2", f->bin);
+        assert_int_equal(unlink(p2), 0);
+        assert_int_equal(cni_del(f->runner, f->config, &req, on_done, f, NULL), 0);
+        wait_done(f);
+        assert_int_equal(f->r, -ENOENT);
+        assert_true(exists(f, "cache/pod-1.json"));
+}
+
 static void test_timeout(void **state) {
         Fixture *f = *state;
         CniRequest req = request(f);
@@ -439,6 +480,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_add_del, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_error_object_and_cleanup, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_missing_plugin_cleanup, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_queue_cancel_free, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_version_040, setup, teardown),
