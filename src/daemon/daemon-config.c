@@ -2,6 +2,7 @@
 #include "daemon-config.h"
 
 #include <ctype.h>
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -95,6 +96,7 @@ void nanolet_config_deinit(NanoletConfig *c) {
         }
         c->manifest_url_headers = strv_free(c->manifest_url_headers);
         c->cluster_dns = strv_free(c->cluster_dns);
+        c->node_ips = strv_free(c->node_ips);
         c->eviction_hard = strv_free(c->eviction_hard);
 }
 
@@ -373,6 +375,7 @@ enum {
         ARG_CNI_BIN_DIR,
         ARG_POD_CIDR,
         ARG_CLUSTER_DNS,
+        ARG_NODE_IP,
         ARG_CLUSTER_DOMAIN,
         ARG_RESOLV_CONF,
         ARG_ADDRESS,
@@ -412,6 +415,7 @@ static const struct option serve_options[] = {
         { "cni-bin-dir", required_argument, NULL, ARG_CNI_BIN_DIR },
         { "pod-cidr", required_argument, NULL, ARG_POD_CIDR },
         { "cluster-dns", required_argument, NULL, ARG_CLUSTER_DNS },
+        { "node-ip", required_argument, NULL, ARG_NODE_IP },
         { "cluster-domain", required_argument, NULL, ARG_CLUSTER_DOMAIN },
         { "resolv-conf", required_argument, NULL, ARG_RESOLV_CONF },
         { "address", required_argument, NULL, ARG_ADDRESS },
@@ -449,11 +453,31 @@ static void serve_help(void) {
                "  --runtime runc|crun             OCI runtime [runc]\n"
                "  --cni-conf-dir DIR, --cni-bin-dir PATH, --pod-cidr CIDR\n"
                "  --cluster-dns IP (repeatable), --cluster-domain D, --resolv-conf FILE\n"
+               "  --node-ip IP[,IP]               status.hostIP [the default route's address]\n"
                "  --address IP, --read-only-port N, --healthz-port N, --healthz-bind-address IP\n"
                "  --max-pods N, --pod-pids-limit N, --cgroup-driver cgroupfs|systemd\n"
                "  --dry-run                       log the pod events, touch no container\n"
                "  --stop-pods-on-exit             stop all pods when the agent is stopped\n"
                "  -v N                            log verbosity (>= 4: debug)\n");
+}
+
+/* "IP[,IP]": each an IPv4 or IPv6 address. */
+static int parse_ip_list(const char *name, const char *s, char ***ret) {
+        _cleanup_free_ char *copy = strdup(s);
+        char *save = NULL;
+        if (!copy)
+                return -ENOMEM;
+        for (char *e = strtok_r(copy, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+                unsigned char buf[sizeof(struct in6_addr)];
+                if (inet_pton(AF_INET, e, buf) != 1 && inet_pton(AF_INET6, e, buf) != 1) {
+                        log_error("%s: \"%s\" is not an IP address.", name, e);
+                        return -EINVAL;
+                }
+                int r = strv_extend(ret, e);
+                if (r < 0)
+                        return r;
+        }
+        return *ret ? 0 : -EINVAL;
 }
 
 static int parse_int_arg(const char *name, const char *s, int64_t min, int64_t max,
@@ -610,6 +634,10 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                         break;
                 case ARG_CLUSTER_DNS:
                         r = strv_extend(&c->cluster_dns, optarg);
+                        break;
+                case ARG_NODE_IP:
+                        c->node_ips = strv_free(c->node_ips);
+                        r = parse_ip_list("--node-ip", optarg, &c->node_ips);
                         break;
                 case ARG_CLUSTER_DOMAIN:
                         r = set_str(&c->cluster_domain, optarg);

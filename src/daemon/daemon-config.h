@@ -37,6 +37,7 @@ typedef struct NanoletConfig {
         char *cni_bin_dir;
         char *pod_cidr;
         char **cluster_dns;
+        char **node_ips;          /* --node-ip; NULL = detect */
         char *cluster_domain;
         char *resolv_conf;
         char *hairpin_mode;

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "sd-notify.h"
 #include "string-util.h"
+#include "strv.h"
 
 void daemon_log_source_event(const SourceEvent *ev) {
         const char *type = source_event_type_to_string(ev->type);
@@ -119,6 +120,12 @@ static int daemon_setup_runtime(Daemon *d) {
         d->node_hostname = strdup(host);
         if (!d->node_hostname)
                 return log_oom();
+        if (c->node_ips)
+                d->node_ips = strv_copy(c->node_ips);
+        else if ((r = node_ip_detect(&d->node_ips)) < 0)
+                log_warning_errno(r, "Cannot find the node's address, status.hostIP stays empty (set --node-ip): %m");
+        if (c->node_ips && !d->node_ips)
+                return log_oom();
         PodManagerOptions po = {
                 .root_dir = c->root_dir,
                 .run_dir = c->run_dir,
@@ -128,6 +135,7 @@ static int daemon_setup_runtime(Daemon *d) {
                 .node_hostname = d->node_hostname,
                 .cluster_domain = c->cluster_domain,
                 .cluster_dns = c->cluster_dns,
+                .node_ips = d->node_ips,
                 .resolv_conf = c->resolv_conf,
                 .runtime_name = strrchr(c->runtime, '/') ? strrchr(c->runtime, '/') + 1 : c->runtime,
                 .pod_pids_limit = c->pod_pids_limit,
@@ -214,6 +222,7 @@ Daemon *daemon_free(Daemon *d) {
         runtime_free(d->runtime);
         image_store_free(d->images);
         free(d->node_hostname);
+        strv_free(d->node_ips);
         pod_config_free(d->pods);
         event_source_free(d->watchdog);
         event_source_free(d->sigterm);

@@ -23,6 +23,7 @@ typedef struct Daemon {
         CniRunner *cni;
         PodManager *pod_manager;
         char *node_hostname;
+        char **node_ips;          /* --node-ip or detected: status.hostIP */
         bool stopping;
         unsigned n_events; /* source events seen, for logs and tests */
 } Daemon;

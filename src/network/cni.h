@@ -207,6 +207,15 @@ int cni_runner_list_cached(CniRunner *runner, char ***ret);
 
 bool cni_container_id_valid(const char *id);
 
+/* ---- the node's address (node-ip.c) ---- */
+
+/* The node's IPv4 address as kubelet picks it without a cloud provider:
+ * the address of the default route's interface, else the first global
+ * address. Appends it to *ret; -ENOENT if there is none. */
+int node_ip_detect(char ***ret);
+/* The default route's interface from the text of /proc/net/route. */
+int node_default_route_interface(const char *route_table, char ret[static 16]);
+
 /* host-local lease directories (<dataDir>/<network name>) of the network's
  * plugins; *ret NULL when no plugin uses host-local. */
 int cni_config_lease_dirs(const CniConfig *c, char ***ret);

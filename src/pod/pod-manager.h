@@ -25,6 +25,7 @@ typedef struct PodManagerOptions {
         const char *node_hostname;
         const char *cluster_domain;
         char *const *cluster_dns;
+        char *const *node_ips;          /* status.hostIP(s); NULL = unknown */
         const char *resolv_conf;
         const char *runtime_name;       /* "runc"/"crun": containerID scheme */
         int64_t pod_pids_limit;

@@ -435,7 +435,8 @@ static int worker_write_pod_files(PodWorker *w, bool warn, RuntimeError *err) {
         STRV_FOREACH(s, warnings)
                 log_warning("Pod \"%s\": %s", w->full_name, *s);
 
-        PodNodeInfo node = { .node_name = o->node_name, .pod_ips = w->state.pod_ips };
+        PodNodeInfo node = { .node_name = o->node_name, .pod_ips = w->state.pod_ips,
+                             .host_ips = o->node_ips };
         PodVolumesOptions vo = { .pod_dir = w->pod_dir, .node = &node, .lookup = &w->ctx->lookup };
         pod_volumes_done(&w->volumes);
         return pod_volumes_prepare(w->state.pod, &vo, &w->volumes, err);
@@ -880,7 +881,8 @@ static void container_create(ContainerOp *op) {
         RuntimeError err = {};
         int r;
 
-        PodNodeInfo node = { .node_name = o->node_name, .pod_ips = w->state.pod_ips };
+        PodNodeInfo node = { .node_name = o->node_name, .pod_ips = w->state.pod_ips,
+                             .host_ips = o->node_ips };
         _cleanup_free_ char *bundle = strprintf("%s/bundle", op->attempt_dir);
         _cleanup_free_ char *termlog = strprintf("%s/termination-log", op->attempt_dir);
         _cleanup_free_ char *ns_net = sandbox_ns_path(w->ns_dir, "net");
@@ -1444,6 +1446,10 @@ int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *obje
         r = pod_wait_for_targets(object->pod, &w->wait_for);
         if (r < 0)
                 goto fail;
+        if (ctx->o->node_ips && ctx->o->node_ips[0] && !(w->state.host_ip = strdup(ctx->o->node_ips[0]))) {
+                r = -ENOMEM;
+                goto fail;
+        }
         w->state.start_time = now_usec(CLOCK_REALTIME);
         w->state.start_monotonic = now_usec(CLOCK_MONOTONIC);
         w->n_ops = w->state.n_init + w->state.n_app;

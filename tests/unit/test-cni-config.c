@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -302,6 +304,24 @@ static void test_lease_sweep(void **state) {
         assert_int_equal(rm_rf_at(AT_FDCWD, tmpl), 0);
 }
 
+static void test_default_route(void **state) {
+        (void)state;
+        const char *table =
+                "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+                "nlt1\t0000CA0A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n"
+                "ens4\t00000000\t0100000A\t0003\t0\t0\t100\t00000000\t0\t0\t0\n";
+        char iface[16];
+        assert_int_equal(node_default_route_interface(table, iface), 0);
+        assert_string_equal(iface, "ens4");
+        assert_int_equal(node_default_route_interface("Iface\tDestination\n", iface), -ENOENT);
+        /* Whatever this machine has: a detected address is an IPv4 address. */
+        _cleanup_strv_free_ char **ips = NULL;
+        if (node_ip_detect(&ips) == 0) {
+                unsigned char buf[4];
+                assert_int_equal(inet_pton(AF_INET, ips[0], buf), 1);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_default_matches_contrib),
@@ -311,6 +331,7 @@ int main(void) {
                 cmocka_unit_test(test_args_env),
                 cmocka_unit_test(test_find_plugin),
                 cmocka_unit_test(test_lease_sweep),
+                cmocka_unit_test(test_default_route),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -135,7 +135,9 @@ static void test_bad_flags(void **state) {
         char *argv2[] = { "serve", "--file-check-frequency", "often", NULL };
         char *argv3[] = { "serve", "--runtime", "docker", NULL };
         char *argv4[] = { "serve", "stray", NULL };
-        char **all[] = { argv1, argv2, argv3, argv4 };
+        char *argv5[] = { "serve", "--node-ip", "10.0.0.300", NULL };
+        char *argv6[] = { "serve", "--node-ip", "", NULL };
+        char **all[] = { argv1, argv2, argv3, argv4, argv5, argv6 };
         for (size_t i = 0; i < ELEMENTSOF(all); i++) {
                 NanoletConfig c;
                 assert_int_equal(nanolet_config_init(&c), 0);
@@ -143,6 +145,18 @@ static void test_bad_flags(void **state) {
                                  -EINVAL);
                 nanolet_config_deinit(&c);
         }
+}
+
+static void test_node_ip(void **state) {
+        char *argv[] = { "serve", "--node-ip", "192.168.1.5,fd00::5", NULL };
+        NanoletConfig c;
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_null(c.node_ips); /* detected at start */
+        assert_int_equal(nanolet_config_parse_argv(&c, 3, argv), 0);
+        assert_int_equal(strv_length(c.node_ips), 2);
+        assert_string_equal(c.node_ips[0], "192.168.1.5");
+        assert_string_equal(c.node_ips[1], "fd00::5");
+        nanolet_config_deinit(&c);
 }
 
 static void test_container_log_flags(void **state) {
@@ -218,6 +232,7 @@ int main(void) {
                 cmocka_unit_test(test_file_errors), cmocka_unit_test(test_flags_override_file),
                 cmocka_unit_test(test_bad_flags),   cmocka_unit_test(test_node_name),
                 cmocka_unit_test(test_duration),    cmocka_unit_test(test_container_log_flags),
+                cmocka_unit_test(test_node_ip),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
