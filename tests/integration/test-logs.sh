@@ -96,7 +96,12 @@ nl logs chatty >"$WORK/all" 2>"$WORK/err" || fail "nanolet logs: $(cat "$WORK/er
 check_seq "nanolet logs: lines across rotated, gzipped and live files in order" "$WORK/all" 1000
 first=$(head -n 1 "$WORK/all" | awk '{print $2}')
 [ "${first:-0}" -gt 1 ] && ok "the oldest lines were rotated away (first is $first)" || fail "nothing was deleted: first line $first"
-live_last=$(awk '$4 == "seq" {n = $5} END {print n}' "$dir/0.log")
+# A rotation may have just emptied the live file: wait for its next line.
+for ((i = 0; i < 50; i++)); do
+        live_last=$(awk '$4 == "seq" {n = $5} END {print n}' "$dir/0.log")
+        [ -n "$live_last" ] && break
+        sleep 0.1
+done
 all_last=$(last_seq "$WORK/all")
 [ -n "$all_last" ] && [ -n "$live_last" ] && [ "$all_last" -le "$live_last" ] && [ "$all_last" -ge $((live_last - 20000)) ] \
         && ok "nanolet logs ends with the newest lines ($all_last, live file at $live_last)" \
