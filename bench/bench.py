@@ -450,7 +450,8 @@ spec:
     def podman(self, *args):
         p = f"{self.w}/podman"
         return ["podman", "--root", f"{p}/root", "--runroot", f"{p}/runroot",
-                "--runtime", RUNC, "--cgroup-manager", "cgroupfs", "--events-backend", "file",
+                "--runtime", f"{p}/runc-clamp", "--cgroup-manager", "cgroupfs",
+                "--events-backend", "file",
                 "--tmpdir", f"{p}/tmp", *args]
 
     def podman_setup(self):
@@ -477,6 +478,23 @@ cni_plugin_dirs = ["{CNI_BIN}"]
 default_ulimits = ["nofile={nofile}:{nofile}", "nproc={nproc}:{nproc}"]
 """)
         os.environ["CONTAINERS_CONF"] = f"{p}/containers.conf"
+        # podman 4.3's kube play asks runc for rlimits above the hard limits
+        # podman's own processes run with (no CAP_SYS_RESOURCE here), and
+        # runc refuses. A small runtime shim sets the bundle's NPROC and
+        # NOFILE to those hard limits, then execs runc: one sh, two awk and
+        # a sed more in podman's path (a few ms), counted against podman.
+        with open(f"{p}/runc-clamp", "w") as f:
+            f.write(r"""#!/bin/sh
+b=; prev=
+for a in "$@"; do [ "$prev" = --bundle ] || [ "$prev" = -b ] && b=$a; prev=$a; done
+if [ -n "$b" ] && [ -f "$b/config.json" ]; then
+        np=$(awk '/^Max processes/ {print $4}' /proc/self/limits)
+        nf=$(awk '/^Max open files/ {print $5}' /proc/self/limits)
+        sed -i "s/\"RLIMIT_NPROC\",\"hard\":[0-9]*,\"soft\":[0-9]*/\"RLIMIT_NPROC\",\"hard\":$np,\"soft\":$np/; s/\"RLIMIT_NOFILE\",\"hard\":[0-9]*,\"soft\":[0-9]*/\"RLIMIT_NOFILE\",\"hard\":$nf,\"soft\":$nf/" "$b/config.json"
+fi
+exec RUNC_PATH "$@"
+""".replace("RUNC_PATH", RUNC))
+        os.chmod(f"{p}/runc-clamp", 0o755)
         s = self.state
         log("podman: loading the image, creating the bench network")
         run(self.podman("load", "-i", self.archive))
