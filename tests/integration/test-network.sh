@@ -335,7 +335,8 @@ YAML
 check_field "hostnet Running" hostnet 'p["status"]["phase"]' Running 60
 check_field "hostnet-cf Running" hostnet-cf 'p["status"]["phase"]' Running 60
 node_ip=$(pod_field hostnet 'p["status"]["hostIP"]')
-[ -n "$node_ip" ] && ip -o addr show | grep -q " $node_ip/" && ok "status.hostIP is an address of this node ($node_ip)" \
+ip -o addr show >"$WORK/addrs"
+[ -n "$node_ip" ] && grep -q " $node_ip/" "$WORK/addrs" && ok "status.hostIP is an address of this node ($node_ip)" \
         || fail "status.hostIP '$node_ip'"
 check_field "hostNetwork pod: status.podIP is the node's address" hostnet 'p["status"]["podIP"]' "$node_ip"
 host_links=$(ip -o link | awk -F': ' '{print $2}' | sed 's/@.*//' | sort | tr '\n' ' ')
