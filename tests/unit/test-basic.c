@@ -151,7 +151,7 @@ static void test_fileio_disk_full(void **state) {
                 skip();
         _cleanup_free_ char *path = strprintf("%s/pod.json", dir);
         _cleanup_free_ char *filler = strprintf("%s/filler", dir);
-        assert_int_equal(write_file_atomic(path, "{\"old\": true}", 15, 0600), 0);
+        assert_int_equal(write_file_atomic(path, "{\"old\": true}", strlen("{\"old\": true}"), 0600), 0);
 
         /* Fill the file system to the last block. */
         int fd = open(filler, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
