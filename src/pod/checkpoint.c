@@ -87,12 +87,21 @@ int pod_checkpoint_read(const char *pod_dir, PodCheckpoint *ret) {
         return 0;
 }
 
-static json_t *load_json_file(const char *path) {
+/* A record file's JSON object: -ENOENT if absent, -EINVAL if unreadable or
+ * not an object (a torn or damaged file is refused, never half-used). */
+static int load_json_object(const char *path, json_t **ret) {
         _cleanup_free_ char *text = NULL;
         size_t size;
-        if (read_full_file_at(AT_FDCWD, path, 1024 * 1024, &text, &size) < 0)
-                return NULL;
-        return json_loadb(text, size, 0, NULL);
+        int r = read_full_file_at(AT_FDCWD, path, 1024 * 1024, &text, &size);
+        if (r == -ENOENT)
+                return r;
+        json_t *o = r < 0 ? NULL : json_loadb(text, size, 0, NULL);
+        if (!json_is_object(o)) {
+                json_decref(o);
+                return -EINVAL;
+        }
+        *ret = o;
+        return 0;
 }
 
 static int write_json_file(const char *path, json_t *o) {
@@ -123,15 +132,12 @@ int attempt_record_write(const char *attempt_dir, const AttemptRecord *r) {
 
 int attempt_record_read(const char *attempt_dir, AttemptRecord *ret) {
         _cleanup_free_ char *path = strprintf("%s/attempt.json", attempt_dir);
+        json_t *o;
         if (!path)
                 return -ENOMEM;
-        if (access(path, F_OK) < 0)
-                return -errno;
-        json_t *o = load_json_file(path);
-        if (!json_is_object(o)) {
-                json_decref(o);
-                return -EINVAL;
-        }
+        int q = load_json_object(path, &o);
+        if (q < 0)
+                return q;
         AttemptRecord r = { .exit_code = -1 };
         json_int_t v = json_integer_value(json_object_get(o, "startedAt"));
         r.started_at = v > 0 ? (usec_t)v : 0;
@@ -170,13 +176,10 @@ int sandbox_record_write(const char *path, const SandboxRecord *r) {
 }
 
 int sandbox_record_read(const char *path, SandboxRecord *ret) {
-        if (access(path, F_OK) < 0)
-                return -errno;
-        json_t *o = load_json_file(path);
-        if (!json_is_object(o)) {
-                json_decref(o);
-                return -EINVAL;
-        }
+        json_t *o;
+        int q = load_json_object(path, &o);
+        if (q < 0)
+                return q;
         SandboxRecord r = { .network = json_is_true(json_object_get(o, "network")) };
         size_t i;
         json_t *ip;
