@@ -819,13 +819,19 @@ def iptables_snapshot():
 def iptables_undo(before):
     """Removes rules and chains that appeared since `before` and belong to CNI
     (podman's CNI backend adds masquerade and firewall rules)."""
+    import collections
     now = iptables_snapshot()
     for t, lines in now.items():
         old = set((before or {}).get(t) or [])
         if lines is None or (before or {}).get(t) is None:
             continue
-        for l in lines:
-            if l.startswith("-A ") and l not in old and "CNI" in l:
+        # Counted, not compared as sets: the firewall plugin adds the same
+        # FORWARD jump once per network setup, so a new rule can be an exact
+        # duplicate of one that was there before.
+        extra = collections.Counter(l for l in lines if l.startswith("-A ") and "CNI" in l)
+        extra.subtract(collections.Counter((before or {}).get(t) or []))
+        for l, n in extra.items():
+            for _ in range(max(n, 0)):
                 subprocess.run(["iptables", "-t", t, "-D"] + shlex.split(l[3:]),
                                stderr=subprocess.DEVNULL)
         old_chains = {l.split()[0] for l in old if l.startswith(":")}
