@@ -869,6 +869,8 @@ def cleanup(w):
         subprocess.run(pm + ["pod", "rm", "-a", "-f", "-t", "0"], **q)
         subprocess.run(pm + ["rm", "-a", "-f", "-t", "0"], **q)
         subprocess.run(pm + ["network", "rm", "-f", s["podman_net"]], **q)
+        # host-local keeps a lock and last_reserved_ip file per network.
+        shutil.rmtree(f"/var/lib/cni/networks/{s['podman_net']}", ignore_errors=True)
         subprocess.run(pm + ["rmi", "-a", "-f"], **q)
         subprocess.run(pm + ["system", "reset", "-f"], **q)
     for root in (s["floor_runc_root"], f"{s['run_dir']}/runc"):
