@@ -22,14 +22,9 @@
 /* Unlinks item from a list that keeps no tail. */
 #define LIST_REMOVE(head, item)                                                \
         do {                                                                   \
-                __typeof__(item) _i = (item);                                  \
-                if (_i->prev)                                                  \
-                        _i->prev->next = _i->next;                             \
-                else                                                           \
-                        (head) = _i->next;                                     \
-                if (_i->next)                                                  \
-                        _i->next->prev = _i->prev;                             \
-                _i->prev = _i->next = NULL;                                    \
+                __typeof__(item) _no_tail = NULL;                              \
+                LIST_REMOVE_TAIL(head, _no_tail, item);                        \
+                (void)_no_tail;                                                \
         } while (0)
 
 #define LIST_PREPEND(head, item)                                               \

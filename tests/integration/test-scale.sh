@@ -123,7 +123,8 @@ read -r overlap first last <"$WORK/overlap"
 [ "${overlap:-0}" -ge 4 ] && ok "starts overlapped: up to $overlap pods in creation at once (first running after ${first}s, last after ${last}s)" \
         || fail "no parallel start: overlap ${overlap:-?}"
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)" "$first" "$last" \
-        && ok "the first pod ran while later ones were still starting" || fail "first=$first last=$last"
+        && ok "pods came up one after another while the rest were still starting (first running after ${first}s, last after ${last}s)" \
+        || fail "first=$first last=$last"
 
 # --- the agent restarted with --stop-pods-on-exit adopts the 50 pods, and
 # its SIGTERM then stops every one of them before it exits
