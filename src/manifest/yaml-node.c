@@ -1166,6 +1166,8 @@ static int parse_json(Parser *p, const char *buf, size_t size, YamlNode ***ret_d
         YamlNode *root = NULL;
         int r;
 
+        if (!j && json_error_code(&err) == json_error_out_of_memory)
+                return -ENOMEM;
         if (!j)
                 return parser_error(p, -EINVAL, err.line > 0 ? (unsigned)err.line : 0,
                                     err.column > 0 ? (unsigned)err.column : 0, "%s", err.text);
@@ -1212,11 +1214,14 @@ int yaml_parse_documents(const char *buf, size_t size, const char *filename,
                 /* libyaml refuses some valid JSON (tab-indented lines). */
                 _cleanup_diagnostics_ Diagnostics json_diag = {};
                 p.diag = &json_diag;
-                if (parse_json(&p, buf, size, &docs, &n) >= 0)
-                        r = 0;
+                int k = parse_json(&p, buf, size, &docs, &n);
+                if (k >= 0 || k == -ENOMEM)
+                        r = k;
                 p.diag = &yaml_diag;
         }
         free(p.stack);
+        if (r == -ENOMEM)
+                return r; /* whatever was found before is not the input's fault */
         if (r < 0) {
                 diagnostics_merge(diag, &yaml_diag);
                 if (r != -ENOMEM && !diagnostics_has_errors(&yaml_diag))
