@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "expansion.h"
 #include "pod-internal.h"
 #include "string-util.h"
 #include "strv.h"
@@ -795,6 +796,86 @@ static void validate_env(Validator *v, const char *path, const Container *c) {
         }
 }
 
+/* The sizes $(VAR) expansion gives env, command and args, computed as the
+ * container config builder will (single pass, earlier env values already
+ * expanded), so a chain like A=$(X)$(X), B=$(A)$(A), ... is refused here
+ * rather than when the container is created. Values only known at run time
+ * (valueFrom, envFrom) count as empty: what is refused here is too long
+ * whatever they hold. */
+typedef struct SizedEnv {
+        const Container *c;
+        char **names, **values; /* values[i] NULL: only known at run time */
+        size_t n;
+} SizedEnv;
+
+static const char *sized_env_get(const char *name, void *userdata) {
+        const SizedEnv *e = userdata;
+        for (size_t i = e->n; i > 0; i--)
+                if (streq(e->names[i - 1], name))
+                        return e->values[i - 1] ?: "";
+        /* perhaps from envFrom: at least nothing */
+        return e->c->n_env_from > 0 ? "" : NULL;
+}
+
+static void sized_env_done(SizedEnv *e) {
+        for (size_t i = 0; i < e->n; i++)
+                free(e->values[i]);
+        free(e->names);
+        free(e->values);
+}
+
+static int expanded_size(Validator *v, SizedEnv *env, const char *in, const char *path,
+                         const char *what, char **ret) {
+        int r = kube_expand(in, sized_env_get, env, EXPANSION_MAX_VALUE, ret);
+        if (r == -E2BIG)
+                verr(v, path,
+                     "container \"%s\": expands to more than %u bytes (the kernel's limit for one "
+                     "%s)",
+                     env->c->name, EXPANSION_MAX_VALUE, what);
+        return r;
+}
+
+static void validate_expansion(Validator *v, const char *path, const Container *c) {
+        _cleanup_(sized_env_done) SizedEnv env = { .c = c };
+        char p[PATH_BUF];
+        size_t total = 0;
+
+        env.names = calloc(c->n_env + 1, sizeof(char *));
+        env.values = calloc(c->n_env + 1, sizeof(char *));
+        if (!env.names || !env.values)
+                return; /* the config builder checks again */
+        for (size_t i = 0; i < c->n_env; i++) {
+                const EnvVar *e = &c->env[i];
+                char *value = NULL;
+                if (isempty(e->name))
+                        continue;
+                if (!e->value_from &&
+                    expanded_size(v, &env, strempty(e->value), P(p, path, ".env[%zu].value", i),
+                                  "environment string", &value) < 0)
+                        return;
+                env.names[env.n] = e->name;
+                env.values[env.n++] = value;
+                total += strlen(e->name) + 2 + (value ? strlen(value) : 0);
+        }
+        char **lists[] = { c->command, c->args };
+        const char *fields[] = { "command", "args" };
+        for (size_t l = 0; l < ELEMENTSOF(lists); l++) {
+                size_t i = 0;
+                STRV_FOREACH(s, lists[l]) {
+                        _cleanup_free_ char *arg = NULL;
+                        if (expanded_size(v, &env, *s, P(p, path, ".%s[%zu]", fields[l], i++),
+                                          "argument", &arg) < 0)
+                                return;
+                        total += strlen(arg) + 1;
+                }
+        }
+        if (total > EXPANSION_MAX_TOTAL)
+                verr(v, path,
+                     "container \"%s\": env, command and args expand to at least %zu bytes, "
+                     "more than %u (the kernel's limit for them together)",
+                     c->name, total, EXPANSION_MAX_TOTAL);
+}
+
 static void validate_volume_mounts(Validator *v, const char *path, const Container *c) {
         char p[PATH_BUF], mp[PATH_BUF];
         bool privileged = c->security_context && c->security_context->privileged.value;
@@ -900,6 +981,7 @@ static void validate_container(Validator *v, const char *path, const Container *
         }
 
         validate_env(v, path, c);
+        validate_expansion(v, path, c);
         validate_resources(v, P(p, path, ".resources"), &c->resources);
         validate_volume_mounts(v, path, c);
 

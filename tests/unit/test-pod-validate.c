@@ -28,6 +28,13 @@ typedef struct Case {
         const char *message;
 } Case;
 
+/* $(VAR) chains: 64 bytes, then 1 KiB, 16 KiB, 256 KiB. */
+#define X16(s) s s s s s s s s s s s s s s s s
+#define ENV_CHAIN                                                                              \
+        "    env:\n    - {name: A, value: " X16("xxxx") "}\n"                                   \
+        "    - {name: B, value: '" X16("$(A)") "'}\n"                                            \
+        "    - {name: C, value: '" X16("$(B)") "'}\n"
+
 static const Case cases[] = {
         /* metadata */
         { "", "spec.containers", 1, "at least one container is required" },
@@ -209,6 +216,22 @@ static const Case cases[] = {
         { SPEC_C "  ephemeralContainers: [{name: dbg}]\n", "spec.ephemeralContainers", 8,
           "not supported" },
         { SPEC_C "  serviceAccountName: default\n", NULL, 0, NULL },
+        /* $(VAR) expansion bounded as execve() bounds it */
+        { SPEC_C ENV_CHAIN, NULL, 0, NULL },
+        { SPEC_C ENV_CHAIN "    - {name: D, value: '" X16("$(C)") "'}\n",
+          "spec.containers[0].env[3].value", 12,
+          "container \"c\": expands to more than 131071 bytes (the kernel's limit for one "
+          "environment string)" },
+        { SPEC_C ENV_CHAIN "    args: ['" X16("$(C)") "']\n", "spec.containers[0].args[0]", 12,
+          "container \"c\": expands to more than 131071 bytes (the kernel's limit for one "
+          "argument)" },
+        { SPEC_C ENV_CHAIN "    command: [" X16(X16("'$(C)',")) "]\n", "spec.containers[0]", 6,
+          "container \"c\": env, command and args expand to at least 4212041 bytes, more than "
+          "2097152 (the kernel's limit for them together)" },
+        /* values known only at run time count as empty here */
+        { SPEC_C "    env:\n    - {name: A, valueFrom: {fieldRef: {fieldPath: metadata.name}}}\n"
+                 "    - {name: B, value: '" X16(X16("$(A)")) "'}\n",
+          NULL, 0, NULL },
 };
 
 static const Case meta_cases[] = {
