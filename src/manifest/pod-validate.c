@@ -1168,8 +1168,12 @@ static void validate_spec(Validator *v, const PodSpec *s) {
 
         if (s->termination_grace_period_seconds.value < 0)
                 verr(v, "spec.terminationGracePeriodSeconds", "must be greater than or equal to 0");
-        if (s->active_deadline_seconds.set && s->active_deadline_seconds.value <= 0)
-                verr(v, "spec.activeDeadlineSeconds", "must be greater than 0");
+        /* ValidatePodSpec: 1..MaxInt32; a larger deadline overflowed the timer. */
+        if (s->active_deadline_seconds.set &&
+            (s->active_deadline_seconds.value < 1 || s->active_deadline_seconds.value > INT32_MAX))
+                verr(v, "spec.activeDeadlineSeconds",
+                     "invalid value %" PRId64 ": must be between 1 and 2147483647, inclusive",
+                     (int64_t)s->active_deadline_seconds.value);
         if (s->hostname && !is_dns1123_label(s->hostname))
                 verr(v, "spec.hostname", "invalid value \"%s\": must be a lowercase RFC 1123 label",
                      s->hostname);
