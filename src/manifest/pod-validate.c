@@ -1024,6 +1024,20 @@ static void validate_container(Validator *v, const char *path, const Container *
         validate_security_context(v, P(p, path, ".securityContext"), c->security_context);
 }
 
+/* The runtime ID "<uid>-<name>-<restart count>" must fit for every count;
+ * without metadata.uid the uid is the 32-digit identity hash. */
+static void validate_runtime_id(Validator *v, const char *path, const char *name) {
+        const char *uid = v->pod->metadata.uid;
+        size_t room = POD_RUNTIME_ID_MAX - 2 - POD_RUNTIME_ID_COUNT_DIGITS;
+        size_t l = (isempty(uid) ? 32 : strlen(uid)) + strlen(name);
+        if (l > room)
+                verr(v, path,
+                     "container name and metadata.uid are %zu characters together; at most %zu "
+                     "fit in a runtime container ID (<uid>-<name>-<restart count>, at most %d "
+                     "characters)",
+                     l, room, POD_RUNTIME_ID_MAX);
+}
+
 static void validate_containers(Validator *v, const PodSpec *s) {
         char p[PATH_BUF];
         if (s->n_containers == 0 && !strv_contains(v->skip, "spec.containers"))
@@ -1055,6 +1069,8 @@ static void validate_containers(Validator *v, const PodSpec *s) {
                                         break;
                                 }
                         }
+                if (!isempty(c->name) && is_dns1123_label(c->name))
+                        validate_runtime_id(v, P(p, cp, ".name"), c->name);
                 validate_container(v, cp, c, init);
         }
 

@@ -259,6 +259,23 @@ static const Case meta_cases[] = {
           NULL, 0, NULL },
 };
 
+static const Case id_cases[] = {
+        /* <uid>-<name>-<attempt> is the runtime ID: at most 128 characters */
+        { "metadata: {name: web, uid: uuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuu}\n"
+          "spec:\n  containers:\n  - {name: cccccccccccccccccccccccccccccccccccccccccccccccccccc, image: b}\n",
+          NULL, 0, NULL },
+        { "metadata: {name: web, uid: uuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuu}\n"
+          "spec:\n  containers:\n  - {name: cccccccccccccccccccccccccccccccccccccccccccccccccccc, image: b}\n"
+          "  - {name: ccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc, image: b}\n",
+          "spec.containers[1].name", 7,
+          "container name and metadata.uid are 127 characters together; at most 116 fit in a "
+          "runtime container ID (<uid>-<name>-<restart count>, at most 128 characters)" },
+        { "metadata: {name: web, uid: uuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuu}\n"
+          "spec:\n  initContainers:\n  - {name: ccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc, image: b}\n"
+          "  containers:\n  - {name: c, image: b}\n",
+          "spec.initContainers[0].name", 6, "at most 116 fit in a runtime container ID" },
+};
+
 static void run_case(const char *yaml, const Case *c) {
         Diagnostics diag;
         YamlNode **docs = NULL;
@@ -313,6 +330,15 @@ static void test_metadata_rules(void **state) {
                                   "spec: {containers: [{name: c, image: b}]}\n");
                 assert_non_null(yaml);
                 run_case(yaml, &meta_cases[i]);
+        }
+}
+
+static void test_runtime_id_fits(void **state) {
+        for (size_t i = 0; i < ELEMENTSOF(id_cases); i++) {
+                _cleanup_free_ char *yaml =
+                        strprintf("apiVersion: v1\nkind: Pod\n%s", id_cases[i].body);
+                assert_non_null(yaml);
+                run_case(yaml, &id_cases[i]);
         }
 }
 
@@ -411,6 +437,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_spec_rules),
                 cmocka_unit_test(test_metadata_rules),
+                cmocka_unit_test(test_runtime_id_fits),
                 cmocka_unit_test(test_long_name_after_suffix),
                 cmocka_unit_test(test_all_problems_reported),
         };
