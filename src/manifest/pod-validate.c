@@ -154,9 +154,21 @@ bool is_dns1123_subdomain(const char *s) {
         return true;
 }
 
+/* Volume files are written next to the "..data" symlink and the "..<time>"
+ * directories it points to (AtomicWriter), which these would collide with. */
+const char *config_key_dot_problem(const char *s) {
+        if (streq(s, "."))
+                return "must not be '.'";
+        if (streq(s, ".."))
+                return "must not be '..'";
+        if (startswith(s, ".."))
+                return "must not start with '..'";
+        return NULL;
+}
+
 bool is_config_key(const char *s) {
         size_t l = strlen(s);
-        if (l == 0 || l > 253 || streq(s, ".") || streq(s, ".."))
+        if (l == 0 || l > 253 || config_key_dot_problem(s))
                 return false;
         for (size_t i = 0; i < l; i++)
                 if (!isalnum((unsigned char)s[i]) && !strchr("-_.", s[i]))
@@ -233,6 +245,13 @@ static void check_relative_path(Validator *v, const char *path, const char *valu
                 verr(v, path, "must be a relative path");
         if (has_dotdot(value))
                 verr(v, path, "must not contain '..'");
+}
+
+/* validateLocalNonReservedPath: a volume item's path */
+static void check_volume_item_path(Validator *v, const char *path, const char *value) {
+        check_relative_path(v, path, value);
+        if (startswith(value, "..") && !startswith(value, "../"))
+                verr(v, path, "invalid value \"%s\": must not start with '..'", value);
 }
 
 static bool is_sysctl_name(const char *s) {
@@ -443,12 +462,15 @@ static void validate_key_to_paths(Validator *v, const char *path, const KeyToPat
                 P(ip, path, ".items[%zu]", i);
                 if (isempty(items[i].key))
                         verr(v, P(p, ip, ".key"), "key is required");
+                else if (config_key_dot_problem(items[i].key))
+                        verr(v, P(p, ip, ".key"), "invalid key \"%s\": %s", items[i].key,
+                             config_key_dot_problem(items[i].key));
                 else if (!is_config_key(items[i].key))
                         verr(v, P(p, ip, ".key"), "invalid key \"%s\"", items[i].key);
                 if (isempty(items[i].path))
                         verr(v, P(p, ip, ".path"), "path is required");
                 else
-                        check_relative_path(v, P(p, ip, ".path"), items[i].path);
+                        check_volume_item_path(v, P(p, ip, ".path"), items[i].path);
                 validate_mode(v, P(p, ip, ".mode"), &items[i].mode);
         }
 }
@@ -473,7 +495,7 @@ static void validate_downward_api(Validator *v, const char *path,
                 if (isempty(f->path))
                         verr(v, P(p, ip, ".path"), "path is required");
                 else
-                        check_relative_path(v, P(p, ip, ".path"), f->path);
+                        check_volume_item_path(v, P(p, ip, ".path"), f->path);
                 if (!!f->field_ref + !!f->resource_field_ref != 1)
                         verr(v, ip, "must specify exactly one of fieldRef or resourceFieldRef");
                 if (f->field_ref)
