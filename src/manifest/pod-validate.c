@@ -705,6 +705,10 @@ static void validate_resource_list(Validator *v, const char *path, const Resourc
         for (size_t i = 0; i < ELEMENTSOF(q); i++)
                 if (q[i].q->set && q[i].q->value.milli < 0)
                         verr(v, P(p, path, ".%s", q[i].name), "must be greater than or equal to 0");
+        if (l->cpu.set && l->cpu.value.milli > POD_CPU_MAX_MILLI)
+                verr(v, P(p, path, ".cpu"),
+                     "must be at most %" PRId64 "m (the largest CPU quota the kernel accepts)",
+                     (int64_t)POD_CPU_MAX_MILLI);
         for (size_t i = 0; i < l->n_hugepages; i++)
                 if (l->hugepages[i].value.milli < 0)
                         verr(v, P(p, path, ".hugepages-%s", l->hugepages[i].page_size),

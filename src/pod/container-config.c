@@ -1117,6 +1117,9 @@ static int build_security(const ContainerBuildContext *ctx, RuntimeContainerConf
 uint64_t container_milli_cpu_to_shares(int64_t milli) {
         if (milli <= 0)
                 return MIN_SHARES;
+        /* kubelet's product overflows for absurd amounts; clamp first */
+        if (milli > (int64_t)MAX_SHARES * 1000 / SHARES_PER_CPU)
+                return MAX_SHARES;
         int64_t shares = milli * SHARES_PER_CPU / 1000;
         if (shares < MIN_SHARES)
                 return MIN_SHARES;
@@ -1126,7 +1129,11 @@ uint64_t container_milli_cpu_to_shares(int64_t milli) {
 int64_t container_milli_cpu_to_quota(int64_t milli, uint64_t period) {
         if (milli <= 0)
                 return 0;
-        int64_t quota = milli * (int64_t)period / 1000;
+        /* the kernel refuses a quota above POD_CPU_QUOTA_MAX_USEC (and the
+         * product would overflow long before int64 does) */
+        if (period > 0 && (uint64_t)milli > (uint64_t)POD_CPU_QUOTA_MAX_USEC * 1000 / period)
+                return POD_CPU_QUOTA_MAX_USEC;
+        int64_t quota = (int64_t)((uint64_t)milli * period / 1000);
         return quota < MIN_QUOTA_PERIOD ? MIN_QUOTA_PERIOD : quota;
 }
 

@@ -809,6 +809,31 @@ static void test_resources(void **state) {
         assert_int_equal(container_milli_cpu_to_quota(1, 100000), 1000);
 }
 
+/* Large amounts saturate instead of overflowing: shares at 262144, the
+ * quota at the kernel's maximum (2^44-1 µs, MAX_BW), never below the
+ * minimum or negative. */
+static void test_cpu_saturation(void **state) {
+        (void)state;
+        const int64_t quota_max = (INT64_C(1) << 44) - 1;
+
+        assert_int_equal(container_milli_cpu_to_shares(256000), 262144);
+        assert_int_equal(container_milli_cpu_to_shares(256001), 262144);
+        assert_int_equal(container_milli_cpu_to_shares(INT64_C(1000000000000000000)), 262144);
+        assert_int_equal(container_milli_cpu_to_shares(INT64_MAX), 262144);
+        assert_int_equal(container_milli_cpu_to_shares(-5), 2);
+
+        assert_int_equal(container_milli_cpu_to_quota(2500, 100000), 250000);
+        assert_int_equal(container_milli_cpu_to_quota(INT64_C(175921860444), 100000),
+                         INT64_C(17592186044400));
+        assert_int_equal(container_milli_cpu_to_quota(INT64_C(175921860445), 100000), quota_max);
+        assert_int_equal(container_milli_cpu_to_quota(INT64_C(1000000000000000000), 100000),
+                         quota_max);
+        assert_int_equal(container_milli_cpu_to_quota(INT64_MAX, 100000), quota_max);
+        assert_int_equal(container_milli_cpu_to_quota(INT64_MAX, 1000000), quota_max);
+        assert_int_equal(container_milli_cpu_to_quota(1000, UINT64_MAX), quota_max);
+        assert_int_equal(container_milli_cpu_to_quota(-1, 100000), 0);
+}
+
 static void run_oom(const char *spec, PodQOSClass qos, int adj) {
         Fixture f;
         char *yaml = strprintf(POD_HEAD "%s", spec);
@@ -847,6 +872,7 @@ int main(void) {
                 cmocka_unit_test(test_env_order_expansion),
                 cmocka_unit_test(test_expand_edge_cases),
                 cmocka_unit_test(test_expand_bounded),
+                cmocka_unit_test(test_cpu_saturation),
                 cmocka_unit_test(test_env_field_refs),
                 cmocka_unit_test(test_env_configmap_secret),
                 cmocka_unit_test(test_env_missing_refs),
