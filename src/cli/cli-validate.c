@@ -64,6 +64,9 @@ static int validate_buffer(ValidateContext *c, const char *path, const char *buf
                                 "no manifest document in the file");
                 r = -EINVAL;
         }
+        if (r < 0 && d.n_errors == 0)
+                diagnostics_add(&d, DIAG_ERROR, path, 0, 0, NULL, "cannot parse: %s",
+                                strerror(-r));
         diagnostics_print(&d, stderr);
         c->n_files++;
         if (r < 0) {

@@ -19,10 +19,49 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cleanup.h"
+
+/* jansson returns NULL both for text that is not UTF-8 and when it runs out
+ * of memory; only the first is the document's fault. */
+static bool utf8_valid(const char *s, size_t len) {
+        const unsigned char *p = (const unsigned char *)s, *end = p + len;
+
+        while (p < end) {
+                unsigned char c = *p++;
+                size_t more;
+                uint32_t cp;
+                if (c < 0x80)
+                        continue;
+                if (c >= 0xc2 && c <= 0xdf)
+                        more = 1, cp = c & 0x1f;
+                else if (c >= 0xe0 && c <= 0xef)
+                        more = 2, cp = c & 0x0f;
+                else if (c >= 0xf0 && c <= 0xf4)
+                        more = 3, cp = c & 0x07;
+                else
+                        return false;
+                if ((size_t)(end - p) < more)
+                        return false;
+                for (size_t i = 0; i < more; i++, p++) {
+                        if ((*p & 0xc0) != 0x80)
+                                return false;
+                        cp = cp << 6 | (*p & 0x3f);
+                }
+                if ((more == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+                    (more == 3 && (cp < 0x10000 || cp > 0x10ffff)))
+                        return false;
+        }
+        return true;
+}
+
+static int jansson_failure(const char *s, size_t len) {
+        return utf8_valid(s, len) ? -ENOMEM : -EINVAL;
+}
 
 static int node_to_json(const YamlNode *n, json_t **ret) {
         json_auto_t *j = NULL;
@@ -51,7 +90,7 @@ static int node_to_json(const YamlNode *n, json_t **ret) {
         case YAML_NODE_STRING:
                 j = json_stringn(n->str ? n->str : "", n->str ? n->str_len : 0);
                 if (!j)
-                        return -EINVAL; /* not valid UTF-8 */
+                        return jansson_failure(n->str ? n->str : "", n->str ? n->str_len : 0);
                 break;
         case YAML_NODE_SEQ:
                 j = json_array();
@@ -78,7 +117,8 @@ static int node_to_json(const YamlNode *n, json_t **ret) {
                                 return r;
                         if (json_object_setn_new(j, k->str ? k->str : "", k->str ? k->str_len : 0,
                                                  value) < 0)
-                                return -EINVAL; /* invalid UTF-8 in the key */
+                                return jansson_failure(k->str ? k->str : "",
+                                                       k->str ? k->str_len : 0);
                 }
                 break;
         default:

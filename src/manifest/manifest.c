@@ -139,6 +139,7 @@ typedef struct ParseState {
         ManifestObject **objs;
         size_t n_objs, cap_objs;
         unsigned *obj_lines; /* line of each object's own node, for duplicates */
+        unsigned *uid_lines; /* pods: line of metadata.uid, else of the object */
         char **obj_paths;    /* "items[2]" or NULL */
 } ParseState;
 
@@ -163,7 +164,8 @@ _printf_(5, 6) static void state_error(ParseState *s, const YamlNode *n, const c
                         "%s", msg ? msg : "out of memory");
 }
 
-static int state_append(ParseState *s, ManifestObject *o, unsigned line, const char *prefix) {
+static int state_append(ParseState *s, ManifestObject *o, unsigned line, unsigned uid_line,
+                        const char *prefix) {
         if (s->n_objs >= s->cap_objs) {
                 size_t nc = MAX(s->cap_objs * 2, (size_t)8);
                 ManifestObject **no = realloc(s->objs, nc * sizeof(ManifestObject *));
@@ -174,6 +176,10 @@ static int state_append(ParseState *s, ManifestObject *o, unsigned line, const c
                 if (!nl)
                         return -ENOMEM;
                 s->obj_lines = nl;
+                unsigned *nu = realloc(s->uid_lines, nc * sizeof(unsigned));
+                if (!nu)
+                        return -ENOMEM;
+                s->uid_lines = nu;
                 char **np = realloc(s->obj_paths, nc * sizeof(char *));
                 if (!np)
                         return -ENOMEM;
@@ -185,6 +191,7 @@ static int state_append(ParseState *s, ManifestObject *o, unsigned line, const c
                 return -ENOMEM;
         s->objs[s->n_objs] = o;
         s->obj_lines[s->n_objs] = line;
+        s->uid_lines[s->n_objs] = uid_line;
         s->obj_paths[s->n_objs] = p;
         s->n_objs++;
         return 0;
@@ -326,7 +333,8 @@ static int process_object(ParseState *s, const YamlNode *doc, ManifestKind kind,
         if (s->file && !(o->file = strdup(s->file)))
                 return -ENOMEM;
 
-        r = state_append(s, o, doc->line, prefix);
+        const YamlNode *uid_node = yaml_map_get(yaml_map_get(doc, "metadata"), "uid");
+        r = state_append(s, o, doc->line, uid_node ? uid_node->line : doc->line, prefix);
         if (r < 0)
                 return r;
         TAKE_PTR(o);
@@ -440,11 +448,56 @@ static int obj_index_cmp(const void *a, const void *b) {
         return x->i < y->i ? -1 : x->i > y->i;
 }
 
+static int obj_index_uid_cmp(const void *a, const void *b) {
+        const ObjIndex *x = a, *y = b;
+        int c = strcmp(x->s->objs[x->i]->uid, y->s->objs[y->i]->uid);
+        if (c != 0)
+                return c;
+        return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* Everything below the sources is keyed by a pod's UID: two pods of one
+ * input with the same metadata.uid are an error, as two namespace/names are
+ * (across inputs, PodConfig refuses the later one). */
+static int check_duplicate_uids(ParseState *s) {
+        _cleanup_free_ ObjIndex *idx = calloc(s->n_objs, sizeof(ObjIndex));
+        size_t n = 0;
+
+        if (!idx)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->n_objs; i++)
+                if (s->objs[i]->kind == MANIFEST_KIND_POD)
+                        idx[n++] = (ObjIndex){ s, i };
+        qsort(idx, n, sizeof(ObjIndex), obj_index_uid_cmp);
+        for (size_t i = 1, first = 0; i < n; i++) {
+                const ManifestObject *a = s->objs[idx[first].i], *b = s->objs[idx[i].i];
+                if (!streq(a->uid, b->uid)) {
+                        first = i;
+                        continue;
+                }
+                if (streq(a->namespace, b->namespace) && streq(a->name, b->name))
+                        continue; /* reported as defined twice */
+                _cleanup_free_ char *path = s->obj_paths[idx[i].i]
+                                                    ? strprintf("%s.metadata.uid", s->obj_paths[idx[i].i])
+                                                    : strdup("metadata.uid");
+                if (!path)
+                        return -ENOMEM;
+                diagnostics_add(s->diag, DIAG_ERROR, s->file, s->uid_lines[idx[i].i], 0, path,
+                                "pod \"%s/%s\" has the same uid \"%s\" as pod \"%s/%s\" (line %u)",
+                                b->namespace, b->name, b->uid, a->namespace, a->name,
+                                s->uid_lines[idx[first].i]);
+        }
+        return 0;
+}
+
 static int check_duplicates(ParseState *s) {
         _cleanup_free_ ObjIndex *idx = NULL;
 
         if (s->n_objs < 2)
                 return 0;
+        int r = check_duplicate_uids(s);
+        if (r < 0)
+                return r;
         idx = calloc(s->n_objs, sizeof(ObjIndex));
         if (!idx)
                 return -ENOMEM;
@@ -506,6 +559,7 @@ int manifest_parse_buffer(const char *buf, size_t size, const ManifestParseOptio
                 free(s.obj_paths[i]);
         free(s.obj_paths);
         free(s.obj_lines);
+        free(s.uid_lines);
         if (r < 0) {
                 manifest_objects_free(s.objs, s.n_objs);
                 return r;

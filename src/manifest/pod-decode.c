@@ -1083,7 +1083,10 @@ static void check_keys(DecodeContext *c, const YamlNode *doc, const char *field,
                 for (size_t j = 0; map->type == YAML_NODE_MAP && j < map->n; j++)
                         if (streq(map->pairs[j].key->str, k))
                                 kn = map->pairs[j].key;
-                if (!is_config_key(k))
+                if (config_key_dot_problem(k))
+                        decode_error(c, kn, p, "invalid key \"%s\": %s", k,
+                                     config_key_dot_problem(k));
+                else if (!is_config_key(k))
                         decode_error(c, kn, p,
                                      "invalid key \"%s\": must consist of alphanumeric "
                                      "characters, '-', '_' or '.'", k);

@@ -98,5 +98,8 @@ size_t pod_validate(const Pod *p, const char *unsuffixed_name, const YamlNode *d
 bool is_dns1123_label(const char *s);
 bool is_dns1123_subdomain(const char *s);
 bool is_config_key(const char *s);
+/* Kubernetes' hasChDirPrefix: why a config key or a volume item path may not
+ * be "." or "..", or start with "..", or NULL if it is fine. */
+const char *config_key_dot_problem(const char *s);
 /* Deepest node of doc along "a.b[2].c". */
 const YamlNode *yaml_resolve_path(const YamlNode *doc, const char *path);

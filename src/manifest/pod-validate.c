@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "expansion.h"
 #include "pod-internal.h"
 #include "string-util.h"
 #include "strv.h"
@@ -153,9 +154,21 @@ bool is_dns1123_subdomain(const char *s) {
         return true;
 }
 
+/* Volume files are written next to the "..data" symlink and the "..<time>"
+ * directories it points to (AtomicWriter), which these would collide with. */
+const char *config_key_dot_problem(const char *s) {
+        if (streq(s, "."))
+                return "must not be '.'";
+        if (streq(s, ".."))
+                return "must not be '..'";
+        if (startswith(s, ".."))
+                return "must not start with '..'";
+        return NULL;
+}
+
 bool is_config_key(const char *s) {
         size_t l = strlen(s);
-        if (l == 0 || l > 253 || streq(s, ".") || streq(s, ".."))
+        if (l == 0 || l > 253 || config_key_dot_problem(s))
                 return false;
         for (size_t i = 0; i < l; i++)
                 if (!isalnum((unsigned char)s[i]) && !strchr("-_.", s[i]))
@@ -232,6 +245,13 @@ static void check_relative_path(Validator *v, const char *path, const char *valu
                 verr(v, path, "must be a relative path");
         if (has_dotdot(value))
                 verr(v, path, "must not contain '..'");
+}
+
+/* validateLocalNonReservedPath: a volume item's path */
+static void check_volume_item_path(Validator *v, const char *path, const char *value) {
+        check_relative_path(v, path, value);
+        if (startswith(value, "..") && !startswith(value, "../"))
+                verr(v, path, "invalid value \"%s\": must not start with '..'", value);
 }
 
 static bool is_sysctl_name(const char *s) {
@@ -442,12 +462,15 @@ static void validate_key_to_paths(Validator *v, const char *path, const KeyToPat
                 P(ip, path, ".items[%zu]", i);
                 if (isempty(items[i].key))
                         verr(v, P(p, ip, ".key"), "key is required");
+                else if (config_key_dot_problem(items[i].key))
+                        verr(v, P(p, ip, ".key"), "invalid key \"%s\": %s", items[i].key,
+                             config_key_dot_problem(items[i].key));
                 else if (!is_config_key(items[i].key))
                         verr(v, P(p, ip, ".key"), "invalid key \"%s\"", items[i].key);
                 if (isempty(items[i].path))
                         verr(v, P(p, ip, ".path"), "path is required");
                 else
-                        check_relative_path(v, P(p, ip, ".path"), items[i].path);
+                        check_volume_item_path(v, P(p, ip, ".path"), items[i].path);
                 validate_mode(v, P(p, ip, ".mode"), &items[i].mode);
         }
 }
@@ -472,7 +495,7 @@ static void validate_downward_api(Validator *v, const char *path,
                 if (isempty(f->path))
                         verr(v, P(p, ip, ".path"), "path is required");
                 else
-                        check_relative_path(v, P(p, ip, ".path"), f->path);
+                        check_volume_item_path(v, P(p, ip, ".path"), f->path);
                 if (!!f->field_ref + !!f->resource_field_ref != 1)
                         verr(v, ip, "must specify exactly one of fieldRef or resourceFieldRef");
                 if (f->field_ref)
@@ -682,6 +705,10 @@ static void validate_resource_list(Validator *v, const char *path, const Resourc
         for (size_t i = 0; i < ELEMENTSOF(q); i++)
                 if (q[i].q->set && q[i].q->value.milli < 0)
                         verr(v, P(p, path, ".%s", q[i].name), "must be greater than or equal to 0");
+        if (l->cpu.set && l->cpu.value.milli > POD_CPU_MAX_MILLI)
+                verr(v, P(p, path, ".cpu"),
+                     "must be at most %" PRId64 "m (the largest CPU quota the kernel accepts)",
+                     (int64_t)POD_CPU_MAX_MILLI);
         for (size_t i = 0; i < l->n_hugepages; i++)
                 if (l->hugepages[i].value.milli < 0)
                         verr(v, P(p, path, ".hugepages-%s", l->hugepages[i].page_size),
@@ -795,6 +822,86 @@ static void validate_env(Validator *v, const char *path, const Container *c) {
         }
 }
 
+/* The sizes $(VAR) expansion gives env, command and args, computed as the
+ * container config builder will (single pass, earlier env values already
+ * expanded), so a chain like A=$(X)$(X), B=$(A)$(A), ... is refused here
+ * rather than when the container is created. Values only known at run time
+ * (valueFrom, envFrom) count as empty: what is refused here is too long
+ * whatever they hold. */
+typedef struct SizedEnv {
+        const Container *c;
+        char **names, **values; /* values[i] NULL: only known at run time */
+        size_t n;
+} SizedEnv;
+
+static const char *sized_env_get(const char *name, void *userdata) {
+        const SizedEnv *e = userdata;
+        for (size_t i = e->n; i > 0; i--)
+                if (streq(e->names[i - 1], name))
+                        return e->values[i - 1] ?: "";
+        /* perhaps from envFrom: at least nothing */
+        return e->c->n_env_from > 0 ? "" : NULL;
+}
+
+static void sized_env_done(SizedEnv *e) {
+        for (size_t i = 0; i < e->n; i++)
+                free(e->values[i]);
+        free(e->names);
+        free(e->values);
+}
+
+static int expanded_size(Validator *v, SizedEnv *env, const char *in, const char *path,
+                         const char *what, char **ret) {
+        int r = kube_expand(in, sized_env_get, env, EXPANSION_MAX_VALUE, ret);
+        if (r == -E2BIG)
+                verr(v, path,
+                     "container \"%s\": expands to more than %u bytes (the kernel's limit for one "
+                     "%s)",
+                     env->c->name, EXPANSION_MAX_VALUE, what);
+        return r;
+}
+
+static void validate_expansion(Validator *v, const char *path, const Container *c) {
+        _cleanup_(sized_env_done) SizedEnv env = { .c = c };
+        char p[PATH_BUF];
+        size_t total = 0;
+
+        env.names = calloc(c->n_env + 1, sizeof(char *));
+        env.values = calloc(c->n_env + 1, sizeof(char *));
+        if (!env.names || !env.values)
+                return; /* the config builder checks again */
+        for (size_t i = 0; i < c->n_env; i++) {
+                const EnvVar *e = &c->env[i];
+                char *value = NULL;
+                if (isempty(e->name))
+                        continue;
+                if (!e->value_from &&
+                    expanded_size(v, &env, strempty(e->value), P(p, path, ".env[%zu].value", i),
+                                  "environment string", &value) < 0)
+                        return;
+                env.names[env.n] = e->name;
+                env.values[env.n++] = value;
+                total += strlen(e->name) + 2 + (value ? strlen(value) : 0);
+        }
+        char **lists[] = { c->command, c->args };
+        const char *fields[] = { "command", "args" };
+        for (size_t l = 0; l < ELEMENTSOF(lists); l++) {
+                size_t i = 0;
+                STRV_FOREACH(s, lists[l]) {
+                        _cleanup_free_ char *arg = NULL;
+                        if (expanded_size(v, &env, *s, P(p, path, ".%s[%zu]", fields[l], i++),
+                                          "argument", &arg) < 0)
+                                return;
+                        total += strlen(arg) + 1;
+                }
+        }
+        if (total > EXPANSION_MAX_TOTAL)
+                verr(v, path,
+                     "container \"%s\": env, command and args expand to at least %zu bytes, "
+                     "more than %u (the kernel's limit for them together)",
+                     c->name, total, EXPANSION_MAX_TOTAL);
+}
+
 static void validate_volume_mounts(Validator *v, const char *path, const Container *c) {
         char p[PATH_BUF], mp[PATH_BUF];
         bool privileged = c->security_context && c->security_context->privileged.value;
@@ -900,6 +1007,7 @@ static void validate_container(Validator *v, const char *path, const Container *
         }
 
         validate_env(v, path, c);
+        validate_expansion(v, path, c);
         validate_resources(v, P(p, path, ".resources"), &c->resources);
         validate_volume_mounts(v, path, c);
 
@@ -942,6 +1050,20 @@ static void validate_container(Validator *v, const char *path, const Container *
         validate_security_context(v, P(p, path, ".securityContext"), c->security_context);
 }
 
+/* The runtime ID "<uid>-<name>-<restart count>" must fit for every count;
+ * without metadata.uid the uid is the 32-digit identity hash. */
+static void validate_runtime_id(Validator *v, const char *path, const char *name) {
+        const char *uid = v->pod->metadata.uid;
+        size_t room = POD_RUNTIME_ID_MAX - 2 - POD_RUNTIME_ID_COUNT_DIGITS;
+        size_t l = (isempty(uid) ? 32 : strlen(uid)) + strlen(name);
+        if (l > room)
+                verr(v, path,
+                     "container name and metadata.uid are %zu characters together; at most %zu "
+                     "fit in a runtime container ID (<uid>-<name>-<restart count>, at most %d "
+                     "characters)",
+                     l, room, POD_RUNTIME_ID_MAX);
+}
+
 static void validate_containers(Validator *v, const PodSpec *s) {
         char p[PATH_BUF];
         if (s->n_containers == 0 && !strv_contains(v->skip, "spec.containers"))
@@ -973,6 +1095,8 @@ static void validate_containers(Validator *v, const PodSpec *s) {
                                         break;
                                 }
                         }
+                if (!isempty(c->name) && is_dns1123_label(c->name))
+                        validate_runtime_id(v, P(p, cp, ".name"), c->name);
                 validate_container(v, cp, c, init);
         }
 
@@ -1086,8 +1210,12 @@ static void validate_spec(Validator *v, const PodSpec *s) {
 
         if (s->termination_grace_period_seconds.value < 0)
                 verr(v, "spec.terminationGracePeriodSeconds", "must be greater than or equal to 0");
-        if (s->active_deadline_seconds.set && s->active_deadline_seconds.value <= 0)
-                verr(v, "spec.activeDeadlineSeconds", "must be greater than 0");
+        /* ValidatePodSpec: 1..MaxInt32; a larger deadline overflowed the timer. */
+        if (s->active_deadline_seconds.set &&
+            (s->active_deadline_seconds.value < 1 || s->active_deadline_seconds.value > INT32_MAX))
+                verr(v, "spec.activeDeadlineSeconds",
+                     "invalid value %" PRId64 ": must be between 1 and 2147483647, inclusive",
+                     (int64_t)s->active_deadline_seconds.value);
         if (s->hostname && !is_dns1123_label(s->hostname))
                 verr(v, "spec.hostname", "invalid value \"%s\": must be a lowercase RFC 1123 label",
                      s->hostname);

@@ -632,6 +632,19 @@ const char *pod_get_uid(const Pod *p); /* metadata.uid as given, or NULL */
 int pod_set_uid(Pod *p, const char *uid);
 int pod_set_annotation(Pod *p, const char *key, const char *value);
 
+/* The largest CFS quota the kernel accepts (MAX_BW in kernel/sched/core.c,
+ * 2^44-1 µs), and the largest CPU amount that quota expresses with the
+ * 100 ms period kubelet uses: validation refuses more, the quota saturates. */
+#define POD_CPU_QUOTA_MAX_USEC ((INT64_C(1) << 44) - 1)
+#define POD_CPU_MAX_MILLI (POD_CPU_QUOTA_MAX_USEC / 100)
+
+/* A container's runtime ID is "<pod uid>-<container name>-<restart count>"
+ * (the count a 32-bit unsigned); validation refuses a uid and a name that
+ * would not fit in the runtime's limit (RUNTIME_ID_MAX, checked equal where
+ * both are known). */
+#define POD_RUNTIME_ID_MAX 128
+#define POD_RUNTIME_ID_COUNT_DIGITS 10
+
 /* Start ordering between static pods (SPEC §15). */
 #define POD_WAIT_FOR_ANNOTATION "nanolet.io/wait-for"
 /* The pods p waits for, as "namespace/name" (name without the node suffix,

@@ -3,7 +3,8 @@
  * Hostile input is refused early: every node added to a document adds its
  * expanded size (an alias adds the whole size of the node it names), so a
  * billion-laughs document fails at the first alias that crosses max_nodes,
- * long before anything is copied. Aliases share the anchored node by
+ * and a big scalar behind many aliases at the first alias that crosses the
+ * expanded-bytes limit, long before anything is copied. Aliases share the anchored node by
  * reference count; nothing is ever expanded in memory. Depth is checked
  * with aliases expanded too, so walkers of the tree can recurse safely. */
 #include "yaml-node.h"
@@ -29,6 +30,9 @@ void yaml_limits_default(YamlLimits *l) {
                 .max_scalar = 1024 * 1024,
                 .max_nodes = 1000000,
                 .max_documents = 1000,
+                .max_expanded_ratio = 10,
+                .min_expanded_bytes = 1024 * 1024,
+                .max_expanded_bytes = 64 * 1024 * 1024,
         };
 }
 
@@ -46,6 +50,22 @@ static void limits_fill(YamlLimits *out, const YamlLimits *in) {
                 out->max_nodes = d.max_nodes;
         if (out->max_documents == 0)
                 out->max_documents = d.max_documents;
+        if (out->max_expanded_ratio == 0)
+                out->max_expanded_ratio = d.max_expanded_ratio;
+        if (out->min_expanded_bytes == 0)
+                out->min_expanded_bytes = d.min_expanded_bytes;
+        if (out->max_expanded_bytes == 0)
+                out->max_expanded_bytes = d.max_expanded_bytes;
+}
+
+static size_t expanded_bytes_limit(const YamlLimits *l, size_t input_size) {
+        size_t v = input_size > SIZE_MAX / l->max_expanded_ratio ? SIZE_MAX
+                                                                 : input_size * l->max_expanded_ratio;
+        return MIN(MAX(v, l->min_expanded_bytes), l->max_expanded_bytes);
+}
+
+static size_t add_saturating(size_t a, size_t b) {
+        return a + b < a ? SIZE_MAX : a + b;
 }
 
 /* ---- nodes ---- */
@@ -163,9 +183,8 @@ static int node_append_pair(YamlNode *map, YamlNode *key, YamlNode *value, size_
 
 static void node_account_child(YamlNode *parent, const YamlNode *child) {
         /* Saturating: the document total is checked separately. */
-        parent->expanded = parent->expanded + child->expanded < parent->expanded
-                                   ? SIZE_MAX
-                                   : parent->expanded + child->expanded;
+        parent->expanded = add_saturating(parent->expanded, child->expanded);
+        parent->expanded_bytes = add_saturating(parent->expanded_bytes, child->expanded_bytes);
         parent->height = MAX(parent->height, child->height + 1);
 }
 
@@ -410,6 +429,9 @@ typedef struct Parser {
         char **anchor_names;
         size_t n_anchor_names, cap_anchor_names;
         size_t doc_nodes;
+        size_t input_bytes;     /* expanded scalar text of every document so far */
+        size_t max_input_bytes; /* expanded_bytes_limit() for this input */
+        size_t input_size;
         YamlNode *root;
         bool root_is_empty;
 } Parser;
@@ -488,13 +510,23 @@ static int anchor_register(Parser *p, const char *name, YamlNode *n) {
         return 0;
 }
 
-static int count_nodes(Parser *p, size_t add, unsigned line, unsigned column) {
+/* Accounts for nodes and scalar bytes a scalar, collection or alias adds. */
+static int count_nodes(Parser *p, size_t add, size_t add_bytes, unsigned line, unsigned column) {
         if (add > p->limits.max_nodes || p->doc_nodes + add > p->limits.max_nodes)
                 return parser_error(p, -E2BIG, line, column,
                                     "document has more than %zu nodes with aliases expanded "
                                     "(alias bomb?)",
                                     p->limits.max_nodes);
+        if (add_bytes > p->max_input_bytes || p->input_bytes + add_bytes > p->max_input_bytes)
+                return parser_error(p, -E2BIG, line, column,
+                                    "aliases expand the input to more than %zu bytes of text "
+                                    "(limit: %zu times the input's %zu bytes, at least %zu, at "
+                                    "most %zu)",
+                                    p->max_input_bytes, p->limits.max_expanded_ratio,
+                                    p->input_size, p->limits.min_expanded_bytes,
+                                    p->limits.max_expanded_bytes);
         p->doc_nodes += add;
+        p->input_bytes += add_bytes;
         return 0;
 }
 
@@ -723,7 +755,7 @@ static int collection_start(Parser *p, yaml_event_t *ev, YamlNodeType type) {
         if (p->depth + 1 > p->limits.max_depth)
                 return parser_error(p, -E2BIG, line, column,
                                     "nesting is deeper than %u levels", p->limits.max_depth);
-        r = count_nodes(p, 1, line, column);
+        r = count_nodes(p, 1, 0, line, column);
         if (r < 0)
                 return r;
         if (p->depth >= p->cap) {
@@ -803,7 +835,7 @@ static int scalar(Parser *p, yaml_event_t *ev) {
                 return parser_error(p, -E2BIG, line, column,
                                     "scalar of %zu bytes is longer than the limit of %zu bytes",
                                     ev->data.scalar.length, p->limits.max_scalar);
-        r = count_nodes(p, 1, line, column);
+        r = count_nodes(p, 1, ev->data.scalar.length, line, column);
         if (r < 0)
                 return r;
 
@@ -816,6 +848,7 @@ static int scalar(Parser *p, yaml_event_t *ev) {
         memcpy(n->str, ev->data.scalar.value, ev->data.scalar.length);
         n->str[ev->data.scalar.length] = 0;
         n->str_len = ev->data.scalar.length;
+        n->expanded_bytes = n->str_len;
         n->quoted = !plain;
 
         if (tag) {
@@ -863,7 +896,7 @@ static int alias(Parser *p, yaml_event_t *ev) {
                 return parser_error(p, -E2BIG, line, column,
                                     "alias \"%s\" makes nesting deeper than %u levels", name,
                                     p->limits.max_depth);
-        r = count_nodes(p, target->expanded, line, column);
+        r = count_nodes(p, target->expanded, target->expanded_bytes, line, column);
         if (r < 0)
                 return r;
         bool key_position = p->depth > 0 && p->stack[p->depth - 1].node->type == YAML_NODE_MAP &&
@@ -996,7 +1029,7 @@ static int json_to_node(Parser *p, json_t *j, unsigned depth, YamlNode **ret) {
         const char *text = NULL;
         int r;
 
-        r = count_nodes(p, 1, 1, 1);
+        r = count_nodes(p, 1, 0, 1, 1);
         if (r < 0)
                 return r;
         switch (json_typeof(j)) {
@@ -1019,7 +1052,7 @@ static int json_to_node(Parser *p, json_t *j, unsigned depth, YamlNode **ret) {
                                 return parser_error(p, -E2BIG, 1, 1,
                                                     "key of %zu bytes is longer than the limit",
                                                     klen);
-                        r = count_nodes(p, 1, 1, 1);
+                        r = count_nodes(p, 1, 0, 1, 1);
                         if (r < 0)
                                 return r;
                         k = node_new(YAML_NODE_STRING, 1, 1);
@@ -1133,6 +1166,8 @@ static int parse_json(Parser *p, const char *buf, size_t size, YamlNode ***ret_d
         YamlNode *root = NULL;
         int r;
 
+        if (!j && json_error_code(&err) == json_error_out_of_memory)
+                return -ENOMEM;
         if (!j)
                 return parser_error(p, -EINVAL, err.line > 0 ? (unsigned)err.line : 0,
                                     err.column > 0 ? (unsigned)err.column : 0, "%s", err.text);
@@ -1165,6 +1200,8 @@ int yaml_parse_documents(const char *buf, size_t size, const char *filename,
         int r;
 
         limits_fill(&p.limits, limits);
+        p.input_size = size;
+        p.max_input_bytes = expanded_bytes_limit(&p.limits, size);
         if (size > p.limits.max_input) {
                 diagnostics_add(diag, DIAG_ERROR, filename, 0, 0, NULL,
                                 "input is %zu bytes, more than the limit of %zu bytes", size,
@@ -1177,11 +1214,14 @@ int yaml_parse_documents(const char *buf, size_t size, const char *filename,
                 /* libyaml refuses some valid JSON (tab-indented lines). */
                 _cleanup_diagnostics_ Diagnostics json_diag = {};
                 p.diag = &json_diag;
-                if (parse_json(&p, buf, size, &docs, &n) >= 0)
-                        r = 0;
+                int k = parse_json(&p, buf, size, &docs, &n);
+                if (k >= 0 || k == -ENOMEM)
+                        r = k;
                 p.diag = &yaml_diag;
         }
         free(p.stack);
+        if (r == -ENOMEM)
+                return r; /* whatever was found before is not the input's fault */
         if (r < 0) {
                 diagnostics_merge(diag, &yaml_diag);
                 if (r != -ENOMEM && !diagnostics_has_errors(&yaml_diag))

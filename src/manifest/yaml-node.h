@@ -57,6 +57,7 @@ struct YamlNode {
          * (itself included), and nesting height (0 for scalars). They bound
          * the work and recursion depth of anyone walking the tree. */
         size_t expanded;
+        size_t expanded_bytes; /* scalar text in this subtree, aliases expanded */
         unsigned height;
 };
 
@@ -66,6 +67,16 @@ typedef struct YamlLimits {
         size_t max_scalar;       /* bytes per scalar; default 1 MiB */
         size_t max_nodes;        /* nodes in one document after alias expansion; default 1,000,000 */
         unsigned max_documents;  /* default 1000 */
+        /* Scalar text of the whole input with aliases expanded, which is what
+         * anyone copying the tree (canonical JSON, the pod decoder) pays for:
+         * at most max_expanded_ratio times the input size, but never less than
+         * min_expanded_bytes nor more than max_expanded_bytes. Counting nodes
+         * alone is not enough: one 1 MiB scalar behind 2000 aliases is 2000
+         * nodes but 2 GiB of text. go-yaml v3 bounds the same thing by the
+         * share of decode work done through aliases; nanolet bounds bytes. */
+        size_t max_expanded_ratio; /* default 10 */
+        size_t min_expanded_bytes; /* default 1 MiB */
+        size_t max_expanded_bytes; /* default 64 MiB */
 } YamlLimits;
 
 void yaml_limits_default(YamlLimits *l);
@@ -83,7 +94,8 @@ void yaml_limits_default(YamlLimits *l);
  * nodes all carry line 1, column 1 since jansson keeps no positions. */
 
 /* Parses every document of buf. On a syntax error or exceeded limit returns
- * -EINVAL (or -E2BIG for limits) with a diagnostic naming file:line and
+ * -EINVAL (or -E2BIG for limits; -ENOMEM when memory ran out, without a
+ * diagnostic) with a diagnostic naming file:line and
  * starting its message with "column N: " (path NULL);
  * no partial result is returned. Empty documents (only comments) are
  * skipped. The caller frees the array with yaml_documents_free(). */

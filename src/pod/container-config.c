@@ -34,55 +34,6 @@
 #define QUOTA_PERIOD 100000
 #define ETC_FILE_MAX (4U * 1024U * 1024U)
 
-/* ---- expansion (k8s.io/kubernetes/third_party/forked/golang/expansion) ---- */
-
-int kube_expand(const char *in, expand_lookup_t lookup, void *userdata, char **ret) {
-        char *out = NULL;
-        size_t len = 0, cap = 0, n = strlen(in), checkpoint = 0;
-        int r = strbuf_append(&out, &len, &cap, "", 0);
-
-        for (size_t cur = 0; r >= 0 && cur < n; cur++) {
-                if (in[cur] != '$' || cur + 1 >= n)
-                        continue;
-                r = strbuf_append(&out, &len, &cap, in + checkpoint, cur - checkpoint);
-                const char *rest = in + cur + 1;
-                size_t advance = 1;
-                if (r >= 0 && rest[0] == '$') {
-                        r = strbuf_append(&out, &len, &cap, "$", 1); /* "$$" escapes */
-                } else if (r >= 0 && rest[0] == '(') {
-                        const char *close = strchr(rest + 1, ')');
-                        if (!close) {
-                                r = strbuf_append(&out, &len, &cap, "$(", 2);
-                        } else {
-                                _cleanup_free_ char *name = strndup(rest + 1, (size_t)(close - rest - 1));
-                                if (!name) {
-                                        r = -ENOMEM;
-                                        break;
-                                }
-                                const char *v = lookup(name, userdata);
-                                if (v)
-                                        r = strbuf_append(&out, &len, &cap, v, strlen(v));
-                                else /* undefined: kept as written */
-                                        r = strbuf_append(&out, &len, &cap, in + cur,
-                                                          (size_t)(close - in) - cur + 1);
-                                advance = (size_t)(close - rest) + 1;
-                        }
-                } else if (r >= 0) {
-                        r = strbuf_append(&out, &len, &cap, in + cur, 2);
-                }
-                cur += advance;
-                checkpoint = cur + 1;
-        }
-        if (r >= 0 && checkpoint < n)
-                r = strbuf_append(&out, &len, &cap, in + checkpoint, n - checkpoint);
-        if (r < 0) {
-                free(out);
-                return r;
-        }
-        *ret = out;
-        return 0;
-}
-
 /* ---- an ordered environment (later definitions replace in place) ---- */
 
 typedef struct EnvEntry {
@@ -307,7 +258,14 @@ static int build_container_env(const ContainerBuildContext *ctx, EnvList *env, R
                 const EnvVar *e = &c->env[i];
                 char *v = NULL;
                 if (!isempty(e->value)) {
-                        if ((r = kube_expand(e->value, env_list_get, env, &v)) < 0)
+                        r = kube_expand(e->value, env_list_get, env, EXPANSION_MAX_VALUE, &v);
+                        if (r == -E2BIG)
+                                return runtime_error_set(
+                                        err, r,
+                                        "container \"%s\": env \"%s\" expands to more than %u "
+                                        "bytes (the kernel's limit for one environment string)",
+                                        c->name, e->name, EXPANSION_MAX_VALUE);
+                        if (r < 0)
                                 return r;
                 } else if (e->value_from) {
                         r = env_value_from(ctx, e, &v, err);
@@ -360,12 +318,22 @@ out:
 
 /* ---- argv ---- */
 
-static int expand_strv(char *const *in, const EnvList *env, char ***out) {
+static int expand_strv(const ContainerBuildContext *ctx, const char *field, char *const *in,
+                       const EnvList *env, char ***out, RuntimeError *err) {
+        size_t i = 0;
         int r;
         STRV_FOREACH(s, in) {
                 char *v = NULL;
-                if ((r = kube_expand(*s, env_list_get, (void *)env, &v)) < 0)
+                r = kube_expand(*s, env_list_get, (void *)env, EXPANSION_MAX_VALUE, &v);
+                if (r == -E2BIG)
+                        return runtime_error_set(err, r,
+                                                 "container \"%s\": %s[%zu] expands to more than "
+                                                 "%u bytes (the kernel's limit for one argument)",
+                                                 ctx->container->name, field, i,
+                                                 EXPANSION_MAX_VALUE);
+                if (r < 0)
                         return r;
+                i++;
                 if ((r = strv_consume(out, v)) < 0) {
                         free(v);
                         return r;
@@ -385,7 +353,7 @@ static int build_args(const ContainerBuildContext *ctx, const EnvList *env, char
         bool has_cmd = c->command && c->command[0], has_args = c->args && c->args[0];
 
         if (has_cmd) {
-                if ((r = expand_strv(c->command, env, &argv)) < 0)
+                if ((r = expand_strv(ctx, "command", c->command, env, &argv, err)) < 0)
                         return r;
         } else if (img) {
                 /* an Entrypoint of [""] means "none" (docker's reset) */
@@ -396,7 +364,7 @@ static int build_args(const ContainerBuildContext *ctx, const EnvList *env, char
                                         return r;
         }
         if (has_args) {
-                if ((r = expand_strv(c->args, env, &argv)) < 0)
+                if ((r = expand_strv(ctx, "args", c->args, env, &argv, err)) < 0)
                         return r;
         } else if (!has_cmd && img) {
                 STRV_FOREACH(s, img->cmd)
@@ -945,7 +913,7 @@ static int volume_mount_one(const ContainerBuildContext *ctx, const EnvList *env
                 /* kubelet's ExpandContainerVolumeMounts: an undefined or empty
                  * variable is an error, not a silent "" */
                 ExpandCheck chk = { .env = env };
-                r = kube_expand(m->sub_path_expr, expand_check_get, &chk, &sub);
+                r = kube_expand(m->sub_path_expr, expand_check_get, &chk, EXPANSION_MAX_VALUE, &sub);
                 _cleanup_free_ char *missing = chk.missing;
                 if (r < 0)
                         return r;
@@ -1149,6 +1117,9 @@ static int build_security(const ContainerBuildContext *ctx, RuntimeContainerConf
 uint64_t container_milli_cpu_to_shares(int64_t milli) {
         if (milli <= 0)
                 return MIN_SHARES;
+        /* kubelet's product overflows for absurd amounts; clamp first */
+        if (milli > (int64_t)MAX_SHARES * 1000 / SHARES_PER_CPU)
+                return MAX_SHARES;
         int64_t shares = milli * SHARES_PER_CPU / 1000;
         if (shares < MIN_SHARES)
                 return MIN_SHARES;
@@ -1158,7 +1129,11 @@ uint64_t container_milli_cpu_to_shares(int64_t milli) {
 int64_t container_milli_cpu_to_quota(int64_t milli, uint64_t period) {
         if (milli <= 0)
                 return 0;
-        int64_t quota = milli * (int64_t)period / 1000;
+        /* the kernel refuses a quota above POD_CPU_QUOTA_MAX_USEC (and the
+         * product would overflow long before int64 does) */
+        if (period > 0 && (uint64_t)milli > (uint64_t)POD_CPU_QUOTA_MAX_USEC * 1000 / period)
+                return POD_CPU_QUOTA_MAX_USEC;
+        int64_t quota = (int64_t)((uint64_t)milli * period / 1000);
         return quota < MIN_QUOTA_PERIOD ? MIN_QUOTA_PERIOD : quota;
 }
 
@@ -1338,6 +1313,24 @@ static int build_annotations(const ContainerBuildContext *ctx, RuntimeContainerC
 
 /* ---- the whole ---- */
 
+/* Each value is bounded as it is expanded; many of them together can still
+ * be more than execve() takes. */
+static int check_exec_size(const ContainerBuildContext *ctx, const RuntimeContainerConfig *c,
+                           RuntimeError *err) {
+        size_t total = 0;
+        STRV_FOREACH(s, c->env)
+                total += strlen(*s) + 1;
+        STRV_FOREACH(s, c->args)
+                total += strlen(*s) + 1;
+        if (total > EXPANSION_MAX_TOTAL)
+                return runtime_error_set(err, -E2BIG,
+                                         "container \"%s\": env, command and args expand to %zu "
+                                         "bytes, more than %u (the kernel's limit for them "
+                                         "together)",
+                                         ctx->container->name, total, EXPANSION_MAX_TOTAL);
+        return 0;
+}
+
 int container_config_build(const ContainerBuildContext *ctx, RuntimeContainerConfig *ret,
                            RuntimeError *err) {
         _cleanup_(runtime_container_config_done) RuntimeContainerConfig c = {};
@@ -1354,7 +1347,8 @@ int container_config_build(const ContainerBuildContext *ctx, RuntimeContainerCon
         if ((r = verify_run_as_non_root(ctx, err)) < 0 ||
             (r = build_container_env(ctx, &env, err)) < 0 ||
             (r = merge_env(ctx->image, &env, &c.env)) < 0 ||
-            (r = build_args(ctx, &env, &c.args, err)) < 0)
+            (r = build_args(ctx, &env, &c.args, err)) < 0 ||
+            (r = check_exec_size(ctx, &c, err)) < 0)
                 return r;
 
         const char *cwd = !isempty(ctx->container->working_dir) ? ctx->container->working_dir

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "expansion.h"
 #include "image-oci.h"
 #include "pod-volumes.h"
 #include "pod.h"
@@ -81,8 +82,3 @@ int container_oom_score_adj(const Pod *pod, const Container *c, uint64_t memory_
 uint64_t container_milli_cpu_to_shares(int64_t milli);
 int64_t container_milli_cpu_to_quota(int64_t milli, uint64_t period);
 
-/* Kubernetes expansion.Expand: "$(NAME)" replaced from lookup, "$$" -> "$",
- * undefined references and unterminated "$(" kept as written. lookup returns
- * NULL for undefined. */
-typedef const char *(*expand_lookup_t)(const char *name, void *userdata);
-int kube_expand(const char *in, expand_lookup_t lookup, void *userdata, char **ret);

@@ -35,6 +35,9 @@
 #include "string-util.h"
 #include "strv.h"
 
+static_assert(POD_RUNTIME_ID_MAX == RUNTIME_ID_MAX,
+              "validation must refuse exactly the container IDs the runtime refuses");
+
 /* Per-container bookkeeping the PodState does not hold: what is in flight. */
 struct ContainerOp {
         PodWorker *w;

@@ -34,7 +34,7 @@
 #define DEFAULT_OP_TIMEOUT (60 * USEC_PER_SEC)
 
 bool runtime_id_valid(const char *id) {
-        if (isempty(id) || strlen(id) > 128 || streq(id, ".") || streq(id, ".."))
+        if (isempty(id) || strlen(id) > RUNTIME_ID_MAX || streq(id, ".") || streq(id, ".."))
                 return false;
         for (const char *p = id; *p; p++)
                 if (!isalnum((unsigned char)*p) && !strchr("_.-", *p))

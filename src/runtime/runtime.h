@@ -19,6 +19,10 @@
 #include "runtime-config.h"
 #include "time-util.h"
 
+/* Longest runtime container ID accepted (runc itself takes more; 128 keeps
+ * conmon's paths and the exit files short). */
+#define RUNTIME_ID_MAX 128
+
 typedef struct Runtime Runtime;
 typedef struct RuntimeOp RuntimeOp;
 
@@ -42,7 +46,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Runtime *, runtime_free)
 typedef void (*runtime_done_t)(Runtime *rt, int r, const RuntimeError *err, void *userdata);
 
 typedef struct RuntimeCreateRequest {
-        const char *id;          /* runtime container ID: [a-zA-Z0-9_.-], <= 128 chars */
+        const char *id;          /* runtime container ID: [a-zA-Z0-9_.-], <= RUNTIME_ID_MAX chars */
         const char *bundle_dir;  /* holds config.json */
         const char *log_path;    /* CRI-format log written by conmon (k8s-file) */
         bool terminal;

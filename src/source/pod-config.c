@@ -294,6 +294,65 @@ static int candidate_compare(const void *x, const void *y) {
         return 0;
 }
 
+typedef struct UidRef {
+        Candidate cand; /* where the pod came from */
+        size_t pod;     /* index into the new pods[] */
+} UidRef;
+
+static int uid_ref_compare(const void *x, const void *y) {
+        const UidRef *a = x, *b = y;
+        int r = strcmp(a->cand.obj->uid, b->cand.obj->uid);
+        if (r != 0)
+                return r;
+        if (a->cand.origin != b->cand.origin)
+                return a->cand.origin < b->cand.origin ? -1 : 1;
+        return a->cand.doc < b->cand.doc ? -1 : a->cand.doc > b->cand.doc;
+}
+
+/* Pods are keyed by UID below this point (pod workers, runtime IDs, the
+ * checkpoint), so two pods with one UID cannot both run: as for a duplicate
+ * name, the earlier origin (then document) wins and the other is dropped
+ * from pods[] (kept in namespace/name order) with an error on its origin.
+ * cand[i] is where pods[i] came from. Only a given metadata.uid can collide:
+ * computed ones hash the source. */
+static int drop_duplicate_uids(PodConfig *c, Wanted *pods, const Candidate *cand, size_t *n) {
+        if (*n < 2)
+                return 0;
+        _cleanup_free_ UidRef *refs = calloc(*n, sizeof *refs);
+        _cleanup_free_ bool *drop = calloc(*n, sizeof *drop);
+        if (!refs || !drop)
+                return -ENOMEM;
+        for (size_t i = 0; i < *n; i++)
+                refs[i] = (UidRef){ .cand = cand[i], .pod = i };
+        qsort(refs, *n, sizeof *refs, uid_ref_compare);
+
+        for (size_t i = 1, first = 0; i < *n; i++) {
+                const ManifestObject *w = refs[first].cand.obj, *lo = refs[i].cand.obj;
+                if (!streq(w->uid, lo->uid)) {
+                        first = i;
+                        continue;
+                }
+                Origin *loser = c->origins[refs[i].cand.origin];
+                const Origin *winner = c->origins[refs[first].cand.origin];
+                diagnostics_add(&loser->effective, DIAG_ERROR, lo->file ? lo->file : loser->name,
+                                lo->line, 0, NULL,
+                                "pod \"%s/%s\" has metadata.uid \"%s\", which pod \"%s/%s\" in "
+                                "%s already has; this pod is ignored",
+                                lo->namespace, lo->name, lo->uid, w->namespace, w->name,
+                                w->file ? w->file : winner->name);
+                drop[refs[i].pod] = true;
+        }
+        size_t k = 0;
+        for (size_t i = 0; i < *n; i++) {
+                if (drop[i])
+                        wanted_done(&pods[i]);
+                else
+                        pods[k++] = pods[i];
+        }
+        *n = k;
+        return 0;
+}
+
 static const char *kind_noun(ManifestKind k) {
         switch (k) {
         case MANIFEST_KIND_POD:
@@ -411,8 +470,9 @@ int pod_config_commit(PodConfig *c) {
         /* The new desired set; at most n_cand entries. */
         Wanted *new_pods = calloc(n_cand ? n_cand : 1, sizeof *new_pods);
         Wanted *new_locals = calloc(n_cand ? n_cand : 1, sizeof *new_locals);
+        _cleanup_free_ Candidate *pod_cand = calloc(n_cand ? n_cand : 1, sizeof *pod_cand);
         size_t n_new_pods = 0, n_new_locals = 0;
-        if (!new_pods || !new_locals) {
+        if (!new_pods || !new_locals || !pod_cand) {
                 free(new_pods);
                 free(new_locals);
                 return -ENOMEM;
@@ -433,7 +493,7 @@ int pod_config_commit(PodConfig *c) {
                         return r;
                 }
                 if (is_pod)
-                        n_new_pods++;
+                        pod_cand[n_new_pods++] = cand[i];
                 else
                         n_new_locals++;
 
@@ -457,6 +517,13 @@ int pod_config_commit(PodConfig *c) {
                                         kind_noun(lo->kind), lo->namespace, lo->name, winner->name);
                 }
                 i = j;
+        }
+
+        r = drop_duplicate_uids(c, new_pods, pod_cand, &n_new_pods);
+        if (r < 0) {
+                wanted_array_free(new_pods, n_new_pods);
+                wanted_array_free(new_locals, n_new_locals);
+                return r;
         }
 
         /* Diff against the last commit. Both arrays are sorted by

@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include <jansson.h>
+
 #include "manifest.h"
 
 static const char *const same_pod[] = {
@@ -277,6 +279,82 @@ static void test_compute_uid(void **state) {
         assert_int_equal(manifest_compute_uid(NULL, "n", "s", uid), -EINVAL);
 }
 
+/* jansson's allocator, failing after a number of allocations: the only
+ * allocation-failure injection the manifest path has. */
+static size_t allocs_left;
+
+static void *failing_malloc(size_t size) {
+        if (allocs_left == 0)
+                return NULL;
+        allocs_left--;
+        return malloc(size);
+}
+
+static void test_canonical_out_of_memory(void **state) {
+        const char *t = "a: x\nb: [e, {c: d}]\n";
+        Diagnostics d;
+        YamlNode **docs = NULL;
+        size_t n = 0, n_enomem = 0;
+        char *c = NULL;
+        int r = -1;
+
+        diagnostics_init(&d);
+        assert_int_equal(yaml_parse_documents(t, strlen(t), "t", NULL, &docs, &n, &d), 0);
+        for (size_t k = 0; k < 1000; k++) {
+                allocs_left = k;
+                json_set_alloc_funcs(failing_malloc, free);
+                r = manifest_canonical_json(docs[0], &c);
+                json_set_alloc_funcs(malloc, free);
+                if (r == 0)
+                        break;
+                /* running out of memory is never the document's fault */
+                assert_int_equal(r, -ENOMEM);
+                n_enomem++;
+        }
+        assert_int_equal(r, 0);
+        assert_true(n_enomem > 0);
+        assert_string_equal(c, "{\"a\":\"x\",\"b\":[\"e\",{\"c\":\"d\"}]}");
+        free(c);
+        yaml_documents_free(docs, n);
+        diagnostics_deinit(&d);
+
+        /* text that is not UTF-8 is (a parser cannot produce it, but a
+         * tree built otherwise can) */
+        YamlNode bad = { .type = YAML_NODE_STRING, .str = (char *)"\xff", .str_len = 1 };
+        assert_int_equal(manifest_canonical_json(&bad, &c), -EINVAL);
+}
+
+static void test_parse_out_of_memory(void **state) {
+        ManifestParseOptions o;
+        size_t n_enomem = 0;
+        int r = -1;
+
+        init_opts(&o);
+        for (size_t k = 0; k < 1000; k++) {
+                Diagnostics d;
+                ManifestObject **objs = NULL;
+                size_t n = 0;
+
+                diagnostics_init(&d);
+                allocs_left = k;
+                json_set_alloc_funcs(failing_malloc, free);
+                r = manifest_parse_buffer(same_pod[0], strlen(same_pod[0]), &o, &objs, &n, &d);
+                json_set_alloc_funcs(malloc, free);
+                if (r == 0) {
+                        manifest_objects_free(objs, n);
+                        diagnostics_deinit(&d);
+                        break;
+                }
+                /* -ENOMEM as such, not a diagnostic saying "Invalid argument" */
+                assert_int_equal(r, -ENOMEM);
+                assert_int_equal(d.n_errors, 0);
+                n_enomem++;
+                diagnostics_deinit(&d);
+        }
+        assert_int_equal(r, 0);
+        assert_true(n_enomem > 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_canonical_same),
@@ -286,6 +364,8 @@ int main(void) {
                 cmocka_unit_test(test_uid_changes),
                 cmocka_unit_test(test_uid_user_given),
                 cmocka_unit_test(test_compute_uid),
+                cmocka_unit_test(test_canonical_out_of_memory),
+                cmocka_unit_test(test_parse_out_of_memory),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -283,15 +283,94 @@ static const char *lookup_v(const char *name, void *userdata) {
 static void test_expand_edge_cases(void **state) {
         (void)state;
         char *out;
-        assert_int_equal(kube_expand("$(unterminated", lookup_v, NULL, &out), 0);
+        assert_int_equal(kube_expand("$(unterminated", lookup_v, NULL, EXPANSION_MAX_VALUE, &out), 0);
         assert_string_equal(out, "$(unterminated");
         free(out);
-        assert_int_equal(kube_expand("a$", lookup_v, NULL, &out), 0);
+        assert_int_equal(kube_expand("a$", lookup_v, NULL, EXPANSION_MAX_VALUE, &out), 0);
         assert_string_equal(out, "a$");
         free(out);
-        assert_int_equal(kube_expand("$x$$$$(V)$(V)$()", lookup_v, NULL, &out), 0);
+        assert_int_equal(kube_expand("$x$$$$(V)$(V)$()", lookup_v, NULL, EXPANSION_MAX_VALUE, &out), 0);
         assert_string_equal(out, "$x$$(V)val$()");
         free(out);
+}
+
+/* The manifest alone cannot size a value built from a ConfigMap's: the
+ * bound is applied again when the container is created. */
+static void test_expand_bounded(void **state) {
+        (void)state;
+        Fixture f;
+        char *out = NULL;
+
+        assert_int_equal(kube_expand("$(V)$(V)", lookup_v, NULL, 6, &out), 0);
+        assert_string_equal(out, "valval");
+        free(out);
+        out = NULL;
+        assert_int_equal(kube_expand("$(V)$(V)", lookup_v, NULL, 5, &out), -E2BIG);
+        assert_null(out);
+        assert_int_equal(kube_expand("abcdef", lookup_v, NULL, 5, &out), -E2BIG);
+
+        /* 1000 bytes from the ConfigMap, 256 times: 256,000 bytes */
+        char big[1001];
+        memset(big, 'x', 1000);
+        big[1000] = 0;
+        char refs[256 * 4 + 1] = "";
+        for (size_t i = 0; i < 256; i++)
+                strcat(refs, "$(A)");
+        char *yaml = strprintf(
+                POD_HEAD "  containers:\n  - name: c\n    image: busybox\n    command: [x]\n"
+                         "    env:\n"
+                         "    - {name: A, valueFrom: {configMapKeyRef: {name: big, key: k}}}\n"
+                         "    - {name: B, value: '%s'}\n"
+                         "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: prod}\n"
+                         "data: {k: %s}\n",
+                refs, big);
+        fx_init(&f, yaml);
+        assert_int_equal(fx_build(&f), -E2BIG);
+        assert_string_equal(f.err.message, "container \"c\": env \"B\" expands to more than "
+                                           "131071 bytes (the kernel's limit for one environment "
+                                           "string)");
+        fx_done(&f);
+        free(yaml);
+
+        /* the same in args */
+        yaml = strprintf(
+                POD_HEAD "  containers:\n  - name: c\n    image: busybox\n    command: [x]\n"
+                         "    args: [a, '%s']\n"
+                         "    env:\n"
+                         "    - {name: A, valueFrom: {configMapKeyRef: {name: big, key: k}}}\n"
+                         "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: prod}\n"
+                         "data: {k: %s}\n",
+                refs, big);
+        fx_init(&f, yaml);
+        assert_int_equal(fx_build(&f), -E2BIG);
+        assert_string_equal(f.err.message, "container \"c\": args[1] expands to more than "
+                                           "131071 bytes (the kernel's limit for one argument)");
+        fx_done(&f);
+        free(yaml);
+
+        /* each value fits, all of them together do not: 20 x 128,000 bytes */
+        char *env = strdup("");
+        for (size_t i = 0; i < 20; i++) {
+                char *e = strprintf("%s    - {name: B%zu, value: '%.512s'}\n", env, i, refs);
+                free(env);
+                env = e;
+        }
+        yaml = strprintf(
+                POD_HEAD "  containers:\n  - name: c\n    image: busybox\n    command: [x]\n"
+                         "    env:\n"
+                         "    - {name: A, valueFrom: {configMapKeyRef: {name: big, key: k}}}\n"
+                         "%s"
+                         "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: prod}\n"
+                         "data: {k: %s}\n",
+                env, big);
+        fx_init(&f, yaml);
+        assert_int_equal(fx_build(&f), -E2BIG);
+        assert_non_null(strstr(f.err.message, "container \"c\": env, command and args expand to "));
+        assert_non_null(strstr(f.err.message, "more than 2097152 (the kernel's limit for them "
+                                              "together)"));
+        fx_done(&f);
+        free(yaml);
+        free(env);
 }
 
 static void test_env_field_refs(void **state) {
@@ -730,6 +809,31 @@ static void test_resources(void **state) {
         assert_int_equal(container_milli_cpu_to_quota(1, 100000), 1000);
 }
 
+/* Large amounts saturate instead of overflowing: shares at 262144, the
+ * quota at the kernel's maximum (2^44-1 µs, MAX_BW), never below the
+ * minimum or negative. */
+static void test_cpu_saturation(void **state) {
+        (void)state;
+        const int64_t quota_max = (INT64_C(1) << 44) - 1;
+
+        assert_int_equal(container_milli_cpu_to_shares(256000), 262144);
+        assert_int_equal(container_milli_cpu_to_shares(256001), 262144);
+        assert_int_equal(container_milli_cpu_to_shares(INT64_C(1000000000000000000)), 262144);
+        assert_int_equal(container_milli_cpu_to_shares(INT64_MAX), 262144);
+        assert_int_equal(container_milli_cpu_to_shares(-5), 2);
+
+        assert_int_equal(container_milli_cpu_to_quota(2500, 100000), 250000);
+        assert_int_equal(container_milli_cpu_to_quota(INT64_C(175921860444), 100000),
+                         INT64_C(17592186044400));
+        assert_int_equal(container_milli_cpu_to_quota(INT64_C(175921860445), 100000), quota_max);
+        assert_int_equal(container_milli_cpu_to_quota(INT64_C(1000000000000000000), 100000),
+                         quota_max);
+        assert_int_equal(container_milli_cpu_to_quota(INT64_MAX, 100000), quota_max);
+        assert_int_equal(container_milli_cpu_to_quota(INT64_MAX, 1000000), quota_max);
+        assert_int_equal(container_milli_cpu_to_quota(1000, UINT64_MAX), quota_max);
+        assert_int_equal(container_milli_cpu_to_quota(-1, 100000), 0);
+}
+
 static void run_oom(const char *spec, PodQOSClass qos, int adj) {
         Fixture f;
         char *yaml = strprintf(POD_HEAD "%s", spec);
@@ -767,6 +871,8 @@ int main(void) {
                 cmocka_unit_test(test_argv_none),
                 cmocka_unit_test(test_env_order_expansion),
                 cmocka_unit_test(test_expand_edge_cases),
+                cmocka_unit_test(test_expand_bounded),
+                cmocka_unit_test(test_cpu_saturation),
                 cmocka_unit_test(test_env_field_refs),
                 cmocka_unit_test(test_env_configmap_secret),
                 cmocka_unit_test(test_env_missing_refs),

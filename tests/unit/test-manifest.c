@@ -347,6 +347,29 @@ static void test_duplicates(void **state) {
         result_done(&res);
 }
 
+static void test_duplicate_uid(void **state) {
+        Result res;
+        run(&res, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  uid: u-1\n"
+                  "spec:\n  containers:\n  - name: c\n    image: busybox\n"
+                  "---\n"
+                  "apiVersion: v1\nkind: List\nitems:\n"
+                  "- apiVersion: v1\n  kind: Pod\n  metadata: {name: b, uid: u-1}\n"
+                  "  spec: {containers: [{name: c, image: busybox}]}\n");
+        assert_int_equal(res.r, -EINVAL);
+        assert_int_equal(res.diag.n_errors, 1);
+        char *s = diag_to_string(&res.diag.items[0]);
+        assert_string_equal(s, "m.yaml:16: items[0].metadata.uid: pod \"default/b-node1\" has the "
+                               "same uid \"u-1\" as pod \"default/a-node1\" (line 5)");
+        free(s);
+        result_done(&res);
+
+        /* computed UIDs differ: same content under two names is fine */
+        run(&res, POD("a") "---\n" POD("b"));
+        assert_int_equal(res.r, 0);
+        assert_int_equal(res.n, 2);
+        result_done(&res);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pod),
@@ -356,6 +379,7 @@ int main(void) {
                 cmocka_unit_test(test_all_or_nothing),
                 cmocka_unit_test(test_warnings_kept),
                 cmocka_unit_test(test_duplicates),
+                cmocka_unit_test(test_duplicate_uid),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -256,6 +256,71 @@ static void test_duplicate_b_first(void **state) {
         run_duplicate(false);
 }
 
+/* Two pods (different names) with the same metadata.uid: the pod layer and
+ * the runtime key everything by uid, so the second in origin order is
+ * refused like a duplicate name, with an error naming both files. */
+static void run_duplicate_uid(bool a_first) {
+        Recorder rec = {};
+        PodConfig *c;
+        assert_int_equal(pod_config_new(&c, record, &rec), 0);
+
+        if (a_first) {
+                set(c, "/m/a.yaml", 1, pod("zeta", "same", "/m/a.yaml"));
+                set(c, "/m/b.yaml", 1, pod("alpha", "same", "/m/b.yaml"));
+        } else {
+                set(c, "/m/b.yaml", 1, pod("alpha", "same", "/m/b.yaml"));
+                set(c, "/m/a.yaml", 1, pod("zeta", "same", "/m/a.yaml"));
+        }
+        assert_int_equal(pod_config_commit(c), 0);
+        assert_int_equal(rec.n, 2);
+        expect(&rec.ev[0], SOURCE_EVENT_ADD, "/m/a.yaml", "same", NULL);
+        expect(&rec.ev[1], SOURCE_EVENT_ERROR, "/m/b.yaml", NULL, NULL);
+        assert_int_equal(rec.ev[1].n_errors, 1);
+        assert_string_equal(rec.ev[1].error0,
+                            "/m/b.yaml:1: pod \"kube-system/alpha\" has metadata.uid \"same\", "
+                            "which pod \"kube-system/zeta\" in /m/a.yaml already has; this pod "
+                            "is ignored");
+        recorder_clear(&rec);
+
+        /* the first goes: the other one runs, its error clears */
+        assert_int_equal(pod_config_remove_origin(c, "file", "/m/a.yaml"), 0);
+        assert_int_equal(pod_config_commit(c), 0);
+        assert_int_equal(rec.n, 3);
+        expect(&rec.ev[0], SOURCE_EVENT_REMOVE, "/m/a.yaml", "same", NULL);
+        expect(&rec.ev[1], SOURCE_EVENT_ADD, "/m/b.yaml", "same", NULL);
+        expect(&rec.ev[2], SOURCE_EVENT_ERROR, "/m/b.yaml", NULL, NULL);
+        assert_int_equal(rec.ev[2].n_errors, 0);
+        recorder_clear(&rec);
+        pod_config_free(c);
+}
+
+static void test_duplicate_uid_a_first(void **state) {
+        run_duplicate_uid(true);
+}
+
+static void test_duplicate_uid_b_first(void **state) {
+        run_duplicate_uid(false);
+}
+
+static void test_duplicate_uid_same_file(void **state) {
+        Recorder rec = {};
+        PodConfig *c;
+        assert_int_equal(pod_config_new(&c, record, &rec), 0);
+        ManifestObject *a = obj_new(MANIFEST_KIND_POD, "ns", "q", "u1", "/m/a.yaml", 1);
+        ManifestObject *b = obj_new(MANIFEST_KIND_POD, "ns", "p", "u1", "/m/a.yaml", 9);
+        set(c, "/m/a.yaml", 2, a, b);
+        assert_int_equal(pod_config_commit(c), 0);
+        assert_int_equal(rec.n, 2);
+        expect(&rec.ev[0], SOURCE_EVENT_ADD, "/m/a.yaml", "u1", NULL);
+        assert_string_equal(rec.ev[0].name, "q");
+        expect(&rec.ev[1], SOURCE_EVENT_ERROR, "/m/a.yaml", NULL, NULL);
+        assert_string_equal(rec.ev[1].error0,
+                            "/m/a.yaml:9: pod \"ns/p\" has metadata.uid \"u1\", which pod "
+                            "\"ns/q\" in /m/a.yaml already has; this pod is ignored");
+        recorder_clear(&rec);
+        pod_config_free(c);
+}
+
 static void test_duplicate_file_beats_http(void **state) {
         Recorder rec = {};
         PodConfig *c;
@@ -440,6 +505,9 @@ int main(void) {
                 cmocka_unit_test(test_event_order),
                 cmocka_unit_test(test_duplicate_a_first),
                 cmocka_unit_test(test_duplicate_b_first),
+                cmocka_unit_test(test_duplicate_uid_a_first),
+                cmocka_unit_test(test_duplicate_uid_b_first),
+                cmocka_unit_test(test_duplicate_uid_same_file),
                 cmocka_unit_test(test_duplicate_file_beats_http),
                 cmocka_unit_test(test_duplicate_same_file),
                 cmocka_unit_test(test_keep_last_good),

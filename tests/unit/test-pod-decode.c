@@ -705,6 +705,45 @@ static void test_configmap(void **state) {
         parsed_done(&ps);
 }
 
+/* Kubernetes' IsConfigMapKey: keys become file names next to the "..data"
+ * symlink of the volume, so "." and ".." and anything starting with ".."
+ * are refused, for Secrets too. */
+static void test_config_keys_chdir(void **state) {
+        Parsed ps;
+        ConfigMap *c = NULL;
+        Secret *s = NULL;
+        int r = decode_doc(&ps,
+                           "apiVersion: v1\nkind: ConfigMap\n"
+                           "metadata: {name: cm, namespace: x}\n"
+                           "data:\n"
+                           "  .hidden: ok\n"                         /* 5 */
+                           "  a..b: ok\n"                            /* 6 */
+                           "  ..data: v\n"                           /* 7 */
+                           "  ..: v\n"                               /* 8 */
+                           "  .: v\n",                               /* 9 */
+                           false, (void **)&c);
+        assert_int_equal(r, -EINVAL);
+        assert_null(c);
+        assert_diag(&ps.diag, DIAG_ERROR, "data...data", 7,
+                    "invalid key \"..data\": must not start with '..'");
+        assert_diag(&ps.diag, DIAG_ERROR, "data...", 8, "invalid key \"..\": must not be '..'");
+        assert_diag(&ps.diag, DIAG_ERROR, "data..", 9, "invalid key \".\": must not be '.'");
+        assert_int_equal(ps.diag.n_errors, 3);
+        parsed_done(&ps);
+
+        r = decode_doc(&ps,
+                       "apiVersion: v1\nkind: Secret\n"
+                       "metadata: {name: s, namespace: x}\n"
+                       "stringData: {..2024_01_01: v}\n",
+                       true, (void **)&s);
+        assert_int_equal(r, -EINVAL);
+        assert_null(s);
+        assert_int_equal(ps.diag.n_errors, 1);
+        assert_non_null(strstr(ps.diag.items[0].message,
+                               "invalid key \"..2024_01_01\": must not start with '..'"));
+        parsed_done(&ps);
+}
+
 static void test_secret(void **state) {
         Parsed ps;
         Secret *s = NULL;
@@ -850,6 +889,7 @@ int main(void) {
                 cmocka_unit_test(test_unknown_and_ignored),
                 cmocka_unit_test(test_apiserver_references),
                 cmocka_unit_test(test_configmap),
+                cmocka_unit_test(test_config_keys_chdir),
                 cmocka_unit_test(test_secret),
                 cmocka_unit_test(test_setters),
                 cmocka_unit_test(test_kubeadm_manifest),

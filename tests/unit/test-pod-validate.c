@@ -28,6 +28,13 @@ typedef struct Case {
         const char *message;
 } Case;
 
+/* $(VAR) chains: 64 bytes, then 1 KiB, 16 KiB, 256 KiB. */
+#define X16(s) s s s s s s s s s s s s s s s s
+#define ENV_CHAIN                                                                              \
+        "    env:\n    - {name: A, value: " X16("xxxx") "}\n"                                   \
+        "    - {name: B, value: '" X16("$(A)") "'}\n"                                            \
+        "    - {name: C, value: '" X16("$(B)") "'}\n"
+
 static const Case cases[] = {
         /* metadata */
         { "", "spec.containers", 1, "at least one container is required" },
@@ -49,6 +56,16 @@ static const Case cases[] = {
           "spec.volumes[0].configMap.defaultMode", 9, "between 0 and 0777" },
         { SPEC_C "  volumes:\n  - name: d\n    secret:\n      secretName: s\n      items: [{key: k, path: ../k}]\n",
           "spec.volumes[0].secret.items[0].path", 12, "must not contain '..'" },
+        { SPEC_C "  volumes:\n  - name: d\n    configMap:\n      name: c\n      items: [{key: k, path: ..data}]\n",
+          "spec.volumes[0].configMap.items[0].path", 12, "invalid value \"..data\": must not start with '..'" },
+        { SPEC_C "  volumes:\n  - name: d\n    configMap:\n      name: c\n      items: [{key: ..k, path: k}]\n",
+          "spec.volumes[0].configMap.items[0].key", 12, "invalid key \"..k\": must not start with '..'" },
+        { SPEC_C "  volumes:\n  - name: d\n    configMap:\n      name: c\n      items: [{key: k, path: a/..b}]\n",
+          NULL, 0, NULL },
+        { SPEC_C "  volumes:\n  - name: d\n    downwardAPI: {items: [{path: ..meta, fieldRef: {fieldPath: metadata.name}}]}\n",
+          "spec.volumes[0].downwardAPI.items[0].path", 10, "must not start with '..'" },
+        { SPEC_C "  volumes:\n  - name: d\n    projected:\n      sources:\n      - secret: {name: s, items: [{key: k, path: ..x/y}]}\n",
+          "spec.volumes[0].projected.sources[0].secret.items[0].path", 12, "must not start with '..'" },
         { SPEC_C "  volumes:\n  - name: d\n    configMap: {}\n",
           "spec.volumes[0].configMap.name", 10, "name is required" },
         { SPEC_C "  volumes:\n  - name: d\n    downwardAPI: {items: [{path: p, fieldRef: {fieldPath: spec.nodeName}}]}\n",
@@ -192,7 +209,16 @@ static const Case cases[] = {
         { SPEC_C "  restartPolicy: Sometimes\n", "spec.restartPolicy", 8, "unsupported value \"Sometimes\"" },
         { SPEC_C "  terminationGracePeriodSeconds: -1\n", "spec.terminationGracePeriodSeconds", 8,
           "greater than or equal to 0" },
-        { SPEC_C "  activeDeadlineSeconds: 0\n", "spec.activeDeadlineSeconds", 8, "must be greater than 0" },
+        { SPEC_C "    resources: {limits: {cpu: 1e15}}\n", "spec.containers[0].resources.limits.cpu",
+          8, "must be at most 175921860444m (the largest CPU quota the kernel accepts)" },
+        { SPEC_C "    resources: {requests: {cpu: \"9223372036854775807\"}}\n",
+          "spec.containers[0].resources.requests.cpu", 8, "must be at most 175921860444m" },
+        { SPEC_C "    resources: {limits: {cpu: 175921860444m}}\n", NULL, 0, NULL },
+        { SPEC_C "  activeDeadlineSeconds: 0\n", "spec.activeDeadlineSeconds", 8,
+          "must be between 1 and 2147483647, inclusive" },
+        { SPEC_C "  activeDeadlineSeconds: 2147483648\n", "spec.activeDeadlineSeconds", 8,
+          "invalid value 2147483648: must be between 1 and 2147483647, inclusive" },
+        { SPEC_C "  activeDeadlineSeconds: 2147483647\n", NULL, 0, NULL },
         { SPEC_C "  dnsPolicy: None\n", "spec.dnsConfig", 8, "at least one DNS nameserver" },
         { SPEC_C "  dnsConfig: {nameservers: [1.1.1.1, 1.0.0.1, 8.8.8.8, 8.8.4.4]}\n",
           "spec.dnsConfig.nameservers", 8, "must not have more than 3 nameservers" },
@@ -209,6 +235,22 @@ static const Case cases[] = {
         { SPEC_C "  ephemeralContainers: [{name: dbg}]\n", "spec.ephemeralContainers", 8,
           "not supported" },
         { SPEC_C "  serviceAccountName: default\n", NULL, 0, NULL },
+        /* $(VAR) expansion bounded as execve() bounds it */
+        { SPEC_C ENV_CHAIN, NULL, 0, NULL },
+        { SPEC_C ENV_CHAIN "    - {name: D, value: '" X16("$(C)") "'}\n",
+          "spec.containers[0].env[3].value", 12,
+          "container \"c\": expands to more than 131071 bytes (the kernel's limit for one "
+          "environment string)" },
+        { SPEC_C ENV_CHAIN "    args: ['" X16("$(C)") "']\n", "spec.containers[0].args[0]", 12,
+          "container \"c\": expands to more than 131071 bytes (the kernel's limit for one "
+          "argument)" },
+        { SPEC_C ENV_CHAIN "    command: [" X16(X16("'$(C)',")) "]\n", "spec.containers[0]", 6,
+          "container \"c\": env, command and args expand to at least 4212041 bytes, more than "
+          "2097152 (the kernel's limit for them together)" },
+        /* values known only at run time count as empty here */
+        { SPEC_C "    env:\n    - {name: A, valueFrom: {fieldRef: {fieldPath: metadata.name}}}\n"
+                 "    - {name: B, value: '" X16(X16("$(A)")) "'}\n",
+          NULL, 0, NULL },
 };
 
 static const Case meta_cases[] = {
@@ -230,6 +272,23 @@ static const Case meta_cases[] = {
           "metadata.annotations", 6, "empty entry" },
         { "metadata:\n  name: web\n  annotations:\n    nanolet.io/wait-for: \"kube-system/etcd, db\"\n",
           NULL, 0, NULL },
+};
+
+static const Case id_cases[] = {
+        /* <uid>-<name>-<attempt> is the runtime ID: at most 128 characters */
+        { "metadata: {name: web, uid: uuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuu}\n"
+          "spec:\n  containers:\n  - {name: cccccccccccccccccccccccccccccccccccccccccccccccccccc, image: b}\n",
+          NULL, 0, NULL },
+        { "metadata: {name: web, uid: uuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuu}\n"
+          "spec:\n  containers:\n  - {name: cccccccccccccccccccccccccccccccccccccccccccccccccccc, image: b}\n"
+          "  - {name: ccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc, image: b}\n",
+          "spec.containers[1].name", 7,
+          "container name and metadata.uid are 127 characters together; at most 116 fit in a "
+          "runtime container ID (<uid>-<name>-<restart count>, at most 128 characters)" },
+        { "metadata: {name: web, uid: uuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuu}\n"
+          "spec:\n  initContainers:\n  - {name: ccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc, image: b}\n"
+          "  containers:\n  - {name: c, image: b}\n",
+          "spec.initContainers[0].name", 6, "at most 116 fit in a runtime container ID" },
 };
 
 static void run_case(const char *yaml, const Case *c) {
@@ -286,6 +345,15 @@ static void test_metadata_rules(void **state) {
                                   "spec: {containers: [{name: c, image: b}]}\n");
                 assert_non_null(yaml);
                 run_case(yaml, &meta_cases[i]);
+        }
+}
+
+static void test_runtime_id_fits(void **state) {
+        for (size_t i = 0; i < ELEMENTSOF(id_cases); i++) {
+                _cleanup_free_ char *yaml =
+                        strprintf("apiVersion: v1\nkind: Pod\n%s", id_cases[i].body);
+                assert_non_null(yaml);
+                run_case(yaml, &id_cases[i]);
         }
 }
 
@@ -384,6 +452,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_spec_rules),
                 cmocka_unit_test(test_metadata_rules),
+                cmocka_unit_test(test_runtime_id_fits),
                 cmocka_unit_test(test_long_name_after_suffix),
                 cmocka_unit_test(test_all_problems_reported),
         };

@@ -489,7 +489,8 @@ static void test_limits(void **state) {
 }
 
 static void test_billion_laughs(void **state) {
-        const char *lol = "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n"
+        /* One-byte leaves, so the node limit trips before the text limit. */
+        const char *lol = "a: &a [l,l,l,l,l,l,l,l,l]\n"
                           "b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
                           "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
                           "d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
@@ -513,6 +514,75 @@ static void test_billion_laughs(void **state) {
         assert_int_equal(p.diag.items[0].line, 7);
         free(s);
         parsed_done(&p);
+}
+
+static void test_alias_bytes(void **state) {
+        YamlLimits l;
+        Parsed p;
+        char *s;
+
+        yaml_limits_default(&l);
+        assert_int_equal(l.max_expanded_ratio, 10);
+        assert_int_equal(l.min_expanded_bytes, 1024 * 1024);
+        assert_int_equal(l.max_expanded_bytes, 64 * 1024 * 1024);
+
+        /* scalar text: "a" + 10 + "b" + 10 per alias */
+        const char *al = "a: &a xxxxxxxxxx\nb: [*a, *a, *a]\n";
+        l = (YamlLimits){ .min_expanded_bytes = 42, .max_expanded_bytes = 42 };
+        parse_with(&p, al, strlen(al), &l);
+        assert_int_equal(p.r, 0);
+        parsed_done(&p);
+        l = (YamlLimits){ .min_expanded_bytes = 41, .max_expanded_bytes = 41 };
+        parse_with(&p, al, strlen(al), &l);
+        assert_int_equal(p.r, -E2BIG);
+        s = first_diag(&p);
+        assert_string_equal(s, "t.yaml:2: column 13: aliases expand the input to more than 41 "
+                               "bytes of text (limit: 10 times the input's 33 bytes, at least "
+                               "41, at most 41)");
+        free(s);
+        parsed_done(&p);
+        /* the ratio applies between the floor and the cap */
+        l = (YamlLimits){ .max_expanded_ratio = 1, .min_expanded_bytes = 1 };
+        parse_with(&p, al, strlen(al), &l);
+        assert_int_equal(p.r, -E2BIG);
+        assert_non_null(strstr(p.diag.items[0].message, "more than 33 bytes"));
+        parsed_done(&p);
+        /* the count is per input, not per document */
+        const char *two = "a: &a xxxxxxxxxx\nb: *a\n---\na: &a xxxxxxxxxx\nb: *a\n";
+        l = (YamlLimits){ .min_expanded_bytes = 43, .max_expanded_bytes = 43 };
+        parse_with(&p, two, strlen(two), &l);
+        assert_int_equal(p.r, -E2BIG);
+        assert_int_equal(p.diag.items[0].line, 5);
+        parsed_done(&p);
+
+        /* One scalar just under the scalar limit behind 2000 aliases: few
+         * nodes, but gigabytes of text once copied. Refused at the alias that
+         * crosses 10 times the input size. */
+        size_t big = 1024 * 1024 - 16, n_aliases = 2000;
+        size_t cap = big + 64 + n_aliases * 16;
+        char *buf = malloc(cap), *w = buf;
+        assert_non_null(buf);
+        w += sprintf(w, "a: &big ");
+        memset(w, 'x', big);
+        w += big;
+        *w++ = '\n';
+        for (size_t i = 0; i < n_aliases; i++)
+                w += sprintf(w, "b%zu: *big\n", i);
+        size_t len = (size_t)(w - buf);
+        parse_with(&p, buf, len, NULL);
+        assert_int_equal(p.r, -E2BIG);
+        s = first_diag(&p);
+        char *want = NULL;
+        assert_true(asprintf(&want,
+                             "t.yaml:11: column 5: aliases expand the input to more than %zu "
+                             "bytes of text (limit: 10 times the input's %zu bytes, at least "
+                             "1048576, at most 67108864)",
+                             10 * len, len) > 0);
+        assert_string_equal(s, want);
+        free(want);
+        free(s);
+        parsed_done(&p);
+        free(buf);
 }
 
 static void test_deep_nesting(void **state) {
@@ -579,7 +649,8 @@ int main(void) {
                 cmocka_unit_test(test_alias_errors),   cmocka_unit_test(test_duplicate_keys),
                 cmocka_unit_test(test_tags),           cmocka_unit_test(test_syntax_errors),
                 cmocka_unit_test(test_json),           cmocka_unit_test(test_limits),
-                cmocka_unit_test(test_billion_laughs), cmocka_unit_test(test_deep_nesting),
+                cmocka_unit_test(test_billion_laughs), cmocka_unit_test(test_alias_bytes),
+                cmocka_unit_test(test_deep_nesting),
                 cmocka_unit_test(test_helpers),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
