@@ -52,7 +52,7 @@ int umount_below(const char *prefix) {
         if (k > 1)
                 qsort(points, k, sizeof(char *), cmp_len_desc);
         STRV_FOREACH(p, points)
-                if (umount2(*p, MNT_DETACH) == 0)
+                if (umount2(*p, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
                         n++;
         return n;
 }

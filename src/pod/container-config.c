@@ -9,6 +9,7 @@
 
 #include <assert.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -16,12 +17,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "fileio.h"
 #include "macro.h"
 #include "pod-etc-files.h"
+#include "rm-rf.h"
 #include "string-util.h"
 #include "strv.h"
 
@@ -811,9 +814,10 @@ static int subpath_mkdir(int vol_fd, const char *sub, mode_t mode) {
         return 0;
 }
 
-/* Resolves vol/sub without leaving vol (symlinks included) and returns the
- * resolved host path. Missing directories are created as kubelet does. */
-static int subpath_resolve(const char *vol, const char *sub, char **ret) {
+/* Opens vol/sub without leaving vol (symlinks inside it are followed,
+ * anything leading out is refused) and returns an O_PATH fd. Missing
+ * directories are created as kubelet does. */
+static int subpath_open(const char *vol, const char *sub, int *ret_fd) {
         _cleanup_close_ int vfd = open(vol, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (vfd < 0)
                 return -errno;
@@ -829,29 +833,98 @@ static int subpath_resolve(const char *vol, const char *sub, char **ret) {
         }
         if (fd < 0)
                 return fd;
-        _cleanup_close_ int pfd = fd;
-
-        /* the path the kernel resolved, which contains no symlinks */
-        char link[64], real[PATH_MAX], vreal[PATH_MAX];
-        snprintf(link, sizeof(link), "/proc/self/fd/%d", pfd);
-        ssize_t n = readlink(link, real, sizeof(real) - 1);
-        if (n < 0)
-                return -errno;
-        real[n] = 0;
-        snprintf(link, sizeof(link), "/proc/self/fd/%d", vfd);
-        ssize_t vn = readlink(link, vreal, sizeof(vreal) - 1);
-        if (vn < 0)
-                return -errno;
-        vreal[vn] = 0;
-        /* belt and braces: RESOLVE_BENEATH already refused anything outside */
-        if (!streq(real, vreal) &&
-            !(startswith(real, vreal) && (real[vn] == '/' || streq(vreal, "/"))))
-                return -EXDEV;
-        char *s = strdup(real);
-        if (!s)
-                return -ENOMEM;
-        *ret = s;
+        *ret_fd = fd;
         return 0;
+}
+
+/* The fix for kubelet's CVE-2021-25741 class: the runtime must never get
+ * the subPath as a path string, because it resolves that string again,
+ * later, and a container sharing the volume can swap a component for a
+ * symlink in between. The inode the fd pinned is bind-mounted (through its
+ * /proc/self/fd magic link, which no rename or symlink can redirect) onto a
+ * mount point in the attempt's own directory, which no container can
+ * write, and that mount point is what the runtime mounts. The propagation
+ * is the source mount's, so HostToContainer still sees mounts made below the
+ * subPath on the host, and lazily unmounting it unmounts its copies. */
+static int subpath_bind(int fd, const char *attempt_dir, size_t index, char **ret) {
+        _cleanup_free_ char *dir = strprintf("%s/" CONTAINER_SUBPATHS_DIR, attempt_dir);
+        _cleanup_free_ char *target =
+                strprintf("%s/" CONTAINER_SUBPATHS_DIR "/%zu", attempt_dir, index);
+        char name[32], src[64], dst[64];
+        struct stat st;
+        int r;
+
+        if (!dir || !target)
+                return -ENOMEM;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        r = mkdir_p(dir, 0700);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        /* a directory needs a directory to be mounted on, anything else a file */
+        snprintf(name, sizeof(name), "%zu", index);
+        if (S_ISDIR(st.st_mode)) {
+                if (mkdirat(dfd, name, 0700) < 0)
+                        return -errno;
+        } else {
+                _cleanup_close_ int f = openat(
+                        dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (f < 0)
+                        return -errno;
+        }
+        _cleanup_close_ int tfd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (tfd < 0)
+                return -errno;
+        snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
+        snprintf(dst, sizeof(dst), "/proc/self/fd/%d", tfd);
+        /* recursive, as the runtime's own rbind of the volume would be */
+        if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+                return -errno;
+        *ret = TAKE_PTR(target);
+        return 0;
+}
+
+int container_subpaths_release(const char *attempt_dir) {
+        _cleanup_free_ char *dir = strprintf("%s/" CONTAINER_SUBPATHS_DIR, attempt_dir);
+        if (!dir)
+                return -ENOMEM;
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                return -errno;
+        _cleanup_closedir_ DIR *d = fdopendir(fd);
+        if (!d) {
+                safe_close(fd);
+                return -errno;
+        }
+        int n = 0, r = 0;
+        for (struct dirent *de; (errno = 0, de = readdir(d));) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                _cleanup_free_ char *p = strprintf("%s/%s", dir, de->d_name);
+                if (!p)
+                        return -ENOMEM;
+                /* lazily, never through a symlink; a mount stacked on it
+                 * (an earlier run's at the same attempt) goes too */
+                while (umount2(p, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+                        n++;
+                if (errno != EINVAL && errno != ENOENT && r == 0)
+                        r = -errno;
+                /* refuses (-EBUSY) rather than empties what is still mounted */
+                int q = rm_rf_at(dfd, de->d_name);
+                if (q < 0 && r == 0)
+                        r = q;
+        }
+        if (r < 0)
+                return r;
+        if (rmdir(dir) < 0 && errno != ENOENT)
+                return -errno;
+        return n;
 }
 
 static const char *propagation_option(MountPropagation p) {
@@ -894,7 +967,7 @@ static const char *expand_check_get(const char *name, void *userdata) {
         return v;
 }
 
-static int volume_mount_one(const ContainerBuildContext *ctx, const EnvList *env,
+static int volume_mount_one(const ContainerBuildContext *ctx, const EnvList *env, size_t index,
                             const VolumeMount *m, MountList *l, RuntimeError *err) {
         const char *cn = ctx->container->name;
         const char *vol = pod_volumes_get(ctx->volumes, m->name);
@@ -929,7 +1002,15 @@ static int volume_mount_one(const ContainerBuildContext *ctx, const EnvList *env
                 if (path_has_backsteps(sub))
                         return runtime_error_set(err, -EINVAL,
                                                  "error SubPath `%s` must not contain '..'", sub);
-                r = subpath_resolve(vol, sub, &src);
+                if (!ctx->attempt_dir)
+                        return runtime_error_set(
+                                err, -EINVAL,
+                                "no attempt directory for the subPath of volumeMount \"%s\"",
+                                m->name);
+                _cleanup_close_ int fd = -EBADF;
+                r = subpath_open(vol, sub, &fd);
+                if (r >= 0)
+                        r = subpath_bind(fd, ctx->attempt_dir, index, &src);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0)
@@ -998,7 +1079,7 @@ static int build_mounts(const ContainerBuildContext *ctx, const EnvList *env,
         int r;
 
         for (size_t i = 0; i < ct->n_volume_mounts; i++)
-                if ((r = volume_mount_one(ctx, env, &ct->volume_mounts[i], &l, err)) < 0)
+                if ((r = volume_mount_one(ctx, env, i, &ct->volume_mounts[i], &l, err)) < 0)
                         return r;
 
         /* kubelet's /etc/hosts is read-write; containerd's hostname and

@@ -4,9 +4,13 @@
  * fieldRefs, resourceFieldRefs, local ConfigMaps/Secrets and envFrom, user
  * and groups resolved inside the rootfs, namespaces joined by pin path,
  * volume/etc-file/termination-log mounts, security context, QoS-derived
- * cgroup resources and oom_score_adj. Nothing is started here; the only
- * side effects are kubelet's: missing subPath directories and the
- * termination-log file are created. */
+ * cgroup resources and oom_score_adj. Nothing is started here; the side
+ * effects are kubelet's: missing subPath directories and the termination-log
+ * file are created, and each subPath is bind-mounted (from a file descriptor
+ * opened beneath its volume, never from a path a container could redirect)
+ * onto <attempt_dir>/subpaths/<volumeMount index>, which the runtime then
+ * mounts. Whoever removes an attempt directory first calls
+ * container_subpaths_release() on it. */
 #pragma once
 
 #include <stdbool.h>
@@ -32,6 +36,7 @@ typedef struct ContainerBuildContext {
         const char *container_id;        /* <pod-uid>-<name>-<attempt> */
         unsigned attempt;                /* nanolet.io/attempt annotation */
         const char *rootfs;              /* mounted rootfs (absolute) */
+        const char *attempt_dir;         /* the attempt's own; subPath mount points go below */
         const char *cgroup_parent;       /* NULL = "/nanolet/pod<uid>" */
         int64_t pids_limit;              /* --pod-pids-limit; 0 = none */
 
@@ -62,6 +67,16 @@ typedef struct ContainerBuildContext {
  * written only on success. */
 int container_config_build(const ContainerBuildContext *ctx, RuntimeContainerConfig *ret,
                            RuntimeError *err);
+
+/* Below an attempt directory: the subPath mount points. */
+#define CONTAINER_SUBPATHS_DIR "subpaths"
+
+/* Unmounts (lazily, never following a symlink) and removes the subPath mount
+ * points of an attempt; its rootfs and the rest of the directory stay. Safe
+ * to call on an attempt that has none, or whose mounts a reboot took.
+ * Returns the number of mounts detached, or -errno (a mount point that
+ * cannot be unmounted is left in place, never emptied). */
+int container_subpaths_release(const char *attempt_dir);
 
 /* ---- pieces, exposed for tests and for the pod worker ---- */
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "container-config.h"
 #include "log.h"
 #include "rm-rf.h"
 #include "string-util.h"
@@ -80,7 +81,15 @@ static void for_each_older(const char *dir, bool log_files, unsigned keep_from,
 
 static void remove_attempt_dir(PodWorker *w, const ContainerState *c, int dir_fd,
                                const char *name, unsigned attempt) {
-        int r = rm_rf_at(dir_fd, name);
+        _cleanup_free_ char *path =
+                strprintf("%s/containers/%s/%s", w->pod_dir, c->spec->name, name);
+        int r = path ? container_subpaths_release(path) : -ENOMEM;
+        if (r < 0)
+                log_warning_errno(
+                        r,
+                        "Pod \"%s\": cannot release the subPath mounts of attempt %u of \"%s\": %m",
+                        w->full_name, attempt, c->spec->name);
+        r = rm_rf_at(dir_fd, name);
         if (r < 0)
                 log_warning_errno(r, "Pod \"%s\": cannot remove attempt %u of \"%s\": %m",
                                   w->full_name, attempt, c->spec->name);

@@ -178,6 +178,8 @@ static void start_failed(ContainerOp *op, const char *reason, const char *messag
                 (void)image_rootfs_umount(op->rootfs, &ie);
                 op->rootfs_mounted = false;
         }
+        if (op->attempt_dir)
+                (void)container_subpaths_release(op->attempt_dir);
         c->state = op->state_before;
         backoff_on_exit(c, now_usec(CLOCK_MONOTONIC));
         op_clear_start(op);
@@ -698,10 +700,13 @@ static bool worker_adopt(PodWorker *w) {
                         if (safe_atou(de->d_name, &a) < 0 ||
                             (c->state == CONTAINER_RUNNING && a == c->attempt))
                                 continue;
+                        _cleanup_free_ char *attempt_dir = strprintf("%s/%s", cdir, de->d_name);
                         _cleanup_free_ char *rootfs = strprintf("%s/%s/rootfs", cdir, de->d_name);
                         ImageError ie = {};
                         if (rootfs)
                                 (void)image_rootfs_umount(rootfs, &ie);
+                        if (attempt_dir)
+                                (void)container_subpaths_release(attempt_dir);
                 }
         }
         /* Containers of this pod the runtime still has but nobody adopted:
@@ -905,6 +910,7 @@ static void container_create(ContainerOp *op) {
                 .container_id = op->id,
                 .attempt = op->attempt,
                 .rootfs = op->rootfs,
+                .attempt_dir = op->attempt_dir,
                 .pids_limit = o->pod_pids_limit > 0 ? o->pod_pids_limit : 0,
                 .etc_hosts_path = w->etc.hosts,
                 .etc_hostname_path = w->etc.hostname,
@@ -1070,6 +1076,7 @@ static void container_start(PodWorker *w, const ContainerStartAction *a) {
         /* A leftover of an earlier agent run at this attempt number is stale. */
         (void)image_rootfs_umount(op->rootfs, &ierr);
         ierr = (ImageError){};
+        (void)container_subpaths_release(op->attempt_dir);
         _cleanup_close_ int pfd = open(w->pod_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         _cleanup_free_ char *rel = strprintf("containers/%s/%u", c->spec->name, op->attempt);
         if (pfd >= 0 && rel)
@@ -1232,6 +1239,8 @@ static void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,
         ImageError ie = {};
         if (rootfs)
                 (void)image_rootfs_umount(rootfs, &ie);
+        if (attempt_dir)
+                (void)container_subpaths_release(attempt_dir);
         w->busy++;
         if (runtime_container_delete(w->ctx->o->runtime, c->container_id, true,
                                      on_attempt_deleted, w, NULL) < 0)

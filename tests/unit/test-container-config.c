@@ -1,6 +1,8 @@
 /* container_config_build(): Kubernetes' rules for argv, env, user, namespaces,
  * mounts, security and resources, checked on the RuntimeContainerConfig built
- * from real manifests and a fake rootfs in a temporary directory. */
+ * from real manifests and a fake rootfs in a temporary directory. subPath
+ * bind mounts are made for real, in a mount namespace of the test's own (a
+ * user namespace too when not root); without one those tests are skipped. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -8,8 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,6 +31,7 @@ typedef struct Fixture {
         const Pod *pod;
         char dir[64];
         char *rootfs;
+        char *attempt_dir;
         ImageConfig img;
         PodNodeInfo node;
         PodObjectLookup lookup;
@@ -95,6 +100,7 @@ static void fx_init(Fixture *f, const char *yaml) {
         strcpy(f->dir, "/tmp/test-ccfg-XXXXXX");
         assert_non_null(mkdtemp(f->dir));
         f->rootfs = pathj(f->dir, "rootfs");
+        f->attempt_dir = pathj(f->dir, "attempt");
         char *etc = pathj(f->rootfs, "etc");
         assert_int_equal(mkdir_p(etc, 0755), 0);
         write_file(etc, "passwd",
@@ -121,6 +127,7 @@ static void fx_init(Fixture *f, const char *yaml) {
                 .container_id = "uid1-c-0",
                 .attempt = 0,
                 .rootfs = f->rootfs,
+                .attempt_dir = f->attempt_dir,
                 .volumes = &f->vols,
                 .ns_net = "/run/nanolet/ns/u/net",
                 .ns_ipc = "/run/nanolet/ns/u/ipc",
@@ -144,8 +151,10 @@ static void fx_done(Fixture *f) {
         pod_volumes_done(&f->vols);
         strv_free(f->warnings);
         manifest_objects_free(f->objs, f->n);
+        assert_true(container_subpaths_release(f->attempt_dir) >= 0);
         rm_rf(f->dir);
         free(f->rootfs);
+        free(f->attempt_dir);
 }
 
 static int fx_build(Fixture *f) {
@@ -615,6 +624,59 @@ static void add_volume(Fixture *f, const char *name, const char *path, bool ro) 
         v->items[v->n_items++] = (PodVolumePath){ strdup(name), strdup(path), ro };
 }
 
+/* A subPath is mounted from <attempt>/subpaths/<index>, a bind mount of
+ * the very inode the subPath named when the config was built. */
+static void assert_subpath_mount(const Fixture *f, const RuntimeMount *m, size_t index,
+                                 const char *want) {
+        assert_non_null(m);
+        char *p = strprintf("%s/subpaths/%zu", f->attempt_dir, index);
+        assert_string_equal(m->source, p);
+        struct stat got, exp;
+        assert_int_equal(lstat(p, &got), 0);
+        assert_int_equal(lstat(want, &exp), 0);
+        assert_true(got.st_dev == exp.st_dev && got.st_ino == exp.st_ino);
+        free(p);
+}
+
+static bool write_proc(const char *path, const char *content) {
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        bool ok = write(fd, content, strlen(content)) == (ssize_t)strlen(content);
+        close(fd);
+        return ok;
+}
+
+/* Group setup: a private mount namespace, so subPath bind mounts stay in
+ * the test (and die with it); *state says whether one could be had. */
+static int enter_mount_namespace(void **state) {
+        static bool ok;
+        uid_t uid = geteuid();
+        gid_t gid = getegid();
+        char map[64];
+
+        *state = &ok;
+        if (unshare(uid == 0 ? CLONE_NEWNS : CLONE_NEWNS | CLONE_NEWUSER) < 0)
+                return 0;
+        if (uid != 0) {
+                /* created files need both ids mapped */
+                snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)uid);
+                if (!write_proc("/proc/self/uid_map", map) ||
+                    !write_proc("/proc/self/setgroups", "deny"))
+                        return 0;
+                snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)gid);
+                if (!write_proc("/proc/self/gid_map", map))
+                        return 0;
+        }
+        ok = mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0;
+        return 0;
+}
+
+static void skip_without_mounts(void **state) {
+        if (!*(bool *)*state)
+                skip();
+}
+
 static void assert_options(const RuntimeMount *m, const char *a, const char *b, const char *c) {
         assert_non_null(m);
         assert_string_equal(m->type, "bind");
@@ -622,22 +684,26 @@ static void assert_options(const RuntimeMount *m, const char *a, const char *b, 
 }
 
 static void test_mounts(void **state) {
-        (void)state;
+        skip_without_mounts(state);
         Fixture f;
-        fx_init(&f, POD_HEAD "  volumes:\n  - {name: data, emptyDir: {}}\n"
-                             "  - {name: cfg, configMap: {name: x}}\n"
-                             "  - {name: host, hostPath: {path: /tmp}}\n"
-                             "  containers:\n  - name: c\n    image: b\n    command: [x]\n"
-                             "    env: [{name: SUB, value: logs}]\n"
-                             "    volumeMounts:\n"
-                             "    - {name: data, mountPath: /data}\n"
-                             "    - {name: cfg, mountPath: /etc/cfg}\n"
-                             "    - {name: host, mountPath: /h, readOnly: true, mountPropagation: HostToContainer}\n"
-                             "    - {name: data, mountPath: /sub, subPath: a/b}\n"
-                             "    - {name: data, mountPath: /expr, subPathExpr: '$(SUB)/x'}\n"
-                             "    - {name: data, mountPath: /etc/resolv.conf, subPath: resolv}\n");
+        fx_init(&f, POD_HEAD
+                "  volumes:\n  - {name: data, emptyDir: {}}\n"
+                "  - {name: cfg, configMap: {name: x}}\n"
+                "  - {name: host, hostPath: {path: /tmp}}\n"
+                "  containers:\n  - name: c\n    image: b\n    command: [x]\n"
+                "    env: [{name: SUB, value: logs}]\n"
+                "    volumeMounts:\n"
+                "    - {name: data, mountPath: /data}\n"
+                "    - {name: cfg, mountPath: /etc/cfg}\n"
+                "    - {name: host, mountPath: /h, readOnly: true, mountPropagation: "
+                "HostToContainer}\n"
+                "    - {name: data, mountPath: /sub, subPath: a/b}\n"
+                "    - {name: data, mountPath: /expr, subPathExpr: '$(SUB)/x'}\n"
+                "    - {name: data, mountPath: /etc/resolv.conf, subPath: resolv}\n"
+                "    - {name: data, mountPath: /etc/file, subPath: file, readOnly: true}\n");
         char *data = pathj(f.dir, "data"), *shm = pathj(f.dir, "shm");
         assert_int_equal(mkdir(data, 0750), 0);
+        write_file(data, "file", "x");
         add_volume(&f, "data", data, false);
         add_volume(&f, "cfg", "/nonexistent/cfg", true);
         add_volume(&f, "host", "/tmp", false);
@@ -657,13 +723,21 @@ static void test_mounts(void **state) {
         m = mount_at(&f.c, "/sub");
         assert_options(m, "rbind", "rprivate", "rw");
         char *sub = pathj(data, "a/b");
-        assert_string_equal(m->source, sub);
+        assert_subpath_mount(&f, m, 3, sub);
         struct stat st;
         assert_int_equal(stat(sub, &st), 0);
         assert_int_equal(st.st_mode & 07777, 0750); /* the volume's mode, as kubelet */
         free(sub);
         sub = pathj(data, "logs/x");
-        assert_string_equal(mount_at(&f.c, "/expr")->source, sub);
+        assert_subpath_mount(&f, mount_at(&f.c, "/expr"), 4, sub);
+        free(sub);
+        /* a file is mounted on a file; readOnly is the runtime's remount */
+        sub = pathj(data, "file");
+        m = mount_at(&f.c, "/etc/file");
+        assert_subpath_mount(&f, m, 6, sub);
+        assert_options(m, "rbind", "rprivate", "ro");
+        assert_int_equal(lstat(m->source, &st), 0);
+        assert_true(S_ISREG(st.st_mode));
         free(sub);
 
         assert_options(mount_at(&f.c, "/etc/hosts"), "rbind", "rprivate", "rw");
@@ -671,7 +745,7 @@ static void test_mounts(void **state) {
         assert_string_equal(mount_at(&f.c, "/etc/hostname")->source, "/p/hostname");
         /* the container mounts its own resolv.conf: ours is skipped */
         sub = pathj(data, "resolv");
-        assert_string_equal(mount_at(&f.c, "/etc/resolv.conf")->source, sub);
+        assert_subpath_mount(&f, mount_at(&f.c, "/etc/resolv.conf"), 5, sub);
         free(sub);
         m = mount_at(&f.c, "/dev/termination-log");
         assert_options(m, "rbind", "rprivate", "rw");
@@ -688,7 +762,7 @@ static void test_mounts(void **state) {
 }
 
 static void test_subpath_escape(void **state) {
-        (void)state;
+        skip_without_mounts(state);
         Fixture f;
         fx_init(&f, POD_HEAD "  volumes:\n  - {name: data, emptyDir: {}}\n"
                              "  containers:\n  - name: c\n    image: b\n    command: [x]\n"
@@ -717,12 +791,75 @@ static void test_subpath_escape(void **state) {
         f.ctx.container = &f.pod->spec.containers[2];
         fx_build_ok(&f);
         char *real = pathj(data, "real");
-        assert_string_equal(mount_at(&f.c, "/x")->source, real);
+        assert_subpath_mount(&f, mount_at(&f.c, "/x"), 0, real);
         free(real);
         free(evil);
         free(abs);
         free(inside);
         free(data);
+        fx_done(&f);
+}
+
+/* Swapping the subPath for a symlink after the config is built cannot
+ * redirect it: the mount point holds the inode, not the path. Releasing the
+ * attempt's subPaths unmounts and removes them, and again finds nothing. */
+static bool mounted_below(const char *dir) {
+        FILE *f = fopen("/proc/self/mountinfo", "re");
+        char line[8192];
+        bool found = false;
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f))
+                if (strstr(line, dir))
+                        found = true;
+        fclose(f);
+        return found;
+}
+
+static void test_subpath_swap(void **state) {
+        skip_without_mounts(state);
+        Fixture f;
+        fx_init(&f, POD_HEAD "  volumes:\n  - {name: data, emptyDir: {}}\n"
+                             "  containers:\n  - name: c\n    image: b\n    command: [x]\n"
+                             "    volumeMounts:\n    - {name: data, mountPath: /x, subPath: d}\n");
+        char *data = pathj(f.dir, "data"), *d = pathj(data, "d"), *old = pathj(data, "old");
+        char *outside = pathj(f.dir, "outside");
+        assert_int_equal(mkdir(data, 0755), 0);
+        assert_int_equal(mkdir(d, 0755), 0);
+        write_file(d, "inside", "1");
+        assert_int_equal(mkdir(outside, 0755), 0);
+        write_file(outside, "MARKER", "1");
+        add_volume(&f, "data", data, false);
+        fx_build_ok(&f);
+
+        assert_int_equal(rename(d, old), 0);
+        assert_int_equal(symlink(outside, d), 0);
+        const RuntimeMount *m = mount_at(&f.c, "/x");
+        assert_subpath_mount(&f, m, 0, old);
+        char *marker = pathj(m->source, "MARKER"), *inside = pathj(m->source, "inside");
+        assert_int_equal(access(marker, F_OK), -1);
+        assert_int_equal(access(inside, F_OK), 0);
+
+        char *subpaths = pathj(f.attempt_dir, "subpaths");
+        assert_true(mounted_below(subpaths));
+        assert_int_equal(container_subpaths_release(f.attempt_dir), 1);
+        assert_false(mounted_below(subpaths));
+        assert_int_equal(access(subpaths, F_OK), -1);
+        assert_int_equal(container_subpaths_release(f.attempt_dir), 0);
+        /* built now, it is refused; back in place, it builds once: a
+         * second build of the same attempt finds its mount point taken */
+        assert_int_equal(fx_build(&f), -EXDEV);
+        assert_int_equal(unlink(d), 0);
+        assert_int_equal(rename(old, d), 0);
+        fx_build_ok(&f);
+        assert_int_equal(fx_build(&f), -EEXIST);
+
+        free(marker);
+        free(inside);
+        free(subpaths);
+        free(data);
+        free(d);
+        free(old);
+        free(outside);
         fx_done(&f);
 }
 
@@ -883,9 +1020,10 @@ int main(void) {
                 cmocka_unit_test(test_namespaces),
                 cmocka_unit_test(test_mounts),
                 cmocka_unit_test(test_subpath_escape),
+                cmocka_unit_test(test_subpath_swap),
                 cmocka_unit_test(test_security_defaults),
                 cmocka_unit_test(test_resources),
                 cmocka_unit_test(test_oom_score_adj),
         };
-        return cmocka_run_group_tests(tests, NULL, NULL);
+        return cmocka_run_group_tests(tests, enter_mount_namespace, NULL);
 }
