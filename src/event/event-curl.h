@@ -33,5 +33,7 @@ unsigned event_curl_running(const EventCurl *ec);
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(CURL *, curl_easy_cleanup)
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct curl_slist *, curl_slist_free_all)
+DEFINE_TRIVIAL_CLEANUP_FUNC(CURLU *, curl_url_cleanup)
 #define _cleanup_curl_easy_ _cleanup_(curl_easy_cleanupp)
 #define _cleanup_curl_slist_ _cleanup_(curl_slist_free_allp)
+#define _cleanup_curl_url_ _cleanup_(curl_url_cleanupp)

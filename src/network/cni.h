@@ -215,14 +215,3 @@ bool cni_container_id_valid(const char *id);
 int node_ip_detect(char ***ret);
 /* The default route's interface from the text of /proc/net/route. */
 int node_default_route_interface(const char *route_table, char ret[static 16]);
-
-/* host-local lease directories (<dataDir>/<network name>) of the network's
- * plugins; *ret NULL when no plugin uses host-local. */
-int cni_config_lease_dirs(const CniConfig *c, char ***ret);
-/* Is this lease owner a nanolet pod (a 32-hex pod UID as container ID)? */
-bool cni_lease_owner_is_ours(const char *id);
-/* Removes the lease files in dir held by nanolet pods for which is_live()
- * says no: addresses of pods that no longer exist, which no DEL will ever
- * release. Leases of other owners are never touched. */
-int cni_leases_release_stale(const char *dir, bool (*is_live)(const char *id, void *userdata),
-                             void *userdata, unsigned *ret_released);

@@ -9,6 +9,7 @@
 #include <sys/inotify.h>
 
 #include "fileio.h"
+#include "list.h"
 #include "cgroup.h"
 #include "log.h"
 #include "pod-logs.h"
@@ -29,7 +30,7 @@ struct PodManager {
         EventSource *relist_timer;
         EventSource *exits_watch;
         EventSource *orphan_timer;
-        unsigned orphan_dels;     /* DELs of orphaned sandboxes in flight */
+        struct OrphanDel *orphan_dels; /* DELs of orphaned sandboxes in flight */
         LogRotator *log_rotator;  /* NULL: rotation off */
         EventSource *log_timer;
         bool sources_ready;
@@ -295,64 +296,91 @@ void pod_manager_handle_source_event(PodManager *m, const SourceEvent *ev) {
         terminate_unclaimed(m);
 }
 
-/* ---- orphans (SPEC §8, §14): networks and leases of pods no worker has ---- */
+/* ---- orphans (SPEC §8, §14): networks of sandboxes no worker has ---- */
 
 #define ORPHAN_SWEEP_PERIOD_USEC (60 * USEC_PER_SEC)
 
-static bool uid_is_live(const char *uid, void *userdata) {
-        PodManager *m = userdata;
-        CniResult *cached = NULL;
-        if (find_worker(m, uid))
-                return true;
-        /* A cache means a DEL (ours below, or a retry) will release it. */
-        if (cni_runner_cached_result(m->o.cni, uid, &cached) >= 0) {
-                cni_result_free(cached);
-                return true;
-        }
-        return false;
+/* A CNI DEL of a sandbox that only this agent's CNI cache still records. */
+typedef struct OrphanDel OrphanDel;
+struct OrphanDel {
+        PodManager *manager;
+        char *id;
+        CniOp *op;
+        OrphanDel *prev, *next;
+};
+
+static OrphanDel *orphan_del_free(PodManager *m, OrphanDel *o) {
+        if (!o)
+                return NULL;
+        LIST_REMOVE(m->orphan_dels, o);
+        if (o->op)
+                cni_op_cancel(o->op);
+        free(o->id);
+        free(o);
+        return NULL;
 }
 
 static void on_orphan_deleted(CniRunner *runner, int r, CniResult *result, const CniError *err,
                               void *userdata) {
-        PodManager *m = userdata;
+        OrphanDel *o = userdata;
+        PodManager *m = o->manager;
         cni_result_free(result);
-        m->orphan_dels--;
+        o->op = NULL;
         if (r < 0) {
                 _cleanup_free_ char *msg = cni_error_to_string(err);
-                log_warning("CNI DEL of an orphaned sandbox failed (retried in a minute): %s",
-                            strna(msg));
+                log_warning("CNI DEL of orphaned sandbox %s failed (retried in a minute): %s",
+                            o->id, strna(msg));
+        } else if (!find_worker(m, o->id)) {
+                /* Its pins were kept for the DEL: the bridge plugin finds the
+                 * pod's addresses (and so its masquerade rules) in the netns. */
+                _cleanup_free_ char *dir = strprintf("%s/%s", m->ctx.ns_dir, o->id);
+                _cleanup_free_ char *record = strprintf("%s/%s.json", m->ctx.sandboxes_dir, o->id);
+                RuntimeError rerr = {};
+                if (dir && sandbox_remove(dir, &rerr) < 0)
+                        log_warning("Cannot remove the namespaces of sandbox %s: %s", o->id,
+                                    rerr.message);
+                if (record)
+                        (void)unlink(record);
+                log_info("Released the network of sandbox %s.", o->id);
         }
+        orphan_del_free(m, o);
 }
 
+/* Only what this agent recorded is released, and only by a CNI DEL: the
+ * sandboxes in its own CNI cache (<run-dir>/cni) that no pod owns any more
+ * (their pod was removed while the agent was down, or its own DEL failed).
+ * Leases in a host-local directory are never judged by their owner's name:
+ * another agent or runtime sharing the network owns IDs of the same shape,
+ * and a removed lease file would leave the plugins' iptables rules behind.
+ * Pods with a checkpoint have a worker, whose own DEL releases them. */
 static void sweep_orphans(PodManager *m) {
         _cleanup_strv_free_ char **cached = NULL;
-        _cleanup_strv_free_ char **dirs = NULL;
         CniConfig *config = NULL;
         CniError err = {};
 
-        if (!m->o.cni)
+        if (!m->o.cni || m->orphan_dels || cni_runner_list_cached(m->o.cni, &cached) < 0)
                 return;
-        /* Sandboxes the CNI cache remembers but no pod owns: their pod was
-         * removed and its own DEL failed, or its state was lost. */
-        if (m->orphan_dels == 0 && cni_runner_list_cached(m->o.cni, &cached) >= 0)
-                STRV_FOREACH(id, cached) {
-                        if (find_worker(m, *id))
-                                continue;
-                        log_info("Releasing the network of sandbox %s, whose pod no longer exists.", *id);
-                        _cleanup_free_ char *netns = strprintf("%s/%s/net", m->ctx.ns_dir, *id);
-                        CniRequest req = { .container_id = *id, .netns = netns, .pod_uid = *id };
-                        if (netns && cni_del(m->o.cni, NULL, &req, on_orphan_deleted, m, NULL) >= 0)
-                                m->orphan_dels++;
-                }
-        if (cni_config_load(m->o.cni_conf_dir, m->o.pod_cidr, &config, &err) >= 0 &&
-            cni_config_lease_dirs(config, &dirs) >= 0)
-                STRV_FOREACH(d, dirs) {
-                        int r = cni_leases_release_stale(*d, uid_is_live, m, NULL);
-                        if (r < 0)
-                                log_debug_errno(r, "Cannot sweep leases in %s: %m", *d);
-                }
-        cni_config_unref(config);
+        /* The fallback for a cache whose configuration cannot be read. */
+        if (cni_config_load(m->o.cni_conf_dir, m->o.pod_cidr, &config, &err) < 0)
+                config = NULL;
         cni_error_done(&err);
+        STRV_FOREACH(id, cached) {
+                if (find_worker(m, *id))
+                        continue;
+                log_info("Releasing the network of sandbox %s, whose pod no longer exists.", *id);
+                _cleanup_free_ char *netns = strprintf("%s/%s/net", m->ctx.ns_dir, *id);
+                OrphanDel *o = calloc(1, sizeof *o);
+                if (!netns || !o || !(o->id = strdup(*id))) {
+                        free(o);
+                        break;
+                }
+                o->manager = m;
+                LIST_PREPEND(m->orphan_dels, o);
+                CniRequest req = { .container_id = *id, .netns = netns, .pod_uid = *id };
+                if (cni_del(m->o.cni, config, &req, on_orphan_deleted, o, &o->op) < 0)
+                        orphan_del_free(m, o);
+        }
+        cni_config_unref(config);
 }
 
 static int on_orphan_timer(EventSource *s, usec_t now, void *userdata) {
@@ -528,6 +556,8 @@ PodManager *pod_manager_free(PodManager *m) {
         event_source_free(m->relist_timer);
         event_source_free(m->exits_watch);
         event_source_free(m->orphan_timer);
+        while (m->orphan_dels)
+                orphan_del_free(m, m->orphan_dels);
         event_source_free(m->log_timer);
         log_rotator_free(m->log_rotator);
         free(m->ctx.status_dir);

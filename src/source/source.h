@@ -124,6 +124,17 @@ typedef struct UrlSourceOptions {
 } UrlSourceOptions;
 
 int url_source_new(UrlSource **ret, Event *e, PodConfig *config, const UrlSourceOptions *opts);
+
+/* Redirects are followed by the URL source itself, not by libcurl, which
+ * would re-send every custom header to any host. url_redirect_check(): 0 if
+ * a redirect from `from` to `to` may be followed: only to http or https, and
+ * never from https to http (-EPERM); -EINVAL for a URL that does not parse.
+ * url_same_origin(): 1 if a and b have the same scheme, host (compared
+ * case-insensitively) and port (default ports filled in), 0 if not, -EINVAL
+ * or -ENOMEM. --manifest-url-header values go only to the configured URL's
+ * origin. */
+int url_redirect_check(const char *from, const char *to);
+int url_same_origin(const char *a, const char *b);
 /* Starts the first fetch at once and polls afterwards. */
 int url_source_start(UrlSource *s);
 /* Error count, for metrics and status. */

@@ -6,7 +6,13 @@
  * scheduled check_frequency after the previous one finished. Whatever goes
  * wrong (transport, status, empty or unparsable body) changes nothing: the
  * pods keep running, the error is logged, counted and handed to the
- * PodConfig as the origin's error. */
+ * PodConfig as the origin's error.
+ *
+ * Redirects are followed here rather than by libcurl (which re-sends every
+ * custom header to whatever host a redirect names, and follows https to
+ * http): at most URL_SOURCE_MAX_REDIRECTS, only to http or https, never from
+ * https back to http, and --manifest-url-header values only to the
+ * configured URL's origin (scheme, host and port). */
 #include "source.h"
 
 #include <assert.h>
@@ -30,7 +36,7 @@
 #define URL_SOURCE_DEFAULT_CHECK_FREQUENCY (20 * USEC_PER_SEC)
 #define URL_SOURCE_DEFAULT_TIMEOUT (10 * USEC_PER_SEC)
 #define URL_SOURCE_DEFAULT_MAX_BODY ((size_t)10 * 1024 * 1024)
-#define URL_SOURCE_MAX_REDIRECTS 5L
+#define URL_SOURCE_MAX_REDIRECTS 5U
 
 struct UrlSource {
         Event *event;
@@ -47,6 +53,8 @@ struct UrlSource {
 
         EventCurl *curl;
         CURL *easy;                     /* the GET in flight; NULL between polls */
+        char *request_url;              /* its URL: the configured one or a redirect's */
+        unsigned n_redirects;           /* followed in this poll */
         struct curl_slist *req_headers; /* its request headers */
         char errbuf[CURL_ERROR_SIZE];
         EventSource *poll_timer; /* the next GET */
@@ -67,6 +75,72 @@ struct UrlSource {
         char *logged_error;
         unsigned error_count;
 };
+
+/* ---- redirect policy ---- */
+
+typedef struct UrlOrigin {
+        char *scheme, *host, *port;
+} UrlOrigin;
+
+static void url_origin_done(UrlOrigin *o) {
+        curl_free(o->scheme);
+        curl_free(o->host);
+        curl_free(o->port);
+        *o = (UrlOrigin){};
+}
+
+static int url_origin_parse(const char *url, UrlOrigin *ret) {
+        _cleanup_curl_url_ CURLU *u = curl_url();
+        UrlOrigin o = {};
+        if (!u)
+                return -ENOMEM;
+        /* libcurl lowercases the scheme; the port is filled in from it. */
+        bool ok = curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+                  curl_url_get(u, CURLUPART_SCHEME, &o.scheme, 0) == CURLUE_OK &&
+                  curl_url_get(u, CURLUPART_HOST, &o.host, 0) == CURLUE_OK &&
+                  curl_url_get(u, CURLUPART_PORT, &o.port, CURLU_DEFAULT_PORT) == CURLUE_OK;
+        if (!ok) {
+                url_origin_done(&o);
+                return -EINVAL;
+        }
+        *ret = o;
+        return 0;
+}
+
+int url_same_origin(const char *a, const char *b) {
+        _cleanup_(url_origin_done) UrlOrigin oa = {}, ob = {};
+        int r = url_origin_parse(a, &oa);
+        if (r < 0)
+                return r;
+        r = url_origin_parse(b, &ob);
+        if (r < 0)
+                return r;
+        return streq(oa.scheme, ob.scheme) && strcasecmp(oa.host, ob.host) == 0 &&
+               streq(oa.port, ob.port);
+}
+
+/* The scheme of url, lowercase; free it with curl_free(). */
+static int url_scheme(const char *url, char **ret) {
+        _cleanup_curl_url_ CURLU *u = curl_url();
+        if (!u)
+                return -ENOMEM;
+        if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+            curl_url_get(u, CURLUPART_SCHEME, ret, 0) != CURLUE_OK)
+                return -EINVAL;
+        return 0;
+}
+
+int url_redirect_check(const char *from, const char *to) {
+        char *f = NULL, *t = NULL;
+        int r = url_scheme(from, &f);
+        if (r >= 0)
+                r = url_scheme(to, &t);
+        if (r >= 0 && !(streq(t, "https") || (streq(t, "http") && !streq(f, "https"))))
+                r = -EPERM;
+        curl_free(f);
+        curl_free(t);
+        return r;
+}
 
 /* ---- libcurl callbacks ---- */
 
@@ -285,18 +359,56 @@ static void url_source_finish(UrlSource *s, CURL *easy, CURLcode result) {
 }
 
 static int url_source_schedule_poll(UrlSource *s, usec_t delay);
+static int url_source_start_request(UrlSource *s, const char *url);
+
+/* 1 with the target in *ret when the response is a redirect to follow, 0
+ * when it is not a redirect, a negative errno when it is one that is not
+ * followed (reported as the poll's failure). */
+static int url_source_redirect_target(UrlSource *s, CURL *easy, CURLcode result, char **ret) {
+        long status = 0;
+        char *location = NULL;
+
+        if (result != CURLE_OK)
+                return 0;
+        (void)curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+        if (status != 301 && status != 302 && status != 303 && status != 307 && status != 308)
+                return 0;
+        (void)curl_easy_getinfo(easy, CURLINFO_REDIRECT_URL, &location);
+        if (!location)
+                return 0; /* reported as the 3xx status it is */
+        if (s->n_redirects >= URL_SOURCE_MAX_REDIRECTS) {
+                url_source_failf(s, "more than %u redirects (the last to \"%s\")",
+                                 URL_SOURCE_MAX_REDIRECTS, location);
+                return -ELOOP;
+        }
+        int r = url_redirect_check(s->request_url, location);
+        if (r < 0) {
+                url_source_failf(s, "redirect from \"%s\" to \"%s\" refused: %s", s->request_url,
+                                 location,
+                                 r == -EPERM ? "only http and https are followed, and never "
+                                               "from https to http"
+                                             : "not a valid URL");
+                return r;
+        }
+        char *target = strdup(location);
+        if (!target) {
+                url_source_failf(s, "out of memory");
+                return -ENOMEM;
+        }
+        s->n_redirects++;
+        *ret = target;
+        return 1;
+}
 
 static void url_source_on_done(EventCurl *ec, CURL *easy, CURLcode result, void *userdata) {
         UrlSource *s = userdata;
+        _cleanup_free_ char *redirect = NULL;
+        bool ours = easy == s->easy;
 
-        if (easy == s->easy) {
-                url_source_finish(s, easy, result);
+        if (ours) {
                 s->easy = NULL;
-                if (!s->synced_once) {
-                        s->synced_once = true;
-                        if (s->synced)
-                                s->synced(s->synced_userdata);
-                }
+                if (url_source_redirect_target(s, easy, result, &redirect) == 0)
+                        url_source_finish(s, easy, result);
         }
         curl_easy_cleanup(easy);
         curl_slist_free_all(s->req_headers);
@@ -304,14 +416,27 @@ static void url_source_on_done(EventCurl *ec, CURL *easy, CURLcode result, void 
         free(s->body);
         s->body = NULL;
         s->body_len = s->body_cap = 0;
+        if (redirect) {
+                int r = url_source_start_request(s, redirect);
+                if (r >= 0)
+                        return;
+                url_source_failf(s, "cannot follow the redirect to \"%s\": %s", redirect,
+                                 strerror(-r));
+        }
+        if (ours && !s->synced_once) {
+                s->synced_once = true;
+                if (s->synced)
+                        s->synced(s->synced_userdata);
+        }
         (void)url_source_schedule_poll(s, s->check_frequency);
 }
 
 /* ---- polling ---- */
 
-static int url_source_build_headers(UrlSource *s, struct curl_slist **ret) {
+/* custom: with the --manifest-url-header values. */
+static int url_source_build_headers(UrlSource *s, bool custom, struct curl_slist **ret) {
         _cleanup_curl_slist_ struct curl_slist *l = NULL;
-        STRV_FOREACH(h, s->headers) {
+        STRV_FOREACH(h, custom ? s->headers : NULL) {
                 struct curl_slist *n = curl_slist_append(l, *h);
                 if (!n)
                         return -ENOMEM;
@@ -336,10 +461,8 @@ static int url_source_build_headers(UrlSource *s, struct curl_slist **ret) {
         return 0;
 }
 
-static int url_source_start_get(UrlSource *s) {
-        if (s->easy)
-                return 0; /* still in flight */
-
+/* A GET of url, the configured one or a redirect's target. */
+static int url_source_start_request(UrlSource *s, const char *url) {
         free(s->body);
         s->body = NULL;
         s->body_len = s->body_cap = 0;
@@ -350,8 +473,16 @@ static int url_source_start_get(UrlSource *s) {
         s->resp_etag = s->resp_last_modified = s->resp_date = NULL;
         s->errbuf[0] = 0;
 
+        _cleanup_free_ char *request_url = strdup(url);
+        if (!request_url)
+                return -ENOMEM;
+        /* Custom headers (tokens) only to the configured URL's origin. */
+        int r = s->n_redirects == 0 ? 1 : url_same_origin(s->url, url);
+        if (r == 0 && s->headers)
+                log_debug("Manifest URL \"%s\" redirects to \"%s\", another origin: its headers "
+                          "are not sent there.", s->url, url);
         _cleanup_curl_slist_ struct curl_slist *hdrs = NULL;
-        int r = url_source_build_headers(s, &hdrs);
+        r = url_source_build_headers(s, r > 0, &hdrs);
         if (r < 0)
                 return r;
 
@@ -360,11 +491,9 @@ static int url_source_start_get(UrlSource *s) {
                 return -ENOMEM;
 
         bool ok =
-                curl_easy_setopt(easy, CURLOPT_URL, s->url) == CURLE_OK &&
+                curl_easy_setopt(easy, CURLOPT_URL, url) == CURLE_OK &&
                 curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK &&
-                curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") == CURLE_OK &&
-                curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 1L) == CURLE_OK &&
-                curl_easy_setopt(easy, CURLOPT_MAXREDIRS, URL_SOURCE_MAX_REDIRECTS) == CURLE_OK &&
+                curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK &&
                 curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, (long)(s->timeout / USEC_PER_MSEC)) ==
                         CURLE_OK &&
                 curl_easy_setopt(easy, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)s->max_body) ==
@@ -385,7 +514,16 @@ static int url_source_start_get(UrlSource *s) {
                 return r;
         s->easy = TAKE_PTR(easy);
         s->req_headers = TAKE_PTR(hdrs);
+        free(s->request_url);
+        s->request_url = TAKE_PTR(request_url);
         return 0;
+}
+
+static int url_source_start_get(UrlSource *s) {
+        if (s->easy)
+                return 0; /* still in flight */
+        s->n_redirects = 0;
+        return url_source_start_request(s, s->url);
 }
 
 static int url_source_on_poll(EventSource *es, usec_t now, void *userdata) {
@@ -490,6 +628,7 @@ UrlSource *url_source_free(UrlSource *s) {
         free(s->last_modified);
         manifest_objects_free(s->objs, s->n_objs);
         free(s->logged_error);
+        free(s->request_url);
         free(s->url);
         free(s->source_id);
         strv_free(s->headers);

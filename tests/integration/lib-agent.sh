@@ -18,17 +18,23 @@ TEST_BRIDGE=nlt$(printf '%04x' $((RANDOM % 65536)))
 TEST_SUBNET=10.$((200 + RANDOM % 50)).$((RANDOM % 250)).0/24
 mkdir -p "$CNI_CONF" "$WORK/leases"
 
-# write_conflist FILE NAME BRIDGE SUBNET [portmap]: a bridge + host-local
-# network of this test (leases under $WORK/leases/NAME), without masquerade;
-# with "portmap" the portmap plugin is chained for hostPort (it adds
-# iptables rules: a test using it must check and clean them up).
+# write_conflist FILE NAME BRIDGE SUBNET [portmap] [masq]: a bridge +
+# host-local network of this test (leases under $WORK/leases/NAME), without
+# masquerade; with "portmap" the portmap plugin is chained for hostPort, with
+# "masq" the bridge masquerades (both add iptables rules: a test using them
+# must check and clean them up).
 write_conflist() {
-        local portmap=
-        [ "${5:-}" = portmap ] && portmap=',
-  {"type": "portmap", "capabilities": {"portMappings": true}}'
+        local portmap= masq=false opt
+        for opt in "${@:5}"; do
+                case $opt in
+                portmap) portmap=',
+  {"type": "portmap", "capabilities": {"portMappings": true}}' ;;
+                masq) masq=true ;;
+                esac
+        done
         cat >"$1.tmp" <<JSON
 {"cniVersion": "1.0.0", "name": "$2", "plugins": [
-  {"type": "bridge", "bridge": "$3", "isGateway": true, "ipMasq": false,
+  {"type": "bridge", "bridge": "$3", "isGateway": true, "ipMasq": $masq,
    "ipam": {"type": "host-local", "dataDir": "$WORK/leases",
             "ranges": [[{"subnet": "$4"}]], "routes": [{"dst": "0.0.0.0/0"}]}}$portmap]}
 JSON

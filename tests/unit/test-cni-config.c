@@ -252,58 +252,6 @@ static void test_find_plugin(void **state) {
         drop_dir(d);
 }
 
-static bool live_one(const char *id, void *userdata) {
-        return strcmp(id, userdata) == 0;
-}
-
-/* Leases of pods that no longer exist are released; other owners' leases,
- * the lock and last_reserved_ip files are never touched. */
-static void test_lease_sweep(void **state) {
-        (void)state;
-        char tmpl[] = "/tmp/test-leases-XXXXXX";
-        assert_non_null(mkdtemp(tmpl));
-        _cleanup_free_ char *conf = strprintf(
-                "{\"cniVersion\": \"1.0.0\", \"name\": \"mynet\", \"plugins\": ["
-                "{\"type\": \"bridge\", \"ipam\": {\"type\": \"host-local\", \"dataDir\": \"%s\", "
-                "\"ranges\": [[{\"subnet\": \"10.250.0.0/24\"}]]}}, {\"type\": \"portmap\"}]}", tmpl);
-        CniConfig *c = NULL;
-        CniError err = {};
-        assert_int_equal(cni_config_parse(conf, strlen(conf), "t.conflist", true, &c, &err), 0);
-        _cleanup_strv_free_ char **dirs = NULL;
-        assert_int_equal(cni_config_lease_dirs(c, &dirs), 0);
-        assert_int_equal(strv_length(dirs), 1);
-        _cleanup_free_ char *want = strprintf("%s/mynet", tmpl);
-        assert_string_equal(dirs[0], want);
-        cni_config_unref(c);
-
-        assert_int_equal(mkdir_p(dirs[0], 0755), 0);
-        const char *live = "0123456789abcdef0123456789abcdef";
-        const char *dead = "fedcba9876543210fedcba9876543210";
-        const char *other = "aaaa0000aaaa0000aaaa0000aaaa0000aaaa0000aaaa0000aaaa0000aaaa0000";
-        struct { const char *name, *content; bool stays; } files[] = {
-                { "10.250.0.2", live, true },
-                { "10.250.0.3", dead, false },
-                { "10.250.0.4", other, true },
-                { "lock", "", true },
-                { "last_reserved_ip.0", "10.250.0.4", true },
-        };
-        for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-                _cleanup_free_ char *path = strprintf("%s/%s", dirs[0], files[i].name);
-                _cleanup_free_ char *text = strprintf("%s\r\neth0", files[i].content);
-                assert_int_equal(write_file_atomic(path, text, strlen(text), 0644), 0);
-        }
-        unsigned released = 0;
-        assert_int_equal(cni_leases_release_stale(dirs[0], live_one, (void *)live, &released), 0);
-        assert_int_equal(released, 1);
-        for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-                _cleanup_free_ char *path = strprintf("%s/%s", dirs[0], files[i].name);
-                assert_int_equal(access(path, F_OK) == 0, files[i].stays);
-        }
-        /* A missing directory is nothing to sweep. */
-        assert_int_equal(cni_leases_release_stale("/nonexistent/x", live_one, (void *)live, NULL), 0);
-        assert_int_equal(rm_rf_at(AT_FDCWD, tmpl), 0);
-}
-
 static void test_default_route(void **state) {
         (void)state;
         const char *table =
@@ -330,7 +278,6 @@ int main(void) {
                 cmocka_unit_test(test_stdin),
                 cmocka_unit_test(test_args_env),
                 cmocka_unit_test(test_find_plugin),
-                cmocka_unit_test(test_lease_sweep),
                 cmocka_unit_test(test_default_route),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

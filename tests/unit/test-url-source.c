@@ -599,6 +599,8 @@ static void test_redirect_to_file_refused(void **state) {
         run_handled(f, 1);
         assert_int_equal(f->n, 1);
         expect(&f->ev[0], SOURCE_EVENT_ERROR);
+        assert_non_null(strstr(f->ev[0].errors, "to \"file:///etc/hostname\" refused: only http "
+                                                "and https are followed"));
         assert_int_equal(url_source_get_error_count(f->source), 1);
 }
 
@@ -612,6 +614,96 @@ static void test_other_protocol_refused(void **state) {
         assert_int_equal(f->n, 1);
         expect(&f->ev[0], SOURCE_EVENT_ERROR);
         assert_int_equal(url_source_get_error_count(f->source), 1);
+}
+
+/* Runs the loop until the source has reported n events. */
+static void run_events(Fixture *f, size_t n) {
+        usec_t t0 = now_usec(CLOCK_MONOTONIC);
+        while (f->n < n && now_usec(CLOCK_MONOTONIC) - t0 < CAP)
+                assert_true(event_run(f->event, 20 * USEC_PER_MSEC) >= 0);
+        if (f->n != n)
+                dump(f);
+        assert_int_equal(f->n, n);
+}
+
+static char *const token_headers[] = { (char *)"X-Token: abc123",
+                                       (char *)"Authorization: Bearer t0k", NULL };
+
+/* A redirect within the configured URL's origin keeps the custom headers. */
+static void test_redirect_same_origin_keeps_headers(void **state) {
+        Fixture *f = *state;
+        char loc[128];
+        static Resp script[] = {
+                { .status = 301, .location = NULL },
+                { .status = 200, .body = pod_a },
+        };
+        snprintf(loc, sizeof loc, "/moved");
+        script[0].location = loc;
+        start_full(f, script, ELEMENTSOF(script), NULL, token_headers, 0, 0);
+        run_requests(f, 2);
+        assert_non_null(strstr(f->server.requests[1], "GET /moved HTTP/1.1\r\n"));
+        assert_non_null(strstr(f->server.requests[1], "\r\nX-Token: abc123\r\n"));
+        assert_non_null(strstr(f->server.requests[1], "\r\nAuthorization: Bearer t0k\r\n"));
+        run_events(f, 1);
+        expect(&f->ev[0], SOURCE_EVENT_ADD);
+}
+
+/* Another host (same server, other name) gets none of them: libcurl alone
+ * would re-send every header but Authorization. */
+static void test_redirect_other_host_drops_headers(void **state) {
+        Fixture *f = *state;
+        char loc[128], host[64];
+        static Resp script[] = {
+                { .status = 302, .location = NULL },
+                { .status = 200, .body = pod_a },
+        };
+        snprintf(loc, sizeof loc, "http://localhost:%d/elsewhere", f->server.port);
+        script[0].location = loc;
+        start_full(f, script, ELEMENTSOF(script), NULL, token_headers, 0, 0);
+        run_requests(f, 2);
+        snprintf(host, sizeof host, "\r\nHost: localhost:%d\r\n", f->server.port);
+        assert_non_null(strstr(f->server.requests[1], "GET /elsewhere HTTP/1.1\r\n"));
+        assert_non_null(strstr(f->server.requests[1], host));
+        assert_null(strstr(f->server.requests[1], "X-Token"));
+        assert_null(strstr(f->server.requests[1], "Authorization"));
+        assert_non_null(strstr(f->server.requests[0], "\r\nX-Token: abc123\r\n"));
+        run_events(f, 1);
+        expect(&f->ev[0], SOURCE_EVENT_ADD);
+        assert_string_equal(f->ev[0].origin, f->url);
+}
+
+/* A redirect loop ends after 5 redirects with an error naming it. */
+static void test_redirect_loop_capped(void **state) {
+        Fixture *f = *state;
+        static Resp script[] = { { .status = 307, .location = "/pods" } };
+        start(f, script);
+        run_events(f, 1);
+        assert_int_equal(f->server.n_requests, 6);
+        expect(&f->ev[0], SOURCE_EVENT_ERROR);
+        assert_non_null(strstr(f->ev[0].errors, "more than 5 redirects"));
+        assert_int_equal(url_source_get_error_count(f->source), 1);
+}
+
+static void test_redirect_policy(void **state) {
+        (void)state;
+        /* never from https to http, nor to anything but http(s) */
+        assert_int_equal(url_redirect_check("https://a.example/x", "http://a.example/y"), -EPERM);
+        assert_int_equal(url_redirect_check("https://a.example/x", "HTTP://a.example/y"), -EPERM);
+        assert_int_equal(url_redirect_check("http://a.example/x", "file:///etc/shadow"), -EPERM);
+        assert_int_equal(url_redirect_check("https://a.example/x", "ftp://a.example/y"), -EPERM);
+        assert_int_equal(url_redirect_check("https://a.example/x", "https://b.example/y"), 0);
+        assert_int_equal(url_redirect_check("http://a.example/x", "https://a.example/y"), 0);
+        assert_int_equal(url_redirect_check("http://a.example/x", "http://b.example/y"), 0);
+        assert_int_equal(url_redirect_check("http://a.example/x", "not a url"), -EINVAL);
+
+        assert_int_equal(url_same_origin("http://a.example/x", "http://A.example:80/y?z"), 1);
+        assert_int_equal(url_same_origin("https://a.example/x", "https://a.example:443/"), 1);
+        assert_int_equal(url_same_origin("https://a.example/x", "http://a.example/x"), 0);
+        assert_int_equal(url_same_origin("http://a.example/x", "http://a.example:8080/x"), 0);
+        assert_int_equal(url_same_origin("http://127.0.0.1/x", "http://localhost/x"), 0);
+        assert_int_equal(url_same_origin("http://127.0.0.1/x", "http://127.0.0.2/x"), 0);
+        assert_int_equal(url_same_origin("http://a.example/x", "http://a.example.evil/x"), 0);
+        assert_int_equal(url_same_origin("http://a.example/x", "not a url"), -EINVAL);
 }
 
 int main(void) {
@@ -634,6 +726,12 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_redirect, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_redirect_to_file_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_other_protocol_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_redirect_same_origin_keeps_headers, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_redirect_other_host_drops_headers, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_redirect_loop_capped, setup, teardown),
+                cmocka_unit_test(test_redirect_policy),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
