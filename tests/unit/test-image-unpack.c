@@ -426,10 +426,32 @@ static void test_store(void **state) {
         _cleanup_free_ char *top = strprintf("%s/top", lp);
         assert_int_equal(access(top, F_OK), 0);
         im = image_free(im);
-        assert_int_equal(image_store_remove(s, "other", &err), 0);
+        assert_int_equal(image_store_remove(s, "other", NULL, &err), 0);
         assert_int_equal(image_store_get(s, "other", &im, &err), -ENOENT);
+
+        /* A user's reference keeps the image it resolves to, by name or digest. */
+        ImageUsers users = {};
+        err = (ImageError){};
+        assert_int_equal(image_users_add(&users, "localhost/unit:0", "pod \"default/web\""), 0);
+        assert_int_equal(image_store_remove(s, "localhost/unit:0", &users, &err), -EBUSY);
+        assert_string_equal(err.message, "image \"localhost/unit:0\" is in use by pod "
+                                         "\"default/web\"; remove the pod first");
+        assert_int_equal(image_store_get(s, "localhost/unit:0", &im, &err), 0);
+        _cleanup_free_ char *digest = strdup(im->digest);
+        im = image_free(im);
+        err = (ImageError){};
+        assert_int_equal(image_store_remove(s, digest, &users, &err), -EBUSY);
         uint64_t reclaimed = 0;
-        assert_int_equal(image_store_prune(s, &names, &reclaimed, &err), 0);
+        assert_int_equal(image_store_prune(s, &users, &names, &reclaimed, &err), 0);
+        assert_int_equal(strv_length(names), 0);
+        names = strv_free(names);
+        assert_int_equal(access(lp, F_OK), 0);
+        image_users_done(&users);
+        assert_int_equal(image_users_add(&users, digest, "pod \"default/web\""), 0);
+        assert_int_equal(image_store_remove(s, "localhost/unit:0", &users, &err), -EBUSY);
+        image_users_done(&users);
+
+        assert_int_equal(image_store_prune(s, NULL, &names, &reclaimed, &err), 0);
         assert_int_equal(strv_length(names), 1);
         names = strv_free(names);
         assert_int_equal(access(lp, F_OK), -1);
