@@ -56,3 +56,64 @@ int umount_below(const char *prefix) {
                         n++;
         return n;
 }
+
+/* Adds the ':'-separated dirs of one lowerdir option value: mountinfo's
+ * octal escapes undone first, then overlayfs's "\:" for a ':' in a path. */
+static int add_lowerdirs(char ***l, const char *value, size_t n) {
+        _cleanup_free_ char *v = strndup(value, n), *dir = malloc(n + 1);
+        size_t k = 0;
+        if (!v || !dir)
+                return -ENOMEM;
+        unescape_octal(v);
+        for (char *c = v;; c++) {
+                if (c[0] == '\\' && c[1] == ':') {
+                        dir[k++] = ':';
+                        c++;
+                } else if (*c == 0 || *c == ':') {
+                        dir[k] = 0;
+                        if (k > 0 && strv_extend(l, dir) < 0)
+                                return -ENOMEM;
+                        if (*c == 0)
+                                return 0;
+                        k = 0;
+                } else
+                        dir[k++] = *c;
+        }
+}
+
+int mount_overlay_lowerdirs(char ***ret) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+        _cleanup_strv_free_ char **dirs = calloc(1, sizeof(char *));
+        _cleanup_free_ char *line = NULL;
+        size_t cap = 0;
+
+        if (!f)
+                return -errno;
+        if (!dirs)
+                return -ENOMEM;
+        while (getline(&line, &cap, f) > 0) {
+                /* ... optional fields - fstype source superoptions */
+                char *sep = strstr(line, " - overlay ");
+                if (!sep)
+                        continue;
+                char *super = strchr(sep + strlen(" - overlay "), ' ');
+                if (!super)
+                        continue;
+                super++;
+                super[strcspn(super, " \n")] = 0;
+                for (char *opt = super; opt && *opt;) {
+                        char *next = strchr(opt, ',');
+                        size_t len = next ? (size_t)(next - opt) : strlen(opt);
+                        const char *v = NULL;
+                        if (strncmp(opt, "lowerdir=", 9) == 0)
+                                v = opt + 9;
+                        else if (strncmp(opt, "lowerdir+=", 10) == 0)
+                                v = opt + 10;
+                        if (v && add_lowerdirs(&dirs, v, len - (size_t)(v - opt)) < 0)
+                                return -ENOMEM;
+                        opt = next ? next + 1 : NULL;
+                }
+        }
+        *ret = TAKE_PTR(dirs);
+        return 0;
+}

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "cli.h"
 #include "image.h"
 #include "log.h"
@@ -254,15 +255,31 @@ static int cmd_tag(ImageStore *s, ImageArgs *a) {
         return EXIT_OK;
 }
 
+/* What the pods the agent checkpointed under --root-dir use: rm refuses,
+ * and prune keeps, those images. */
+static int pods_image_users(const ImageArgs *a, ImageUsers *ret) {
+        _cleanup_free_ char *pods_dir = strprintf("%s/pods", a->root_dir);
+        if (!pods_dir)
+                return log_oom();
+        int r = pod_checkpoints_image_users(pods_dir, ret);
+        if (r < 0)
+                return log_error_errno(r, "Cannot read the pod checkpoints in \"%s\": %m",
+                                       pods_dir);
+        return 0;
+}
+
 static int cmd_rm(ImageStore *s, ImageArgs *a) {
+        _cleanup_(image_users_done) ImageUsers users = {};
         int ret = EXIT_OK;
         if (strv_length(a->args) < 2) {
                 fprintf(stderr, "nanolet image rm: expected REF...\n");
                 return EXIT_USAGE;
         }
+        if (pods_image_users(a, &users) < 0)
+                return EXIT_ERROR;
         for (size_t i = 1; a->args[i]; i++) {
                 ImageError err = {};
-                int r = image_store_remove(s, a->args[i], &err);
+                int r = image_store_remove(s, a->args[i], &users, &err);
                 if (r < 0) {
                         log_error_errno(r, "%s", err.message[0] ? err.message : strerror(-r));
                         ret = EXIT_ERROR;
@@ -273,6 +290,7 @@ static int cmd_rm(ImageStore *s, ImageArgs *a) {
 }
 
 static int cmd_prune(ImageStore *s, ImageArgs *a) {
+        _cleanup_(image_users_done) ImageUsers users = {};
         ImageError err = {};
         _cleanup_strv_free_ char **removed = NULL;
         uint64_t reclaimed = 0;
@@ -281,7 +299,9 @@ static int cmd_prune(ImageStore *s, ImageArgs *a) {
                 fprintf(stderr, "nanolet image prune: takes no arguments\n");
                 return EXIT_USAGE;
         }
-        int r = image_store_prune(s, &removed, &reclaimed, &err);
+        if (pods_image_users(a, &users) < 0)
+                return EXIT_ERROR;
+        int r = image_store_prune(s, &users, &removed, &reclaimed, &err);
         if (r < 0) {
                 log_error_errno(r, "%s", err.message[0] ? err.message : strerror(-r));
                 return EXIT_ERROR;

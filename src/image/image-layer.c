@@ -125,6 +125,7 @@ typedef struct Unpack {
         struct archive *decomp;
         EVP_MD_CTX *blob_md, *diff_md;
         uint64_t compressed, decompressed, entries;
+        uint64_t extracted; /* logical size of the regular files written, holes included */
         bool root;
         int pull_error; /* a cap or decompression error seen by tar_read */
         DirTime *dirs;
@@ -325,9 +326,35 @@ static void entry_times(struct archive_entry *e, struct timespec ts[2]) {
                                    .tv_nsec = archive_entry_mtime_nsec(e) };
 }
 
+/* Counts a regular file's logical size against the limits before anything of
+ * it is written. The tar stream's size is not enough: a sparse entry carries
+ * only its data, but its holes become file size on disk here and real bytes
+ * in the copy fallback. */
+static int count_extracted(Unpack *u, const char *path, uint64_t size) {
+        if (size > u->limits->max_layer_size || u->extracted > u->limits->max_layer_size - size)
+                return image_error_set(u->err, -EFBIG,
+                                       "entry \"%s\" (%llu bytes) makes the layer larger than "
+                                       "%llu bytes (limit)", path, (unsigned long long)size,
+                                       (unsigned long long)u->limits->max_layer_size);
+        if (u->budget && (size > *u->budget || u->extracted > *u->budget - size))
+                return image_error_set(u->err, -EFBIG,
+                                       "entry \"%s\" (%llu bytes) makes the image larger than "
+                                       "the total limit of %llu bytes", path,
+                                       (unsigned long long)size,
+                                       (unsigned long long)u->limits->max_total_size);
+        u->extracted += size;
+        return 0;
+}
+
 static int extract_regular(Unpack *u, struct archive *tar, struct archive_entry *e,
                            int parent_fd, const char *name, const char *path) {
-        int r = clear_slot(parent_fd, name, false);
+        uint64_t size = archive_entry_size_is_set(e) && archive_entry_size(e) > 0
+                                ? (uint64_t)archive_entry_size(e)
+                                : 0;
+        int r = count_extracted(u, path, size);
+        if (r < 0)
+                return r;
+        r = clear_slot(parent_fd, name, false);
         if (r < 0)
                 return image_error_set(u->err, r, "entry \"%s\": cannot replace: %s", path,
                                        strerror(-r));
@@ -351,7 +378,7 @@ static int extract_regular(Unpack *u, struct archive *tar, struct archive_entry 
                                                "entry \"%s\": truncated or corrupt data: %s", path,
                                                m ? m : "read error");
                 }
-                if (off < 0)
+                if (off < 0 || (uint64_t)off > size || sz > size - (uint64_t)off)
                         return image_error_set(u->err, -EBADMSG, "entry \"%s\": bad offset",
                                                path);
                 r = pwrite_all(fd, b, sz, (uint64_t)off);
@@ -707,7 +734,7 @@ static int unpack_run(Unpack *u, const char *blob_digest, const char *diff_id) {
                                                "expected %s, got %s", diff_id, got);
         }
         if (u->budget)
-                *u->budget -= u->decompressed;
+                *u->budget -= MAX(u->decompressed, u->extracted);
         return 0;
 }
 

@@ -72,7 +72,8 @@ typedef struct Load {
         Staged *items;
         size_t n_items;
         unsigned counter;
-        uint64_t total;
+        uint64_t total;    /* bytes written to the staging directory */
+        uint64_t declared; /* sum of the entries' declared sizes */
         LoadImage *images;
         size_t n_images;
         TmpLayer *tmps;
@@ -117,6 +118,16 @@ static Staged *staged_add(Load *l) {
         return &n[l->n_items++];
 }
 
+/* Counts n more bytes written to the staging directory against the limit. */
+static int count_staged(Load *l, uint64_t n) {
+        uint64_t max = l->s->limits.max_total_size;
+        if (n > max || l->total > max - n)
+                return image_error_set(l->err, -EFBIG, "archive is larger than the %llu byte limit",
+                                       (unsigned long long)max);
+        l->total += n;
+        return 0;
+}
+
 /* Writes data from the archive (or buf when a is NULL) into a new staged file. */
 static int stage_data(Load *l, struct archive *a, const void *buf, size_t size, Staged *st) {
         _cleanup_md_ EVP_MD_CTX *md = NULL;
@@ -151,6 +162,8 @@ static int stage_data(Load *l, struct archive *a, const void *buf, size_t size, 
                                         return image_error_set(l->err, -EBADMSG,
                                                                "archive entry \"%s\": bad offset",
                                                                strna(st->path));
+                                if ((r = count_staged(l, (uint64_t)off - st->size)) < 0)
+                                        return r;
                                 static const char zero[4096];
                                 while (st->size < (uint64_t)off) {
                                         size_t z = MIN(sizeof(zero), (size_t)((uint64_t)off - st->size));
@@ -161,11 +174,8 @@ static int stage_data(Load *l, struct archive *a, const void *buf, size_t size, 
                                 }
                         }
                 }
-                l->total += sz;
-                if (l->total > l->s->limits.max_total_size)
-                        return image_error_set(l->err, -EFBIG,
-                                               "archive is larger than the %llu byte limit",
-                                               (unsigned long long)l->s->limits.max_total_size);
+                if ((r = count_staged(l, sz)) < 0)
+                        return r;
                 if ((r = write_all(fd, b, sz)) < 0)
                         return image_error_set(l->err, r, "cannot write to the staging directory: %s",
                                                strerror(-r));
@@ -272,6 +282,19 @@ static int stage_archive(Load *l, int fd) {
                                              IMAGE_DEFAULT_MAX_PATH, &path, l->err);
                 if (r < 0)
                         return image_error_prefix(l->err, r, "image archive");
+                /* Every entry's declared (logical) size counts before any of
+                 * it is read: the holes of a sparse entry are written out when
+                 * it is staged, and the data of an entry skipped here is still
+                 * decompressed. */
+                uint64_t size = archive_entry_size(e) > 0 ? (uint64_t)archive_entry_size(e) : 0;
+                uint64_t max = l->s->limits.max_total_size;
+                if (size > max || l->declared > max - size)
+                        return image_error_set(l->err, -EFBIG,
+                                               "archive entry \"%s\" (%llu bytes) makes the "
+                                               "archive larger than the %llu byte limit",
+                                               path, (unsigned long long)size,
+                                               (unsigned long long)max);
+                l->declared += size;
                 const char *hard = archive_entry_hardlink(e);
                 if (hard) {
                         Staged *t = staged_find(l, hard);

@@ -13,6 +13,7 @@
 #include "image-internal.h"
 #include "image-util.h"
 #include "log.h"
+#include "mount-util.h"
 #include "string-util.h"
 #include "strv.h"
 
@@ -494,80 +495,46 @@ int image_store_tag(ImageStore *s, const char *src, const char *dst, ImageError 
         return store_index_save(s, index, err);
 }
 
-static int pods_images(ImageStore *s, char ***ret_images, char ***ret_pods) {
-        _cleanup_strv_free_ char **images = calloc(1, sizeof(char *)), **pods = calloc(1, sizeof(char *));
-        _cleanup_free_ char *dir = strprintf("%s/pods", s->root);
-        if (!images || !pods || !dir)
+void image_users_done(ImageUsers *u) {
+        for (size_t i = 0; i < u->n; i++) {
+                free(u->uses[i].ref);
+                free(u->uses[i].user);
+        }
+        free(u->uses);
+        *u = (ImageUsers){};
+}
+
+int image_users_add(ImageUsers *u, const char *ref, const char *user) {
+        ImageUse *l = reallocarray(u->uses, u->n + 1, sizeof(ImageUse));
+        if (!l)
                 return -ENOMEM;
-        _cleanup_closedir_ DIR *d = opendir(dir);
-        if (!d) {
-                if (errno != ENOENT)
-                        return -errno;
-                goto done;
+        u->uses = l;
+        ImageUse use = { .ref = strdup(ref), .user = strdup(user) };
+        if (!use.ref || !use.user) {
+                free(use.ref);
+                free(use.user);
+                return -ENOMEM;
         }
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                if (de->d_name[0] == '.')
-                        continue;
-                _cleanup_free_ char *p = strprintf("%s/%s/pod.json", dir, de->d_name);
-                if (!p)
-                        return -ENOMEM;
-                json_error_t jerr;
-                _cleanup_json_ json_t *j = json_load_file(p, 0, &jerr);
-                if (!j)
-                        continue;
-                json_t *spec = json_object_get(j, "spec");
-                if (!spec)
-                        spec = json_object_get(json_object_get(j, "pod"), "spec");
-                static const char *const lists[] = { "containers", "initContainers",
-                                                     "ephemeralContainers" };
-                for (size_t k = 0; k < ELEMENTSOF(lists); k++) {
-                        size_t i;
-                        json_t *c;
-                        json_array_foreach(json_object_get(spec, lists[k]), i, c) {
-                                const char *img = json_string_value(json_object_get(c, "image"));
-                                if (!img)
-                                        continue;
-                                if (strv_extend(&images, img) < 0 ||
-                                    strv_extend(&pods, de->d_name) < 0)
-                                        return -ENOMEM;
-                        }
-                }
-        }
-done:
-        *ret_images = TAKE_PTR(images);
-        *ret_pods = TAKE_PTR(pods);
+        u->uses[u->n++] = use;
         return 0;
 }
 
-static bool image_matches(const Image *im, const char *ref) {
-        _cleanup_free_ char *norm = NULL;
-        if (streq(ref, im->digest) || streq(ref, im->config_digest))
-                return true;
-        if (image_ref_normalize(ref, &norm, NULL) < 0)
-                return false;
-        ImageRef pr = {};
-        bool m = false;
-        if (image_ref_parse(norm, &pr, NULL) >= 0 && pr.digest)
-                m = streq(pr.digest, im->digest);
-        image_ref_done(&pr);
-        return m || strv_contains(im->names, norm);
-}
-
-int image_store_image_in_use(ImageStore *s, const Image *image, char **ret_pod) {
-        _cleanup_strv_free_ char **images = NULL, **pods = NULL;
-        int r = pods_images(s, &images, &pods);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; images[i]; i++)
-                if (image_matches(image, images[i])) {
-                        if (ret_pod) {
-                                *ret_pod = strdup(pods[i]);
-                                if (!*ret_pod)
-                                        return -ENOMEM;
-                        }
-                        return 1;
-                }
+/* The manifest digest each use resolves to in index, as image_store_get()
+ * resolves it; "" where it resolves to nothing (that use keeps nothing). */
+static int users_resolve(json_t *index, const ImageUsers *users, char ***ret_digests) {
+        _cleanup_strv_free_ char **digests = calloc(1, sizeof(char *));
+        if (!digests)
+                return -ENOMEM;
+        for (size_t i = 0; users && i < users->n; i++) {
+                _cleanup_free_ char *d = NULL;
+                ImageError ignore = {};
+                int r = resolve_ref(index, users->uses[i].ref, &d, NULL, &ignore);
+                if (r == -ENOMEM)
+                        return r;
+                if (strv_extend(&digests, r < 0 ? "" : d) < 0)
+                        return -ENOMEM;
+        }
+        *ret_digests = TAKE_PTR(digests);
         return 0;
 }
 
@@ -592,51 +559,30 @@ static bool index_has(json_t *index, const char *digest) {
         return false;
 }
 
-int image_store_remove(ImageStore *s, const char *ref, ImageError *err) {
+int image_store_remove(ImageStore *s, const char *ref, const ImageUsers *users, ImageError *err) {
         _cleanup_close_ int gc = -EBADF, lock = -EBADF;
         _cleanup_json_ json_t *index = NULL;
-        _cleanup_free_ char *digest = NULL, *name = NULL, *pod = NULL;
-        _cleanup_(image_freep) Image *im = NULL;
+        _cleanup_free_ char *digest = NULL, *name = NULL;
+        _cleanup_strv_free_ char **before = NULL, **after = NULL;
         int r;
 
         if ((r = store_lock(s, GC_LOCK, LOCK_EX, &gc, err)) < 0 ||
             (r = store_lock(s, INDEX_LOCK, LOCK_EX, &lock, err)) < 0 ||
             (r = store_index_load(s, &index, err)) < 0 ||
-            (r = resolve_ref(index, ref, &digest, &name, err)) < 0)
+            (r = resolve_ref(index, ref, &digest, &name, err)) < 0 ||
+            (r = users_resolve(index, users, &before)) < 0)
                 return r;
-        {
-                /* The image with all its names, as pods may refer to any of them. */
-                Image **l = NULL;
-                size_t n = 0;
-                r = list_from_index(s, index, &l, &n, err);
-                if (r < 0)
-                        return r;
-                for (size_t i = 0; i < n; i++)
-                        if (streq(l[i]->digest, digest))
-                                im = TAKE_PTR(l[i]);
-                image_list_free(l, n);
-                if (!im)
-                        return image_error_set(err, -ENOENT, "image \"%s\" not found", ref);
-        }
         index_remove(index, digest, name);
         bool deleted = !index_has(index, digest);
-        if (name && !deleted) {
-                /* Only a tag goes away: refuse if a pod refers to the image by it. */
-                strv_free(im->names);
-                im->names = strv_copy((char *[]){ name, NULL });
-                if (!im->names)
-                        return -ENOMEM;
-        }
-        if (deleted || name) {
-                r = image_store_image_in_use(s, im, &pod);
-                if (r < 0)
-                        return image_error_set(err, r, "cannot read pod checkpoints: %s",
-                                               strerror(-r));
-                if (r > 0)
+        /* Refused when a user would lose its image: the image itself goes,
+         * or the name a pod runs it by does. */
+        if ((r = users_resolve(index, users, &after)) < 0)
+                return r;
+        for (size_t i = 0; users && i < users->n; i++)
+                if (streq(before[i], digest) && !streq(after[i], digest))
                         return image_error_set(err, -EBUSY,
-                                               "image \"%s\" is used by pod %s; remove the pod "
-                                               "first", ref, pod);
-        }
+                                               "image \"%s\" is in use by %s; remove the pod first",
+                                               ref, users->uses[i].user);
         r = store_index_save(s, index, err);
         if (r < 0)
                 return r;
@@ -648,11 +594,11 @@ int image_store_remove(ImageStore *s, const char *ref, ImageError *err) {
         return deleted;
 }
 
-int image_store_prune(ImageStore *s, char ***ret_removed, uint64_t *ret_reclaimed,
-                      ImageError *err) {
+int image_store_prune(ImageStore *s, const ImageUsers *users, char ***ret_removed,
+                      uint64_t *ret_reclaimed, ImageError *err) {
         _cleanup_close_ int gc = -EBADF, lock = -EBADF;
         _cleanup_json_ json_t *index = NULL;
-        _cleanup_strv_free_ char **removed = calloc(1, sizeof(char *));
+        _cleanup_strv_free_ char **removed = calloc(1, sizeof(char *)), **in_use = NULL;
         Image **l = NULL;
         size_t n = 0;
         int r;
@@ -662,16 +608,11 @@ int image_store_prune(ImageStore *s, char ***ret_removed, uint64_t *ret_reclaime
         if ((r = store_lock(s, GC_LOCK, LOCK_EX, &gc, err)) < 0 ||
             (r = store_lock(s, INDEX_LOCK, LOCK_EX, &lock, err)) < 0 ||
             (r = store_index_load(s, &index, err)) < 0 ||
+            (r = users_resolve(index, users, &in_use)) < 0 ||
             (r = list_from_index(s, index, &l, &n, err)) < 0)
                 return r;
-        for (size_t i = 0; i < n; i++) {
-                r = image_store_image_in_use(s, l[i], NULL);
-                if (r < 0) {
-                        image_list_free(l, n);
-                        return image_error_set(err, r, "cannot read pod checkpoints: %s",
-                                               strerror(-r));
-                }
-                if (r > 0)
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                if (strv_contains(in_use, l[i]->digest))
                         continue;
                 index_remove(index, l[i]->digest, NULL);
                 if (l[i]->names[0]) {
@@ -718,6 +659,33 @@ static uint64_t tree_size(int dir_fd, const char *name) {
         return sz;
 }
 
+/* Layer dirs that mounted overlays use as lowerdirs. They stay even when no
+ * index entry references them any more (a container started from an image
+ * whose tag has since moved to another image): removing a lower under a live
+ * overlay pulls files out of a running container. */
+static int store_mounted_layers(ImageStore *s, char ***keep) {
+        _cleanup_strv_free_ char **lowers = NULL;
+        struct stat layers;
+        int r = mount_overlay_lowerdirs(&lowers);
+        if (r < 0)
+                return r;
+        if (fstat(s->layers_fd, &layers) < 0)
+                return -errno;
+        STRV_FOREACH(p, lowers) {
+                char *slash = strrchr(*p, '/');
+                struct stat parent;
+                if (!slash || slash == *p || strlen(slash + 1) != 64)
+                        continue;
+                *slash = 0;
+                /* The agent and the CLI may spell <root-dir> differently. */
+                bool ours = stat(*p, &parent) == 0 && parent.st_dev == layers.st_dev &&
+                            parent.st_ino == layers.st_ino;
+                if (ours && strv_extend(keep, slash + 1) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 int store_gc_locked(ImageStore *s, uint64_t *ret_reclaimed, ImageError *err) {
         _cleanup_json_ json_t *index = NULL;
         _cleanup_strv_free_ char **keep_blobs = calloc(1, sizeof(char *)),
@@ -752,6 +720,10 @@ int store_gc_locked(ImageStore *s, uint64_t *ret_reclaimed, ImageError *err) {
                             strv_extend(&keep_layers, im->chain_ids[k] + 7) < 0)
                                 return -ENOMEM;
         }
+        r = store_mounted_layers(s, &keep_layers);
+        if (r < 0)
+                return image_error_set(err, r, "cannot list the layers mounted containers use: %s",
+                                       strerror(-r));
         int fds[2] = { s->blobs_fd, s->layers_fd };
         char **keeps[2] = { keep_blobs, keep_layers };
         for (int k = 0; k < 2; k++) {

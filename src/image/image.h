@@ -70,16 +70,32 @@ int image_store_get(ImageStore *s, const char *ref, Image **ret, ImageError *err
 int image_store_list(ImageStore *s, Image ***ret, size_t *ret_n, ImageError *err);
 /* Adds the tag dst (moved from any other image) to the image src names. */
 int image_store_tag(ImageStore *s, const char *src, const char *dst, ImageError *err);
+/* Who uses which image. The store does not know about pods: its callers
+ * (src/pod) collect the references pods name, and the store resolves each
+ * exactly as image_store_get() does, so "in use" means "the image the agent
+ * would run for it". A ref may be anything image_store_get() accepts,
+ * including a manifest digest. */
+typedef struct ImageUse {
+        char *ref;
+        char *user; /* for messages, e.g. "pod default/web-node1" */
+} ImageUse;
+typedef struct ImageUsers {
+        ImageUse *uses;
+        size_t n;
+} ImageUsers;
+void image_users_done(ImageUsers *u);
+int image_users_add(ImageUsers *u, const char *ref, const char *user);
+
 /* Removes a tag; a digest/ID removes every tag. An image left with no names is deleted
- * with the blobs and layers no other image uses, unless a pod uses it (-EBUSY).
- * Returns 1 if the image itself was deleted, 0 if only untagged. */
-int image_store_remove(ImageStore *s, const char *ref, ImageError *err);
-/* True if a pod checkpoint (<root>/pods/ * /pod.json) references the image. */
-int image_store_image_in_use(ImageStore *s, const Image *image, char **ret_pod);
-/* Removes images no pod uses, then unreferenced blobs and layers.
- * ret_removed (optional) lists the removed images' names/digests. */
-int image_store_prune(ImageStore *s, char ***ret_removed, uint64_t *ret_reclaimed,
-                      ImageError *err);
+ * with the blobs and layers no other image uses. Refused (-EBUSY, naming the user)
+ * when a reference in users (may be NULL) resolves to the image now and would not
+ * after the removal. Returns 1 if the image itself was deleted, 0 if only untagged. */
+int image_store_remove(ImageStore *s, const char *ref, const ImageUsers *users, ImageError *err);
+/* Removes every image no reference in users (may be NULL) resolves to, then
+ * unreferenced blobs and layers. ret_removed (optional) lists the removed
+ * images' names/digests. */
+int image_store_prune(ImageStore *s, const ImageUsers *users, char ***ret_removed,
+                      uint64_t *ret_reclaimed, ImageError *err);
 /* Makes sure every layer of the image is unpacked (from its stored blob). */
 int image_store_unpack(ImageStore *s, const char *ref, ImageError *err);
 /* Path of a layer dir: <root>/layers/<chain-hex>. */

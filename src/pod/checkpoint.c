@@ -1,5 +1,6 @@
 #include "checkpoint.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 
 #include "cleanup.h"
 #include "fileio.h"
+#include "log.h"
 #include "string-util.h"
 #include "strv.h"
 
@@ -84,6 +86,100 @@ int pod_checkpoint_read(const char *pod_dir, PodCheckpoint *ret) {
         }
         json_decref(o);
         *ret = c;
+        return 0;
+}
+
+int pod_checkpoint_parse(const PodCheckpoint *c, const char *node_name, ManifestObject **ret) {
+        _cleanup_free_ char *text = NULL;
+        ManifestObject **objs = NULL;
+        size_t n = 0;
+        Diagnostics diag;
+        int r;
+
+        if (!json_is_object(c->manifest) || !(text = json_dumps(c->manifest, JSON_COMPACT)))
+                return -EINVAL;
+        ManifestParseOptions po = {
+                .filename = c->origin,
+                .node_name = node_name,
+                .source_id = c->origin,
+                .config_source = c->source,
+        };
+        diagnostics_init(&diag);
+        r = manifest_parse_buffer(text, strlen(text), &po, &objs, &n, &diag);
+        diagnostics_deinit(&diag);
+        if (r < 0)
+                return r;
+        if (n != 1 || objs[0]->kind != MANIFEST_KIND_POD) {
+                manifest_objects_free(objs, n);
+                return -EINVAL;
+        }
+        _cleanup_manifest_object_unref_ ManifestObject *o = objs[0];
+        free(objs);
+        if (!streq(o->uid, c->uid)) {
+                char *uid = strdup(c->uid);
+                if (!uid)
+                        return -ENOMEM;
+                free(o->uid);
+                o->uid = uid;
+                r = pod_set_uid(o->pod, uid);
+                if (r >= 0)
+                        r = pod_set_annotation(o->pod, "kubernetes.io/config.hash", uid);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+static int pod_image_users(const Pod *pod, const char *user, ImageUsers *users) {
+        const PodSpec *spec = &pod->spec;
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < spec->n_init_containers; i++)
+                r = image_users_add(users, spec->init_containers[i].image, user);
+        for (size_t i = 0; r >= 0 && i < spec->n_containers; i++)
+                r = image_users_add(users, spec->containers[i].image, user);
+        for (size_t i = 0; r >= 0 && i < spec->n_volumes; i++)
+                if (spec->volumes[i].type == VOLUME_IMAGE)
+                        r = image_users_add(users, spec->volumes[i].image.reference, user);
+        return r;
+}
+
+int pod_checkpoints_image_users(const char *pods_dir, ImageUsers *ret) {
+        _cleanup_(image_users_done) ImageUsers users = {};
+        _cleanup_closedir_ DIR *d = opendir(pods_dir);
+        struct dirent *de;
+
+        if (!d && errno != ENOENT)
+                return -errno;
+        while (d && (de = readdir(d))) {
+                _cleanup_(pod_checkpoint_done) PodCheckpoint cp = {};
+                _cleanup_manifest_object_unref_ ManifestObject *o = NULL;
+                if (de->d_name[0] == '.')
+                        continue;
+                _cleanup_free_ char *dir = strprintf("%s/%s", pods_dir, de->d_name);
+                if (!dir)
+                        return -ENOMEM;
+                /* The node name shapes only the name and UID, which come from the checkpoint. */
+                int r = pod_checkpoint_read(dir, &cp);
+                if (r >= 0)
+                        r = pod_checkpoint_parse(&cp, "node", &o);
+                if (r == -ENOENT)
+                        continue;
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        log_warning_errno(r, "Cannot read the checkpoint in \"%s\", ignoring it: %m", dir);
+                        continue;
+                }
+                _cleanup_free_ char *user = strprintf("pod \"%s/%s\"", cp.namespace, cp.name);
+                if (!user)
+                        return -ENOMEM;
+                r = pod_image_users(o->pod, user, &users);
+                if (r < 0)
+                        return r;
+        }
+        *ret = users;
+        users = (ImageUsers){};
         return 0;
 }
 

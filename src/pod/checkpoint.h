@@ -6,6 +6,8 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "image.h"
+#include "manifest.h"
 #include "time-util.h"
 
 typedef struct PodCheckpoint {
@@ -25,6 +27,17 @@ void pod_checkpoint_done(PodCheckpoint *c);
 int pod_checkpoint_write(const char *pod_dir, const PodCheckpoint *c);
 /* Reads it back; -ENOENT if absent, -EINVAL if unreadable. */
 int pod_checkpoint_read(const char *pod_dir, PodCheckpoint *ret);
+/* The pod a checkpoint holds, parsed back from its canonical manifest as the
+ * agent adopts it; its UID is the checkpoint's (the UID depends on where the
+ * file was). node_name as the agent's --hostname-override. */
+int pod_checkpoint_parse(const PodCheckpoint *c, const char *node_name, ManifestObject **ret);
+
+/* The images the checkpointed pods under pods_dir (<root-dir>/pods) use:
+ * every container, init container and image volume reference, as the pod
+ * names it, with user "pod \"<namespace>/<name>\"". A pod directory without a
+ * checkpoint has no container yet; an unreadable one is skipped with a
+ * warning, as the agent skips it. */
+int pod_checkpoints_image_users(const char *pods_dir, ImageUsers *ret);
 
 /* What the agent knows about one container attempt, kept next to its bundle
  * (<root-dir>/pods/<uid>/containers/<name>/<attempt>/attempt.json) so that

@@ -1525,48 +1525,15 @@ PodWorker *pod_worker_free(PodWorker *w) {
 
 int pod_worker_new_from_checkpoint(PodWorker **ret, PodManagerContext *ctx, const char *pod_dir) {
         _cleanup_(pod_checkpoint_done) PodCheckpoint cp = {};
-        _cleanup_free_ char *text = NULL;
-        ManifestObject **objs = NULL;
-        size_t n = 0;
-        Diagnostics diag;
+        _cleanup_manifest_object_unref_ ManifestObject *o = NULL;
         int r;
 
-        diagnostics_init(&diag);
         r = pod_checkpoint_read(pod_dir, &cp);
         if (r < 0)
                 return r;
-        if (!json_is_object(cp.manifest) || !(text = json_dumps(cp.manifest, JSON_COMPACT)))
-                return -EINVAL;
-        /* The canonical manifest parses back to the same pod; its identity
-         * is the checkpoint's (the UID depends on where the file was). */
-        ManifestParseOptions po = {
-                .filename = cp.origin,
-                .node_name = ctx->o->node_name,
-                .source_id = cp.origin,
-                .config_source = cp.source,
-        };
-        r = manifest_parse_buffer(text, strlen(text), &po, &objs, &n, &diag);
-        diagnostics_deinit(&diag);
+        r = pod_checkpoint_parse(&cp, ctx->o->node_name, &o);
         if (r < 0)
                 return r;
-        if (n != 1 || objs[0]->kind != MANIFEST_KIND_POD) {
-                manifest_objects_free(objs, n);
-                return -EINVAL;
-        }
-        _cleanup_manifest_object_unref_ ManifestObject *o = objs[0];
-        free(objs);
-        if (!streq(o->uid, cp.uid)) {
-                char *uid = strdup(cp.uid);
-                if (!uid)
-                        return -ENOMEM;
-                free(o->uid);
-                o->uid = uid;
-                r = pod_set_uid(o->pod, uid);
-                if (r >= 0)
-                        r = pod_set_annotation(o->pod, "kubernetes.io/config.hash", uid);
-                if (r < 0)
-                        return r;
-        }
         PodWorker *w;
         r = pod_worker_new(&w, ctx, o, cp.source, cp.origin);
         if (r < 0)

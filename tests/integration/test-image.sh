@@ -2,20 +2,15 @@
 # nanolet image: every archive format loads; ls/inspect/tag/rm/prune round
 # trip; a multi-layer rootfs (overlay and copy fallback) holds exactly the
 # files its layers define; concurrent and SIGKILLed loads leave a
-# consistent store; archives written by skopeo load identically.
+# consistent store; archives written by skopeo load identically; rm and
+# prune leave alone what a pod run by the real agent uses.
 . "$(dirname "$0")/lib.sh"
 require_root
+# The agent's dirs and its cleanup (containers, mounts) for the in-use checks.
+. "$(dirname "$0")/lib-agent.sh"
 
 IMAGES=$WORK/images
-ROOT=$WORK/root
 MNT=$WORK/mnt
-umount_all() {
-        local m
-        for m in $(awk -v w="$WORK" '$2 ~ "^"w {print $2}' /proc/mounts | sort -r); do
-                umount -l "$m" 2>/dev/null || true
-        done
-}
-trap 'umount_all; cleanup' EXIT
 
 "$TEST_DATA_DIR/make-test-image.sh" "$IMAGES" >/dev/null || { fail "make-test-image.sh"; finish; }
 img() { "$NANOLET" image --root-dir "$ROOT" "$@"; }
@@ -121,13 +116,97 @@ done
 "$NANOLET" image --root-dir "$R3" prune >/dev/null || fail "prune"
 [ -z "$(ls "$R3/layers")" ] && [ -z "$(ls "$R3/images/blobs/sha256")" ] && ok "prune empties an unused store" || fail "prune left data"
 
-# --- prune keeps images used by pods
-mkdir -p "$ROOT/pods/uid1"
-echo '{"spec":{"containers":[{"name":"c","image":"nanolet-test-layers"}]}}' >"$ROOT/pods/uid1/pod.json"
-[ "$(status img rm nanolet-test-layers)" = 1 ] && ok "rm refuses an image a pod uses" || fail "rm in use"
-img prune >"$WORK/prune"
-img inspect nanolet-test-layers >/dev/null && ok "prune keeps images pods use" || fail "prune removed used image"
+# --- rm and prune leave alone what a pod of the real agent uses
+start_agent
+put_manifest inuse.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: inuse, namespace: default}
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: nanolet-test-layers
+    imagePullPolicy: Never
+    command: ["sleep", "3600"]
+YAML
+check_field "pod using nanolet-test-layers Running" inuse 'p["status"]["phase"]' Running
+cid=$(pod_field inuse 'p["status"]["containerStatuses"][0]["containerID"].split("://")[1]')
+rootfs=$(runc --root "$RUN/runc" state "$cid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["rootfs"])')
+lowers=$(awk -v m="$rootfs" '$2 == m && $3 == "overlay" {print $4}' /proc/mounts | tr ',' '\n' |
+        sed -n 's/^lowerdir=//p' | tr ':' ' ')
+[ -n "$lowers" ] && ok "the container's rootfs is an overlay" || fail "no overlay on $rootfs"
+digest=$(img inspect nanolet-test-layers | python3 -c 'import json,sys; print(json.load(sys.stdin)["digest"])')
+blobs_of_image() {
+        img inspect nanolet-test-layers | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+print(j["digest"][7:], j["id"][7:], *[l["digest"][7:] for l in j["layers"]])'
+}
+blobs=$(blobs_of_image)
+for ref in nanolet-test-layers "$digest"; do
+        rc=0
+        img rm "$ref" >"$WORK/out" 2>&1 || rc=$?
+        [ "$rc" = 1 ] && grep -q 'is in use by pod "default/inuse-node1"' "$WORK/out" &&
+                ok "rm $ref refused, naming the pod" || fail "rm $ref of an image in use: rc=$rc $(cat "$WORK/out")"
+done
+img prune >"$WORK/prune" 2>&1 || fail "prune: $(cat "$WORK/prune")"
+img inspect nanolet-test-layers >/dev/null 2>&1 && ok "prune keeps the image a pod uses" || fail "prune removed the image in use"
 ! img inspect nanolet-test-config >/dev/null 2>&1 && ok "prune removes unused images" || fail "prune kept unused"
+left=
+for b in $blobs; do [ -f "$ROOT/images/blobs/sha256/$b" ] || left+=" $b"; done
+[ -z "$left" ] && ok "the image's blobs are kept" || fail "blobs removed:$left"
+left=
+for l in $lowers; do [ -d "$l" ] && [ -n "$(ls -A "$l")" ] || left+=" $l"; done
+[ -z "$left" ] && ok "the container's overlay lowers are kept" || fail "lowers removed:$left"
 [ "$(ls "$ROOT/layers" | wc -l)" = 3 ] && ok "prune removed unused layers" || fail "layers after prune: $(ls "$ROOT/layers")"
+[ "$(runc --root "$RUN/runc" state "$cid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" = running ] &&
+        ok "the container still runs" || fail "container $cid no longer runs"
+check_field "the pod is still Running, not restarted" inuse \
+        'p["status"]["phase"] + "/" + str(p["status"]["containerStatuses"][0]["restartCount"])' Running/0
+rm -f "$MAN/inuse.yaml"
+expect "pod removed" "$AGENT_LOG" 'Pod "inuse-node1_default\([0-9a-f]+\)" is gone' 1 30
+# By digest: skopeo's copies share it, and all its names go.
+img rm "$digest" >"$WORK/out" 2>&1 && ok "rm succeeds once the pod is gone" || fail "rm after the pod: $(cat "$WORK/out")"
+[ -z "$(ls "$ROOT/layers")" ] && ok "rm removed the layers with the last image" || fail "layers left: $(ls "$ROOT/layers" | tr '\n' ' ')"
+
+# --- a running container's layers stay after the tag it was started from moved
+# nanolet-test-layers has two layers above the base that nanolet-test-config has too.
+img load "$IMAGES/nanolet-test-layers.tar" >/dev/null && img load "$IMAGES/nanolet-test-config.tar" >/dev/null &&
+        img tag nanolet-test-layers localhost/moving:v1 || fail "load for the moved-tag check"
+put_manifest moved.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: moved, namespace: default}
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: localhost/moving:v1
+    imagePullPolicy: Never
+    command: ["sleep", "3600"]
+YAML
+check_field "pod of localhost/moving:v1 Running" moved 'p["status"]["phase"]' Running
+cid=$(pod_field moved 'p["status"]["containerStatuses"][0]["containerID"].split("://")[1]')
+rootfs=$(runc --root "$RUN/runc" state "$cid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["rootfs"])')
+lowers=$(awk -v m="$rootfs" '$2 == m && $3 == "overlay" {print $4}' /proc/mounts | tr ',' '\n' |
+        sed -n 's/^lowerdir=//p' | tr ':' ' ')
+img tag nanolet-test-config localhost/moving:v1 || fail "moving the tag"
+# The pod now names nanolet-test-config: nanolet-test-layers is no pod's image any more.
+img rm "$digest" >"$WORK/out" 2>&1 && ok "rm of the image the tag moved away from" || fail "rm: $(cat "$WORK/out")"
+img prune >/dev/null 2>&1 || fail "prune after the tag moved"
+left=
+for l in $lowers; do [ -d "$l" ] && [ -n "$(ls -A "$l")" ] || left+=" $l"; done
+[ -n "$lowers" ] && [ -z "$left" ] && ok "the running container's lowers survive rm and prune" ||
+        fail "lowers of a running container removed:$left (lowers: $lowers)"
+[ "$(runc --root "$RUN/runc" state "$cid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" = running ] &&
+        ok "the container of the moved tag still runs" || fail "container $cid no longer runs"
+rm -f "$MAN/moved.yaml"
+expect "pod of the moved tag removed" "$AGENT_LOG" 'Pod "moved-node1_default\([0-9a-f]+\)" is gone' 1 30
+img prune >/dev/null 2>&1 || fail "prune after the pod"
+[ -z "$(ls "$ROOT/layers")" ] && ok "prune removes them once unmounted" || fail "layers kept: $(ls "$ROOT/layers" | tr '\n' ' ')"
+stop_agent
 
 finish

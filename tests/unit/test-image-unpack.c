@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -426,10 +428,32 @@ static void test_store(void **state) {
         _cleanup_free_ char *top = strprintf("%s/top", lp);
         assert_int_equal(access(top, F_OK), 0);
         im = image_free(im);
-        assert_int_equal(image_store_remove(s, "other", &err), 0);
+        assert_int_equal(image_store_remove(s, "other", NULL, &err), 0);
         assert_int_equal(image_store_get(s, "other", &im, &err), -ENOENT);
+
+        /* A user's reference keeps the image it resolves to, by name or digest. */
+        ImageUsers users = {};
+        err = (ImageError){};
+        assert_int_equal(image_users_add(&users, "localhost/unit:0", "pod \"default/web\""), 0);
+        assert_int_equal(image_store_remove(s, "localhost/unit:0", &users, &err), -EBUSY);
+        assert_string_equal(err.message, "image \"localhost/unit:0\" is in use by pod "
+                                         "\"default/web\"; remove the pod first");
+        assert_int_equal(image_store_get(s, "localhost/unit:0", &im, &err), 0);
+        _cleanup_free_ char *digest = strdup(im->digest);
+        im = image_free(im);
+        err = (ImageError){};
+        assert_int_equal(image_store_remove(s, digest, &users, &err), -EBUSY);
         uint64_t reclaimed = 0;
-        assert_int_equal(image_store_prune(s, &names, &reclaimed, &err), 0);
+        assert_int_equal(image_store_prune(s, &users, &names, &reclaimed, &err), 0);
+        assert_int_equal(strv_length(names), 0);
+        names = strv_free(names);
+        assert_int_equal(access(lp, F_OK), 0);
+        image_users_done(&users);
+        assert_int_equal(image_users_add(&users, digest, "pod \"default/web\""), 0);
+        assert_int_equal(image_store_remove(s, "localhost/unit:0", &users, &err), -EBUSY);
+        image_users_done(&users);
+
+        assert_int_equal(image_store_prune(s, NULL, &names, &reclaimed, &err), 0);
         assert_int_equal(strv_length(names), 1);
         names = strv_free(names);
         assert_int_equal(access(lp, F_OK), -1);
@@ -443,12 +467,172 @@ static void test_store(void **state) {
         image_store_free(s);
 }
 
+/* ---- sparse entries: a hole counts as the bytes it becomes ---- */
+
+/* 9 GiB of hole between 8 kB of data at each end: an archive of ~20 kB. */
+#define SPARSE_SIZE ((UINT64_C(9) << 30) + 16384)
+
+/* A pax tar (GNU sparse 1.0 headers) of one regular file of size logical
+ * bytes, data only in its first and last 8 kB. */
+static size_t build_sparse_tar(const char *name, uint64_t size, char *buf, size_t cap) {
+        static char data[1 << 20];
+        struct archive *a = archive_write_new();
+        size_t used = 0;
+        memset(data, 'x', sizeof(data));
+        archive_write_set_format_pax(a);
+        archive_write_set_bytes_in_last_block(a, 1);
+        assert_int_equal(archive_write_open_memory(a, buf, cap, &used), ARCHIVE_OK);
+        struct archive_entry *ae = archive_entry_new();
+        archive_entry_set_pathname(ae, name);
+        archive_entry_set_filetype(ae, AE_IFREG);
+        archive_entry_set_perm(ae, 0644);
+        archive_entry_set_size(ae, (la_int64_t)size);
+        archive_entry_sparse_add_entry(ae, 0, 8192);
+        archive_entry_sparse_add_entry(ae, (la_int64_t)(size - 8192), 8192);
+        assert_int_equal(archive_write_header(a, ae), ARCHIVE_OK);
+        /* The writer takes the logical stream and skips what falls in holes. */
+        for (uint64_t k = 0; k < size; k += sizeof(data)) {
+                size_t n = (size_t)MIN((uint64_t)sizeof(data), size - k);
+                assert_int_equal(archive_write_data(a, data, n), (la_ssize_t)n);
+        }
+        archive_entry_free(ae);
+        assert_int_equal(archive_write_close(a), ARCHIVE_OK);
+        archive_write_free(a);
+        return used;
+}
+
+/* Writing past 64 MiB fails with EFBIG instead of filling the disk, so that
+ * these tests are safe to run against a loader that writes holes out. */
+static void limit_file_size(struct rlimit *old) {
+        assert_int_equal(getrlimit(RLIMIT_FSIZE, old), 0);
+        struct rlimit l = { .rlim_cur = 64 << 20, .rlim_max = old->rlim_max };
+        if (l.rlim_cur > old->rlim_max)
+                l.rlim_cur = old->rlim_max;
+        (void)signal(SIGXFSZ, SIG_IGN);
+        assert_int_equal(setrlimit(RLIMIT_FSIZE, &l), 0);
+}
+
+static uint64_t tree_blocks(const char *dir) {
+        _cleanup_free_ char *cmd = strprintf("du -s -B1 '%s'", dir);
+        FILE *p = popen(cmd, "r");
+        unsigned long long n = 0;
+        assert_int_equal(fscanf(p, "%llu", &n), 1);
+        pclose(p);
+        return n;
+}
+
+static void test_sparse_layer(void **state) {
+        static char buf[1 << 20];
+        struct rlimit old;
+        ImageError err = {};
+        limit_file_size(&old);
+
+        size_t n = build_sparse_tar("big", SPARSE_SIZE, buf, sizeof(buf));
+        assert_true(n < 64 * 1024);
+        _cleanup_free_ char *root = path_in("r-sparse"), *big = path_in("r-sparse/big");
+        assert_int_equal(mkdir(root, 0755), 0);
+        int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int fd = memfd_with(buf, n);
+        assert_int_equal(image_layer_unpack(fd, rootfd, NULL, NULL, NULL, NULL, &err), -EFBIG);
+        assert_string_equal(err.message, "entry \"big\" (9663692800 bytes) makes the layer "
+                                         "larger than 8589934592 bytes (limit)");
+        close(fd);
+        close(rootfd);
+        struct stat st;
+        assert_int_equal(stat(big, &st), -1);
+        assert_true(tree_blocks(root) < (1 << 20));
+
+        /* A sparse file within the limits unpacks, still sparse. */
+        n = build_sparse_tar("small", UINT64_C(32) << 20, buf, sizeof(buf));
+        _cleanup_free_ char *root2 = path_in("r-sparse-ok"), *small = path_in("r-sparse-ok/small");
+        assert_int_equal(mkdir(root2, 0755), 0);
+        rootfd = open(root2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        fd = memfd_with(buf, n);
+        err = (ImageError){};
+        assert_int_equal(image_layer_unpack(fd, rootfd, NULL, NULL, NULL, NULL, &err), 0);
+        close(fd);
+        close(rootfd);
+        assert_int_equal(stat(small, &st), 0);
+        assert_int_equal(st.st_size, 32 << 20);
+        assert_true(tree_blocks(root2) < (1 << 20));
+
+        /* The total budget of a load counts holes too. */
+        uint64_t budget = 16 << 20;
+        _cleanup_free_ char *root3 = path_in("r-sparse-budget");
+        assert_int_equal(mkdir(root3, 0755), 0);
+        rootfd = open(root3, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        fd = memfd_with(buf, n);
+        err = (ImageError){};
+        assert_int_equal(image_layer_unpack(fd, rootfd, NULL, NULL, NULL, &budget, &err), -EFBIG);
+        assert_string_equal(err.message, "entry \"small\" (33554432 bytes) makes the image "
+                                         "larger than the total limit of 8589934592 bytes");
+        close(fd);
+        close(rootfd);
+        assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+}
+
+static void test_sparse_archive(void **state) {
+        static char buf[1 << 20];
+        struct rlimit old;
+        _cleanup_free_ char *root = path_in("store-sparse"), *arch = path_in("sparse.tar");
+        ImageStore *s = NULL;
+        ImageError err = {};
+        char **names = NULL;
+        limit_file_size(&old);
+
+        /* A "layer blob" that is a sparse file inside the archive. */
+        const char *blob = "blobs/sha256/0000000000000000000000000000000000000000000000000000000000000000";
+        size_t n = build_sparse_tar(blob, SPARSE_SIZE, buf, sizeof(buf));
+        FILE *f = fopen(arch, "we");
+        assert_non_null(f);
+        assert_int_equal(fwrite(buf, 1, n, f), n);
+        fclose(f);
+        assert_int_equal(image_store_open(root, NULL, &s, &err), 0);
+        _cleanup_free_ char *before = snapshot(root);
+        assert_int_equal(image_store_load(s, arch, &names, &err), -EFBIG);
+        _cleanup_free_ char *want = strprintf(
+                "loading \"%s\": archive entry \"%s\" (9663692800 bytes) makes the archive "
+                "larger than the 8589934592 byte limit", arch, blob);
+        assert_string_equal(err.message, want);
+        _cleanup_free_ char *after = snapshot(root);
+        assert_string_equal(before, after);
+        assert_true(tree_blocks(root) < (1 << 20));
+        image_store_free(s);
+
+        /* Entries within the limit one by one, but not together: the
+         * second is refused before it is written. */
+        ImageLimits lim;
+        image_limits_default(&lim);
+        lim.max_total_size = 48 << 20;
+        assert_int_equal(image_store_open(root, &lim, &s, &err), 0);
+        f = fopen(arch, "we");
+        assert_non_null(f);
+        n = build_sparse_tar("one", UINT64_C(32) << 20, buf, sizeof(buf));
+        assert_int_equal(fwrite(buf, 1, n - 1024, f), n - 1024); /* without the end marker */
+        n = build_sparse_tar("two", UINT64_C(32) << 20, buf, sizeof(buf));
+        assert_int_equal(fwrite(buf, 1, n, f), n);
+        fclose(f);
+        err = (ImageError){};
+        assert_int_equal(image_store_load(s, arch, &names, &err), -EFBIG);
+        free(want);
+        want = strprintf("loading \"%s\": archive entry \"two\" (33554432 bytes) makes the "
+                         "archive larger than the 50331648 byte limit", arch);
+        assert_string_equal(err.message, want);
+        free(after);
+        after = snapshot(root);
+        assert_string_equal(before, after);
+        image_store_free(s);
+        assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_hostile),
                 cmocka_unit_test(test_limits),
                 cmocka_unit_test(test_good_and_whiteouts),
                 cmocka_unit_test(test_store),
+                cmocka_unit_test(test_sparse_layer),
+                cmocka_unit_test(test_sparse_archive),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
