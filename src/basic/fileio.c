@@ -3,10 +3,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -66,6 +68,23 @@ int read_full_file_at(int dir_fd, const char *path, size_t max_size, char **ret_
         if ((size_t)st.st_size > max_size)
                 return -EFBIG;
         return read_full_fd(fd, max_size, ret_data, ret_size);
+}
+
+int openat2_resolve(int dir_fd, const char *path, int flags, mode_t mode, uint64_t resolve) {
+        struct open_how how = {
+                .flags = (uint64_t)(flags | O_CLOEXEC),
+                .mode = (flags & O_CREAT) ? mode : 0,
+                .resolve = resolve,
+        };
+        long fd = syscall(SYS_openat2, dir_fd, path, &how, sizeof(how));
+        if (fd < 0)
+                return -errno;
+        return (int)fd;
+}
+
+int openat_no_symlinks(int dir_fd, const char *path, int flags, mode_t mode) {
+        return openat2_resolve(dir_fd, path, flags, mode,
+                               RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 }
 
 int write_file_atomic(const char *path, const void *data, size_t size, mode_t mode) {
