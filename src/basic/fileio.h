@@ -1,6 +1,7 @@
 /* Reading and writing whole files safely. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -10,6 +11,15 @@
  * hostile file cannot make us allocate without bound. */
 int read_full_file_at(int dir_fd, const char *path, size_t max_size, char **ret_data,
                       size_t *ret_size);
+/* Reads at most the last max_size bytes of the regular file path below
+ * dir_fd, as kubelet reads a termination-log file (tail.ReadAtMost): path is
+ * resolved without following any symlink (-ELOOP), anything but a regular
+ * file is refused (-EISDIR, -EBADFD) without blocking on a FIFO, and only
+ * those bytes are read, so a sparse file of any size costs one pread. The
+ * data is NUL-terminated (it may contain NULs: use ret_size); ret_truncated
+ * (optional) tells whether earlier bytes were left out. */
+int read_file_tail_at(int dir_fd, const char *path, size_t max_size, char **ret_data,
+                      size_t *ret_size, bool *ret_truncated);
 /* Reads all of an fd (pipe or file) with the same cap. */
 int read_full_fd(int fd, size_t max_size, char **ret_data, size_t *ret_size);
 

@@ -1204,14 +1204,35 @@ static void on_attempt_deleted(Runtime *rt, int r, const RuntimeError *err, void
         worker_op_done(w);
 }
 
+/* kubelet's getTerminationMessage: the last 4096 bytes of the file
+ * (MaxContainerTerminationMessageLength, read with tail.ReadAtMost, so a
+ * longer message keeps its end), nothing for an empty or missing file, and
+ * for a file that cannot be read a message saying so. The file is the
+ * container's to write: it is read without following a symlink, only if it is
+ * a regular file, and only those bytes of it. Bytes that are not UTF-8 are
+ * replaced by U+FFFD, so the exit record and the status always take it. */
+#define TERMINATION_MESSAGE_MAX 4096
 static char *read_termination_message(PodWorker *w, const ContainerState *c) {
-        _cleanup_free_ char *path = strprintf("%s/containers/%s/%u/termination-log", w->pod_dir,
-                                              c->spec->name, c->attempt);
-        char *data = NULL;
-        if (path && read_full_file_at(AT_FDCWD, path, 4096, &data, NULL) == 0 && data[0])
-                return data;
-        free(data);
-        return NULL;
+        _cleanup_free_ char *rel = strprintf("containers/%s/%u/termination-log", c->spec->name,
+                                             c->attempt);
+        _cleanup_close_ int pfd = open(w->pod_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_free_ char *data = NULL;
+        size_t size;
+
+        if (!rel || pfd < 0)
+                return NULL;
+        int r = read_file_tail_at(pfd, rel, TERMINATION_MESSAGE_MAX, &data, &size, NULL);
+        if (r == -ENOENT)
+                return NULL;
+        if (r < 0) {
+                log_warning_errno(r, "Container \"%s\" of pod \"%s\": cannot read its termination log: %m",
+                                  c->spec->name, w->full_name);
+                return strprintf("Error on reading termination log %s/%s: %s", w->pod_dir, rel,
+                                 strerror(-r));
+        }
+        if (size == 0)
+                return NULL;
+        return utf8_make_valid(data, size);
 }
 
 static void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,
