@@ -239,8 +239,8 @@ int logs_read_attempt(LogsContext *x, int dir_fd, unsigned attempt, int *ret_liv
         return 0;
 }
 
-int logs_open_dir(const char *pod_logs_dir, const char *namespace, const char *pod,
-                  const char *uid, const char *container) {
+int logs_open_dir(const char *pod_logs_dir, const char *namespace, const char *pod, const char *uid,
+                  const char *container) {
         _cleanup_free_ char *rel = strprintf("%s_%s_%s/%s", namespace, pod, uid, container);
         _cleanup_close_ int root = open(pod_logs_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (!rel)

@@ -36,8 +36,8 @@ void logs_context_done(LogsContext *x);
 /* Opens <pod_logs_dir>/<ns>_<pod>_<uid>/<container>, following no symlink
  * below pod_logs_dir (-ELOOP): a container may write to its log directory.
  * Returns the fd or a negative errno. */
-int logs_open_dir(const char *pod_logs_dir, const char *namespace, const char *pod,
-                  const char *uid, const char *container);
+int logs_open_dir(const char *pod_logs_dir, const char *namespace, const char *pod, const char *uid,
+                  const char *container);
 /* Reads the attempt's rotated files and its live file to their current
  * end. ret_live_fd (optional) gets the live file's fd, for following;
  * ret_n_files how many files there were (0: none at all). A name that is

@@ -124,7 +124,8 @@ int attempt_record_write(const char *attempt_dir, const AttemptRecord *r) {
         _cleanup_free_ char *path = strprintf("%s/attempt.json", attempt_dir);
         /* jansson refuses what is not UTF-8, and the message may come from a
          * file the container wrote: the exit code must be recorded anyway. */
-        _cleanup_free_ char *reason = r->reason ? utf8_make_valid(r->reason, strlen(r->reason)) : NULL;
+        _cleanup_free_ char *reason =
+                r->reason ? utf8_make_valid(r->reason, strlen(r->reason)) : NULL;
         _cleanup_free_ char *message =
                 r->message ? utf8_make_valid(r->message, strlen(r->message)) : NULL;
         if (!path || (r->reason && !reason) || (r->message && !message))

@@ -98,9 +98,9 @@ static void remove_attempt_dir(PodWorker *w, const ContainerState *c, int dir_fd
         const char *links = w->ctx->o->container_logs_dir;
         if (!links)
                 return;
-        _cleanup_free_ char *link = strprintf("%s_%s_%s-%s-%s-%u.log", w->object->name,
-                                              w->object->namespace, c->spec->name, w->object->uid,
-                                              c->spec->name, attempt);
+        _cleanup_free_ char *link =
+                strprintf("%s_%s_%s-%s-%s-%u.log", w->object->name, w->object->namespace,
+                          c->spec->name, w->object->uid, c->spec->name, attempt);
         _cleanup_close_ int links_fd = open(links, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         /* unlinkat() removes a symlink, never its target. */
         if (link && links_fd >= 0)
@@ -113,8 +113,8 @@ static void remove_log_file(PodWorker *w, const ContainerState *c, int dir_fd, c
                             unsigned attempt) {
         int r = rm_rf_at(dir_fd, name);
         if (r < 0)
-                log_warning_errno(r, "Pod \"%s\": cannot remove log %s of \"%s\": %m",
-                                  w->full_name, name, c->spec->name);
+                log_warning_errno(r, "Pod \"%s\": cannot remove log %s of \"%s\": %m", w->full_name,
+                                  name, c->spec->name);
 }
 
 void pod_worker_gc_attempts(PodWorker *w, const ContainerState *c, unsigned keep_from) {
@@ -126,7 +126,8 @@ void pod_worker_gc_attempts(PodWorker *w, const ContainerState *c, unsigned keep
                 return;
         for_each_older(open(attempts, O_RDONLY | O_DIRECTORY | O_CLOEXEC), false, keep_from,
                        remove_attempt_dir, w, c);
-        _cleanup_close_ int root = open(w->ctx->o->pod_logs_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int root =
+                open(w->ctx->o->pod_logs_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (root >= 0)
                 for_each_older(openat_no_symlinks(root, logs, O_RDONLY | O_DIRECTORY, 0), true,
                                keep_from, remove_log_file, w, c);

@@ -858,7 +858,8 @@ static void on_container_started(Runtime *rt, int r, const RuntimeError *err, vo
 static int log_dir_check(PodWorker *w, const ContainerState *c) {
         _cleanup_free_ char *rel = strprintf("%s_%s_%s/%s", w->object->namespace, w->object->name,
                                              w->object->uid, c->spec->name);
-        _cleanup_close_ int root = open(w->ctx->o->pod_logs_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int root =
+                open(w->ctx->o->pod_logs_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (!rel)
                 return -ENOMEM;
         if (root < 0)
@@ -968,8 +969,9 @@ static void container_create(ContainerOp *op) {
          * write wherever that points. */
         r = log_dir_check(w, c);
         if (r < 0) {
-                _cleanup_free_ char *msg = strprintf("the log directory %s is not a plain directory (%s)",
-                                                     log_dir, strerror(-r));
+                _cleanup_free_ char *msg =
+                        strprintf("the log directory %s is not a plain directory (%s)", log_dir,
+                                  strerror(-r));
                 start_failed(op, "CreateContainerError", msg ? msg : "bad log directory");
                 return;
         }
@@ -1213,8 +1215,8 @@ static void on_attempt_deleted(Runtime *rt, int r, const RuntimeError *err, void
  * replaced by U+FFFD, so the exit record and the status always take it. */
 #define TERMINATION_MESSAGE_MAX 4096
 static char *read_termination_message(PodWorker *w, const ContainerState *c) {
-        _cleanup_free_ char *rel = strprintf("containers/%s/%u/termination-log", c->spec->name,
-                                             c->attempt);
+        _cleanup_free_ char *rel =
+                strprintf("containers/%s/%u/termination-log", c->spec->name, c->attempt);
         _cleanup_close_ int pfd = open(w->pod_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         _cleanup_free_ char *data = NULL;
         size_t size;
@@ -1225,8 +1227,9 @@ static char *read_termination_message(PodWorker *w, const ContainerState *c) {
         if (r == -ENOENT)
                 return NULL;
         if (r < 0) {
-                log_warning_errno(r, "Container \"%s\" of pod \"%s\": cannot read its termination log: %m",
-                                  c->spec->name, w->full_name);
+                log_warning_errno(
+                        r, "Container \"%s\" of pod \"%s\": cannot read its termination log: %m",
+                        c->spec->name, w->full_name);
                 return strprintf("Error on reading termination log %s/%s: %s", w->pod_dir, rel,
                                  strerror(-r));
         }

@@ -69,17 +69,18 @@ static void assert_valid_copy(const char *in, size_t len, const char *want) {
 static void test_utf8(void **state) {
         /* well-formed: kept as is */
         assert_valid_copy("plain ascii", 11, "plain ascii");
-        assert_valid_copy("h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 12, "h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+        assert_valid_copy("h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 12,
+                          "h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
         assert_valid_copy("", 0, "");
         /* one U+FFFD per offending byte, as Go's encoding/json */
-        assert_valid_copy("a\xff" "b", 3, "a" FFFD "b");
+        assert_valid_copy("a\377b", 3, "a" FFFD "b");
         assert_valid_copy("\xc3\x28", 2, FFFD "(");
-        assert_valid_copy("\xc0\xaf", 2, FFFD FFFD);             /* overlong "/" */
-        assert_valid_copy("\xe0\x80\xaf", 3, FFFD FFFD FFFD);    /* overlong */
-        assert_valid_copy("\xed\xa0\x80", 3, FFFD FFFD FFFD);    /* surrogate */
+        assert_valid_copy("\xc0\xaf", 2, FFFD FFFD);                   /* overlong "/" */
+        assert_valid_copy("\xe0\x80\xaf", 3, FFFD FFFD FFFD);          /* overlong */
+        assert_valid_copy("\xed\xa0\x80", 3, FFFD FFFD FFFD);          /* surrogate */
         assert_valid_copy("\xf4\x90\x80\x80", 4, FFFD FFFD FFFD FFFD); /* > U+10FFFF */
         assert_valid_copy("\xf5\x80", 2, FFFD FFFD);
-        assert_valid_copy("end \xe2\x82", 6, "end " FFFD FFFD);  /* cut sequence */
+        assert_valid_copy("end \xe2\x82", 6, "end " FFFD FFFD);   /* cut sequence */
         assert_valid_copy("\x82\xac tail", 7, FFFD FFFD " tail"); /* cut at the start */
         assert_valid_copy("nul\0in", 6, "nul" FFFD "in");
         assert_int_equal(utf8_sequence_length("\xf0\x9f\x98\x80", 4), 4);
@@ -378,12 +379,17 @@ static void test_sd_notify(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_string_util), cmocka_unit_test(test_strv),
+                cmocka_unit_test(test_string_util),
+                cmocka_unit_test(test_strv),
                 cmocka_unit_test(test_fileio),
-                cmocka_unit_test(test_utf8),        cmocka_unit_test(test_read_file_tail),
-                cmocka_unit_test_setup_teardown(test_fileio_disk_full, full_setup, full_teardown),      cmocka_unit_test(test_hash),
-                cmocka_unit_test(test_log_errno),   cmocka_unit_test(test_cleanup),
-                cmocka_unit_test(test_time),        cmocka_unit_test(test_umount_below),
+                cmocka_unit_test(test_utf8),
+                cmocka_unit_test(test_read_file_tail),
+                cmocka_unit_test_setup_teardown(test_fileio_disk_full, full_setup, full_teardown),
+                cmocka_unit_test(test_hash),
+                cmocka_unit_test(test_log_errno),
+                cmocka_unit_test(test_cleanup),
+                cmocka_unit_test(test_time),
+                cmocka_unit_test(test_umount_below),
                 cmocka_unit_test(test_sd_notify),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -88,8 +88,11 @@ static void test_attempt_record(void **state) {
 
         /* A termination message that is not UTF-8 (the container wrote the
          * file) must not cost the exit code. */
-        AttemptRecord bad = { .started_at = 100, .finished_at = 300, .exit_code = 3,
-                              .reason = "Error", .message = "bad \xff\xfe utf8 \xc3\x28 end" };
+        AttemptRecord bad = { .started_at = 100,
+                              .finished_at = 300,
+                              .exit_code = 3,
+                              .reason = "Error",
+                              .message = "bad \xff\xfe utf8 \xc3\x28 end" };
         assert_int_equal(attempt_record_write(dir, &bad), 0);
         assert_int_equal(attempt_record_read(dir, &rec), 0);
         assert_int_equal(rec.exit_code, 3);
