@@ -3,10 +3,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -66,6 +68,62 @@ int read_full_file_at(int dir_fd, const char *path, size_t max_size, char **ret_
         if ((size_t)st.st_size > max_size)
                 return -EFBIG;
         return read_full_fd(fd, max_size, ret_data, ret_size);
+}
+
+int read_file_tail_at(int dir_fd, const char *path, size_t max_size, char **ret_data,
+                      size_t *ret_size, bool *ret_truncated) {
+        _cleanup_close_ int fd =
+                openat_no_symlinks(dir_fd, path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
+        _cleanup_free_ char *buf = NULL;
+        struct stat st;
+        size_t len = 0;
+
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return S_ISDIR(st.st_mode) ? -EISDIR : -EBADFD;
+        off_t offset = (uint64_t)st.st_size > max_size ? st.st_size - (off_t)max_size : 0;
+        buf = malloc(max_size + 1);
+        if (!buf)
+                return -ENOMEM;
+        /* The file may still change: never more than max_size, whatever it does. */
+        while (len < max_size) {
+                ssize_t n = pread(fd, buf + len, max_size - len, offset + (off_t)len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+        }
+        buf[len] = 0;
+        *ret_data = TAKE_PTR(buf);
+        if (ret_size)
+                *ret_size = len;
+        if (ret_truncated)
+                *ret_truncated = offset > 0;
+        return 0;
+}
+
+int openat2_resolve(int dir_fd, const char *path, int flags, mode_t mode, uint64_t resolve) {
+        struct open_how how = {
+                .flags = (uint64_t)(flags | O_CLOEXEC),
+                .mode = (flags & O_CREAT) ? mode : 0,
+                .resolve = resolve,
+        };
+        long fd = syscall(SYS_openat2, dir_fd, path, &how, sizeof(how));
+        if (fd < 0)
+                return -errno;
+        return (int)fd;
+}
+
+int openat_no_symlinks(int dir_fd, const char *path, int flags, mode_t mode) {
+        return openat2_resolve(dir_fd, path, flags, mode,
+                               RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 }
 
 int write_file_atomic(const char *path, const void *data, size_t size, mode_t mode) {

@@ -1,7 +1,9 @@
 /* Reading and writing whole files safely. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Reads a regular file (relative to dir_fd, or AT_FDCWD) into a NUL-terminated
@@ -9,8 +11,26 @@
  * hostile file cannot make us allocate without bound. */
 int read_full_file_at(int dir_fd, const char *path, size_t max_size, char **ret_data,
                       size_t *ret_size);
+/* Reads at most the last max_size bytes of the regular file path below
+ * dir_fd, as kubelet reads a termination-log file (tail.ReadAtMost): path is
+ * resolved without following any symlink (-ELOOP), anything but a regular
+ * file is refused (-EISDIR, -EBADFD) without blocking on a FIFO, and only
+ * those bytes are read, so a sparse file of any size costs one pread. The
+ * data is NUL-terminated (it may contain NULs: use ret_size); ret_truncated
+ * (optional) tells whether earlier bytes were left out. */
+int read_file_tail_at(int dir_fd, const char *path, size_t max_size, char **ret_data,
+                      size_t *ret_size, bool *ret_truncated);
 /* Reads all of an fd (pipe or file) with the same cap. */
 int read_full_fd(int fd, size_t max_size, char **ret_data, size_t *ret_size);
+
+/* The one openat2(2) wrapper: resolve is a mask of RESOLVE_* flags; mode is
+ * used with O_CREAT only; O_CLOEXEC is always added. Returns the fd or -errno. */
+int openat2_resolve(int dir_fd, const char *path, int flags, mode_t mode, uint64_t resolve);
+/* openat2 that follows no symlink in any component of path (-ELOOP), for
+ * paths below directories a container can write to (its log directory, its
+ * termination-log file); a path starting with "/" or containing ".." is
+ * resolved normally otherwise. */
+int openat_no_symlinks(int dir_fd, const char *path, int flags, mode_t mode);
 
 /* Writes data to path atomically: temp file in the same directory, fsync,
  * rename, fsync of the directory. On any failure the old file is intact and

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,4 +60,62 @@ int safe_atou(const char *s, unsigned *ret) {
         }
         *ret = (unsigned)v;
         return 0;
+}
+
+size_t utf8_sequence_length(const char *s, size_t n) {
+        const unsigned char *u = (const unsigned char *)s;
+        unsigned char lo = 0x80, hi = 0xBF;
+        size_t len;
+
+        if (n == 0)
+                return 0;
+        if (u[0] < 0x80)
+                return 1;
+        if (u[0] >= 0xC2 && u[0] <= 0xDF)
+                len = 2;
+        else if (u[0] >= 0xE0 && u[0] <= 0xEF) {
+                len = 3;
+                if (u[0] == 0xE0)
+                        lo = 0xA0; /* overlong */
+                else if (u[0] == 0xED)
+                        hi = 0x9F; /* surrogates */
+        } else if (u[0] >= 0xF0 && u[0] <= 0xF4) {
+                len = 4;
+                if (u[0] == 0xF0)
+                        lo = 0x90; /* overlong */
+                else if (u[0] == 0xF4)
+                        hi = 0x8F; /* above U+10FFFF */
+        } else
+                return 0;
+        if (n < len || u[1] < lo || u[1] > hi)
+                return 0;
+        for (size_t i = 2; i < len; i++)
+                if (u[i] < 0x80 || u[i] > 0xBF)
+                        return 0;
+        return len;
+}
+
+#define UTF8_REPLACEMENT "\xEF\xBF\xBD"
+
+char *utf8_make_valid(const char *s, size_t len) {
+        /* Each replaced byte becomes three. */
+        if (len > (SIZE_MAX - 1) / 3)
+                return NULL;
+        char *out = malloc(len * 3 + 1), *o = out;
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < len;) {
+                size_t k = s[i] == 0 ? 0 : utf8_sequence_length(s + i, len - i);
+                if (k == 0) {
+                        memcpy(o, UTF8_REPLACEMENT, 3);
+                        o += 3;
+                        i++;
+                        continue;
+                }
+                memcpy(o, s + i, k);
+                o += k;
+                i += k;
+        }
+        *o = 0;
+        return out;
 }

@@ -18,3 +18,14 @@ int strbuf_append(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
 /* Parses a plain decimal unsigned number (digits only, no sign, no
  * spaces): 0, -EINVAL or -ERANGE. */
 int safe_atou(const char *s, unsigned *ret);
+
+/* The length of the well-formed UTF-8 sequence at s (at most n bytes; the
+ * rules of Unicode table 3-7, which jansson and Go apply too: no overlong
+ * form, no surrogate, nothing above U+10FFFF), or 0 when none starts there. */
+size_t utf8_sequence_length(const char *s, size_t n) _pure_;
+/* A NUL-terminated copy of s[0..len) that any JSON encoder accepts: every
+ * byte that does not start a well-formed sequence, and every NUL byte, is
+ * replaced by U+FFFD, one per byte, as Go's encoding/json does (so kubelet
+ * shows the same). For strings from containers (termination messages,
+ * runtime errors quoting them). NULL on ENOMEM. */
+char *utf8_make_valid(const char *s, size_t len);

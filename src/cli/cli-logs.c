@@ -19,6 +19,7 @@
 
 #include "cli-common.h"
 #include "cli-logs.h"
+#include "fileio.h"
 #include "log-rotate.h"
 #include "cli.h"
 #include "string-util.h"
@@ -147,6 +148,29 @@ int logs_drain(LogsContext *x, int fd) {
         }
 }
 
+/* What container_log_open() refuses: a name in the log directory that is
+ * not a regular file, put there by a container writing to its own log
+ * directory (a symlink to a host file, a FIFO, a directory). */
+static bool planted(int r) {
+        return r == -ELOOP || r == -EBADFD || r == -EISDIR;
+}
+
+static void skip_planted(LogsContext *x, const char *name, int r) {
+        x->n_skipped++;
+        fprintf(stderr, "nanolet logs: skipping \"%s\": not a regular file (%s)\n", name,
+                strerror(-r));
+}
+
+/* The live file, or -ENOENT when it is missing or not a regular file. */
+static int open_live(LogsContext *x, int dir_fd, const char *name) {
+        int fd = container_log_open(dir_fd, name);
+        if (planted(fd)) {
+                skip_planted(x, name, fd);
+                return -ENOENT;
+        }
+        return fd;
+}
+
 /* Whether name is "<attempt>.log" (suffix NULL) or "<attempt>.log.<suffix>". */
 static bool parse_log_name(const char *name, unsigned *ret_attempt, const char **ret_suffix) {
         char *end;
@@ -177,9 +201,9 @@ int logs_read_attempt(LogsContext *x, int dir_fd, unsigned attempt, int *ret_liv
         /* The live file is opened before the rotated ones are listed: a
          * rotation in between then shows up as our live file in the list
          * (skipped below by its inode) instead of as lines nobody reads. */
-        live = openat(dir_fd, base, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (live < 0 && errno != ENOENT)
-                return -errno;
+        live = open_live(x, dir_fd, base);
+        if (live < 0 && live != -ENOENT)
+                return live;
         if (live >= 0 && fstat(live, &live_st) < 0)
                 return -errno;
         r = container_log_list_rotated(dir_fd, base, &rotated);
@@ -194,6 +218,10 @@ int logs_read_attempt(LogsContext *x, int dir_fd, unsigned attempt, int *ret_liv
                 r = container_log_read(dir_fd, *f, feed, x);
                 if (r == -ENOENT)
                         continue;
+                if (planted(r)) {
+                        skip_planted(x, *f, r);
+                        continue;
+                }
                 if (r < 0)
                         return r;
                 n++;
@@ -209,6 +237,17 @@ int logs_read_attempt(LogsContext *x, int dir_fd, unsigned attempt, int *ret_liv
         if (ret_n_files)
                 *ret_n_files = n;
         return 0;
+}
+
+int logs_open_dir(const char *pod_logs_dir, const char *namespace, const char *pod, const char *uid,
+                  const char *container) {
+        _cleanup_free_ char *rel = strprintf("%s_%s_%s/%s", namespace, pod, uid, container);
+        _cleanup_close_ int root = open(pod_logs_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (!rel)
+                return -ENOMEM;
+        if (root < 0)
+                return -errno;
+        return openat_no_symlinks(root, rel, O_RDONLY | O_DIRECTORY, 0);
 }
 
 int logs_flush(LogsContext *x, bool final) {
@@ -257,7 +296,10 @@ static int follow(LogsContext *x, const CliPod *pod, int dir_fd, const char *dir
                 return ifd < 0 ? -errno : -ENOMEM;
         *strrchr(status_dir, '/') = 0;
         /* Wake-ups only; every decision below is made by looking at the files. */
-        if (inotify_add_watch(ifd, dir_path,
+        /* The directory already opened (without symlinks), not its path again. */
+        char dir_fd_path[64];
+        snprintf(dir_fd_path, sizeof(dir_fd_path), "/proc/self/fd/%d", dir_fd);
+        if (inotify_add_watch(ifd, dir_fd_path,
                               IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE |
                                       IN_DELETE) < 0 ||
             inotify_add_watch(ifd, status_dir,
@@ -267,9 +309,10 @@ static int follow(LogsContext *x, const CliPod *pod, int dir_fd, const char *dir
         snprintf(name, sizeof(name), "%u.log", attempt);
         for (;;) {
                 if (fd < 0) {
-                        fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-                        if (fd < 0 && errno != ENOENT)
-                                return -errno;
+                        /* A planted name is not reported again while following. */
+                        fd = container_log_open(dir_fd, name);
+                        if (fd < 0 && fd != -ENOENT && !planted(fd))
+                                return fd;
                 }
                 if (fd >= 0) {
                         r = logs_drain(x, fd);
@@ -297,11 +340,12 @@ static int follow(LogsContext *x, const CliPod *pod, int dir_fd, const char *dir
                 }
                 if (fd >= 0) {
                         struct stat a, b;
-                        if (fstat(fd, &a) == 0 && (fstatat(dir_fd, name, &b, 0) < 0 ||
-                                                   a.st_ino != b.st_ino || a.st_dev != b.st_dev)) {
+                        if (fstat(fd, &a) == 0 &&
+                            (fstatat(dir_fd, name, &b, AT_SYMLINK_NOFOLLOW) < 0 ||
+                             a.st_ino != b.st_ino || a.st_dev != b.st_dev)) {
                                 /* Rotated (renamed, a new file takes its name): the
                                  * old one may have got lines after our last read. */
-                                if (fstatat(dir_fd, name, &b, 0) == 0) {
+                                if (fstatat(dir_fd, name, &b, AT_SYMLINK_NOFOLLOW) == 0) {
                                         /* One stream: a partial line may go on
                                          * in the new file. */
                                         r = logs_drain(x, fd);
@@ -461,12 +505,13 @@ int cli_logs(int argc, char **argv) {
         r = logs_context_init(&x, stdout, tail, timestamps, since);
         if (r < 0)
                 goto oom;
-        dir_fd = open(dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        dir_fd = logs_open_dir(c.pod_logs_dir, pod->namespace, pod->name, pod->uid, container);
         if (dir_fd >= 0)
                 r = logs_read_attempt(&x, dir_fd, attempt, &live_fd, &n_files);
         if (dir_fd < 0 || (r >= 0 && n_files == 0 && !follow_mode)) {
-                if (dir_fd < 0 && errno != ENOENT)
-                        fprintf(stderr, "%s: cannot open %s: %m\n", c.prog, dir_path);
+                if (dir_fd < 0 && dir_fd != -ENOENT)
+                        fprintf(stderr, "%s: cannot open %s: %s\n", c.prog, dir_path,
+                                strerror(-dir_fd));
                 else if (previous)
                         fprintf(stderr,
                                 "%s: previous terminated container \"%s\" in pod \"%s\" not "

@@ -1,6 +1,7 @@
 /* Internal helpers: streaming SHA-256, safe recursive removal, openat2. */
 #include "image-util.h"
 
+#include "fileio.h"
 #include "macro.h"
 
 #include <dirent.h>
@@ -89,12 +90,6 @@ int pwrite_all(int fd, const void *data, size_t size, uint64_t offset) {
 }
 
 int openat2_in_root(int dir_fd, const char *path, int flags, uint64_t extra_resolve) {
-        struct open_how how = {
-                .flags = (uint64_t)(flags | O_CLOEXEC),
-                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | extra_resolve,
-        };
-        long fd = syscall(SYS_openat2, dir_fd, path, &how, sizeof(how));
-        if (fd < 0)
-                return -errno;
-        return (int)fd;
+        return openat2_resolve(dir_fd, path, flags, 0,
+                               RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | extra_resolve);
 }

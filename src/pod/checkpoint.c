@@ -218,12 +218,18 @@ void attempt_record_done(AttemptRecord *r) {
 
 int attempt_record_write(const char *attempt_dir, const AttemptRecord *r) {
         _cleanup_free_ char *path = strprintf("%s/attempt.json", attempt_dir);
-        if (!path)
+        /* jansson refuses what is not UTF-8, and the message may come from a
+         * file the container wrote: the exit code must be recorded anyway. */
+        _cleanup_free_ char *reason =
+                r->reason ? utf8_make_valid(r->reason, strlen(r->reason)) : NULL;
+        _cleanup_free_ char *message =
+                r->message ? utf8_make_valid(r->message, strlen(r->message)) : NULL;
+        if (!path || (r->reason && !reason) || (r->message && !message))
                 return -ENOMEM;
         return write_json_file(path, json_pack("{s:I, s:I, s:i, s:s?, s:s?}", "startedAt",
                                                (json_int_t)r->started_at, "finishedAt",
                                                (json_int_t)r->finished_at, "exitCode", r->exit_code,
-                                               "reason", r->reason, "message", r->message));
+                                               "reason", reason, "message", message));
 }
 
 int attempt_record_read(const char *attempt_dir, AttemptRecord *ret) {

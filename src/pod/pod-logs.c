@@ -12,17 +12,27 @@
 
 #include "cleanup.h"
 #include "container-config.h"
+#include "fileio.h"
 #include "log.h"
 #include "rm-rf.h"
 #include "string-util.h"
 
+/* The container's log directory relative to --pod-logs-dir,
+ * "<ns>_<pod>_<uid>/<name>": what lies below the root may be written by a
+ * container (a hostPath of it), so it is resolved without symlinks. */
+static char *log_dir_rel(PodWorker *w, const ContainerState *c) {
+        return strprintf("%s_%s_%s/%s", w->object->namespace, w->object->name, w->object->uid,
+                         c->spec->name);
+}
+
 static void offer_container(PodWorker *w, LogRotator *r, const ContainerState *c) {
         if (c->state != CONTAINER_RUNNING || !c->container_id)
                 return;
-        _cleanup_free_ char *log = strprintf("%s/%s/%u.log", w->log_dir, c->spec->name, c->attempt);
+        _cleanup_free_ char *dir = log_dir_rel(w, c);
+        _cleanup_free_ char *log = dir ? strprintf("%s/%u.log", dir, c->attempt) : NULL;
         _cleanup_free_ char *ctl = strprintf("%s/containers/%s/%u/bundle/ctl", w->pod_dir,
                                              c->spec->name, c->attempt);
-        if (!log || !ctl || log_rotator_consider(r, log, ctl) < 0)
+        if (!log || !ctl || log_rotator_consider(r, w->ctx->o->pod_logs_dir, log, ctl) < 0)
                 log_debug("Pod \"%s\": cannot check the log of \"%s\".", w->full_name,
                           c->spec->name);
 }
@@ -56,12 +66,12 @@ static bool older_attempt(const char *name, bool log_file, unsigned keep_from,
         return true;
 }
 
-/* Calls fn for each entry of dir naming an attempt below keep_from. */
-static void for_each_older(const char *dir, bool log_files, unsigned keep_from,
+/* Calls fn for each entry of the directory fd naming an attempt below
+ * keep_from. Takes fd. */
+static void for_each_older(int fd, bool log_files, unsigned keep_from,
                            void (*fn)(PodWorker *w, const ContainerState *c, int dir_fd,
                                       const char *name, unsigned attempt),
                            PodWorker *w, const ContainerState *c) {
-        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return;
         _cleanup_close_ int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -97,27 +107,37 @@ static void remove_attempt_dir(PodWorker *w, const ContainerState *c, int dir_fd
         const char *links = w->ctx->o->container_logs_dir;
         if (!links)
                 return;
-        _cleanup_free_ char *link = strprintf("%s/%s_%s_%s-%s-%s-%u.log", links, w->object->name,
-                                              w->object->namespace, c->spec->name, w->object->uid,
-                                              c->spec->name, attempt);
-        if (link)
-                (void)unlink(link);
+        _cleanup_free_ char *link =
+                strprintf("%s_%s_%s-%s-%s-%u.log", w->object->name, w->object->namespace,
+                          c->spec->name, w->object->uid, c->spec->name, attempt);
+        _cleanup_close_ int links_fd = open(links, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        /* unlinkat() removes a symlink, never its target. */
+        if (link && links_fd >= 0)
+                (void)unlinkat(links_fd, link, 0);
 }
 
+/* unlinkat() removes a planted symlink itself, never what it points to;
+ * a planted directory is removed without crossing links or mounts. */
 static void remove_log_file(PodWorker *w, const ContainerState *c, int dir_fd, const char *name,
                             unsigned attempt) {
-        if (unlinkat(dir_fd, name, 0) < 0 && errno != ENOENT)
-                log_warning_errno(errno, "Pod \"%s\": cannot remove log %s of \"%s\": %m",
-                                  w->full_name, name, c->spec->name);
+        int r = rm_rf_at(dir_fd, name);
+        if (r < 0)
+                log_warning_errno(r, "Pod \"%s\": cannot remove log %s of \"%s\": %m", w->full_name,
+                                  name, c->spec->name);
 }
 
 void pod_worker_gc_attempts(PodWorker *w, const ContainerState *c, unsigned keep_from) {
         if (keep_from == 0)
                 return;
         _cleanup_free_ char *attempts = strprintf("%s/containers/%s", w->pod_dir, c->spec->name);
-        _cleanup_free_ char *logs = strprintf("%s/%s", w->log_dir, c->spec->name);
+        _cleanup_free_ char *logs = log_dir_rel(w, c);
         if (!attempts || !logs)
                 return;
-        for_each_older(attempts, false, keep_from, remove_attempt_dir, w, c);
-        for_each_older(logs, true, keep_from, remove_log_file, w, c);
+        for_each_older(open(attempts, O_RDONLY | O_DIRECTORY | O_CLOEXEC), false, keep_from,
+                       remove_attempt_dir, w, c);
+        _cleanup_close_ int root =
+                open(w->ctx->o->pod_logs_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (root >= 0)
+                for_each_older(openat_no_symlinks(root, logs, O_RDONLY | O_DIRECTORY, 0), true,
+                               keep_from, remove_log_file, w, c);
 }

@@ -360,20 +360,15 @@ static int jset(json_t *o, const char *key, json_t *v) {
         return 0;
 }
 
-/* jansson refuses strings that are not UTF-8. Termination messages come
- * from files the container wrote and may hold anything: show them with
- * the offending bytes replaced rather than lose the whole status. */
+/* jansson refuses strings that are not UTF-8. Termination messages and
+ * runtime errors may hold bytes a container chose: show them with the
+ * offending bytes replaced (U+FFFD) rather than lose the whole status. */
 static json_t *json_string_lossy(const char *v) {
         json_t *j = json_string(v);
         if (j)
                 return j;
-        _cleanup_free_ char *copy = strdup(v);
-        if (!copy)
-                return NULL;
-        for (char *p = copy; *p; p++)
-                if ((unsigned char)*p >= 0x80)
-                        *p = '?';
-        return json_string(copy);
+        _cleanup_free_ char *valid = utf8_make_valid(v, strlen(v));
+        return valid ? json_string(valid) : NULL;
 }
 
 static int jset_str(json_t *o, const char *key, const char *v) {

@@ -863,6 +863,22 @@ static void on_container_started(Runtime *rt, int r, const RuntimeError *err, vo
         worker_op_done(w);
 }
 
+static int log_dir_check(PodWorker *w, const ContainerState *c) {
+        _cleanup_free_ char *rel = strprintf("%s_%s_%s/%s", w->object->namespace, w->object->name,
+                                             w->object->uid, c->spec->name);
+        _cleanup_close_ int root =
+                open(w->ctx->o->pod_logs_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (!rel)
+                return -ENOMEM;
+        if (root < 0)
+                return -errno;
+        int fd = openat_no_symlinks(root, rel, O_PATH | O_DIRECTORY, 0);
+        if (fd < 0)
+                return fd;
+        safe_close(fd);
+        return 0;
+}
+
 static void on_container_created(Runtime *rt, int r, pid_t pid, pid_t conmon_pid,
                                  const RuntimeError *err, void *userdata) {
         ContainerOp *op = userdata;
@@ -955,6 +971,17 @@ static void container_create(ContainerOp *op) {
         _cleanup_free_ char *log_dir = strprintf("%s/%s", w->log_dir, c->spec->name);
         if (!log_dir || mkdir_p(log_dir, 0755) < 0) {
                 start_failed(op, "CreateContainerError", "cannot create the log directory");
+                return;
+        }
+        /* conmon opens the log by path: a directory a container replaced by
+         * a symlink (through a hostPath of its log directory) would have it
+         * write wherever that points. */
+        r = log_dir_check(w, c);
+        if (r < 0) {
+                _cleanup_free_ char *msg =
+                        strprintf("the log directory %s is not a plain directory (%s)", log_dir,
+                                  strerror(-r));
+                start_failed(op, "CreateContainerError", msg ? msg : "bad log directory");
                 return;
         }
         RuntimeCreateRequest req = {
@@ -1189,14 +1216,36 @@ static void on_attempt_deleted(Runtime *rt, int r, const RuntimeError *err, void
         worker_op_done(w);
 }
 
+/* kubelet's getTerminationMessage: the last 4096 bytes of the file
+ * (MaxContainerTerminationMessageLength, read with tail.ReadAtMost, so a
+ * longer message keeps its end), nothing for an empty or missing file, and
+ * for a file that cannot be read a message saying so. The file is the
+ * container's to write: it is read without following a symlink, only if it is
+ * a regular file, and only those bytes of it. Bytes that are not UTF-8 are
+ * replaced by U+FFFD, so the exit record and the status always take it. */
+#define TERMINATION_MESSAGE_MAX 4096
 static char *read_termination_message(PodWorker *w, const ContainerState *c) {
-        _cleanup_free_ char *path = strprintf("%s/containers/%s/%u/termination-log", w->pod_dir,
-                                              c->spec->name, c->attempt);
-        char *data = NULL;
-        if (path && read_full_file_at(AT_FDCWD, path, 4096, &data, NULL) == 0 && data[0])
-                return data;
-        free(data);
-        return NULL;
+        _cleanup_free_ char *rel =
+                strprintf("containers/%s/%u/termination-log", c->spec->name, c->attempt);
+        _cleanup_close_ int pfd = open(w->pod_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_free_ char *data = NULL;
+        size_t size;
+
+        if (!rel || pfd < 0)
+                return NULL;
+        int r = read_file_tail_at(pfd, rel, TERMINATION_MESSAGE_MAX, &data, &size, NULL);
+        if (r == -ENOENT)
+                return NULL;
+        if (r < 0) {
+                log_warning_errno(
+                        r, "Container \"%s\" of pod \"%s\": cannot read its termination log: %m",
+                        c->spec->name, w->full_name);
+                return strprintf("Error on reading termination log %s/%s: %s", w->pod_dir, rel,
+                                 strerror(-r));
+        }
+        if (size == 0)
+                return NULL;
+        return utf8_make_valid(data, size);
 }
 
 static void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,

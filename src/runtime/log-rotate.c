@@ -17,6 +17,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
+#include "rm-rf.h"
 #include "string-util.h"
 #include "strv.h"
 
@@ -105,23 +106,50 @@ static int write_gz_all(gzFile gz, const char *buf, size_t n) {
         return 0;
 }
 
+int container_log_open(int dir_fd, const char *name) {
+        /* O_NONBLOCK: a FIFO planted under a log name must not hang the
+         * reader; it is refused below anyway. */
+        _cleanup_close_ int fd =
+                openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
+        struct stat st;
+
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return S_ISDIR(st.st_mode) ? -EISDIR : -EBADFD;
+        return TAKE_FD(fd);
+}
+
 int container_log_compress(int dir_fd, const char *name) {
         _cleanup_free_ char *tmp = strprintf("%s" TMP_SUFFIX, name);
         _cleanup_free_ char *gzname = strprintf("%s" COMPRESS_SUFFIX, name);
         _cleanup_close_ int in = -EBADF;
-        struct stat st;
         char buf[65536];
         int r = 0;
 
         if (!tmp || !gzname)
                 return -ENOMEM;
-        in = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (in < 0 || fstat(in, &st) < 0)
+        in = container_log_open(dir_fd, name);
+        if (in < 0)
+                return in;
+        /* A fixed mode: the source's could be anything a container chose. A
+         * leftover tmp (a file of ours, or something planted) goes first, so
+         * that O_EXCL creates a fresh file and never writes through a link. */
+        if (unlinkat(dir_fd, tmp, 0) < 0 && errno != ENOENT)
                 return -errno;
-        int out = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-                         st.st_mode & 07777);
+        int out = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                         CONTAINER_LOG_MODE);
         if (out < 0)
                 return -errno;
+        /* Exactly this mode, whatever the umask. */
+        if (fchmod(out, CONTAINER_LOG_MODE) < 0) {
+                r = -errno;
+                safe_close(out);
+                (void)unlinkat(dir_fd, tmp, 0);
+                return r;
+        }
         /* gzclose() closes out; a dup keeps an fd for fsync. */
         _cleanup_close_ int sync_fd = fcntl(out, F_DUPFD_CLOEXEC, 3);
         gzFile gz = gzdopen(out, "wb");
@@ -165,7 +193,8 @@ fail:
 int container_log_request_reopen(const char *ctl_path) {
         /* Non-blocking: without conmon reading the FIFO the open fails with
          * ENXIO instead of waiting for a reader. */
-        _cleanup_close_ int fd = open(ctl_path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        _cleanup_close_ int fd =
+                open(ctl_path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
         struct stat st;
 
         if (fd < 0)
@@ -183,7 +212,15 @@ int container_log_request_reopen(const char *ctl_path) {
 
 static int split_path(const char *path, char **ret_dir, const char **ret_base) {
         const char *slash = strrchr(path, '/');
-        if (!slash || slash[1] == 0)
+        if (!slash) {
+                char *dot = strdup(".");
+                if (!dot)
+                        return -ENOMEM;
+                *ret_dir = dot;
+                *ret_base = path;
+                return 0;
+        }
+        if (slash[1] == 0)
                 return -EINVAL;
         char *dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
         if (!dir)
@@ -193,29 +230,71 @@ static int split_path(const char *path, char **ret_dir, const char **ret_base) {
         return 0;
 }
 
-int container_log_rotate(const char *log_path, const char *ctl_path, const LogRotatePolicy *p,
-                         time_t now) {
+/* Whether dir_fd/name is a log file this module may open, rename and
+ * compress: a regular file with no other name. Anything else under a log
+ * name was put there by a container that can write to the directory (a
+ * hostPath of it): a symlink to a host file, a FIFO that would block the
+ * worker, a directory, a hard link. Such an entry is removed — unlinkat()
+ * and rm_rf_at() never follow a link — and logged, once, since it is gone
+ * afterwards. Returns 1 for a log file, 0 when the name was planted (or
+ * vanished), or a negative errno. */
+static int check_log_entry(int dir_fd, const char *dir, const char *name) {
+        struct stat st;
+
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (S_ISREG(st.st_mode) && st.st_nlink <= 1)
+                return 1;
+        const char *what = S_ISLNK(st.st_mode)   ? "symlink"
+                           : S_ISDIR(st.st_mode) ? "directory"
+                           : S_ISREG(st.st_mode) ? "hard-linked file"
+                                                 : "special file";
+        int r = rm_rf_at(dir_fd, name);
+        if (r < 0)
+                return log_warning_errno(r,
+                                         "Container log directory %s holds a %s \"%s\" (not "
+                                         "followed); cannot remove it: %m",
+                                         dir, what, name);
+        log_warning("Removed a %s \"%s\" from container log directory %s: a container put it "
+                    "where a log file belongs (it was not followed).",
+                    what, name, dir);
+        return 0;
+}
+
+int container_log_rotate(const char *logs_root, const char *log_path, const char *ctl_path,
+                         const LogRotatePolicy *p, time_t now) {
         _cleanup_free_ char *dir = NULL;
         _cleanup_strv_free_ char **all = NULL, **rotated = NULL;
-        _cleanup_close_ int dir_fd = -EBADF;
+        _cleanup_close_ int root_fd = -EBADF, dir_fd = -EBADF;
         const char *base;
         struct stat st;
         int r;
 
-        if (!p || p->max_files < 2 || p->max_size <= 0)
+        if (!p || p->max_files < 2 || p->max_size <= 0 || !logs_root || !log_path ||
+            log_path[0] == '/')
                 return -EINVAL;
         r = split_path(log_path, &dir, &base);
         if (r < 0)
                 return r;
-        dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dir_fd < 0)
+        /* The root is the operator's (it may be reached through a symlink);
+         * what lies below it can be a container's. */
+        root_fd = open(logs_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (root_fd < 0)
                 return -errno;
-        if (fstatat(dir_fd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-                if (errno != ENOENT)
-                        return -errno;
+        dir_fd = openat_no_symlinks(root_fd, dir, O_RDONLY | O_DIRECTORY, 0);
+        if (dir_fd < 0)
+                return dir_fd;
+        r = check_log_entry(dir_fd, dir, base);
+        if (r < 0)
+                return r;
+        if (r == 0) {
+                /* Missing, or something planted in its place, now removed:
+                 * conmon creates a fresh live file on reopen. */
                 r = container_log_request_reopen(ctl_path);
                 return r < 0 ? r : 0;
         }
+        if (fstatat(dir_fd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : -errno;
         if (st.st_size < p->max_size)
                 return 0;
 
@@ -236,6 +315,11 @@ int container_log_rotate(const char *log_path, const char *ctl_path, const LogRo
         if (r < 0)
                 return r;
         STRV_FOREACH(n, all) {
+                r = check_log_entry(dir_fd, dir, *n);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        continue;
                 if (rotated_in_use(*n, all)) {
                         if (strv_extend(&rotated, *n) < 0)
                                 return -ENOMEM;
@@ -316,17 +400,17 @@ static int read_gz(int fd, container_log_data_fn fn, void *userdata) {
 int container_log_read(int dir_fd, const char *name, container_log_data_fn fn, void *userdata) {
         _cleanup_free_ char *gzname = NULL;
         bool compressed = endswith(name, COMPRESS_SUFFIX);
-        int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        int fd = container_log_open(dir_fd, name);
 
-        if (fd < 0 && errno == ENOENT && !compressed) {
+        if (fd == -ENOENT && !compressed) {
                 gzname = strprintf("%s" COMPRESS_SUFFIX, name);
                 if (!gzname)
                         return -ENOMEM;
-                fd = openat(dir_fd, gzname, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                fd = container_log_open(dir_fd, gzname);
                 compressed = true;
         }
         if (fd < 0)
-                return -errno;
+                return fd;
         if (compressed)
                 return read_gz(fd, fn, userdata); /* takes fd */
         int r = read_plain(fd, fn, userdata);
@@ -337,6 +421,7 @@ int container_log_read(int dir_fd, const char *name, container_log_data_fn fn, v
 /* ---- the asynchronous driver ---- */
 
 typedef struct RotateJob {
+        char *logs_root;
         char *log_path;
         char *ctl_path;
 } RotateJob;
@@ -352,6 +437,7 @@ struct LogRotator {
 
 static void jobs_clear(LogRotator *r) {
         for (size_t i = 0; i < r->n_jobs; i++) {
+                free(r->jobs[i].logs_root);
                 free(r->jobs[i].log_path);
                 free(r->jobs[i].ctl_path);
         }
@@ -389,23 +475,31 @@ bool log_rotator_busy(const LogRotator *r) {
         return r && r->worker > 0;
 }
 
-int log_rotator_consider(LogRotator *r, const char *log_path, const char *ctl_path) {
+int log_rotator_consider(LogRotator *r, const char *logs_root, const char *log_path,
+                         const char *ctl_path) {
+        _cleanup_free_ char *full = NULL;
         struct stat st;
 
-        if (!r || !log_path || !ctl_path)
+        if (!r || !logs_root || !log_path || !ctl_path)
                 return -EINVAL;
         if (r->worker > 0)
                 return 0;
-        if (stat(log_path, &st) == 0 && st.st_size < r->policy.max_size)
+        full = strprintf("%s/%s", logs_root, log_path);
+        if (!full)
+                return -ENOMEM;
+        /* Only a size; the worker checks what the name really is. */
+        if (lstat(full, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < r->policy.max_size)
                 return 0;
         RotateJob *n = realloc(r->jobs, sizeof(RotateJob) * (r->n_jobs + 1));
         if (!n)
                 return -ENOMEM;
         r->jobs = n;
         RotateJob *j = &r->jobs[r->n_jobs];
+        j->logs_root = strdup(logs_root);
         j->log_path = strdup(log_path);
         j->ctl_path = strdup(ctl_path);
-        if (!j->log_path || !j->ctl_path) {
+        if (!j->logs_root || !j->log_path || !j->ctl_path) {
+                free(j->logs_root);
                 free(j->log_path);
                 free(j->ctl_path);
                 return -ENOMEM;
@@ -428,8 +522,8 @@ static int on_worker_exit(EventSource *s, const siginfo_t *si, void *userdata) {
 static _noreturn_ void worker_main(LogRotator *r) {
         time_t now = time(NULL);
         for (size_t i = 0; i < r->n_jobs; i++) {
-                int k = container_log_rotate(r->jobs[i].log_path, r->jobs[i].ctl_path, &r->policy,
-                                             now);
+                int k = container_log_rotate(r->jobs[i].logs_root, r->jobs[i].log_path,
+                                             r->jobs[i].ctl_path, &r->policy, now);
                 if (k > 0)
                         log_debug("Rotated container log %s.", r->jobs[i].log_path);
                 else if (k == -ENXIO)

@@ -43,15 +43,32 @@ typedef struct LogRotatePolicy {
  * be empty) or a negative errno. */
 int container_log_list_rotated(int dir_fd, const char *base, char ***ret);
 
-/* One pass over the live log at log_path (see the top of this file), if it
- * is at least p->max_size; ctl_path is conmon's control FIFO. A missing live
- * file (an earlier pass was interrupted between rename and reopen) only gets
- * the reopen request. Returns 1 when the file was rotated, 0 when nothing
- * was due, or a negative errno (-ENXIO: conmon does not listen). */
-int container_log_rotate(const char *log_path, const char *ctl_path, const LogRotatePolicy *p,
-                         time_t now);
+/* One pass over the live log logs_root/log_path (see the top of this file),
+ * if it is at least p->max_size; ctl_path is conmon's control FIFO.
+ * log_path is relative to logs_root and resolved without following any
+ * symlink (-ELOOP): a container may write to its own log directory through a
+ * hostPath. Every name in that directory that is not a plain single-link
+ * regular file (a planted symlink, FIFO, directory or hard link) is removed
+ * without being followed or opened, with one warning. A missing live file
+ * (an earlier pass was interrupted between rename and reopen, or a planted
+ * one was removed) only gets the reopen request. Returns 1 when the file was
+ * rotated, 0 when nothing was due, or a negative errno (-ENXIO: conmon does
+ * not listen). */
+int container_log_rotate(const char *logs_root, const char *log_path, const char *ctl_path,
+                         const LogRotatePolicy *p, time_t now);
 
-/* Compresses dir_fd/name into name.gz (through name.tmp), then removes name. */
+/* The mode of the compressed files; never the source's, which a container
+ * may have chosen. conmon creates live files with the same. */
+#define CONTAINER_LOG_MODE 0640
+
+/* Opens dir_fd/name for reading if it is a regular file, without following
+ * a symlink (-ELOOP) or blocking on a FIFO (-EBADFD; a directory: -EISDIR).
+ * Returns the fd or a negative errno. */
+int container_log_open(int dir_fd, const char *name);
+
+/* Compresses dir_fd/name (opened as container_log_open() does) into name.gz,
+ * created with CONTAINER_LOG_MODE through name.tmp (O_EXCL, after removing a
+ * leftover), then removes name. */
 int container_log_compress(int dir_fd, const char *name);
 
 /* Asks conmon to reopen the container's log file. */
@@ -59,8 +76,10 @@ int container_log_request_reopen(const char *ctl_path);
 
 /* Reads dir_fd/name, gunzipping it when its name ends in ".gz", and passes
  * the bytes to fn in chunks. A plain name that has been compressed in the
- * meantime is read from name.gz. Returns 0, -ENOENT when neither exists, a
- * negative errno, or fn's negative return (which stops the reading). */
+ * meantime is read from name.gz. Returns 0, -ENOENT when neither exists,
+ * container_log_open()'s refusals (-ELOOP, -EBADFD, -EISDIR) for what is not
+ * a regular file, a negative errno, or fn's negative return (which stops the
+ * reading). */
 typedef int (*container_log_data_fn)(const char *data, size_t size, void *userdata);
 int container_log_read(int dir_fd, const char *name, container_log_data_fn fn, void *userdata);
 
@@ -74,9 +93,12 @@ int log_rotator_new(LogRotator **ret, Event *e, const LogRotatePolicy *p);
 LogRotator *log_rotator_free(LogRotator *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(LogRotator *, log_rotator_free)
 
-/* Notes a running container's log for the next pass when it has reached the
- * size limit (or has vanished). Only a stat(2) happens here. */
-int log_rotator_consider(LogRotator *r, const char *log_path, const char *ctl_path);
+/* Notes a running container's log logs_root/log_path (log_path relative, as
+ * for container_log_rotate()) for the next pass when it has reached the size
+ * limit (or has vanished, or is not a regular file). Only an lstat(2)
+ * happens here. */
+int log_rotator_consider(LogRotator *r, const char *logs_root, const char *log_path,
+                         const char *ctl_path);
 /* Forks a worker that rotates the noted logs and returns 1; 0 when nothing
  * was noted or a worker still runs (the notes are dropped: the next pass
  * looks again); or a negative errno. */

@@ -21,6 +21,7 @@
 #include "hash.h"
 #include "log.h"
 #include "mount-util.h"
+#include "rm-rf.h"
 #include "sd-notify.h"
 #include "string-util.h"
 #include "strv.h"
@@ -55,6 +56,98 @@ static void test_string_util(void **state) {
         assert_true(streq_ptr(NULL, NULL));
         assert_false(streq_ptr("a", NULL));
         assert_true(streq_ptr("a", "a"));
+}
+
+static void assert_valid_copy(const char *in, size_t len, const char *want) {
+        _cleanup_free_ char *got = utf8_make_valid(in, len);
+        assert_non_null(got);
+        assert_string_equal(got, want);
+}
+
+#define FFFD "\xef\xbf\xbd"
+
+static void test_utf8(void **state) {
+        /* well-formed: kept as is */
+        assert_valid_copy("plain ascii", 11, "plain ascii");
+        assert_valid_copy("h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 12,
+                          "h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+        assert_valid_copy("", 0, "");
+        /* one U+FFFD per offending byte, as Go's encoding/json */
+        assert_valid_copy("a\377b", 3, "a" FFFD "b");
+        assert_valid_copy("\xc3\x28", 2, FFFD "(");
+        assert_valid_copy("\xc0\xaf", 2, FFFD FFFD);                   /* overlong "/" */
+        assert_valid_copy("\xe0\x80\xaf", 3, FFFD FFFD FFFD);          /* overlong */
+        assert_valid_copy("\xed\xa0\x80", 3, FFFD FFFD FFFD);          /* surrogate */
+        assert_valid_copy("\xf4\x90\x80\x80", 4, FFFD FFFD FFFD FFFD); /* > U+10FFFF */
+        assert_valid_copy("\xf5\x80", 2, FFFD FFFD);
+        assert_valid_copy("end \xe2\x82", 6, "end " FFFD FFFD);   /* cut sequence */
+        assert_valid_copy("\x82\xac tail", 7, FFFD FFFD " tail"); /* cut at the start */
+        assert_valid_copy("nul\0in", 6, "nul" FFFD "in");
+        assert_int_equal(utf8_sequence_length("\xf0\x9f\x98\x80", 4), 4);
+        assert_int_equal(utf8_sequence_length("\xf0\x9f\x98\x80", 3), 0);
+        assert_int_equal(utf8_sequence_length("\xed\x9f\xbf", 3), 3); /* U+D7FF */
+        assert_int_equal(utf8_sequence_length("\xef\xbf\xbf", 3), 3);
+}
+
+static void test_read_file_tail(void **state) {
+        char dir[] = "/tmp/nanolet-test-tail-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(dfd >= 0);
+        char *data = NULL;
+        size_t size = 0;
+        bool cut = true;
+
+        /* short: the whole file */
+        int fd = openat(dfd, "short", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        assert_int_equal(write(fd, "bye\n", 4), 4);
+        close(fd);
+        assert_int_equal(read_file_tail_at(dfd, "short", 4096, &data, &size, &cut), 0);
+        assert_string_equal(data, "bye\n");
+        assert_int_equal(size, 4);
+        assert_false(cut);
+        data = mfree(data);
+
+        /* longer: its last max_size bytes (kubelet's tail.ReadAtMost) */
+        fd = openat(dfd, "long", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        for (int i = 0; i < 10000; i++)
+                assert_int_equal(write(fd, i < 5000 ? "A" : "B", 1), 1);
+        assert_int_equal(write(fd, "END", 3), 3);
+        close(fd);
+        assert_int_equal(read_file_tail_at(dfd, "long", 4096, &data, &size, &cut), 0);
+        assert_int_equal(size, 4096);
+        assert_int_equal(strlen(data), 4096);
+        assert_int_equal(data[0], 'B');
+        assert_string_equal(data + 4093, "END");
+        assert_true(cut);
+        data = mfree(data);
+
+        /* sparse 10 GiB: only the tail is read */
+        fd = openat(dfd, "sparse", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        assert_int_equal(ftruncate(fd, (off_t)10 << 30), 0);
+        assert_int_equal(pwrite(fd, "last", 4, ((off_t)10 << 30) - 4), 4);
+        close(fd);
+        assert_int_equal(read_file_tail_at(dfd, "sparse", 4096, &data, &size, NULL), 0);
+        assert_int_equal(size, 4096);
+        assert_memory_equal(data + 4092, "last", 4);
+        assert_int_equal(data[0], 0);
+        data = mfree(data);
+
+        /* what the container may put there instead of a file */
+        assert_int_equal(symlinkat("short", dfd, "link"), 0);
+        assert_int_equal(read_file_tail_at(dfd, "link", 4096, &data, &size, NULL), -ELOOP);
+        assert_int_equal(mkdirat(dfd, "sub", 0755), 0);
+        assert_int_equal(symlinkat(".", dfd, "sub/up"), 0);
+        assert_int_equal(read_file_tail_at(dfd, "sub/up/short", 4096, &data, &size, NULL), -ELOOP);
+        assert_int_equal(read_file_tail_at(dfd, "sub", 4096, &data, &size, NULL), -EISDIR);
+        assert_int_equal(mkfifoat(dfd, "fifo", 0600), 0);
+        assert_int_equal(read_file_tail_at(dfd, "fifo", 4096, &data, &size, NULL), -EBADFD);
+        assert_int_equal(read_file_tail_at(dfd, "none", 4096, &data, &size, NULL), -ENOENT);
+        assert_null(data);
+
+        int pfd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_int_equal(rm_rf_at(pfd, dir + strlen("/tmp/")), 0);
+        close(pfd);
 }
 
 static void test_strv(void **state) {
@@ -286,11 +379,17 @@ static void test_sd_notify(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_string_util), cmocka_unit_test(test_strv),
+                cmocka_unit_test(test_string_util),
+                cmocka_unit_test(test_strv),
                 cmocka_unit_test(test_fileio),
-                cmocka_unit_test_setup_teardown(test_fileio_disk_full, full_setup, full_teardown),      cmocka_unit_test(test_hash),
-                cmocka_unit_test(test_log_errno),   cmocka_unit_test(test_cleanup),
-                cmocka_unit_test(test_time),        cmocka_unit_test(test_umount_below),
+                cmocka_unit_test(test_utf8),
+                cmocka_unit_test(test_read_file_tail),
+                cmocka_unit_test_setup_teardown(test_fileio_disk_full, full_setup, full_teardown),
+                cmocka_unit_test(test_hash),
+                cmocka_unit_test(test_log_errno),
+                cmocka_unit_test(test_cleanup),
+                cmocka_unit_test(test_time),
+                cmocka_unit_test(test_umount_below),
                 cmocka_unit_test(test_sd_notify),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -86,6 +86,20 @@ static void test_attempt_record(void **state) {
         assert_string_equal(rec.message, "bye");
         attempt_record_done(&rec);
 
+        /* A termination message that is not UTF-8 (the container wrote the
+         * file) must not cost the exit code. */
+        AttemptRecord bad = { .started_at = 100,
+                              .finished_at = 300,
+                              .exit_code = 3,
+                              .reason = "Error",
+                              .message = "bad \xff\xfe utf8 \xc3\x28 end" };
+        assert_int_equal(attempt_record_write(dir, &bad), 0);
+        assert_int_equal(attempt_record_read(dir, &rec), 0);
+        assert_int_equal(rec.exit_code, 3);
+        assert_int_equal(rec.finished_at, 300);
+        assert_string_equal(rec.message, "bad \xef\xbf\xbd\xef\xbf\xbd utf8 \xef\xbf\xbd( end");
+        attempt_record_done(&rec);
+
         _cleanup_free_ char *path = strprintf("%s/attempt.json", dir);
         assert_int_equal(write_file_atomic(path, "[1,2]", 5, 0600), 0);
         assert_int_equal(attempt_record_read(dir, &rec), -EINVAL);

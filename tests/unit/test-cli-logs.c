@@ -1,6 +1,7 @@
 /* `nanolet logs` reading one attempt across rotated files: order (gzip,
  * plain, live), a partial line continued across a rotation, --tail across
- * files, leftovers that must not be read twice. */
+ * files, leftovers that must not be read twice, names a container planted
+ * that must not be followed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -146,10 +148,73 @@ static void test_partial_across_rotation(void **state) {
         free(out);
 }
 
+/* A host file, in CRI format so that the reader would print it if it read
+ * it (another pod's log, say). */
+#define SECRET "2024-01-01T00:00:00Z stdout F TOPSECRET\n"
+
+/* Names a container planted in its own log directory (a hostPath of it):
+ * none is followed, opened for reading or shown; each is reported once. */
+static void test_planted_names(void **state) {
+        unsigned n;
+        int live = -1;
+        char *out = NULL;
+        size_t len = 0;
+        LogsContext x;
+
+        alarm(20); /* a FIFO opened for reading would block */
+        int sfd = openat(dir_fd, "host-secret", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        assert_true(sfd >= 0);
+        assert_int_equal(write(sfd, SECRET, strlen(SECRET)), (ssize_t)strlen(SECRET));
+        close(sfd);
+        _cleanup_free_ char *secret = strprintf("%s/host-secret", dir_path);
+
+        put_lines("4.log.20240101-000001", 1, 10);
+        put_lines("4.log", 11, 12);
+        assert_int_equal(symlinkat(secret, dir_fd, "4.log.29991231-235959"), 0);
+        assert_int_equal(symlinkat(secret, dir_fd, "4.log.29991231-235958.gz"), 0);
+        assert_int_equal(mkfifoat(dir_fd, "4.log.29991231-235957", 0600), 0);
+        assert_int_equal(mkdirat(dir_fd, "4.log.29991231-235956", 0755), 0);
+        /* the live file of another attempt replaced by a symlink */
+        assert_int_equal(symlinkat(secret, dir_fd, "5.log"), 0);
+
+        FILE *f = open_memstream(&out, &len);
+        assert_non_null(f);
+        assert_int_equal(logs_context_init(&x, f, -1, false, 0), 0);
+        assert_int_equal(logs_read_attempt(&x, dir_fd, 4, &live, &n), 0);
+        assert_int_equal(logs_flush(&x, true), 0);
+        assert_int_equal(x.n_skipped, 4);
+        logs_context_done(&x);
+        close(live);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(n, 2);
+        assert_null(strstr(out, "TOPSECRET"));
+        assert_sequence(out, 1, 12);
+        free(out);
+
+        out = print_attempt(5, -1, &n);
+        assert_int_equal(n, 0);
+        assert_string_equal(out, "");
+        free(out);
+        alarm(0);
+}
+
+/* The container's log directory replaced by a symlink is not entered. */
+static void test_planted_dir(void **state) {
+        assert_int_equal(mkdirat(dir_fd, "ns_pod_uid", 0755), 0);
+        assert_int_equal(mkdirat(dir_fd, "ns_pod_uid/real", 0755), 0);
+        assert_int_equal(symlinkat("real", dir_fd, "ns_pod_uid/c"), 0);
+        assert_int_equal(logs_open_dir(dir_path, "ns", "pod", "uid", "c"), -ELOOP);
+        int fd = logs_open_dir(dir_path, "ns", "pod", "uid", "real");
+        assert_true(fd >= 0);
+        close(fd);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_order_across_files, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_partial_across_rotation, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_planted_names, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_planted_dir, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

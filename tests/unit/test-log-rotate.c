@@ -1,5 +1,8 @@
 /* Container log rotation: listing order, gzip round trip, one rotation pass
- * against a FIFO standing in for conmon's, the asynchronous worker. */
+ * against a FIFO standing in for conmon's, the asynchronous worker, and names
+ * a container planted in its log directory (symlinks to a host file, FIFOs,
+ * directories, hard links) that must never be followed, read or copied. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -125,7 +128,7 @@ static void test_compress_and_read(void **state) {
         struct stat st;
         assert_int_equal(fstatat(d.fd, "0.log.20240101-000001.gz", &st, 0), 0);
         assert_true(st.st_size > 0 && (size_t)st.st_size < want.len / 4);
-        assert_int_equal(st.st_mode & 0777, 0600);
+        assert_int_equal(st.st_mode & 0777, CONTAINER_LOG_MODE); /* not the source's 0600 */
 
         char *got = read_all(&d, "0.log.20240101-000001.gz");
         assert_non_null(got);
@@ -157,7 +160,7 @@ static char *path_in(const Dir *d, const char *name) {
 static void test_rotate_pass(void **state) {
         Dir d;
         dir_make(&d);
-        _cleanup_free_ char *log = path_in(&d, "0.log");
+        const char *log = "0.log";
         _cleanup_free_ char *ctl = path_in(&d, "ctl");
         LogRotatePolicy p = { .max_size = 100, .max_files = 3 };
         char buf[64];
@@ -169,7 +172,7 @@ static void test_rotate_pass(void **state) {
 
         /* below the limit: nothing */
         put(&d, "0.log", "2024-01-01T00:00:00Z stdout F short\n");
-        assert_int_equal(container_log_rotate(log, ctl, &p, 1704067200), 0);
+        assert_int_equal(container_log_rotate(d.path, log, ctl, &p, 1704067200), 0);
         assert_true(read(rd, buf, sizeof(buf)) <= 0); /* nothing was asked */
 
         /* four rotations, one second apart */
@@ -179,7 +182,7 @@ static void test_rotate_pass(void **state) {
                 char content[256];
                 snprintf(content, sizeof(content), "%0150d\n", i);
                 put(&d, "0.log", content);
-                assert_int_equal(container_log_rotate(log, ctl, &p, 1704067200 + i), 1);
+                assert_int_equal(container_log_rotate(d.path, log, ctl, &p, 1704067200 + i), 1);
                 ssize_t n = read(rd, buf, sizeof(buf));
                 assert_int_equal(n, 6);
                 assert_memory_equal(buf, "2 0 0\n", 6);
@@ -199,35 +202,189 @@ static void test_rotate_pass(void **state) {
         free(got);
 
         /* the live file missing: only the reopen request */
-        assert_int_equal(container_log_rotate(log, ctl, &p, 1704067300), 0);
+        assert_int_equal(container_log_rotate(d.path, log, ctl, &p, 1704067300), 0);
         assert_int_equal(read(rd, buf, sizeof(buf)), 6);
 
         /* a rotation in the same second as the last one waits */
         put(&d, "0.log", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
                          "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n");
-        assert_int_equal(container_log_rotate(log, ctl, &p, 1704067203), 0);
+        assert_int_equal(container_log_rotate(d.path, log, ctl, &p, 1704067203), 0);
         assert_true(exists(&d, "0.log"));
 
         /* conmon gone: the rename is undone */
         close(rd);
-        assert_int_equal(container_log_rotate(log, ctl, &p, 1704067400), -ENXIO);
+        assert_int_equal(container_log_rotate(d.path, log, ctl, &p, 1704067400), -ENXIO);
         assert_true(exists(&d, "0.log"));
         assert_false(exists(&d, "0.log.20240101-000320"));
         /* a regular file where the FIFO should be is not written to */
         unlink(ctl);
         put(&d, "ctl", "");
-        assert_int_equal(container_log_rotate(log, ctl, &p, 1704067400), -ENXIO);
+        assert_int_equal(container_log_rotate(d.path, log, ctl, &p, 1704067400), -ENXIO);
         struct stat st;
         assert_int_equal(stat(ctl, &st), 0);
         assert_int_equal(st.st_size, 0);
         dir_remove(&d);
 }
 
+#define SECRET "TOPSECRET host file contents\n"
+
+/* A host file a container must not get at: in the test's root, outside the
+ * log directory "c", with a mode of its own. */
+static char *make_secret(const Dir *d) {
+        put(d, "secret", SECRET);
+        assert_int_equal(fchmodat(d->fd, "secret", 0604, 0), 0);
+        return path_in(d, "secret");
+}
+
+static void assert_secret_intact(const Dir *d) {
+        struct stat st;
+        assert_int_equal(fstatat(d->fd, "secret", &st, AT_SYMLINK_NOFOLLOW), 0);
+        assert_true(S_ISREG(st.st_mode));
+        assert_int_equal(st.st_mode & 07777, 0604);
+        char *got = read_all(d, "secret");
+        assert_non_null(got);
+        assert_string_equal(got, SECRET);
+        free(got);
+}
+
+/* No file left in d/c (plain or gunzipped) holds the secret. */
+static void assert_secret_not_copied(const Dir *d) {
+        int cfd = openat(d->fd, "c", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(cfd >= 0);
+        DIR *dir = fdopendir(dup(cfd));
+        assert_non_null(dir);
+        for (struct dirent *de; (de = readdir(dir));) {
+                struct stat st;
+                assert_int_equal(fstatat(cfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW), 0);
+                if (!S_ISREG(st.st_mode))
+                        continue;
+                Buf b = {};
+                assert_int_equal(container_log_read(cfd, de->d_name, collect, &b), 0);
+                assert_int_equal(strbuf_append(&b.data, &b.len, &b.cap, "", 0), 0);
+                assert_null(strstr(b.data, "TOPSECRET"));
+                free(b.data);
+        }
+        closedir(dir);
+        close(cfd);
+}
+
+static void put_big_live(const Dir *d) {
+        put(d, "c/0.log", "2024-01-01T00:00:00Z stdout F more than the limit of ten bytes\n");
+}
+
+static void test_planted_symlink(void **state) {
+        Dir d;
+        dir_make(&d);
+        _cleanup_free_ char *secret = make_secret(&d);
+        _cleanup_free_ char *ctl = path_in(&d, "ctl");
+        LogRotatePolicy p = { .max_size = 10, .max_files = 5 };
+
+        assert_int_equal(mkfifo(ctl, 0600), 0);
+        int rd = open(ctl, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        assert_true(rd >= 0);
+        assert_int_equal(mkdirat(d.fd, "c", 0755), 0);
+        put_big_live(&d);
+        /* Sorted as the newest rotated file: it would be gzipped now. */
+        assert_int_equal(symlinkat(secret, d.fd, "c/0.log.29991231-235959"), 0);
+        /* A leftover tmp name pointing out: removing it is fine, following not. */
+        assert_int_equal(symlinkat(secret, d.fd, "c/0.log.29991231-235958.tmp"), 0);
+
+        assert_int_equal(container_log_rotate(d.path, "c/0.log", ctl, &p, 1704067200), 1);
+        assert_false(exists(&d, "c/0.log.29991231-235959"));
+        assert_false(exists(&d, "c/0.log.29991231-235959.gz"));
+        assert_false(exists(&d, "c/0.log.29991231-235958.tmp"));
+        assert_true(exists(&d, "c/0.log.20240101-000000"));
+        assert_secret_intact(&d);
+        assert_secret_not_copied(&d);
+
+        /* The reader refuses a symlink too. */
+        assert_int_equal(symlinkat(secret, d.fd, "c/0.log.29991231-235959"), 0);
+        int cfd = openat(d.fd, "c", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        Buf b = {};
+        assert_int_equal(container_log_read(cfd, "0.log.29991231-235959", collect, &b), -ELOOP);
+        assert_int_equal(container_log_compress(cfd, "0.log.29991231-235959"), -ELOOP);
+        assert_null(b.data);
+        /* a planted live file: removed, conmon asked for a fresh one */
+        assert_int_equal(unlinkat(cfd, "0.log", 0) == 0 || errno == ENOENT, 1);
+        assert_int_equal(symlinkat(secret, cfd, "0.log"), 0);
+        while (read(rd, (char[16]){}, 16) > 0)
+                ;
+        assert_int_equal(container_log_rotate(d.path, "c/0.log", ctl, &p, 1704067300), 0);
+        assert_false(exists(&d, "c/0.log"));
+        assert_int_equal(read(rd, (char[16]){}, 16), 6);
+        close(cfd);
+        assert_secret_intact(&d);
+        assert_secret_not_copied(&d);
+        close(rd);
+        dir_remove(&d);
+}
+
+static void test_planted_special(void **state) {
+        Dir d;
+        dir_make(&d);
+        _cleanup_free_ char *secret = make_secret(&d);
+        _cleanup_free_ char *ctl = path_in(&d, "ctl");
+        LogRotatePolicy p = { .max_size = 10, .max_files = 5 };
+
+        /* A FIFO opened for reading would block the worker for good. */
+        alarm(20);
+        assert_int_equal(mkfifo(ctl, 0600), 0);
+        int rd = open(ctl, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        assert_true(rd >= 0);
+        assert_int_equal(mkdirat(d.fd, "c", 0755), 0);
+        put_big_live(&d);
+        assert_int_equal(mkfifoat(d.fd, "c/0.log.29991231-235957", 0600), 0);
+        assert_int_equal(mkdirat(d.fd, "c/0.log.29991231-235958", 0755), 0);
+        assert_int_equal(symlinkat(secret, d.fd, "c/0.log.29991231-235958/inner"), 0);
+        assert_int_equal(mkdirat(d.fd, "c/0.log.29991231-235956.tmp", 0755), 0);
+        /* a second name of the host file (same filesystem) */
+        assert_int_equal(linkat(d.fd, "secret", d.fd, "c/0.log.29991231-235955", 0), 0);
+
+        assert_int_equal(container_log_rotate(d.path, "c/0.log", ctl, &p, 1704067200), 1);
+        assert_false(exists(&d, "c/0.log.29991231-235957"));
+        assert_false(exists(&d, "c/0.log.29991231-235958"));
+        assert_false(exists(&d, "c/0.log.29991231-235956.tmp"));
+        assert_false(exists(&d, "c/0.log.29991231-235955"));
+        assert_false(exists(&d, "c/0.log.29991231-235955.gz"));
+        assert_true(exists(&d, "c/0.log.20240101-000000"));
+        assert_secret_intact(&d);
+        assert_secret_not_copied(&d);
+
+        int cfd = openat(d.fd, "c", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_int_equal(mkfifoat(cfd, "0.log.29991231-235957", 0600), 0);
+        Buf b = {};
+        assert_int_equal(container_log_read(cfd, "0.log.29991231-235957", collect, &b), -EBADFD);
+        assert_int_equal(container_log_compress(cfd, "0.log.29991231-235957"), -EBADFD);
+        close(cfd);
+        alarm(0);
+        close(rd);
+        dir_remove(&d);
+}
+
+/* The log directory itself replaced by a symlink: refused, nothing moved. */
+static void test_planted_dir_symlink(void **state) {
+        Dir d;
+        dir_make(&d);
+        _cleanup_free_ char *ctl = path_in(&d, "ctl");
+        LogRotatePolicy p = { .max_size = 10, .max_files = 5 };
+
+        assert_int_equal(mkfifo(ctl, 0600), 0);
+        int rd = open(ctl, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        assert_true(rd >= 0);
+        assert_int_equal(mkdirat(d.fd, "elsewhere", 0755), 0);
+        put(&d, "elsewhere/0.log", "a host file that happens to have a log name\n");
+        assert_int_equal(symlinkat("elsewhere", d.fd, "c"), 0);
+        assert_int_equal(container_log_rotate(d.path, "c/0.log", ctl, &p, 1704067200), -ELOOP);
+        assert_true(exists(&d, "elsewhere/0.log"));
+        assert_true(read(rd, (char[16]){}, 16) <= 0);
+        close(rd);
+        dir_remove(&d);
+}
+
 static void test_rotator_async(void **state) {
         Dir d;
         dir_make(&d);
-        _cleanup_free_ char *log = path_in(&d, "3.log");
-        _cleanup_free_ char *small = path_in(&d, "4.log");
+        const char *log = "3.log", *small = "4.log";
         _cleanup_free_ char *ctl = path_in(&d, "ctl");
         LogRotatePolicy p = { .max_size = 10, .max_files = 2 };
         Event *e = NULL;
@@ -241,9 +398,9 @@ static void test_rotator_async(void **state) {
 
         assert_int_equal(event_new(&e), 0);
         assert_int_equal(log_rotator_new(&r, e, &p), 0);
-        assert_int_equal(log_rotator_consider(r, small, ctl), 0);
+        assert_int_equal(log_rotator_consider(r, d.path, small, ctl), 0);
         assert_int_equal(log_rotator_run(r), 0); /* nothing due */
-        assert_int_equal(log_rotator_consider(r, log, ctl), 0);
+        assert_int_equal(log_rotator_consider(r, d.path, log, ctl), 0);
         assert_int_equal(log_rotator_run(r), 1);
         assert_true(log_rotator_busy(r));
         for (int i = 0; i < 500 && log_rotator_busy(r); i++)
@@ -271,6 +428,9 @@ int main(void) {
                 cmocka_unit_test(test_list_order),
                 cmocka_unit_test(test_compress_and_read),
                 cmocka_unit_test(test_rotate_pass),
+                cmocka_unit_test(test_planted_symlink),
+                cmocka_unit_test(test_planted_special),
+                cmocka_unit_test(test_planted_dir_symlink),
                 cmocka_unit_test(test_rotator_async),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
