@@ -126,6 +126,8 @@ typedef struct UrlSourceOptions {
 int url_source_new(UrlSource **ret, Event *e, PodConfig *config, const UrlSourceOptions *opts);
 /* Starts the first fetch at once and polls afterwards. */
 int url_source_start(UrlSource *s);
+/* Fetches at once (SIGHUP) unless a GET is under way; then polls as before. */
+int url_source_refresh(UrlSource *s);
 /* Error count, for metrics and status. */
 unsigned url_source_get_error_count(UrlSource *s);
 UrlSource *url_source_free(UrlSource *s);

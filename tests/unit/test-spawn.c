@@ -186,8 +186,10 @@ static void test_signals_reset(void **state) {
         sigaddset(&s, SIGUSR1);
         sigaddset(&s, SIGCHLD);
         assert_int_equal(sigprocmask(SIG_BLOCK, &s, &old), 0);
-        struct sigaction ign = { .sa_handler = SIG_IGN }, oldsa;
+        struct sigaction ign = { .sa_handler = SIG_IGN }, oldsa, oldpipe;
         assert_int_equal(sigaction(SIGUSR2, &ign, &oldsa), 0);
+        /* As the agent runs: children must die of SIGPIPE as usual. */
+        assert_int_equal(sigaction(SIGPIPE, &ign, &oldpipe), 0);
 
         char *argv[] = { "sh", "-c", "grep -E '^Sig(Blk|Ign)' /proc/self/status", NULL };
         SpawnOptions o = SPAWN_OPTIONS_INIT;
@@ -200,6 +202,7 @@ static void test_signals_reset(void **state) {
 
         assert_int_equal(sigprocmask(SIG_SETMASK, &old, NULL), 0);
         assert_int_equal(sigaction(SIGUSR2, &oldsa, NULL), 0);
+        assert_int_equal(sigaction(SIGPIPE, &oldpipe, NULL), 0);
 }
 
 static void test_exec_errors(void **state) {
