@@ -42,6 +42,10 @@ exec /usr/lib/cni/bridge "\$@"
 SH
 chmod 0755 "$WORK/bin/runc" "$WORK/cnibin/bridge"
 
+# Left by an older version, which made them world-readable: fixed at start.
+mkdir -p -m 0755 "$RUN/status" "$ROOT/pods"
+chmod 0755 "$RUN/status" "$ROOT/pods"
+
 # As systemd starts it: WATCHDOG_PID and LISTEN_PID name the agent itself.
 (
         export NOTIFY_SOCKET=$WORK/notify.sock WATCHDOG_USEC=2000000 WATCHDOG_PID=$BASHPID
@@ -75,6 +79,8 @@ spec:
 YAML
 check_field "pod Running and ready under systemd's environment" envcheck \
         'p["status"]["phase"] == "Running" and all(c["ready"] for c in p["status"]["containerStatuses"])' True 60
+
+check_private_state envcheck
 
 cid=$(pod_field envcheck 'p["status"]["containerStatuses"][0]["containerID"].split("://")[1]' || true)
 cpid=$(runc --root "$RUN/runc" state "$cid" 2>/dev/null |
