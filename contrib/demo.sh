@@ -10,8 +10,9 @@
 #   cp manifests-example/hello.yaml manifests-example/hello2.yaml  (then edit the name)
 #
 # Environment: NANOLET_SKIP_DEPS=1 skips the package installation;
-# NANOLET_DEMO_DRY_RUN=1 only logs the events; extra arguments go to
-# `nanolet serve` (e.g. -v 4).
+# NANOLET_DEMO_DRY_RUN=1 only logs the events; NANOLET_BUILD_DIR (default
+# build) is the meson build directory; extra arguments go to `nanolet serve`
+# (e.g. -v 4).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -21,19 +22,46 @@ if [[ ${NANOLET_SKIP_DEPS:-0} != 1 ]]; then
         bash contrib/install-deps.sh
 fi
 
-if [[ ! -f build/build.ninja ]]; then
-        meson setup build
+build=${NANOLET_BUILD_DIR:-build}
+if [[ ! -f $build/build.ninja ]]; then
+        meson setup "$build"
 fi
-ninja -C build
+ninja -C "$build"
+nanolet=$build/nanolet
 
 echo
 echo "==> Checking the demo manifests"
-./build/nanolet validate manifests-example
+"$nanolet" validate manifests-example
 
 # Keep the demo's state out of the system's directories.
 state=$(mktemp -d /tmp/nanolet-demo.XXXXXX)
+# The agent stops its pods on Ctrl-C (--stop-pods-on-exit); if it died
+# instead (crash, kill -9), its pods still run from the state about to be
+# deleted: stop them first, or they would be left without a bundle, a log
+# file or a way to reach them.
+stop_leftovers() {
+        local id pid uid cg
+        if [[ -d $state/run/runc ]]; then
+                for id in $(runc --root "$state/run/runc" list -q 2>/dev/null); do
+                        runc --root "$state/run/runc" kill "$id" KILL 2>/dev/null || true
+                        runc --root "$state/run/runc" delete --force "$id" 2>/dev/null || true
+                done
+        fi
+        # conmon monitors of this demo: their command
+        # lines name its state directory.
+        for pid in $(grep -lsF -- "$state/" /proc/[0-9]*/cmdline | cut -d/ -f3); do
+                [[ $pid != "$$" ]] && kill -KILL "$pid" 2>/dev/null || true
+        done
+        for uid in $(ls "$state/lib/pods" 2>/dev/null); do
+                for cg in /sys/fs/cgroup/nanolet/pod"$uid" /sys/fs/cgroup/*/nanolet/pod"$uid"; do
+                        [[ -d $cg ]] && find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null
+                done
+        done
+        return 0
+}
 cleanup() {
         local m
+        stop_leftovers
         for m in $(awk -v s="$state" 'index($2, s) == 1 {print $2}' /proc/mounts | sort -r); do
                 umount -l "$m" 2>/dev/null || true
         done
@@ -45,7 +73,7 @@ flags=(--root-dir "$state/lib" --run-dir "$state/run" --pod-logs-dir "$state/log
 echo
 echo "==> Building the demo image from busybox-static and loading it"
 bash tests/make-test-image.sh "$state/images" >/dev/null
-./build/nanolet image "${flags[0]}" "${flags[1]}" load "$state/images/nanolet-demo.tar"
+"$nanolet" image "${flags[0]}" "${flags[1]}" load "$state/images/nanolet-demo.tar"
 
 mode=()
 if [[ ${NANOLET_DEMO_DRY_RUN:-0} == 1 ]]; then
@@ -54,13 +82,13 @@ fi
 echo
 echo "==> Running the agent on manifests-example/ (Ctrl-C stops the pods and the agent)"
 echo "    In another terminal:"
-echo "      $ROOT/build/nanolet pods ${flags[*]}"
-echo "      $ROOT/build/nanolet logs ${flags[*]} hello"
-echo "      $ROOT/build/nanolet exec ${flags[*]} web -- wget -qO- 127.0.0.1:8080"
+echo "      $(realpath "$nanolet") pods ${flags[*]}"
+echo "      $(realpath "$nanolet") logs ${flags[*]} hello"
+echo "      $(realpath "$nanolet") exec ${flags[*]} web -- wget -qO- 127.0.0.1:8080"
 echo
 # Not exec: the trap must clean up afterwards.
 rc=0
-./build/nanolet serve "${mode[@]}" \
+"$nanolet" serve "${mode[@]}" \
         --pod-manifest-path "$ROOT/manifests-example" \
         --allow-insecure-manifests \
         --container-logs-dir "$state/containers" \

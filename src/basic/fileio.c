@@ -186,3 +186,19 @@ int mkdir_p(const char *path, mode_t mode) {
                 return -errno;
         return 0;
 }
+
+int mkdir_p_exact(const char *path, mode_t mode) {
+        int r = mkdir_p(path, mode);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        /* The umask trimmed a new one; an old one may have any mode. */
+        if ((st.st_mode & 07777) != mode && fchmod(fd, mode) < 0)
+                return -errno;
+        return 0;
+}

@@ -39,3 +39,8 @@ int write_file_atomic(const char *path, const void *data, size_t size, mode_t mo
 
 /* mkdir -p with the given mode for created components. */
 int mkdir_p(const char *path, mode_t mode);
+/* mkdir_p(), then gives the last component exactly mode even when it
+ * already existed (an older version or an administrator created it with
+ * another): for directories whose contents must stay private. Refuses a
+ * symlink or non-directory there with -ENOTDIR. */
+int mkdir_p_exact(const char *path, mode_t mode);

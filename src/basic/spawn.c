@@ -13,13 +13,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child-env.h"
 #include "cleanup.h"
 #include "macro.h"
 #include "string-util.h"
-
-extern char **environ;
-
-#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#include "strv.h"
 
 static int check_executable(const char *path) {
         struct stat st;
@@ -76,7 +74,7 @@ int find_executable(const char *name, char **ret_path) {
         if (r == 0 || r == -ENOMEM)
                 return r;
         /* Daemons started with a minimal PATH still find runc in /usr/sbin. */
-        int q = search_path(name, DEFAULT_PATH, ret_path);
+        int q = search_path(name, CHILD_ENV_DEFAULT_PATH, ret_path);
         if (q == 0 || q == -ENOMEM)
                 return q;
         return r == -EACCES ? r : q;
@@ -135,7 +133,8 @@ _noreturn_ static void child_fail(int errfd, int error) {
         _exit(127);
 }
 
-_noreturn_ static void child_exec(const SpawnOptions *o, const char *path, int errfd) {
+_noreturn_ static void child_exec(const SpawnOptions *o, const char *path, char *const *envp,
+                                  int errfd) {
         int stdio[3] = { o->stdin_fd, o->stdout_fd, o->stderr_fd };
         int moved[3];
         int null_fd = -EBADF;
@@ -183,12 +182,13 @@ _noreturn_ static void child_exec(const SpawnOptions *o, const char *path, int e
         if (o->cwd && chdir(o->cwd) < 0)
                 child_fail(errfd, errno);
 
-        execve(path, o->argv, o->envp ? o->envp : environ);
+        execve(path, o->argv, envp);
         child_fail(errfd, errno);
 }
 
 int spawn(const SpawnOptions *o, pid_t *ret_pid, int *ret_pidfd) {
         _cleanup_free_ char *path = NULL;
+        _cleanup_strv_free_ char **clean_env = NULL;
         _cleanup_close_pair_ int errpipe[2] = { -EBADF, -EBADF };
         int r;
 
@@ -203,6 +203,12 @@ int spawn(const SpawnOptions *o, pid_t *ret_pid, int *ret_pidfd) {
         r = find_executable(o->argv[0], &path);
         if (r < 0)
                 return r;
+        if (!o->envp) {
+                /* Built before fork: the child only execs. */
+                r = child_env_new(NULL, &clean_env);
+                if (r < 0)
+                        return r;
+        }
 
         if (pipe2(errpipe, O_CLOEXEC) < 0)
                 return -errno;
@@ -212,7 +218,7 @@ int spawn(const SpawnOptions *o, pid_t *ret_pid, int *ret_pidfd) {
                 return -errno;
         if (pid == 0) {
                 errpipe[0] = safe_close(errpipe[0]);
-                child_exec(o, path, errpipe[1]);
+                child_exec(o, path, o->envp ? o->envp : clean_env, errpipe[1]);
         }
 
         errpipe[1] = safe_close(errpipe[1]);

@@ -2,7 +2,8 @@
  * and session the caller asks for. The child gets stdin/stdout/stderr from
  * the given fds (or /dev/null), keeps only the listed extra fds (at their
  * numbers), has an empty signal mask and default dispositions, so nothing the
- * agent blocked for its signalfd leaks into runc or conmon. Exec failures
+ * agent blocked for its signalfd leaks into runc or conmon, and the explicit
+ * environment of child-env.h unless the caller passes one. Exec failures
  * (missing binary, no permission) are reported synchronously by spawn()
  * through a close-on-exec pipe, as posix_spawn does. */
 #pragma once
@@ -16,7 +17,7 @@
 
 typedef struct SpawnOptions {
         char *const *argv;   /* argv[0]: absolute path, or a name searched in $PATH */
-        char *const *envp;   /* NULL: the current environment */
+        char *const *envp;   /* NULL: child_env_new()'s, never the agent's own */
         int stdin_fd;        /* SPAWN_FD_NULL: /dev/null */
         int stdout_fd;
         int stderr_fd;

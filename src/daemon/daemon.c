@@ -85,6 +85,26 @@ static int on_signal(EventSource *s, const struct signalfd_siginfo *si, void *us
         return event_exit(d->event, 0);
 }
 
+/* What a daemon's user expects of SIGHUP: look at the configuration again.
+ * The manifests are nanolet's configuration that changes; logs go to
+ * stderr, so there is nothing to reopen. */
+static int on_sighup(EventSource *s, const struct signalfd_siginfo *si, void *userdata) {
+        Daemon *d = userdata;
+
+        if (d->stopping)
+                return 0;
+        log_info("Received %s, rescanning the manifest sources.", strsignal((int)si->ssi_signo));
+        if (d->dir_source)
+                (void)dir_source_rescan(d->dir_source); /* failures are logged there */
+        if (d->url_source) {
+                int r = url_source_refresh(d->url_source);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot refetch the manifest URL now (the next "
+                                             "poll will): %m");
+        }
+        return 0;
+}
+
 /* Pinged from the loop itself: a loop that stops turning stops the pings,
  * and systemd restarts the agent (pods keep running). */
 static int on_watchdog(EventSource *s, usec_t now, void *userdata) {
@@ -174,6 +194,15 @@ int daemon_new(Daemon **ret, NanoletConfig *config) {
         r = event_add_signal(d->event, &d->sigint, SIGINT, on_signal, d);
         if (r < 0)
                 return r;
+        r = event_add_signal(d->event, &d->sighup, SIGHUP, on_sighup, d);
+        if (r < 0)
+                return r;
+        /* stderr is often a pipe (journald, `| tee`, a log collector): its
+         * reader going away must cost log lines, not the agent. A write
+         * then fails with EPIPE, which the logger ignores. Children get the
+         * default back (spawn_reset_signals()). */
+        if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
+                return -errno;
 
         if (!config->dry_run) {
                 r = daemon_setup_runtime(d);
@@ -227,6 +256,7 @@ Daemon *daemon_free(Daemon *d) {
         event_source_free(d->watchdog);
         event_source_free(d->sigterm);
         event_source_free(d->sigint);
+        event_source_free(d->sighup);
         event_free(d->event);
         free(d);
         return NULL;

@@ -15,7 +15,7 @@ typedef struct Daemon {
         PodConfig *pods;
         DirSource *dir_source;
         UrlSource *url_source;
-        EventSource *sigterm, *sigint;
+        EventSource *sigterm, *sigint, *sighup;
         EventSource *watchdog;  /* systemd WatchdogSec= keep-alive */
         /* The runtime side; all NULL with --dry-run. */
         ImageStore *images;
@@ -33,7 +33,9 @@ Daemon *daemon_free(Daemon *d);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Daemon *, daemon_free)
 
 /* Starts the sources and runs the loop until SIGTERM/SIGINT. Pods keep
- * running when the agent stops unless --stop-pods-on-exit. */
+ * running when the agent stops unless --stop-pods-on-exit. SIGHUP rescans
+ * the manifest sources at once; SIGPIPE is ignored (a log reader that went
+ * away must not take the agent with it). */
 int daemon_run(Daemon *d);
 
 /* "SyncLoop (ADD, \"file\"): \"etcd-node1_kube-system(uid)\"", as kubelet logs it. */

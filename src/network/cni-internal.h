@@ -58,7 +58,7 @@ json_t *cni_port_mappings_to_json(const CniPortMapping *m, size_t n);
 /* CNI_ARGS value with the K8S_POD_* keys; -EINVAL on values with ';' or '='. */
 int cni_build_args(const char *ns, const char *name, const char *infra_id, const char *uid,
                    char **ret);
-/* The environment: ours (CNI_*) over the agent's minus any CNI_* it had. */
+/* The plugin's environment: child_env_new()'s plus the CNI_* variables. */
 int cni_build_env(CniCommand cmd, const char *container_id, const char *netns,
                   const char *ifname, const char *args, const char *path, char ***ret);
 

@@ -14,6 +14,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include "child-env.h"
 #include "cni-internal.h"
 #include "fileio.h"
 #include "list.h"
@@ -26,7 +27,6 @@
 #define NSFS_MAGIC_ 0x6e736673
 #define CACHE_KIND "nanoletCniCacheV1"
 
-extern char **environ;
 
 struct CniRunner {
         Event *event;
@@ -190,11 +190,8 @@ int cni_build_args(const char *ns, const char *name, const char *infra_id, const
 
 int cni_build_env(CniCommand cmd, const char *container_id, const char *netns,
                   const char *ifname, const char *args, const char *path, char ***ret) {
-        _cleanup_strv_free_ char **env = NULL;
+        _cleanup_strv_free_ char **extra = NULL;
 
-        for (char **e = environ; e && *e; e++)
-                if (!startswith(*e, "CNI_") && strv_extend(&env, *e) < 0)
-                        return -ENOMEM;
         const char *kv[][2] = {
                 { "CNI_COMMAND", cni_command_to_string(cmd) },
                 { "CNI_CONTAINERID", container_id },
@@ -205,13 +202,12 @@ int cni_build_env(CniCommand cmd, const char *container_id, const char *netns,
         };
         for (size_t i = 0; i < ELEMENTSOF(kv); i++) {
                 char *s = strprintf("%s=%s", kv[i][0], strempty(kv[i][1]));
-                if (!s || strv_consume(&env, s) < 0) {
+                if (!s || strv_consume(&extra, s) < 0) {
                         free(s);
                         return -ENOMEM;
                 }
         }
-        *ret = TAKE_PTR(env);
-        return 0;
+        return child_env_new(extra, ret);
 }
 
 int cni_find_plugin(const char *bin_dirs, const char *type, char **ret_path) {

@@ -494,7 +494,10 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
                 if (r < 0)
                         return log_error_errno(r, "Failed to set up container log rotation: %m");
         }
-        if ((r = mkdir_p(m->ctx.status_dir, 0755)) < 0 || (r = mkdir_p(m->ctx.pods_dir, 0700)) < 0 ||
+        /* Status files and checkpoints hold pod specs with env values
+         * (SPEC §3): root only, also when an older version made them 0755. */
+        if ((r = mkdir_p_exact(m->ctx.status_dir, 0700)) < 0 ||
+            (r = mkdir_p_exact(m->ctx.pods_dir, 0700)) < 0 ||
             (r = mkdir_p(m->ctx.sandboxes_dir, 0700)) < 0 ||
             (r = mkdir_p(m->ctx.ns_dir, 0755)) < 0 || (r = mkdir_p(o->pod_logs_dir, 0755)) < 0)
                 return log_error_errno(r, "Failed to create the agent's directories: %m");

@@ -729,7 +729,7 @@ int pod_status_write(const char *status_dir, const char *uid, json_t *pod) {
         _cleanup_free_ char *data = json_dumps(pod, JSON_COMPACT);
         if (!path || !data)
                 return -ENOMEM;
-        return write_file_atomic(path, data, strlen(data), 0644);
+        return write_file_atomic(path, data, strlen(data), 0600); /* spec and env values */
 }
 
 int pod_status_remove(const char *status_dir, const char *uid) {

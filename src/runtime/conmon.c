@@ -33,6 +33,7 @@
 
 #include <jansson.h>
 
+#include "child-env.h"
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
@@ -40,23 +41,14 @@
 #include "string-util.h"
 #include "strv.h"
 
-extern char **environ;
-
+/* conmon's environment is runc's too: the clean one plus the pipe conmon
+ * reports the create result on. */
 static int env_with_syncpipe(int fd, char ***ret) {
-        _cleanup_strv_free_ char **env = NULL;
         char buf[32];
+        char *const extra[] = { buf, NULL };
 
-        for (char **e = environ; e && *e; e++) {
-                if (startswith(*e, "_OCI_"))
-                        continue;
-                if (strv_extend(&env, *e) < 0)
-                        return -ENOMEM;
-        }
         (void)snprintf(buf, sizeof(buf), "_OCI_SYNCPIPE=%d", fd);
-        if (strv_extend(&env, buf) < 0)
-                return -ENOMEM;
-        *ret = TAKE_PTR(env);
-        return 0;
+        return child_env_new(extra, ret);
 }
 
 static int mkdir_parent(const char *path) {

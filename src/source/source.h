@@ -137,6 +137,8 @@ int url_redirect_check(const char *from, const char *to);
 int url_same_origin(const char *a, const char *b);
 /* Starts the first fetch at once and polls afterwards. */
 int url_source_start(UrlSource *s);
+/* Fetches at once (SIGHUP) unless a GET is under way; then polls as before. */
+int url_source_refresh(UrlSource *s);
 /* Error count, for metrics and status. */
 unsigned url_source_get_error_count(UrlSource *s);
 UrlSource *url_source_free(UrlSource *s);

@@ -604,6 +604,13 @@ int url_source_start(UrlSource *s) {
         return url_source_schedule_poll(s, 0);
 }
 
+int url_source_refresh(UrlSource *s) {
+        assert(s);
+        if (!s->poll_timer || s->easy)
+                return 0; /* not started, or a GET is already under way */
+        return url_source_schedule_poll(s, 0);
+}
+
 unsigned url_source_get_error_count(UrlSource *s) {
         assert(s);
         return s->error_count;

@@ -175,3 +175,26 @@ check_no_leftovers() {
         n=$(find "$ROOT/pods" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
         [ "$n" -eq 0 ] && ok "no pod dirs left" || fail "pod dirs left: $(ls "$ROOT/pods")"
 }
+
+# check_private_state NAME: what holds pod NAME's spec and env values is
+# root's only (SPEC §3): the status dir and files, the checkpoints and the
+# bundles' config.json.
+check_private_state() {
+        local uid f want got bad=
+        uid=$(pod_field "$1" 'p["metadata"]["uid"]')
+        for f in "$RUN/status:700" "$ROOT/pods:700" "$ROOT/pods/$uid/pod.json:600"; do
+                want=${f##*:}
+                got=$(stat -c %a "${f%:*}" 2>/dev/null || echo missing)
+                [ "$got" = "$want" ] || bad+=" ${f%:*}=$got(want $want)"
+        done
+        for f in "$RUN"/status/*.json; do
+                got=$(stat -c %a "$f")
+                [ "$got" = 600 ] || bad+=" $f=$got(want 600)"
+        done
+        for f in "$ROOT/pods/$uid"/containers/*/*/bundle/config.json; do
+                got=$(stat -c %a "$f" 2>/dev/null || echo missing)
+                [ "$got" = 600 ] || bad+=" $f=$got(want 600)"
+        done
+        [ -z "$bad" ] && ok "pod specs and env values readable by root only ($1)" ||
+                fail "state readable by others:$bad"
+}

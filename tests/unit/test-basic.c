@@ -179,6 +179,18 @@ static void test_fileio(void **state) {
 
         assert_int_equal(mkdir_p(parent, 0755), 0);
         assert_int_equal(mkdir_p(parent, 0755), 0); /* idempotent */
+        /* An existing directory gets the mode asked for, both ways. */
+        struct stat dst;
+        assert_int_equal(mkdir_p_exact(parent, 0700), 0);
+        assert_int_equal(stat(parent, &dst), 0);
+        assert_int_equal(dst.st_mode & 07777, 0700);
+        assert_int_equal(mkdir_p_exact(parent, 0755), 0);
+        assert_int_equal(stat(parent, &dst), 0);
+        assert_int_equal(dst.st_mode & 07777, 0755);
+        _cleanup_free_ char *link = strprintf("%s/link", dir);
+        assert_int_equal(symlink(parent, link), 0);
+        assert_int_equal(mkdir_p_exact(link, 0700), -ENOTDIR);
+        assert_int_equal(unlink(link), 0);
         assert_int_equal(write_file_atomic(path, "one", 3, 0600), 0);
         assert_int_equal(write_file_atomic(path, "second", 6, 0644), 0);
 

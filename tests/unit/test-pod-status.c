@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -588,6 +589,10 @@ static void test_write(void **state) {
 
         char path[256];
         snprintf(path, sizeof(path), "%s/abc123.json", dir);
+        /* The pod spec with its env values: root only (SPEC §3). */
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0600);
         char *data = NULL;
         size_t size = 0;
         assert_int_equal(read_full_file_at(AT_FDCWD, path, 1 << 20, &data, &size), 0);

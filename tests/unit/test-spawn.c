@@ -17,11 +17,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child-env.h"
 #include "cleanup.h"
 #include "fileio.h"
 #include "macro.h"
 #include "spawn.h"
 #include "string-util.h"
+#include "strv.h"
 
 /* Runs argv with stdout+stderr into a pipe; returns the output and the
  * exit code (waited through the pidfd). */
@@ -120,14 +122,74 @@ static void test_env_cwd_session(void **state) {
         assert_string_equal(out, "bar\n/tmp\nleader\n");
 }
 
+/* What systemd and an administrator give the agent stays with the agent
+ * (SPEC §3): the default child environment is the allowlist only. */
+static void test_default_env_is_clean(void **state) {
+        static const char *const agent_only[] = {
+                "NOTIFY_SOCKET", "WATCHDOG_USEC",         "WATCHDOG_PID", "LISTEN_FDS",
+                "LISTEN_PID",    "LISTEN_FDNAMES",        "http_proxy",   "HTTPS_PROXY",
+                "NO_PROXY",      "AWS_SECRET_ACCESS_KEY",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(agent_only); i++)
+                assert_int_equal(setenv(agent_only[i], "agent", 1), 0);
+        assert_int_equal(setenv("TZ", "UTC", 1), 0);
+
+        char *argv[] = { "env", NULL };
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        o.argv = argv;
+        int code;
+        _cleanup_free_ char *out = run(&o, &code);
+        assert_int_equal(code, 0);
+        for (size_t i = 0; i < ELEMENTSOF(agent_only); i++) {
+                _cleanup_free_ char *line = strprintf("%s=", agent_only[i]);
+                assert_null(strstr(out, line));
+        }
+        assert_true(startswith(out, "PATH=/") || strstr(out, "\nPATH=/"));
+        assert_non_null(strstr(out, "TZ=UTC\n"));
+
+        for (size_t i = 0; i < ELEMENTSOF(agent_only); i++)
+                assert_int_equal(unsetenv(agent_only[i]), 0);
+        assert_int_equal(unsetenv("TZ"), 0);
+}
+
+static void test_child_env_new(void **state) {
+        _cleanup_strv_free_ char **env = NULL;
+        char *const extra[] = { "CNI_COMMAND=ADD", "PATH=/opt/bin", NULL };
+
+        assert_int_equal(setenv("NOTIFY_SOCKET", "/run/systemd/notify", 1), 0);
+        assert_int_equal(unsetenv("TZ"), 0);
+        assert_int_equal(child_env_new(extra, &env), 0);
+        assert_int_equal(strv_length(env), 2);
+        assert_string_equal(env[0], "PATH=/opt/bin"); /* replaced in place */
+        assert_string_equal(env[1], "CNI_COMMAND=ADD");
+        env = strv_free(env);
+
+        /* No PATH in the agent: the standard one, so runc still finds its helpers. */
+        _cleanup_free_ char *path = strdup(getenv("PATH"));
+        assert_non_null(path);
+        assert_int_equal(unsetenv("PATH"), 0);
+        assert_int_equal(child_env_new(NULL, &env), 0);
+        assert_int_equal(setenv("PATH", path, 1), 0);
+        assert_int_equal(strv_length(env), 1);
+        assert_string_equal(env[0], "PATH=" CHILD_ENV_DEFAULT_PATH);
+        env = strv_free(env);
+
+        char *const bad[] = { "NOEQUALS", NULL };
+        assert_int_equal(child_env_new(bad, &env), -EINVAL);
+        assert_null(env);
+        assert_int_equal(unsetenv("NOTIFY_SOCKET"), 0);
+}
+
 static void test_signals_reset(void **state) {
         sigset_t s, old;
         sigemptyset(&s);
         sigaddset(&s, SIGUSR1);
         sigaddset(&s, SIGCHLD);
         assert_int_equal(sigprocmask(SIG_BLOCK, &s, &old), 0);
-        struct sigaction ign = { .sa_handler = SIG_IGN }, oldsa;
+        struct sigaction ign = { .sa_handler = SIG_IGN }, oldsa, oldpipe;
         assert_int_equal(sigaction(SIGUSR2, &ign, &oldsa), 0);
+        /* As the agent runs: children must die of SIGPIPE as usual. */
+        assert_int_equal(sigaction(SIGPIPE, &ign, &oldpipe), 0);
 
         char *argv[] = { "sh", "-c", "grep -E '^Sig(Blk|Ign)' /proc/self/status", NULL };
         SpawnOptions o = SPAWN_OPTIONS_INIT;
@@ -140,6 +202,7 @@ static void test_signals_reset(void **state) {
 
         assert_int_equal(sigprocmask(SIG_SETMASK, &old, NULL), 0);
         assert_int_equal(sigaction(SIGUSR2, &oldsa, NULL), 0);
+        assert_int_equal(sigaction(SIGPIPE, &oldpipe, NULL), 0);
 }
 
 static void test_exec_errors(void **state) {
@@ -183,6 +246,8 @@ int main(void) {
                 cmocka_unit_test(test_fds),
                 cmocka_unit_test(test_stdin_null_by_default),
                 cmocka_unit_test(test_env_cwd_session),
+                cmocka_unit_test(test_default_env_is_clean),
+                cmocka_unit_test(test_child_env_new),
                 cmocka_unit_test(test_signals_reset),
                 cmocka_unit_test(test_exec_errors),
                 cmocka_unit_test(test_find_executable),
