@@ -59,14 +59,40 @@ stop_leftovers() {
         done
         return 0
 }
+# If the agent died, a new agent on an empty manifest directory adopts its
+# pods and stops them the agent's way: preStop, SIGTERM, and a CNI DEL that
+# releases each pod's address and the plugins' iptables rules (killing the
+# processes alone would leave those behind). stop_leftovers is the fallback
+# should that agent not finish within a minute.
+release_with_agent() {
+        local none=$state/no-manifests agent i
+        [[ -n $(ls -A "$state/lib/pods" 2>/dev/null) ]] || return 0
+        echo "==> The agent died; stopping its pods with a fresh agent" >&2
+        mkdir -p -m 0755 "$none"
+        "$nanolet" serve --pod-manifest-path "$none" --allow-insecure-manifests \
+                --container-logs-dir "$state/containers" --stop-pods-on-exit \
+                "${flags[@]}" --read-only-port 0 --healthz-port 0 "${serve_args[@]}" \
+                >>"$state/release.log" 2>&1 &
+        agent=$!
+        for ((i = 0; i < 600; i++)); do
+                [[ -z $(ls -A "$state/lib/pods" 2>/dev/null) ]] && break
+                kill -0 "$agent" 2>/dev/null || break
+                sleep 0.1
+        done
+        kill -TERM "$agent" 2>/dev/null || true
+        wait "$agent" 2>/dev/null || true
+}
 cleanup() {
         local m
+        [[ $agent_died == 1 ]] && release_with_agent
         stop_leftovers
         for m in $(awk -v s="$state" 'index($2, s) == 1 {print $2}' /proc/mounts | sort -r); do
                 umount -l "$m" 2>/dev/null || true
         done
         rm -rf "$state"
 }
+agent_died=1
+serve_args=("$@")
 trap cleanup EXIT
 flags=(--root-dir "$state/lib" --run-dir "$state/run" --pod-logs-dir "$state/log")
 
@@ -96,6 +122,8 @@ rc=0
         "${flags[@]}" \
         --read-only-port 0 --healthz-port 0 \
         "$@" || rc=$?
-# 130 = interrupted by Ctrl-C: the normal way to end the demo.
+# 130 = interrupted by Ctrl-C: the normal way to end the demo; 0 and 130
+# mean the agent stopped its pods itself.
 [[ $rc -eq 130 ]] && rc=0
+[[ $rc -eq 0 ]] && agent_died=0
 exit "$rc"

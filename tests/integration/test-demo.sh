@@ -132,4 +132,9 @@ for uid in $demo_uids; do
 done
 [ -z "$left" ] && ok "no demo pod cgroups left" || fail "demo pod cgroups left: $left"
 [ ! -e "$DEMO_STATE" ] && ok "demo state removed" || fail "demo state $DEMO_STATE still there"
+# The pods' addresses went back through a CNI DEL: host-local keeps one
+# file per leased IP (named by the IP) next to its lock and last_reserved_ip.
+leases=$(find "$WORK/leases" -type f -name '[0-9]*.[0-9]*.[0-9]*.[0-9]*' 2>/dev/null | xargs -r -n1 basename)
+[ -z "$leases" ] && ok "demo.sh released the pods' IP leases (CNI DEL)" ||
+        fail "IP leases left after demo.sh: $leases"
 finish
