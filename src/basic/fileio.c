@@ -55,17 +55,28 @@ int read_full_fd(int fd, size_t max_size, char **ret_data, size_t *ret_size) {
         return 0;
 }
 
-int read_full_file_at(int dir_fd, const char *path, size_t max_size, char **ret_data,
-                      size_t *ret_size) {
-        _cleanup_close_ int fd = openat(dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0)
-                return -errno;
+/* The size of the file open at fd, refused unless it is a regular file (a
+ * FIFO or device would block or never end). */
+static int regular_file_size(int fd, off_t *ret_size) {
         struct stat st;
         if (fstat(fd, &st) < 0)
                 return -errno;
         if (!S_ISREG(st.st_mode))
                 return S_ISDIR(st.st_mode) ? -EISDIR : -EBADFD;
-        if ((size_t)st.st_size > max_size)
+        *ret_size = st.st_size;
+        return 0;
+}
+
+int read_full_file_at(int dir_fd, const char *path, size_t max_size, char **ret_data,
+                      size_t *ret_size) {
+        _cleanup_close_ int fd = openat(dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        off_t size;
+        int r = regular_file_size(fd, &size);
+        if (r < 0)
+                return r;
+        if ((uint64_t)size > max_size)
                 return -EFBIG;
         return read_full_fd(fd, max_size, ret_data, ret_size);
 }
@@ -75,16 +86,15 @@ int read_file_tail_at(int dir_fd, const char *path, size_t max_size, char **ret_
         _cleanup_close_ int fd =
                 openat_no_symlinks(dir_fd, path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
         _cleanup_free_ char *buf = NULL;
-        struct stat st;
         size_t len = 0;
+        off_t size;
 
         if (fd < 0)
                 return fd;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISREG(st.st_mode))
-                return S_ISDIR(st.st_mode) ? -EISDIR : -EBADFD;
-        off_t offset = (uint64_t)st.st_size > max_size ? st.st_size - (off_t)max_size : 0;
+        int r = regular_file_size(fd, &size);
+        if (r < 0)
+                return r;
+        off_t offset = (uint64_t)size > max_size ? size - (off_t)max_size : 0;
         buf = malloc(max_size + 1);
         if (!buf)
                 return -ENOMEM;
