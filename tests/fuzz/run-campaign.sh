@@ -68,8 +68,8 @@ if [ "${KEEP_CORPUS:-0}" != 1 ]; then
                 "$corpus" "$work/new" >"$work/merge.log" 2>&1 ||
                 { echo "merge failed, see $work/merge.log" >&2; exit 1; }
         after=$(ls "$corpus" | wc -l)
-        size=$(du -sk "$corpus" | cut -f1)
-        echo "corpus: $corpus: $before -> $after inputs, ${size} KiB"
-        [ "$size" -le 2048 ] || echo "warning: corpus over 2 MiB; prune it before committing" >&2
+        size=$(cat "$corpus"/* | wc -c)
+        echo "corpus: $corpus: $before -> $after inputs, $size bytes"
+        [ "$size" -le 2097152 ] || echo "warning: corpus over 2 MiB; prune it before committing" >&2
 fi
 exit "$rc"
