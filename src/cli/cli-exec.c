@@ -33,7 +33,9 @@ int cli_exec(int argc, char **argv) {
                 {},
         };
         _cleanup_(cli_pod_list_done) CliPodList l = {};
-        _cleanup_strv_free_ char **cmd = NULL;
+        /* Every _cleanup_ variable is declared before the first "goto oom":
+         * a jump past one would free an uninitialised pointer. */
+        _cleanup_strv_free_ char **cmd = NULL, **args = NULL;
         _cleanup_free_ char *root = NULL;
         const char *container = NULL, *pod_arg = NULL;
         bool interactive = false, tty = false;
@@ -118,7 +120,6 @@ int cli_exec(int argc, char **argv) {
         if (!root)
                 goto oom;
         const char *runtime = cli_runtime_for(&c, id);
-        _cleanup_strv_free_ char **args = NULL;
         if (strv_extend(&args, runtime) < 0 || strv_extend(&args, "--root") < 0 ||
             strv_extend(&args, root) < 0 || strv_extend(&args, "exec") < 0 ||
             (tty && strv_extend(&args, "--tty") < 0) ||

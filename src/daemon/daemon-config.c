@@ -503,33 +503,40 @@ static int parse_duration_arg(const char *name, const char *s, usec_t *ret) {
         return 0;
 }
 
+static int load_config_file(NanoletConfig *c, const char *path) {
+        _cleanup_diagnostics_ Diagnostics d;
+        diagnostics_init(&d);
+        int r = nanolet_config_load_file(c, path, &d);
+        diagnostics_print(&d, stderr);
+        if (r < 0) {
+                log_error("Invalid configuration file \"%s\".", path);
+                return -EINVAL;
+        }
+        return set_str(&c->config_file, path);
+}
+
+/* The file is loaded before any flag so that every flag overrides it,
+ * whatever the order on the command line. This first pass parses with
+ * getopt as well, so that every spelling getopt_long_only() takes for
+ * --config (-config, --conf=FILE) loads the file; problems with other flags
+ * are left to the second pass to report. */
+static int load_config_files(NanoletConfig *c, int argc, char **argv) {
+        int opt, r = 0;
+        optind = 0;
+        opterr = 0;
+        while (r >= 0 && (opt = getopt_long_only(argc, argv, "hv:", serve_options, NULL)) >= 0)
+                if (opt == ARG_CONFIG)
+                        r = load_config_file(c, optarg);
+        opterr = 1;
+        return r;
+}
+
 int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
         int r, opt;
 
-        /* The file is loaded before any flag so that every flag overrides it,
-         * whatever the order on the command line. */
-        for (int i = 1; i < argc; i++) {
-                const char *v = NULL;
-                if (streq(argv[i], "--"))
-                        break;
-                if (streq(argv[i], "--config") && i + 1 < argc)
-                        v = argv[i + 1];
-                else if (startswith(argv[i], "--config="))
-                        v = argv[i] + strlen("--config=");
-                if (!v)
-                        continue;
-                _cleanup_diagnostics_ Diagnostics d;
-                diagnostics_init(&d);
-                r = nanolet_config_load_file(c, v, &d);
-                diagnostics_print(&d, stderr);
-                if (r < 0) {
-                        log_error("Invalid configuration file \"%s\".", v);
-                        return -EINVAL;
-                }
-                r = set_str(&c->config_file, v);
-                if (r < 0)
-                        return r;
-        }
+        r = load_config_files(c, argc, argv);
+        if (r < 0)
+                return r;
 
         optind = 0;
         while ((opt = getopt_long_only(argc, argv, "hv:", serve_options, NULL)) >= 0) {

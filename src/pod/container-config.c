@@ -287,6 +287,9 @@ static int build_container_env(const ContainerBuildContext *ctx, EnvList *env, R
 
 /* containerd: image env first, container env replacing same names in place. */
 static int merge_env(const ImageConfig *img, const EnvList *env, char ***ret) {
+        /* Declared before the first goto: jumping past a _cleanup_ variable
+         * would free an uninitialised pointer (gcc accepts it, clang refuses). */
+        _cleanup_strv_free_ char **l = NULL;
         EnvList all = {};
         int r = 0;
         STRV_FOREACH(kv, img ? img->env : NULL) {
@@ -300,7 +303,6 @@ static int merge_env(const ImageConfig *img, const EnvList *env, char ***ret) {
         for (size_t i = 0; i < env->n; i++)
                 if ((r = env_list_set_copy(&all, env->items[i].name, env->items[i].value)) < 0)
                         goto out;
-        _cleanup_strv_free_ char **l = NULL;
         for (size_t i = 0; i < all.n; i++) {
                 char *s = strprintf("%s=%s", all.items[i].name, all.items[i].value);
                 if (!s || (r = strv_consume(&l, s)) < 0) {

@@ -386,12 +386,11 @@ static int rm_rf_at(int dir_fd, const char *name, dev_t dev) {
 
 /* Takes ownership of fd. */
 static int rm_rf_children(int fd, dev_t dev) {
-        DIR *d = fdopendir(fd);
+        _cleanup_closedir_ DIR *d = fdopendir(fd);
         if (!d) {
                 (void)close(fd);
                 return -errno;
         }
-        _cleanup_closedir_ DIR *dc = d;
         int ret = 0;
         struct dirent *de;
         while ((de = readdir(d))) {

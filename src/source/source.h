@@ -141,5 +141,13 @@ int url_source_start(UrlSource *s);
 int url_source_refresh(UrlSource *s);
 /* Error count, for metrics and status. */
 unsigned url_source_get_error_count(UrlSource *s);
+/* What a fetched body becomes (the pure part of a poll, no I/O): the
+ * manifests of opts->url as source "http" on opts->node_name, limited to
+ * opts->max_body bytes (0: the default); only url, node_name and max_body of
+ * opts are read. seen stamps the objects. On failure diag holds at least one
+ * error, and the caller keeps its current pods. */
+int url_source_parse_body(const UrlSourceOptions *opts, const char *body, size_t size,
+                          usec_t seen, ManifestObject ***ret_objs, size_t *ret_n,
+                          Diagnostics *diag);
 UrlSource *url_source_free(UrlSource *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(UrlSource *, url_source_free)

@@ -42,7 +42,6 @@ struct UrlSource {
         Event *event;
         PodConfig *config;
         char *url;
-        char *source_id; /* "url:<url>", part of every pod's UID */
         char **headers;
         char *node_name;
         usec_t check_frequency, timeout;
@@ -274,25 +273,43 @@ static void url_source_succeed(UrlSource *s) {
         url_source_commit(s);
 }
 
-static void url_source_handle_body(UrlSource *s) {
-        ManifestParseOptions opts = {
-                .filename = s->url,
-                .node_name = s->node_name,
-                .source_id = s->source_id,
-                .config_source = "http",
-                .seen = now_usec(CLOCK_REALTIME),
-        };
-        opts.limits.max_input = s->max_body;
+int url_source_parse_body(const UrlSourceOptions *opts, const char *body, size_t size, usec_t seen,
+                          ManifestObject ***ret_objs, size_t *ret_n, Diagnostics *diag) {
+        assert(opts && !isempty(opts->url) && !isempty(opts->node_name));
+        assert(ret_objs && ret_n && diag);
+        _cleanup_free_ char *source_id = strprintf("url:%s", opts->url);
+        int r = -ENOMEM;
+        if (source_id) {
+                ManifestParseOptions popts = {
+                        .filename = opts->url,
+                        .node_name = opts->node_name,
+                        .source_id = source_id,
+                        .config_source = "http",
+                        .seen = seen,
+                };
+                popts.limits.max_input =
+                        opts->max_body ? opts->max_body : URL_SOURCE_DEFAULT_MAX_BODY;
+                r = source_parse_manifest(body ? body : "", size, &popts, ret_objs, ret_n, diag);
+        }
+        if (r < 0 && diag->n_errors == 0)
+                diagnostics_add(diag, DIAG_ERROR, opts->url, 0, 0, NULL, "cannot parse: %s",
+                                strerror(-r));
+        return r;
+}
 
+static void url_source_handle_body(UrlSource *s) {
+        const UrlSourceOptions opts = {
+                .url = s->url,
+                .node_name = s->node_name,
+                .max_body = s->max_body,
+        };
         _cleanup_diagnostics_ Diagnostics d;
         diagnostics_init(&d);
         ManifestObject **objs = NULL;
         size_t n = 0;
-        int r = source_parse_manifest(s->body ? s->body : "", s->body_len, &opts, &objs, &n, &d);
+        int r = url_source_parse_body(&opts, s->body, s->body_len, now_usec(CLOCK_REALTIME), &objs,
+                                      &n, &d);
         if (r < 0) {
-                if (d.n_errors == 0)
-                        diagnostics_add(&d, DIAG_ERROR, s->url, 0, 0, NULL, "cannot parse: %s",
-                                        strerror(-r));
                 url_source_fail(s, &d);
                 return;
         }
@@ -575,9 +592,8 @@ int url_source_new(UrlSource **ret, Event *e, PodConfig *config, const UrlSource
         s->synced = opts->synced;
         s->synced_userdata = opts->synced_userdata;
         s->url = strdup(opts->url);
-        s->source_id = strprintf("url:%s", opts->url);
         s->node_name = strdup(opts->node_name);
-        if (!s->url || !s->source_id || !s->node_name)
+        if (!s->url || !s->node_name)
                 return -ENOMEM;
         if (opts->headers) {
                 s->headers = strv_copy(opts->headers);
@@ -637,7 +653,6 @@ UrlSource *url_source_free(UrlSource *s) {
         free(s->logged_error);
         free(s->request_url);
         free(s->url);
-        free(s->source_id);
         strv_free(s->headers);
         free(s->node_name);
         free(s);

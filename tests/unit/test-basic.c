@@ -305,7 +305,7 @@ static void test_cleanup(void **state) {
         int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         assert_true(fd >= 0);
         {
-                _cleanup_close_ int owned = fd;
+                _cleanup_close_ _unused_ int owned = fd;
         }
         assert_int_equal(fcntl(fd, F_GETFD), -1); /* closed by the scope */
         int kept;

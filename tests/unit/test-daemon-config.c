@@ -11,6 +11,7 @@
 
 #include "daemon-config.h"
 #include "fileio.h"
+#include "string-util.h"
 #include "strv.h"
 
 static void test_defaults(void **state) {
@@ -202,6 +203,34 @@ static void test_container_log_flags(void **state) {
         unlink(path);
 }
 
+/* getopt_long_only() takes -config, --conf and -config= for --config too;
+ * each must load the file, not be skipped as "already loaded". */
+static void test_config_flag_spellings(void **state) {
+        char path[] = "/tmp/nanolet-test-config-XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        close(fd);
+        assert_int_equal(write_file_atomic(path, kubelet_config, strlen(kubelet_config), 0644), 0);
+        _cleanup_free_ char *eq = strprintf("-config=%s", path);
+        _cleanup_free_ char *abbrev_eq = strprintf("--conf=%s", path);
+        char *a1[] = { "serve", "-config", path, NULL };
+        char *a2[] = { "serve", "--conf", path, NULL };
+        char *a3[] = { "serve", eq, NULL };
+        char *a4[] = { "serve", "--dry-run", abbrev_eq, NULL };
+        char **all[] = { a1, a2, a3, a4 };
+        for (size_t i = 0; i < ELEMENTSOF(all); i++) {
+                NanoletConfig c;
+                assert_int_equal(nanolet_config_init(&c), 0);
+                assert_int_equal(nanolet_config_parse_argv(&c, (int)strv_length(all[i]), all[i]),
+                                 0);
+                assert_string_equal(c.pod_manifest_path, "/srv/manifests");
+                assert_non_null(c.config_file);
+                assert_string_equal(c.config_file, path);
+                nanolet_config_deinit(&c);
+        }
+        unlink(path);
+}
+
 static void test_node_name(void **state) {
         NanoletConfig c;
         assert_int_equal(nanolet_config_init(&c), 0);
@@ -232,7 +261,7 @@ int main(void) {
                 cmocka_unit_test(test_file_errors), cmocka_unit_test(test_flags_override_file),
                 cmocka_unit_test(test_bad_flags),   cmocka_unit_test(test_node_name),
                 cmocka_unit_test(test_duration),    cmocka_unit_test(test_container_log_flags),
-                cmocka_unit_test(test_node_ip),
+                cmocka_unit_test(test_node_ip),     cmocka_unit_test(test_config_flag_spellings),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -684,6 +684,7 @@ static void test_sandbox_pid(void **state) {
         assert_int_equal(start(f, "pidjoin").r, 0);
         wait_state(f, "pidjoin", RUNTIME_STATE_STOPPED);
         _cleanup_free_ char *log = wait_log(f, "pidjoin", SANDBOX_HOLDER_ARGV0);
+        assert_non_null(log);
         assert_int_equal(delete(f, "pidjoin", false).r, 0);
 
         RuntimeError err = {};
