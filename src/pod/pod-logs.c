@@ -37,6 +37,14 @@ static void offer_container(PodWorker *w, LogRotator *r, const ContainerState *c
                           c->spec->name);
 }
 
+int pod_worker_prepare_log(PodWorker *w, const ContainerState *c, unsigned attempt) {
+        _cleanup_free_ char *dir = log_dir_rel(w, c);
+        _cleanup_free_ char *log = dir ? strprintf("%s/%u.log", dir, attempt) : NULL;
+        if (!log)
+                return -ENOMEM;
+        return container_log_prepare(w->ctx->o->pod_logs_dir, log);
+}
+
 void pod_worker_offer_logs(PodWorker *w, LogRotator *r) {
         if (w->torn_down)
                 return;

@@ -12,6 +12,11 @@
  * with conmon's control FIFO <attempt-dir>/bundle/ctl. */
 void pod_worker_offer_logs(PodWorker *w, LogRotator *r);
 
+/* Readies <log-dir>/<name>/<attempt>.log for conmon, which opens it by
+ * path: see container_log_prepare(). -ELOOP or -ENOTDIR when the container's
+ * log directory is not a plain directory. */
+int pod_worker_prepare_log(PodWorker *w, const ContainerState *c, unsigned attempt);
+
 /* Removes attempts of c numbered below keep_from: their directory under
  * <pod-dir>/containers/<name>/, their log files (rotated ones included) and
  * their /var/log/containers symlink. Never touches keep_from and above. */

@@ -863,22 +863,6 @@ static void on_container_started(Runtime *rt, int r, const RuntimeError *err, vo
         worker_op_done(w);
 }
 
-static int log_dir_check(PodWorker *w, const ContainerState *c) {
-        _cleanup_free_ char *rel = strprintf("%s_%s_%s/%s", w->object->namespace, w->object->name,
-                                             w->object->uid, c->spec->name);
-        _cleanup_close_ int root =
-                open(w->ctx->o->pod_logs_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (!rel)
-                return -ENOMEM;
-        if (root < 0)
-                return -errno;
-        int fd = openat_no_symlinks(root, rel, O_PATH | O_DIRECTORY, 0);
-        if (fd < 0)
-                return fd;
-        safe_close(fd);
-        return 0;
-}
-
 static void on_container_created(Runtime *rt, int r, pid_t pid, pid_t conmon_pid,
                                  const RuntimeError *err, void *userdata) {
         ContainerOp *op = userdata;
@@ -973,14 +957,17 @@ static void container_create(ContainerOp *op) {
                 start_failed(op, "CreateContainerError", "cannot create the log directory");
                 return;
         }
-        /* conmon opens the log by path: a directory a container replaced by
-         * a symlink (through a hostPath of its log directory) would have it
-         * write wherever that points. */
-        r = log_dir_check(w, c);
+        /* conmon opens the log by path: a directory or a log name a
+         * container replaced by a symlink (through a hostPath of its log
+         * directory) would have it write wherever that points. */
+        r = pod_worker_prepare_log(w, c, op->attempt);
         if (r < 0) {
                 _cleanup_free_ char *msg =
-                        strprintf("the log directory %s is not a plain directory (%s)", log_dir,
-                                  strerror(-r));
+                        r == -ELOOP || r == -ENOTDIR
+                                ? strprintf("the log directory %s is not a plain directory (%s)",
+                                            log_dir, strerror(-r))
+                                : strprintf("cannot create the log file %s: %s", op->log_path,
+                                            strerror(-r));
                 start_failed(op, "CreateContainerError", msg ? msg : "bad log directory");
                 return;
         }

@@ -261,19 +261,17 @@ static int check_log_entry(int dir_fd, const char *dir, const char *name) {
         return 0;
 }
 
-int container_log_rotate(const char *logs_root, const char *log_path, const char *ctl_path,
-                         const LogRotatePolicy *p, time_t now) {
+/* Opens the directory of logs_root/log_path (relative) and points
+ * *ret_base into log_path at the file name. */
+static int open_log_dir(const char *logs_root, const char *log_path, char **ret_dir,
+                        const char **ret_base) {
         _cleanup_free_ char *dir = NULL;
-        _cleanup_strv_free_ char **all = NULL, **rotated = NULL;
-        _cleanup_close_ int root_fd = -EBADF, dir_fd = -EBADF;
+        _cleanup_close_ int root_fd = -EBADF;
         const char *base;
-        struct stat st;
-        int r;
 
-        if (!p || p->max_files < 2 || p->max_size <= 0 || !logs_root || !log_path ||
-            log_path[0] == '/')
+        if (!logs_root || !log_path || log_path[0] == '/')
                 return -EINVAL;
-        r = split_path(log_path, &dir, &base);
+        int r = split_path(log_path, &dir, &base);
         if (r < 0)
                 return r;
         /* The root is the operator's (it may be reached through a symlink);
@@ -281,7 +279,54 @@ int container_log_rotate(const char *logs_root, const char *log_path, const char
         root_fd = open(logs_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (root_fd < 0)
                 return -errno;
-        dir_fd = openat_no_symlinks(root_fd, dir, O_RDONLY | O_DIRECTORY, 0);
+        int dir_fd = openat_no_symlinks(root_fd, dir, O_RDONLY | O_DIRECTORY, 0);
+        if (dir_fd < 0)
+                return dir_fd;
+        *ret_dir = TAKE_PTR(dir);
+        *ret_base = base;
+        return dir_fd;
+}
+
+int container_log_prepare(const char *logs_root, const char *log_path) {
+        _cleanup_free_ char *dir = NULL, *tmp = NULL;
+        _cleanup_close_ int dir_fd = -EBADF, fd = -EBADF;
+        const char *base;
+        int r;
+
+        dir_fd = open_log_dir(logs_root, log_path, &dir, &base);
+        if (dir_fd < 0)
+                return dir_fd;
+        tmp = strprintf("%s" TMP_SUFFIX, base);
+        if (!tmp)
+                return -ENOMEM;
+        r = check_log_entry(dir_fd, dir, tmp);
+        if (r < 0)
+                return r;
+        r = check_log_entry(dir_fd, dir, base);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        fd = openat(dir_fd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    CONTAINER_LOG_MODE);
+        if (fd < 0)
+                return -errno;
+        /* The agent's umask must not decide what conmon would have given. */
+        if (fchmod(fd, CONTAINER_LOG_MODE) < 0)
+                return -errno;
+        return 0;
+}
+
+int container_log_rotate(const char *logs_root, const char *log_path, const char *ctl_path,
+                         const LogRotatePolicy *p, time_t now) {
+        _cleanup_free_ char *dir = NULL;
+        _cleanup_strv_free_ char **all = NULL, **rotated = NULL;
+        _cleanup_close_ int dir_fd = -EBADF;
+        const char *base;
+        struct stat st;
+        int r;
+
+        if (!p || p->max_files < 2 || p->max_size <= 0)
+                return -EINVAL;
+        dir_fd = open_log_dir(logs_root, log_path, &dir, &base);
         if (dir_fd < 0)
                 return dir_fd;
         r = check_log_entry(dir_fd, dir, base);

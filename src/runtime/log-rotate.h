@@ -61,6 +61,19 @@ int container_log_rotate(const char *logs_root, const char *log_path, const char
  * may have chosen. conmon creates live files with the same. */
 #define CONTAINER_LOG_MODE 0640
 
+/* Readies the live log logs_root/log_path (relative, resolved as for
+ * container_log_rotate()) of an attempt about to start. conmon opens it by
+ * path with O_CREAT and follows a symlink, so a name a container planted
+ * there ahead of the start (a symlink to a host file, a FIFO, a directory, a
+ * hard link), and one at "<log>.tmp" (conmon's reopen writes that name and
+ * renames it over the log), is removed as container_log_rotate() removes it,
+ * with one warning; then the file is created (O_EXCL|O_NOFOLLOW,
+ * CONTAINER_LOG_MODE) unless a regular one exists, so conmon opens a regular
+ * file. A name replaced between this call and conmon's open is not caught.
+ * Returns 0 or a negative errno (-ELOOP: a directory below logs_root is a
+ * symlink). */
+int container_log_prepare(const char *logs_root, const char *log_path);
+
 /* Opens dir_fd/name for reading if it is a regular file, without following
  * a symlink (-ELOOP) or blocking on a FIFO (-EBADFD; a directory: -EISDIR).
  * Returns the fd or a negative errno. */

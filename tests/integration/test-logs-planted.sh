@@ -4,6 +4,10 @@
 # rotated-log name. Rotation must neither gzip the host file into the log
 # directory nor change it, `nanolet logs` must not print it, and the agent
 # removes the planted link (without following it) and says so once.
+# Second part: a link planted ahead at the live log name of a container's
+# next attempt (conmon opens that name by path and follows links): the agent
+# removes it before the attempt starts, so the container's output goes to a
+# real log file and never to the host file.
 . "$(dirname "$0")/lib.sh"
 require_root
 . "$(dirname "$0")/lib-agent.sh"
@@ -78,6 +82,67 @@ grep -q "$token" "$WORK/out" && fail "nanolet logs printed the host file through
         || ok "nanolet logs skips a link planted later"
 grep -q 'skipping "0.log.29991231-235958"' "$WORK/err" && ok "and says it skipped it" || fail "stderr: $(cat "$WORK/err")"
 rm -f "$dir/0.log.29991231-235958"
+
+# The victim's first attempt waits until the planter has planted links at
+# the names of its second one, then fails: restartPolicy Always starts
+# attempt 1 over the planted names, and only the later attempts print.
+target="$WORK/host-target"
+echo original >"$target"
+pwned="PWNED-$RANDOM$RANDOM"
+put_manifest victim.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: victim}
+spec:
+  terminationGracePeriodSeconds: 1
+  restartPolicy: Always
+  volumes:
+  - {name: pods, hostPath: {path: "$LOGS", type: Directory}}
+  - {name: shared, emptyDir: {}}
+  containers:
+  - name: victim
+    image: nanolet-test
+    imagePullPolicy: Never
+    volumeMounts: [{name: shared, mountPath: /shared}]
+    command:
+    - sh
+    - -c
+    - |
+      n=\$(cat /shared/runs 2>/dev/null || echo 0)
+      echo \$((n + 1)) >/shared/runs
+      if [ "\$n" = 0 ]; then
+        until [ -e /shared/planted ]; do sleep 0.1; done
+      else
+        echo $pwned
+      fi
+      exit 1
+  - name: plant
+    image: nanolet-test
+    imagePullPolicy: Never
+    volumeMounts: [{name: pods, mountPath: /pods}, {name: shared, mountPath: /shared}]
+    command:
+    - sh
+    - -c
+    - |
+      until d=\$(ls -d /pods/default_victim-node1_*/victim 2>/dev/null); do sleep 0.1; done
+      ln -s "$target" "\$d/1.log"
+      ln -s "$target" "\$d/1.log.tmp"
+      touch /shared/planted
+      exec sleep 3600
+YAML
+wait_for "$AGENT_LOG" 'Container "victim" of pod "victim-node1_default\([^)]*\)" exited with code 1' 2 90 \
+        && ok "the victim's attempt 1 ran and exited" || fail "the victim did not restart"
+[ "$(cat "$target")" = original ] && ok "the host file behind the planted live log is untouched" \
+        || fail "host file written through the planted link: $(cat "$target")"
+n=$(count_lines "$AGENT_LOG" 'Removed a symlink "1\.log" ')
+[ "$n" = 1 ] && ok "the agent said once that it removed the planted live log link" \
+        || fail "$n log lines about the planted 1.log"
+n=$(count_lines "$AGENT_LOG" 'Removed a symlink "1\.log\.tmp"')
+[ "$n" = 1 ] && ok "the agent said once that it removed the planted 1.log.tmp" \
+        || fail "$n log lines about the planted 1.log.tmp"
+nl logs victim -c victim >"$WORK/out" 2>"$WORK/err" || fail "nanolet logs: $(cat "$WORK/err")"
+grep -q "$pwned" "$WORK/out" && ok "the victim's output went to its own log file" \
+        || fail "victim's line missing from nanolet logs: $(cat "$WORK/out" "$WORK/err")"
 
 rm -f "$MAN"/*.yaml
 for ((i = 0; i < 250; i++)); do [ -z "$(ls "$RUN/status" 2>/dev/null | grep json)" ] && break; sleep 0.2; done

@@ -381,6 +381,56 @@ static void test_planted_dir_symlink(void **state) {
         dir_remove(&d);
 }
 
+/* Before an attempt starts: what a container planted at the live name
+ * conmon is about to open (and at its reopen's .tmp) goes, and the live file
+ * conmon then opens is one of ours. */
+static void test_prepare_live(void **state) {
+        Dir d;
+        struct stat st;
+        dir_make(&d);
+        _cleanup_free_ char *secret = make_secret(&d);
+
+        assert_int_equal(mkdirat(d.fd, "c", 0755), 0);
+        assert_int_equal(symlinkat(secret, d.fd, "c/1.log"), 0);
+        assert_int_equal(symlinkat(secret, d.fd, "c/1.log.tmp"), 0);
+        assert_int_equal(container_log_prepare(d.path, "c/1.log"), 0);
+        assert_int_equal(fstatat(d.fd, "c/1.log", &st, AT_SYMLINK_NOFOLLOW), 0);
+        assert_true(S_ISREG(st.st_mode));
+        assert_int_equal(st.st_size, 0);
+        assert_int_equal(st.st_mode & 07777, CONTAINER_LOG_MODE);
+        assert_false(exists(&d, "c/1.log.tmp"));
+        assert_secret_intact(&d);
+
+        /* a FIFO, a directory, a second name of a host file */
+        assert_int_equal(mkfifoat(d.fd, "c/2.log", 0600), 0);
+        assert_int_equal(container_log_prepare(d.path, "c/2.log"), 0);
+        assert_int_equal(fstatat(d.fd, "c/2.log", &st, AT_SYMLINK_NOFOLLOW), 0);
+        assert_true(S_ISREG(st.st_mode));
+        assert_int_equal(mkdirat(d.fd, "c/3.log", 0755), 0);
+        assert_int_equal(symlinkat(secret, d.fd, "c/3.log/inner"), 0);
+        assert_int_equal(container_log_prepare(d.path, "c/3.log"), 0);
+        assert_int_equal(fstatat(d.fd, "c/3.log", &st, AT_SYMLINK_NOFOLLOW), 0);
+        assert_true(S_ISREG(st.st_mode));
+        assert_int_equal(linkat(d.fd, "secret", d.fd, "c/4.log", 0), 0);
+        assert_int_equal(container_log_prepare(d.path, "c/4.log"), 0);
+        assert_int_equal(fstatat(d.fd, "c/4.log", &st, AT_SYMLINK_NOFOLLOW), 0);
+        assert_int_equal(st.st_size, 0);
+        assert_secret_intact(&d);
+
+        /* A regular file of ours (an attempt number reused) is kept. */
+        put(&d, "c/5.log", "kept\n");
+        assert_int_equal(container_log_prepare(d.path, "c/5.log"), 0);
+        _cleanup_free_ char *kept = read_all(&d, "c/5.log");
+        assert_string_equal(kept, "kept\n");
+
+        /* The directory itself a symlink: refused, nothing created there. */
+        assert_int_equal(mkdirat(d.fd, "elsewhere", 0755), 0);
+        assert_int_equal(symlinkat("elsewhere", d.fd, "l"), 0);
+        assert_int_equal(container_log_prepare(d.path, "l/0.log"), -ELOOP);
+        assert_false(exists(&d, "elsewhere/0.log"));
+        dir_remove(&d);
+}
+
 static void test_rotator_async(void **state) {
         Dir d;
         dir_make(&d);
@@ -431,6 +481,7 @@ int main(void) {
                 cmocka_unit_test(test_planted_symlink),
                 cmocka_unit_test(test_planted_special),
                 cmocka_unit_test(test_planted_dir_symlink),
+                cmocka_unit_test(test_prepare_live),
                 cmocka_unit_test(test_rotator_async),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
