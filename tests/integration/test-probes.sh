@@ -232,14 +232,17 @@ spec:
     imagePullPolicy: Never
     command: [sh, -c, "trap 'echo term >> /host/order; exit 0' TERM; while [ ! -f /tmp/ps ]; do sleep 0.1; done; cat /tmp/ps > /host/main-saw; while true; do sleep 0.2; done"]
     lifecycle:
-      postStart: {exec: {command: [sh, -c, "sleep 2; echo from-poststart > /tmp/ps"]}}
+      postStart: {exec: {command: [sh, -c, "while [ ! -f /host/release-poststart ]; do sleep 0.1; done; echo from-poststart > /tmp/ps"]}}
       preStop: {exec: {command: [sh, -c, "echo prestop >> /host/order; sleep 100"]}}
     volumeMounts: [{name: host, mountPath: /host}]
   volumes:
   - name: host
     hostPath: {path: $HOSTDIR, type: Directory}
 YAML
+# The hook waits for the test to release it, so "still running postStart"
+# is a state that holds until the test ends it, not a window to catch.
 check_field "not Running while postStart runs" hooks "$(cs 0)['state'].get('waiting', {}).get('reason')" ContainerCreating 20
+touch "$HOSTDIR/release-poststart"
 check_field "Running after postStart" hooks "$(cs 0)['state'].get('running') is not None" True 20
 [ "$(cat "$HOSTDIR/main-saw" 2>/dev/null)" = from-poststart ] && ok "postStart output visible to the main process" \
         || fail "main saw: $(cat "$HOSTDIR/main-saw" 2>/dev/null)"
