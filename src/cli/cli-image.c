@@ -100,7 +100,7 @@ static void format_size(uint64_t size, char buf[static 32]) {
 }
 
 static int cmd_load(ImageStore *s, ImageArgs *a) {
-        ImageError err = {};
+        Error err = {};
         _cleanup_strv_free_ char **names = NULL;
         if (strv_length(a->args) != 2) {
                 fprintf(stderr, "nanolet image load: expected one FILE (or - for stdin)\n");
@@ -118,7 +118,7 @@ static int cmd_load(ImageStore *s, ImageArgs *a) {
 }
 
 static int cmd_ls(ImageStore *s, ImageArgs *a) {
-        ImageError err = {};
+        Error err = {};
         Image **l = NULL;
         size_t n = 0;
         if (strv_length(a->args) != 1) {
@@ -176,7 +176,7 @@ static int cmd_inspect(ImageStore *s, ImageArgs *a) {
         }
         json_t *out = json_array();
         for (size_t i = 1; a->args[i]; i++) {
-                ImageError err = {};
+                Error err = {};
                 _cleanup_(image_freep) Image *im = NULL;
                 int r = image_store_get(s, a->args[i], &im, &err);
                 if (r < 0) {
@@ -242,7 +242,7 @@ static int cmd_inspect(ImageStore *s, ImageArgs *a) {
 }
 
 static int cmd_tag(ImageStore *s, ImageArgs *a) {
-        ImageError err = {};
+        Error err = {};
         if (strv_length(a->args) != 3) {
                 fprintf(stderr, "nanolet image tag: expected SRC DST\n");
                 return EXIT_USAGE;
@@ -278,7 +278,7 @@ static int cmd_rm(ImageStore *s, ImageArgs *a) {
         if (pods_image_users(a, &users) < 0)
                 return EXIT_ERROR;
         for (size_t i = 1; a->args[i]; i++) {
-                ImageError err = {};
+                Error err = {};
                 int r = image_store_remove(s, a->args[i], &users, &err);
                 if (r < 0) {
                         log_error_errno(r, "%s", err.message[0] ? err.message : strerror(-r));
@@ -291,7 +291,7 @@ static int cmd_rm(ImageStore *s, ImageArgs *a) {
 
 static int cmd_prune(ImageStore *s, ImageArgs *a) {
         _cleanup_(image_users_done) ImageUsers users = {};
-        ImageError err = {};
+        Error err = {};
         _cleanup_strv_free_ char **removed = NULL;
         uint64_t reclaimed = 0;
         char size[32];
@@ -316,7 +316,7 @@ static int cmd_prune(ImageStore *s, ImageArgs *a) {
 }
 
 static int cmd_mount(ImageStore *s, ImageArgs *a) {
-        ImageError err = {};
+        Error err = {};
         ImageRootfsMode mode;
         if (strv_length(a->args) != 5) {
                 fprintf(stderr, "nanolet image mount: expected REF TARGET UPPER WORK\n");
@@ -335,7 +335,7 @@ static int cmd_mount(ImageStore *s, ImageArgs *a) {
 }
 
 static int cmd_umount(ImageStore *s, ImageArgs *a) {
-        ImageError err = {};
+        Error err = {};
         if (strv_length(a->args) != 2) {
                 fprintf(stderr, "nanolet image umount: expected TARGET\n");
                 return EXIT_USAGE;
@@ -351,7 +351,7 @@ static int cmd_umount(ImageStore *s, ImageArgs *a) {
 int cli_image(int argc, char **argv) {
         ImageArgs a = { .root_dir = DEFAULT_ROOT_DIR };
         _cleanup_(image_store_freep) ImageStore *s = NULL;
-        ImageError err = {};
+        Error err = {};
         static const struct {
                 const char *name;
                 int (*run)(ImageStore *s, ImageArgs *a);

@@ -114,7 +114,7 @@ static int on_watchdog(EventSource *s, usec_t now, void *userdata) {
 
 static int daemon_setup_runtime(Daemon *d) {
         NanoletConfig *c = d->config;
-        ImageError ierr = {};
+        Error ierr = {};
         char host[256];
         int r;
 

@@ -19,22 +19,22 @@ struct ImageStore {
 #define TMP_PREFIX ".tmp-"
 
 /* flock() on images/<name>; returns the fd holding the lock. */
-int store_lock(ImageStore *s, const char *name, int op, int *ret_fd, ImageError *err);
-int store_index_load(ImageStore *s, json_t **ret, ImageError *err);
-int store_index_save(ImageStore *s, json_t *index, ImageError *err);
+int store_lock(ImageStore *s, const char *name, int op, int *ret_fd, Error *err);
+int store_index_load(ImageStore *s, json_t **ret, Error *err);
+int store_index_save(ImageStore *s, json_t *index, Error *err);
 /* Adds name -> descriptor to the index (moving the name if another image had it). */
 int store_index_add(json_t *index, const ImageDescriptor *manifest, const char *name);
 /* Reads and verifies a JSON blob from the store. */
 int store_blob_read(ImageStore *s, const char *digest, char **ret, size_t *ret_size,
-                    ImageError *err);
+                    Error *err);
 /* Unpacks one layer blob (fd) into layers/.tmp-<chain>-<rand>; returns the temp name. */
 int store_layer_unpack_tmp(ImageStore *s, int blob_fd, const char *blob_digest,
                            const char *diff_id, const char *chain_id, uint64_t *budget,
-                           char **ret_tmp, ImageError *err);
+                           char **ret_tmp, Error *err);
 /* Renames a temp layer dir to its chain ID name; a concurrent winner is fine. */
-int store_layer_commit(ImageStore *s, const char *tmp, const char *chain_id, ImageError *err);
+int store_layer_commit(ImageStore *s, const char *tmp, const char *chain_id, Error *err);
 bool store_layer_exists(ImageStore *s, const char *chain_id);
 /* Removes blobs and layer dirs no index entry references. Needs GC_LOCK exclusive. */
-int store_gc_locked(ImageStore *s, uint64_t *ret_reclaimed, ImageError *err);
+int store_gc_locked(ImageStore *s, uint64_t *ret_reclaimed, Error *err);
 /* Builds an Image from a manifest digest present in the store. */
-int store_image_build(ImageStore *s, const char *digest, Image **ret, ImageError *err);
+int store_image_build(ImageStore *s, const char *digest, Image **ret, Error *err);

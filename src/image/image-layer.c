@@ -41,15 +41,15 @@ void image_limits_default(ImageLimits *ret) {
         };
 }
 
-int image_tar_path_normalize(const char *path, size_t max_path, char **ret, ImageError *err) {
+int image_tar_path_normalize(const char *path, size_t max_path, char **ret, Error *err) {
         if (isempty(path))
-                return image_error_set(err, -EINVAL, "entry with an empty path");
+                return error_set(err, -EINVAL, "entry with an empty path");
         size_t n = strlen(path);
         if (n > max_path)
-                return image_error_set(err, -ENAMETOOLONG,
+                return error_set(err, -ENAMETOOLONG,
                                        "entry path is longer than %zu bytes", max_path);
         if (path[0] == '/')
-                return image_error_set(err, -EINVAL, "entry \"%s\": absolute path refused", path);
+                return error_set(err, -EINVAL, "entry \"%s\": absolute path refused", path);
 
         _cleanup_free_ char *out = malloc(n + 2);
         if (!out)
@@ -59,15 +59,15 @@ int image_tar_path_normalize(const char *path, size_t max_path, char **ret, Imag
                 const char *e = strchr(c, '/');
                 size_t cl = e ? (size_t)(e - c) : strlen(c);
                 if (cl == 2 && c[0] == '.' && c[1] == '.')
-                        return image_error_set(err, -EINVAL,
+                        return error_set(err, -EINVAL,
                                                "entry \"%s\": \"..\" component refused", path);
                 if (cl > 255)
-                        return image_error_set(err, -ENAMETOOLONG,
+                        return error_set(err, -ENAMETOOLONG,
                                                "entry \"%s\": path component longer than 255 "
                                                "bytes", path);
                 if (cl > 0 && !(cl == 1 && c[0] == '.')) {
                         if (++depth > IMAGE_MAX_PATH_DEPTH)
-                                return image_error_set(err, -ENAMETOOLONG,
+                                return error_set(err, -ENAMETOOLONG,
                                                        "entry \"%s\": nested deeper than %d "
                                                        "directories", path, IMAGE_MAX_PATH_DEPTH);
                         if (len > 0)
@@ -121,7 +121,7 @@ typedef struct Unpack {
         int root_fd;
         const ImageLimits *limits;
         uint64_t *budget;
-        ImageError *err;
+        Error *err;
         struct archive *decomp;
         EVP_MD_CTX *blob_md, *diff_md;
         uint64_t compressed, decompressed, entries;
@@ -163,23 +163,23 @@ static int pull(Unpack *u, const void **ret, size_t *ret_size) {
         }
         if (r < ARCHIVE_WARN) {
                 const char *m = archive_error_string(u->decomp);
-                return image_error_set(u->err, -EBADMSG,
+                return error_set(u->err, -EBADMSG,
                                        "corrupt or truncated compressed data: %s",
                                        m ? m : "unknown error");
         }
         u->decompressed += sz;
         if (u->decompressed > u->limits->max_layer_size)
-                return image_error_set(u->err, -EFBIG,
+                return error_set(u->err, -EFBIG,
                                        "layer decompresses to more than %llu bytes (limit)",
                                        (unsigned long long)u->limits->max_layer_size);
         if (u->budget && u->decompressed > *u->budget)
-                return image_error_set(u->err, -EFBIG,
+                return error_set(u->err, -EFBIG,
                                        "image decompresses to more than the total limit of "
                                        "%llu bytes",
                                        (unsigned long long)u->limits->max_total_size);
         if (u->decompressed > u->limits->ratio_min_size &&
             u->decompressed / (u->compressed ? u->compressed : 1) > u->limits->max_ratio)
-                return image_error_set(u->err, -EFBIG,
+                return error_set(u->err, -EFBIG,
                                        "layer decompression ratio exceeds %llu:1 (%llu bytes "
                                        "from %llu); refused as a decompression bomb",
                                        (unsigned long long)u->limits->max_ratio,
@@ -241,7 +241,7 @@ static int open_parent(Unpack *u, const char *entry, const char *parent, int *re
                                                   RESOLVE_NO_SYMLINKS);
                         if (nfd == -ENOENT) {
                                 if (mkdirat(cur, c, 0755) < 0 && errno != EEXIST)
-                                        return image_error_set(u->err, -errno,
+                                        return error_set(u->err, -errno,
                                                                "entry \"%s\": cannot create "
                                                                "parent directory: %m", entry);
                                 nfd = openat2_in_root(cur, c, O_PATH | O_DIRECTORY,
@@ -258,15 +258,15 @@ static int open_parent(Unpack *u, const char *entry, const char *parent, int *re
                         fd = TAKE_FD(cur);
         }
         if (fd == -ELOOP || fd == -EXDEV)
-                return image_error_set(u->err, -ELOOP,
+                return error_set(u->err, -ELOOP,
                                        "entry \"%s\": its parent path \"%s\" passes through a "
                                        "symbolic link; refused", entry, parent);
         if (fd == -ENOTDIR)
-                return image_error_set(u->err, -ENOTDIR,
+                return error_set(u->err, -ENOTDIR,
                                        "entry \"%s\": parent \"%s\" is not a directory", entry,
                                        parent);
         if (fd < 0)
-                return image_error_set(u->err, fd, "entry \"%s\": cannot open parent \"%s\": %s",
+                return error_set(u->err, fd, "entry \"%s\": cannot open parent \"%s\": %s",
                                        entry, parent, strerror(-fd));
         *ret_fd = fd;
         return 0;
@@ -308,10 +308,10 @@ static int apply_xattrs(Unpack *u, int fd, struct archive_entry *e) {
 static int apply_owner_mode(Unpack *u, int fd, struct archive_entry *e, const char *path) {
         if (fchown(fd, (uid_t)archive_entry_uid(e), (gid_t)archive_entry_gid(e)) < 0 &&
             check_perm(u, -errno) < 0)
-                return image_error_set(u->err, -errno, "entry \"%s\": chown: %m", path);
+                return error_set(u->err, -errno, "entry \"%s\": chown: %m", path);
         /* After chown, which clears setuid/setgid bits. */
         if (fchmod(fd, archive_entry_perm(e) & 07777) < 0)
-                return image_error_set(u->err, -errno, "entry \"%s\": chmod: %m", path);
+                return error_set(u->err, -errno, "entry \"%s\": chmod: %m", path);
         return apply_xattrs(u, fd, e);
 }
 
@@ -332,12 +332,12 @@ static void entry_times(struct archive_entry *e, struct timespec ts[2]) {
  * in the copy fallback. */
 static int count_extracted(Unpack *u, const char *path, uint64_t size) {
         if (size > u->limits->max_layer_size || u->extracted > u->limits->max_layer_size - size)
-                return image_error_set(u->err, -EFBIG,
+                return error_set(u->err, -EFBIG,
                                        "entry \"%s\" (%llu bytes) makes the layer larger than "
                                        "%llu bytes (limit)", path, (unsigned long long)size,
                                        (unsigned long long)u->limits->max_layer_size);
         if (u->budget && (size > *u->budget || u->extracted > *u->budget - size))
-                return image_error_set(u->err, -EFBIG,
+                return error_set(u->err, -EFBIG,
                                        "entry \"%s\" (%llu bytes) makes the image larger than "
                                        "the total limit of %llu bytes", path,
                                        (unsigned long long)size,
@@ -356,13 +356,13 @@ static int extract_regular(Unpack *u, struct archive *tar, struct archive_entry 
                 return r;
         r = clear_slot(parent_fd, name, false);
         if (r < 0)
-                return image_error_set(u->err, r, "entry \"%s\": cannot replace: %s", path,
+                return error_set(u->err, r, "entry \"%s\": cannot replace: %s", path,
                                        strerror(-r));
         _cleanup_close_ int fd = openat(parent_fd, name,
                                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                                         0600);
         if (fd < 0)
-                return image_error_set(u->err, -errno, "entry \"%s\": cannot create: %m", path);
+                return error_set(u->err, -errno, "entry \"%s\": cannot create: %m", path);
         for (;;) {
                 const void *b;
                 size_t sz;
@@ -374,27 +374,27 @@ static int extract_regular(Unpack *u, struct archive *tar, struct archive_entry 
                         const char *m = archive_error_string(tar);
                         if (u->pull_error)
                                 return u->pull_error;
-                        return image_error_set(u->err, -EBADMSG,
+                        return error_set(u->err, -EBADMSG,
                                                "entry \"%s\": truncated or corrupt data: %s", path,
                                                m ? m : "read error");
                 }
                 if (off < 0 || (uint64_t)off > size || sz > size - (uint64_t)off)
-                        return image_error_set(u->err, -EBADMSG, "entry \"%s\": bad offset",
+                        return error_set(u->err, -EBADMSG, "entry \"%s\": bad offset",
                                                path);
                 r = pwrite_all(fd, b, sz, (uint64_t)off);
                 if (r < 0)
-                        return image_error_set(u->err, r, "entry \"%s\": write: %s", path,
+                        return error_set(u->err, r, "entry \"%s\": write: %s", path,
                                                strerror(-r));
         }
         if (archive_entry_size_is_set(e) && ftruncate(fd, archive_entry_size(e)) < 0)
-                return image_error_set(u->err, -errno, "entry \"%s\": truncate: %m", path);
+                return error_set(u->err, -errno, "entry \"%s\": truncate: %m", path);
         r = apply_owner_mode(u, fd, e, path);
         if (r < 0)
                 return r;
         struct timespec ts[2];
         entry_times(e, ts);
         if (futimens(fd, ts) < 0)
-                return image_error_set(u->err, -errno, "entry \"%s\": set times: %m", path);
+                return error_set(u->err, -errno, "entry \"%s\": set times: %m", path);
         return 0;
 }
 
@@ -402,14 +402,14 @@ static int extract_dir(Unpack *u, struct archive_entry *e, int parent_fd, const 
                        const char *path) {
         int r = clear_slot(parent_fd, name, true);
         if (r < 0)
-                return image_error_set(u->err, r, "entry \"%s\": cannot replace: %s", path,
+                return error_set(u->err, r, "entry \"%s\": cannot replace: %s", path,
                                        strerror(-r));
         if (r == 0 && mkdirat(parent_fd, name, 0700) < 0)
-                return image_error_set(u->err, -errno, "entry \"%s\": mkdir: %m", path);
+                return error_set(u->err, -errno, "entry \"%s\": mkdir: %m", path);
         _cleanup_close_ int fd =
                 openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
-                return image_error_set(u->err, -errno, "entry \"%s\": open: %m", path);
+                return error_set(u->err, -errno, "entry \"%s\": open: %m", path);
         r = apply_owner_mode(u, fd, e, path);
         if (r < 0)
                 return r;
@@ -431,7 +431,7 @@ static int set_times_nofollow(Unpack *u, int parent_fd, const char *name,
         struct timespec ts[2];
         entry_times(e, ts);
         if (utimensat(parent_fd, name, ts, AT_SYMLINK_NOFOLLOW) < 0)
-                return image_error_set(u->err, -errno, "entry \"%s\": set times: %m", path);
+                return error_set(u->err, -errno, "entry \"%s\": set times: %m", path);
         return 0;
 }
 
@@ -441,23 +441,23 @@ static int extract_symlink(Unpack *u, struct archive_entry *e, int parent_fd, co
         if (!target)
                 target = archive_entry_symlink_utf8(e);
         if (isempty(target))
-                return image_error_set(u->err, -EINVAL, "entry \"%s\": symlink without target",
+                return error_set(u->err, -EINVAL, "entry \"%s\": symlink without target",
                                        path);
         if (strlen(target) > u->limits->max_path)
-                return image_error_set(u->err, -ENAMETOOLONG,
+                return error_set(u->err, -ENAMETOOLONG,
                                        "entry \"%s\": symlink target too long", path);
         int r = clear_slot(parent_fd, name, false);
         if (r < 0)
-                return image_error_set(u->err, r, "entry \"%s\": cannot replace: %s", path,
+                return error_set(u->err, r, "entry \"%s\": cannot replace: %s", path,
                                        strerror(-r));
         /* The target is stored, never followed here: it is resolved inside the
          * container's root at run time. */
         if (symlinkat(target, parent_fd, name) < 0)
-                return image_error_set(u->err, -errno, "entry \"%s\": symlink: %m", path);
+                return error_set(u->err, -errno, "entry \"%s\": symlink: %m", path);
         if (fchownat(parent_fd, name, (uid_t)archive_entry_uid(e), (gid_t)archive_entry_gid(e),
                      AT_SYMLINK_NOFOLLOW) < 0 &&
             check_perm(u, -errno) < 0)
-                return image_error_set(u->err, -errno, "entry \"%s\": chown: %m", path);
+                return error_set(u->err, -errno, "entry \"%s\": chown: %m", path);
         return set_times_nofollow(u, parent_fd, name, e, path);
 }
 
@@ -468,11 +468,11 @@ static int extract_hardlink(Unpack *u, struct archive_entry *e, int parent_fd, c
         const char *tname;
         int r = image_tar_path_normalize(link, u->limits->max_path, &target, u->err);
         if (r < 0)
-                return image_error_prefix(u->err, r, "entry \"%s\": hard link target", path);
+                return error_prefix(u->err, r, "entry \"%s\": hard link target", path);
         if (streq(target, path))
                 return 0;
         if (streq(target, "."))
-                return image_error_set(u->err, -EINVAL, "entry \"%s\": hard link to the root",
+                return error_set(u->err, -EINVAL, "entry \"%s\": hard link to the root",
                                        path);
         r = split_path(target, &tparent, &tname);
         if (r < 0)
@@ -485,25 +485,25 @@ static int extract_hardlink(Unpack *u, struct archive_entry *e, int parent_fd, c
                 tfd = openat2_in_root(u->root_fd, tparent, O_PATH | O_DIRECTORY,
                                       RESOLVE_NO_SYMLINKS);
         if (tfd < 0)
-                return image_error_set(u->err, tfd == -EXDEV ? -ELOOP : tfd,
+                return error_set(u->err, tfd == -EXDEV ? -ELOOP : tfd,
                                        "entry \"%s\": hard link target \"%s\" cannot be "
                                        "resolved inside the layer: %s", path, target,
                                        strerror(tfd == -EXDEV ? ELOOP : -tfd));
         struct stat st;
         if (fstatat(tfd, tname, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return image_error_set(u->err, -errno,
+                return error_set(u->err, -errno,
                                        "entry \"%s\": hard link target \"%s\" does not exist in "
                                        "the layer", path, target);
         if (S_ISDIR(st.st_mode))
-                return image_error_set(u->err, -EPERM,
+                return error_set(u->err, -EPERM,
                                        "entry \"%s\": hard link to directory \"%s\"", path, target);
         r = clear_slot(parent_fd, name, false);
         if (r < 0)
-                return image_error_set(u->err, r, "entry \"%s\": cannot replace: %s", path,
+                return error_set(u->err, r, "entry \"%s\": cannot replace: %s", path,
                                        strerror(-r));
         /* No AT_SYMLINK_FOLLOW: a link to a symlink links the symlink itself. */
         if (linkat(tfd, tname, parent_fd, name, 0) < 0)
-                return image_error_set(u->err, -errno, "entry \"%s\": link to \"%s\": %m", path,
+                return error_set(u->err, -errno, "entry \"%s\": link to \"%s\": %m", path,
                                        target);
         return 0;
 }
@@ -512,7 +512,7 @@ static int extract_node(Unpack *u, struct archive_entry *e, int parent_fd, const
                         const char *path, mode_t type) {
         int r = clear_slot(parent_fd, name, false);
         if (r < 0)
-                return image_error_set(u->err, r, "entry \"%s\": cannot replace: %s", path,
+                return error_set(u->err, r, "entry \"%s\": cannot replace: %s", path,
                                        strerror(-r));
         dev_t dev = type == S_IFIFO ? 0 : makedev(archive_entry_rdevmajor(e),
                                                   archive_entry_rdevminor(e));
@@ -522,14 +522,14 @@ static int extract_node(Unpack *u, struct archive_entry *e, int parent_fd, const
                         log_debug("Skipping device node \"%s\": %s", path, strerror(-r));
                         return 0;
                 }
-                return image_error_set(u->err, r, "entry \"%s\": mknod: %s", path, strerror(-r));
+                return error_set(u->err, r, "entry \"%s\": mknod: %s", path, strerror(-r));
         }
         if (fchownat(parent_fd, name, (uid_t)archive_entry_uid(e), (gid_t)archive_entry_gid(e),
                      AT_SYMLINK_NOFOLLOW) < 0 &&
             check_perm(u, -errno) < 0)
-                return image_error_set(u->err, -errno, "entry \"%s\": chown: %m", path);
+                return error_set(u->err, -errno, "entry \"%s\": chown: %m", path);
         if (fchmodat(parent_fd, name, archive_entry_perm(e) & 07777, 0) < 0)
-                return image_error_set(u->err, -errno, "entry \"%s\": chmod: %m", path);
+                return error_set(u->err, -errno, "entry \"%s\": chmod: %m", path);
         return set_times_nofollow(u, parent_fd, name, e, path);
 }
 
@@ -537,9 +537,9 @@ static int extract_whiteout(Unpack *u, int parent_fd, const char *name, const ch
         if (streq(name, WHITEOUT_OPAQUE)) {
                 _cleanup_close_ int fd = openat(parent_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (fd < 0)
-                        return image_error_set(u->err, -errno, "entry \"%s\": %m", path);
+                        return error_set(u->err, -errno, "entry \"%s\": %m", path);
                 if (fsetxattr(fd, OVERLAY_OPAQUE_XATTR, "y", 1, 0) < 0)
-                        return image_error_set(u->err, -errno,
+                        return error_set(u->err, -errno,
                                                "entry \"%s\": cannot mark the directory opaque "
                                                "(needs CAP_SYS_ADMIN and trusted xattrs): %m",
                                                path);
@@ -549,13 +549,13 @@ static int extract_whiteout(Unpack *u, int parent_fd, const char *name, const ch
         if (startswith(name, WHITEOUT_PREFIX WHITEOUT_PREFIX))
                 return 0; /* other AUFS metadata (.wh..wh.plnk, ...) carries nothing for us */
         if (isempty(target) || streq(target, ".") || streq(target, ".."))
-                return image_error_set(u->err, -EINVAL, "entry \"%s\": invalid whiteout", path);
+                return error_set(u->err, -EINVAL, "entry \"%s\": invalid whiteout", path);
         int r = clear_slot(parent_fd, target, false);
         if (r < 0)
-                return image_error_set(u->err, r, "entry \"%s\": cannot replace: %s", path,
+                return error_set(u->err, r, "entry \"%s\": cannot replace: %s", path,
                                        strerror(-r));
         if (mknodat(parent_fd, target, S_IFCHR | 0, makedev(0, 0)) < 0)
-                return image_error_set(u->err, -errno,
+                return error_set(u->err, -errno,
                                        "entry \"%s\": cannot create overlay whiteout (needs "
                                        "CAP_MKNOD): %m", path);
         return 0;
@@ -618,10 +618,10 @@ static int apply_dir_times(Unpack *u) {
                 if (fd == -ENOENT || fd == -ENOTDIR)
                         continue; /* replaced by a later entry */
                 if (fd < 0)
-                        return image_error_set(u->err, fd, "entry \"%s\": %s", d->path,
+                        return error_set(u->err, fd, "entry \"%s\": %s", d->path,
                                                strerror(-fd));
                 if (futimens(fd, d->ts) < 0)
-                        return image_error_set(u->err, -errno, "entry \"%s\": set times: %m",
+                        return error_set(u->err, -errno, "entry \"%s\": set times: %m",
                                                d->path);
         }
         return 0;
@@ -660,14 +660,14 @@ static int unpack_run(Unpack *u, const char *blob_digest, const char *diff_id) {
         if (archive_read_open(u->decomp, u, NULL, blob_read, NULL) != ARCHIVE_OK ||
             archive_read_next_header(u->decomp, &e) != ARCHIVE_OK) {
                 const char *m = archive_error_string(u->decomp);
-                return image_error_set(u->err, -EBADMSG, "cannot read layer: %s",
+                return error_set(u->err, -EBADMSG, "cannot read layer: %s",
                                        m ? m : "empty or unrecognised data");
         }
         (void)archive_read_support_format_tar(tar);
         (void)archive_read_support_format_gnutar(tar);
         if (archive_read_open(tar, u, NULL, tar_read, NULL) != ARCHIVE_OK) {
                 const char *m = archive_error_string(tar);
-                return image_error_set(u->err, -EBADMSG, "layer is not a tar archive: %s",
+                return error_set(u->err, -EBADMSG, "layer is not a tar archive: %s",
                                        m ? m : "unknown error");
         }
         for (;;) {
@@ -678,14 +678,14 @@ static int unpack_run(Unpack *u, const char *blob_digest, const char *diff_id) {
                         const char *m = archive_error_string(tar);
                         if (u->pull_error)
                                 return u->pull_error;
-                        return image_error_set(u->err, -EBADMSG,
+                        return error_set(u->err, -EBADMSG,
                                                "layer is not a valid tar archive (after %llu "
                                                "entries): %s",
                                                (unsigned long long)u->entries,
                                                m ? m : "unknown error");
                 }
                 if (++u->entries > u->limits->max_entries)
-                        return image_error_set(u->err, -E2BIG,
+                        return error_set(u->err, -E2BIG,
                                                "layer has more than %llu entries (limit)",
                                                (unsigned long long)u->limits->max_entries);
                 r = extract_entry(u, tar, e);
@@ -711,7 +711,7 @@ static int unpack_run(Unpack *u, const char *blob_digest, const char *diff_id) {
                 const void *b;
                 la_ssize_t n = blob_read(u->decomp, u, &b);
                 if (n < 0)
-                        return image_error_set(u->err, -EIO, "reading layer blob: %s",
+                        return error_set(u->err, -EIO, "reading layer blob: %s",
                                                archive_error_string(u->decomp));
                 if (n == 0)
                         break;
@@ -721,7 +721,7 @@ static int unpack_run(Unpack *u, const char *blob_digest, const char *diff_id) {
                 if ((r = sha256_final_digest(u->blob_md, got)) < 0)
                         return r;
                 if (!streq(got, blob_digest))
-                        return image_error_set(u->err, -EBADMSG,
+                        return error_set(u->err, -EBADMSG,
                                                "layer blob digest mismatch: expected %s, got %s",
                                                blob_digest, got);
         }
@@ -729,7 +729,7 @@ static int unpack_run(Unpack *u, const char *blob_digest, const char *diff_id) {
                 if ((r = sha256_final_digest(u->diff_md, got)) < 0)
                         return r;
                 if (!streq(got, diff_id))
-                        return image_error_set(u->err, -EBADMSG,
+                        return error_set(u->err, -EBADMSG,
                                                "layer content does not match its diff ID: "
                                                "expected %s, got %s", diff_id, got);
         }
@@ -739,7 +739,7 @@ static int unpack_run(Unpack *u, const char *blob_digest, const char *diff_id) {
 }
 
 int image_layer_unpack(int blob_fd, int root_fd, const char *blob_digest, const char *diff_id,
-                       const ImageLimits *limits, uint64_t *budget, ImageError *err) {
+                       const ImageLimits *limits, uint64_t *budget, Error *err) {
         ImageLimits def;
         if (!limits) {
                 image_limits_default(&def);
@@ -756,7 +756,7 @@ int image_layer_unpack(int blob_fd, int root_fd, const char *blob_digest, const 
         u->root = geteuid() == 0;
         int r = unpack_run(u, blob_digest, diff_id);
         if (r < 0 && err && !err->message[0])
-                (void)image_error_set(err, r, "unpacking layer: %s", strerror(-r));
+                (void)error_set(err, r, "unpacking layer: %s", strerror(-r));
         unpack_done(u);
         free(u);
         return r;

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "image-error.h"
+#include "error.h"
 
 typedef struct ImageLimits {
         uint64_t max_layer_size; /* decompressed bytes per layer */
@@ -33,7 +33,7 @@ void image_limits_default(ImageLimits *ret);
 /* Lexical check of a tar entry path: refuses empty and absolute paths, ".."
  * components, over-long paths or components and over-deep nesting; returns
  * the path without "./", "." and repeated slashes ("." for the root). */
-int image_tar_path_normalize(const char *path, size_t max_path, char **ret, ImageError *err);
+int image_tar_path_normalize(const char *path, size_t max_path, char **ret, Error *err);
 
 /* Unpacks the layer read from blob_fd into the directory root_fd. When
  * blob_digest / diff_id are given, the compressed and decompressed streams
@@ -41,7 +41,7 @@ int image_tar_path_normalize(const char *path, size_t max_path, char **ret, Imag
  * size and enforced as the remaining total. On failure root_fd holds a
  * partial tree the caller removes (it unpacks into a temporary directory). */
 int image_layer_unpack(int blob_fd, int root_fd, const char *blob_digest, const char *diff_id,
-                       const ImageLimits *limits, uint64_t *budget, ImageError *err);
+                       const ImageLimits *limits, uint64_t *budget, Error *err);
 
 /* ChainID(L0) = DiffID(L0); ChainID(Ln) = sha256(ChainID(Ln-1) + " " + DiffID(Ln)).
  * Returns a NULL-terminated vector of "sha256:<hex>", one per diff ID. */

@@ -66,7 +66,7 @@ typedef struct TmpLayer {
 
 typedef struct Load {
         ImageStore *s;
-        ImageError *err;
+        Error *err;
         int stage_fd;
         char *stage_name;
         Staged *items;
@@ -122,7 +122,7 @@ static Staged *staged_add(Load *l) {
 static int count_staged(Load *l, uint64_t n) {
         uint64_t max = l->s->limits.max_total_size;
         if (n > max || l->total > max - n)
-                return image_error_set(l->err, -EFBIG, "archive is larger than the %llu byte limit",
+                return error_set(l->err, -EFBIG, "archive is larger than the %llu byte limit",
                                        (unsigned long long)max);
         l->total += n;
         return 0;
@@ -137,7 +137,7 @@ static int stage_data(Load *l, struct archive *a, const void *buf, size_t size, 
                                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         int r;
         if (fd < 0)
-                return image_error_set(l->err, -errno, "cannot write to the staging directory: %m");
+                return error_set(l->err, -errno, "cannot write to the staging directory: %m");
         if ((r = sha256_new(&md)) < 0)
                 return r;
         st->size = 0;
@@ -151,7 +151,7 @@ static int stage_data(Load *l, struct archive *a, const void *buf, size_t size, 
                                 break;
                         if (q < ARCHIVE_WARN) {
                                 const char *m = archive_error_string(a);
-                                return image_error_set(l->err, -EBADMSG,
+                                return error_set(l->err, -EBADMSG,
                                                        "archive entry \"%s\" is truncated or "
                                                        "corrupt: %s", strna(st->path),
                                                        m ? m : "read error");
@@ -159,7 +159,7 @@ static int stage_data(Load *l, struct archive *a, const void *buf, size_t size, 
                         if (off >= 0 && (uint64_t)off != st->size) {
                                 /* Sparse entry: fill the hole explicitly. */
                                 if ((uint64_t)off < st->size)
-                                        return image_error_set(l->err, -EBADMSG,
+                                        return error_set(l->err, -EBADMSG,
                                                                "archive entry \"%s\": bad offset",
                                                                strna(st->path));
                                 if ((r = count_staged(l, (uint64_t)off - st->size)) < 0)
@@ -177,7 +177,7 @@ static int stage_data(Load *l, struct archive *a, const void *buf, size_t size, 
                 if ((r = count_staged(l, sz)) < 0)
                         return r;
                 if ((r = write_all(fd, b, sz)) < 0)
-                        return image_error_set(l->err, r, "cannot write to the staging directory: %s",
+                        return error_set(l->err, r, "cannot write to the staging directory: %s",
                                                strerror(-r));
                 if ((r = sha256_update(md, b, sz)) < 0)
                         return r;
@@ -264,24 +264,24 @@ static int stage_archive(Load *l, int fd) {
         (void)archive_read_support_format_tar(a);
         (void)archive_read_support_format_gnutar(a);
         if (archive_read_open_fd(a, fd, 128 * 1024) != ARCHIVE_OK)
-                return image_error_set(l->err, -EBADMSG, "cannot read the archive: %s",
+                return error_set(l->err, -EBADMSG, "cannot read the archive: %s",
                                        strna(archive_error_string(a)));
         for (;;) {
                 r = archive_read_next_header(a, &e);
                 if (r == ARCHIVE_EOF)
                         break;
                 if (r < ARCHIVE_WARN)
-                        return image_error_set(l->err, -EBADMSG,
+                        return error_set(l->err, -EBADMSG,
                                                "not a valid (tar, tar.gz or tar.zst) image "
                                                "archive: %s", strna(archive_error_string(a)));
                 if (++entries > MAX_ARCHIVE_ENTRIES)
-                        return image_error_set(l->err, -E2BIG, "archive has too many entries");
+                        return error_set(l->err, -E2BIG, "archive has too many entries");
                 _cleanup_free_ char *path = NULL;
                 const char *raw = archive_entry_pathname(e);
                 r = image_tar_path_normalize(raw ? raw : archive_entry_pathname_utf8(e),
                                              IMAGE_DEFAULT_MAX_PATH, &path, l->err);
                 if (r < 0)
-                        return image_error_prefix(l->err, r, "image archive");
+                        return error_prefix(l->err, r, "image archive");
                 /* Every entry's declared (logical) size counts before any of
                  * it is read: the holes of a sparse entry are written out when
                  * it is staged, and the data of an entry skipped here is still
@@ -289,7 +289,7 @@ static int stage_archive(Load *l, int fd) {
                 uint64_t size = archive_entry_size(e) > 0 ? (uint64_t)archive_entry_size(e) : 0;
                 uint64_t max = l->s->limits.max_total_size;
                 if (size > max || l->declared > max - size)
-                        return image_error_set(l->err, -EFBIG,
+                        return error_set(l->err, -EFBIG,
                                                "archive entry \"%s\" (%llu bytes) makes the "
                                                "archive larger than the %llu byte limit",
                                                path, (unsigned long long)size,
@@ -299,7 +299,7 @@ static int stage_archive(Load *l, int fd) {
                 if (hard) {
                         Staged *t = staged_find(l, hard);
                         if (!t)
-                                return image_error_set(l->err, -EBADMSG,
+                                return error_set(l->err, -EBADMSG,
                                                        "archive entry \"%s\": hard link to "
                                                        "missing \"%s\"", path, hard);
                         Staged copy = *t;
@@ -354,15 +354,15 @@ static int blob_get(Load *l, const ImageDescriptor *d, const char *what, Staged 
                 if (l->items[i].file && streq(l->items[i].digest, d->digest))
                         st = &l->items[i];
         if (!st)
-                return image_error_set(l->err, -ENOENT,
+                return error_set(l->err, -ENOENT,
                                        "%s %s is missing from the archive (no \"%s\")", what,
                                        d->digest, p);
         if (!streq(st->digest, d->digest))
-                return image_error_set(l->err, -EBADMSG,
+                return error_set(l->err, -EBADMSG,
                                        "%s %s: digest mismatch (content hashes to %s)", what,
                                        d->digest, st->digest);
         if (d->size >= 0 && (uint64_t)d->size != st->size)
-                return image_error_set(l->err, -EBADMSG,
+                return error_set(l->err, -EBADMSG,
                                        "%s %s: size mismatch (descriptor says %lld, blob has "
                                        "%llu bytes)", what, d->digest, (long long)d->size,
                                        (unsigned long long)st->size);
@@ -373,15 +373,15 @@ static int blob_get(Load *l, const ImageDescriptor *d, const char *what, Staged 
 static int staged_read(Load *l, Staged *st, char **ret, size_t *ret_size) {
         int r = read_full_file_at(l->stage_fd, st->file, IMAGE_JSON_MAX, ret, ret_size);
         if (r < 0)
-                return image_error_set(l->err, r, "\"%s\": %s", strna(st->path), strerror(-r));
+                return error_set(l->err, r, "\"%s\": %s", strna(st->path), strerror(-r));
         return 0;
 }
 
-static int add_name(char ***names, const char *raw, ImageError *err) {
+static int add_name(char ***names, const char *raw, Error *err) {
         _cleanup_free_ char *n = NULL;
         int r = image_ref_normalize(raw, &n, err);
         if (r < 0)
-                return image_error_prefix(err, r, "image name in the archive");
+                return error_prefix(err, r, "image name in the archive");
         if (strv_contains(*names, n))
                 return 0;
         return strv_consume(names, TAKE_PTR(n));
@@ -420,7 +420,7 @@ static int image_add(Load *l, const ImageDescriptor *desc, Staged *mst, char **n
             (r = image_config_parse(cdata, csize, &im.config, l->err)) < 0)
                 goto fail;
         if (strv_length(im.config.diff_ids) != im.manifest.n_layers) {
-                r = image_error_set(l->err, -EBADMSG,
+                r = error_set(l->err, -EBADMSG,
                                     "manifest has %zu layers but its config lists %zu diff IDs",
                                     im.manifest.n_layers, strv_length(im.config.diff_ids));
                 goto fail;
@@ -445,7 +445,7 @@ fail:
         image_config_done(&im.config);
         strv_free(im.chain_ids);
         strv_free(im.names);
-        return image_error_prefix(l->err, r, "image %s", mst->digest);
+        return error_prefix(l->err, r, "image %s", mst->digest);
 }
 
 static int oci_descriptor(Load *l, const ImageDescriptor *d, char **names, int depth) {
@@ -458,7 +458,7 @@ static int oci_descriptor(Load *l, const ImageDescriptor *d, char **names, int d
                 size_t size, n = 0;
                 ImageDescriptor *ds = NULL;
                 if (depth > 2)
-                        return image_error_set(l->err, -ELOOP, "image indexes nested too deep");
+                        return error_set(l->err, -ELOOP, "image indexes nested too deep");
                 if ((r = staged_read(l, st, &data, &size)) < 0 ||
                     (r = image_index_parse(data, size, &ds, &n, l->err)) < 0)
                         return r;
@@ -471,7 +471,7 @@ static int oci_descriptor(Load *l, const ImageDescriptor *d, char **names, int d
                         if (!ds[i].architecture)
                                 pick = &ds[i];
                 if (!pick)
-                        r = image_error_set(l->err, -ENOENT,
+                        r = error_set(l->err, -ENOENT,
                                             "image index %s has no manifest for linux/%s",
                                             d->digest, HOST_ARCH);
                 else
@@ -480,7 +480,7 @@ static int oci_descriptor(Load *l, const ImageDescriptor *d, char **names, int d
                 return r;
         }
         if (d->media_type && !image_media_type_is_manifest(d->media_type))
-                return image_error_set(l->err, -EMEDIUMTYPE,
+                return error_set(l->err, -EMEDIUMTYPE,
                                        "unsupported manifest media type \"%s\"", d->media_type);
         return image_add(l, d, st, names);
 }
@@ -493,9 +493,9 @@ static int load_oci(Load *l, Staged *index_st) {
 
         if ((r = staged_read(l, index_st, &data, &size)) < 0 ||
             (r = image_index_parse(data, size, &ds, &n, l->err)) < 0)
-                return image_error_prefix(l->err, r, "index.json");
+                return error_prefix(l->err, r, "index.json");
         if (n == 0)
-                r = image_error_set(l->err, -ENOENT, "index.json lists no image");
+                r = error_set(l->err, -ENOENT, "index.json lists no image");
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 _cleanup_strv_free_ char **names = calloc(1, sizeof(char *));
                 if (!names) {
@@ -535,7 +535,7 @@ static int load_docker(Load *l, Staged *mj) {
             (r = image_docker_save_parse(data, size, &d, &n, l->err)) < 0)
                 return r;
         if (n == 0)
-                r = image_error_set(l->err, -ENOENT, "manifest.json lists no image");
+                r = error_set(l->err, -ENOENT, "manifest.json lists no image");
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 _cleanup_strv_free_ char **names = calloc(1, sizeof(char *));
                 _cleanup_json_ json_t *layers = json_array();
@@ -547,7 +547,7 @@ static int load_docker(Load *l, Staged *mj) {
                         break;
                 }
                 if (!cst) {
-                        r = image_error_set(l->err, -ENOENT,
+                        r = error_set(l->err, -ENOENT,
                                             "manifest.json: config \"%s\" is missing from the "
                                             "archive", d[i].config);
                         break;
@@ -560,7 +560,7 @@ static int load_docker(Load *l, Staged *mj) {
                         if (r < 0)
                                 break;
                         if (!lst) {
-                                r = image_error_set(l->err, -ENOENT,
+                                r = error_set(l->err, -ENOENT,
                                                     "manifest.json: layer \"%s\" is missing "
                                                     "from the archive", *p);
                                 break;
@@ -610,7 +610,7 @@ static int unpack_layers(Load *l) {
                                 return r;
                         _cleanup_close_ int fd = openat(l->stage_fd, st->file, O_RDONLY | O_CLOEXEC);
                         if (fd < 0)
-                                return image_error_set(l->err, -errno, "staged layer: %m");
+                                return error_set(l->err, -errno, "staged layer: %m");
                         TmpLayer *n = reallocarray(l->tmps, l->n_tmps + 1, sizeof(TmpLayer));
                         if (!n)
                                 return -ENOMEM;
@@ -622,7 +622,7 @@ static int unpack_layers(Load *l) {
                                                    chain, &budget, &n[l->n_tmps].tmp, l->err);
                         if (r < 0) {
                                 free(n[l->n_tmps].chain_id);
-                                return image_error_prefix(l->err, r, "image %s",
+                                return error_prefix(l->err, r, "image %s",
                                                           im->desc.digest);
                         }
                         l->n_tmps++;
@@ -641,7 +641,7 @@ static int commit_blob(Load *l, const char *digest, const char *file) {
         }
         if (renameat(l->stage_fd, file, l->s->blobs_fd, digest + 7) < 0 &&
             faccessat(l->s->blobs_fd, digest + 7, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
-                return image_error_set(l->err, -errno, "cannot store blob %s: %m", digest);
+                return error_set(l->err, -errno, "cannot store blob %s: %m", digest);
         return 0;
 }
 
@@ -697,7 +697,7 @@ static int commit(Load *l, char ***ret_names) {
         return 0;
 }
 
-int image_store_load_fd(ImageStore *s, int fd, char ***ret_names, ImageError *err) {
+int image_store_load_fd(ImageStore *s, int fd, char ***ret_names, Error *err) {
         _cleanup_close_ int gc = -EBADF;
         Load l = { .s = s, .err = err, .stage_fd = -EBADF };
         char rnd[17];
@@ -709,13 +709,13 @@ int image_store_load_fd(ImageStore *s, int fd, char ***ret_names, ImageError *er
         if (!l.stage_name)
                 return -ENOMEM;
         if (mkdirat(s->images_fd, l.stage_name, 0700) < 0) {
-                r = image_error_set(err, -errno, "cannot create staging directory: %m");
+                r = error_set(err, -errno, "cannot create staging directory: %m");
                 free(l.stage_name);
                 return r;
         }
         l.stage_fd = openat(s->images_fd, l.stage_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (l.stage_fd < 0) {
-                r = image_error_set(err, -errno, "cannot open staging directory: %m");
+                r = error_set(err, -errno, "cannot open staging directory: %m");
                 goto out;
         }
         if ((r = stage_archive(&l, fd)) < 0)
@@ -726,7 +726,7 @@ int image_store_load_fd(ImageStore *s, int fd, char ***ret_names, ImageError *er
         else if (idx)
                 r = load_oci(&l, idx);
         else
-                r = image_error_set(err, -EBADMSG,
+                r = error_set(err, -EBADMSG,
                                     "not an image archive: neither index.json (OCI) nor "
                                     "manifest.json (docker save) found");
         if (r < 0)
@@ -739,14 +739,14 @@ out:
         return r;
 }
 
-int image_store_load(ImageStore *s, const char *path, char ***ret_names, ImageError *err) {
+int image_store_load(ImageStore *s, const char *path, char ***ret_names, Error *err) {
         if (streq(path, "-"))
                 return image_store_load_fd(s, STDIN_FILENO, ret_names, err);
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
-                return image_error_set(err, -errno, "cannot open \"%s\": %m", path);
+                return error_set(err, -errno, "cannot open \"%s\": %m", path);
         int r = image_store_load_fd(s, fd, ret_names, err);
         if (r < 0)
-                return image_error_prefix(err, r, "loading \"%s\"", path);
+                return error_prefix(err, r, "loading \"%s\"", path);
         return r;
 }

@@ -24,32 +24,32 @@ bool image_media_type_is_manifest(const char *mt) {
 }
 
 static int json_parse(const char *what, const char *data, size_t size, json_t **ret,
-                      ImageError *err) {
+                      Error *err) {
         json_error_t jerr;
         if (size > IMAGE_JSON_MAX)
-                return image_error_set(err, -EFBIG, "%s: larger than %u bytes", what,
+                return error_set(err, -EFBIG, "%s: larger than %u bytes", what,
                                        IMAGE_JSON_MAX);
         json_t *j = json_loadb(data, size, JSON_REJECT_DUPLICATES, &jerr);
         if (!j)
-                return image_error_set(err, -EBADMSG, "%s: invalid JSON at line %d: %s", what,
+                return error_set(err, -EBADMSG, "%s: invalid JSON at line %d: %s", what,
                                        jerr.line, jerr.text);
         *ret = j;
         return 0;
 }
 
 static int get_string(json_t *obj, const char *key, bool required, const char *what,
-                      char **ret, ImageError *err) {
+                      char **ret, Error *err) {
         json_t *v = json_object_get(obj, key);
         if (!v || json_is_null(v)) {
                 if (required)
-                        return image_error_set(err, -EBADMSG, "%s: missing \"%s\"", what, key);
+                        return error_set(err, -EBADMSG, "%s: missing \"%s\"", what, key);
                 *ret = NULL;
                 return 0;
         }
         if (!json_is_string(v))
-                return image_error_set(err, -EBADMSG, "%s: \"%s\" is not a string", what, key);
+                return error_set(err, -EBADMSG, "%s: \"%s\" is not a string", what, key);
         if (strlen(json_string_value(v)) != json_string_length(v))
-                return image_error_set(err, -EBADMSG, "%s: \"%s\" contains a NUL byte", what,
+                return error_set(err, -EBADMSG, "%s: \"%s\" contains a NUL byte", what,
                                        key);
         char *s = strdup(json_string_value(v));
         if (!s)
@@ -59,7 +59,7 @@ static int get_string(json_t *obj, const char *key, bool required, const char *w
 }
 
 static int get_strv(json_t *obj, const char *key, const char *what, char ***ret,
-                    ImageError *err) {
+                    Error *err) {
         json_t *v = json_object_get(obj, key);
         _cleanup_strv_free_ char **l = NULL;
         size_t i;
@@ -69,14 +69,14 @@ static int get_strv(json_t *obj, const char *key, const char *what, char ***ret,
         if (!v || json_is_null(v))
                 return 0;
         if (!json_is_array(v))
-                return image_error_set(err, -EBADMSG, "%s: \"%s\" is not an array", what, key);
+                return error_set(err, -EBADMSG, "%s: \"%s\" is not an array", what, key);
         l = calloc(1, sizeof(char *));
         if (!l)
                 return -ENOMEM;
         json_array_foreach(v, i, e) {
                 if (!json_is_string(e) ||
                     strlen(json_string_value(e)) != json_string_length(e))
-                        return image_error_set(err, -EBADMSG,
+                        return error_set(err, -EBADMSG,
                                                "%s: \"%s\"[%zu] is not a string", what, key, i);
                 if (strv_extend(&l, json_string_value(e)) < 0)
                         return -ENOMEM;
@@ -87,7 +87,7 @@ static int get_strv(json_t *obj, const char *key, const char *what, char ***ret,
 
 /* Keys of an object ({"80/tcp": {}}), sorted. */
 static int get_keys(json_t *obj, const char *key, const char *what, char ***ret,
-                    ImageError *err) {
+                    Error *err) {
         json_t *v = json_object_get(obj, key);
         _cleanup_strv_free_ char **l = NULL;
         const char *k;
@@ -97,7 +97,7 @@ static int get_keys(json_t *obj, const char *key, const char *what, char ***ret,
         if (!v || json_is_null(v))
                 return 0;
         if (!json_is_object(v))
-                return image_error_set(err, -EBADMSG, "%s: \"%s\" is not an object", what, key);
+                return error_set(err, -EBADMSG, "%s: \"%s\" is not an object", what, key);
         l = calloc(1, sizeof(char *));
         if (!l)
                 return -ENOMEM;
@@ -128,19 +128,19 @@ void image_descriptors_free(ImageDescriptor *d, size_t n) {
         free(d);
 }
 
-static int descriptor_parse(json_t *j, const char *what, ImageDescriptor *ret, ImageError *err) {
+static int descriptor_parse(json_t *j, const char *what, ImageDescriptor *ret, Error *err) {
         ImageDescriptor d = { .size = -1 };
         int r;
 
         if (!json_is_object(j))
-                return image_error_set(err, -EBADMSG, "%s: descriptor is not an object", what);
+                return error_set(err, -EBADMSG, "%s: descriptor is not an object", what);
         r = get_string(j, "mediaType", false, what, &d.media_type, err);
         if (r >= 0)
                 r = get_string(j, "digest", true, what, &d.digest, err);
         if (r < 0)
                 goto fail;
         if (!image_digest_is_valid(d.digest)) {
-                r = image_error_set(err, -EBADMSG,
+                r = error_set(err, -EBADMSG,
                                     "%s: unsupported or malformed digest \"%s\" (need sha256:<64 "
                                     "lowercase hex>)", what, d.digest);
                 goto fail;
@@ -148,7 +148,7 @@ static int descriptor_parse(json_t *j, const char *what, ImageDescriptor *ret, I
         json_t *size = json_object_get(j, "size");
         if (size) {
                 if (!json_is_integer(size) || json_integer_value(size) < 0) {
-                        r = image_error_set(err, -EBADMSG, "%s: \"size\" is not a size", what);
+                        r = error_set(err, -EBADMSG, "%s: \"size\" is not a size", what);
                         goto fail;
                 }
                 d.size = json_integer_value(size);
@@ -180,13 +180,13 @@ fail:
 }
 
 int image_index_parse(const char *json, size_t size, ImageDescriptor **ret, size_t *ret_n,
-                      ImageError *err) {
+                      Error *err) {
         _cleanup_json_ json_t *j = NULL;
         int r = json_parse("image index", json, size, &j, err);
         if (r < 0)
                 return r;
         if (!json_is_object(j))
-                return image_error_set(err, -EBADMSG, "image index: not a JSON object");
+                return error_set(err, -EBADMSG, "image index: not a JSON object");
         json_t *m = json_object_get(j, "manifests");
         if (!m || json_is_null(m)) {
                 *ret = NULL;
@@ -194,10 +194,10 @@ int image_index_parse(const char *json, size_t size, ImageDescriptor **ret, size
                 return 0;
         }
         if (!json_is_array(m))
-                return image_error_set(err, -EBADMSG, "image index: \"manifests\" is not an array");
+                return error_set(err, -EBADMSG, "image index: \"manifests\" is not an array");
         size_t n = json_array_size(m);
         if (n > 4096)
-                return image_error_set(err, -E2BIG, "image index: more than 4096 manifests");
+                return error_set(err, -E2BIG, "image index: more than 4096 manifests");
         ImageDescriptor *d = calloc(n ? n : 1, sizeof(ImageDescriptor));
         if (!d)
                 return -ENOMEM;
@@ -224,24 +224,24 @@ void image_manifest_done(ImageManifest *m) {
         *m = (ImageManifest){};
 }
 
-int image_manifest_parse(const char *json, size_t size, ImageManifest *ret, ImageError *err) {
+int image_manifest_parse(const char *json, size_t size, ImageManifest *ret, Error *err) {
         _cleanup_json_ json_t *j = NULL;
         ImageManifest m = {};
         int r = json_parse("image manifest", json, size, &j, err);
         if (r < 0)
                 return r;
         if (!json_is_object(j))
-                return image_error_set(err, -EBADMSG, "image manifest: not a JSON object");
+                return error_set(err, -EBADMSG, "image manifest: not a JSON object");
         json_t *sv = json_object_get(j, "schemaVersion");
         if (!json_is_integer(sv) || json_integer_value(sv) != 2)
-                return image_error_set(err, -EBADMSG,
+                return error_set(err, -EBADMSG,
                                        "image manifest: schemaVersion is not 2 (docker schema 1 "
                                        "manifests are not supported)");
         r = get_string(j, "mediaType", false, "image manifest", &m.media_type, err);
         if (r < 0)
                 return r;
         if (m.media_type && !image_media_type_is_manifest(m.media_type)) {
-                r = image_error_set(err, -EMEDIUMTYPE,
+                r = error_set(err, -EMEDIUMTYPE,
                                     "image manifest: unsupported mediaType \"%s\"", m.media_type);
                 goto fail;
         }
@@ -251,12 +251,12 @@ int image_manifest_parse(const char *json, size_t size, ImageManifest *ret, Imag
                 goto fail;
         json_t *layers = json_object_get(j, "layers");
         if (!json_is_array(layers)) {
-                r = image_error_set(err, -EBADMSG, "image manifest: \"layers\" is not an array");
+                r = error_set(err, -EBADMSG, "image manifest: \"layers\" is not an array");
                 goto fail;
         }
         size_t n = json_array_size(layers);
         if (n > IMAGE_MAX_LAYERS) {
-                r = image_error_set(err, -E2BIG, "image manifest: more than %d layers",
+                r = error_set(err, -E2BIG, "image manifest: more than %d layers",
                                     IMAGE_MAX_LAYERS);
                 goto fail;
         }
@@ -299,7 +299,7 @@ void image_config_done(ImageConfig *c) {
         *c = (ImageConfig){};
 }
 
-int image_config_parse(const char *json, size_t size, ImageConfig *ret, ImageError *err) {
+int image_config_parse(const char *json, size_t size, ImageConfig *ret, Error *err) {
         _cleanup_json_ json_t *j = NULL;
         ImageConfig c = {};
         const char *w = "image config";
@@ -307,7 +307,7 @@ int image_config_parse(const char *json, size_t size, ImageConfig *ret, ImageErr
         if (r < 0)
                 return r;
         if (!json_is_object(j))
-                return image_error_set(err, -EBADMSG, "image config: not a JSON object");
+                return error_set(err, -EBADMSG, "image config: not a JSON object");
         if ((r = get_string(j, "os", false, w, &c.os, err)) < 0 ||
             (r = get_string(j, "architecture", false, w, &c.architecture, err)) < 0 ||
             (r = get_string(j, "created", false, w, &c.created, err)) < 0)
@@ -315,7 +315,7 @@ int image_config_parse(const char *json, size_t size, ImageConfig *ret, ImageErr
         json_t *cfg = json_object_get(j, "config");
         if (cfg && !json_is_null(cfg)) {
                 if (!json_is_object(cfg)) {
-                        r = image_error_set(err, -EBADMSG, "image config: \"config\" is not an object");
+                        r = error_set(err, -EBADMSG, "image config: \"config\" is not an object");
                         goto fail;
                 }
                 w = "image config: config";
@@ -350,23 +350,23 @@ int image_config_parse(const char *json, size_t size, ImageConfig *ret, ImageErr
         }
         json_t *rootfs = json_object_get(j, "rootfs");
         if (!json_is_object(rootfs)) {
-                r = image_error_set(err, -EBADMSG, "image config: missing \"rootfs\"");
+                r = error_set(err, -EBADMSG, "image config: missing \"rootfs\"");
                 goto fail;
         }
         if ((r = get_strv(rootfs, "diff_ids", "image config: rootfs", &c.diff_ids, err)) < 0)
                 goto fail;
         if (!c.diff_ids) {
-                r = image_error_set(err, -EBADMSG, "image config: missing rootfs.diff_ids");
+                r = error_set(err, -EBADMSG, "image config: missing rootfs.diff_ids");
                 goto fail;
         }
         if (strv_length(c.diff_ids) > IMAGE_MAX_LAYERS) {
-                r = image_error_set(err, -E2BIG, "image config: more than %d layers",
+                r = error_set(err, -E2BIG, "image config: more than %d layers",
                                     IMAGE_MAX_LAYERS);
                 goto fail;
         }
         STRV_FOREACH(d, c.diff_ids)
                 if (!image_digest_is_valid(*d)) {
-                        r = image_error_set(err, -EBADMSG,
+                        r = error_set(err, -EBADMSG,
                                             "image config: malformed diff_id \"%s\"", *d);
                         goto fail;
                 }
@@ -387,16 +387,16 @@ void image_docker_save_free(DockerSaveImage *d, size_t n) {
 }
 
 int image_docker_save_parse(const char *json, size_t size, DockerSaveImage **ret,
-                            size_t *ret_n, ImageError *err) {
+                            size_t *ret_n, Error *err) {
         _cleanup_json_ json_t *j = NULL;
         int r = json_parse("manifest.json", json, size, &j, err);
         if (r < 0)
                 return r;
         if (!json_is_array(j))
-                return image_error_set(err, -EBADMSG, "manifest.json: not a JSON array");
+                return error_set(err, -EBADMSG, "manifest.json: not a JSON array");
         size_t n = json_array_size(j);
         if (n > 4096)
-                return image_error_set(err, -E2BIG, "manifest.json: more than 4096 images");
+                return error_set(err, -E2BIG, "manifest.json: more than 4096 images");
         DockerSaveImage *d = calloc(n ? n : 1, sizeof(DockerSaveImage));
         if (!d)
                 return -ENOMEM;
@@ -405,7 +405,7 @@ int image_docker_save_parse(const char *json, size_t size, DockerSaveImage **ret
                 char what[64];
                 (void)snprintf(what, sizeof(what), "manifest.json[%zu]", i);
                 if (!json_is_object(e)) {
-                        r = image_error_set(err, -EBADMSG, "%s: not an object", what);
+                        r = error_set(err, -EBADMSG, "%s: not an object", what);
                         goto fail;
                 }
                 if ((r = get_string(e, "Config", true, what, &d[i].config, err)) < 0 ||
@@ -413,11 +413,11 @@ int image_docker_save_parse(const char *json, size_t size, DockerSaveImage **ret
                     (r = get_strv(e, "Layers", what, &d[i].layers, err)) < 0)
                         goto fail;
                 if (!d[i].layers) {
-                        r = image_error_set(err, -EBADMSG, "%s: missing \"Layers\"", what);
+                        r = error_set(err, -EBADMSG, "%s: missing \"Layers\"", what);
                         goto fail;
                 }
                 if (strv_length(d[i].layers) > IMAGE_MAX_LAYERS) {
-                        r = image_error_set(err, -E2BIG, "%s: more than %d layers", what,
+                        r = error_set(err, -E2BIG, "%s: more than %d layers", what,
                                             IMAGE_MAX_LAYERS);
                         goto fail;
                 }

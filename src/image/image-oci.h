@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "image-error.h"
+#include "error.h"
 
 #define IMAGE_MT_OCI_INDEX "application/vnd.oci.image.index.v1+json"
 #define IMAGE_MT_OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"
@@ -73,11 +73,11 @@ void image_descriptor_done(ImageDescriptor *d);
 void image_descriptors_free(ImageDescriptor *d, size_t n);
 /* index.json or an image index: its "manifests" array. */
 int image_index_parse(const char *json, size_t size, ImageDescriptor **ret, size_t *ret_n,
-                      ImageError *err);
-int image_manifest_parse(const char *json, size_t size, ImageManifest *ret, ImageError *err);
+                      Error *err);
+int image_manifest_parse(const char *json, size_t size, ImageManifest *ret, Error *err);
 void image_manifest_done(ImageManifest *m);
-int image_config_parse(const char *json, size_t size, ImageConfig *ret, ImageError *err);
+int image_config_parse(const char *json, size_t size, ImageConfig *ret, Error *err);
 void image_config_done(ImageConfig *c);
 int image_docker_save_parse(const char *json, size_t size, DockerSaveImage **ret,
-                            size_t *ret_n, ImageError *err);
+                            size_t *ret_n, Error *err);
 void image_docker_save_free(DockerSaveImage *d, size_t n);

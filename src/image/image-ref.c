@@ -113,17 +113,17 @@ void image_ref_done(ImageRef *ref) {
         *ref = (ImageRef){};
 }
 
-int image_ref_parse(const char *s, ImageRef *ret, ImageError *err) {
+int image_ref_parse(const char *s, ImageRef *ret, Error *err) {
         _cleanup_free_ char *name = NULL, *tag = NULL, *digest = NULL, *domain = NULL,
                             *path = NULL;
 
         if (isempty(s))
-                return image_error_set(err, -EINVAL, "invalid reference: empty");
+                return error_set(err, -EINVAL, "invalid reference: empty");
         if (strlen(s) > 4096)
-                return image_error_set(err, -EINVAL, "invalid reference: too long");
+                return error_set(err, -EINVAL, "invalid reference: too long");
         for (const char *p = s; *p; p++)
                 if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
-                        return image_error_set(err, -EINVAL,
+                        return error_set(err, -EINVAL,
                                                "invalid reference \"%s\": contains whitespace or "
                                                "non-ASCII characters", s);
 
@@ -134,11 +134,11 @@ int image_ref_parse(const char *s, ImageRef *ret, ImageError *err) {
         if (at) {
                 const char *d = at + 1;
                 if (!startswith(d, "sha256:"))
-                        return image_error_set(err, -EINVAL,
+                        return error_set(err, -EINVAL,
                                                "invalid reference \"%s\": unsupported digest "
                                                "algorithm (only sha256)", s);
                 if (!image_digest_is_valid(d))
-                        return image_error_set(err, -EINVAL,
+                        return error_set(err, -EINVAL,
                                                "invalid reference \"%s\": digest must be sha256: "
                                                "followed by 64 lowercase hex digits", s);
                 digest = strdup(d);
@@ -150,7 +150,7 @@ int image_ref_parse(const char *s, ImageRef *ret, ImageError *err) {
         if (colon && (!slash || colon > slash)) {
                 *colon = 0;
                 if (!tag_valid(colon + 1))
-                        return image_error_set(err, -EINVAL,
+                        return error_set(err, -EINVAL,
                                                "invalid reference \"%s\": invalid tag \"%s\"", s,
                                                colon + 1);
                 tag = strdup(colon + 1);
@@ -158,9 +158,9 @@ int image_ref_parse(const char *s, ImageRef *ret, ImageError *err) {
                         return -ENOMEM;
         }
         if (isempty(name))
-                return image_error_set(err, -EINVAL, "invalid reference \"%s\": empty name", s);
+                return error_set(err, -EINVAL, "invalid reference \"%s\": empty name", s);
         if (image_hex_is_valid(name))
-                return image_error_set(err, -EINVAL,
+                return error_set(err, -EINVAL,
                                        "invalid reference \"%s\": cannot specify 64-byte "
                                        "hexadecimal strings", s);
 
@@ -191,7 +191,7 @@ int image_ref_parse(const char *s, ImageRef *ret, ImageError *err) {
                         return -ENOMEM;
         }
         if (!domain_valid(domain))
-                return image_error_set(err, -EINVAL,
+                return error_set(err, -EINVAL,
                                        "invalid reference \"%s\": invalid registry host \"%s\"", s,
                                        domain);
         if (streq(domain, "docker.io") && !strchr(path, '/')) {
@@ -207,11 +207,11 @@ int image_ref_parse(const char *s, ImageRef *ret, ImageError *err) {
                 if (!path_component_valid(c, n)) {
                         for (size_t i = 0; i < n; i++)
                                 if (isupper((unsigned char)c[i]))
-                                        return image_error_set(err, -EINVAL,
+                                        return error_set(err, -EINVAL,
                                                                "invalid reference \"%s\": "
                                                                "repository name must be "
                                                                "lowercase", s);
-                        return image_error_set(err, -EINVAL,
+                        return error_set(err, -EINVAL,
                                                "invalid reference \"%s\": invalid repository "
                                                "path component \"%.*s\"", s, (int)n, c);
                 }
@@ -220,7 +220,7 @@ int image_ref_parse(const char *s, ImageRef *ret, ImageError *err) {
                 c = e + 1;
         }
         if (strlen(domain) + 1 + strlen(path) > NAME_MAX_LEN)
-                return image_error_set(err, -EINVAL,
+                return error_set(err, -EINVAL,
                                        "invalid reference \"%s\": repository name must not be "
                                        "more than %d characters", s, NAME_MAX_LEN);
         if (!tag && !digest) {
@@ -247,7 +247,7 @@ char *image_ref_to_string(const ImageRef *ref) {
                          strempty(ref->tag), ref->digest ? "@" : "", strempty(ref->digest));
 }
 
-int image_ref_normalize(const char *s, char **ret, ImageError *err) {
+int image_ref_normalize(const char *s, char **ret, Error *err) {
         ImageRef ref = {};
         int r = image_ref_parse(s, &ref, err);
         if (r < 0)

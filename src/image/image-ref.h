@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 
-#include "image-error.h"
+#include "error.h"
 
 typedef struct ImageRef {
         char *domain; /* "docker.io", "localhost", "host:5000" */
@@ -19,14 +19,14 @@ typedef struct ImageRef {
 
 /* Parses and normalises s. Invalid references fail with -EINVAL and a
  * reason in err ("repository name must be lowercase", ...). */
-int image_ref_parse(const char *s, ImageRef *ret, ImageError *err);
+int image_ref_parse(const char *s, ImageRef *ret, Error *err);
 void image_ref_done(ImageRef *ref);
 /* domain/path[:tag][@digest] */
 char *image_ref_to_string(const ImageRef *ref);
 /* domain/path */
 char *image_ref_repository(const ImageRef *ref);
 /* Parse + to_string in one step. */
-int image_ref_normalize(const char *s, char **ret, ImageError *err);
+int image_ref_normalize(const char *s, char **ret, Error *err);
 
 /* True for "sha256:" followed by exactly 64 lowercase hex digits. */
 bool image_digest_is_valid(const char *digest);

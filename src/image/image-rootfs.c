@@ -41,7 +41,7 @@ typedef struct Merge {
         int dst_root;
         Links *links;
         size_t n_links;
-        ImageError *err;
+        Error *err;
 } Merge;
 
 static int copy_xattrs(int src, int dst) {
@@ -199,25 +199,25 @@ static int merge_dir(Merge *m, int src, int dst, const char *rel) {
                         continue;
                 int r = merge_entry(m, dirfd(d), dst, de->d_name, rel);
                 if (r < 0)
-                        return image_error_set(m->err, r, "copying \"%s%s%s\": %s", rel,
+                        return error_set(m->err, r, "copying \"%s%s%s\": %s", rel,
                                                *rel ? "/" : "", de->d_name, strerror(-r));
         }
         return 0;
 }
 
-int image_rootfs_copy(ImageStore *s, const Image *image, const char *dest_dir, ImageError *err) {
+int image_rootfs_copy(ImageStore *s, const Image *image, const char *dest_dir, Error *err) {
         int r = mkdir_p(dest_dir, 0755);
         if (r < 0)
-                return image_error_set(err, r, "cannot create \"%s\": %s", dest_dir, strerror(-r));
+                return error_set(err, r, "cannot create \"%s\": %s", dest_dir, strerror(-r));
         _cleanup_close_ int dst = open(dest_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dst < 0)
-                return image_error_set(err, -errno, "cannot open \"%s\": %m", dest_dir);
+                return error_set(err, -errno, "cannot open \"%s\": %m", dest_dir);
         for (size_t i = 0; i < image->manifest.n_layers; i++) {
                 Merge m = { .dst_root = dst, .err = err };
                 _cleanup_close_ int src = openat(s->layers_fd, image->chain_ids[i] + 7,
                                                  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (src < 0)
-                        r = image_error_set(err, -errno, "layer %s is not unpacked: %m",
+                        r = error_set(err, -errno, "layer %s is not unpacked: %m",
                                             image->chain_ids[i]);
                 else
                         r = merge_dir(&m, src, dst, "");
@@ -232,7 +232,7 @@ int image_rootfs_copy(ImageStore *s, const Image *image, const char *dest_dir, I
 
 int image_rootfs_mount(ImageStore *s, const char *ref, const char *target, const char *upper_dir,
                        const char *work_dir, ImageRootfsFlags flags, ImageRootfsMode *ret_mode,
-                       ImageError *err) {
+                       Error *err) {
         _cleanup_(image_freep) Image *im = NULL;
         _cleanup_close_ int gc = -EBADF;
         _cleanup_free_ char *opts = NULL;
@@ -246,7 +246,7 @@ int image_rootfs_mount(ImageStore *s, const char *ref, const char *target, const
                 return r;
         if ((r = mkdir_p(target, 0755)) < 0 || (r = mkdir_p(upper_dir, 0755)) < 0 ||
             (r = mkdir_p(work_dir, 0700)) < 0)
-                return image_error_set(err, r, "cannot create rootfs directories: %s",
+                return error_set(err, r, "cannot create rootfs directories: %s",
                                        strerror(-r));
 
         if (!(flags & IMAGE_ROOTFS_FORCE_COPY) && im->manifest.n_layers > 0) {
@@ -266,7 +266,7 @@ int image_rootfs_mount(ImageStore *s, const char *ref, const char *target, const
                 if (!rest || (r = strbuf_append(&opts, &len, &cap, rest, strlen(rest))) < 0)
                         return -ENOMEM;
                 if (strchr(upper_dir, ',') || strchr(work_dir, ',') || strchr(upper_dir, ':'))
-                        return image_error_set(err, -EINVAL,
+                        return error_set(err, -EINVAL,
                                                "overlay directories must not contain ',' or ':'");
                 if (len <= MOUNT_OPTIONS_MAX) {
                         if (mount("overlay", target, "overlay", 0, opts) == 0) {
@@ -276,31 +276,31 @@ int image_rootfs_mount(ImageStore *s, const char *ref, const char *target, const
                         }
                         r = -errno;
                         if (flags & IMAGE_ROOTFS_NO_COPY)
-                                return image_error_set(err, r, "cannot mount overlayfs on \"%s\": %s",
+                                return error_set(err, r, "cannot mount overlayfs on \"%s\": %s",
                                                        target, strerror(-r));
                         log_debug("overlayfs mount failed (%s); copying the layers instead",
                                   strerror(-r));
                 } else if (flags & IMAGE_ROOTFS_NO_COPY)
-                        return image_error_set(err, -E2BIG,
+                        return error_set(err, -E2BIG,
                                                "image has too many layers for one overlayfs mount");
         }
         r = image_rootfs_copy(s, im, upper_dir, err);
         if (r < 0)
                 return r;
         if (mount(upper_dir, target, NULL, MS_BIND | MS_REC, NULL) < 0)
-                return image_error_set(err, -errno, "cannot bind-mount \"%s\" on \"%s\": %m",
+                return error_set(err, -errno, "cannot bind-mount \"%s\" on \"%s\": %m",
                                        upper_dir, target);
         if (ret_mode)
                 *ret_mode = IMAGE_ROOTFS_COPY;
         return 0;
 }
 
-int image_rootfs_umount(const char *target, ImageError *err) {
+int image_rootfs_umount(const char *target, Error *err) {
         if (umount2(target, UMOUNT_NOFOLLOW) == 0)
                 return 0;
         if (errno == EINVAL || errno == ENOENT)
                 return 0; /* not mounted (any more) */
         if (errno == EBUSY && umount2(target, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
                 return 0;
-        return image_error_set(err, -errno, "cannot unmount \"%s\": %m", target);
+        return error_set(err, -errno, "cannot unmount \"%s\": %m", target);
 }

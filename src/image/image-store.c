@@ -35,17 +35,17 @@ ImageStore *image_store_free(ImageStore *s) {
         return NULL;
 }
 
-int store_lock(ImageStore *s, const char *name, int op, int *ret_fd, ImageError *err) {
+int store_lock(ImageStore *s, const char *name, int op, int *ret_fd, Error *err) {
         _cleanup_close_ int fd = openat(s->images_fd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         if (fd < 0)
-                return image_error_set(err, -errno, "cannot open lock file %s/%s: %m",
+                return error_set(err, -errno, "cannot open lock file %s/%s: %m",
                                        s->images_dir, name);
         while (flock(fd, op) < 0) {
                 if (errno == EINTR)
                         continue;
                 if (errno == EWOULDBLOCK)
                         return -EWOULDBLOCK;
-                return image_error_set(err, -errno, "cannot lock %s/%s: %m", s->images_dir, name);
+                return error_set(err, -errno, "cannot lock %s/%s: %m", s->images_dir, name);
         }
         *ret_fd = TAKE_FD(fd);
         return 0;
@@ -74,7 +74,7 @@ static int remove_tmp_entries(int dir_fd, const char *prefix) {
 }
 
 /* Leftovers of a killed writer: only when no writer is active right now. */
-static int store_cleanup_stale(ImageStore *s, ImageError *err) {
+static int store_cleanup_stale(ImageStore *s, Error *err) {
         _cleanup_close_ int lock = -EBADF;
         int r = store_lock(s, GC_LOCK, LOCK_EX | LOCK_NB, &lock, err);
         if (r == -EWOULDBLOCK)
@@ -93,7 +93,7 @@ static int store_cleanup_stale(ImageStore *s, ImageError *err) {
 }
 
 int image_store_open(const char *root_dir, const ImageLimits *limits, ImageStore **ret,
-                     ImageError *err) {
+                     Error *err) {
         _cleanup_(image_store_freep) ImageStore *s = calloc(1, sizeof(ImageStore));
         if (!s)
                 return -ENOMEM;
@@ -112,13 +112,13 @@ int image_store_open(const char *root_dir, const ImageLimits *limits, ImageStore
         if (r >= 0)
                 r = mkdir_p(layers, 0700);
         if (r < 0)
-                return image_error_set(err, r, "cannot create image store under \"%s\": %s",
+                return error_set(err, r, "cannot create image store under \"%s\": %s",
                                        root_dir, strerror(-r));
         s->images_fd = open(s->images_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         s->blobs_fd = open(blobs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         s->layers_fd = open(layers, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (s->images_fd < 0 || s->blobs_fd < 0 || s->layers_fd < 0)
-                return image_error_set(err, -errno, "cannot open image store under \"%s\": %m",
+                return error_set(err, -errno, "cannot open image store under \"%s\": %m",
                                        root_dir);
 
         if (faccessat(s->images_fd, "oci-layout", F_OK, 0) < 0) {
@@ -127,7 +127,7 @@ int image_store_open(const char *root_dir, const ImageLimits *limits, ImageStore
                         return -ENOMEM;
                 r = write_file_atomic(p, oci_layout, strlen(oci_layout), 0644);
                 if (r < 0)
-                        return image_error_set(err, r, "cannot write \"%s\": %s", p,
+                        return error_set(err, r, "cannot write \"%s\": %s", p,
                                                strerror(-r));
         }
         if (faccessat(s->images_fd, "index.json", F_OK, 0) < 0) {
@@ -153,31 +153,31 @@ int image_store_open(const char *root_dir, const ImageLimits *limits, ImageStore
         return 0;
 }
 
-int store_index_load(ImageStore *s, json_t **ret, ImageError *err) {
+int store_index_load(ImageStore *s, json_t **ret, Error *err) {
         _cleanup_free_ char *data = NULL;
         size_t size;
         json_error_t jerr;
         int r = read_full_file_at(s->images_fd, "index.json", IMAGE_JSON_MAX, &data, &size);
         if (r < 0)
-                return image_error_set(err, r, "cannot read %s/index.json: %s", s->images_dir,
+                return error_set(err, r, "cannot read %s/index.json: %s", s->images_dir,
                                        strerror(-r));
         json_t *j = json_loadb(data, size, 0, &jerr);
         if (!j || !json_is_object(j) || !json_is_array(json_object_get(j, "manifests"))) {
                 json_decref(j);
-                return image_error_set(err, -EBADMSG, "%s/index.json is corrupt", s->images_dir);
+                return error_set(err, -EBADMSG, "%s/index.json is corrupt", s->images_dir);
         }
         *ret = j;
         return 0;
 }
 
-int store_index_save(ImageStore *s, json_t *index, ImageError *err) {
+int store_index_save(ImageStore *s, json_t *index, Error *err) {
         _cleanup_free_ char *data = json_dumps(index, JSON_INDENT(2));
         _cleanup_free_ char *p = strprintf("%s/index.json", s->images_dir);
         if (!data || !p)
                 return -ENOMEM;
         int r = write_file_atomic(p, data, strlen(data), 0644);
         if (r < 0)
-                return image_error_set(err, r, "cannot write \"%s\": %s", p, strerror(-r));
+                return error_set(err, r, "cannot write \"%s\": %s", p, strerror(-r));
         return 0;
 }
 
@@ -235,23 +235,23 @@ int store_index_add(json_t *index, const ImageDescriptor *m, const char *name) {
 }
 
 int store_blob_read(ImageStore *s, const char *digest, char **ret, size_t *ret_size,
-                    ImageError *err) {
+                    Error *err) {
         _cleanup_free_ char *data = NULL;
         size_t size;
         char got[72];
         _cleanup_md_ EVP_MD_CTX *md = NULL;
 
         if (!image_digest_is_valid(digest))
-                return image_error_set(err, -EINVAL, "invalid digest \"%s\"", strna(digest));
+                return error_set(err, -EINVAL, "invalid digest \"%s\"", strna(digest));
         int r = read_full_file_at(s->blobs_fd, digest + 7, IMAGE_JSON_MAX, &data, &size);
         if (r < 0)
-                return image_error_set(err, r, "blob %s: %s", digest,
+                return error_set(err, r, "blob %s: %s", digest,
                                        r == -ENOENT ? "missing from the store" : strerror(-r));
         if ((r = sha256_new(&md)) < 0 || (r = sha256_update(md, data, size)) < 0 ||
             (r = sha256_final_digest(md, got)) < 0)
                 return r;
         if (!streq(got, digest))
-                return image_error_set(err, -EBADMSG, "blob %s is corrupt (content hashes to %s)",
+                return error_set(err, -EBADMSG, "blob %s is corrupt (content hashes to %s)",
                                        digest, got);
         *ret = TAKE_PTR(data);
         *ret_size = size;
@@ -277,7 +277,7 @@ void image_list_free(Image **images, size_t n) {
         free(images);
 }
 
-int store_image_build(ImageStore *s, const char *digest, Image **ret, ImageError *err) {
+int store_image_build(ImageStore *s, const char *digest, Image **ret, Error *err) {
         _cleanup_(image_freep) Image *im = calloc(1, sizeof(Image));
         _cleanup_free_ char *mdata = NULL, *cdata = NULL;
         size_t msize, csize;
@@ -291,12 +291,12 @@ int store_image_build(ImageStore *s, const char *digest, Image **ret, ImageError
                 return -ENOMEM;
         if ((r = store_blob_read(s, digest, &mdata, &msize, err)) < 0 ||
             (r = image_manifest_parse(mdata, msize, &im->manifest, err)) < 0)
-                return image_error_prefix(err, r, "image %s", digest);
+                return error_prefix(err, r, "image %s", digest);
         if ((r = store_blob_read(s, im->manifest.config.digest, &cdata, &csize, err)) < 0 ||
             (r = image_config_parse(cdata, csize, &im->config, err)) < 0)
-                return image_error_prefix(err, r, "image %s", digest);
+                return error_prefix(err, r, "image %s", digest);
         if (strv_length(im->config.diff_ids) != im->manifest.n_layers)
-                return image_error_set(err, -EBADMSG,
+                return error_set(err, -EBADMSG,
                                        "image %s: %zu layers but %zu diff IDs in its config",
                                        digest, im->manifest.n_layers,
                                        strv_length(im->config.diff_ids));
@@ -321,7 +321,7 @@ static int image_cmp(const void *a, const void *b) {
 }
 
 static int list_from_index(ImageStore *s, json_t *index, Image ***ret, size_t *ret_n,
-                           ImageError *err) {
+                           Error *err) {
         json_t *manifests = json_object_get(index, "manifests");
         Image **l = NULL;
         size_t n = 0, i;
@@ -366,7 +366,7 @@ fail:
         return r;
 }
 
-int image_store_list(ImageStore *s, Image ***ret, size_t *ret_n, ImageError *err) {
+int image_store_list(ImageStore *s, Image ***ret, size_t *ret_n, Error *err) {
         _cleanup_json_ json_t *index = NULL;
         int r = store_index_load(s, &index, err);
         if (r < 0)
@@ -377,7 +377,7 @@ int image_store_list(ImageStore *s, Image ***ret, size_t *ret_n, ImageError *err
 /* Which index entries does ref select? Writes the image digest; *ret_name is
  * the normalised name when ref is a name (only that tag is meant). */
 static int resolve_ref(json_t *index, const char *ref, char **ret_digest, char **ret_name,
-                       ImageError *err) {
+                       Error *err) {
         json_t *manifests = json_object_get(index, "manifests");
         size_t i;
         json_t *e;
@@ -396,7 +396,7 @@ static int resolve_ref(json_t *index, const char *ref, char **ret_digest, char *
                                 const char *d = entry_digest(e);
                                 if (d && strneq(d + 7, ref, n)) {
                                         if (found && !streq(found, d))
-                                                return image_error_set(err, -ENOTUNIQ,
+                                                return error_set(err, -ENOTUNIQ,
                                                                        "\"%s\" matches more than "
                                                                        "one image", ref);
                                         found = d;
@@ -425,7 +425,7 @@ static int resolve_ref(json_t *index, const char *ref, char **ret_digest, char *
                 }
         }
         if (!found)
-                return image_error_set(err, -ENOENT, "image \"%s\" not found", ref);
+                return error_set(err, -ENOENT, "image \"%s\" not found", ref);
         char *d = strdup(found);
         if (!d)
                 return -ENOMEM;
@@ -435,7 +435,7 @@ static int resolve_ref(json_t *index, const char *ref, char **ret_digest, char *
         return 0;
 }
 
-int image_store_get(ImageStore *s, const char *ref, Image **ret, ImageError *err) {
+int image_store_get(ImageStore *s, const char *ref, Image **ret, Error *err) {
         _cleanup_json_ json_t *index = NULL;
         _cleanup_free_ char *digest = NULL;
         Image **l = NULL;
@@ -457,11 +457,11 @@ int image_store_get(ImageStore *s, const char *ref, Image **ret, ImageError *err
                 }
         image_list_free(l, n);
         if (r < 0)
-                return image_error_set(err, r, "image \"%s\" not found", ref);
+                return error_set(err, r, "image \"%s\" not found", ref);
         return 0;
 }
 
-int image_store_tag(ImageStore *s, const char *src, const char *dst, ImageError *err) {
+int image_store_tag(ImageStore *s, const char *src, const char *dst, Error *err) {
         _cleanup_close_ int lock = -EBADF;
         _cleanup_json_ json_t *index = NULL;
         _cleanup_free_ char *digest = NULL, *name = NULL;
@@ -474,7 +474,7 @@ int image_store_tag(ImageStore *s, const char *src, const char *dst, ImageError 
         bool digest_only = r >= 0 && !pr.tag;
         image_ref_done(&pr);
         if (digest_only)
-                return image_error_set(err, -EINVAL, "tag \"%s\": a tag cannot be a digest", dst);
+                return error_set(err, -EINVAL, "tag \"%s\": a tag cannot be a digest", dst);
         if ((r = store_lock(s, INDEX_LOCK, LOCK_EX, &lock, err)) < 0 ||
             (r = store_index_load(s, &index, err)) < 0 ||
             (r = resolve_ref(index, src, &digest, NULL, err)) < 0 ||
@@ -527,7 +527,7 @@ static int users_resolve(json_t *index, const ImageUsers *users, char ***ret_dig
                 return -ENOMEM;
         for (size_t i = 0; users && i < users->n; i++) {
                 _cleanup_free_ char *d = NULL;
-                ImageError ignore = {};
+                Error ignore = {};
                 int r = resolve_ref(index, users->uses[i].ref, &d, NULL, &ignore);
                 if (r == -ENOMEM)
                         return r;
@@ -559,7 +559,7 @@ static bool index_has(json_t *index, const char *digest) {
         return false;
 }
 
-int image_store_remove(ImageStore *s, const char *ref, const ImageUsers *users, ImageError *err) {
+int image_store_remove(ImageStore *s, const char *ref, const ImageUsers *users, Error *err) {
         _cleanup_close_ int gc = -EBADF, lock = -EBADF;
         _cleanup_json_ json_t *index = NULL;
         _cleanup_free_ char *digest = NULL, *name = NULL;
@@ -580,7 +580,7 @@ int image_store_remove(ImageStore *s, const char *ref, const ImageUsers *users, 
                 return r;
         for (size_t i = 0; users && i < users->n; i++)
                 if (streq(before[i], digest) && !streq(after[i], digest))
-                        return image_error_set(err, -EBUSY,
+                        return error_set(err, -EBUSY,
                                                "image \"%s\" is in use by %s; remove the pod first",
                                                ref, users->uses[i].user);
         r = store_index_save(s, index, err);
@@ -595,7 +595,7 @@ int image_store_remove(ImageStore *s, const char *ref, const ImageUsers *users, 
 }
 
 int image_store_prune(ImageStore *s, const ImageUsers *users, char ***ret_removed,
-                      uint64_t *ret_reclaimed, ImageError *err) {
+                      uint64_t *ret_reclaimed, Error *err) {
         _cleanup_close_ int gc = -EBADF, lock = -EBADF;
         _cleanup_json_ json_t *index = NULL;
         _cleanup_strv_free_ char **removed = calloc(1, sizeof(char *)), **in_use = NULL;
@@ -686,7 +686,7 @@ static int store_mounted_layers(ImageStore *s, char ***keep) {
         return 0;
 }
 
-int store_gc_locked(ImageStore *s, uint64_t *ret_reclaimed, ImageError *err) {
+int store_gc_locked(ImageStore *s, uint64_t *ret_reclaimed, Error *err) {
         _cleanup_json_ json_t *index = NULL;
         _cleanup_strv_free_ char **keep_blobs = calloc(1, sizeof(char *)),
                                  **keep_layers = calloc(1, sizeof(char *));
@@ -707,7 +707,7 @@ int store_gc_locked(ImageStore *s, uint64_t *ret_reclaimed, ImageError *err) {
                         continue;
                 if (strv_extend(&keep_blobs, d + 7) < 0)
                         return -ENOMEM;
-                ImageError ignore = {};
+                Error ignore = {};
                 if (store_image_build(s, d, &im, &ignore) < 0) {
                         /* Keep what we cannot interpret rather than guess. */
                         log_debug("GC: keeping everything: %s", ignore.message);
@@ -722,7 +722,7 @@ int store_gc_locked(ImageStore *s, uint64_t *ret_reclaimed, ImageError *err) {
         }
         r = store_mounted_layers(s, &keep_layers);
         if (r < 0)
-                return image_error_set(err, r, "cannot list the layers mounted containers use: %s",
+                return error_set(err, r, "cannot list the layers mounted containers use: %s",
                                        strerror(-r));
         int fds[2] = { s->blobs_fd, s->layers_fd };
         char **keeps[2] = { keep_blobs, keep_layers };
@@ -764,7 +764,7 @@ bool store_layer_exists(ImageStore *s, const char *chain_id) {
 
 int store_layer_unpack_tmp(ImageStore *s, int blob_fd, const char *blob_digest,
                            const char *diff_id, const char *chain_id, uint64_t *budget,
-                           char **ret_tmp, ImageError *err) {
+                           char **ret_tmp, Error *err) {
         char rnd[17];
         int r = random_hex(rnd);
         if (r < 0)
@@ -773,35 +773,35 @@ int store_layer_unpack_tmp(ImageStore *s, int blob_fd, const char *blob_digest,
         if (!tmp)
                 return -ENOMEM;
         if (mkdirat(s->layers_fd, tmp, 0755) < 0)
-                return image_error_set(err, -errno, "cannot create layer directory: %m");
+                return error_set(err, -errno, "cannot create layer directory: %m");
         _cleanup_close_ int fd = openat(s->layers_fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
-                r = image_error_set(err, -errno, "cannot open layer directory: %m");
+                r = error_set(err, -errno, "cannot open layer directory: %m");
         else if (fchmod(fd, 0755) < 0)
-                r = image_error_set(err, -errno, "cannot chmod layer directory: %m");
+                r = error_set(err, -errno, "cannot chmod layer directory: %m");
         else
                 r = image_layer_unpack(blob_fd, fd, blob_digest, diff_id, &s->limits, budget, err);
         if (r < 0) {
                 (void)rm_rf_at(s->layers_fd, tmp);
-                return image_error_prefix(err, r, "layer %s", blob_digest);
+                return error_prefix(err, r, "layer %s", blob_digest);
         }
         *ret_tmp = TAKE_PTR(tmp);
         return 0;
 }
 
-int store_layer_commit(ImageStore *s, const char *tmp, const char *chain_id, ImageError *err) {
+int store_layer_commit(ImageStore *s, const char *tmp, const char *chain_id, Error *err) {
         if (renameat(s->layers_fd, tmp, s->layers_fd, chain_id + 7) < 0) {
                 int r = -errno;
                 (void)rm_rf_at(s->layers_fd, tmp);
                 if (r == -EEXIST || r == -ENOTEMPTY)
                         return 0; /* a concurrent load unpacked the same chain */
-                return image_error_set(err, r, "cannot commit layer %s: %s", chain_id,
+                return error_set(err, r, "cannot commit layer %s: %s", chain_id,
                                        strerror(-r));
         }
         return 0;
 }
 
-int image_store_unpack(ImageStore *s, const char *ref, ImageError *err) {
+int image_store_unpack(ImageStore *s, const char *ref, Error *err) {
         _cleanup_close_ int gc = -EBADF;
         _cleanup_(image_freep) Image *im = NULL;
         uint64_t budget = s->limits.max_total_size;
@@ -817,7 +817,7 @@ int image_store_unpack(ImageStore *s, const char *ref, ImageError *err) {
                         continue;
                 _cleanup_close_ int fd = openat(s->blobs_fd, digest + 7, O_RDONLY | O_CLOEXEC);
                 if (fd < 0)
-                        return image_error_set(err, -errno, "layer blob %s: %m", digest);
+                        return error_set(err, -errno, "layer blob %s: %m", digest);
                 r = store_layer_unpack_tmp(s, fd, digest, im->config.diff_ids[i],
                                            im->chain_ids[i], &budget, &tmp, err);
                 if (r < 0)

@@ -13,19 +13,19 @@
 #include "image-util.h"
 
 int image_worker_start(ImageStore *s, image_worker_fn_t fn, void *userdata, ImageWorker *ret,
-                       ImageError *err) {
+                       Error *err) {
         int p[2];
         if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
-                return image_error_set(err, -errno, "cannot create worker pipe: %m");
+                return error_set(err, -errno, "cannot create worker pipe: %m");
         pid_t pid = fork();
         if (pid < 0) {
                 int r = -errno;
                 safe_close(p[0]);
                 safe_close(p[1]);
-                return image_error_set(err, r, "cannot fork image worker: %s", strerror(-r));
+                return error_set(err, r, "cannot fork image worker: %s", strerror(-r));
         }
         if (pid == 0) {
-                ImageError e = {};
+                Error e = {};
                 safe_close(p[0]);
                 int r = fn(s, userdata, &e);
                 if (r < 0) {
@@ -42,7 +42,7 @@ int image_worker_start(ImageStore *s, image_worker_fn_t fn, void *userdata, Imag
         return 0;
 }
 
-int image_worker_finish(ImageWorker *w, const siginfo_t *si, ImageError *err) {
+int image_worker_finish(ImageWorker *w, const siginfo_t *si, Error *err) {
         char buf[sizeof(err->message) + 32] = {};
         ssize_t n = w->error_fd >= 0 ? read(w->error_fd, buf, sizeof(buf) - 1) : -1;
         w->error_fd = safe_close(w->error_fd);
@@ -53,12 +53,12 @@ int image_worker_finish(ImageWorker *w, const siginfo_t *si, ImageError *err) {
                 char *end;
                 long code = strtol(buf, &end, 10);
                 if (code < 0 && *end == ' ')
-                        return image_error_set(err, (int)code, "%s", end + 1);
+                        return error_set(err, (int)code, "%s", end + 1);
         }
         if (si && (si->si_code == CLD_KILLED || si->si_code == CLD_DUMPED))
-                return image_error_set(err, -EINTR, "image worker killed by signal %d",
+                return error_set(err, -EINTR, "image worker killed by signal %d",
                                        si->si_status);
-        return image_error_set(err, -EIO, "image worker failed (exit status %d)",
+        return error_set(err, -EIO, "image worker failed (exit status %d)",
                                si ? si->si_status : -1);
 }
 
@@ -71,10 +71,10 @@ void image_worker_abort(ImageWorker *w) {
         w->error_fd = safe_close(w->error_fd);
 }
 
-static int unpack_fn(ImageStore *s, void *userdata, ImageError *err) {
+static int unpack_fn(ImageStore *s, void *userdata, Error *err) {
         return image_store_unpack(s, userdata, err);
 }
 
-int image_store_unpack_start(ImageStore *s, const char *ref, ImageWorker *ret, ImageError *err) {
+int image_store_unpack_start(ImageStore *s, const char *ref, ImageWorker *ret, Error *err) {
         return image_worker_start(s, unpack_fn, (void *)ref, ret, err);
 }

@@ -22,7 +22,7 @@
 #include <sys/types.h>
 
 #include "cleanup.h"
-#include "image-error.h"
+#include "error.h"
 #include "image-layer.h"
 #include "image-oci.h"
 #include "image-ref.h"
@@ -48,7 +48,7 @@ void image_list_free(Image **images, size_t n);
  * (defaults). Removes leftovers of interrupted operations when no other
  * writer is active. */
 int image_store_open(const char *root_dir, const ImageLimits *limits, ImageStore **ret,
-                     ImageError *err);
+                     Error *err);
 ImageStore *image_store_free(ImageStore *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ImageStore *, image_store_free)
 #define _cleanup_image_store_ _cleanup_(image_store_freep)
@@ -58,18 +58,18 @@ const char *image_store_root(const ImageStore *s);
  * gzip/zstd compressed) read from fd. ret_names (optional) receives the
  * references tagged (or manifest digests of untagged images). Either every
  * image of the archive is stored or none. */
-int image_store_load_fd(ImageStore *s, int fd, char ***ret_names, ImageError *err);
+int image_store_load_fd(ImageStore *s, int fd, char ***ret_names, Error *err);
 /* path "-" reads stdin. */
-int image_store_load(ImageStore *s, const char *path, char ***ret_names, ImageError *err);
+int image_store_load(ImageStore *s, const char *path, char ***ret_names, Error *err);
 
 /* Finds an image by reference (normalised), by manifest digest
  * ("sha256:<hex>") or by a unique hex prefix (>= 12) of the manifest or
  * config digest. -ENOENT when absent. */
-int image_store_get(ImageStore *s, const char *ref, Image **ret, ImageError *err);
+int image_store_get(ImageStore *s, const char *ref, Image **ret, Error *err);
 /* All images, sorted by first name. */
-int image_store_list(ImageStore *s, Image ***ret, size_t *ret_n, ImageError *err);
+int image_store_list(ImageStore *s, Image ***ret, size_t *ret_n, Error *err);
 /* Adds the tag dst (moved from any other image) to the image src names. */
-int image_store_tag(ImageStore *s, const char *src, const char *dst, ImageError *err);
+int image_store_tag(ImageStore *s, const char *src, const char *dst, Error *err);
 /* Who uses which image. The store does not know about pods: its callers
  * (src/pod) collect the references pods name, and the store resolves each
  * exactly as image_store_get() does, so "in use" means "the image the agent
@@ -90,14 +90,14 @@ int image_users_add(ImageUsers *u, const char *ref, const char *user);
  * with the blobs and layers no other image uses. Refused (-EBUSY, naming the user)
  * when a reference in users (may be NULL) resolves to the image now and would not
  * after the removal. Returns 1 if the image itself was deleted, 0 if only untagged. */
-int image_store_remove(ImageStore *s, const char *ref, const ImageUsers *users, ImageError *err);
+int image_store_remove(ImageStore *s, const char *ref, const ImageUsers *users, Error *err);
 /* Removes every image no reference in users (may be NULL) resolves to, then
  * unreferenced blobs and layers. ret_removed (optional) lists the removed
  * images' names/digests. */
 int image_store_prune(ImageStore *s, const ImageUsers *users, char ***ret_removed,
-                      uint64_t *ret_reclaimed, ImageError *err);
+                      uint64_t *ret_reclaimed, Error *err);
 /* Makes sure every layer of the image is unpacked (from its stored blob). */
-int image_store_unpack(ImageStore *s, const char *ref, ImageError *err);
+int image_store_unpack(ImageStore *s, const char *ref, Error *err);
 /* Path of a layer dir: <root>/layers/<chain-hex>. */
 char *image_store_layer_path(const ImageStore *s, const char *chain_id);
 
@@ -121,25 +121,25 @@ typedef enum ImageRootfsFlags {
  * (whiteouts applied) and upper_dir is bind-mounted on target. */
 int image_rootfs_mount(ImageStore *s, const char *ref, const char *target, const char *upper_dir,
                        const char *work_dir, ImageRootfsFlags flags, ImageRootfsMode *ret_mode,
-                       ImageError *err);
-int image_rootfs_umount(const char *target, ImageError *err);
+                       Error *err);
+int image_rootfs_umount(const char *target, Error *err);
 /* The copy fallback alone: merges the image's layers into dest_dir. */
-int image_rootfs_copy(ImageStore *s, const Image *image, const char *dest_dir, ImageError *err);
+int image_rootfs_copy(ImageStore *s, const Image *image, const char *dest_dir, Error *err);
 
 /* Workers for the event loop. The child runs fn and _exit()s; the parent
  * watches pid (event_add_child) and then calls image_worker_finish() with
  * the siginfo the child source reports. */
-typedef int (*image_worker_fn_t)(ImageStore *s, void *userdata, ImageError *err);
+typedef int (*image_worker_fn_t)(ImageStore *s, void *userdata, Error *err);
 typedef struct ImageWorker {
         pid_t pid;
         int error_fd; /* read end of the child's error channel */
 } ImageWorker;
 #define IMAGE_WORKER_NULL ((ImageWorker){ .pid = 0, .error_fd = -EBADF })
 int image_worker_start(ImageStore *s, image_worker_fn_t fn, void *userdata, ImageWorker *ret,
-                       ImageError *err);
+                       Error *err);
 /* Collects the result: 0 if the worker succeeded, else its -errno and message. */
-int image_worker_finish(ImageWorker *w, const siginfo_t *si, ImageError *err);
+int image_worker_finish(ImageWorker *w, const siginfo_t *si, Error *err);
 /* Kills (SIGKILL) and reaps a worker that is still running; for teardown. */
 void image_worker_abort(ImageWorker *w);
 /* image_store_unpack() in a worker. ref is copied into the child by fork. */
-int image_store_unpack_start(ImageStore *s, const char *ref, ImageWorker *ret, ImageError *err);
+int image_store_unpack_start(ImageStore *s, const char *ref, ImageWorker *ret, Error *err);

@@ -23,7 +23,6 @@ void cni_error_done(CniError *e) {
         if (!e)
                 return;
         free(e->plugin);
-        free(e->msg);
         free(e->details);
         *e = (CniError){};
 }
@@ -33,10 +32,9 @@ int cni_error_setv(CniError *err, int r, const char *plugin, const char *fmt, va
         if (!err)
                 return r;
         cni_error_done(err);
-        err->error = r;
+        err->base.error = r;
         err->plugin = plugin ? strdup(plugin) : NULL;
-        if (vasprintf(&err->msg, fmt, ap) < 0)
-                err->msg = NULL;
+        (void)vsnprintf(err->base.message, sizeof(err->base.message), fmt, ap);
         return r;
 }
 
@@ -51,7 +49,9 @@ int cni_error_set(CniError *err, int r, const char *plugin, const char *fmt, ...
 char *cni_error_to_string(const CniError *e) {
         if (!e)
                 return NULL;
-        const char *msg = e->msg ? e->msg : (e->error < 0 ? strerror(-e->error) : "no error");
+        const char *msg = e->base.message[0] ? e->base.message
+                          : e->base.error < 0 ? strerror(-e->base.error)
+                                              : "no error";
         _cleanup_free_ char *code = e->code > 0 ? strprintf(" (code %u)", e->code) : strdup("");
         if (!code)
                 return NULL;

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cni-internal.h"
@@ -294,11 +295,12 @@ int cni_error_parse(const char *data, size_t size, CniError *err) {
         if (!err)
                 return 0;
         cni_error_done(err);
-        err->error = -EIO;
+        err->base.error = -EIO;
         err->code = (unsigned)json_integer_value(code);
-        err->msg = strndup_safe(msg ? json_string_value(msg) : "", STRING_MAX * 4);
+        (void)snprintf(err->base.message, sizeof(err->base.message), "%s",
+                       msg ? json_string_value(msg) : "");
         err->details = details ? strndup_safe(json_string_value(details), STRING_MAX * 4) : NULL;
-        if (!err->msg || (details && !err->details))
+        if (details && !err->details)
                 return -ENOMEM;
         return 0;
 }

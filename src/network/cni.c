@@ -409,10 +409,10 @@ static void op_complete(CniOp *op) {
         if (runner->queue_head)
                 (void)event_source_set_enabled(runner->kick, true);
         log_debug("cni: %s for %s done: %d%s%s", cni_command_to_string(op->cmd),
-                  op->container_id, r, r < 0 ? ": " : "", r < 0 ? strna(err.msg) : "");
+                  op->container_id, r, r < 0 ? ": " : "", r < 0 ? err.base.message : "");
         op_free(op);
 
-        if (r < 0 && !err.msg)
+        if (r < 0 && !err.base.message[0])
                 (void)cni_error_set(&err, r, NULL, "%s", strerror(-r));
         if (!cancelled && done)
                 done(runner, r, result, &err, userdata); /* may free runner */
@@ -427,11 +427,11 @@ static void op_fail(CniOp *op, CniError *e) {
                 op->n_del_failures++;
         if (op->r < 0) {
                 log_debug("cni: %s for %s: also: %s", cni_command_to_string(op->phase),
-                          op->container_id, strna(e->msg));
+                          op->container_id, e->base.message);
                 cni_error_done(e);
                 return;
         }
-        op->r = e->error < 0 ? e->error : -EIO;
+        op->r = e->base.error < 0 ? e->base.error : -EIO;
         op->err = *e;
         *e = (CniError){};
 }
@@ -649,7 +649,7 @@ static int op_begin(CniOp *op) {
                                              &e);
                 if (r < 0)
                         log_debug("cni: ignoring cached config of %s: %s", op->container_id,
-                                  strna(e.msg));
+                                  e.base.message);
                 else {
                         cni_config_unref(op->config);
                         op->config = cached;

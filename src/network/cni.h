@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "cleanup.h"
+#include "error.h"
 #include "event.h"
 #include "time-util.h"
 
@@ -28,10 +29,9 @@
 /* What went wrong, for logs and pod status. error is the negative errno;
  * code/details are set only from a plugin's error object (code 0 else). */
 typedef struct CniError {
-        int error;
+        Error base;    /* the -errno and the sentence (a plugin's "msg") */
         unsigned code;
         char *plugin;  /* type of the plugin that failed, or NULL */
-        char *msg;
         char *details;
 } CniError;
 
@@ -110,11 +110,11 @@ typedef struct CniResult {
 } CniResult;
 
 /* Parses a result (cniVersion 0.3.0, 0.3.1, 0.4.0 or 1.0.0 shapes). At most
- * 1 MiB, bounded counts, every address checked. -EBADMSG with err->msg on
+ * 1 MiB, bounded counts, every address checked. -EBADMSG with err->base.message on
  * anything invalid. */
 int cni_result_parse(const char *data, size_t size, CniResult **ret, CniError *err);
 /* Parses a plugin's error object {cniVersion, code, msg, details} into err
- * (err->error = -EIO). Returns 0 when data was an error object, -EBADMSG else. */
+ * (err->base.error = -EIO). Returns 0 when data was an error object, -EBADMSG else. */
 int cni_error_parse(const char *data, size_t size, CniError *err);
 CniResult *cni_result_free(CniResult *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(CniResult *, cni_result_free)

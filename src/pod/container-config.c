@@ -153,7 +153,7 @@ static int env_from_map(const ContainerBuildContext *ctx, EnvList *env, const St
         return 0;
 }
 
-static int env_from_sources(const ContainerBuildContext *ctx, EnvList *env, RuntimeError *err) {
+static int env_from_sources(const ContainerBuildContext *ctx, EnvList *env, Error *err) {
         const Container *c = ctx->container;
         int r;
         for (size_t i = 0; i < c->n_env_from; i++) {
@@ -164,7 +164,7 @@ static int env_from_sources(const ContainerBuildContext *ctx, EnvList *env, Runt
                         if (!cm) {
                                 if (s->config_map_ref->optional)
                                         continue;
-                                return runtime_error_set(err, -ENOENT, "configmap \"%s\" not found",
+                                return error_set(err, -ENOENT, "configmap \"%s\" not found",
                                                          s->config_map_ref->name);
                         }
                         r = env_from_map(ctx, env, &cm->data, s->prefix, "configMap",
@@ -175,7 +175,7 @@ static int env_from_sources(const ContainerBuildContext *ctx, EnvList *env, Runt
                         if (!sec) {
                                 if (s->secret_ref->optional)
                                         continue;
-                                return runtime_error_set(err, -ENOENT, "secret \"%s\" not found",
+                                return error_set(err, -ENOENT, "secret \"%s\" not found",
                                                          s->secret_ref->name);
                         }
                         r = env_from_map(ctx, env, &sec->data, s->prefix, "secret",
@@ -191,18 +191,18 @@ static int env_from_sources(const ContainerBuildContext *ctx, EnvList *env, Runt
 /* 1 with *ret set, 0 when an optional reference is missing (the variable is
  * then not defined at all, as kubelet does), or a negative errno. */
 static int env_key_ref(const ContainerBuildContext *ctx, const KeySelector *k, bool secret,
-                       char **ret, RuntimeError *err) {
+                       char **ret, Error *err) {
         const StringMap *maps[2] = {};
         if (secret) {
                 const Secret *s = pod_lookup_secret(ctx->lookup, pod_ns(ctx), k->name);
                 if (!s)
-                        return k->optional ? 0 : runtime_error_set(err, -ENOENT,
+                        return k->optional ? 0 : error_set(err, -ENOENT,
                                                                    "secret \"%s\" not found", k->name);
                 maps[0] = &s->data;
         } else {
                 const ConfigMap *cm = pod_lookup_configmap(ctx->lookup, pod_ns(ctx), k->name);
                 if (!cm)
-                        return k->optional ? 0 : runtime_error_set(err, -ENOENT,
+                        return k->optional ? 0 : error_set(err, -ENOENT,
                                                                    "configmap \"%s\" not found", k->name);
                 maps[0] = &cm->data;
                 maps[1] = &cm->binary_data;
@@ -219,18 +219,18 @@ static int env_key_ref(const ContainerBuildContext *ctx, const KeySelector *k, b
         }
         if (k->optional)
                 return 0;
-        return runtime_error_set(err, -ENOENT, "couldn't find key %s in %s %s/%s", k->key,
+        return error_set(err, -ENOENT, "couldn't find key %s in %s %s/%s", k->key,
                                  secret ? "Secret" : "ConfigMap", pod_ns(ctx), k->name);
 }
 
 static int env_value_from(const ContainerBuildContext *ctx, const EnvVar *e, char **ret,
-                          RuntimeError *err) {
+                          Error *err) {
         const EnvVarSource *s = e->value_from;
         int r;
         if (s->field_ref) {
                 r = pod_field_ref_value(ctx->pod, ctx->node, s->field_ref->field_path, ret);
                 if (r == -EINVAL)
-                        return runtime_error_set(err, r, "env \"%s\": unsupported fieldPath \"%s\"",
+                        return error_set(err, r, "env \"%s\": unsupported fieldPath \"%s\"",
                                                  e->name, s->field_ref->field_path);
                 return r < 0 ? r : 1;
         }
@@ -238,7 +238,7 @@ static int env_value_from(const ContainerBuildContext *ctx, const EnvVar *e, cha
                 r = pod_resource_field_ref_value(ctx->pod, ctx->container, ctx->node,
                                                  s->resource_field_ref, ret);
                 if (r < 0 && r != -ENOMEM)
-                        return runtime_error_set(err, r, "env \"%s\": unable to resolve resource \"%s\"",
+                        return error_set(err, r, "env \"%s\": unable to resolve resource \"%s\"",
                                                  e->name, s->resource_field_ref->resource);
                 return r < 0 ? r : 1;
         }
@@ -252,7 +252,7 @@ static int env_value_from(const ContainerBuildContext *ctx, const EnvVar *e, cha
 /* kubelet's makeEnvironmentVariables: envFrom first, then env in order; a
  * value may reference variables defined before it. The image's env is not
  * visible to $(VAR) (kubelet never sees it); it is merged underneath later. */
-static int build_container_env(const ContainerBuildContext *ctx, EnvList *env, RuntimeError *err) {
+static int build_container_env(const ContainerBuildContext *ctx, EnvList *env, Error *err) {
         const Container *c = ctx->container;
         int r;
         if ((r = env_from_sources(ctx, env, err)) < 0)
@@ -263,7 +263,7 @@ static int build_container_env(const ContainerBuildContext *ctx, EnvList *env, R
                 if (!isempty(e->value)) {
                         r = kube_expand(e->value, env_list_get, env, EXPANSION_MAX_VALUE, &v);
                         if (r == -E2BIG)
-                                return runtime_error_set(
+                                return error_set(
                                         err, r,
                                         "container \"%s\": env \"%s\" expands to more than %u "
                                         "bytes (the kernel's limit for one environment string)",
@@ -324,14 +324,14 @@ out:
 /* ---- argv ---- */
 
 static int expand_strv(const ContainerBuildContext *ctx, const char *field, char *const *in,
-                       const EnvList *env, char ***out, RuntimeError *err) {
+                       const EnvList *env, char ***out, Error *err) {
         size_t i = 0;
         int r;
         STRV_FOREACH(s, in) {
                 char *v = NULL;
                 r = kube_expand(*s, env_list_get, (void *)env, EXPANSION_MAX_VALUE, &v);
                 if (r == -E2BIG)
-                        return runtime_error_set(err, r,
+                        return error_set(err, r,
                                                  "container \"%s\": %s[%zu] expands to more than "
                                                  "%u bytes (the kernel's limit for one argument)",
                                                  ctx->container->name, field, i,
@@ -350,7 +350,7 @@ static int expand_strv(const ContainerBuildContext *ctx, const char *field, char
 /* kubelet expands command/args; containerd then merges with the image:
  * command replaces Entrypoint (and drops Cmd), args replace Cmd. */
 static int build_args(const ContainerBuildContext *ctx, const EnvList *env, char ***ret,
-                      RuntimeError *err) {
+                      Error *err) {
         const Container *c = ctx->container;
         const ImageConfig *img = ctx->image;
         _cleanup_strv_free_ char **argv = NULL;
@@ -377,7 +377,7 @@ static int build_args(const ContainerBuildContext *ctx, const EnvList *env, char
                                 return r;
         }
         if (!argv || !argv[0])
-                return runtime_error_set(err, -EINVAL, "no command specified");
+                return error_set(err, -EINVAL, "no command specified");
         *ret = TAKE_PTR(argv);
         return 0;
 }
@@ -544,7 +544,7 @@ static bool sc_run_as_non_root(const ContainerBuildContext *ctx) {
 
 /* kubelet's verifyRunAsNonRoot, with its messages; format.Pod is
  * "<name>_<namespace>(<uid>)". */
-static int verify_run_as_non_root(const ContainerBuildContext *ctx, RuntimeError *err) {
+static int verify_run_as_non_root(const ContainerBuildContext *ctx, Error *err) {
         if (!sc_run_as_non_root(ctx))
                 return 0;
         const Pod *pod = ctx->pod;
@@ -555,7 +555,7 @@ static int verify_run_as_non_root(const ContainerBuildContext *ctx, RuntimeError
                 return -ENOMEM;
         const OptionalInt *u = sc_run_as_user(ctx);
         if (u)
-                return u->value == 0 ? runtime_error_set(err, -EPERM,
+                return u->value == 0 ? error_set(err, -EPERM,
                                                          "container's runAsUser breaks non-root "
                                                          "policy (pod: \"%s\", container: %s)", fp, cn)
                                      : 0;
@@ -565,19 +565,19 @@ static int verify_run_as_non_root(const ContainerBuildContext *ctx, RuntimeError
                 return -ENOMEM;
         unsigned long uid = 0;
         if (!isempty(name) && !parse_id(name, &uid))
-                return runtime_error_set(err, -EPERM,
+                return error_set(err, -EPERM,
                                          "container has runAsNonRoot and image has non-numeric user "
                                          "(%s), cannot verify user is non-root (pod: \"%s\", "
                                          "container: %s)", name, fp, cn);
         if (uid == 0)
-                return runtime_error_set(err, -EPERM,
+                return error_set(err, -EPERM,
                                          "container has runAsNonRoot and image will run as root "
                                          "(pod: \"%s\", container: %s)", fp, cn);
         return 0;
 }
 
 static int resolve_user(const ContainerBuildContext *ctx, RuntimeContainerConfig *c,
-                        RuntimeError *err) {
+                        Error *err) {
         _cleanup_free_ char *passwd = NULL, *group = NULL;
         _cleanup_(id_entry_done) IdEntry pw = {};
         int r;
@@ -608,7 +608,7 @@ static int resolve_user(const ContainerBuildContext *ctx, RuntimeContainerConfig
         } else if (uname && !parse_id(uname, &uid)) {
                 r = find_id_entry(passwd, false, uname, 0, &pw);
                 if (r == 0)
-                        return runtime_error_set(err, -ENOENT,
+                        return error_set(err, -ENOENT,
                                                  "unable to find user %s: no matching entries in "
                                                  "passwd file", uname);
         } else
@@ -629,7 +629,7 @@ static int resolve_user(const ContainerBuildContext *ctx, RuntimeContainerConfig
                 if (r < 0)
                         return r;
                 if (r == 0)
-                        return runtime_error_set(err, -ENOENT,
+                        return error_set(err, -ENOENT,
                                                  "unable to find group %s: no matching entries in "
                                                  "group file", gname);
                 gid = gr.id;
@@ -662,9 +662,9 @@ static int resolve_user(const ContainerBuildContext *ctx, RuntimeContainerConfig
 
 /* ---- namespaces ---- */
 
-static int ns_path(RuntimeNamespace *ns, const char *path, const char *what, RuntimeError *err) {
+static int ns_path(RuntimeNamespace *ns, const char *path, const char *what, Error *err) {
         if (isempty(path))
-                return runtime_error_set(err, -EINVAL, "no pinned %s namespace for the pod", what);
+                return error_set(err, -EINVAL, "no pinned %s namespace for the pod", what);
         char *p = strdup(path);
         if (!p)
                 return -ENOMEM;
@@ -673,7 +673,7 @@ static int ns_path(RuntimeNamespace *ns, const char *path, const char *what, Run
 }
 
 static int build_namespaces(const ContainerBuildContext *ctx, RuntimeContainerConfig *c,
-                            RuntimeError *err) {
+                            Error *err) {
         const PodSpec *s = &ctx->pod->spec;
         int r;
         /* UTS follows the network: hostNetwork pods see the node's hostname */
@@ -696,7 +696,7 @@ static int build_namespaces(const ContainerBuildContext *ctx, RuntimeContainerCo
 
         if (!s->host_network) {
                 if ((r = pod_hostname(ctx->pod, ctx->node_hostname, &c->hostname)) < 0)
-                        return runtime_error_set(err, r, "pod has no usable hostname");
+                        return error_set(err, r, "pod has no usable hostname");
         }
         return 0;
 }
@@ -970,16 +970,16 @@ static const char *expand_check_get(const char *name, void *userdata) {
 }
 
 static int volume_mount_one(const ContainerBuildContext *ctx, const EnvList *env, size_t index,
-                            const VolumeMount *m, MountList *l, RuntimeError *err) {
+                            const VolumeMount *m, MountList *l, Error *err) {
         const char *cn = ctx->container->name;
         const char *vol = pod_volumes_get(ctx->volumes, m->name);
         int r;
         if (!vol)
-                return runtime_error_set(err, -ENOENT,
+                return error_set(err, -ENOENT,
                                          "cannot find volume \"%s\" to mount into container \"%s\"",
                                          m->name, cn);
         if (m->mount_propagation == MOUNT_PROPAGATION_BIDIRECTIONAL && !is_privileged(ctx))
-                return runtime_error_set(err, -EPERM,
+                return error_set(err, -EPERM,
                                          "Bidirectional mount propagation is available only to "
                                          "privileged containers");
 
@@ -993,19 +993,19 @@ static int volume_mount_one(const ContainerBuildContext *ctx, const EnvList *env
                 if (r < 0)
                         return r;
                 if (missing)
-                        return runtime_error_set(err, -EINVAL, "missing value for %s", missing);
+                        return error_set(err, -EINVAL, "missing value for %s", missing);
         } else if (!isempty(m->sub_path) && !(sub = strdup(m->sub_path)))
                 return -ENOMEM;
 
         if (!isempty(sub)) {
                 if (sub[0] == '/')
-                        return runtime_error_set(err, -EINVAL,
+                        return error_set(err, -EINVAL,
                                                  "error SubPath `%s` must not be an absolute path", sub);
                 if (path_has_backsteps(sub))
-                        return runtime_error_set(err, -EINVAL,
+                        return error_set(err, -EINVAL,
                                                  "error SubPath `%s` must not contain '..'", sub);
                 if (!ctx->attempt_dir)
-                        return runtime_error_set(
+                        return error_set(
                                 err, -EINVAL,
                                 "no attempt directory for the subPath of volumeMount \"%s\"",
                                 m->name);
@@ -1016,7 +1016,7 @@ static int volume_mount_one(const ContainerBuildContext *ctx, const EnvList *env
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0)
-                        return runtime_error_set(err, r,
+                        return error_set(err, r,
                                                  "failed to prepare subPath for volumeMount \"%s\" "
                                                  "of container \"%s\": %s", m->name, cn,
                                                  r == -EXDEV || r == -ELOOP
@@ -1072,7 +1072,7 @@ static void sort_mounts(MountList *l) {
 }
 
 static int build_mounts(const ContainerBuildContext *ctx, const EnvList *env,
-                        RuntimeContainerConfig *c, RuntimeError *err) {
+                        RuntimeContainerConfig *c, Error *err) {
         const Container *ct = ctx->container;
         const PodSpec *s = &ctx->pod->spec;
         bool ro_root = ct->security_context && ct->security_context->read_only_root_filesystem.set &&
@@ -1100,7 +1100,7 @@ static int build_mounts(const ContainerBuildContext *ctx, const EnvList *env,
 
         if (ctx->termination_log_path && !isempty(ct->termination_message_path)) {
                 if ((r = termination_log_file(ctx->termination_log_path)) < 0)
-                        return runtime_error_set(err, r, "failed to create termination log \"%s\": %s",
+                        return error_set(err, r, "failed to create termination log \"%s\": %s",
                                                  ctx->termination_log_path, strerror(-r));
                 r = mount_list_add_bind(&l, ct->termination_message_path, ctx->termination_log_path,
                                         false, "rprivate");
@@ -1134,7 +1134,7 @@ static const SeccompProfile *effective_seccomp(const ContainerBuildContext *ctx)
 }
 
 static int build_seccomp(const ContainerBuildContext *ctx, RuntimeContainerConfig *c,
-                         RuntimeError *err) {
+                         Error *err) {
         const SeccompProfile *sp = effective_seccomp(ctx);
         /* containerd applies no seccomp filter to privileged containers */
         if (c->privileged) {
@@ -1151,11 +1151,11 @@ static int build_seccomp(const ContainerBuildContext *ctx, RuntimeContainerConfi
         }
         const char *name = sp->localhost_profile;
         if (isempty(name) || name[0] == '/' || path_has_backsteps(name))
-                return runtime_error_set(err, -EINVAL,
+                return error_set(err, -EINVAL,
                                          "localhostProfile \"%s\" must be a relative path inside "
                                          "the seccomp profile directory", strempty(name));
         if (isempty(ctx->seccomp_dir))
-                return runtime_error_set(err, -EINVAL, "no seccomp profile directory configured");
+                return error_set(err, -EINVAL, "no seccomp profile directory configured");
         if (!(c->seccomp_profile_path = strprintf("%s/%s", ctx->seccomp_dir, name)))
                 return -ENOMEM;
         c->seccomp = RUNTIME_SECCOMP_LOCALHOST;
@@ -1163,7 +1163,7 @@ static int build_seccomp(const ContainerBuildContext *ctx, RuntimeContainerConfi
 }
 
 static int build_security(const ContainerBuildContext *ctx, RuntimeContainerConfig *c,
-                          RuntimeError *err) {
+                          Error *err) {
         const SecurityContext *sc = ctx->container->security_context;
         const PodSecurityContext *psc = ctx->pod->spec.security_context;
         int r;
@@ -1322,7 +1322,7 @@ static int hugepage_size_name(const char *page_size, char **ret) {
 }
 
 static int build_resources(const ContainerBuildContext *ctx, RuntimeContainerConfig *c,
-                           RuntimeError *err) {
+                           Error *err) {
         const Container *ct = ctx->container;
         const ResourceList *lim = &ct->resources.limits;
         RuntimeResources *res = &c->resources;
@@ -1330,7 +1330,7 @@ static int build_resources(const ContainerBuildContext *ctx, RuntimeContainerCon
         int r;
 
         if (isempty(uid) || isempty(ctx->container_id))
-                return runtime_error_set(err, -EINVAL, "pod UID and container ID are required");
+                return error_set(err, -EINVAL, "pod UID and container ID are required");
         c->cgroups_path = ctx->cgroup_parent ? strprintf("%s/%s", ctx->cgroup_parent, ctx->container_id)
                                              : strprintf("/nanolet/pod%s/%s", uid, ctx->container_id);
         if (!c->cgroups_path)
@@ -1356,7 +1356,7 @@ static int build_resources(const ContainerBuildContext *ctx, RuntimeContainerCon
                         if (r == -ENOMEM)
                                 return r;
                         if (r < 0)
-                                return runtime_error_set(err, r, "invalid hugepages size \"%s\"",
+                                return error_set(err, r, "invalid hugepages size \"%s\"",
                                                          lim->hugepages[i].page_size);
                         res->hugepages[i].limit = (uint64_t)MAX(lim->hugepages[i].value.value, 0);
                         res->n_hugepages++;
@@ -1399,14 +1399,14 @@ static int build_annotations(const ContainerBuildContext *ctx, RuntimeContainerC
 /* Each value is bounded as it is expanded; many of them together can still
  * be more than execve() takes. */
 static int check_exec_size(const ContainerBuildContext *ctx, const RuntimeContainerConfig *c,
-                           RuntimeError *err) {
+                           Error *err) {
         size_t total = 0;
         STRV_FOREACH(s, c->env)
                 total += strlen(*s) + 1;
         STRV_FOREACH(s, c->args)
                 total += strlen(*s) + 1;
         if (total > EXPANSION_MAX_TOTAL)
-                return runtime_error_set(err, -E2BIG,
+                return error_set(err, -E2BIG,
                                          "container \"%s\": env, command and args expand to %zu "
                                          "bytes, more than %u (the kernel's limit for them "
                                          "together)",
@@ -1415,7 +1415,7 @@ static int check_exec_size(const ContainerBuildContext *ctx, const RuntimeContai
 }
 
 int container_config_build(const ContainerBuildContext *ctx, RuntimeContainerConfig *ret,
-                           RuntimeError *err) {
+                           Error *err) {
         _cleanup_(runtime_container_config_done) RuntimeContainerConfig c = {};
         _cleanup_(env_list_done) EnvList env = {};
         int r;
@@ -1423,7 +1423,7 @@ int container_config_build(const ContainerBuildContext *ctx, RuntimeContainerCon
         assert(ctx && ctx->pod && ctx->container && ret);
 
         if (isempty(ctx->rootfs) || ctx->rootfs[0] != '/')
-                return runtime_error_set(err, -EINVAL, "container rootfs must be an absolute path");
+                return error_set(err, -EINVAL, "container rootfs must be an absolute path");
         if (!(c.rootfs = strdup(ctx->rootfs)))
                 return -ENOMEM;
 

@@ -66,7 +66,7 @@ typedef struct ContainerBuildContext {
  * root, ...) — the status reason is CONTAINER_CONFIG_ERROR_REASON. *ret is
  * written only on success. */
 int container_config_build(const ContainerBuildContext *ctx, RuntimeContainerConfig *ret,
-                           RuntimeError *err);
+                           Error *err);
 
 /* Below an attempt directory: the subPath mount points. */
 #define CONTAINER_SUBPATHS_DIR "subpaths"

@@ -113,7 +113,7 @@ static int hosts_aliases(Buf *b, const Pod *pod) {
         return 0;
 }
 
-int pod_hosts_content(const Pod *pod, const PodEtcOptions *o, char **ret, RuntimeError *err) {
+int pod_hosts_content(const Pod *pod, const PodEtcOptions *o, char **ret, Error *err) {
         _cleanup_(buf_done) Buf b = {};
         int r;
 
@@ -123,14 +123,14 @@ int pod_hosts_content(const Pod *pod, const PodEtcOptions *o, char **ret, Runtim
                 _cleanup_free_ char *data = NULL;
                 r = read_full_file_at(AT_FDCWD, path, HOST_FILE_MAX, &data, NULL);
                 if (r < 0 && r != -ENOENT)
-                        return runtime_error_set(err, r, "failed to read \"%s\": %s", path,
+                        return error_set(err, r, "failed to read \"%s\": %s", path,
                                                  strerror(-r));
                 if (data && (r = buf_put(&b, data)) < 0)
                         return r;
         } else {
                 _cleanup_free_ char *hostname = NULL, *domain = NULL;
                 if ((r = pod_hostname(pod, o->node_hostname, &hostname)) < 0)
-                        return runtime_error_set(err, r, "pod has no usable hostname");
+                        return error_set(err, r, "pod has no usable hostname");
                 if ((r = pod_host_domain(pod, o->cluster_domain, &domain)) < 0)
                         return r;
                 r = buf_put(&b, "# Kubernetes-managed hosts file.\n"
@@ -265,7 +265,7 @@ static int warn(char ***warnings, char *msg) {
         return r;
 }
 
-static int dns_host_settings(const PodEtcOptions *o, DNSSettings *d, RuntimeError *err) {
+static int dns_host_settings(const PodEtcOptions *o, DNSSettings *d, Error *err) {
         int r;
         if (o->resolv_conf && !o->resolv_conf[0]) {
                 /* --resolv-conf="": kubelet disables lookups by pointing at the
@@ -280,7 +280,7 @@ static int dns_host_settings(const PodEtcOptions *o, DNSSettings *d, RuntimeErro
         if (r == -ENOENT)
                 return 0; /* kubelet treats a missing file as empty */
         if (r < 0)
-                return runtime_error_set(err, r, "failed to read resolv.conf \"%s\": %s", path,
+                return error_set(err, r, "failed to read resolv.conf \"%s\": %s", path,
                                          strerror(-r));
         return parse_resolv_conf(data, d);
 }
@@ -405,7 +405,7 @@ static int dns_render(const DNSSettings *d, char **ret) {
 }
 
 int pod_resolv_conf_content(const Pod *pod, const PodEtcOptions *o, char **ret,
-                            char ***ret_warnings, RuntimeError *err) {
+                            char ***ret_warnings, Error *err) {
         _cleanup_(dns_settings_done) DNSSettings d = {};
         int r;
 
@@ -456,19 +456,19 @@ void pod_etc_files_done(PodEtcFiles *f) {
 }
 
 static int write_one(const char *dir, const char *name, const char *content, char **ret_path,
-                     RuntimeError *err) {
+                     Error *err) {
         _cleanup_free_ char *path = strprintf("%s/%s", dir, name);
         if (!path)
                 return -ENOMEM;
         int r = write_file_atomic(path, content, strlen(content), 0644);
         if (r < 0)
-                return runtime_error_set(err, r, "failed to write \"%s\": %s", path, strerror(-r));
+                return error_set(err, r, "failed to write \"%s\": %s", path, strerror(-r));
         *ret_path = TAKE_PTR(path);
         return 0;
 }
 
 int pod_etc_files_write(const Pod *pod, const PodEtcOptions *o, PodEtcFiles *ret,
-                        char ***ret_warnings, RuntimeError *err) {
+                        char ***ret_warnings, Error *err) {
         _cleanup_(pod_etc_files_done) PodEtcFiles f = {};
         _cleanup_free_ char *hosts = NULL, *hostname = NULL, *hostname_line = NULL, *resolv = NULL;
         int r;
@@ -476,13 +476,13 @@ int pod_etc_files_write(const Pod *pod, const PodEtcOptions *o, PodEtcFiles *ret
         if ((r = pod_hosts_content(pod, o, &hosts, err)) < 0)
                 return r;
         if ((r = pod_hostname(pod, o->node_hostname, &hostname)) < 0)
-                return runtime_error_set(err, r, "pod has no usable hostname");
+                return error_set(err, r, "pod has no usable hostname");
         if (!(hostname_line = strprintf("%s\n", hostname)))
                 return -ENOMEM;
         if ((r = pod_resolv_conf_content(pod, o, &resolv, ret_warnings, err)) < 0)
                 return r;
         if ((r = mkdir_p(o->pod_dir, 0750)) < 0)
-                return runtime_error_set(err, r, "failed to create \"%s\": %s", o->pod_dir,
+                return error_set(err, r, "failed to create \"%s\": %s", o->pod_dir,
                                          strerror(-r));
 
         if ((r = write_one(o->pod_dir, "etc-hosts", hosts, &f.hosts, err)) < 0 ||

@@ -30,7 +30,7 @@ typedef struct PodEtcFiles {
  * what kubelet reports as events (ClusterFirst without cluster DNS falling
  * back to Default, nameservers/searches trimmed to the resolver's limits). */
 int pod_etc_files_write(const Pod *pod, const PodEtcOptions *o, PodEtcFiles *ret,
-                        char ***ret_warnings, RuntimeError *err);
+                        char ***ret_warnings, Error *err);
 void pod_etc_files_done(PodEtcFiles *f);
 
 /* The pod's hostname: spec.hostname or metadata.name, truncated to 63
@@ -40,6 +40,6 @@ int pod_hostname(const Pod *pod, const char *node_hostname, char **ret);
  * is no subdomain or no cluster domain. */
 int pod_host_domain(const Pod *pod, const char *cluster_domain, char **ret);
 
-int pod_hosts_content(const Pod *pod, const PodEtcOptions *o, char **ret, RuntimeError *err);
+int pod_hosts_content(const Pod *pod, const PodEtcOptions *o, char **ret, Error *err);
 int pod_resolv_conf_content(const Pod *pod, const PodEtcOptions *o, char **ret,
-                            char ***ret_warnings, RuntimeError *err);
+                            char ***ret_warnings, Error *err);

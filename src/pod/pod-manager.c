@@ -335,7 +335,7 @@ static void on_orphan_deleted(CniRunner *runner, int r, CniResult *result, const
                  * pod's addresses (and so its masquerade rules) in the netns. */
                 _cleanup_free_ char *dir = strprintf("%s/%s", m->ctx.ns_dir, o->id);
                 _cleanup_free_ char *record = strprintf("%s/%s.json", m->ctx.sandboxes_dir, o->id);
-                RuntimeError rerr = {};
+                Error rerr = {};
                 if (dir && sandbox_remove(dir, &rerr) < 0)
                         log_warning("Cannot remove the namespaces of sandbox %s: %s", o->id,
                                     rerr.message);

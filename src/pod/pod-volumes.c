@@ -300,7 +300,7 @@ static int host_path_create_file(const char *path) {
         return 0;
 }
 
-int pod_host_path_check(const HostPathVolumeSource *hp, RuntimeError *err) {
+int pod_host_path_check(const HostPathVolumeSource *hp, Error *err) {
         struct stat st;
         const char *p = hp->path;
         bool exists = stat(p, &st) >= 0;
@@ -312,20 +312,20 @@ int pod_host_path_check(const HostPathVolumeSource *hp, RuntimeError *err) {
         case HOST_PATH_DIRECTORY_OR_CREATE:
                 if (!exists) {
                         if ((r = mkdir_p(p, 0755)) < 0)
-                                return runtime_error_set(err, r, "failed to create hostPath \"%s\": %s",
+                                return error_set(err, r, "failed to create hostPath \"%s\": %s",
                                                          p, strerror(-r));
                         return 0;
                 }
                 __attribute__((fallthrough));
         case HOST_PATH_DIRECTORY:
                 if (!exists || !S_ISDIR(st.st_mode))
-                        return runtime_error_set(err, -ENOTDIR,
+                        return error_set(err, -ENOTDIR,
                                                  "hostPath type check failed: %s is not a directory", p);
                 return 0;
         case HOST_PATH_FILE_OR_CREATE:
                 if (!exists) {
                         if ((r = host_path_create_file(p)) < 0)
-                                return runtime_error_set(err, r, "failed to create hostPath \"%s\": %s",
+                                return error_set(err, r, "failed to create hostPath \"%s\": %s",
                                                          p, strerror(-r));
                         return 0;
                 }
@@ -333,26 +333,26 @@ int pod_host_path_check(const HostPathVolumeSource *hp, RuntimeError *err) {
         case HOST_PATH_FILE:
                 /* kubelet's IsFile is "exists and is not a directory" */
                 if (!exists || S_ISDIR(st.st_mode))
-                        return runtime_error_set(err, -EINVAL,
+                        return error_set(err, -EINVAL,
                                                  "hostPath type check failed: %s is not a file", p);
                 return 0;
         case HOST_PATH_SOCKET:
                 if (!exists || !S_ISSOCK(st.st_mode))
-                        return runtime_error_set(err, -EINVAL,
+                        return error_set(err, -EINVAL,
                                                  "hostPath type check failed: %s is not a socket file", p);
                 return 0;
         case HOST_PATH_CHAR_DEVICE:
                 if (!exists || !S_ISCHR(st.st_mode))
-                        return runtime_error_set(err, -EINVAL,
+                        return error_set(err, -EINVAL,
                                                  "hostPath type check failed: %s is not a character device", p);
                 return 0;
         case HOST_PATH_BLOCK_DEVICE:
                 if (!exists || !S_ISBLK(st.st_mode))
-                        return runtime_error_set(err, -EINVAL,
+                        return error_set(err, -EINVAL,
                                                  "hostPath type check failed: %s is not a block device", p);
                 return 0;
         default:
-                return runtime_error_set(err, -EINVAL, "%d is an invalid volume type", (int)hp->type);
+                return error_set(err, -EINVAL, "%d is an invalid volume type", (int)hp->type);
         }
 }
 
@@ -680,7 +680,7 @@ static const KeyValue *key_source_get(const KeySource *ks, const char *key) {
 }
 
 static int payload_from_keys(Payload *p, const KeySource *ks, const ConfigMapVolumeSource *src,
-                             mode_t def, RuntimeError *err) {
+                             mode_t def, Error *err) {
         int r;
         if (src->n_items == 0) {
                 for (size_t m = 0; m < ELEMENTSOF(ks->maps); m++)
@@ -698,9 +698,9 @@ static int payload_from_keys(Payload *p, const KeySource *ks, const ConfigMapVol
                         if (src->optional)
                                 continue;
                         return ks->secret
-                                ? runtime_error_set(err, -ENOENT,
+                                ? error_set(err, -ENOENT,
                                                     "references non-existent secret key: %s", k->key)
-                                : runtime_error_set(err, -ENOENT,
+                                : error_set(err, -ENOENT,
                                                     "configmap references non-existent config key: %s",
                                                     k->key);
                 }
@@ -712,31 +712,31 @@ static int payload_from_keys(Payload *p, const KeySource *ks, const ConfigMapVol
 }
 
 static int payload_configmap(Payload *p, const Pod *pod, const PodVolumesOptions *o,
-                             const ConfigMapVolumeSource *src, mode_t def, RuntimeError *err) {
+                             const ConfigMapVolumeSource *src, mode_t def, Error *err) {
         const ConfigMap *cm = pod_lookup_configmap(o->lookup, pod->metadata.namespace, src->name);
         if (!cm) {
                 if (src->optional)
                         return 0;
-                return runtime_error_set(err, -ENOENT, "configmap \"%s\" not found", src->name);
+                return error_set(err, -ENOENT, "configmap \"%s\" not found", src->name);
         }
         KeySource ks = { { &cm->data, &cm->binary_data }, false };
         return payload_from_keys(p, &ks, src, def, err);
 }
 
 static int payload_secret(Payload *p, const Pod *pod, const PodVolumesOptions *o,
-                          const SecretVolumeSource *src, mode_t def, RuntimeError *err) {
+                          const SecretVolumeSource *src, mode_t def, Error *err) {
         const Secret *s = pod_lookup_secret(o->lookup, pod->metadata.namespace, src->name);
         if (!s) {
                 if (src->optional)
                         return 0;
-                return runtime_error_set(err, -ENOENT, "secret \"%s\" not found", src->name);
+                return error_set(err, -ENOENT, "secret \"%s\" not found", src->name);
         }
         KeySource ks = { { &s->data, NULL }, true };
         return payload_from_keys(p, &ks, src, def, err);
 }
 
 static int payload_downward(Payload *p, const Pod *pod, const PodVolumesOptions *o,
-                            const DownwardAPIVolumeSource *src, mode_t def, RuntimeError *err) {
+                            const DownwardAPIVolumeSource *src, mode_t def, Error *err) {
         int r;
         for (size_t i = 0; i < src->n_items; i++) {
                 const DownwardAPIVolumeFile *f = &src->items[i];
@@ -750,7 +750,7 @@ static int payload_downward(Payload *p, const Pod *pod, const PodVolumesOptions 
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0)
-                        return runtime_error_set(err, r, "unable to get value for downwardAPI file \"%s\"",
+                        return error_set(err, r, "unable to get value for downwardAPI file \"%s\"",
                                                  f->path);
                 if ((r = payload_add(p, f->path, v, strlen(v), item_mode(&f->mode, def))) < 0)
                         return r;
@@ -759,7 +759,7 @@ static int payload_downward(Payload *p, const Pod *pod, const PodVolumesOptions 
 }
 
 static int payload_projected(Payload *p, const Pod *pod, const PodVolumesOptions *o,
-                             const ProjectedVolumeSource *src, RuntimeError *err) {
+                             const ProjectedVolumeSource *src, Error *err) {
         mode_t def = (mode_t)src->default_mode.value;
         int r = 0;
         for (size_t i = 0; i < src->n_sources && r >= 0; i++) {
@@ -785,10 +785,10 @@ static bool is_our_tmpfs(const char *path) {
         return sf.f_type == TMPFS_MAGIC && st.st_dev != pst.st_dev;
 }
 
-static int mount_tmpfs(const char *path, uint64_t size, const char *extra, RuntimeError *err) {
+static int mount_tmpfs(const char *path, uint64_t size, const char *extra, Error *err) {
         int r = mkdir_p(path, 0755);
         if (r < 0)
-                return runtime_error_set(err, r, "failed to create \"%s\": %s", path, strerror(-r));
+                return error_set(err, r, "failed to create \"%s\": %s", path, strerror(-r));
         if (is_our_tmpfs(path))
                 return 0; /* prepared before (agent restart, or an update) */
         _cleanup_free_ char *opts = size > 0 ? strprintf("size=%" PRIu64 "%s%s", size,
@@ -797,7 +797,7 @@ static int mount_tmpfs(const char *path, uint64_t size, const char *extra, Runti
         if (!opts)
                 return -ENOMEM;
         if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
-                return runtime_error_set(err, -errno, "failed to mount tmpfs on \"%s\": %s", path, strerror(errno));
+                return error_set(err, -errno, "failed to mount tmpfs on \"%s\": %s", path, strerror(errno));
         return 0;
 }
 
@@ -840,28 +840,28 @@ static int64_t pod_fs_group(const Pod *pod) {
 }
 
 static int prepare_empty_dir(const Pod *pod, const Volume *v, const PodVolumesOptions *o,
-                             const char *path, RuntimeError *err) {
+                             const char *path, Error *err) {
         int r;
         if (v->empty_dir.medium == STORAGE_MEDIUM_HUGEPAGES)
-                return runtime_error_set(err, -EOPNOTSUPP,
+                return error_set(err, -EOPNOTSUPP,
                                          "volume \"%s\": emptyDir medium HugePages is not supported",
                                          v->name);
         if (v->empty_dir.medium == STORAGE_MEDIUM_MEMORY && !o->no_mounts)
                 return mount_tmpfs(path, memory_volume_size(pod, o, &v->empty_dir.size_limit), NULL,
                                    err);
         if ((r = mkdir_p(path, 0777)) < 0)
-                return runtime_error_set(err, r, "failed to create \"%s\": %s", path, strerror(-r));
+                return error_set(err, r, "failed to create \"%s\": %s", path, strerror(-r));
         /* kubelet: 0777 whatever the umask, so any container user can write */
         if (chmod(path, 0777) < 0)
-                return runtime_error_set(err, -errno, "failed to chmod \"%s\": %s", path, strerror(errno));
+                return error_set(err, -errno, "failed to chmod \"%s\": %s", path, strerror(errno));
         int64_t g = pod_fs_group(pod);
         if (g >= 0 && (chown(path, (uid_t)-1, (gid_t)g) < 0 || chmod(path, 02777) < 0))
-                return runtime_error_set(err, -errno, "failed to apply fsGroup to \"%s\": %s", path, strerror(errno));
+                return error_set(err, -errno, "failed to apply fsGroup to \"%s\": %s", path, strerror(errno));
         return 0;
 }
 
 static int prepare_projection(const Pod *pod, const Volume *v, const PodVolumesOptions *o,
-                              const char *path, bool on_tmpfs, RuntimeError *err) {
+                              const char *path, bool on_tmpfs, Error *err) {
         _cleanup_(payload_done) Payload p = {};
         int r;
         switch (v->type) {
@@ -889,13 +889,13 @@ static int prepare_projection(const Pod *pod, const Volume *v, const PodVolumesO
                 return r;
         r = pod_atomic_write(path, p.files, p.n, pod_fs_group(pod));
         if (r < 0)
-                return runtime_error_set(err, r, "failed to write volume \"%s\": %s", v->name,
+                return error_set(err, r, "failed to write volume \"%s\": %s", v->name,
                                          strerror(-r));
         return 0;
 }
 
 static int prepare_one(const Pod *pod, const Volume *v, const PodVolumesOptions *o,
-                       PodVolumePath *ret, RuntimeError *err) {
+                       PodVolumePath *ret, Error *err) {
         _cleanup_free_ char *path = NULL;
         const char *plugin = NULL;
         bool ro = true, tmpfs = false;
@@ -931,11 +931,11 @@ static int prepare_one(const Pod *pod, const Volume *v, const PodVolumesOptions 
                 tmpfs = true;
                 break;
         case VOLUME_IMAGE:
-                return runtime_error_set(err, -EOPNOTSUPP,
+                return error_set(err, -EOPNOTSUPP,
                                          "volume \"%s\": image volumes are not supported yet",
                                          v->name);
         default:
-                return runtime_error_set(err, -EINVAL, "volume \"%s\": unsupported volume type",
+                return error_set(err, -EINVAL, "volume \"%s\": unsupported volume type",
                                          v->name);
         }
         if (plugin) {
@@ -951,27 +951,27 @@ static int prepare_one(const Pod *pod, const Volume *v, const PodVolumesOptions 
         return 0;
 }
 
-static int prepare_shm(const Pod *pod, const PodVolumesOptions *o, char **ret, RuntimeError *err) {
+static int prepare_shm(const Pod *pod, const PodVolumesOptions *o, char **ret, Error *err) {
         _cleanup_free_ char *path = strprintf("%s/shm", o->pod_dir);
         if (!path)
                 return -ENOMEM;
         int r;
         if (o->no_mounts) {
                 if ((r = mkdir_p(path, 01777)) < 0)
-                        return runtime_error_set(err, r, "failed to create \"%s\": %s", path,
+                        return error_set(err, r, "failed to create \"%s\": %s", path,
                                                  strerror(-r));
         } else {
                 /* containerd's sandbox shm: nosuid,nodev,noexec,mode=1777,size=65536k */
                 uint64_t size = o->shm_size ? o->shm_size : DEFAULT_SHM_SIZE;
                 if ((r = mkdir_p(path, 0755)) < 0)
-                        return runtime_error_set(err, r, "failed to create \"%s\": %s", path,
+                        return error_set(err, r, "failed to create \"%s\": %s", path,
                                                  strerror(-r));
                 if (!is_our_tmpfs(path)) {
                         _cleanup_free_ char *opts = strprintf("mode=1777,size=%" PRIu64, size);
                         if (!opts)
                                 return -ENOMEM;
                         if (mount("shm", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
-                                return runtime_error_set(err, -errno,
+                                return error_set(err, -errno,
                                                          "failed to mount /dev/shm for the pod: %s", strerror(errno));
                 }
         }
@@ -998,14 +998,14 @@ const char *pod_volumes_get(const PodVolumes *v, const char *name) {
 }
 
 int pod_volumes_prepare(const Pod *pod, const PodVolumesOptions *o, PodVolumes *ret,
-                        RuntimeError *err) {
+                        Error *err) {
         _cleanup_(pod_volumes_done) PodVolumes v = {};
         int r;
 
         if (isempty(o->pod_dir))
                 return -EINVAL;
         if ((r = mkdir_p(o->pod_dir, 0750)) < 0)
-                return runtime_error_set(err, r, "failed to create \"%s\": %s", o->pod_dir,
+                return error_set(err, r, "failed to create \"%s\": %s", o->pod_dir,
                                          strerror(-r));
         v.items = calloc(pod->spec.n_volumes + 1, sizeof(*v.items));
         if (!v.items)
@@ -1052,7 +1052,7 @@ static int cleanup_plugin_dir(const char *plugin_dir) {
         return ret;
 }
 
-int pod_volumes_cleanup(const char *pod_dir, RuntimeError *err) {
+int pod_volumes_cleanup(const char *pod_dir, Error *err) {
         _cleanup_free_ char *vols = strprintf("%s/volumes", pod_dir);
         _cleanup_free_ char *shm = strprintf("%s/shm", pod_dir);
         if (!vols || !shm)
@@ -1061,7 +1061,7 @@ int pod_volumes_cleanup(const char *pod_dir, RuntimeError *err) {
 
         _cleanup_closedir_ DIR *d = opendir(vols);
         if (!d && errno != ENOENT)
-                return runtime_error_set(err, -errno, "failed to open \"%s\": %s", vols, strerror(errno));
+                return error_set(err, -errno, "failed to open \"%s\": %s", vols, strerror(errno));
         struct dirent *de;
         while (d && (de = readdir(d))) {
                 if (streq(de->d_name, ".") || streq(de->d_name, ".."))
@@ -1070,16 +1070,16 @@ int pod_volumes_cleanup(const char *pod_dir, RuntimeError *err) {
                 if (!pd)
                         return -ENOMEM;
                 if ((r = cleanup_plugin_dir(pd)) < 0)
-                        return runtime_error_set(err, r, "failed to clean \"%s\": %s", pd,
+                        return error_set(err, r, "failed to clean \"%s\": %s", pd,
                                                  strerror(-r));
         }
         if (is_our_tmpfs(shm))
                 umount_all(shm);
 
         if ((r = rm_rf_path(vols)) < 0)
-                return runtime_error_set(err, r, "failed to remove \"%s\": %s "
+                return error_set(err, r, "failed to remove \"%s\": %s "
                                          "(something is still mounted inside?)", vols, strerror(-r));
         if ((r = rm_rf_path(shm)) < 0)
-                return runtime_error_set(err, r, "failed to remove \"%s\": %s", shm, strerror(-r));
+                return error_set(err, r, "failed to remove \"%s\": %s", shm, strerror(-r));
         return 0;
 }

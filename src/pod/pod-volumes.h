@@ -91,20 +91,20 @@ typedef struct PodVolumesOptions {
  * directory", "configmap \"x\" not found"); what was already set up stays
  * for pod_volumes_cleanup(). */
 int pod_volumes_prepare(const Pod *pod, const PodVolumesOptions *o, PodVolumes *ret,
-                        RuntimeError *err);
+                        Error *err);
 /* Unmounts every tmpfs under <pod_dir>/volumes and <pod_dir>/shm and removes
  * <pod_dir>/volumes and <pod_dir>/shm. Never crosses a mount point that is not
  * a tmpfs of ours and never follows symlinks, so a hostPath (which is never
  * under the pod dir anyway) or a bind mount left behind cannot be emptied.
  * Idempotent. */
-int pod_volumes_cleanup(const char *pod_dir, RuntimeError *err);
+int pod_volumes_cleanup(const char *pod_dir, Error *err);
 
 const char *pod_volumes_get(const PodVolumes *v, const char *name);
 void pod_volumes_done(PodVolumes *v);
 
 /* kubelet's hostPath type check for one volume (creating DirectoryOrCreate
  * and FileOrCreate paths). Exposed for tests. */
-int pod_host_path_check(const HostPathVolumeSource *hp, RuntimeError *err);
+int pod_host_path_check(const HostPathVolumeSource *hp, Error *err);
 
 /* One file of an atomically written volume (Kubernetes' AtomicWriter). */
 typedef struct PodVolumeFile {

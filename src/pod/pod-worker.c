@@ -174,7 +174,7 @@ static void start_failed(ContainerOp *op, const char *reason, const char *messag
                     w->full_name, reason, message);
         container_set_waiting(c, reason, message);
         if (op->rootfs_mounted) {
-                ImageError ie = {};
+                Error ie = {};
                 (void)image_rootfs_umount(op->rootfs, &ie);
                 op->rootfs_mounted = false;
         }
@@ -200,7 +200,7 @@ static unsigned sandbox_namespaces(const Pod *p) {
         return ns;
 }
 
-static int worker_write_pod_files(PodWorker *w, bool warn, RuntimeError *err);
+static int worker_write_pod_files(PodWorker *w, bool warn, Error *err);
 
 static void sandbox_failed(PodWorker *w, const char *message) {
         log_warning("Failed to create sandbox of pod \"%s\": %s", w->full_name, message);
@@ -283,7 +283,7 @@ static void on_network_added(CniRunner *runner, int r, CniResult *result, const 
                 /* The ADD undid itself; the namespaces go too, so a retry
                  * starts from nothing (no half-created sandbox). */
                 w->network_added = false;
-                RuntimeError e = {};
+                Error e = {};
                 (void)sandbox_remove(w->ns_dir, &e);
                 sandbox_failed(w, msg ? msg : strerror(-r));
                 worker_op_done(w);
@@ -296,7 +296,7 @@ static void on_network_added(CniRunner *runner, int r, CniResult *result, const 
                 w->state.pod_ips = TAKE_PTR(ips);
         }
         /* /etc/hosts names the pod's own IP, known only now. */
-        RuntimeError e = {};
+        Error e = {};
         if (worker_write_pod_files(w, false, &e) < 0)
                 log_warning("Pod \"%s\": %s", w->full_name, e.message);
         sandbox_ready(w);
@@ -327,9 +327,9 @@ static void worker_network_add(PodWorker *w) {
         }
         if (r < 0) {
                 _cleanup_free_ char *msg = cni_error_to_string(&err);
-                RuntimeError e = {};
+                Error e = {};
                 (void)sandbox_remove(w->ns_dir, &e);
-                sandbox_failed(w, msg && err.msg ? msg : strerror(-r));
+                sandbox_failed(w, msg && err.base.message[0] ? msg : strerror(-r));
                 worker_mark_status(w);
         }
         cni_error_done(&err);
@@ -401,7 +401,7 @@ static bool worker_network_del(PodWorker *w) {
         return true;
 }
 
-static void on_sandbox_created(Runtime *rt, int r, pid_t holder, const RuntimeError *err,
+static void on_sandbox_created(Runtime *rt, int r, pid_t holder, const Error *err,
                                void *userdata) {
         PodWorker *w = userdata;
 
@@ -420,7 +420,7 @@ static void on_sandbox_created(Runtime *rt, int r, pid_t holder, const RuntimeEr
  * sandbox, and again once the network gave the pod its IP (the hosts line
  * and downwardAPI podIP items depend on it; volumes are rewritten in place
  * atomically). warn: log what kubelet reports as events, the first time only. */
-static int worker_write_pod_files(PodWorker *w, bool warn, RuntimeError *err) {
+static int worker_write_pod_files(PodWorker *w, bool warn, Error *err) {
         const PodManagerOptions *o = w->ctx->o;
         _cleanup_strv_free_ char **warnings = NULL;
         int r;
@@ -449,14 +449,14 @@ static int worker_write_pod_files(PodWorker *w, bool warn, RuntimeError *err) {
 
 /* Checkpoint, pod directory, etc files and volumes: everything a
  * container needs from the node before the first one starts. */
-static int worker_prepare(PodWorker *w, RuntimeError *err) {
+static int worker_prepare(PodWorker *w, Error *err) {
         int r;
 
         if (w->prepared)
                 return 0;
         r = mkdir_p(w->pod_dir, 0700);
         if (r < 0)
-                return runtime_error_set(err, r, "cannot create %s: %s", w->pod_dir, strerror(-r));
+                return error_set(err, r, "cannot create %s: %s", w->pod_dir, strerror(-r));
 
         PodCheckpoint cp = {
                 .uid = w->object->uid,
@@ -470,7 +470,7 @@ static int worker_prepare(PodWorker *w, RuntimeError *err) {
         r = pod_checkpoint_write(w->pod_dir, &cp);
         json_decref(cp.manifest);
         if (r < 0)
-                return runtime_error_set(err, r, "cannot write the pod checkpoint: %s",
+                return error_set(err, r, "cannot write the pod checkpoint: %s",
                                          strerror(-r));
 
         r = worker_write_pod_files(w, true, err);
@@ -480,7 +480,7 @@ static int worker_prepare(PodWorker *w, RuntimeError *err) {
         return 0;
 }
 
-static void on_attempt_deleted(Runtime *rt, int r, const RuntimeError *err, void *userdata);
+static void on_attempt_deleted(Runtime *rt, int r, const Error *err, void *userdata);
 static bool worker_network_del(PodWorker *w);
 static void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,
                              const RuntimeContainerStatus *st);
@@ -573,7 +573,7 @@ static bool container_adopt(PodWorker *w, ContainerOp *op, ContainerState *c, ch
         container_restore_last(w, c, n);
 
         Image *image = NULL;
-        ImageError ie = {};
+        Error ie = {};
         if (image_store_get(w->ctx->o->images, c->spec->image, &image, &ie) >= 0) {
                 (void)set_str(&c->image_id, image->config_digest);
                 op->stop_signal = signal_from_string(image->config.stop_signal);
@@ -702,7 +702,7 @@ static bool worker_adopt(PodWorker *w) {
                                 continue;
                         _cleanup_free_ char *attempt_dir = strprintf("%s/%s", cdir, de->d_name);
                         _cleanup_free_ char *rootfs = strprintf("%s/%s/rootfs", cdir, de->d_name);
-                        ImageError ie = {};
+                        Error ie = {};
                         if (rootfs)
                                 (void)image_rootfs_umount(rootfs, &ie);
                         if (attempt_dir)
@@ -738,7 +738,7 @@ static bool worker_adopt(PodWorker *w) {
                 w->state.pod_ips = TAKE_PTR(sb.pod_ips);
                 (void)set_str(&w->state.pod_ip, w->state.pod_ips ? w->state.pod_ips[0] : NULL);
                 w->state.sandbox = SANDBOX_READY;
-                RuntimeError err = {};
+                Error err = {};
                 if (worker_prepare(w, &err) < 0)
                         log_warning("Pod \"%s\": %s", w->full_name, err.message);
                 if (sb.network && pod_uses_cni(w)) {
@@ -771,7 +771,7 @@ static bool worker_adopt(PodWorker *w) {
 }
 
 static void worker_create_sandbox(PodWorker *w) {
-        RuntimeError err = {};
+        Error err = {};
         int r;
 
         if (w->sandbox_pending || w->cni_op)
@@ -781,7 +781,7 @@ static void worker_create_sandbox(PodWorker *w) {
                         log_warning("Pod \"%s\": %s", w->full_name, err.message);
                 (void)unlink(w->sandbox_record);
                 w->stale_sandbox = false;
-                err = (RuntimeError){};
+                err = (Error){};
         }
         r = worker_prepare(w, &err);
         if (r < 0) {
@@ -805,17 +805,17 @@ static void worker_create_sandbox(PodWorker *w) {
         w->sandbox_pending = true;
         r = sandbox_create(w->ctx->o->runtime, &req, on_sandbox_created, w, NULL);
         if (r < 0) {
-                RuntimeError e = {};
-                runtime_error_set(&e, r, "cannot create the pod sandbox: %s", strerror(-r));
+                Error e = {};
+                error_set(&e, r, "cannot create the pod sandbox: %s", strerror(-r));
                 on_sandbox_created(w->ctx->o->runtime, r, 0, &e, w);
         }
 }
 
 /* ---- container start: image -> rootfs -> bundle -> conmon/runc ---- */
 
-static void on_attempt_deleted(Runtime *rt, int r, const RuntimeError *err, void *userdata);
+static void on_attempt_deleted(Runtime *rt, int r, const Error *err, void *userdata);
 
-static void on_container_started(Runtime *rt, int r, const RuntimeError *err, void *userdata) {
+static void on_container_started(Runtime *rt, int r, const Error *err, void *userdata) {
         ContainerOp *op = userdata;
         PodWorker *w = op->w;
         ContainerState *c = op_container(op);
@@ -864,7 +864,7 @@ static void on_container_started(Runtime *rt, int r, const RuntimeError *err, vo
 }
 
 static void on_container_created(Runtime *rt, int r, pid_t pid, pid_t conmon_pid,
-                                 const RuntimeError *err, void *userdata) {
+                                 const Error *err, void *userdata) {
         ContainerOp *op = userdata;
         ContainerState *c = op_container(op);
 
@@ -876,8 +876,8 @@ static void on_container_created(Runtime *rt, int r, pid_t pid, pid_t conmon_pid
         c->state = CONTAINER_CREATED;
         r = runtime_container_start(rt, op->id, on_container_started, op, &op->rop);
         if (r < 0) {
-                RuntimeError e = {};
-                runtime_error_set(&e, r, "cannot start: %s", strerror(-r));
+                Error e = {};
+                error_set(&e, r, "cannot start: %s", strerror(-r));
                 on_container_started(rt, r, &e, op);
         }
 }
@@ -886,7 +886,7 @@ static void container_create(ContainerOp *op) {
         PodWorker *w = op->w;
         const PodManagerOptions *o = w->ctx->o;
         ContainerState *c = op_container(op);
-        RuntimeError err = {};
+        Error err = {};
         int r;
 
         PodNodeInfo node = { .node_name = o->node_name, .pod_ips = w->state.pod_ips,
@@ -981,8 +981,8 @@ static void container_create(ContainerOp *op) {
         (void)set_str(&c->container_id, op->id);
         r = runtime_container_create(o->runtime, &req, on_container_created, op, &op->rop);
         if (r < 0) {
-                RuntimeError e = {};
-                runtime_error_set(&e, r, "cannot run conmon: %s", strerror(-r));
+                Error e = {};
+                error_set(&e, r, "cannot run conmon: %s", strerror(-r));
                 on_container_created(o->runtime, r, 0, 0, &e, op);
         }
 }
@@ -995,7 +995,7 @@ typedef struct RootfsJob {
 } RootfsJob;
 
 /* Runs in the image worker child: layers unpacked once, then the overlay. */
-static int rootfs_job(ImageStore *s, void *userdata, ImageError *err) {
+static int rootfs_job(ImageStore *s, void *userdata, Error *err) {
         RootfsJob *j = userdata;
         int r = image_store_unpack(s, j->ref, err);
         if (r < 0)
@@ -1005,7 +1005,7 @@ static int rootfs_job(ImageStore *s, void *userdata, ImageError *err) {
 
 static int on_rootfs_ready(EventSource *s, const siginfo_t *si, void *userdata) {
         ContainerOp *op = userdata;
-        ImageError err = {};
+        Error err = {};
 
         op->iw_source = event_source_free(op->iw_source);
         int r = image_worker_finish(&op->iw, si, &err);
@@ -1041,7 +1041,7 @@ static void container_start(PodWorker *w, const ContainerStartAction *a) {
         ContainerOp *op = worker_op(w, a->is_init, a->index);
         ContainerState *c = pod_actions_target(&w->state, a->is_init, a->index);
         ImageStore *store = w->ctx->o->images;
-        ImageError ierr = {};
+        Error ierr = {};
         int r;
 
         if (!op || !c || op->starting || op->killing)
@@ -1089,7 +1089,7 @@ static void container_start(PodWorker *w, const ContainerStartAction *a) {
         }
         /* A leftover of an earlier agent run at this attempt number is stale. */
         (void)image_rootfs_umount(op->rootfs, &ierr);
-        ierr = (ImageError){};
+        ierr = (Error){};
         (void)container_subpaths_release(op->attempt_dir);
         _cleanup_close_ int pfd = open(w->pod_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         _cleanup_free_ char *rel = strprintf("containers/%s/%u", c->spec->name, op->attempt);
@@ -1126,7 +1126,7 @@ static int stop_signal(const ContainerOp *op) {
         return op->stop_signal > 0 ? op->stop_signal : SIGTERM;
 }
 
-static void on_kill_sent(Runtime *rt, int r, const RuntimeError *err, void *userdata) {
+static void on_kill_sent(Runtime *rt, int r, const Error *err, void *userdata) {
         PodWorker *w = userdata;
         if (r < 0)
                 log_debug("Kill in pod \"%s\" failed: %s", w->full_name,
@@ -1195,7 +1195,7 @@ static void container_kill(PodWorker *w, const ContainerKillAction *a) {
 
 /* ---- exits (PLEG) ---- */
 
-static void on_attempt_deleted(Runtime *rt, int r, const RuntimeError *err, void *userdata) {
+static void on_attempt_deleted(Runtime *rt, int r, const Error *err, void *userdata) {
         PodWorker *w = userdata;
         if (r < 0)
                 log_debug("Pod \"%s\": removing a container failed: %s", w->full_name,
@@ -1272,7 +1272,7 @@ static void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,
          * stay for `logs -p` and inspection. */
         _cleanup_free_ char *rootfs = strprintf("%s/containers/%s/%u/rootfs", w->pod_dir,
                                                 c->spec->name, c->attempt);
-        ImageError ie = {};
+        Error ie = {};
         if (rootfs)
                 (void)image_rootfs_umount(rootfs, &ie);
         if (attempt_dir)
@@ -1315,7 +1315,7 @@ void pod_worker_relist(PodWorker *w) {
 /* Returns true when the pod is gone (and w freed), false while the
  * network DEL still runs (the sync comes back when it finishes). */
 static bool worker_teardown(PodWorker *w) {
-        RuntimeError err = {};
+        Error err = {};
 
         if (w->torn_down)
                 return true;
@@ -1325,7 +1325,7 @@ static bool worker_teardown(PodWorker *w) {
         if (sandbox_remove(w->ns_dir, &err) < 0)
                 log_warning("Pod \"%s\": %s", w->full_name, err.message);
         (void)unlink(w->sandbox_record);
-        err = (RuntimeError){};
+        err = (Error){};
         if (pod_volumes_cleanup(w->pod_dir, &err) < 0)
                 log_warning("Pod \"%s\": %s", w->full_name, err.message);
         /* Whatever is still mounted under the pod (a rootfs whose container
@@ -1426,7 +1426,7 @@ static bool worker_sync(PodWorker *w) {
                  * but not its namespaces. */
                 if (!w->sandbox_released && sandbox_namespaces(w->state.pod) &&
                     !worker_network_del(w)) {
-                        RuntimeError err = {};
+                        Error err = {};
                         if (sandbox_remove(w->ns_dir, &err) < 0)
                                 log_warning("Pod \"%s\": %s", w->full_name, err.message);
                         (void)unlink(w->sandbox_record);

@@ -74,7 +74,7 @@ static void conmon_parse_sync(RuntimeOp *op) {
 
         op->sync_done = true;
         if (!json_is_integer(data)) {
-                (void)runtime_error_set(&op->err, -EBADMSG,
+                (void)error_set(&op->err, -EBADMSG,
                                         "conmon sent an unreadable create result: %.200s",
                                         op->sync_buf);
         } else if (json_integer_value(data) > 0) {
@@ -83,7 +83,7 @@ static void conmon_parse_sync(RuntimeOp *op) {
                 char msg[sizeof(op->err.message)];
                 const char *m = json_string_value(json_object_get(j, "message"));
                 runtime_extract_message(m, msg, sizeof(msg));
-                (void)runtime_error_set(&op->err, -EIO, "%s create \"%s\" failed: %s",
+                (void)error_set(&op->err, -EIO, "%s create \"%s\" failed: %s",
                                         rt->runtime_name, op->id,
                                         msg[0] ? msg : "no message from the runtime");
         }
@@ -101,15 +101,15 @@ static void conmon_maybe_finish(RuntimeOp *op) {
                 char msg[sizeof(op->err.message)];
                 runtime_extract_message(op->out, msg, sizeof(msg));
                 if (op->timed_out)
-                        (void)runtime_error_set(&op->err, -ETIMEDOUT,
+                        (void)error_set(&op->err, -ETIMEDOUT,
                                                 "conmon for \"%s\" timed out", op->id);
                 else if (op->child_code == CLD_EXITED)
-                        (void)runtime_error_set(&op->err, -EIO,
+                        (void)error_set(&op->err, -EIO,
                                                 "conmon for \"%s\" exited with status %d%s%s",
                                                 op->id, op->child_status, msg[0] ? ": " : "",
                                                 msg);
                 else
-                        (void)runtime_error_set(&op->err, -EIO,
+                        (void)error_set(&op->err, -EIO,
                                                 "conmon for \"%s\" killed by signal %d", op->id,
                                                 op->child_status);
                 conmon_finish(op, op->err.error);
@@ -149,7 +149,7 @@ static int on_sync(EventSource *s, int fd, uint32_t revents, void *userdata) {
                         op->sync_buf[op->sync_len] = 0;
                         if (op->sync_len == 0) {
                                 op->sync_done = true;
-                                (void)runtime_error_set(
+                                (void)error_set(
                                         &op->err, -EIO,
                                         "conmon for \"%s\" exited before reporting the container "
                                         "(is the runtime, the bundle or the log directory "
@@ -201,12 +201,12 @@ int conmon_op_start(RuntimeOp *op) {
         for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
                 r = mkdir_p(dirs[i], 0700);
                 if (r < 0)
-                        return runtime_error_set(&op->err, r, "Failed to create \"%s\": %s",
+                        return error_set(&op->err, r, "Failed to create \"%s\": %s",
                                                  dirs[i], strerror(-r));
         }
         r = mkdir_parent(req->log_path);
         if (r < 0)
-                return runtime_error_set(&op->err, r, "Failed to create the directory of \"%s\": %s",
+                return error_set(&op->err, r, "Failed to create the directory of \"%s\": %s",
                                          req->log_path, strerror(-r));
         /* A stale exit file would make a new container look exited. */
         (void)unlink(exit_file);
@@ -256,11 +256,11 @@ int conmon_op_start(RuntimeOp *op) {
         r = runtime_op_spawn(op, argv, env, persist, &sp[1], 1);
         if (r < 0) {
                 if (r == -ENOENT || r == -EACCES)
-                        return runtime_error_set(&op->err, r, "conmon \"%s\" not found%s: %s",
+                        return error_set(&op->err, r, "conmon \"%s\" not found%s: %s",
                                                  rt->conmon,
                                                  strchr(rt->conmon, '/') ? "" : " in PATH",
                                                  strerror(-r));
-                return runtime_error_set(&op->err, r, "Failed to start conmon: %s",
+                return error_set(&op->err, r, "Failed to start conmon: %s",
                                          strerror(-r));
         }
         sp[1] = safe_close(sp[1]);
@@ -271,7 +271,7 @@ int conmon_op_start(RuntimeOp *op) {
                  * path handle it rather than leaving a child behind. */
                 op->sync_fd = safe_close(op->sync_fd);
                 op->sync_done = true;
-                (void)runtime_error_set(&op->err, r, "Failed to watch conmon's sync pipe");
+                (void)error_set(&op->err, r, "Failed to watch conmon's sync pipe");
         }
         op->argv = TAKE_PTR(argv);
         return 0;
@@ -296,7 +296,7 @@ void conmon_op_timed_out(RuntimeOp *op) {
                     startswith(comm, "conmon"))
                         (void)kill(pid, SIGKILL);
         }
-        (void)runtime_error_set(&op->err, -ETIMEDOUT,
+        (void)error_set(&op->err, -ETIMEDOUT,
                                 "conmon for \"%s\" did not report the container in time", op->id);
         runtime_op_complete(op, -ETIMEDOUT);
 }

@@ -31,24 +31,6 @@
 /* jansson >= 2.14 provides json_decrefp(). */
 #define _cleanup_json_ _cleanup_(json_decrefp)
 
-int runtime_error_set(RuntimeError *e, int error, const char *fmt, ...) {
-        /* 0 would read as success on a failure path; a caller passing it
-         * made a mistake, and -EINVAL keeps the failure a failure. */
-        int r = error < 0 ? error : error > 0 ? -error : -EINVAL;
-
-        /* The innermost failure is the precise one; outer layers that call
-         * this again on their way out must not overwrite it. */
-        if (e && e->error == 0) {
-                va_list ap;
-
-                e->error = r;
-                va_start(ap, fmt);
-                (void)vsnprintf(e->message, sizeof(e->message), fmt, ap);
-                va_end(ap);
-        }
-        return r;
-}
-
 static void mount_done(RuntimeMount *m) {
         free(m->destination);
         free(m->source);
@@ -214,7 +196,7 @@ static uint64_t default_caps_mask(void) {
 }
 
 static int caps_parse_list(char **l, const char *field, uint64_t *mask, bool *all,
-                           RuntimeError *err) {
+                           Error *err) {
         size_t i = 0;
 
         STRV_FOREACH(s, l) {
@@ -225,7 +207,7 @@ static int caps_parse_list(char **l, const char *field, uint64_t *mask, bool *al
                 else {
                         cap = runtime_capability_from_string(*s);
                         if (cap < 0)
-                                return runtime_error_set(
+                                return error_set(
                                         err, -EINVAL,
                                         "capabilities.%s[%zu]: unknown capability \"%s\"", field, i,
                                         *s);
@@ -237,7 +219,7 @@ static int caps_parse_list(char **l, const char *field, uint64_t *mask, bool *al
 }
 
 int runtime_capabilities_resolve(const RuntimeContainerConfig *c, uint64_t *ret,
-                                 RuntimeError *err) {
+                                 Error *err) {
         uint64_t add = 0, drop = 0, set = default_caps_mask();
         bool add_all = false, drop_all = false;
         int r;
@@ -305,8 +287,8 @@ static json_t *strv_to_json(char *const *l) {
         return TAKE_PTR(a);
 }
 
-static int oom(RuntimeError *err) {
-        return runtime_error_set(err, -ENOMEM, "out of memory while building config.json");
+static int oom(Error *err) {
+        return error_set(err, -ENOMEM, "out of memory while building config.json");
 }
 
 /* ---- process ---- */
@@ -336,7 +318,7 @@ static const char *const rlimit_types[] = {
 };
 
 static int build_process(const RuntimeContainerConfig *c, uint64_t caps, json_t *spec,
-                         RuntimeError *err) {
+                         Error *err) {
         _cleanup_json_ json_t *p = json_object(), *user = json_object(), *env = NULL,
                               *capo = json_object();
         bool has_path = false;
@@ -345,9 +327,9 @@ static int build_process(const RuntimeContainerConfig *c, uint64_t caps, json_t 
                 return oom(err);
 
         if (strv_length(c->args) == 0 || isempty(c->args[0]))
-                return runtime_error_set(err, -EINVAL, "args: empty command");
+                return error_set(err, -EINVAL, "args: empty command");
         if (c->cwd && c->cwd[0] != '/')
-                return runtime_error_set(err, -EINVAL, "cwd: \"%s\" is not an absolute path",
+                return error_set(err, -EINVAL, "cwd: \"%s\" is not an absolute path",
                                          c->cwd);
 
         if (obj_set(p, "terminal", json_boolean(c->terminal)) < 0)
@@ -374,7 +356,7 @@ static int build_process(const RuntimeContainerConfig *c, uint64_t caps, json_t 
 
         STRV_FOREACH(e, c->env) {
                 if (!strchr(*e, '='))
-                        return runtime_error_set(err, -EINVAL, "env[%zu]: \"%s\" is not KEY=VALUE",
+                        return error_set(err, -EINVAL, "env[%zu]: \"%s\" is not KEY=VALUE",
                                                  (size_t)(e - c->env), *e);
                 if (startswith(*e, "PATH="))
                         has_path = true;
@@ -409,11 +391,11 @@ static int build_process(const RuntimeContainerConfig *c, uint64_t caps, json_t 
                         const RuntimeRlimit *l = &c->rlimits[i];
 
                         if (!l->type || !strv_contains((char **)rlimit_types, l->type))
-                                return runtime_error_set(err, -EINVAL,
+                                return error_set(err, -EINVAL,
                                                          "rlimits[%zu].type: unknown limit \"%s\"",
                                                          i, strempty(l->type));
                         if (l->soft > l->hard)
-                                return runtime_error_set(
+                                return error_set(
                                         err, -EINVAL, "rlimits[%zu]: soft limit above hard limit",
                                         i);
                         if (arr_add(rl,
@@ -430,7 +412,7 @@ static int build_process(const RuntimeContainerConfig *c, uint64_t caps, json_t 
                 return oom(err);
         if (c->oom_score_adj_set) {
                 if (c->oom_score_adj < -1000 || c->oom_score_adj > 1000)
-                        return runtime_error_set(err, -EINVAL,
+                        return error_set(err, -EINVAL,
                                                  "oom_score_adj: %d is outside -1000..1000",
                                                  c->oom_score_adj);
                 if (obj_set(p, "oomScoreAdj", json_integer(c->oom_score_adj)) < 0)
@@ -492,7 +474,7 @@ static bool caller_has_mount(const RuntimeContainerConfig *c, const char *dest) 
         return false;
 }
 
-static int build_mounts(const RuntimeContainerConfig *c, json_t *spec, RuntimeError *err) {
+static int build_mounts(const RuntimeContainerConfig *c, json_t *spec, Error *err) {
         _cleanup_json_ json_t *ms = json_array();
         bool caller_dev = false;
 
@@ -503,13 +485,13 @@ static int build_mounts(const RuntimeContainerConfig *c, json_t *spec, RuntimeEr
                 const RuntimeMount *m = &c->mounts[i];
 
                 if (isempty(m->destination) || m->destination[0] != '/')
-                        return runtime_error_set(
+                        return error_set(
                                 err, -EINVAL,
                                 "mounts[%zu].destination: \"%s\" is not an absolute path", i,
                                 strempty(m->destination));
                 if (isempty(m->source) && !isempty(m->type) &&
                     (streq(m->type, "bind") || streq(m->type, "rbind")))
-                        return runtime_error_set(
+                        return error_set(
                                 err, -EINVAL, "mounts[%zu].source: a bind mount needs a source", i);
                 if (path_equal(m->destination, "/dev"))
                         caller_dev = true;
@@ -574,13 +556,13 @@ bool runtime_cgroup_unified(void) {
 }
 
 static int add_namespace(json_t *a, const char *type, const RuntimeNamespace *ns, const char *field,
-                         RuntimeError *err) {
+                         Error *err) {
         switch (ns ? ns->mode : RUNTIME_NS_NEW) {
         case RUNTIME_NS_NEW:
                 return arr_add(a, json_pack("{s:s}", "type", type)) < 0 ? oom(err) : 0;
         case RUNTIME_NS_PATH:
                 if (isempty(ns->path) || ns->path[0] != '/')
-                        return runtime_error_set(err, -EINVAL,
+                        return error_set(err, -EINVAL,
                                                  "%s.path: \"%s\" is not an absolute path", field,
                                                  strempty(ns->path));
                 return arr_add(a, json_pack("{s:s, s:s}", "type", type, "path", ns->path)) < 0
@@ -589,11 +571,11 @@ static int add_namespace(json_t *a, const char *type, const RuntimeNamespace *ns
         case RUNTIME_NS_HOST:
                 return 0; /* no entry: the runtime's own namespace */
         }
-        return runtime_error_set(err, -EINVAL, "%s: unknown namespace mode %d", field,
+        return error_set(err, -EINVAL, "%s: unknown namespace mode %d", field,
                                  (int)ns->mode);
 }
 
-static int build_namespaces(const RuntimeContainerConfig *c, json_t *linux_, RuntimeError *err) {
+static int build_namespaces(const RuntimeContainerConfig *c, json_t *linux_, Error *err) {
         _cleanup_json_ json_t *a = json_array();
         int r;
 
@@ -654,7 +636,7 @@ static bool page_size_valid(const char *s) {
         return n > 0 && (streq(s + n, "KB") || streq(s + n, "MB") || streq(s + n, "GB"));
 }
 
-static int build_resources(const RuntimeContainerConfig *c, json_t *linux_, RuntimeError *err) {
+static int build_resources(const RuntimeContainerConfig *c, json_t *linux_, Error *err) {
         const RuntimeResources *res = &c->resources;
         _cleanup_json_ json_t *o = json_object(), *devs = json_array();
 
@@ -695,13 +677,13 @@ static int build_resources(const RuntimeContainerConfig *c, json_t *linux_, Runt
                 if (!cpu)
                         return oom(err);
                 if (res->cpu_shares > (uint64_t)INT64_MAX)
-                        return runtime_error_set(err, -ERANGE, "resources.cpu_shares: too large");
+                        return error_set(err, -ERANGE, "resources.cpu_shares: too large");
                 if (res->cpu_quota < -1)
-                        return runtime_error_set(err, -EINVAL,
+                        return error_set(err, -EINVAL,
                                                  "resources.cpu_quota: %lld is negative",
                                                  (long long)res->cpu_quota);
                 if (res->cpu_period > (uint64_t)INT64_MAX)
-                        return runtime_error_set(err, -ERANGE, "resources.cpu_period: too large");
+                        return error_set(err, -ERANGE, "resources.cpu_period: too large");
                 if (res->cpu_shares &&
                     obj_set(cpu, "shares", json_integer((json_int_t)res->cpu_shares)) < 0)
                         return oom(err);
@@ -714,14 +696,14 @@ static int build_resources(const RuntimeContainerConfig *c, json_t *linux_, Runt
                         return oom(err);
         }
         if (res->memory_limit < 0)
-                return runtime_error_set(err, -EINVAL, "resources.memory_limit: %lld is negative",
+                return error_set(err, -EINVAL, "resources.memory_limit: %lld is negative",
                                          (long long)res->memory_limit);
         if (res->memory_limit > 0 &&
             obj_set(o, "memory", json_pack("{s:I}", "limit", (json_int_t)res->memory_limit)) < 0)
                 return oom(err);
         /* -1 is "unlimited" to runc; other negatives are mistakes. */
         if (res->pids_limit < -1)
-                return runtime_error_set(err, -EINVAL, "resources.pids_limit: %lld is negative",
+                return error_set(err, -EINVAL, "resources.pids_limit: %lld is negative",
                                          (long long)res->pids_limit);
         if (res->pids_limit != 0 &&
             obj_set(o, "pids", json_pack("{s:I}", "limit", (json_int_t)res->pids_limit)) < 0)
@@ -735,12 +717,12 @@ static int build_resources(const RuntimeContainerConfig *c, json_t *linux_, Runt
                         const char *ps = res->hugepages[i].page_size;
 
                         if (isempty(ps) || !page_size_valid(ps))
-                                return runtime_error_set(err, -EINVAL,
+                                return error_set(err, -EINVAL,
                                                          "resources.hugepages[%zu].page_size: "
                                                          "\"%s\" is not like \"2MB\"",
                                                          i, strempty(ps));
                         if (res->hugepages[i].limit > (uint64_t)INT64_MAX)
-                                return runtime_error_set(
+                                return error_set(
                                         err, -ERANGE, "resources.hugepages[%zu].limit: too large",
                                         i);
                         if (arr_add(h, json_pack("{s:s, s:I}", "pageSize", ps, "limit",
@@ -783,7 +765,7 @@ static SysctlNs sysctl_namespace(const char *key) {
         return SYSCTL_NS_NONE;
 }
 
-static int build_sysctls(const RuntimeContainerConfig *c, json_t *linux_, RuntimeError *err) {
+static int build_sysctls(const RuntimeContainerConfig *c, json_t *linux_, Error *err) {
         _cleanup_json_ json_t *o = NULL;
         size_t i = 0;
 
@@ -798,7 +780,7 @@ static int build_sysctls(const RuntimeContainerConfig *c, json_t *linux_, Runtim
                 _cleanup_free_ char *key = NULL;
 
                 if (!eq || eq == *s)
-                        return runtime_error_set(err, -EINVAL,
+                        return error_set(err, -EINVAL,
                                                  "sysctls[%zu]: \"%s\" is not key=value", i, *s);
                 key = strndup_safe(*s, (size_t)(eq - *s));
                 if (!key)
@@ -811,20 +793,20 @@ static int build_sysctls(const RuntimeContainerConfig *c, json_t *linux_, Runtim
 
                 switch (sysctl_namespace(key)) {
                 case SYSCTL_NS_NONE:
-                        return runtime_error_set(err, -EINVAL,
+                        return error_set(err, -EINVAL,
                                                  "sysctls[%zu]: \"%s\" is not a namespaced sysctl "
                                                  "and would change the whole node",
                                                  i, key);
                 case SYSCTL_NS_IPC:
                         if (c->ipc.mode == RUNTIME_NS_HOST)
-                                return runtime_error_set(err, -EINVAL,
+                                return error_set(err, -EINVAL,
                                                          "sysctls[%zu]: \"%s\" needs the pod's own "
                                                          "IPC namespace, but it uses the host's",
                                                          i, key);
                         break;
                 case SYSCTL_NS_NET:
                         if (c->net.mode == RUNTIME_NS_HOST)
-                                return runtime_error_set(
+                                return error_set(
                                         err, -EINVAL,
                                         "sysctls[%zu]: \"%s\" needs the pod's own network "
                                         "namespace, but it uses the host's",
@@ -839,7 +821,7 @@ static int build_sysctls(const RuntimeContainerConfig *c, json_t *linux_, Runtim
 }
 
 static int build_seccomp(const RuntimeContainerConfig *c, uint64_t caps, json_t *linux_,
-                         RuntimeError *err) {
+                         Error *err) {
         json_t *p = NULL;
         int r;
 
@@ -863,14 +845,14 @@ static int build_seccomp(const RuntimeContainerConfig *c, uint64_t caps, json_t 
                         return r;
                 break;
         default:
-                return runtime_error_set(err, -EINVAL, "seccompProfile: unknown mode %d",
+                return error_set(err, -EINVAL, "seccompProfile: unknown mode %d",
                                          (int)c->seccomp);
         }
         return obj_set(linux_, "seccomp", p) < 0 ? oom(err) : 0;
 }
 
 static int build_linux(const RuntimeContainerConfig *c, uint64_t caps, json_t *spec,
-                       RuntimeError *err) {
+                       Error *err) {
         _cleanup_json_ json_t *l = json_object();
         int r;
 
@@ -900,7 +882,7 @@ static int build_linux(const RuntimeContainerConfig *c, uint64_t caps, json_t *s
         return obj_set(spec, "linux", TAKE_PTR(l)) < 0 ? oom(err) : 0;
 }
 
-static int build_annotations(const RuntimeContainerConfig *c, json_t *spec, RuntimeError *err) {
+static int build_annotations(const RuntimeContainerConfig *c, json_t *spec, Error *err) {
         _cleanup_json_ json_t *o = NULL;
         size_t i = 0;
 
@@ -914,7 +896,7 @@ static int build_annotations(const RuntimeContainerConfig *c, json_t *spec, Runt
                 _cleanup_free_ char *key = NULL;
 
                 if (!eq || eq == *s)
-                        return runtime_error_set(
+                        return error_set(
                                 err, -EINVAL, "annotations[%zu]: \"%s\" is not key=value", i, *s);
                 key = strndup_safe(*s, (size_t)(eq - *s));
                 if (!key || obj_set(o, key, json_string(eq + 1)) < 0)
@@ -924,7 +906,7 @@ static int build_annotations(const RuntimeContainerConfig *c, json_t *spec, Runt
         return obj_set(spec, "annotations", TAKE_PTR(o)) < 0 ? oom(err) : 0;
 }
 
-int runtime_config_to_json(const RuntimeContainerConfig *c, json_t **ret, RuntimeError *err) {
+int runtime_config_to_json(const RuntimeContainerConfig *c, json_t **ret, Error *err) {
         _cleanup_json_ json_t *spec = NULL;
         uint64_t caps;
         int r;
@@ -933,12 +915,12 @@ int runtime_config_to_json(const RuntimeContainerConfig *c, json_t **ret, Runtim
         assert(ret);
 
         if (isempty(c->rootfs) || c->rootfs[0] != '/')
-                return runtime_error_set(err, -EINVAL, "rootfs: \"%s\" is not an absolute path",
+                return error_set(err, -EINVAL, "rootfs: \"%s\" is not an absolute path",
                                          strempty(c->rootfs));
         /* runc refuses a hostname it cannot set without changing the
          * host's; say so here with the field's name. */
         if (c->hostname && c->uts.mode == RUNTIME_NS_HOST)
-                return runtime_error_set(
+                return error_set(
                         err, -EINVAL,
                         "hostname: cannot be set when the host's UTS namespace is used");
 
@@ -973,7 +955,7 @@ int runtime_config_to_json(const RuntimeContainerConfig *c, json_t **ret, Runtim
 }
 
 int runtime_bundle_write(const char *bundle_dir, const RuntimeContainerConfig *c,
-                         RuntimeError *err) {
+                         Error *err) {
         _cleanup_json_ json_t *spec = NULL;
         _cleanup_free_ char *text = NULL, *path = NULL;
         size_t len;
@@ -1003,13 +985,13 @@ int runtime_bundle_write(const char *bundle_dir, const RuntimeContainerConfig *c
 
         r = mkdir_p(bundle_dir, 0700);
         if (r < 0)
-                return runtime_error_set(err, r, "cannot create bundle directory \"%s\": %s",
+                return error_set(err, r, "cannot create bundle directory \"%s\": %s",
                                          bundle_dir, strerror(-r));
         path = strprintf("%s/config.json", bundle_dir);
         if (!path)
                 return oom(err);
         r = write_file_atomic(path, text, len, 0600);
         if (r < 0)
-                return runtime_error_set(err, r, "cannot write \"%s\": %s", path, strerror(-r));
+                return error_set(err, r, "cannot write \"%s\": %s", path, strerror(-r));
         return 0;
 }

@@ -14,16 +14,7 @@
 #include <jansson.h>
 
 #include "cleanup.h"
-
-typedef struct RuntimeError {
-        int error;            /* negative errno */
-        char message[1024];   /* a sentence for status and logs */
-} RuntimeError;
-
-/* Records the first error only (the innermost, most precise one) and returns -abs(error)
- * (-EINVAL for 0, so a failure path can never return success). e may be NULL. */
-int runtime_error_set(RuntimeError *e, int error, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
+#include "error.h"
 
 typedef struct RuntimeMount {
         char *destination; /* absolute path inside the container */
@@ -118,11 +109,11 @@ void runtime_container_config_done(RuntimeContainerConfig *c);
  * /sys/fs/cgroup and no cgroup namespace. Every problem (unknown capability, unreadable
  * or invalid Localhost seccomp profile, unknown syscall in it, bad sysctl)
  * is an error naming the field. */
-int runtime_config_to_json(const RuntimeContainerConfig *c, json_t **ret, RuntimeError *err);
+int runtime_config_to_json(const RuntimeContainerConfig *c, json_t **ret, Error *err);
 
 /* Writes <bundle_dir>/config.json atomically (creating bundle_dir). */
 int runtime_bundle_write(const char *bundle_dir, const RuntimeContainerConfig *c,
-                         RuntimeError *err);
+                         Error *err);
 
 /* The capability set containerd gives a container by default, "CAP_"
  * names, NULL-terminated. */
@@ -145,7 +136,7 @@ uint64_t runtime_capabilities_all(void);
  * cap_add and cap_drop (Kubernetes semantics: ALL first, then the named
  * ones; a drop wins over an add). Errors name the field. */
 int runtime_capabilities_resolve(const RuntimeContainerConfig *c, uint64_t *ret,
-                                 RuntimeError *err);
+                                 Error *err);
 
 /* true when /sys/fs/cgroup is cgroup v2, where containers get their own
  * cgroup namespace. */

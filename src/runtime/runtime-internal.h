@@ -112,7 +112,7 @@ struct RuntimeOp {
         SandboxState *sandbox;
         pid_t holder_pid;
 
-        RuntimeError err;
+        Error err;
 };
 
 /* runtime.c */
@@ -139,7 +139,7 @@ void runtime_op_drain_output(RuntimeOp *op);
 /* Copies the meaningful part of a runtime's output: logrus msg="..." values
  * of error lines, or the trimmed text. */
 void runtime_extract_message(const char *out, char *buf, size_t size);
-int runtime_resolve(Runtime *rt, char **ret_path, RuntimeError *err);
+int runtime_resolve(Runtime *rt, char **ret_path, Error *err);
 bool runtime_id_valid(const char *id);
 int read_pid_file(const char *path, pid_t *ret);
 

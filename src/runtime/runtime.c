@@ -3,7 +3,7 @@
  * op starts from a defer source, so a callback never runs inside the call
  * that queued its op; it completes only once its child is reaped, so the
  * slot count is exact. Output of runtime commands (stdout and stderr merged,
- * at most 64 KiB) becomes RuntimeError.message: for runc and crun the msg=
+ * at most 64 KiB) becomes Error.message: for runc and crun the msg=
  * of their logrus "level=error" lines. */
 #include "runtime.h"
 
@@ -158,12 +158,12 @@ const char *runtime_exits_dir(Runtime *rt) {
         return rt ? rt->exits_dir : NULL;
 }
 
-int runtime_resolve(Runtime *rt, char **ret_path, RuntimeError *err) {
+int runtime_resolve(Runtime *rt, char **ret_path, Error *err) {
         int r = find_executable(rt->runtime, ret_path);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return runtime_error_set(err, r, "OCI runtime \"%s\" not found%s: %s", rt->runtime,
+                return error_set(err, r, "OCI runtime \"%s\" not found%s: %s", rt->runtime,
                                          strchr(rt->runtime, '/') ? "" : " in PATH",
                                          strerror(-r));
         return 0;
@@ -233,7 +233,7 @@ static int kick_handler(EventSource *s, usec_t now, void *userdata) {
 
 void runtime_op_complete(RuntimeOp *op, int r) {
         Runtime *rt = op->rt;
-        RuntimeError err = op->err;
+        Error err = op->err;
         void *userdata = op->userdata;
         bool cancelled = op->cancelled;
         RuntimeOpKind kind = op->kind;
@@ -249,7 +249,7 @@ void runtime_op_complete(RuntimeOp *op, int r) {
         op_free(op);
 
         if (r < 0 && err.error == 0)
-                (void)runtime_error_set(&err, r, "%s", strerror(-r));
+                (void)error_set(&err, r, "%s", strerror(-r));
         if (r >= 0)
                 r = 0;
 
@@ -478,7 +478,7 @@ static int runc_op_start(RuntimeOp *op) {
 
         r = runtime_op_spawn(op, argv, NULL, NULL, NULL, 0);
         if (r < 0)
-                return runtime_error_set(&op->err, r, "Failed to run %s %s: %s", rt->runtime_name,
+                return error_set(&op->err, r, "Failed to run %s %s: %s", rt->runtime_name,
                                          op_verb(op->kind), strerror(-r));
         op->argv = TAKE_PTR(argv);
         return 0;
@@ -503,7 +503,7 @@ static void runc_op_child_exited(RuntimeOp *op) {
         char msg[sizeof(op->err.message)];
 
         if (op->timed_out) {
-                (void)runtime_error_set(&op->err, -ETIMEDOUT, "%s %s \"%s\" timed out",
+                (void)error_set(&op->err, -ETIMEDOUT, "%s %s \"%s\" timed out",
                                         rt->runtime_name, op_verb(op->kind), op->id);
                 runtime_op_complete(op, -ETIMEDOUT);
                 return;
@@ -530,14 +530,14 @@ static void runc_op_child_exited(RuntimeOp *op) {
         }
 
         if (msg[0])
-                (void)runtime_error_set(&op->err, r, "%s %s \"%s\": %s", rt->runtime_name,
+                (void)error_set(&op->err, r, "%s %s \"%s\": %s", rt->runtime_name,
                                         op_verb(op->kind), op->id, msg);
         else if (op->child_code == CLD_EXITED)
-                (void)runtime_error_set(&op->err, r, "%s %s \"%s\" exited with status %d",
+                (void)error_set(&op->err, r, "%s %s \"%s\" exited with status %d",
                                         rt->runtime_name, op_verb(op->kind), op->id,
                                         op->child_status);
         else
-                (void)runtime_error_set(&op->err, r, "%s %s \"%s\" killed by signal %d",
+                (void)error_set(&op->err, r, "%s %s \"%s\" killed by signal %d",
                                         rt->runtime_name, op_verb(op->kind), op->id,
                                         op->child_status);
         runtime_op_complete(op, r);

@@ -43,7 +43,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Runtime *, runtime_free)
 
 /* Result of an operation: r is 0 or a negative errno; err->message says what
  * the runtime or conmon printed when r < 0. */
-typedef void (*runtime_done_t)(Runtime *rt, int r, const RuntimeError *err, void *userdata);
+typedef void (*runtime_done_t)(Runtime *rt, int r, const Error *err, void *userdata);
 
 typedef struct RuntimeCreateRequest {
         const char *id;          /* runtime container ID: [a-zA-Z0-9_.-], <= RUNTIME_ID_MAX chars */
@@ -57,7 +57,7 @@ typedef struct RuntimeCreateRequest {
 /* Starts conmon, which runs `<runtime> create`; done is called once the
  * container exists (created, not started) with its pid, or with the error. */
 typedef void (*runtime_created_t)(Runtime *rt, int r, pid_t container_pid, pid_t conmon_pid,
-                                  const RuntimeError *err, void *userdata);
+                                  const Error *err, void *userdata);
 int runtime_container_create(Runtime *rt, const RuntimeCreateRequest *req,
                              runtime_created_t done, void *userdata, RuntimeOp **ret_op);
 
@@ -124,14 +124,14 @@ typedef struct SandboxRequest {
  * are bind mounts of its /proc/<pid>/ns files, as CRI-O's pinns does), and
  * brings up "lo" in a new network namespace. holder_pid is the PID holder
  * (SANDBOX_NS_PID) or 0. On failure nothing is left mounted. */
-typedef void (*sandbox_created_t)(Runtime *rt, int r, pid_t holder_pid, const RuntimeError *err,
+typedef void (*sandbox_created_t)(Runtime *rt, int r, pid_t holder_pid, const Error *err,
                                   void *userdata);
 int sandbox_create(Runtime *rt, const SandboxRequest *req, sandbox_created_t done,
                    void *userdata, RuntimeOp **ret_op);
 /* Unmounts and removes every pin under dir (and kills the PID holder whose
  * pid is recorded in <dir>/holder.pid). Idempotent; synchronous (umount2 with
  * MNT_DETACH does not block). */
-int sandbox_remove(const char *dir, RuntimeError *err);
+int sandbox_remove(const char *dir, Error *err);
 /* Path of a pinned namespace ("net", "ipc", "uts", "pid"). */
 char *sandbox_ns_path(const char *dir, const char *ns);
 

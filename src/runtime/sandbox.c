@@ -265,21 +265,21 @@ static int is_nsfs(const char *path) {
 }
 
 /* <run-dir>/ns as a private mount, so pins stay in this mount namespace. */
-static int ns_root_make_private(Runtime *rt, const char *root, RuntimeError *err) {
+static int ns_root_make_private(Runtime *rt, const char *root, Error *err) {
         struct statx stx = {};
         int r;
 
         r = mkdir_p(root, 0755);
         if (r < 0)
-                return runtime_error_set(err, r, "Failed to create \"%s\": %s", root, strerror(-r));
+                return error_set(err, r, "Failed to create \"%s\": %s", root, strerror(-r));
         if (statx(AT_FDCWD, root, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &stx) < 0)
-                return runtime_error_set(err, -errno, "Failed to stat \"%s\": %m", root);
+                return error_set(err, -errno, "Failed to stat \"%s\": %m", root);
         if (!S_ISDIR(stx.stx_mode))
-                return runtime_error_set(err, -ENOTDIR, "\"%s\" is not a directory", root);
+                return error_set(err, -ENOTDIR, "\"%s\" is not a directory", root);
         bool known = stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT;
         bool mount_root = stx.stx_attributes & STATX_ATTR_MOUNT_ROOT;
         if (known && !mount_root && mount(root, root, NULL, MS_BIND, NULL) < 0)
-                return runtime_error_set(err, -errno,
+                return error_set(err, -errno,
                                          "Failed to make \"%s\" a bind mount of itself: %m", root);
         if (mount(NULL, root, NULL, MS_PRIVATE, NULL) < 0) {
                 if (!rt->warned_ns_private)
@@ -292,7 +292,7 @@ static int ns_root_make_private(Runtime *rt, const char *root, RuntimeError *err
         return 0;
 }
 
-static int pin_one(const char *dir, const char *name, pid_t pid, RuntimeError *err) {
+static int pin_one(const char *dir, const char *name, pid_t pid, Error *err) {
         _cleanup_free_ char *path = sandbox_ns_path(dir, name);
         _cleanup_free_ char *src = strprintf("/proc/%d/ns/%s", (int)pid, name);
         if (!path || !src)
@@ -301,22 +301,22 @@ static int pin_one(const char *dir, const char *name, pid_t pid, RuntimeError *e
         int fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
         if (fd < 0 && errno == EEXIST) {
                 if (is_nsfs(path) > 0)
-                        return runtime_error_set(err, -EEXIST, "\"%s\" is already pinned", path);
+                        return error_set(err, -EEXIST, "\"%s\" is already pinned", path);
                 fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         }
         if (fd < 0)
-                return runtime_error_set(err, -errno, "Failed to create \"%s\": %m", path);
+                return error_set(err, -errno, "Failed to create \"%s\": %m", path);
         safe_close(fd);
         if (mount(src, path, NULL, MS_BIND, NULL) < 0) {
                 int r = -errno;
                 (void)unlink(path);
-                return runtime_error_set(err, r, "Failed to pin \"%s\" on \"%s\": %s", src, path,
+                return error_set(err, r, "Failed to pin \"%s\" on \"%s\": %s", src, path,
                                          strerror(-r));
         }
         return 0;
 }
 
-static int unpin_one(const char *dir, const char *name, RuntimeError *err) {
+static int unpin_one(const char *dir, const char *name, Error *err) {
         _cleanup_free_ char *path = sandbox_ns_path(dir, name);
         if (!path)
                 return -ENOMEM;
@@ -325,11 +325,11 @@ static int unpin_one(const char *dir, const char *name, RuntimeError *err) {
                 if (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0) {
                         if (errno == EINVAL || errno == ENOENT)
                                 break;
-                        return runtime_error_set(err, -errno, "Failed to unmount \"%s\": %m",
+                        return error_set(err, -errno, "Failed to unmount \"%s\": %m",
                                                  path);
                 }
         if (unlink(path) < 0 && errno != ENOENT)
-                return runtime_error_set(err, -errno, "Failed to remove \"%s\": %m", path);
+                return error_set(err, -errno, "Failed to remove \"%s\": %m", path);
         return 0;
 }
 
@@ -362,8 +362,8 @@ static void kill_holder(const char *dir, pid_t pid) {
         safe_close(pidfd);
 }
 
-int sandbox_remove(const char *dir, RuntimeError *err) {
-        RuntimeError dummy = {};
+int sandbox_remove(const char *dir, Error *err) {
+        Error dummy = {};
         _cleanup_free_ char *holder_file = NULL;
         pid_t holder;
         int r = 0;
@@ -387,16 +387,16 @@ int sandbox_remove(const char *dir, RuntimeError *err) {
         if (r < 0)
                 return r;
         if (unlink(holder_file) < 0 && errno != ENOENT)
-                return runtime_error_set(err, -errno, "Failed to remove \"%s\": %m", holder_file);
+                return error_set(err, -errno, "Failed to remove \"%s\": %m", holder_file);
         if (rmdir(dir) < 0 && errno != ENOENT)
-                return runtime_error_set(err, -errno, "Failed to remove \"%s\": %m", dir);
+                return error_set(err, -errno, "Failed to remove \"%s\": %m", dir);
         return 0;
 }
 
 /* Undoes whatever this op did; used on every failure path. */
 static void sandbox_undo(RuntimeOp *op) {
         SandboxState *sb = op->sandbox;
-        RuntimeError ignored = {};
+        Error ignored = {};
 
         if (op->holder_pid > 0) {
                 /* Not committed: it dies with the helper anyway; be sure. */
@@ -452,7 +452,7 @@ static int sandbox_pin_all(RuntimeOp *op, pid_t helper, pid_t holder) {
                 sb->wrote_holder_pid = true;
                 r = write_file_atomic(f, buf, (size_t)n, 0644);
                 if (r < 0)
-                        return runtime_error_set(&op->err, r, "Failed to write \"%s\": %s", f,
+                        return error_set(&op->err, r, "Failed to write \"%s\": %s", f,
                                                  strerror(-r));
         }
         return 0;
@@ -473,23 +473,23 @@ static void sandbox_handle_report(RuntimeOp *op, bool eof) {
         if (nl && sscanf(sb->buf, "R %d", &holder) == 1) {
                 op->holder_pid = holder;
                 if (op->child_exited) {
-                        (void)runtime_error_set(&op->err, -ESRCH,
+                        (void)error_set(&op->err, -ESRCH,
                                                 "Sandbox helper died before its namespaces were "
                                                 "pinned");
                 } else if (sandbox_pin_all(op, op->pid, holder) == 0) {
                         if (write(sb->go_fd, "c", 1) == 1)
                                 sb->committed = true;
                         else
-                                (void)runtime_error_set(&op->err, -errno,
+                                (void)error_set(&op->err, -errno,
                                                         "Failed to commit the sandbox helper: %m");
                 }
         } else if (nl && sscanf(sb->buf, "E %d %n", &e, &consumed) >= 1 && consumed > 0) {
                 *nl = 0;
-                (void)runtime_error_set(&op->err, e > 0 ? -e : -EIO,
+                (void)error_set(&op->err, e > 0 ? -e : -EIO,
                                         "Sandbox helper failed: %s: %s", sb->buf + consumed,
                                         strerror(e > 0 ? e : EIO));
         } else {
-                (void)runtime_error_set(&op->err, -EIO,
+                (void)error_set(&op->err, -EIO,
                                         "Sandbox helper exited without reporting");
         }
         /* Commit sent or not: closing lets the helper exit (abort if not). */
@@ -527,14 +527,14 @@ void sandbox_op_child_exited(RuntimeOp *op) {
 
         int r = op->err.error;
         if (op->timed_out && r == 0)
-                r = runtime_error_set(&op->err, -ETIMEDOUT, "Sandbox helper timed out");
+                r = error_set(&op->err, -ETIMEDOUT, "Sandbox helper timed out");
         if (r == 0 && (op->child_code != CLD_EXITED || op->child_status != 0))
-                r = runtime_error_set(&op->err, -EIO,
+                r = error_set(&op->err, -EIO,
                                       "Sandbox helper failed to hand over to the PID holder "
                                       "(status %d)",
                                       op->child_status);
         if (r == 0 && !sb->committed)
-                r = runtime_error_set(&op->err, -EIO, "Sandbox helper exited early");
+                r = error_set(&op->err, -EIO, "Sandbox helper exited early");
         if (r < 0) {
                 sandbox_undo(op);
                 runtime_op_complete(op, r);
@@ -547,7 +547,7 @@ void sandbox_op_child_exited(RuntimeOp *op) {
 void sandbox_op_timed_out(RuntimeOp *op) {
         /* Only reached once the helper is gone; everything else is done
          * in sandbox_op_child_exited(). */
-        (void)runtime_error_set(&op->err, -ETIMEDOUT, "Sandbox helper timed out");
+        (void)error_set(&op->err, -ETIMEDOUT, "Sandbox helper timed out");
         sandbox_undo(op);
         runtime_op_complete(op, -ETIMEDOUT);
 }
@@ -569,7 +569,7 @@ int sandbox_op_start(RuntimeOp *op) {
                 return r;
         if (mkdir(sb->dir, 0755) < 0) {
                 if (errno != EEXIST)
-                        return runtime_error_set(&op->err, -errno, "Failed to create \"%s\": %m",
+                        return error_set(&op->err, -errno, "Failed to create \"%s\": %m",
                                                  sb->dir);
         } else
                 sb->created_dir = true;
@@ -585,7 +585,7 @@ int sandbox_op_start(RuntimeOp *op) {
         pid_t parent = getpid();
         pid_t pid = fork();
         if (pid < 0) {
-                r = runtime_error_set(&op->err, -errno, "Failed to fork the sandbox helper: %m");
+                r = error_set(&op->err, -errno, "Failed to fork the sandbox helper: %m");
                 sandbox_undo(op);
                 return r;
         }

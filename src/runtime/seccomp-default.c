@@ -455,56 +455,56 @@ static bool is_uint(json_t *v) {
 }
 
 static int check_string_array(json_t *v, const char *where, const char *field,
-                              const char *const *known, const char *what, RuntimeError *err) {
+                              const char *const *known, const char *what, Error *err) {
         size_t i;
         json_t *e;
 
         if (!json_is_array(v))
-                return runtime_error_set(err, -EINVAL, "%s: %s: not an array", where, field);
+                return error_set(err, -EINVAL, "%s: %s: not an array", where, field);
         json_array_foreach(v, i, e) {
                 if (!json_is_string(e))
-                        return runtime_error_set(err, -EINVAL, "%s: %s[%zu]: not a string", where,
+                        return error_set(err, -EINVAL, "%s: %s[%zu]: not a string", where,
                                                  field, i);
                 if (known ? !in_list(known, json_string_value(e))
                           : !arch_known(json_string_value(e)))
-                        return runtime_error_set(err, -EINVAL, "%s: %s[%zu]: unknown %s \"%s\"",
+                        return error_set(err, -EINVAL, "%s: %s[%zu]: unknown %s \"%s\"",
                                                  where, field, i, what, json_string_value(e));
         }
         return 0;
 }
 
-static int check_action(json_t *v, const char *where, const char *field, RuntimeError *err) {
+static int check_action(json_t *v, const char *where, const char *field, Error *err) {
         if (!json_is_string(v))
-                return runtime_error_set(err, -EINVAL, "%s: %s: missing or not a string", where,
+                return error_set(err, -EINVAL, "%s: %s: missing or not a string", where,
                                          field);
         if (!in_list(known_actions, json_string_value(v)))
-                return runtime_error_set(err, -EINVAL, "%s: %s: unknown action \"%s\"", where,
+                return error_set(err, -EINVAL, "%s: %s: unknown action \"%s\"", where,
                                          field, json_string_value(v));
         return 0;
 }
 
-static int check_syscall(json_t *sc, size_t n, const char *where, RuntimeError *err) {
+static int check_syscall(json_t *sc, size_t n, const char *where, Error *err) {
         json_t *names, *e, *args;
         size_t i;
         int k;
 
         if (!json_is_object(sc))
-                return runtime_error_set(err, -EINVAL, "%s: syscalls[%zu]: not an object", where,
+                return error_set(err, -EINVAL, "%s: syscalls[%zu]: not an object", where,
                                          n);
         names = json_object_get(sc, "names");
         if (!json_is_array(names) || json_array_size(names) == 0)
-                return runtime_error_set(err, -EINVAL, "%s: syscalls[%zu].names: missing or empty",
+                return error_set(err, -EINVAL, "%s: syscalls[%zu].names: missing or empty",
                                          where, n);
         json_array_foreach(names, i, e) {
                 if (!json_is_string(e))
-                        return runtime_error_set(err, -EINVAL,
+                        return error_set(err, -EINVAL,
                                                  "%s: syscalls[%zu].names[%zu]: not a string",
                                                  where, n, i);
                 /* libseccomp resolves names of every architecture it knows
                  * (with pseudo numbers for syscalls absent on this one), so
                  * only names that exist nowhere fail. */
                 if (seccomp_syscall_resolve_name(json_string_value(e)) == __NR_SCMP_ERROR)
-                        return runtime_error_set(
+                        return error_set(
                                 err, -EINVAL,
                                 "%s: syscalls[%zu].names[%zu]: unknown syscall \"%s\"", where, n, i,
                                 json_string_value(e));
@@ -517,40 +517,40 @@ static int check_syscall(json_t *sc, size_t n, const char *where, RuntimeError *
                 return k;
         e = json_object_get(sc, "errnoRet");
         if (e && !is_uint(e))
-                return runtime_error_set(err, -EINVAL,
+                return error_set(err, -EINVAL,
                                          "%s: syscalls[%zu].errnoRet: not a non-negative integer",
                                          where, n);
 
         args = json_object_get(sc, "args");
         if (args && !json_is_null(args)) {
                 if (!json_is_array(args))
-                        return runtime_error_set(err, -EINVAL,
+                        return error_set(err, -EINVAL,
                                                  "%s: syscalls[%zu].args: not an array", where, n);
                 json_array_foreach(args, i, e) {
                         json_t *idx = json_object_get(e, "index"), *op = json_object_get(e, "op");
                         json_t *v2 = json_object_get(e, "valueTwo");
 
                         if (!json_is_object(e))
-                                return runtime_error_set(
+                                return error_set(
                                         err, -EINVAL, "%s: syscalls[%zu].args[%zu]: not an object",
                                         where, n, i);
                         /* syscalls take at most six arguments */
                         if (!is_uint(idx) || json_integer_value(idx) > 5)
-                                return runtime_error_set(
+                                return error_set(
                                         err, -EINVAL, "%s: syscalls[%zu].args[%zu].index: not 0..5",
                                         where, n, i);
                         if (!is_uint(json_object_get(e, "value")))
-                                return runtime_error_set(err, -EINVAL,
+                                return error_set(err, -EINVAL,
                                                          "%s: syscalls[%zu].args[%zu].value: "
                                                          "missing or not a non-negative integer",
                                                          where, n, i);
                         if (v2 && !is_uint(v2))
-                                return runtime_error_set(err, -EINVAL,
+                                return error_set(err, -EINVAL,
                                                          "%s: syscalls[%zu].args[%zu].valueTwo: "
                                                          "not a non-negative integer",
                                                          where, n, i);
                         if (!json_is_string(op) || !in_list(known_ops, json_string_value(op)))
-                                return runtime_error_set(
+                                return error_set(
                                         err, -EINVAL,
                                         "%s: syscalls[%zu].args[%zu].op: unknown operator \"%s\"",
                                         where, n, i,
@@ -560,7 +560,7 @@ static int check_syscall(json_t *sc, size_t n, const char *where, RuntimeError *
         return 0;
 }
 
-int seccomp_profile_validate(json_t *profile, const char *where, json_t **ret, RuntimeError *err) {
+int seccomp_profile_validate(json_t *profile, const char *where, json_t **ret, Error *err) {
         /* Only the fields runtime-spec defines are passed on, as containerd
          * does by decoding into specs.LinuxSeccomp: anything else in the
          * file (comments, Docker's archMap) would be ignored by runc anyway,
@@ -578,13 +578,13 @@ int seccomp_profile_validate(json_t *profile, const char *where, json_t **ret, R
         assert(ret);
 
         if (!json_is_object(profile))
-                return runtime_error_set(err, -EINVAL, "%s: not a JSON object", where);
+                return error_set(err, -EINVAL, "%s: not a JSON object", where);
         k = check_action(json_object_get(profile, "defaultAction"), where, "defaultAction", err);
         if (k < 0)
                 return k;
         v = json_object_get(profile, "defaultErrnoRet");
         if (v && !is_uint(v))
-                return runtime_error_set(err, -EINVAL,
+                return error_set(err, -EINVAL,
                                          "%s: defaultErrnoRet: not a non-negative integer", where);
         v = json_object_get(profile, "architectures");
         if (v && !json_is_null(v)) {
@@ -600,11 +600,11 @@ int seccomp_profile_validate(json_t *profile, const char *where, json_t **ret, R
         }
         v = json_object_get(profile, "listenerPath");
         if (v && !json_is_string(v))
-                return runtime_error_set(err, -EINVAL, "%s: listenerPath: not a string", where);
+                return error_set(err, -EINVAL, "%s: listenerPath: not a string", where);
         v = json_object_get(profile, "syscalls");
         if (v && !json_is_null(v)) {
                 if (!json_is_array(v))
-                        return runtime_error_set(err, -EINVAL, "%s: syscalls: not an array", where);
+                        return error_set(err, -EINVAL, "%s: syscalls: not an array", where);
                 json_array_foreach(v, i, e) {
                         k = check_syscall(e, i, where, err);
                         if (k < 0)
@@ -614,20 +614,20 @@ int seccomp_profile_validate(json_t *profile, const char *where, json_t **ret, R
 
         out = json_object();
         if (!out)
-                return runtime_error_set(err, -ENOMEM, "%s: out of memory", where);
+                return error_set(err, -ENOMEM, "%s: out of memory", where);
         for (const char *const *f = fields; *f; f++) {
                 v = json_object_get(profile, *f);
                 if (!v || json_is_null(v))
                         continue;
                 k = obj_set(out, *f, json_deep_copy(v));
                 if (k < 0)
-                        return runtime_error_set(err, k, "%s: out of memory", where);
+                        return error_set(err, k, "%s: out of memory", where);
         }
         *ret = TAKE_PTR(out);
         return 0;
 }
 
-int seccomp_profile_load(const char *path, json_t **ret, RuntimeError *err) {
+int seccomp_profile_load(const char *path, json_t **ret, Error *err) {
         _cleanup_free_ char *data = NULL, *where = NULL;
         _cleanup_json_ json_t *j = NULL;
         json_error_t jerr;
@@ -637,22 +637,22 @@ int seccomp_profile_load(const char *path, json_t **ret, RuntimeError *err) {
         assert(ret);
 
         if (isempty(path))
-                return runtime_error_set(err, -EINVAL,
+                return error_set(err, -EINVAL,
                                          "seccompProfile: Localhost without a profile path");
         where = strprintf("seccomp profile \"%s\"", path);
         if (!where)
-                return runtime_error_set(err, -ENOMEM, "out of memory");
+                return error_set(err, -ENOMEM, "out of memory");
 
         k = read_full_file_at(AT_FDCWD, path, SECCOMP_PROFILE_MAX, &data, &size);
         if (k == -EFBIG)
-                return runtime_error_set(err, k, "%s: larger than %d bytes", where,
+                return error_set(err, k, "%s: larger than %d bytes", where,
                                          SECCOMP_PROFILE_MAX);
         if (k < 0)
-                return runtime_error_set(err, k, "%s: cannot read: %s", where, strerror(-k));
+                return error_set(err, k, "%s: cannot read: %s", where, strerror(-k));
 
         j = json_loadb(data, size, JSON_REJECT_DUPLICATES, &jerr);
         if (!j)
-                return runtime_error_set(err, -EINVAL, "%s: line %d, column %d: %s", where,
+                return error_set(err, -EINVAL, "%s: line %d, column %d: %s", where,
                                          jerr.line, jerr.column, jerr.text);
         return seccomp_profile_validate(j, where, ret, err);
 }

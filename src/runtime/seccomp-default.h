@@ -23,8 +23,8 @@ int seccomp_default_profile(uint64_t caps, json_t **ret);
  * with libseccomp (every syscall name and architecture must resolve, every
  * action and operator must be known) and returns a clean copy holding only
  * the runtime-spec fields. Errors name the file and the field. */
-int seccomp_profile_load(const char *path, json_t **ret, RuntimeError *err);
+int seccomp_profile_load(const char *path, json_t **ret, Error *err);
 
 /* Validates an already parsed profile; what seccomp_profile_load() does
  * after reading. where prefixes error messages (e.g. the file name). */
-int seccomp_profile_validate(json_t *profile, const char *where, json_t **ret, RuntimeError *err);
+int seccomp_profile_validate(json_t *profile, const char *where, json_t **ret, Error *err);

@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void check(const char *p) {
         char *out = NULL;
-        ImageError err = {};
+        Error err = {};
         if (!p || image_tar_path_normalize(p, 4096, &out, &err) < 0)
                 return;
         if (out[0] == '/' || strcmp(out, "..") == 0 || strncmp(out, "../", 3) == 0 ||

@@ -41,7 +41,7 @@ int main(int argc, char **argv) {
         CniError err = {};
         int r = cni_config_load(argv[2], NULL, &config, &err);
         if (r < 0) {
-                fprintf(stderr, "cni-tool: %s\n", err.msg);
+                fprintf(stderr, "cni-tool: %s\n", err.base.message);
                 return 1;
         }
         CniRunnerOptions o = { .bin_dirs = argv[4], .cache_dir = argv[3],

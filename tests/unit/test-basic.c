@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "cleanup.h"
+#include "error.h"
 #include "fileio.h"
 #include "hash.h"
 #include "log.h"
@@ -389,8 +390,32 @@ static void test_sd_notify(void **state) {
         unsetenv("WATCHDOG_PID");
 }
 
+static void test_error_first_wins(void **state) {
+        Error e = {};
+
+        assert_int_equal(error_set(&e, EINVAL, "inner %d", 1), -EINVAL);
+        assert_int_equal(error_set(&e, -ENOENT, "outer"), -ENOENT);
+        assert_int_equal(e.error, -EINVAL);
+        assert_string_equal(e.message, "inner 1");
+        assert_int_equal(error_set(NULL, -EIO, "nobody listens"), -EIO);
+        e = (Error){};
+        assert_int_equal(error_set(&e, 0, "no errno"), -EINVAL); /* never "success" */
+        assert_int_equal(e.error, -EINVAL);
+
+        e = (Error){};
+        assert_int_equal(error_prefix(&e, -ENOENT, "layer %d", 2), -ENOENT);
+        assert_string_equal(e.message, "layer 2: No such file or directory");
+        assert_int_equal(error_prefix(&e, -EIO, "image busybox"), -EIO);
+        assert_string_equal(e.message, "image busybox: layer 2: No such file or directory");
+        assert_int_equal(e.error, -ENOENT);
+        error_clear(&e);
+        assert_int_equal(e.error, 0);
+        assert_string_equal(e.message, "");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_error_first_wins),
                 cmocka_unit_test(test_string_util),
                 cmocka_unit_test(test_strv),
                 cmocka_unit_test(test_fileio),

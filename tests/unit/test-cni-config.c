@@ -77,7 +77,7 @@ static void test_default_matches_contrib(void **state) {
         cni_config_unref(c);
 
         assert_int_equal(cni_config_new_default("10.99.0.0", &c, &err), -EINVAL);
-        assert_non_null(strstr(err.msg, "10.99.0.0"));
+        assert_non_null(strstr(err.base.message, "10.99.0.0"));
         cni_error_done(&err);
 }
 
@@ -112,8 +112,8 @@ static void test_load_dir(void **state) {
         /* A broken first file is an error, not skipped. */
         put(d, "05-broken.conflist", "{\n  \"cniVersion\": \"1.0.0\",\n  \"name\": x\n}");
         assert_int_equal(cni_config_load(d, NULL, &c, &err), -EINVAL);
-        assert_non_null(strstr(err.msg, "05-broken.conflist:3:"));
-        assert_non_null(strstr(err.msg, "invalid JSON"));
+        assert_non_null(strstr(err.base.message, "05-broken.conflist:3:"));
+        assert_non_null(strstr(err.base.message, "invalid JSON"));
         cni_error_done(&err);
         drop_dir(d);
 }
@@ -124,10 +124,10 @@ static void expect_broken(const char *json, bool list, const char *needle) {
         assert_int_equal(cni_config_parse(json, strlen(json), "/x/net.conflist", list, &c, &err),
                          -EINVAL);
         assert_null(c);
-        assert_non_null(err.msg);
-        if (!strstr(err.msg, needle))
-                fail_msg("message \"%s\" lacks \"%s\"", err.msg, needle);
-        assert_non_null(strstr(err.msg, "/x/net.conflist"));
+        assert_non_null(err.base.message);
+        if (!strstr(err.base.message, needle))
+                fail_msg("message \"%s\" lacks \"%s\"", err.base.message, needle);
+        assert_non_null(strstr(err.base.message, "/x/net.conflist"));
         cni_error_done(&err);
 }
 

@@ -102,8 +102,8 @@ static void expect_bad(const char *json, const char *needle) {
         CniError err = {};
         assert_int_equal(cni_result_parse(json, strlen(json), &r, &err), -EBADMSG);
         assert_null(r);
-        if (!err.msg || !strstr(err.msg, needle))
-                fail_msg("message \"%s\" lacks \"%s\"", err.msg, needle);
+        if (!strstr(err.base.message, needle))
+                fail_msg("message \"%s\" lacks \"%s\"", err.base.message, needle);
         cni_error_done(&err);
 }
 
@@ -139,8 +139,8 @@ static void test_error_object(void **state) {
                         "\"details\":\"no IP addresses available in range set\"}";
         assert_int_equal(cni_error_parse(e, strlen(e), &err), 0);
         assert_int_equal(err.code, 11);
-        assert_int_equal(err.error, -EIO);
-        assert_string_equal(err.msg, "failed to allocate");
+        assert_int_equal(err.base.error, -EIO);
+        assert_string_equal(err.base.message, "failed to allocate");
         err.plugin = strdup("host-local");
         char *s = cni_error_to_string(&err);
         assert_string_equal(s, "plugin \"host-local\" failed (code 11): failed to allocate: no "
@@ -151,7 +151,7 @@ static void test_error_object(void **state) {
         assert_int_equal(cni_error_parse("oops", 4, &err), -EBADMSG);
         assert_int_equal(cni_error_parse("{\"msg\":\"x\"}", 11, &err), -EBADMSG);
         assert_int_equal(cni_error_parse("{\"code\":-1}", 11, &err), -EBADMSG);
-        assert_null(err.msg);
+        assert_string_equal(err.base.message, "");
 }
 
 int main(void) {

@@ -144,11 +144,10 @@ static void on_done(CniRunner *runner, int r, CniResult *result, const CniError 
         cni_result_free(f->result);
         f->result = result;
         cni_error_done(&f->err);
-        f->err.error = err->error;
+        f->err.base = err->base;
         f->err.code = err->code;
         f->err.plugin = err->plugin ? strdup(err->plugin) : NULL;
-        f->err.msg = err->msg ? strdup(err->msg) : NULL;
-        f->err.details = err->details ? strdup(err->details) : NULL;
+                f->err.details = err->details ? strdup(err->details) : NULL;
 }
 
 static void wait_done(Fixture *f) {
@@ -293,7 +292,7 @@ static void test_error_object_and_cleanup(void **state) {
         assert_null(f->result);
         assert_int_equal(f->err.code, 11);
         assert_string_equal(f->err.plugin, "p2");
-        assert_string_equal(f->err.msg, "no luck");
+        assert_string_equal(f->err.base.message, "no luck");
         assert_string_equal(f->err.details, "range full");
         /* The chain was DELed in reverse, without prevResult, and the cache is gone. */
         _cleanup_free_ char *order = get(f, "order");
@@ -309,8 +308,8 @@ static void test_error_object_and_cleanup(void **state) {
         wait_done(f);
         assert_int_equal(f->r, -EIO);
         assert_int_equal(f->err.code, 0);
-        assert_non_null(strstr(f->err.msg, "exited with status 3"));
-        assert_non_null(strstr(f->err.msg, "last words"));
+        assert_non_null(strstr(f->err.base.message, "exited with status 3"));
+        assert_non_null(strstr(f->err.base.message, "last words"));
 
         /* A failing DEL goes on with the others and keeps the cache. */
         _cleanup_free_ char *fail_add = strprintf("%s/fail-ADD-p2", f->dir);
@@ -334,7 +333,7 @@ static void test_error_object_and_cleanup(void **state) {
         wait_done(f);
         assert_int_equal(f->r, -EBADMSG);
         assert_string_equal(f->err.plugin, "p1");
-        assert_non_null(strstr(f->err.msg, "invalid result"));
+        assert_non_null(strstr(f->err.base.message, "invalid result"));
 }
 
 /* A plugin whose binary is missing fails the ADD; the cleanup DELs what ran
@@ -349,7 +348,7 @@ static void test_missing_plugin_cleanup(void **state) {
         wait_done(f);
         assert_int_equal(f->r, -ENOENT);
         assert_string_equal(f->err.plugin, "absent");
-        assert_non_null(strstr(f->err.msg, "\"absent\" (from \"test\") not found in"));
+        assert_non_null(strstr(f->err.base.message, "\"absent\" (from \"test\") not found in"));
         _cleanup_free_ char *order = get(f, "order");
         /* p2 (after the failure) is DELed too, as libcni DELs the whole list */
         assert_string_equal(order, "ADD p1\nDEL p2\nDEL p1\n");
@@ -389,7 +388,7 @@ static void test_timeout(void **state) {
         wait_done(f);
         assert_int_equal(f->r, -ETIMEDOUT);
         assert_string_equal(f->err.plugin, "p1");
-        assert_non_null(strstr(f->err.msg, "timed out"));
+        assert_non_null(strstr(f->err.base.message, "timed out"));
         assert_true(now_usec(CLOCK_MONOTONIC) - start < 10 * USEC_PER_SEC);
         _cleanup_free_ char *order = get(f, "order");
         assert_string_equal(order, "ADD p1\nDEL p2\nDEL p1\n");

@@ -38,7 +38,7 @@ typedef struct Fixture {
         PodVolumes vols;
         ContainerBuildContext ctx;
         RuntimeContainerConfig c;
-        RuntimeError err;
+        Error err;
         char **warnings;
 } Fixture;
 
@@ -160,7 +160,7 @@ static void fx_done(Fixture *f) {
 static int fx_build(Fixture *f) {
         runtime_container_config_done(&f->c);
         f->c = (RuntimeContainerConfig){};
-        f->err = (RuntimeError){};
+        f->err = (Error){};
         return container_config_build(&f->ctx, &f->c, &f->err);
 }
 

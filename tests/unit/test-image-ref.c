@@ -36,7 +36,7 @@ static void test_normalize(void **state) {
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 char *out = NULL;
-                ImageError err = {};
+                Error err = {};
                 int r = image_ref_normalize(cases[i][0], &out, &err);
                 if (r < 0)
                         fail_msg("%s: %s", cases[i][0], err.message);
@@ -65,7 +65,7 @@ static void test_invalid(void **state) {
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 char *out = NULL;
-                ImageError err = {};
+                Error err = {};
                 int r = image_ref_normalize(bad[i][0], &out, &err);
                 if (r >= 0)
                         fail_msg("\"%s\" accepted as %s", bad[i][0], out);
@@ -78,7 +78,7 @@ static void test_invalid(void **state) {
         char longname[300];
         memset(longname, 'a', 260);
         longname[260] = 0;
-        ImageError err = {};
+        Error err = {};
         char *out = NULL;
         assert_int_equal(image_ref_normalize(longname, &out, &err), -EINVAL);
         assert_non_null(strstr(err.message, "255"));
@@ -115,7 +115,7 @@ static void test_tar_paths(void **state) {
         }
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 char *out = NULL;
-                ImageError err = {};
+                Error err = {};
                 if (image_tar_path_normalize(bad[i], 4096, &out, &err) >= 0)
                         fail_msg("\"%s\" accepted as \"%s\"", bad[i], out);
                 assert_true(err.message[0]);

@@ -142,7 +142,7 @@ static int teardown(void **state) {
 
 /* Unpacks entries into a fresh layer root under tmpdir; returns the result. */
 static int unpack_ents(const char *root, const Ent *e, size_t n, const ImageLimits *lim,
-                       size_t zeros, bool gz, size_t truncate_to, ImageError *err) {
+                       size_t zeros, bool gz, size_t truncate_to, Error *err) {
         static char buf[16 << 20];
         size_t size = build_tar(e, n, gz, zeros, buf, sizeof(buf));
         if (truncate_to)
@@ -158,7 +158,7 @@ static int unpack_ents(const char *root, const Ent *e, size_t n, const ImageLimi
 }
 
 static void expect_refused(const char *root, const Ent *e, size_t n, const char *msg) {
-        ImageError err = {};
+        Error err = {};
         int r = unpack_ents(root, e, n, NULL, 0, false, 0, &err);
         if (r >= 0)
                 fail_msg("%s: hostile layer accepted", root);
@@ -197,14 +197,14 @@ static void test_hostile(void **state) {
         /* A symlink pointing outside is stored as is (it is resolved in the
          * container's root at run time) and nothing is written through it. */
         const Ent sym_only[] = { { "out", 'l', abs_canary }, { "rel", 'l', "../../.." } };
-        ImageError err = {};
+        Error err = {};
         assert_int_equal(unpack_ents("r-symonly", sym_only, 2, NULL, 0, false, 0, &err), 0);
         assert_canary_intact();
 }
 
 static void test_limits(void **state) {
         ImageLimits lim;
-        ImageError err = {};
+        Error err = {};
         const Ent bomb[] = { { "zeros", 'z' } };
         image_limits_default(&lim);
         lim.ratio_min_size = 1 << 20;
@@ -215,7 +215,7 @@ static void test_limits(void **state) {
 
         image_limits_default(&lim);
         lim.max_layer_size = 1 << 20;
-        err = (ImageError){};
+        err = (Error){};
         r = unpack_ents("r-big", bomb, 1, &lim, 2 << 20, false, 0, &err);
         assert_int_equal(r, -EFBIG);
         assert_non_null(strstr(err.message, "limit"));
@@ -223,15 +223,15 @@ static void test_limits(void **state) {
         image_limits_default(&lim);
         lim.max_entries = 2;
         const Ent many[] = { { "a", 'f', "1" }, { "b", 'f', "2" }, { "c", 'f', "3" } };
-        err = (ImageError){};
+        err = (Error){};
         assert_int_equal(unpack_ents("r-many", many, 3, &lim, 0, false, 0, &err), -E2BIG);
 
         /* Truncated: a 100 kB file cut in the middle of its data. */
-        err = (ImageError){};
+        err = (Error){};
         r = unpack_ents("r-trunc", bomb, 1, NULL, 100000, false, 50000, &err);
         assert_true(r < 0);
         assert_non_null(strstr(err.message, "truncated"));
-        err = (ImageError){};
+        err = (Error){};
         r = unpack_ents("r-trunc-gz", bomb, 1, NULL, 100000, true, 60, &err);
         assert_true(r < 0);
         assert_canary_intact();
@@ -247,7 +247,7 @@ static void test_good_and_whiteouts(void **state) {
                 { "opq/.wh..wh..opq", 'f', "" }, { "opq/kept", 'f', "k" },
                 { "implicit/parent/f", 'f', "p" },
         };
-        ImageError err = {};
+        Error err = {};
         int r = unpack_ents("r-good", good, ELEMENTSOF(good), NULL, 0, false, 0, &err);
         if (r < 0)
                 fail_msg("%s", err.message);
@@ -383,7 +383,7 @@ static char *snapshot(const char *dir) {
 static void test_store(void **state) {
         _cleanup_free_ char *root = path_in("store"), *arch = path_in("a.tar");
         ImageStore *s = NULL;
-        ImageError err = {};
+        Error err = {};
         char **names = NULL;
         assert_int_equal(image_store_open(root, NULL, &s, &err), 0);
 
@@ -404,7 +404,7 @@ static void test_store(void **state) {
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 _cleanup_free_ char *before = snapshot(root);
                 write_archive(arch, bad[i].variant);
-                err = (ImageError){};
+                err = (Error){};
                 r = image_store_load(s, arch, &names, &err);
                 if (r >= 0)
                         fail_msg("variant %d loaded", bad[i].variant);
@@ -433,7 +433,7 @@ static void test_store(void **state) {
 
         /* A user's reference keeps the image it resolves to, by name or digest. */
         ImageUsers users = {};
-        err = (ImageError){};
+        err = (Error){};
         assert_int_equal(image_users_add(&users, "localhost/unit:0", "pod \"default/web\""), 0);
         assert_int_equal(image_store_remove(s, "localhost/unit:0", &users, &err), -EBUSY);
         assert_string_equal(err.message, "image \"localhost/unit:0\" is in use by pod "
@@ -441,7 +441,7 @@ static void test_store(void **state) {
         assert_int_equal(image_store_get(s, "localhost/unit:0", &im, &err), 0);
         _cleanup_free_ char *digest = strdup(im->digest);
         im = image_free(im);
-        err = (ImageError){};
+        err = (Error){};
         assert_int_equal(image_store_remove(s, digest, &users, &err), -EBUSY);
         uint64_t reclaimed = 0;
         assert_int_equal(image_store_prune(s, &users, &names, &reclaimed, &err), 0);
@@ -524,7 +524,7 @@ static uint64_t tree_blocks(const char *dir) {
 static void test_sparse_layer(void **state) {
         static char buf[1 << 20];
         struct rlimit old;
-        ImageError err = {};
+        Error err = {};
         limit_file_size(&old);
 
         size_t n = build_sparse_tar("big", SPARSE_SIZE, buf, sizeof(buf));
@@ -548,7 +548,7 @@ static void test_sparse_layer(void **state) {
         assert_int_equal(mkdir(root2, 0755), 0);
         rootfd = open(root2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         fd = memfd_with(buf, n);
-        err = (ImageError){};
+        err = (Error){};
         assert_int_equal(image_layer_unpack(fd, rootfd, NULL, NULL, NULL, NULL, &err), 0);
         close(fd);
         close(rootfd);
@@ -562,7 +562,7 @@ static void test_sparse_layer(void **state) {
         assert_int_equal(mkdir(root3, 0755), 0);
         rootfd = open(root3, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         fd = memfd_with(buf, n);
-        err = (ImageError){};
+        err = (Error){};
         assert_int_equal(image_layer_unpack(fd, rootfd, NULL, NULL, NULL, &budget, &err), -EFBIG);
         assert_string_equal(err.message, "entry \"small\" (33554432 bytes) makes the image "
                                          "larger than the total limit of 8589934592 bytes");
@@ -576,7 +576,7 @@ static void test_sparse_archive(void **state) {
         struct rlimit old;
         _cleanup_free_ char *root = path_in("store-sparse"), *arch = path_in("sparse.tar");
         ImageStore *s = NULL;
-        ImageError err = {};
+        Error err = {};
         char **names = NULL;
         limit_file_size(&old);
 
@@ -612,7 +612,7 @@ static void test_sparse_archive(void **state) {
         n = build_sparse_tar("two", UINT64_C(32) << 20, buf, sizeof(buf));
         assert_int_equal(fwrite(buf, 1, n, f), n);
         fclose(f);
-        err = (ImageError){};
+        err = (Error){};
         assert_int_equal(image_store_load(s, arch, &names, &err), -EFBIG);
         free(want);
         want = strprintf("loading \"%s\": archive entry \"two\" (33554432 bytes) makes the "

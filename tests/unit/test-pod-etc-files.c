@@ -75,7 +75,7 @@ static void fx_done(Fixture *f) {
 
 static void check_resolv(Fixture *f, const char *want, const char *warning) {
         char *got = NULL, **w = NULL;
-        RuntimeError err = {};
+        Error err = {};
         assert_int_equal(pod_resolv_conf_content(f->pod, &f->o, &got, &w, &err), 0);
         assert_string_equal(got, want);
         if (warning) {
@@ -158,7 +158,7 @@ static void test_hosts(void **state) {
         (void)state;
         Fixture f;
         char *got = NULL;
-        RuntimeError err = {};
+        Error err = {};
         fx_init(&f, POD "  hostname: h1\n  subdomain: sub\n"
                         "  hostAliases:\n  - {ip: 10.1.1.1, hostnames: [foo.local, bar.local]}\n"
                         "  - {ip: 10.1.1.2, hostnames: [baz]}\n" CONTAINERS);
@@ -209,7 +209,7 @@ static void test_hostname_and_write(void **state) {
         free(h);
 
         PodEtcFiles files = {};
-        RuntimeError err = {};
+        Error err = {};
         assert_int_equal(pod_etc_files_write(f.pod, &f.o, &files, NULL, &err), 0);
         char *data = NULL;
         assert_int_equal(read_full_file_at(AT_FDCWD, files.hostname, 4096, &data, NULL), 0);

@@ -36,7 +36,7 @@ typedef struct Fixture {
         PodObjectLookup lookup;
         PodVolumesOptions o;
         PodVolumes v;
-        RuntimeError err;
+        Error err;
 } Fixture;
 
 static const ConfigMap *fx_cm(void *u, const char *ns, const char *name) {
@@ -92,7 +92,7 @@ static void fx_init(Fixture *f, const char *yaml, bool mounts) {
 }
 
 static void fx_done(Fixture *f) {
-        RuntimeError err = {};
+        Error err = {};
         assert_int_equal(pod_volumes_cleanup(f->pod_dir, &err), 0);
         pod_volumes_done(&f->v);
         char *cmd = strprintf("rm -rf '%s'", f->dir);
@@ -104,7 +104,7 @@ static void fx_done(Fixture *f) {
 
 static int fx_prepare(Fixture *f) {
         pod_volumes_done(&f->v);
-        f->err = (RuntimeError){};
+        f->err = (Error){};
         int r = pod_volumes_prepare(f->pod, &f->o, &f->v, &f->err);
         if (r < 0)
                 fprintf(stderr, "prepare: %s\n", f->err.message);
@@ -152,7 +152,7 @@ static char *link_of(const char *dir, const char *name) {
 
 static void check_host_path(HostPathType t, const char *path, int want, const char *what) {
         HostPathVolumeSource hp = { (char *)path, t };
-        RuntimeError err = {};
+        Error err = {};
         assert_int_equal(pod_host_path_check(&hp, &err), want);
         if (what) {
                 char *m = strprintf("hostPath type check failed: %s is not %s", path, what);
@@ -417,7 +417,7 @@ static void test_tmpfs_and_cleanup(void **state) {
         assert_int_equal(system(cmd), 0);
         free(cmd);
 
-        RuntimeError err = {};
+        Error err = {};
         assert_int_equal(pod_volumes_cleanup(f.pod_dir, &err), 0);
         assert_false(mounted_under(f.pod_dir));
         assert_int_equal(access(keep, F_OK), 0); /* the hostPath is intact */

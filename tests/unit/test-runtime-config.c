@@ -49,7 +49,7 @@ static void cfg_init(RuntimeContainerConfig *c) {
 }
 
 static json_t *gen(const RuntimeContainerConfig *c) {
-        RuntimeError err = {};
+        Error err = {};
         json_t *j = NULL;
         int r = runtime_config_to_json(c, &j, &err);
 
@@ -61,10 +61,10 @@ static json_t *gen(const RuntimeContainerConfig *c) {
 
 /* Expects failure and returns the message (static buffer). */
 static const char *gen_err(const RuntimeContainerConfig *c) {
-        static RuntimeError err;
+        static Error err;
         json_t *j = NULL;
 
-        err = (RuntimeError){};
+        err = (Error){};
         assert_true(runtime_config_to_json(c, &j, &err) < 0);
         assert_null(j);
         assert_true(err.error < 0);
@@ -200,19 +200,6 @@ static void write_text(const char *name, const char *text, char *ret_path, size_
 }
 
 /* ---- tests ---- */
-
-static void test_error_first_wins(void **state) {
-        RuntimeError e = {};
-
-        assert_int_equal(runtime_error_set(&e, EINVAL, "inner %d", 1), -EINVAL);
-        assert_int_equal(runtime_error_set(&e, -ENOENT, "outer"), -ENOENT);
-        assert_int_equal(e.error, -EINVAL);
-        assert_string_equal(e.message, "inner 1");
-        assert_int_equal(runtime_error_set(NULL, -EIO, "nobody listens"), -EIO);
-        e = (RuntimeError){};
-        assert_int_equal(runtime_error_set(&e, 0, "no errno"), -EINVAL); /* never "success" */
-        assert_int_equal(e.error, -EINVAL);
-}
 
 static void test_config_done(void **state) {
         RuntimeContainerConfig c = {};
@@ -655,7 +642,7 @@ static const char *sysctl_err(RuntimeNamespaceMode net, RuntimeNamespaceMode ipc
         RuntimeContainerConfig c;
         static char msg[1024];
         json_t *j = NULL;
-        RuntimeError err = {};
+        Error err = {};
 
         cfg_init(&c);
         c.net.mode = net;
@@ -921,7 +908,7 @@ static void test_seccomp_localhost(void **state) {
 
 static void test_bundle_write(void **state) {
         RuntimeContainerConfig c;
-        RuntimeError err = {};
+        Error err = {};
         char bundle[512], file[600];
         struct stat st;
         json_t *j, *want;
@@ -1022,7 +1009,7 @@ static void test_runc_run(void **state) {
         const char *runc_path, *busybox;
         char runc[512], root[512], rootfs[512], bundle[512], p[600], id[64], out[8192];
         RuntimeContainerConfig c;
-        RuntimeError err = {};
+        Error err = {};
         uint64_t want, capeff = 0;
         unsigned nnp = 9, seccomp = 9;
         const char *s;
@@ -1101,7 +1088,6 @@ static void test_runc_run(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_error_first_wins),
                 cmocka_unit_test(test_config_done),
                 cmocka_unit_test(test_defaults),
                 cmocka_unit_test(test_namespaces),

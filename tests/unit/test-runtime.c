@@ -216,7 +216,7 @@ typedef struct Result {
         char message[1024];
 } Result;
 
-static void on_created(Runtime *rt, int r, pid_t pid, pid_t conmon_pid, const RuntimeError *err,
+static void on_created(Runtime *rt, int r, pid_t pid, pid_t conmon_pid, const Error *err,
                        void *userdata) {
         Result *res = userdata;
         res->called = true;
@@ -227,7 +227,7 @@ static void on_created(Runtime *rt, int r, pid_t pid, pid_t conmon_pid, const Ru
         snprintf(res->message, sizeof(res->message), "%s", err->message);
 }
 
-static void on_done(Runtime *rt, int r, const RuntimeError *err, void *userdata) {
+static void on_done(Runtime *rt, int r, const Error *err, void *userdata) {
         Result *res = userdata;
         res->called = true;
         res->r = r;
@@ -235,7 +235,7 @@ static void on_done(Runtime *rt, int r, const RuntimeError *err, void *userdata)
         snprintf(res->message, sizeof(res->message), "%s", err->message);
 }
 
-static void on_sandbox(Runtime *rt, int r, pid_t holder, const RuntimeError *err, void *userdata) {
+static void on_sandbox(Runtime *rt, int r, pid_t holder, const Error *err, void *userdata) {
         Result *res = userdata;
         res->called = true;
         res->r = r;
@@ -646,7 +646,7 @@ static void test_sandbox(void **state) {
         assert_int_equal(r.r, -EEXIST);
         assert_true(is_nsfs(net));
 
-        RuntimeError err = {};
+        Error err = {};
         assert_int_equal(sandbox_remove(dir, &err), 0);
         assert_false(mounted_under(dir));
         assert_int_equal(access(dir, F_OK), -1);
@@ -687,7 +687,7 @@ static void test_sandbox_pid(void **state) {
         assert_non_null(log);
         assert_int_equal(delete(f, "pidjoin", false).r, 0);
 
-        RuntimeError err = {};
+        Error err = {};
         assert_int_equal(sandbox_remove(dir, &err), 0);
         assert_false(mounted_under(dir));
         /* The holder is gone (or a zombie waiting for its new parent). */
