@@ -37,8 +37,14 @@ int error_prefix(Error *e, int error, const char *fmt, ...) {
                 memcpy(old, e->message, sizeof(old));
         else
                 (void)snprintf(old, sizeof(old), "%s", strerror(-r));
-        /* snprintf truncates "prefix: old" to fit the message. */
-        (void)snprintf(e->message, sizeof(e->message), "%s: %s", prefix, old);
+        /* "prefix: old", cut to fit; by hand, since snprintf's truncation
+         * is (rightly) a -Wformat-truncation error in optimized builds. */
+        size_t cap = sizeof(e->message), pl = MIN(strlen(prefix), cap - 3);
+        size_t ol = strnlen(old, cap - pl - 3);
+        memcpy(e->message, prefix, pl);
+        memcpy(e->message + pl, ": ", 2);
+        memcpy(e->message + pl + 2, old, ol);
+        e->message[pl + 2 + ol] = 0;
         if (e->error == 0)
                 e->error = r;
         return r;
