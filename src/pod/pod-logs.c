@@ -14,6 +14,7 @@
 #include "container-config.h"
 #include "fileio.h"
 #include "log.h"
+#include "pod-worker-internal.h"
 #include "rm-rf.h"
 #include "string-util.h"
 

@@ -13,7 +13,7 @@
 #include "cgroup.h"
 #include "log.h"
 #include "pod-logs.h"
-#include "pod-worker.h"
+#include "pod-worker-internal.h"
 #include "string-util.h"
 #include "strv.h"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "pod-worker.h"
+#include "pod-worker-internal.h"
 #include "probe-run.h"
 #include "probe-tracker.h"
 #include "string-util.h"

@@ -17,7 +17,6 @@
 #include "runtime.h"
 
 typedef struct PodWorker PodWorker;
-typedef struct ContainerOp ContainerOp;
 
 /* The manager's side, as workers see it. */
 typedef struct PodManagerContext {
@@ -40,55 +39,6 @@ typedef struct PodManagerContext {
         void (*worker_finished)(PodWorker *w, void *userdata);
         void *userdata;
 } PodManagerContext;
-
-struct PodWorker {
-        PodManagerContext *ctx;
-        ManifestObject *object;   /* the wanted pod (reference) */
-        char *source;             /* "file" | "http" */
-        char *origin;
-        char *full_name;          /* "<name>_<namespace>(<uid>)" for logs */
-
-        PodState state;
-        char *pod_dir;            /* <root-dir>/pods/<uid> */
-        char *ns_dir;             /* <run-dir>/ns/<uid> */
-        char *log_dir;            /* <pod-logs-dir>/<ns>_<name>_<uid> */
-        PodEtcFiles etc;
-        PodVolumes volumes;
-        char *sandbox_record;     /* <run-dir>/sandboxes/<uid>.json */
-        bool prepared;            /* checkpoint, etc files and volumes are in place */
-        bool adopt_checked;       /* what an earlier agent run left was adopted or removed */
-        bool stale_sandbox;       /* pins of an earlier run to remove before a new sandbox */
-        /* Created from a checkpoint at agent start: no source has asked for
-         * the pod yet in this run (the manager terminates it if none does). */
-        bool from_checkpoint;
-        bool claimed;
-        char **wait_for;          /* "namespace/name" of pods to wait for (annotation) */
-        bool sandbox_pending;
-        bool sandbox_released;    /* a finished pod's namespaces were removed */
-        CniConfig *cni_config;    /* the network the pod was added to */
-        CniOp *cni_op;            /* ADD or DEL in flight */
-        bool network_added;       /* an ADD may have left state to DEL */
-
-        unsigned busy;            /* operations in flight */
-        bool sync_requested;
-        EventSource *sync_defer;
-        EventSource *wakeup;      /* back-off expiry, grace deadline, deadline */
-        bool status_dirty;
-        /* Pod termination: the grace period is for the whole pod, counted
-         * from the first kill; later stages (sidecars) get what is left. */
-        usec_t termination_deadline;
-
-        /* A changed manifest: this pod replaces `predecessor` and starts only
-         * when it is gone. */
-        PodWorker *successor;
-        PodWorker *predecessor;
-        bool waiting_for_predecessor;
-        bool torn_down;
-
-        ContainerOp **ops;
-        size_t n_ops;
-        PodProbes *probes;        /* probes and hooks (pod-probes.c); made on first use */
-};
 
 int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *object,
                    const char *source, const char *origin);
