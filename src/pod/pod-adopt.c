@@ -134,7 +134,7 @@ static bool container_adopt(PodWorker *w, ContainerOp *op, ContainerState *c, ch
                 c->running_since = now_mono > age ? now_mono - age : 0;
                 c->exit_code = -1;
                 container_set_waiting(c, NULL, NULL);
-                pod_probes_container_adopted(w, c);
+                pod_probes_container_adopted(w->probes, c);
                 log_info("Adopted running container \"%s\" of pod \"%s\" (%s, pid %d, restart count %u).",
                          c->spec->name, w->full_name, c->container_id, (int)st.pid, n);
                 return true;

@@ -105,7 +105,7 @@ static void on_container_started(Runtime *rt, int r, const Error *err, void *use
                 log_warning_errno(r, "Container \"%s\" of pod \"%s\": cannot record its start: %m",
                                   c->spec->name, w->full_name);
         /* postStart, then probes; they set started/ready. */
-        pod_probes_container_started(w, c);
+        pod_probes_container_started(w->probes, c);
 
         if (w->ctx->o->container_logs_dir) {
                 _cleanup_free_ char *link = strprintf("%s/%s_%s_%s-%s.log",
@@ -424,10 +424,10 @@ static void container_signal(PodWorker *w, ContainerOp *op, ContainerState *c, u
         (void)event_add_time(w->ctx->event, &op->grace_timer, deadline, 0, on_grace_expired, op);
 }
 
-static void on_pre_stop_done(PodWorker *w, ContainerState *c, void *userdata) {
+static void on_pre_stop_done(ContainerState *c, void *userdata) {
         ContainerOp *op = userdata;
         if (op->killing && c->container_id)
-                container_signal(w, op, c, op->kill_deadline);
+                container_signal(op->w, op, c, op->kill_deadline);
 }
 
 void container_kill(PodWorker *w, const ContainerKillAction *a) {
@@ -450,7 +450,7 @@ void container_kill(PodWorker *w, const ContainerKillAction *a) {
         }
         /* preStop first; the time it takes counts against the grace period. */
         op->kill_deadline = deadline;
-        if (pod_probes_pre_stop(w, c, deadline, on_pre_stop_done, op))
+        if (pod_probes_pre_stop(w->probes, c, deadline, on_pre_stop_done, op))
                 return;
         container_signal(w, op, c, deadline);
 }
@@ -509,7 +509,7 @@ void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,
         c->ready = false;
         c->started = false;
         c->kill_requested = false;
-        pod_probes_container_stopped(w, c);
+        pod_probes_container_stopped(w->probes, c);
         backoff_on_exit(c, now_usec(CLOCK_MONOTONIC));
         log_info("Container \"%s\" of pod \"%s\" exited with code %d (%s).", c->spec->name,
                  w->full_name, c->exit_code, reason);

@@ -9,8 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "image.h"
 #include "pod-actions.h"
+#include "pod-etc-files.h"
+#include "pod-probes.h"
 #include "pod-worker.h"
+#include "runtime.h"
 
 typedef struct ContainerOp ContainerOp;
 
@@ -60,7 +64,7 @@ struct PodWorker {
 
         ContainerOp **ops;
         size_t n_ops;
-        PodProbes *probes;        /* probes and hooks (pod-probes.c); made on first use */
+        PodProbes *probes;        /* probes and hooks (pod-probes.c) */
 };
 
 /* Per-container bookkeeping the PodState does not hold: what is in flight. */

@@ -51,6 +51,81 @@ const char *pod_worker_uid(const PodWorker *w) {
         return w->object->uid;
 }
 
+/* ---- the manager's side ---- */
+
+const ManifestObject *pod_worker_object(const PodWorker *w) {
+        return w->object;
+}
+
+const char *pod_worker_source(const PodWorker *w) {
+        return w->source;
+}
+
+const char *pod_worker_origin(const PodWorker *w) {
+        return w->origin;
+}
+
+const char *pod_worker_name(const PodWorker *w) {
+        return w->full_name;
+}
+
+const char *pod_worker_pod_dir(const PodWorker *w) {
+        return w->pod_dir;
+}
+
+const PodManagerOptions *pod_worker_options(const PodWorker *w) {
+        return w->ctx->o;
+}
+
+const PodState *pod_worker_state(const PodWorker *w) {
+        return &w->state;
+}
+
+bool pod_worker_is_terminating(const PodWorker *w) {
+        return w->state.terminating;
+}
+
+bool pod_worker_is_unclaimed(const PodWorker *w) {
+        return w->from_checkpoint && !w->claimed;
+}
+
+void pod_worker_claim(PodWorker *w) {
+        w->claimed = true;
+}
+
+PodWorker *pod_worker_set_predecessor(PodWorker *w, PodWorker *predecessor) {
+        assert(!w->predecessor);
+        PodWorker *old = predecessor->successor;
+        if (old)
+                old->predecessor = NULL;
+        predecessor->successor = w;
+        w->predecessor = predecessor;
+        w->waiting_for_predecessor = true;
+        return old;
+}
+
+PodWorker *pod_worker_take_successor(PodWorker *w) {
+        PodWorker *next = w->successor;
+        if (next) {
+                next->waiting_for_predecessor = false;
+                next->predecessor = NULL;
+                w->successor = NULL;
+        }
+        return next;
+}
+
+char *const *pod_worker_wait_for(const PodWorker *w) {
+        return w->wait_for;
+}
+
+bool pod_worker_is_ready(const PodWorker *w) {
+        return w->state.condition_status[POD_CONDITION_READY];
+}
+
+bool pod_worker_is_waiting(const PodWorker *w) {
+        return w->state.wait_reason;
+}
+
 /* ---- status ---- */
 
 static int on_sync_defer(EventSource *s, usec_t now, void *userdata);
@@ -253,6 +328,11 @@ void pod_worker_terminate(PodWorker *w, const char *reason) {
         pod_worker_request_sync(w);
 }
 
+/* A probe or hook changed a container's flags. */
+static void on_probes_changed(void *userdata) {
+        worker_mark_status(userdata);
+}
+
 int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *object,
                    const char *source, const char *origin) {
         _cleanup_free_ PodWorker *w = calloc(1, sizeof *w);
@@ -304,6 +384,19 @@ int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *obje
                 w->ops[i]->index = (unsigned)(w->ops[i]->is_init ? i : i - w->state.n_init);
                 w->ops[i]->iw = IMAGE_WORKER_NULL;
         }
+        PodProbesContext pc = {
+                .event = ctx->event,
+                .runtime = ctx->o->runtime,
+                .curl = &ctx->curl,
+                .state = &w->state,
+                .pod_dir = w->pod_dir,
+                .name = w->full_name,
+                .changed = on_probes_changed,
+                .userdata = w,
+        };
+        r = pod_probes_new(&w->probes, &pc);
+        if (r < 0)
+                goto fail;
         r = event_add_defer(ctx->event, &w->sync_defer, on_sync_defer, w);
         if (r < 0)
                 goto fail;
