@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "image.h"
 #include "pod-actions.h"
@@ -51,6 +52,11 @@ struct PodWorker {
         EventSource *sync_defer;
         EventSource *wakeup;      /* back-off expiry, grace deadline, deadline */
         bool status_dirty;
+        /* The status file as written last: its text and what stat() said
+         * of it then, so an unchanged status is not written again. */
+        char *status_path;        /* <run-dir>/status/<uid>.json; NULL: always write */
+        char *status_text;        /* NULL: write at the next chance */
+        struct stat status_stat;
         /* Pod termination: the grace period is for the whole pod, counted
          * from the first kill; later stages (sidecars) get what is left. */
         usec_t termination_deadline;

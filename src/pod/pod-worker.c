@@ -140,6 +140,30 @@ void worker_mark_status(PodWorker *w) {
         pod_worker_request_sync(w);
 }
 
+/* Whether the status file holds text already: the text written last is
+ * the same, and the file written then is still there as written (stat()
+ * tells a file removed, replaced or edited from outside without reading
+ * it). One stat() per sync instead of a write and two fsync()s. */
+static bool status_file_current(const PodWorker *w, const char *text) {
+        struct stat st;
+        const struct stat *was = &w->status_stat;
+
+        return w->status_text && w->status_path && streq(w->status_text, text) &&
+               stat(w->status_path, &st) >= 0 &&
+               st.st_dev == was->st_dev && st.st_ino == was->st_ino &&
+               st.st_size == was->st_size && st.st_mtim.tv_sec == was->st_mtim.tv_sec &&
+               st.st_mtim.tv_nsec == was->st_mtim.tv_nsec;
+}
+
+/* text was just written: remembered only with the file's identity. */
+static void status_file_written(PodWorker *w, char *text) {
+        w->status_text = mfree(w->status_text);
+        if (text && w->status_path && stat(w->status_path, &w->status_stat) >= 0)
+                w->status_text = text;
+        else
+                free(text);
+}
+
 static void worker_write_status(PodWorker *w) {
         json_t *j = NULL;
         int r;
@@ -158,10 +182,19 @@ static void worker_write_status(PodWorker *w) {
                 log_warning_errno(r, "Failed to build status of pod \"%s\": %m", w->full_name);
                 return;
         }
+        _cleanup_free_ char *text = json_dumps(j, JSON_COMPACT);
+        if (text && status_file_current(w, text)) {
+                json_decref(j);
+                return;
+        }
         r = pod_status_write(w->ctx->status_dir, w->object->uid, j);
         json_decref(j);
-        if (r < 0)
+        if (r < 0) {
+                w->status_text = mfree(w->status_text);
                 log_warning_errno(r, "Failed to write status of pod \"%s\": %m", w->full_name);
+                return;
+        }
+        status_file_written(w, TAKE_PTR(text));
 }
 
 /* ---- completion helpers ---- */
@@ -350,6 +383,9 @@ int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *obje
         w->log_dir = strprintf("%s/%s_%s_%s", ctx->o->pod_logs_dir, object->namespace, object->name,
                                object->uid);
         w->sandbox_record = strprintf("%s/%s.json", ctx->sandboxes_dir, object->uid);
+        /* NULL (out of memory, or a UID pod_status_write() refuses): every
+         * sync then writes, or reports why it cannot. */
+        w->status_path = pod_status_path(ctx->status_dir, object->uid);
         if (!w->source || !w->origin || !w->full_name || !w->pod_dir || !w->ns_dir || !w->log_dir ||
             !w->sandbox_record) {
                 r = -ENOMEM;
@@ -434,6 +470,8 @@ PodWorker *pod_worker_free(PodWorker *w) {
         free(w->ns_dir);
         free(w->log_dir);
         free(w->sandbox_record);
+        free(w->status_path);
+        free(w->status_text);
         strv_free(w->wait_for);
         free(w);
         return NULL;
