@@ -21,8 +21,8 @@
  * "<ns>_<pod>_<uid>/<name>": what lies below the root may be written by a
  * container (a hostPath of it), so it is resolved without symlinks. */
 static char *log_dir_rel(PodWorker *w, const ContainerState *c) {
-        return strprintf("%s_%s_%s/%s", w->object->namespace, w->object->name, w->object->uid,
-                         c->spec->name);
+        const ManifestObject *o = pod_worker_object(w);
+        return strprintf("%s_%s_%s/%s", o->namespace, o->name, o->uid, c->spec->name);
 }
 
 static void offer_container(PodWorker *w, LogRotator *r, const ContainerState *c) {
@@ -30,10 +30,11 @@ static void offer_container(PodWorker *w, LogRotator *r, const ContainerState *c
                 return;
         _cleanup_free_ char *dir = log_dir_rel(w, c);
         _cleanup_free_ char *log = dir ? strprintf("%s/%u.log", dir, c->attempt) : NULL;
-        _cleanup_free_ char *ctl = strprintf("%s/containers/%s/%u/bundle/ctl", w->pod_dir,
-                                             c->spec->name, c->attempt);
-        if (!log || !ctl || log_rotator_consider(r, w->ctx->o->pod_logs_dir, log, ctl) < 0)
-                log_debug("Pod \"%s\": cannot check the log of \"%s\".", w->full_name,
+        _cleanup_free_ char *ctl = strprintf("%s/containers/%s/%u/bundle/ctl",
+                                             pod_worker_pod_dir(w), c->spec->name, c->attempt);
+        if (!log || !ctl ||
+            log_rotator_consider(r, pod_worker_options(w)->pod_logs_dir, log, ctl) < 0)
+                log_debug("Pod \"%s\": cannot check the log of \"%s\".", pod_worker_name(w),
                           c->spec->name);
 }
 
@@ -42,16 +43,15 @@ int pod_worker_prepare_log(PodWorker *w, const ContainerState *c, unsigned attem
         _cleanup_free_ char *log = dir ? strprintf("%s/%u.log", dir, attempt) : NULL;
         if (!log)
                 return -ENOMEM;
-        return container_log_prepare(w->ctx->o->pod_logs_dir, log);
+        return container_log_prepare(pod_worker_options(w)->pod_logs_dir, log);
 }
 
 void pod_worker_offer_logs(PodWorker *w, LogRotator *r) {
-        if (w->torn_down)
-                return;
-        for (size_t i = 0; i < w->state.n_init; i++)
-                offer_container(w, r, &w->state.init[i]);
-        for (size_t i = 0; i < w->state.n_app; i++)
-                offer_container(w, r, &w->state.app[i]);
+        const PodState *s = pod_worker_state(w);
+        for (size_t i = 0; i < s->n_init; i++)
+                offer_container(w, r, &s->init[i]);
+        for (size_t i = 0; i < s->n_app; i++)
+                offer_container(w, r, &s->app[i]);
 }
 
 /* "<n>" or "<n>.log" / "<n>.log.<anything>" with n < keep_from. */
@@ -100,24 +100,24 @@ static void for_each_older(int fd, bool log_files, unsigned keep_from,
 static void remove_attempt_dir(PodWorker *w, const ContainerState *c, int dir_fd,
                                const char *name, unsigned attempt) {
         _cleanup_free_ char *path =
-                strprintf("%s/containers/%s/%s", w->pod_dir, c->spec->name, name);
+                strprintf("%s/containers/%s/%s", pod_worker_pod_dir(w), c->spec->name, name);
         int r = path ? container_subpaths_release(path) : -ENOMEM;
         if (r < 0)
                 log_warning_errno(
                         r,
                         "Pod \"%s\": cannot release the subPath mounts of attempt %u of \"%s\": %m",
-                        w->full_name, attempt, c->spec->name);
+                        pod_worker_name(w), attempt, c->spec->name);
         r = rm_rf_at(dir_fd, name);
         if (r < 0)
                 log_warning_errno(r, "Pod \"%s\": cannot remove attempt %u of \"%s\": %m",
-                                  w->full_name, attempt, c->spec->name);
+                                  pod_worker_name(w), attempt, c->spec->name);
         /* The symlink kubelet removes with the dead container. */
-        const char *links = w->ctx->o->container_logs_dir;
+        const char *links = pod_worker_options(w)->container_logs_dir;
         if (!links)
                 return;
-        _cleanup_free_ char *link =
-                strprintf("%s_%s_%s-%s-%s-%u.log", w->object->name, w->object->namespace,
-                          c->spec->name, w->object->uid, c->spec->name, attempt);
+        const ManifestObject *o = pod_worker_object(w);
+        _cleanup_free_ char *link = strprintf("%s_%s_%s-%s-%s-%u.log", o->name, o->namespace,
+                                              c->spec->name, o->uid, c->spec->name, attempt);
         _cleanup_close_ int links_fd = open(links, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         /* unlinkat() removes a symlink, never its target. */
         if (link && links_fd >= 0)
@@ -130,21 +130,22 @@ static void remove_log_file(PodWorker *w, const ContainerState *c, int dir_fd, c
                             unsigned attempt) {
         int r = rm_rf_at(dir_fd, name);
         if (r < 0)
-                log_warning_errno(r, "Pod \"%s\": cannot remove log %s of \"%s\": %m", w->full_name,
-                                  name, c->spec->name);
+                log_warning_errno(r, "Pod \"%s\": cannot remove log %s of \"%s\": %m",
+                                  pod_worker_name(w), name, c->spec->name);
 }
 
 void pod_worker_gc_attempts(PodWorker *w, const ContainerState *c, unsigned keep_from) {
         if (keep_from == 0)
                 return;
-        _cleanup_free_ char *attempts = strprintf("%s/containers/%s", w->pod_dir, c->spec->name);
+        _cleanup_free_ char *attempts =
+                strprintf("%s/containers/%s", pod_worker_pod_dir(w), c->spec->name);
         _cleanup_free_ char *logs = log_dir_rel(w, c);
         if (!attempts || !logs)
                 return;
         for_each_older(open(attempts, O_RDONLY | O_DIRECTORY | O_CLOEXEC), false, keep_from,
                        remove_attempt_dir, w, c);
         _cleanup_close_ int root =
-                open(w->ctx->o->pod_logs_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                open(pod_worker_options(w)->pod_logs_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (root >= 0)
                 for_each_older(openat_no_symlinks(root, logs, O_RDONLY | O_DIRECTORY, 0), true,
                                keep_from, remove_log_file, w, c);

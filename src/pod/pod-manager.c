@@ -63,7 +63,7 @@ static PodWorker *find_worker(PodManager *m, const char *uid) {
         PodWorker *found = NULL;
         for (size_t i = 0; i < m->n_workers; i++)
                 if (streq(pod_worker_uid(m->workers[i]), uid) &&
-                    (!found || !m->workers[i]->state.terminating))
+                    (!found || !pod_worker_is_terminating(m->workers[i])))
                         found = m->workers[i];
         return found;
 }
@@ -74,9 +74,10 @@ static PodWorker *find_worker(PodManager *m, const char *uid) {
 static PodWorker *find_unclaimed_same_pod(PodManager *m, const SourceEvent *ev) {
         for (size_t i = 0; i < m->n_workers; i++) {
                 PodWorker *w = m->workers[i];
-                if (w->from_checkpoint && !w->claimed && !w->state.terminating &&
-                    streq(w->source, ev->source) && streq(w->object->name, ev->object->name) &&
-                    streq(w->object->namespace, ev->object->namespace))
+                const ManifestObject *o = pod_worker_object(w);
+                if (pod_worker_is_unclaimed(w) && !pod_worker_is_terminating(w) &&
+                    streq(pod_worker_source(w), ev->source) && streq(o->name, ev->object->name) &&
+                    streq(o->namespace, ev->object->namespace))
                         return w;
         }
         return NULL;
@@ -100,8 +101,8 @@ static void terminate_unclaimed(PodManager *m) {
                 return;
         for (size_t i = 0; i < m->n_workers; i++) {
                 PodWorker *w = m->workers[i];
-                if (!w->from_checkpoint || w->claimed || w->state.terminating ||
-                    origin_has_error(m, w->origin))
+                if (!pod_worker_is_unclaimed(w) || pod_worker_is_terminating(w) ||
+                    origin_has_error(m, pod_worker_origin(w)))
                         continue;
                 pod_worker_terminate(w, "no source wants it any more (removed while the agent was down)");
         }
@@ -128,13 +129,9 @@ static void on_worker_finished(PodWorker *w, void *userdata) {
                 }
         /* A replaced pod's successor starts only now (SPEC §4: the old pod
          * is terminated honouring its grace period, then the new one runs). */
-        PodWorker *next = w->successor;
-        if (next) {
-                next->waiting_for_predecessor = false;
-                next->predecessor = NULL;
-                w->successor = NULL;
+        PodWorker *next = pod_worker_take_successor(w);
+        if (next)
                 pod_worker_request_sync(next);
-        }
         /* Freed later in this iteration's dispatch would still reference it;
          * the worker's own defer source is the caller, so free on return. */
         pod_worker_free(w);
@@ -158,8 +155,9 @@ static PodWorker *find_by_ref(PodManager *m, const char *ref) {
                 return NULL;
         for (size_t i = 0; i < m->n_workers; i++) {
                 PodWorker *w = m->workers[i];
-                if (!w->state.terminating && streq(w->object->namespace, ns) &&
-                    streq(w->object->name, name))
+                if (!pod_worker_is_terminating(w) &&
+                    streq(pod_worker_object(w)->namespace, ns) &&
+                    streq(pod_worker_object(w)->name, name))
                         return w;
         }
         return NULL;
@@ -171,7 +169,7 @@ static bool wait_for_reaches(PodManager *m, PodWorker *w, PodWorker *start, unsi
                              char ***path) {
         if (depth > m->n_workers)
                 return false;
-        STRV_FOREACH(ref, w->wait_for) {
+        STRV_FOREACH(ref, pod_worker_wait_for(w)) {
                 PodWorker *t = find_by_ref(m, *ref);
                 if (!t)
                         continue;
@@ -200,17 +198,18 @@ static int wait_for_check(PodWorker *w, char **ret_reason, char **ret_message, v
                 *ret_reason = strdup("WaitForCycle");
                 /* The name as the annotations write it: without the node suffix. */
                 _cleanup_free_ char *suffix = strprintf("-%s", m->o.node_name);
-                const char *name = w->object->name;
+                const char *name = pod_worker_object(w)->name;
                 size_t n = strlen(name);
                 if (suffix && endswith(name, suffix))
                         n -= strlen(suffix);
                 *ret_message = strprintf(POD_WAIT_FOR_ANNOTATION " forms a cycle: %s/%.*s%s",
-                                         w->object->namespace, (int)n, name, strempty(chain));
+                                         pod_worker_object(w)->namespace, (int)n, name,
+                                         strempty(chain));
                 return *ret_reason && *ret_message ? 0 : -ENOMEM;
         }
-        STRV_FOREACH(ref, w->wait_for) {
+        STRV_FOREACH(ref, pod_worker_wait_for(w)) {
                 PodWorker *t = find_by_ref(m, *ref);
-                if (t && t->state.condition_status[POD_CONDITION_READY])
+                if (t && pod_worker_is_ready(t))
                         continue;
                 if ((len > 0 && strbuf_append(&missing, &len, &cap, ", ", 2) < 0) ||
                     strbuf_append(&missing, &len, &cap, *ref, strlen(*ref)) < 0)
@@ -241,12 +240,7 @@ static int start_worker(PodManager *m, const SourceEvent *ev, PodWorker *predece
         if (predecessor) {
                 /* Chains of quick edits: only the newest waits; intermediate
                  * versions that never started are dropped. */
-                PodWorker *old = predecessor->successor;
-                if (old)
-                        old->predecessor = NULL;
-                predecessor->successor = w;
-                w->predecessor = predecessor;
-                w->waiting_for_predecessor = true;
+                PodWorker *old = pod_worker_set_predecessor(w, predecessor);
                 if (old)
                         pod_worker_terminate(old, "replaced by a newer version before it started");
         }
@@ -260,8 +254,8 @@ void pod_manager_handle_source_event(PodManager *m, const SourceEvent *ev) {
         switch (ev->type) {
         case SOURCE_EVENT_ADD:
                 w = find_worker(m, ev->uid);
-                if (w && !w->state.terminating) {
-                        w->claimed = true; /* adopted from its checkpoint */
+                if (w && !pod_worker_is_terminating(w)) {
+                        pod_worker_claim(w); /* adopted from its checkpoint */
                         return;
                 }
                 if (!w && (w = find_unclaimed_same_pod(m, ev)))
@@ -273,8 +267,8 @@ void pod_manager_handle_source_event(PodManager *m, const SourceEvent *ev) {
         case SOURCE_EVENT_UPDATE:
                 w = ev->old_uid ? find_worker(m, ev->old_uid) : NULL;
                 PodWorker *nw = find_worker(m, ev->uid);
-                if (nw && !nw->state.terminating) {
-                        nw->claimed = true;
+                if (nw && !pod_worker_is_terminating(nw)) {
+                        pod_worker_claim(nw);
                         if (w && w != nw)
                                 pod_worker_terminate(w, "its manifest changed");
                         return;
@@ -428,7 +422,7 @@ static void relist_all(PodManager *m) {
         for (size_t i = 0; i < m->n_workers; i++) {
                 pod_worker_relist(m->workers[i]);
                 /* Pods held by wait-for look again at the pods they wait for. */
-                if (m->workers[i]->state.wait_reason)
+                if (pod_worker_is_waiting(m->workers[i]))
                         pod_worker_request_sync(m->workers[i]);
         }
 }

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "log.h"
-#include "pod-worker.h"
 #include "probe-run.h"
 #include "probe-tracker.h"
 #include "string-util.h"
@@ -26,7 +25,7 @@ typedef struct ProbeCall {
 } ProbeCall;
 
 struct ContainerProbes {
-        PodWorker *w;
+        PodProbes *p;
         size_t slot;
         bool active; /* the attempt runs and its probes may run */
         const Probe *spec[_PROBE_TYPE_MAX];
@@ -43,17 +42,36 @@ struct ContainerProbes {
 };
 
 struct PodProbes {
-        ContainerProbes *c;
+        PodProbesContext ctx;
+        ContainerProbes *c; /* one per container slot */
         size_t n;
 };
 
 static ContainerState *cp_container(ContainerProbes *cp) {
-        PodState *s = &cp->w->state;
+        PodState *s = cp->p->ctx.state;
         return cp->slot < s->n_init ? &s->init[cp->slot] : &s->app[cp->slot - s->n_init];
 }
 
-static ContainerProbes *probes_for(PodWorker *w, ContainerState *c) {
-        PodState *s = &w->state;
+int pod_probes_new(PodProbes **ret, const PodProbesContext *ctx) {
+        assert(ctx->changed);
+        PodProbes *p = calloc(1, sizeof *p);
+        if (!p)
+                return -ENOMEM;
+        p->ctx = *ctx;
+        p->n = ctx->state->n_init + ctx->state->n_app;
+        p->c = calloc(MAX(p->n, (size_t)1), sizeof *p->c);
+        if (!p->c) {
+                free(p);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < p->n; i++)
+                p->c[i] = (ContainerProbes){ .p = p, .slot = i };
+        *ret = p;
+        return 0;
+}
+
+static ContainerProbes *probes_for(PodProbes *p, ContainerState *c) {
+        PodState *s = p->ctx.state;
         size_t slot;
 
         if (c >= s->init && c < s->init + s->n_init)
@@ -62,30 +80,16 @@ static ContainerProbes *probes_for(PodWorker *w, ContainerState *c) {
                 slot = s->n_init + (size_t)(c - s->app);
         else
                 return NULL;
-        if (!w->probes) {
-                PodProbes *p = calloc(1, sizeof *p);
-                if (!p)
-                        return NULL;
-                p->n = s->n_init + s->n_app;
-                p->c = calloc(MAX(p->n, (size_t)1), sizeof *p->c);
-                if (!p->c) {
-                        free(p);
-                        return NULL;
-                }
-                for (size_t i = 0; i < p->n; i++)
-                        p->c[i] = (ContainerProbes){ .w = w, .slot = i };
-                w->probes = p;
-        }
-        return slot < w->probes->n ? &w->probes->c[slot] : NULL;
+        return slot < p->n ? &p->c[slot] : NULL;
 }
 
-static EventCurl *shared_curl(PodWorker *w) {
-        if (!w->ctx->curl) {
-                int r = event_curl_new(w->ctx->event, &w->ctx->curl);
+static EventCurl *shared_curl(PodProbes *p) {
+        if (!*p->ctx.curl) {
+                int r = event_curl_new(p->ctx.event, p->ctx.curl);
                 if (r < 0)
                         log_warning_errno(r, "Cannot set up HTTP probes: %m");
         }
-        return w->ctx->curl;
+        return *p->ctx.curl;
 }
 
 /* ---- handler -> ProbeAction ---- */
@@ -137,15 +141,15 @@ static int resolve_port(const Container *spec, const IntOrString *p, uint16_t *r
 
 /* The pod's own address; a hostNetwork pod (or one without a CNI address)
  * answers on the node's loopback. */
-static const char *pod_host(PodWorker *w) {
-        if (w->state.pod->spec.host_network || isempty(w->state.pod_ip))
+static const char *pod_host(PodProbes *p) {
+        if (p->ctx.state->pod->spec.host_network || isempty(p->ctx.state->pod_ip))
                 return "127.0.0.1";
-        return w->state.pod_ip;
+        return p->ctx.state->pod_ip;
 }
 
 static int build_action(ContainerProbes *cp, const Handler *h, const char *what, ActionBuf *b,
                         char **ret_error) {
-        PodWorker *w = cp->w;
+        PodProbes *p = cp->p;
         ContainerState *c = cp_container(cp);
         uint16_t port;
         int r;
@@ -153,13 +157,13 @@ static int build_action(ContainerProbes *cp, const Handler *h, const char *what,
         *b = (ActionBuf){};
         *ret_error = NULL;
         if (h->exec) {
-                r = runtime_exec_argv(w->ctx->o->runtime, c->container_id, false, false,
+                r = runtime_exec_argv(p->ctx.runtime, c->container_id, false, false,
                                       h->exec->command, &b->argv);
                 if (r < 0)
                         return r;
                 /* `<runtime> ... exec --pid-file F id cmd`: the pid file names
                  * what runs inside, so a timeout can kill it. */
-                b->pid_file = strprintf("%s/containers/%s/%u/%s.pid", w->pod_dir, c->spec->name,
+                b->pid_file = strprintf("%s/containers/%s/%u/%s.pid", p->ctx.pod_dir, c->spec->name,
                                         c->attempt, what);
                 if (!b->pid_file)
                         return -ENOMEM;
@@ -195,7 +199,7 @@ static int build_action(ContainerProbes *cp, const Handler *h, const char *what,
                         *ret_error = strprintf("cannot resolve port \"%s\"", strna(g->port.str));
                         return r;
                 }
-                const char *host = !isempty(g->host) ? g->host : pod_host(w);
+                const char *host = !isempty(g->host) ? g->host : pod_host(p);
                 const char *path = isempty(g->path) ? "/" : g->path;
                 b->url = strprintf("%s://%s%s%s:%u%s%s",
                                    g->scheme == URI_SCHEME_HTTPS ? "https" : "http",
@@ -221,7 +225,7 @@ static int build_action(ContainerProbes *cp, const Handler *h, const char *what,
                         return r;
                 }
                 b->host = strdup(!isempty(h->tcp_socket->host) ? h->tcp_socket->host
-                                                               : pod_host(w));
+                                                               : pod_host(p));
                 if (!b->host)
                         return -ENOMEM;
                 b->a = (ProbeAction){ .type = PROBE_ACTION_TCP_SOCKET,
@@ -230,7 +234,7 @@ static int build_action(ContainerProbes *cp, const Handler *h, const char *what,
                 return 0;
         }
         if (h->grpc) {
-                b->host = strdup(pod_host(w));
+                b->host = strdup(pod_host(p));
                 if (!b->host)
                         return -ENOMEM;
                 b->a = (ProbeAction){ .type = PROBE_ACTION_GRPC,
@@ -252,9 +256,9 @@ static int start_action(ContainerProbes *cp, const Handler *h, const char *what,
         ActionBuf b;
         int r = build_action(cp, h, what, &b, ret_error);
         if (r >= 0) {
-                ProbeContext ctx = { .event = cp->w->ctx->event };
+                ProbeContext ctx = { .event = cp->p->ctx.event };
                 if (b.a.type == PROBE_ACTION_HTTP_GET || b.a.type == PROBE_ACTION_GRPC)
-                        ctx.curl = shared_curl(cp->w);
+                        ctx.curl = shared_curl(cp->p);
                 r = probe_run_start(&ctx, &b.a, timeout, done, userdata, ret);
         }
         action_buf_done(&b);
@@ -263,9 +267,8 @@ static int start_action(ContainerProbes *cp, const Handler *h, const char *what,
 
 /* ---- flags ---- */
 
-static void mark_changed(PodWorker *w) {
-        w->status_dirty = true;
-        pod_worker_request_sync(w);
+static void mark_changed(PodProbes *p) {
+        p->ctx.changed(p->ctx.userdata);
 }
 
 /* started/ready as kubelet derives them from the probe results. */
@@ -279,7 +282,7 @@ static void update_flags(ContainerProbes *cp) {
         if (started != c->started || ready != c->ready) {
                 c->started = started;
                 c->ready = ready;
-                mark_changed(cp->w);
+                mark_changed(cp->p);
         }
 }
 
@@ -291,7 +294,7 @@ static void request_kill(ContainerProbes *cp, const char *reason, int64_t grace)
         free(c->kill_reason);
         c->kill_reason = strdup(reason);
         c->kill_grace_seconds = grace;
-        mark_changed(cp->w);
+        mark_changed(cp->p);
 }
 
 /* ---- probes ---- */
@@ -302,7 +305,7 @@ static void on_probe_done(ProbeResult result, const char *output, void *userdata
         ProbeCall *call = userdata;
         ContainerProbes *cp = call->cp;
         ProbeType t = call->type;
-        PodWorker *w = cp->w;
+        PodProbes *p = cp->p;
         ContainerState *c = cp_container(cp);
         ProbeTracker *tr = &cp->tracker[t];
 
@@ -310,17 +313,17 @@ static void on_probe_done(ProbeResult result, const char *output, void *userdata
         c->probe_results[t][result]++;
         if (result == PROBE_RESULT_FAILURE)
                 log_info("Probe failed: probeType=\"%s\" pod=\"%s\" container=\"%s\" output=\"%s\"",
-                         probe_type_to_string(t), w->full_name, c->spec->name, output);
+                         probe_type_to_string(t), p->ctx.name, c->spec->name, output);
         else if (result == PROBE_RESULT_UNKNOWN)
                 log_warning("Probe errored: probeType=\"%s\" pod=\"%s\" container=\"%s\" error=\"%s\"",
-                            probe_type_to_string(t), w->full_name, c->spec->name, output);
+                            probe_type_to_string(t), p->ctx.name, c->spec->name, output);
         else
                 log_debug("Probe succeeded: probeType=\"%s\" pod=\"%s\" container=\"%s\"",
-                          probe_type_to_string(t), w->full_name, c->spec->name);
+                          probe_type_to_string(t), p->ctx.name, c->spec->name);
 
         if (probe_tracker_record(tr, result)) {
                 log_info("Probe result changed: probeType=\"%s\" pod=\"%s\" container=\"%s\" result=\"%s\"",
-                         probe_type_to_string(t), w->full_name, c->spec->name,
+                         probe_type_to_string(t), p->ctx.name, c->spec->name,
                          probe_result_to_string(tr->result));
                 if (tr->result == PROBE_RESULT_FAILURE && t != PROBE_READINESS) {
                         _cleanup_free_ char *why = strprintf("Container %s failed %s probe",
@@ -348,7 +351,7 @@ static void start_probe(ContainerProbes *cp, ProbeType t, usec_t now) {
                              on_probe_done, &cp->call[t], &cp->run[t], &error);
         if (r < 0) {
                 log_warning("Probe errored: probeType=\"%s\" pod=\"%s\" container=\"%s\" error=\"%s\"",
-                            probe_type_to_string(t), cp->w->full_name, c->spec->name,
+                            probe_type_to_string(t), cp->p->ctx.name, c->spec->name,
                             error ? error : strerror(-r));
                 c->probe_results[t][PROBE_RESULT_UNKNOWN]++;
                 (void)probe_tracker_record(&cp->tracker[t], PROBE_RESULT_UNKNOWN);
@@ -384,11 +387,11 @@ static void schedule(ContainerProbes *cp) {
                 return;
         }
         int r = cp->timer ? event_source_set_time(cp->timer, next)
-                          : event_add_time(cp->w->ctx->event, &cp->timer, next, 10 * USEC_PER_MSEC,
+                          : event_add_time(cp->p->ctx.event, &cp->timer, next, 10 * USEC_PER_MSEC,
                                            on_probe_timer, cp);
         if (r < 0)
                 log_warning_errno(r, "Cannot schedule probes of container \"%s\" of pod \"%s\": %m",
-                                  c->spec->name, cp->w->full_name);
+                                  c->spec->name, cp->p->ctx.name);
 }
 
 static void start_probes(ContainerProbes *cp) {
@@ -424,7 +427,7 @@ static void stop_probes(ContainerProbes *cp) {
 
 static void on_hook_done(ProbeResult result, const char *output, void *userdata) {
         ContainerProbes *cp = userdata;
-        PodWorker *w = cp->w;
+        PodProbes *p = cp->p;
         ContainerState *c = cp_container(cp);
         usec_t took = now_usec(CLOCK_MONOTONIC) - cp->hook_started;
 
@@ -432,35 +435,35 @@ static void on_hook_done(ProbeResult result, const char *output, void *userdata)
         if (cp->hook_type == HOOK_PRE_STOP) {
                 if (result != PROBE_RESULT_SUCCESS)
                         log_warning("PreStop hook of container \"%s\" of pod \"%s\" failed after %llu ms: %s",
-                                    c->spec->name, w->full_name,
+                                    c->spec->name, p->ctx.name,
                                     (unsigned long long)(took / USEC_PER_MSEC), output);
                 else
                         log_info("PreStop hook of container \"%s\" of pod \"%s\" completed in %llu ms.",
-                                 c->spec->name, w->full_name,
+                                 c->spec->name, p->ctx.name,
                                  (unsigned long long)(took / USEC_PER_MSEC));
                 pod_probes_then_t then = cp->then;
                 cp->then = NULL;
                 if (then)
-                        then(w, c, cp->then_userdata);
+                        then(c, cp->then_userdata);
                 return;
         }
         c->post_start_pending = false;
         if (result != PROBE_RESULT_SUCCESS) {
                 log_warning("FailedPostStartHook: container \"%s\" of pod \"%s\": %s",
-                            c->spec->name, w->full_name, output);
+                            c->spec->name, p->ctx.name, output);
                 _cleanup_free_ char *why = strprintf("FailedPostStartHook: %s", output);
                 request_kill(cp, why ? why : "FailedPostStartHook", 0);
-                mark_changed(w);
+                mark_changed(p);
                 return;
         }
         log_info("PostStart hook of container \"%s\" of pod \"%s\" completed.", c->spec->name,
-                 w->full_name);
-        mark_changed(w);
+                 p->ctx.name);
+        mark_changed(p);
         start_probes(cp);
 }
 
-static void container_probes_begin(PodWorker *w, ContainerState *c, bool run_post_start) {
-        ContainerProbes *cp = probes_for(w, c);
+static void container_probes_begin(PodProbes *p, ContainerState *c, bool run_post_start) {
+        ContainerProbes *cp = probes_for(p, c);
         if (!cp) {
                 /* Without bookkeeping, behave as a container without probes. */
                 c->started = c->ready = true;
@@ -488,7 +491,7 @@ static void container_probes_begin(PodWorker *w, ContainerState *c, bool run_pos
                 c->post_start_pending = false;
                 _cleanup_free_ char *why = strprintf("FailedPostStartHook: %s",
                                                      error ? error : strerror(-r));
-                log_warning("Container \"%s\" of pod \"%s\": %s", c->spec->name, w->full_name,
+                log_warning("Container \"%s\" of pod \"%s\": %s", c->spec->name, p->ctx.name,
                             strna(why));
                 request_kill(cp, why ? why : "FailedPostStartHook", 0);
                 return;
@@ -496,16 +499,16 @@ static void container_probes_begin(PodWorker *w, ContainerState *c, bool run_pos
         start_probes(cp);
 }
 
-void pod_probes_container_started(PodWorker *w, ContainerState *c) {
-        container_probes_begin(w, c, true);
+void pod_probes_container_started(PodProbes *p, ContainerState *c) {
+        container_probes_begin(p, c, true);
 }
 
-void pod_probes_container_adopted(PodWorker *w, ContainerState *c) {
-        container_probes_begin(w, c, false);
+void pod_probes_container_adopted(PodProbes *p, ContainerState *c) {
+        container_probes_begin(p, c, false);
 }
 
-void pod_probes_container_stopped(PodWorker *w, ContainerState *c) {
-        ContainerProbes *cp = w->probes ? probes_for(w, c) : NULL;
+void pod_probes_container_stopped(PodProbes *p, ContainerState *c) {
+        ContainerProbes *cp = probes_for(p, c);
         if (!cp)
                 return;
         stop_probes(cp);
@@ -514,9 +517,9 @@ void pod_probes_container_stopped(PodWorker *w, ContainerState *c) {
         c->post_start_pending = false;
 }
 
-bool pod_probes_pre_stop(PodWorker *w, ContainerState *c, usec_t deadline,
+bool pod_probes_pre_stop(PodProbes *p, ContainerState *c, usec_t deadline,
                          pod_probes_then_t then, void *userdata) {
-        ContainerProbes *cp = probes_for(w, c);
+        ContainerProbes *cp = probes_for(p, c);
         const LifecycleHandler *h = c->spec->lifecycle ? c->spec->lifecycle->pre_stop : NULL;
         _cleanup_free_ char *error = NULL;
 
@@ -534,11 +537,11 @@ bool pod_probes_pre_stop(PodWorker *w, ContainerState *c, usec_t deadline,
         cp->then = then;
         cp->then_userdata = userdata;
         log_info("Running preStop hook of container \"%s\" of pod \"%s\" (at most %llu ms).",
-                 c->spec->name, w->full_name, (unsigned long long)(timeout / USEC_PER_MSEC));
+                 c->spec->name, p->ctx.name, (unsigned long long)(timeout / USEC_PER_MSEC));
         int r = start_action(cp, h, "pre-stop", timeout, on_hook_done, cp, &cp->hook, &error);
         if (r < 0) {
                 log_warning("PreStop hook of container \"%s\" of pod \"%s\" could not run: %s",
-                            c->spec->name, w->full_name, error ? error : strerror(-r));
+                            c->spec->name, p->ctx.name, error ? error : strerror(-r));
                 cp->then = NULL;
                 return false;
         }

@@ -9,36 +9,57 @@
  *     liveness/startup failure requests a kill (kill_requested), which
  *     pod_compute_actions() turns into an Unhealthy kill;
  *   - preStop runs before the stop signal, within the grace period.
- * The worker calls the four hooks below; nothing else here is public. */
+ * The worker makes one PodProbes per pod and calls the four hooks below;
+ * the probes tell it of a changed flag through the changed callback, so
+ * this module knows nothing of the worker. */
 #pragma once
 
 #include <stdbool.h>
 
+#include "event-curl.h"
+#include "event.h"
 #include "pod-state.h"
+#include "runtime.h"
 #include "time-util.h"
 
-typedef struct PodWorker PodWorker;
 typedef struct PodProbes PodProbes;
 
+typedef struct PodProbesContext {
+        Event *event;
+        Runtime *runtime;      /* exec handlers run as `<runtime> exec` */
+        EventCurl **curl;      /* HTTP/gRPC client shared by all pods; made on first use */
+        PodState *state;       /* the pod's containers; outlives the PodProbes */
+        const char *pod_dir;   /* exec pid files go below <pod-dir>/containers */
+        const char *name;      /* the pod, for log lines */
+        /* started, ready, kill_requested or post_start_pending of a container
+         * changed: the owner records the status and syncs the pod. Also
+         * called from within the hooks below, so it only takes note (the
+         * sync it asks for runs later on the loop). */
+        void (*changed)(void *userdata);
+        void *userdata;
+} PodProbesContext;
+
+/* ctx is copied; what it points to is borrowed. */
+int pod_probes_new(PodProbes **ret, const PodProbesContext *ctx);
 PodProbes *pod_probes_free(PodProbes *p);
 
 /* The attempt of c (RUNNING, container_id set) has just been started:
  * postStart, then the probes. Sets c->started/ready accordingly. */
-void pod_probes_container_started(PodWorker *w, ContainerState *c);
+void pod_probes_container_started(PodProbes *p, ContainerState *c);
 
 /* A running attempt of c adopted after an agent restart: its postStart ran
  * in the earlier run, so only the probes start, from fresh results (as
  * kubelet after a restart: readiness and startup are re-established by the
  * first probe, which runs at once since the initial delay is long over). */
-void pod_probes_container_adopted(PodWorker *w, ContainerState *c);
+void pod_probes_container_adopted(PodProbes *p, ContainerState *c);
 
 /* The attempt of c exited or is gone: every probe and hook of it stops. */
-void pod_probes_container_stopped(PodWorker *w, ContainerState *c);
+void pod_probes_container_stopped(PodProbes *p, ContainerState *c);
 
-/* Runs c's preStop hook, if it has one, before the stop signal: then(w, c,
+/* Runs c's preStop hook, if it has one, before the stop signal: then(c,
  * userdata) is called when it finished or deadline (CLOCK_MONOTONIC) was
  * reached, unless the attempt stopped first. Returns true when a hook runs
  * (then will come), false when there is none. Probes of c stop. */
-typedef void (*pod_probes_then_t)(PodWorker *w, ContainerState *c, void *userdata);
-bool pod_probes_pre_stop(PodWorker *w, ContainerState *c, usec_t deadline,
+typedef void (*pod_probes_then_t)(ContainerState *c, void *userdata);
+bool pod_probes_pre_stop(PodProbes *p, ContainerState *c, usec_t deadline,
                          pod_probes_then_t then, void *userdata);

@@ -744,3 +744,10 @@ int pod_status_remove(const char *status_dir, const char *uid) {
                 return -errno;
         return 0;
 }
+
+char *pod_status_path(const char *status_dir, const char *uid) {
+        assert(status_dir);
+        if (!uid_is_file_name(uid))
+                return NULL;
+        return strprintf("%s/%s.json", status_dir, uid);
+}

@@ -79,5 +79,8 @@ int pod_status_to_json(const PodState *s, const PodStatusContext *ctx, json_t **
 /* Writes pod to <status_dir>/<uid>.json atomically (readers never see a
  * partial file). uid must be a plain file name. 0 or -errno. */
 int pod_status_write(const char *status_dir, const char *uid, json_t *pod);
+/* "<status_dir>/<uid>.json"; NULL when uid is not a plain file name or
+ * out of memory. */
+char *pod_status_path(const char *status_dir, const char *uid);
 /* Removes <status_dir>/<uid>.json; a missing file is not an error. */
 int pod_status_remove(const char *status_dir, const char *uid);

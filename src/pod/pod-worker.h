@@ -1,23 +1,20 @@
 /* One pod's worker: owns the pod's observed state and carries out the
  * actions pod_compute_actions() returns, through asynchronous runtime and
- * image operations. Internal to the pod manager. */
+ * image operations. Internal to the pod manager: this header is the whole
+ * of what the manager (and pod-logs.c) may do with a worker; its state is
+ * private to the worker's files (pod-worker-internal.h). */
 #pragma once
 
 #include <stdbool.h>
 
 #include "event-curl.h"
 #include "event.h"
-#include "image.h"
 #include "manifest.h"
-#include "pod-etc-files.h"
 #include "pod-manager.h"
-#include "pod-probes.h"
 #include "pod-state.h"
 #include "pod-volumes.h"
-#include "runtime.h"
 
 typedef struct PodWorker PodWorker;
-typedef struct ContainerOp ContainerOp;
 
 /* The manager's side, as workers see it. */
 typedef struct PodManagerContext {
@@ -41,55 +38,6 @@ typedef struct PodManagerContext {
         void *userdata;
 } PodManagerContext;
 
-struct PodWorker {
-        PodManagerContext *ctx;
-        ManifestObject *object;   /* the wanted pod (reference) */
-        char *source;             /* "file" | "http" */
-        char *origin;
-        char *full_name;          /* "<name>_<namespace>(<uid>)" for logs */
-
-        PodState state;
-        char *pod_dir;            /* <root-dir>/pods/<uid> */
-        char *ns_dir;             /* <run-dir>/ns/<uid> */
-        char *log_dir;            /* <pod-logs-dir>/<ns>_<name>_<uid> */
-        PodEtcFiles etc;
-        PodVolumes volumes;
-        char *sandbox_record;     /* <run-dir>/sandboxes/<uid>.json */
-        bool prepared;            /* checkpoint, etc files and volumes are in place */
-        bool adopt_checked;       /* what an earlier agent run left was adopted or removed */
-        bool stale_sandbox;       /* pins of an earlier run to remove before a new sandbox */
-        /* Created from a checkpoint at agent start: no source has asked for
-         * the pod yet in this run (the manager terminates it if none does). */
-        bool from_checkpoint;
-        bool claimed;
-        char **wait_for;          /* "namespace/name" of pods to wait for (annotation) */
-        bool sandbox_pending;
-        bool sandbox_released;    /* a finished pod's namespaces were removed */
-        CniConfig *cni_config;    /* the network the pod was added to */
-        CniOp *cni_op;            /* ADD or DEL in flight */
-        bool network_added;       /* an ADD may have left state to DEL */
-
-        unsigned busy;            /* operations in flight */
-        bool sync_requested;
-        EventSource *sync_defer;
-        EventSource *wakeup;      /* back-off expiry, grace deadline, deadline */
-        bool status_dirty;
-        /* Pod termination: the grace period is for the whole pod, counted
-         * from the first kill; later stages (sidecars) get what is left. */
-        usec_t termination_deadline;
-
-        /* A changed manifest: this pod replaces `predecessor` and starts only
-         * when it is gone. */
-        PodWorker *successor;
-        PodWorker *predecessor;
-        bool waiting_for_predecessor;
-        bool torn_down;
-
-        ContainerOp **ops;
-        size_t n_ops;
-        PodProbes *probes;        /* probes and hooks (pod-probes.c); made on first use */
-};
-
 int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *object,
                    const char *source, const char *origin);
 /* A worker for a pod an earlier run of the agent checkpointed in pod_dir:
@@ -104,4 +52,47 @@ void pod_worker_request_sync(PodWorker *w);
 void pod_worker_terminate(PodWorker *w, const char *reason);
 /* PLEG: re-reads the runtime state of the pod's containers. */
 void pod_worker_relist(PodWorker *w);
+
+/* ---- what the manager (and the log upkeep) may know of a worker ----
+ * Everything else is private (pod-worker-internal.h). The getters borrow:
+ * what they return lives as long as the worker. */
 const char *pod_worker_uid(const PodWorker *w);
+/* The wanted pod (its name carries the node suffix). */
+const ManifestObject *pod_worker_object(const PodWorker *w);
+const char *pod_worker_source(const PodWorker *w); /* "file" | "http" */
+const char *pod_worker_origin(const PodWorker *w); /* the file or URL */
+const char *pod_worker_name(const PodWorker *w);   /* "<name>_<namespace>(<uid>)", for logs */
+const char *pod_worker_pod_dir(const PodWorker *w); /* <root-dir>/pods/<uid> */
+const PodManagerOptions *pod_worker_options(const PodWorker *w);
+/* The observed state, read only (the containers for log rotation). */
+const PodState *pod_worker_state(const PodWorker *w);
+
+/* pod_worker_terminate() was called: the worker is on its way out and no
+ * longer counts as the live pod of its UID or name. */
+bool pod_worker_is_terminating(const PodWorker *w);
+
+/* Adoption after an agent restart: a worker made by
+ * pod_worker_new_from_checkpoint() is unclaimed until a source asks for its
+ * pod in this run (pod_worker_claim()); the manager terminates what stays
+ * unclaimed once every source has been read. */
+bool pod_worker_is_unclaimed(const PodWorker *w);
+void pod_worker_claim(PodWorker *w);
+
+/* A changed manifest: w replaces predecessor and does nothing until the
+ * manager hands it over with pod_worker_take_successor() once predecessor
+ * is gone (a terminate before that tears w down without starting it). Only
+ * the newest replacement waits: the one that waited for predecessor until
+ * now is unlinked and returned (the caller terminates it), else NULL. The
+ * links are cleared when either worker is freed. */
+PodWorker *pod_worker_set_predecessor(PodWorker *w, PodWorker *predecessor);
+/* w has finished: its successor, unlinked and no longer waiting (the caller
+ * requests its sync), or NULL. */
+PodWorker *pod_worker_take_successor(PodWorker *w);
+
+/* nanolet.io/wait-for: the "namespace/name" refs w waits for (NULL: none),
+ * whether w is Ready (the condition the waiters look at), and whether w is
+ * held back by the pods it waits for (the manager re-syncs such workers on
+ * every relist so they notice a target becoming Ready). */
+char *const *pod_worker_wait_for(const PodWorker *w);
+bool pod_worker_is_ready(const PodWorker *w);
+bool pod_worker_is_waiting(const PodWorker *w);

@@ -1,0 +1,573 @@
+/* The pod worker's containers: start (image -> rootfs -> bundle ->
+ * conmon/runc), kill (preStop, stop signal, SIGKILL after the grace
+ * period) and exits (the PLEG relist). See pod-worker-internal.h. */
+#include "pod-worker-internal.h"
+
+#include <assert.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backoff.h"
+#include "cgroup.h"
+#include "checkpoint.h"
+#include "cni.h"
+#include "container-config.h"
+#include "fileio.h"
+#include "log.h"
+#include "mount-util.h"
+#include "pod-actions.h"
+#include "pod-logs.h"
+#include "pod-status.h"
+#include "rm-rf.h"
+#include "string-util.h"
+#include "strv.h"
+
+void op_clear_start(ContainerOp *op) {
+        free(op->id);
+        free(op->attempt_dir);
+        free(op->rootfs);
+        free(op->log_path);
+        op->id = op->attempt_dir = op->rootfs = op->log_path = NULL;
+        op->image = image_free(op->image);
+        op->iw_source = event_source_free(op->iw_source);
+        if (op->iw.pid > 0)
+                image_worker_abort(&op->iw);
+        op->iw = IMAGE_WORKER_NULL;
+        if (op->rop)
+                runtime_op_cancel(op->rop);
+        op->rop = NULL;
+        op->starting = false;
+}
+
+
+void container_set_waiting(ContainerState *c, const char *reason, const char *message) {
+        (void)set_str(&c->waiting_reason, reason);
+        (void)set_str(&c->waiting_message, message);
+}
+
+/* An attempt could not be created or started: the container waits with the
+ * reason kubelet would show and retries after the back-off. */
+static void start_failed(ContainerOp *op, const char *reason, const char *message) {
+        PodWorker *w = op->w;
+        ContainerState *c = op_container(op);
+
+        log_warning("Failed to start container \"%s\" of pod \"%s\": %s: %s", c->spec->name,
+                    w->full_name, reason, message);
+        container_set_waiting(c, reason, message);
+        if (op->rootfs_mounted) {
+                Error ie = {};
+                (void)image_rootfs_umount(op->rootfs, &ie);
+                op->rootfs_mounted = false;
+        }
+        if (op->attempt_dir)
+                (void)container_subpaths_release(op->attempt_dir);
+        c->state = op->state_before;
+        backoff_on_exit(c, now_usec(CLOCK_MONOTONIC));
+        op_clear_start(op);
+        worker_op_done(w);
+}
+
+/* ---- container start: image -> rootfs -> bundle -> conmon/runc ---- */
+
+
+static void on_container_started(Runtime *rt, int r, const Error *err, void *userdata) {
+        ContainerOp *op = userdata;
+        PodWorker *w = op->w;
+        ContainerState *c = op_container(op);
+
+        op->rop = NULL;
+        if (r < 0) {
+                /* The created container must go, or its ID blocks the next attempt. */
+                w->busy++;
+                if (runtime_container_delete(rt, op->id, true, on_attempt_deleted, w, NULL) < 0)
+                        worker_op_done(w);
+                start_failed(op, "RunContainerError", err ? err->message : strerror(-r));
+                return;
+        }
+        c->state = CONTAINER_RUNNING;
+        c->started_at = now_usec(CLOCK_REALTIME);
+        c->running_since = now_usec(CLOCK_MONOTONIC);
+        c->exit_code = -1;
+        c->kill_requested = false;
+        container_set_waiting(c, NULL, NULL);
+        log_info("Started container \"%s\" of pod \"%s\" (%s).", c->spec->name, w->full_name,
+                 op->id);
+        AttemptRecord rec = { .started_at = c->started_at, .exit_code = -1 };
+        r = attempt_record_write(op->attempt_dir, &rec);
+        if (r < 0)
+                log_warning_errno(r, "Container \"%s\" of pod \"%s\": cannot record its start: %m",
+                                  c->spec->name, w->full_name);
+        /* postStart, then probes; they set started/ready. */
+        pod_probes_container_started(w->probes, c);
+
+        if (w->ctx->o->container_logs_dir) {
+                _cleanup_free_ char *link = strprintf("%s/%s_%s_%s-%s.log",
+                                                      w->ctx->o->container_logs_dir,
+                                                      w->object->name, w->object->namespace,
+                                                      c->spec->name, op->id);
+                if (link) {
+                        (void)mkdir_p(w->ctx->o->container_logs_dir, 0755);
+                        (void)unlink(link);
+                        if (symlink(op->log_path, link) < 0)
+                                log_debug_errno(errno, "Failed to link %s: %m", link);
+                }
+        }
+        /* The attempt now belongs to the container; only the op's scratch goes. */
+        op->rootfs_mounted = false;
+        op_clear_start(op);
+        worker_op_done(w);
+}
+
+static void on_container_created(Runtime *rt, int r, pid_t pid, pid_t conmon_pid,
+                                 const Error *err, void *userdata) {
+        ContainerOp *op = userdata;
+        ContainerState *c = op_container(op);
+
+        op->rop = NULL;
+        if (r < 0) {
+                start_failed(op, "CreateContainerError", err ? err->message : strerror(-r));
+                return;
+        }
+        c->state = CONTAINER_CREATED;
+        r = runtime_container_start(rt, op->id, on_container_started, op, &op->rop);
+        if (r < 0) {
+                Error e = {};
+                error_set(&e, r, "cannot start: %s", strerror(-r));
+                on_container_started(rt, r, &e, op);
+        }
+}
+
+static void container_create(ContainerOp *op) {
+        PodWorker *w = op->w;
+        const PodManagerOptions *o = w->ctx->o;
+        ContainerState *c = op_container(op);
+        Error err = {};
+        int r;
+
+        PodNodeInfo node = { .node_name = o->node_name, .pod_ips = w->state.pod_ips,
+                             .host_ips = o->node_ips };
+        _cleanup_free_ char *bundle = strprintf("%s/bundle", op->attempt_dir);
+        _cleanup_free_ char *termlog = strprintf("%s/termination-log", op->attempt_dir);
+        _cleanup_free_ char *ns_net = sandbox_ns_path(w->ns_dir, "net");
+        _cleanup_free_ char *ns_ipc = sandbox_ns_path(w->ns_dir, "ipc");
+        _cleanup_free_ char *ns_uts = sandbox_ns_path(w->ns_dir, "uts");
+        _cleanup_free_ char *ns_pid = sandbox_ns_path(w->ns_dir, "pid");
+        if (!bundle || !termlog || !ns_net || !ns_ipc || !ns_uts || !ns_pid) {
+                start_failed(op, "CreateContainerError", "out of memory");
+                return;
+        }
+        ContainerBuildContext bc = {
+                .pod = w->state.pod,
+                .container = c->spec,
+                .image = &op->image->config,
+                .node = &node,
+                .lookup = &w->ctx->lookup,
+                .container_id = op->id,
+                .attempt = op->attempt,
+                .rootfs = op->rootfs,
+                .attempt_dir = op->attempt_dir,
+                .pids_limit = o->pod_pids_limit > 0 ? o->pod_pids_limit : 0,
+                .etc_hosts_path = w->etc.hosts,
+                .etc_hostname_path = w->etc.hostname,
+                .resolv_conf_path = w->etc.resolv_conf,
+                .volumes = &w->volumes,
+                .termination_log_path = termlog,
+                .ns_net = ns_net,
+                .ns_ipc = ns_ipc,
+                .ns_uts = ns_uts,
+                .ns_pid = ns_pid,
+                .node_hostname = o->node_hostname,
+                .seccomp_dir = w->ctx->seccomp_dir,
+        };
+        _cleanup_strv_free_ char **warnings = NULL;
+        bc.warnings = &warnings;
+        RuntimeContainerConfig cfg = {};
+        r = container_config_build(&bc, &cfg, &err);
+        STRV_FOREACH(s, warnings)
+                log_warning("Container \"%s\" of pod \"%s\": %s", c->spec->name, w->full_name, *s);
+        if (r < 0) {
+                start_failed(op, CONTAINER_CONFIG_ERROR_REASON, err.message);
+                return;
+        }
+        if (cfg.oom_score_adj_set && cfg.oom_score_adj < w->ctx->oom_score_adj_floor) {
+                /* Without CAP_SYS_RESOURCE the OOM score cannot go below the
+                 * agent's own: degrade rather than fail the pod (kubelet's
+                 * critical pods ask for -997). */
+                PodManagerContext *ctx = w->ctx;
+                if (!ctx->oom_warned)
+                        log_warning("Cannot lower oom_score_adj below %d (no CAP_SYS_RESOURCE); containers that ask for less (e.g. %d for \"%s\") get %d.",
+                                    ctx->oom_score_adj_floor, cfg.oom_score_adj, w->full_name,
+                                    ctx->oom_score_adj_floor);
+                ctx->oom_warned = true;
+                cfg.oom_score_adj = ctx->oom_score_adj_floor;
+        }
+        r = runtime_bundle_write(bundle, &cfg, &err);
+        runtime_container_config_done(&cfg);
+        if (r < 0) {
+                start_failed(op, CONTAINER_CONFIG_ERROR_REASON, err.message);
+                return;
+        }
+        _cleanup_free_ char *log_dir = strprintf("%s/%s", w->log_dir, c->spec->name);
+        if (!log_dir || mkdir_p(log_dir, 0755) < 0) {
+                start_failed(op, "CreateContainerError", "cannot create the log directory");
+                return;
+        }
+        /* conmon opens the log by path: a directory or a log name a
+         * container replaced by a symlink (through a hostPath of its log
+         * directory) would have it write wherever that points. */
+        r = pod_worker_prepare_log(w, c, op->attempt);
+        if (r < 0) {
+                _cleanup_free_ char *msg =
+                        r == -ELOOP || r == -ENOTDIR
+                                ? strprintf("the log directory %s is not a plain directory (%s)",
+                                            log_dir, strerror(-r))
+                                : strprintf("cannot create the log file %s: %s", op->log_path,
+                                            strerror(-r));
+                start_failed(op, "CreateContainerError", msg ? msg : "bad log directory");
+                return;
+        }
+        RuntimeCreateRequest req = {
+                .id = op->id,
+                .bundle_dir = bundle,
+                .log_path = op->log_path,
+                .terminal = c->spec->tty,
+                .stdin_open = c->spec->stdin_open,
+        };
+        (void)set_str(&c->container_id, op->id);
+        r = runtime_container_create(o->runtime, &req, on_container_created, op, &op->rop);
+        if (r < 0) {
+                Error e = {};
+                error_set(&e, r, "cannot run conmon: %s", strerror(-r));
+                on_container_created(o->runtime, r, 0, 0, &e, op);
+        }
+}
+
+typedef struct RootfsJob {
+        const char *ref;
+        const char *rootfs;
+        const char *upper;
+        const char *work;
+} RootfsJob;
+
+/* Runs in the image worker child: layers unpacked once, then the overlay. */
+static int rootfs_job(ImageStore *s, void *userdata, Error *err) {
+        RootfsJob *j = userdata;
+        int r = image_store_unpack(s, j->ref, err);
+        if (r < 0)
+                return r;
+        return image_rootfs_mount(s, j->ref, j->rootfs, j->upper, j->work, 0, NULL, err);
+}
+
+static int on_rootfs_ready(EventSource *s, const siginfo_t *si, void *userdata) {
+        ContainerOp *op = userdata;
+        Error err = {};
+
+        op->iw_source = event_source_free(op->iw_source);
+        int r = image_worker_finish(&op->iw, si, &err);
+        op->iw = IMAGE_WORKER_NULL;
+        if (r < 0) {
+                start_failed(op, "CreateContainerError", err.message);
+                return 0;
+        }
+        op->rootfs_mounted = true;
+        container_create(op);
+        return 0;
+}
+
+/* An image's StopSignal ("SIGQUIT", "QUIT", "3"); SIGTERM when absent or
+ * unknown, as kubelet falls back. */
+int signal_from_string(const char *s) {
+        if (isempty(s))
+                return SIGTERM;
+        char *end;
+        long n = strtol(s, &end, 10);
+        if (*end == 0 && n > 0 && n < NSIG)
+                return (int)n;
+        const char *name = startswith(s, "SIG") ?: s;
+        for (int i = 1; i < NSIG; i++) {
+                const char *abbrev = sigabbrev_np(i);
+                if (abbrev && streq(abbrev, name))
+                        return i;
+        }
+        return SIGTERM;
+}
+
+void container_start(PodWorker *w, const ContainerStartAction *a) {
+        ContainerOp *op = worker_op(w, a->is_init, a->index);
+        ContainerState *c = pod_actions_target(&w->state, a->is_init, a->index);
+        ImageStore *store = w->ctx->o->images;
+        Error ierr = {};
+        int r;
+
+        if (!op || !c || op->starting || op->killing)
+                return;
+        op->starting = true;
+        op->state_before = c->state;
+        w->busy++;
+        op->attempt = c->state == CONTAINER_NONE && !c->container_id ? 0 : c->attempt + 1;
+        if (c->state == CONTAINER_EXITED) {
+                /* The exited attempt becomes lastState. */
+                c->has_last = true;
+                c->last_exit_code = c->exit_code;
+                c->last_started_at = c->started_at;
+                c->last_finished_at = c->finished_at;
+                free(c->last_exit_reason);
+                c->last_exit_reason = TAKE_PTR(c->exit_reason);
+                free(c->last_container_id);
+                c->last_container_id = c->container_id ? strdup(c->container_id) : NULL;
+        }
+
+        /* Images come from the local store only in this milestone (archives
+         * loaded with `nanolet image load`); registry pulls come later. */
+        r = image_store_get(store, c->spec->image, &op->image, &ierr);
+        if (r < 0) {
+                bool never = c->spec->image_pull_policy == PULL_POLICY_NEVER;
+                _cleanup_free_ char *msg =
+                        strprintf("image \"%s\" is not present in the local store%s", c->spec->image,
+                                  never ? " with pull policy of Never"
+                                        : "; load it with 'nanolet image load' (registry pulls are not available in this version)");
+                start_failed(op, never ? "ErrImageNeverPull" : "ErrImagePull", msg ? msg : "image missing");
+                return;
+        }
+        (void)set_str(&c->image_id, op->image->config_digest);
+        op->stop_signal = signal_from_string(op->image->config.stop_signal);
+
+        op->id = strprintf("%s-%s-%u", w->object->uid, c->spec->name, op->attempt);
+        op->attempt_dir = strprintf("%s/containers/%s/%u", w->pod_dir, c->spec->name, op->attempt);
+        op->rootfs = op->attempt_dir ? strprintf("%s/rootfs", op->attempt_dir) : NULL;
+        op->log_path = strprintf("%s/%s/%u.log", w->log_dir, c->spec->name, op->attempt);
+        _cleanup_free_ char *upper = op->attempt_dir ? strprintf("%s/upper", op->attempt_dir) : NULL;
+        _cleanup_free_ char *work = op->attempt_dir ? strprintf("%s/work", op->attempt_dir) : NULL;
+        if (!op->id || !op->rootfs || !op->log_path || !upper || !work) {
+                start_failed(op, "CreateContainerError", "out of memory");
+                return;
+        }
+        /* A leftover of an earlier agent run at this attempt number is stale. */
+        (void)image_rootfs_umount(op->rootfs, &ierr);
+        ierr = (Error){};
+        (void)container_subpaths_release(op->attempt_dir);
+        _cleanup_close_ int pfd = open(w->pod_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_free_ char *rel = strprintf("containers/%s/%u", c->spec->name, op->attempt);
+        if (pfd >= 0 && rel)
+                (void)rm_rf_at(pfd, rel);
+        r = mkdir_p(op->rootfs, 0755);
+        if (r < 0) {
+                start_failed(op, "CreateContainerError", "cannot create the container directory");
+                return;
+        }
+        c->attempt = op->attempt;
+        c->restart_count = op->attempt;
+        /* SPEC §14: the last exited attempt stays for `logs -p`. */
+        if (op->attempt >= 1)
+                pod_worker_gc_attempts(w, c, op->attempt - 1);
+        container_set_waiting(c, "ContainerCreating", NULL);
+
+        RootfsJob job = { .ref = c->spec->image, .rootfs = op->rootfs, .upper = upper, .work = work };
+        r = image_worker_start(store, rootfs_job, &job, &op->iw, &ierr);
+        if (r < 0) {
+                start_failed(op, "CreateContainerError", ierr.message);
+                return;
+        }
+        r = event_add_child(w->ctx->event, &op->iw_source, op->iw.pid, on_rootfs_ready, op);
+        if (r < 0) {
+                image_worker_abort(&op->iw);
+                start_failed(op, "CreateContainerError", "cannot watch the image worker");
+        }
+}
+
+/* ---- kill ---- */
+
+static int stop_signal(const ContainerOp *op) {
+        return op->stop_signal > 0 ? op->stop_signal : SIGTERM;
+}
+
+static void on_kill_sent(Runtime *rt, int r, const Error *err, void *userdata) {
+        PodWorker *w = userdata;
+        if (r < 0)
+                log_debug("Kill in pod \"%s\" failed: %s", w->full_name,
+                          err ? err->message : strerror(-r));
+        worker_op_done(w);
+}
+
+static int on_grace_expired(EventSource *s, usec_t now, void *userdata) {
+        ContainerOp *op = userdata;
+        PodWorker *w = op->w;
+        ContainerState *c = op_container(op);
+
+        op->grace_timer = event_source_free(op->grace_timer);
+        if (!c->container_id || (c->state != CONTAINER_RUNNING && c->state != CONTAINER_CREATED))
+                return 0;
+        log_info("Container \"%s\" of pod \"%s\" did not stop within its grace period, killing it.",
+                 c->spec->name, w->full_name);
+        w->busy++;
+        if (runtime_container_kill(w->ctx->o->runtime, c->container_id, SIGKILL, true, on_kill_sent,
+                                   w, NULL) < 0)
+                worker_op_done(w);
+        return 0;
+}
+
+/* The stop signal, then SIGKILL at deadline (at least 2 s later, as
+ * kubelet's minimum, even when earlier stages or preStop used it up). */
+static void container_signal(PodWorker *w, ContainerOp *op, ContainerState *c, usec_t deadline) {
+        w->busy++;
+        if (runtime_container_kill(w->ctx->o->runtime, c->container_id, stop_signal(op), false,
+                                   on_kill_sent, w, NULL) < 0)
+                worker_op_done(w);
+        deadline = MAX(deadline, now_usec(CLOCK_MONOTONIC) + 2 * USEC_PER_SEC);
+        (void)event_add_time(w->ctx->event, &op->grace_timer, deadline, 0, on_grace_expired, op);
+}
+
+static void on_pre_stop_done(ContainerState *c, void *userdata) {
+        ContainerOp *op = userdata;
+        if (op->killing && c->container_id)
+                container_signal(op->w, op, c, op->kill_deadline);
+}
+
+void container_kill(PodWorker *w, const ContainerKillAction *a) {
+        ContainerOp *op = worker_op(w, a->is_init, a->index);
+        ContainerState *c = pod_actions_target(&w->state, a->is_init, a->index);
+
+        if (!op || !c || op->killing || !c->container_id)
+                return;
+        op->killing = true;
+        log_info("Killing container \"%s\" of pod \"%s\" (%s), grace period %llds%s%s.",
+                 c->spec->name, w->full_name, kill_reason_to_string(a->reason),
+                 (long long)a->grace_period_seconds, a->message ? ": " : "", strempty(a->message));
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        usec_t grace = (usec_t)MAX(a->grace_period_seconds, (int64_t)2) * USEC_PER_SEC;
+        usec_t deadline = now + grace;
+        if (a->reason != KILL_REASON_UNHEALTHY) {
+                if (w->termination_deadline == 0)
+                        w->termination_deadline = deadline;
+                deadline = MAX(w->termination_deadline, now + 2 * USEC_PER_SEC);
+        }
+        /* preStop first; the time it takes counts against the grace period. */
+        op->kill_deadline = deadline;
+        if (pod_probes_pre_stop(w->probes, c, deadline, on_pre_stop_done, op))
+                return;
+        container_signal(w, op, c, deadline);
+}
+
+/* ---- exits (PLEG) ---- */
+
+void on_attempt_deleted(Runtime *rt, int r, const Error *err, void *userdata) {
+        PodWorker *w = userdata;
+        if (r < 0)
+                log_debug("Pod \"%s\": removing a container failed: %s", w->full_name,
+                          err ? err->message : strerror(-r));
+        worker_op_done(w);
+}
+
+/* kubelet's getTerminationMessage: the last 4096 bytes of the file
+ * (MaxContainerTerminationMessageLength, read with tail.ReadAtMost, so a
+ * longer message keeps its end), nothing for an empty or missing file, and
+ * for a file that cannot be read a message saying so. The file is the
+ * container's to write: it is read without following a symlink, only if it is
+ * a regular file, and only those bytes of it. Bytes that are not UTF-8 are
+ * replaced by U+FFFD, so the exit record and the status always take it. */
+#define TERMINATION_MESSAGE_MAX 4096
+static char *read_termination_message(PodWorker *w, const ContainerState *c) {
+        _cleanup_free_ char *rel =
+                strprintf("containers/%s/%u/termination-log", c->spec->name, c->attempt);
+        _cleanup_close_ int pfd = open(w->pod_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_free_ char *data = NULL;
+        size_t size;
+
+        if (!rel || pfd < 0)
+                return NULL;
+        int r = read_file_tail_at(pfd, rel, TERMINATION_MESSAGE_MAX, &data, &size, NULL);
+        if (r == -ENOENT)
+                return NULL;
+        if (r < 0) {
+                log_warning_errno(
+                        r, "Container \"%s\" of pod \"%s\": cannot read its termination log: %m",
+                        c->spec->name, w->full_name);
+                return strprintf("Error on reading termination log %s/%s: %s", w->pod_dir, rel,
+                                 strerror(-r));
+        }
+        if (size == 0)
+                return NULL;
+        return utf8_make_valid(data, size);
+}
+
+void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,
+                             const RuntimeContainerStatus *st) {
+        c->state = CONTAINER_EXITED;
+        c->exit_code = st->exit_code >= 0 ? st->exit_code : 137;
+        c->finished_at = st->finished_at ? st->finished_at : now_usec(CLOCK_REALTIME);
+        const char *reason = st->oom_killed ? "OOMKilled" : c->exit_code == 0 ? "Completed" : "Error";
+        (void)set_str(&c->exit_reason, reason);
+        free(c->exit_message);
+        c->exit_message = read_termination_message(w, c);
+        c->ready = false;
+        c->started = false;
+        c->kill_requested = false;
+        pod_probes_container_stopped(w->probes, c);
+        backoff_on_exit(c, now_usec(CLOCK_MONOTONIC));
+        log_info("Container \"%s\" of pod \"%s\" exited with code %d (%s).", c->spec->name,
+                 w->full_name, c->exit_code, reason);
+        _cleanup_free_ char *attempt_dir = attempt_dir_of(w, c, c->attempt);
+        AttemptRecord rec = {
+                .started_at = c->started_at,
+                .finished_at = c->finished_at,
+                .exit_code = c->exit_code,
+                .reason = c->exit_reason,
+                .message = c->exit_message,
+        };
+        int r = attempt_dir ? attempt_record_write(attempt_dir, &rec) : -ENOMEM;
+        if (r < 0)
+                log_warning_errno(r, "Container \"%s\" of pod \"%s\": cannot record its exit: %m",
+                                  c->spec->name, w->full_name);
+
+        if (op) {
+                op->killing = false;
+                op->grace_timer = event_source_free(op->grace_timer);
+        }
+        /* The attempt's runtime state and rootfs go now; its log and bundle
+         * stay for `logs -p` and inspection. */
+        _cleanup_free_ char *rootfs = strprintf("%s/containers/%s/%u/rootfs", w->pod_dir,
+                                                c->spec->name, c->attempt);
+        Error ie = {};
+        if (rootfs)
+                (void)image_rootfs_umount(rootfs, &ie);
+        if (attempt_dir)
+                (void)container_subpaths_release(attempt_dir);
+        w->busy++;
+        if (runtime_container_delete(w->ctx->o->runtime, c->container_id, true,
+                                     on_attempt_deleted, w, NULL) < 0)
+                worker_op_done(w);
+        /* Until the restart, the attempt before this one is still lastState
+         * (`logs -p`); older ones are of no further use. */
+        if (c->attempt >= 1)
+                pod_worker_gc_attempts(w, c, c->attempt - 1);
+}
+
+void pod_worker_relist(PodWorker *w) {
+        bool changed = false;
+
+        for (size_t slot = 0; slot < w->n_ops; slot++) {
+                ContainerOp *op = w->ops[slot];
+                ContainerState *c = op_container(op);
+                if (!c || !c->container_id || op->starting)
+                        continue;
+                if (c->state != CONTAINER_RUNNING && c->state != CONTAINER_CREATED)
+                        continue;
+                RuntimeContainerStatus st = {};
+                if (runtime_container_status(w->ctx->o->runtime, c->container_id, &st) < 0)
+                        continue;
+                if (st.state == RUNTIME_STATE_RUNNING || st.state == RUNTIME_STATE_CREATED)
+                        continue;
+                /* Keep the previous attempt for lastState before recording this one. */
+                container_exited(w, op, c, &st);
+                changed = true;
+        }
+        if (changed)
+                worker_mark_status(w);
+}

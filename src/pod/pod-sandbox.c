@@ -1,0 +1,366 @@
+/* The pod worker's sandbox: namespaces (the sandbox helper), the CNI
+ * network (ADD, CHECK of an adopted pod, DEL before the namespaces go),
+ * and the node-side files a container needs (checkpoint, etc files,
+ * volumes). See pod-worker-internal.h. */
+#include "pod-worker-internal.h"
+
+#include <assert.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backoff.h"
+#include "cgroup.h"
+#include "checkpoint.h"
+#include "cni.h"
+#include "container-config.h"
+#include "fileio.h"
+#include "log.h"
+#include "mount-util.h"
+#include "pod-actions.h"
+#include "pod-logs.h"
+#include "pod-status.h"
+#include "rm-rf.h"
+#include "string-util.h"
+#include "strv.h"
+
+/* ---- sandbox ---- */
+
+unsigned sandbox_namespaces(const Pod *p) {
+        const PodSpec *s = &p->spec;
+        unsigned ns = 0;
+        if (!s->host_network)
+                ns |= SANDBOX_NS_NET | SANDBOX_NS_UTS;
+        if (!s->host_ipc)
+                ns |= SANDBOX_NS_IPC;
+        if (s->share_process_namespace)
+                ns |= SANDBOX_NS_PID;
+        return ns;
+}
+
+static int worker_write_pod_files(PodWorker *w, bool warn, Error *err);
+
+static void sandbox_failed(PodWorker *w, const char *message) {
+        log_warning("Failed to create sandbox of pod \"%s\": %s", w->full_name, message);
+        w->state.sandbox = SANDBOX_FAILED;
+        (void)set_str(&w->state.sandbox_message, message);
+        backoff_sandbox_failed(&w->state, now_usec(CLOCK_MONOTONIC));
+}
+
+static void sandbox_ready(PodWorker *w) {
+        log_info("Sandbox of pod \"%s\" is ready%s%s.", w->full_name,
+                 w->state.pod_ip ? ", IP " : "", strempty(w->state.pod_ip));
+        w->state.sandbox = SANDBOX_READY;
+        (void)set_str(&w->state.sandbox_message, NULL);
+        w->state.sandbox_backoff_until = w->state.sandbox_backoff_delay = 0;
+        SandboxRecord rec = { .pod_ips = w->state.pod_ips, .network = w->network_added };
+        int r = sandbox_record_write(w->sandbox_record, &rec);
+        if (r < 0)
+                log_warning_errno(r, "Pod \"%s\": cannot record its sandbox in %s, a restarted agent would recreate it: %m",
+                                  w->full_name, w->sandbox_record);
+}
+
+bool pod_uses_cni(const PodWorker *w) {
+        return w->ctx->o->cni && !w->state.pod->spec.host_network;
+}
+
+/* The CNI request of this pod: the pod UID is the CNI container ID. */
+static int worker_cni_request(PodWorker *w, CniRequest *req, CniPortMapping **ret_ports,
+                              char **ret_netns) {
+        const PodSpec *spec = &w->state.pod->spec;
+        _cleanup_free_ CniPortMapping *ports = NULL;
+        size_t n = 0;
+
+        /* Every hostPort of every container, for portmap (kubelet does the same). */
+        for (int pass = 0; pass < 2; pass++) {
+                const Container *cs = pass ? spec->containers : spec->init_containers;
+                size_t nc = pass ? spec->n_containers : spec->n_init_containers;
+                for (size_t i = 0; i < nc; i++)
+                        for (size_t j = 0; j < cs[i].n_ports; j++) {
+                                const ContainerPort *p = &cs[i].ports[j];
+                                if (p->host_port <= 0)
+                                        continue;
+                                CniPortMapping *np = realloc(ports, sizeof *np * (n + 1));
+                                if (!np)
+                                        return -ENOMEM;
+                                ports = np;
+                                ports[n++] = (CniPortMapping){
+                                        .host_port = (uint16_t)p->host_port,
+                                        .container_port = (uint16_t)p->container_port,
+                                        .protocol = cni_protocol_from_string(protocol_to_string(p->protocol)),
+                                        .host_ip = p->host_ip,
+                                };
+                        }
+        }
+        char *netns = sandbox_ns_path(w->ns_dir, "net");
+        if (!netns)
+                return -ENOMEM;
+        *req = (CniRequest){
+                .container_id = w->object->uid,
+                .netns = netns,
+                .pod_namespace = w->object->namespace,
+                .pod_name = w->object->name,
+                .pod_uid = w->object->uid,
+                .port_mappings = ports,
+                .n_port_mappings = n,
+        };
+        *ret_ports = TAKE_PTR(ports);
+        *ret_netns = netns;
+        return 0;
+}
+
+static void on_network_added(CniRunner *runner, int r, CniResult *result, const CniError *err,
+                             void *userdata) {
+        PodWorker *w = userdata;
+        _cleanup_(cni_result_freep) CniResult *res = result;
+
+        w->cni_op = NULL;
+        w->sandbox_pending = false;
+        if (r < 0) {
+                _cleanup_free_ char *msg = cni_error_to_string(err);
+                /* The ADD undid itself; the namespaces go too, so a retry
+                 * starts from nothing (no half-created sandbox). */
+                w->network_added = false;
+                Error e = {};
+                (void)sandbox_remove(w->ns_dir, &e);
+                sandbox_failed(w, msg ? msg : strerror(-r));
+                worker_op_done(w);
+                return;
+        }
+        _cleanup_strv_free_ char **ips = NULL;
+        if (cni_result_pod_ips(res, &ips) >= 0 && ips && ips[0]) {
+                (void)set_str(&w->state.pod_ip, ips[0]);
+                strv_free(w->state.pod_ips);
+                w->state.pod_ips = TAKE_PTR(ips);
+        }
+        /* /etc/hosts names the pod's own IP, known only now. */
+        Error e = {};
+        if (worker_write_pod_files(w, false, &e) < 0)
+                log_warning("Pod \"%s\": %s", w->full_name, e.message);
+        sandbox_ready(w);
+        worker_op_done(w);
+}
+
+static void worker_network_add(PodWorker *w) {
+        _cleanup_free_ CniPortMapping *ports = NULL;
+        _cleanup_free_ char *netns = NULL;
+        CniRequest req;
+        CniError err = {};
+        int r;
+
+        w->cni_config = cni_config_unref(w->cni_config);
+        r = cni_config_load(w->ctx->o->cni_conf_dir, w->ctx->o->pod_cidr, &w->cni_config, &err);
+        if (r >= 0)
+                r = worker_cni_request(w, &req, &ports, &netns);
+        if (r >= 0) {
+                w->busy++;
+                w->sandbox_pending = true;
+                w->network_added = true;
+                r = cni_add(w->ctx->o->cni, w->cni_config, &req, on_network_added, w, &w->cni_op);
+                if (r < 0) {
+                        w->busy--;
+                        w->sandbox_pending = false;
+                        w->network_added = false;
+                }
+        }
+        if (r < 0) {
+                _cleanup_free_ char *msg = cni_error_to_string(&err);
+                Error e = {};
+                (void)sandbox_remove(w->ns_dir, &e);
+                sandbox_failed(w, msg && err.base.message[0] ? msg : strerror(-r));
+                worker_mark_status(w);
+        }
+        cni_error_done(&err);
+}
+
+static void on_network_deleted(CniRunner *runner, int r, CniResult *result, const CniError *err,
+                               void *userdata) {
+        PodWorker *w = userdata;
+
+        cni_result_free(result);
+        w->cni_op = NULL;
+        if (r < 0) {
+                _cleanup_free_ char *msg = cni_error_to_string(err);
+                log_warning("Pod \"%s\": CNI DEL failed, the sandbox is removed anyway: %s",
+                            w->full_name, strna(msg));
+        }
+        w->network_added = false;
+        worker_op_done(w);
+}
+
+static void on_network_checked(CniRunner *runner, int r, CniResult *result, const CniError *err,
+                               void *userdata) {
+        PodWorker *w = userdata;
+
+        cni_result_free(result);
+        w->cni_op = NULL;
+        if (r < 0 && r != -ENOENT) {
+                _cleanup_free_ char *msg = cni_error_to_string(err);
+                log_warning("Pod \"%s\": CNI CHECK of the adopted network failed: %s", w->full_name,
+                            strna(msg));
+        } else if (r >= 0)
+                log_debug("Pod \"%s\": CNI CHECK passed.", w->full_name);
+        worker_op_done(w);
+}
+
+/* CHECK of an adopted pod's network (CNI spec: the runtime verifies what it
+ * did not set up in this run). A failure is reported, not acted on: the
+ * containers keep running as they are. */
+void worker_network_check(PodWorker *w) {
+        _cleanup_free_ CniPortMapping *ports = NULL;
+        _cleanup_free_ char *netns = NULL;
+        CniRequest req;
+
+        if (w->cni_op || worker_cni_request(w, &req, &ports, &netns) < 0)
+                return;
+        w->busy++;
+        if (cni_check(w->ctx->o->cni, &req, on_network_checked, w, &w->cni_op) < 0)
+                w->busy--;
+}
+
+/* DEL before the namespaces go (SPEC §8). Returns true while it runs. */
+bool worker_network_del(PodWorker *w) {
+        _cleanup_free_ CniPortMapping *ports = NULL;
+        _cleanup_free_ char *netns = NULL;
+        CniRequest req;
+
+        if (w->cni_op)
+                return true;
+        if (!w->network_added || !w->ctx->o->cni)
+                return false;
+        if (worker_cni_request(w, &req, &ports, &netns) < 0)
+                return false;
+        w->busy++;
+        if (cni_del(w->ctx->o->cni, w->cni_config, &req, on_network_deleted, w, &w->cni_op) < 0) {
+                w->busy--;
+                w->network_added = false;
+                return false;
+        }
+        return true;
+}
+
+static void on_sandbox_created(Runtime *rt, int r, pid_t holder, const Error *err,
+                               void *userdata) {
+        PodWorker *w = userdata;
+
+        w->sandbox_pending = false;
+        if (r < 0)
+                sandbox_failed(w, err && err->message[0] ? err->message : strerror(-r));
+        else if (pod_uses_cni(w))
+                /* Network before any container, init containers included. */
+                worker_network_add(w);
+        else
+                sandbox_ready(w);
+        worker_op_done(w);
+}
+
+/* /etc/hosts, hostname, resolv.conf and the volumes: written before the
+ * sandbox, and again once the network gave the pod its IP (the hosts line
+ * and downwardAPI podIP items depend on it; volumes are rewritten in place
+ * atomically). warn: log what kubelet reports as events, the first time only. */
+static int worker_write_pod_files(PodWorker *w, bool warn, Error *err) {
+        const PodManagerOptions *o = w->ctx->o;
+        _cleanup_strv_free_ char **warnings = NULL;
+        int r;
+
+        PodEtcOptions eo = {
+                .pod_dir = w->pod_dir,
+                .node_hostname = o->node_hostname,
+                .cluster_domain = o->cluster_domain,
+                .cluster_dns = o->cluster_dns,
+                .resolv_conf = o->resolv_conf,
+                .pod_ips = w->state.pod_ips,
+        };
+        pod_etc_files_done(&w->etc);
+        r = pod_etc_files_write(w->state.pod, &eo, &w->etc, warn ? &warnings : NULL, err);
+        if (r < 0)
+                return r;
+        STRV_FOREACH(s, warnings)
+                log_warning("Pod \"%s\": %s", w->full_name, *s);
+
+        PodNodeInfo node = { .node_name = o->node_name, .pod_ips = w->state.pod_ips,
+                             .host_ips = o->node_ips };
+        PodVolumesOptions vo = { .pod_dir = w->pod_dir, .node = &node, .lookup = &w->ctx->lookup };
+        pod_volumes_done(&w->volumes);
+        return pod_volumes_prepare(w->state.pod, &vo, &w->volumes, err);
+}
+
+/* Checkpoint, pod directory, etc files and volumes: everything a
+ * container needs from the node before the first one starts. */
+int worker_prepare(PodWorker *w, Error *err) {
+        int r;
+
+        if (w->prepared)
+                return 0;
+        r = mkdir_p(w->pod_dir, 0700);
+        if (r < 0)
+                return error_set(err, r, "cannot create %s: %s", w->pod_dir, strerror(-r));
+
+        PodCheckpoint cp = {
+                .uid = w->object->uid,
+                .name = w->object->name,
+                .namespace = w->object->namespace,
+                .source = w->source,
+                .origin = w->origin,
+                .manifest = json_loads(w->object->canonical_json, 0, NULL),
+                .start_time = w->state.start_time,
+        };
+        r = pod_checkpoint_write(w->pod_dir, &cp);
+        json_decref(cp.manifest);
+        if (r < 0)
+                return error_set(err, r, "cannot write the pod checkpoint: %s",
+                                         strerror(-r));
+
+        r = worker_write_pod_files(w, true, err);
+        if (r < 0)
+                return r;
+        w->prepared = true;
+        return 0;
+}
+
+void worker_create_sandbox(PodWorker *w) {
+        Error err = {};
+        int r;
+
+        if (w->sandbox_pending || w->cni_op)
+                return;
+        if (w->stale_sandbox) {
+                if (sandbox_remove(w->ns_dir, &err) < 0)
+                        log_warning("Pod \"%s\": %s", w->full_name, err.message);
+                (void)unlink(w->sandbox_record);
+                w->stale_sandbox = false;
+                err = (Error){};
+        }
+        r = worker_prepare(w, &err);
+        if (r < 0) {
+                log_warning("Failed to prepare pod \"%s\": %s", w->full_name, err.message);
+                w->state.sandbox = SANDBOX_FAILED;
+                (void)set_str(&w->state.sandbox_message, err.message);
+                backoff_sandbox_failed(&w->state, now_usec(CLOCK_MONOTONIC));
+                worker_mark_status(w);
+                return;
+        }
+        unsigned ns = sandbox_namespaces(w->state.pod);
+        if (ns == 0) {
+                w->state.sandbox = SANDBOX_READY;
+                worker_mark_status(w);
+                return;
+        }
+        _cleanup_free_ char *hostname = NULL;
+        (void)pod_hostname(w->state.pod, w->ctx->o->node_hostname, &hostname);
+        SandboxRequest req = { .dir = w->ns_dir, .namespaces = ns, .hostname = hostname };
+        w->busy++;
+        w->sandbox_pending = true;
+        r = sandbox_create(w->ctx->o->runtime, &req, on_sandbox_created, w, NULL);
+        if (r < 0) {
+                Error e = {};
+                error_set(&e, r, "cannot create the pod sandbox: %s", strerror(-r));
+                on_sandbox_created(w->ctx->o->runtime, r, 0, &e, w);
+        }
+}

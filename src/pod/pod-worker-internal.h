@@ -1,0 +1,151 @@
+/* The pod worker's own state, shared by its files and nothing else:
+ * pod-worker.c (lifecycle, status, the sync), pod-sandbox.c (namespaces,
+ * network, node-side files), pod-adopt.c (what an earlier agent run left)
+ * and pod-containers.c (start, kill, exits). Everyone else goes through
+ * pod-worker.h. */
+#pragma once
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "image.h"
+#include "pod-actions.h"
+#include "pod-etc-files.h"
+#include "pod-probes.h"
+#include "pod-worker.h"
+#include "runtime.h"
+
+typedef struct ContainerOp ContainerOp;
+
+struct PodWorker {
+        PodManagerContext *ctx;
+        ManifestObject *object;   /* the wanted pod (reference) */
+        char *source;             /* "file" | "http" */
+        char *origin;
+        char *full_name;          /* "<name>_<namespace>(<uid>)" for logs */
+
+        PodState state;
+        char *pod_dir;            /* <root-dir>/pods/<uid> */
+        char *ns_dir;             /* <run-dir>/ns/<uid> */
+        char *log_dir;            /* <pod-logs-dir>/<ns>_<name>_<uid> */
+        PodEtcFiles etc;
+        PodVolumes volumes;
+        char *sandbox_record;     /* <run-dir>/sandboxes/<uid>.json */
+        bool prepared;            /* checkpoint, etc files and volumes are in place */
+        bool adopt_checked;       /* what an earlier agent run left was adopted or removed */
+        bool stale_sandbox;       /* pins of an earlier run to remove before a new sandbox */
+        /* Created from a checkpoint at agent start: no source has asked for
+         * the pod yet in this run (the manager terminates it if none does). */
+        bool from_checkpoint;
+        bool claimed;
+        char **wait_for;          /* "namespace/name" of pods to wait for (annotation) */
+        bool sandbox_pending;
+        bool sandbox_released;    /* a finished pod's namespaces were removed */
+        CniConfig *cni_config;    /* the network the pod was added to */
+        CniOp *cni_op;            /* ADD or DEL in flight */
+        bool network_added;       /* an ADD may have left state to DEL */
+
+        unsigned busy;            /* operations in flight */
+        bool sync_requested;
+        EventSource *sync_defer;
+        EventSource *wakeup;      /* back-off expiry, grace deadline, deadline */
+        bool status_dirty;
+        /* The status file as written last: its text and what stat() said
+         * of it then, so an unchanged status is not written again. */
+        char *status_path;        /* <run-dir>/status/<uid>.json; NULL: always write */
+        char *status_text;        /* NULL: write at the next chance */
+        struct stat status_stat;
+        /* Pod termination: the grace period is for the whole pod, counted
+         * from the first kill; later stages (sidecars) get what is left. */
+        usec_t termination_deadline;
+
+        /* A changed manifest: this pod replaces `predecessor` and starts only
+         * when it is gone. */
+        PodWorker *successor;
+        PodWorker *predecessor;
+        bool waiting_for_predecessor;
+        bool torn_down;
+
+        ContainerOp **ops;
+        size_t n_ops;
+        PodProbes *probes;        /* probes and hooks (pod-probes.c) */
+};
+
+/* Per-container bookkeeping the PodState does not hold: what is in flight. */
+struct ContainerOp {
+        PodWorker *w;
+        bool is_init;
+        unsigned index;
+
+        /* start pipeline */
+        bool starting;
+        unsigned attempt;
+        char *id;
+        char *attempt_dir;
+        char *rootfs;
+        char *log_path;
+        Image *image;
+        ImageWorker iw;
+        EventSource *iw_source;
+        RuntimeOp *rop;
+        bool rootfs_mounted;
+
+        ContainerRunState state_before; /* restored when the attempt cannot start */
+        int stop_signal;
+
+        /* kill */
+        bool killing;
+        usec_t kill_deadline; /* CLOCK_MONOTONIC; preStop runs until then at most */
+        EventSource *grace_timer;
+};
+
+static inline ContainerState *op_container(ContainerOp *op) {
+        return pod_actions_target(&op->w->state, op->is_init, op->index);
+}
+
+static inline ContainerOp *worker_op(PodWorker *w, bool is_init, unsigned index) {
+        size_t slot = is_init ? index : w->state.n_init + index;
+        return slot < w->n_ops ? w->ops[slot] : NULL;
+}
+
+static inline int set_str(char **field, const char *value) {
+        char *c = NULL;
+        if (value && !(c = strdup(value)))
+                return -ENOMEM;
+        free(*field);
+        *field = c;
+        return 0;
+}
+
+/* pod-worker.c */
+/* The status changed: written after the next sync. */
+void worker_mark_status(PodWorker *w);
+/* One operation of the busy count finished: status and a new sync. */
+void worker_op_done(PodWorker *w);
+
+/* pod-sandbox.c */
+unsigned sandbox_namespaces(const Pod *p);
+bool pod_uses_cni(const PodWorker *w);
+int worker_prepare(PodWorker *w, Error *err);
+void worker_create_sandbox(PodWorker *w);
+void worker_network_check(PodWorker *w);
+/* DEL before the namespaces go (SPEC §8). Returns true while it runs. */
+bool worker_network_del(PodWorker *w);
+
+/* pod-adopt.c */
+char *attempt_dir_of(const PodWorker *w, const ContainerState *c, unsigned attempt);
+/* The first sync of a pod: adopts what an earlier agent run left. Returns
+ * true when removals are in flight (the sync continues when they finish). */
+bool worker_adopt(PodWorker *w);
+
+/* pod-containers.c */
+void op_clear_start(ContainerOp *op);
+void container_set_waiting(ContainerState *c, const char *reason, const char *message);
+void container_start(PodWorker *w, const ContainerStartAction *a);
+void container_kill(PodWorker *w, const ContainerKillAction *a);
+void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,
+                      const RuntimeContainerStatus *st);
+void on_attempt_deleted(Runtime *rt, int r, const Error *err, void *userdata);
+int signal_from_string(const char *s);

@@ -1,0 +1,358 @@
+/* The pod worker's contract with the manager (pod-worker.h): claim,
+ * predecessor/successor, terminating, the wait-for state; and its status
+ * file, written only when its content changed. The pods here wait for a pod
+ * that does not exist (nanolet.io/wait-for), so a sync runs on the loop and
+ * writes the status without touching the runtime. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <fcntl.h>
+#include <jansson.h>
+
+#include "checkpoint.h"
+#include "fileio.h"
+#include "manifest.h"
+#include "pod-status.h"
+#include "pod-worker.h"
+#include "rm-rf.h"
+#include "string-util.h"
+
+#define WAITING_POD(name)                                                                          \
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " name "\n  namespace: default\n"           \
+        "  annotations: {nanolet.io/wait-for: default/db}\n"                                       \
+        "spec:\n  containers:\n  - {name: c, image: busybox}\n"
+
+typedef struct Fixture {
+        char tmp[64];
+        char *status_dir, *pods_dir, *ns_dir, *sandboxes_dir, *logs_dir, *seccomp_dir;
+        Event *event;
+        PodManagerOptions o;
+        PodManagerContext ctx;
+        ManifestObject **objs;
+        size_t n;
+        const char *wait_message; /* what wait_for_check answers */
+        unsigned wait_checks;
+} Fixture;
+
+static int wait_for_check(PodWorker *w, char **ret_reason, char **ret_message, void *userdata) {
+        Fixture *f = userdata;
+        f->wait_checks++;
+        *ret_reason = strdup("WaitingForPods");
+        *ret_message = strdup(f->wait_message);
+        return 0;
+}
+
+static void worker_finished(PodWorker *w, void *userdata) {
+        pod_worker_free(w);
+}
+
+static void parse(Fixture *f, const char *yaml) {
+        ManifestParseOptions mo = {
+                .filename = "t.yaml",
+                .node_name = "node1",
+                .source_id = "file:/x",
+                .config_source = "file",
+        };
+        Diagnostics d;
+        diagnostics_init(&d);
+        int r = manifest_parse_buffer(yaml, strlen(yaml), &mo, &f->objs, &f->n, &d);
+        diagnostics_deinit(&d);
+        assert_int_equal(r, 0);
+        assert_int_equal(f->n, 1);
+}
+
+static int setup(void **state) {
+        Fixture *f = calloc(1, sizeof *f);
+        assert_non_null(f);
+        strcpy(f->tmp, "/tmp/test-pod-worker-XXXXXX");
+        assert_non_null(mkdtemp(f->tmp));
+        f->status_dir = strprintf("%s/status", f->tmp);
+        f->pods_dir = strprintf("%s/pods", f->tmp);
+        f->ns_dir = strprintf("%s/ns", f->tmp);
+        f->sandboxes_dir = strprintf("%s/sandboxes", f->tmp);
+        f->logs_dir = strprintf("%s/logs", f->tmp);
+        f->seccomp_dir = strprintf("%s/seccomp", f->tmp);
+        assert_int_equal(mkdir(f->status_dir, 0700), 0);
+        assert_int_equal(event_new(&f->event), 0);
+        f->o = (PodManagerOptions){
+                .root_dir = f->tmp,
+                .run_dir = f->tmp,
+                .pod_logs_dir = f->logs_dir,
+                .node_name = "node1",
+                .runtime_name = "runc",
+        };
+        f->ctx = (PodManagerContext){
+                .event = f->event,
+                .o = &f->o,
+                .status_dir = f->status_dir,
+                .pods_dir = f->pods_dir,
+                .ns_dir = f->ns_dir,
+                .seccomp_dir = f->seccomp_dir,
+                .sandboxes_dir = f->sandboxes_dir,
+                .wait_for_check = wait_for_check,
+                .worker_finished = worker_finished,
+                .userdata = f,
+        };
+        f->wait_message = "waiting for default/db to be Ready";
+        parse(f, WAITING_POD("web"));
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state) {
+        Fixture *f = *state;
+        manifest_objects_free(f->objs, f->n);
+        event_free(f->event);
+        assert_int_equal(rm_rf_at(AT_FDCWD, f->tmp), 0);
+        free(f->status_dir);
+        free(f->pods_dir);
+        free(f->ns_dir);
+        free(f->sandboxes_dir);
+        free(f->logs_dir);
+        free(f->seccomp_dir);
+        free(f);
+        return 0;
+}
+
+static PodWorker *new_worker(Fixture *f) {
+        PodWorker *w = NULL;
+        assert_int_equal(pod_worker_new(&w, &f->ctx, f->objs[0], "file", "/x/web.yaml"), 0);
+        return w;
+}
+
+/* Runs the loop until nothing is pending (the sync and the status write). */
+static void run_pending(Fixture *f) {
+        for (int i = 0; i < 3; i++)
+                assert_int_equal(event_run(f->event, 0), 0);
+}
+
+static void test_identity(void **state) {
+        Fixture *f = *state;
+        PodWorker *w = new_worker(f);
+
+        assert_string_equal(pod_worker_uid(w), f->objs[0]->uid);
+        assert_ptr_equal(pod_worker_object(w), f->objs[0]);
+        assert_string_equal(pod_worker_object(w)->name, "web-node1");
+        assert_string_equal(pod_worker_source(w), "file");
+        assert_string_equal(pod_worker_origin(w), "/x/web.yaml");
+        assert_non_null(strstr(pod_worker_name(w), f->objs[0]->uid));
+        assert_non_null(pod_worker_pod_dir(w));
+        assert_ptr_equal(pod_worker_options(w), &f->o);
+        assert_int_equal(pod_worker_state(w)->n_app, 1);
+        pod_worker_free(w);
+}
+
+static void test_terminating(void **state) {
+        Fixture *f = *state;
+        PodWorker *w = new_worker(f);
+
+        assert_false(pod_worker_is_terminating(w));
+        pod_worker_terminate(w, "test");
+        assert_true(pod_worker_is_terminating(w));
+        pod_worker_terminate(w, "again"); /* idempotent */
+        assert_true(pod_worker_is_terminating(w));
+        pod_worker_free(w);
+}
+
+static void test_claim(void **state) {
+        Fixture *f = *state;
+        PodWorker *w = new_worker(f);
+
+        /* A worker made from a source event was never unclaimed. */
+        assert_false(pod_worker_is_unclaimed(w));
+        pod_worker_claim(w);
+        assert_false(pod_worker_is_unclaimed(w));
+        pod_worker_free(w);
+}
+
+static void test_claim_checkpoint(void **state) {
+        Fixture *f = *state;
+        const ManifestObject *o = f->objs[0];
+        _cleanup_free_ char *dir = strprintf("%s/%s", f->pods_dir, o->uid);
+        PodCheckpoint cp = {
+                .uid = o->uid,
+                .name = o->name,
+                .namespace = o->namespace,
+                .source = (char *)"file",
+                .origin = (char *)"/x/web.yaml",
+                .manifest = json_loads(o->canonical_json, 0, NULL),
+        };
+        PodWorker *w = NULL;
+
+        assert_int_equal(mkdir_p(dir, 0700), 0);
+        assert_int_equal(pod_checkpoint_write(dir, &cp), 0);
+        json_decref(cp.manifest);
+        assert_int_equal(pod_worker_new_from_checkpoint(&w, &f->ctx, dir), 0);
+        assert_string_equal(pod_worker_uid(w), o->uid);
+        assert_string_equal(pod_worker_origin(w), "/x/web.yaml");
+        /* Adopted, not yet asked for by a source in this run. */
+        assert_true(pod_worker_is_unclaimed(w));
+        pod_worker_claim(w);
+        assert_false(pod_worker_is_unclaimed(w));
+        pod_worker_free(w);
+}
+
+static void test_successor(void **state) {
+        Fixture *f = *state;
+        PodWorker *old = new_worker(f), *a = new_worker(f), *b = new_worker(f);
+
+        assert_null(pod_worker_take_successor(old));
+        assert_null(pod_worker_set_predecessor(a, old));
+        /* A newer version replaces the one that waited: that one is returned. */
+        assert_ptr_equal(pod_worker_set_predecessor(b, old), a);
+        assert_ptr_equal(pod_worker_take_successor(old), b);
+        assert_null(pod_worker_take_successor(old));
+        pod_worker_free(a);
+        pod_worker_free(b);
+        pod_worker_free(old);
+}
+
+static void test_successor_freed(void **state) {
+        Fixture *f = *state;
+        PodWorker *old = new_worker(f), *w = new_worker(f);
+
+        /* Freeing either end clears the other's link. */
+        assert_null(pod_worker_set_predecessor(w, old));
+        pod_worker_free(w);
+        assert_null(pod_worker_take_successor(old));
+        w = new_worker(f);
+        assert_null(pod_worker_set_predecessor(w, old));
+        pod_worker_free(old);
+        old = new_worker(f);
+        assert_null(pod_worker_set_predecessor(w, old)); /* w had no predecessor left */
+        assert_ptr_equal(pod_worker_take_successor(old), w);
+        pod_worker_free(w);
+        pod_worker_free(old);
+}
+
+/* A successor waits for its predecessor: a sync does nothing (no wait-for
+ * check, no status) until the manager hands it over. */
+static void test_successor_waits(void **state) {
+        Fixture *f = *state;
+        PodWorker *old = new_worker(f), *w = new_worker(f);
+        _cleanup_free_ char *path = pod_status_path(f->status_dir, f->objs[0]->uid);
+
+        (void)pod_worker_set_predecessor(w, old);
+        pod_worker_request_sync(w);
+        run_pending(f);
+        assert_int_equal(f->wait_checks, 0);
+        assert_ptr_equal(pod_worker_take_successor(old), w);
+        pod_worker_request_sync(w);
+        run_pending(f);
+        assert_int_equal(f->wait_checks, 1);
+        assert_true(pod_worker_is_waiting(w));
+        assert_int_equal(access(path, F_OK), 0);
+        pod_worker_free(w);
+        pod_worker_free(old);
+}
+
+static void test_wait_for_state(void **state) {
+        Fixture *f = *state;
+        PodWorker *w = new_worker(f);
+
+        char *const *refs = pod_worker_wait_for(w);
+        assert_non_null(refs);
+        assert_string_equal(refs[0], "default/db");
+        assert_null(refs[1]);
+        assert_false(pod_worker_is_waiting(w));
+        assert_false(pod_worker_is_ready(w));
+        pod_worker_request_sync(w);
+        run_pending(f);
+        assert_true(pod_worker_is_waiting(w));
+        assert_false(pod_worker_is_ready(w));
+        pod_worker_free(w);
+}
+
+static void stat_status(Fixture *f, struct stat *st) {
+        _cleanup_free_ char *path = pod_status_path(f->status_dir, f->objs[0]->uid);
+        assert_non_null(path);
+        assert_int_equal(stat(path, st), 0);
+}
+
+static bool same_file(const struct stat *a, const struct stat *b) {
+        return a->st_ino == b->st_ino && a->st_dev == b->st_dev &&
+               a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+static void test_status_written_on_change(void **state) {
+        Fixture *f = *state;
+        PodWorker *w = new_worker(f);
+        struct stat first, again;
+
+        pod_worker_request_sync(w);
+        run_pending(f);
+        stat_status(f, &first);
+
+        /* An identical sync: the file is not written again (write_file_atomic
+         * would rename a new inode into place). */
+        for (int i = 0; i < 3; i++) {
+                pod_worker_request_sync(w);
+                run_pending(f);
+        }
+        assert_int_equal(f->wait_checks, 4);
+        stat_status(f, &again);
+        assert_true(same_file(&first, &again));
+
+        /* Changed content: written. */
+        f->wait_message = "waiting for default/db and more to be Ready";
+        pod_worker_request_sync(w);
+        run_pending(f);
+        stat_status(f, &again);
+        assert_false(same_file(&first, &again));
+        _cleanup_free_ char *path = pod_status_path(f->status_dir, f->objs[0]->uid);
+        _cleanup_free_ char *text = NULL;
+        size_t size;
+        assert_int_equal(read_full_file_at(AT_FDCWD, path, 1 << 20, &text, &size), 0);
+        assert_non_null(strstr(text, "and more"));
+        pod_worker_free(w);
+}
+
+static void test_status_removed_outside(void **state) {
+        Fixture *f = *state;
+        PodWorker *w = new_worker(f);
+        _cleanup_free_ char *path = pod_status_path(f->status_dir, f->objs[0]->uid);
+        struct stat st;
+
+        pod_worker_request_sync(w);
+        run_pending(f);
+        assert_int_equal(unlink(path), 0);
+        /* Same content, but the file is gone: the next sync writes it. */
+        pod_worker_request_sync(w);
+        run_pending(f);
+        stat_status(f, &st);
+
+        /* Replaced from outside with other content: rewritten as well. */
+        assert_int_equal(write_file_atomic(path, "{}", 2, 0600), 0);
+        pod_worker_request_sync(w);
+        run_pending(f);
+        _cleanup_free_ char *text = NULL;
+        size_t size;
+        assert_int_equal(read_full_file_at(AT_FDCWD, path, 1 << 20, &text, &size), 0);
+        assert_non_null(strstr(text, "WaitingForPods"));
+        pod_worker_free(w);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_identity, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_terminating, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_claim, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_claim_checkpoint, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_successor, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_successor_freed, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_successor_waits, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_wait_for_state, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_status_written_on_change, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_status_removed_outside, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
