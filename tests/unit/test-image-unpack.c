@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "self-helper.h"
 #include "hash.h"
 #include "image.h"
 #include "string-util.h"
@@ -625,7 +626,10 @@ static void test_sparse_archive(void **state) {
         assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+        /* The workers re-execute /proc/self/exe, this test, in their helper mode. */
+        if (argc > 1 && streq(argv[1], SELF_HELPER_VERB))
+                return image_helper_main(argc - 2, argv + 2);
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_hostile),
                 cmocka_unit_test(test_limits),
