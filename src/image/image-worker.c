@@ -62,14 +62,25 @@ int image_rootfs_start(ImageStore *s, Event *e, const ImageRootfsJob *job, Image
                 return error_set(err, -ENOMEM, "out of memory");
         (void)snprintf(fd_arg, sizeof(fd_arg), "%d", p[1]);
         const uint64_t limits[6] = { l->max_layer_size, l->max_total_size, l->max_ratio,
-                                     l->ratio_min_size, l->max_entries, (uint64_t)l->max_path };
+                                     l->ratio_min_size, l->max_entries,    (uint64_t)l->max_path };
         for (size_t i = 0; i < ELEMENTSOF(limits); i++)
                 (void)snprintf(nums[i], sizeof(nums[i]), "%" PRIu64, limits[i]);
-        char *const argv[] = { (char *)SELF_HELPER_EXE, (char *)SELF_HELPER_VERB,
-                               (char *)IMAGE_HELPER_UNPACK_ROOTFS, fd_arg, s->root,
-                               nums[0], nums[1], nums[2], nums[3], nums[4], nums[5],
-                               (char *)job->digest, (char *)job->target,
-                               (char *)job->upper_dir, (char *)job->work_dir, NULL };
+        char *const argv[] = { (char *)SELF_HELPER_EXE,
+                               (char *)SELF_HELPER_VERB,
+                               (char *)IMAGE_HELPER_UNPACK_ROOTFS,
+                               fd_arg,
+                               s->root,
+                               nums[0],
+                               nums[1],
+                               nums[2],
+                               nums[3],
+                               nums[4],
+                               nums[5],
+                               (char *)job->digest,
+                               (char *)job->target,
+                               (char *)job->upper_dir,
+                               (char *)job->work_dir,
+                               NULL };
         SpawnOptions o = SPAWN_OPTIONS_INIT;
         o.argv = argv;
         o.envp = env;
@@ -82,8 +93,9 @@ int image_rootfs_start(ImageStore *s, Event *e, const ImageRootfsJob *job, Image
         if (r < 0)
                 return error_set(err, r, "cannot fork image worker: %s", strerror(-r));
         p[1] = safe_close(p[1]);
-        *ret = (ImageWorker){ .pid = pid, .error_fd = TAKE_FD(p[0]), .event = e,
-                              .target = TAKE_PTR(target) };
+        *ret = (ImageWorker){
+                .pid = pid, .error_fd = TAKE_FD(p[0]), .event = e, .target = TAKE_PTR(target)
+        };
         return 0;
 }
 
@@ -103,10 +115,9 @@ int image_worker_finish(ImageWorker *w, const siginfo_t *si, Error *err) {
                         return error_set(err, (int)code, "%s", end + 1);
         }
         if (si && (si->si_code == CLD_KILLED || si->si_code == CLD_DUMPED))
-                return error_set(err, -EINTR, "image worker killed by signal %d",
-                                       si->si_status);
+                return error_set(err, -EINTR, "image worker killed by signal %d", si->si_status);
         return error_set(err, -EIO, "image worker failed (exit status %d)",
-                               si ? si->si_status : -1);
+                         si ? si->si_status : -1);
 }
 
 void image_worker_abort(ImageWorker *w) {
