@@ -3,9 +3,12 @@
 #include <string.h>
 
 #include "cli.h"
+#include "image.h"
+#include "log-rotate.h"
 #include "log.h"
 #include "macro.h"
 #include "runtime.h"
+#include "self-helper.h"
 
 static const struct {
         const char *verb;
@@ -23,6 +26,17 @@ static const struct {
         { "exec", cli_exec, "run a command in a running container" },
 };
 
+/* Internal, not in help(): the agent re-executes itself for blocking file
+ * work (self-helper.h). argv starts at the mode. */
+static int internal_helper(int argc, char **argv) {
+        if (argc > 0 && streq(argv[0], IMAGE_HELPER_UNPACK_ROOTFS))
+                return image_helper_main(argc, argv);
+        if (argc > 0 && streq(argv[0], LOG_ROTATE_HELPER_MODE))
+                return log_rotate_helper_main(argc, argv);
+        fprintf(stderr, "nanolet: unknown helper mode \"%s\"\n", argc > 0 ? argv[0] : "");
+        return EXIT_USAGE;
+}
+
 static void help(FILE *f) {
         fprintf(f, "Usage: nanolet COMMAND [OPTIONS]\n\nCommands:\n");
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
@@ -35,6 +49,8 @@ int main(int argc, char **argv) {
         if (argc > 0 && streq(argv[0], SANDBOX_HOLDER_ARGV0))
                 return sandbox_holder_main(argc, argv);
         log_setup();
+        if (argc > 1 && streq(argv[1], SELF_HELPER_VERB))
+                return internal_helper(argc - 2, argv + 2);
 
         if (argc < 2) {
                 help(stderr);

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <sys/stat.h>
 
 #include "image.h"
 
@@ -12,16 +14,38 @@ struct ImageStore {
         int blobs_fd; /* images/blobs/sha256 */
         int layers_fd;
         ImageLimits limits;
+        /* image_store_get()'s answers, so that a container start does not
+         * read and hash every manifest and config blob: the index as last
+         * read and the images it names (built, blobs verified, on first
+         * use). Dropped by this store's own index writes; a write by
+         * another process (the CLI while the agent runs) is seen by stat():
+         * index.json is only ever replaced by rename, and index_fd keeps
+         * the cached file open, so its inode number cannot be reused and a
+         * different inode (or size, mtime, ctime) means a new index. */
+        struct {
+                int index_fd;
+                struct stat st;
+                json_t *index;
+                Image **images;
+                size_t n_images;
+                bool have_images;
+        } cache;
 };
 
 #define INDEX_LOCK ".lock"
 #define GC_LOCK ".gc.lock"
 #define TMP_PREFIX ".tmp-"
 
+/* image_store_open(); cleanup_stale false for a helper working for an agent
+ * that has the store open (it cleaned up when it opened it). */
+int store_open(const char *root_dir, const ImageLimits *limits, bool cleanup_stale,
+               ImageStore **ret, Error *err);
 /* flock() on images/<name>; returns the fd holding the lock. */
 int store_lock(ImageStore *s, const char *name, int op, int *ret_fd, Error *err);
 int store_index_load(ImageStore *s, json_t **ret, Error *err);
+/* Writes index.json (atomically) and drops the cache. */
 int store_index_save(ImageStore *s, json_t *index, Error *err);
+void store_cache_drop(ImageStore *s);
 /* Adds name -> descriptor to the index (moving the name if another image had it). */
 int store_index_add(json_t *index, const ImageDescriptor *manifest, const char *name);
 /* Reads and verifies a JSON blob from the store. */

@@ -26,6 +26,7 @@ const char *image_store_root(const ImageStore *s) {
 ImageStore *image_store_free(ImageStore *s) {
         if (!s)
                 return NULL;
+        store_cache_drop(s);
         safe_close(s->images_fd);
         safe_close(s->blobs_fd);
         safe_close(s->layers_fd);
@@ -92,12 +93,12 @@ static int store_cleanup_stale(ImageStore *s, Error *err) {
         return 0;
 }
 
-int image_store_open(const char *root_dir, const ImageLimits *limits, ImageStore **ret,
-                     Error *err) {
+int store_open(const char *root_dir, const ImageLimits *limits, bool cleanup_stale,
+               ImageStore **ret, Error *err) {
         _cleanup_(image_store_freep) ImageStore *s = calloc(1, sizeof(ImageStore));
         if (!s)
                 return -ENOMEM;
-        s->images_fd = s->blobs_fd = s->layers_fd = -EBADF;
+        s->images_fd = s->blobs_fd = s->layers_fd = s->cache.index_fd = -EBADF;
         if (limits)
                 s->limits = *limits;
         else
@@ -146,11 +147,18 @@ int image_store_open(const char *root_dir, const ImageLimits *limits, ImageStore
                                 return r;
                 }
         }
-        r = store_cleanup_stale(s, err);
-        if (r < 0)
-                return r;
+        if (cleanup_stale) {
+                r = store_cleanup_stale(s, err);
+                if (r < 0)
+                        return r;
+        }
         *ret = TAKE_PTR(s);
         return 0;
+}
+
+int image_store_open(const char *root_dir, const ImageLimits *limits, ImageStore **ret,
+                     Error *err) {
+        return store_open(root_dir, limits, true, ret, err);
 }
 
 int store_index_load(ImageStore *s, json_t **ret, Error *err) {
@@ -176,8 +184,53 @@ int store_index_save(ImageStore *s, json_t *index, Error *err) {
         if (!data || !p)
                 return -ENOMEM;
         int r = write_file_atomic(p, data, strlen(data), 0644);
+        store_cache_drop(s);
         if (r < 0)
                 return error_set(err, r, "cannot write \"%s\": %s", p, strerror(-r));
+        return 0;
+}
+
+void store_cache_drop(ImageStore *s) {
+        s->cache.index_fd = safe_close(s->cache.index_fd);
+        json_decref(s->cache.index);
+        s->cache.index = NULL;
+        image_list_free(s->cache.images, s->cache.n_images);
+        s->cache.images = NULL;
+        s->cache.n_images = 0;
+        s->cache.have_images = false;
+}
+
+static bool index_unchanged(const struct stat *a, const struct stat *b) {
+        return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+               a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+               a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* Makes s->cache.index the current index.json. */
+static int store_cache_index(ImageStore *s, Error *err) {
+        struct stat st;
+
+        if (s->cache.index && fstatat(s->images_fd, "index.json", &st, 0) == 0 &&
+            index_unchanged(&st, &s->cache.st))
+                return 0;
+        store_cache_drop(s);
+        /* Stat the file, then read it by name: if a writer replaces it in
+         * between, the cache holds the newer content under the older file's
+         * identity, and the next call reads it again. Never the reverse. */
+        _cleanup_close_ int fd = openat(s->images_fd, "index.json",
+                                        O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        json_t *index = NULL;
+        int r = store_index_load(s, &index, err);
+        if (r < 0)
+                return r;
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                /* Not cacheable; answer from what was read. */
+                s->cache.index = index;
+                return 0;
+        }
+        s->cache.index = index;
+        s->cache.index_fd = TAKE_FD(fd);
+        s->cache.st = st;
         return 0;
 }
 
@@ -261,6 +314,10 @@ int store_blob_read(ImageStore *s, const char *digest, char **ret, size_t *ret_s
 Image *image_free(Image *image) {
         if (!image)
                 return NULL;
+        if (image->n_ref > 1) {
+                image->n_ref--;
+                return NULL;
+        }
         free(image->digest);
         free(image->config_digest);
         strv_free(image->names);
@@ -285,6 +342,7 @@ int store_image_build(ImageStore *s, const char *digest, Image **ret, Error *err
 
         if (!im)
                 return -ENOMEM;
+        im->n_ref = 1;
         im->digest = strdup(digest);
         im->names = calloc(1, sizeof(char *));
         if (!im->digest || !im->names)
@@ -436,29 +494,29 @@ static int resolve_ref(json_t *index, const char *ref, char **ret_digest, char *
 }
 
 int image_store_get(ImageStore *s, const char *ref, Image **ret, Error *err) {
-        _cleanup_json_ json_t *index = NULL;
         _cleanup_free_ char *digest = NULL;
-        Image **l = NULL;
-        size_t n = 0;
-        int r = store_index_load(s, &index, err);
+        int r = store_cache_index(s, err);
         if (r < 0)
                 return r;
-        r = resolve_ref(index, ref, &digest, NULL, err);
+        r = resolve_ref(s->cache.index, ref, &digest, NULL, err);
         if (r < 0)
                 return r;
-        r = list_from_index(s, index, &l, &n, err);
-        if (r < 0)
-                return r;
-        r = -ENOENT;
-        for (size_t i = 0; i < n; i++)
-                if (streq(l[i]->digest, digest)) {
-                        *ret = TAKE_PTR(l[i]);
-                        r = 0;
+        if (!s->cache.have_images) {
+                /* Every image, as before the cache: a corrupt one fails the lookup of any. */
+                r = list_from_index(s, s->cache.index, &s->cache.images, &s->cache.n_images, err);
+                if (r < 0) {
+                        store_cache_drop(s);
+                        return r;
                 }
-        image_list_free(l, n);
-        if (r < 0)
-                return error_set(err, r, "image \"%s\" not found", ref);
-        return 0;
+                s->cache.have_images = true;
+        }
+        for (size_t i = 0; i < s->cache.n_images; i++)
+                if (streq(s->cache.images[i]->digest, digest)) {
+                        s->cache.images[i]->n_ref++;
+                        *ret = s->cache.images[i];
+                        return 0;
+                }
+        return error_set(err, -ENOENT, "image \"%s\" not found", ref);
 }
 
 int image_store_tag(ImageStore *s, const char *src, const char *dst, Error *err) {

@@ -1,8 +1,19 @@
-/* Workers: the store's blocking operations run in a forked child so the
- * event loop only watches a pid (event_add_child) and reads one short
- * message from a pipe once the child has exited. */
+/* Workers: building a container's root filesystem (unpacking its layers,
+ * then the overlay mount) runs in a helper process, this binary re-executed
+ * in its "unpack-rootfs" helper mode (self-helper.h says why an exec and not
+ * a fork), so the event loop only watches a pid (event_add_child) and reads
+ * one short message from a pipe once the helper has exited. The helper gets
+ * the image's manifest digest, never a tag: the caller resolved the image
+ * once, and a re-tag in between must not mix two images in one container.
+ *
+ * argv: SELF_HELPER_EXE SELF_HELPER_VERB unpack-rootfs ERROR_FD STORE_ROOT
+ *       MAX_LAYER_SIZE MAX_TOTAL_SIZE MAX_RATIO RATIO_MIN_SIZE MAX_ENTRIES
+ *       MAX_PATH DIGEST TARGET UPPER_DIR WORK_DIR
+ * The result: exit status 0, or 1 with "<-errno> <sentence>" on ERROR_FD. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,34 +22,80 @@
 
 #include "image-internal.h"
 #include "image-util.h"
+#include "log.h"
+#include "self-helper.h"
+#include "spawn.h"
+#include "string-util.h"
+#include "strv.h"
 
-int image_worker_start(ImageStore *s, image_worker_fn_t fn, void *userdata, ImageWorker *ret,
+#define HELPER_ARGC 13 /* after SELF_HELPER_VERB: the mode and the 12 arguments */
+
+static int orphan_unmount(EventSource *s, const siginfo_t *si, void *userdata) {
+        _cleanup_free_ char *target = userdata;
+        Error err = {};
+
+        event_source_free(s);
+        /* Killed after its mount() and before its exit, the helper would
+         * leave the rootfs mounted for a container that will not run. */
+        if (target && image_rootfs_umount(target, &err) < 0)
+                log_debug("Cannot unmount \"%s\" after an aborted image worker: %s", target,
+                          err.message);
+        return 0;
+}
+
+int image_rootfs_start(ImageStore *s, Event *e, const ImageRootfsJob *job, ImageWorker *ret,
                        Error *err) {
-        int p[2];
+        _cleanup_close_pair_ int p[2] = { -EBADF, -EBADF };
+        _cleanup_strv_free_ char **env = NULL;
+        _cleanup_free_ char *target = NULL;
+        char fd_arg[16], nums[6][24];
+        const ImageLimits *l = &s->limits;
+        pid_t pid;
+        int r;
+
+        if (!image_digest_is_valid(job->digest))
+                return error_set(err, -EINVAL, "invalid image digest \"%s\"", strna(job->digest));
         if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
                 return error_set(err, -errno, "cannot create worker pipe: %m");
-        pid_t pid = fork();
-        if (pid < 0) {
-                int r = -errno;
-                safe_close(p[0]);
-                safe_close(p[1]);
+        target = strdup(job->target);
+        if (!target || self_helper_env(&env) < 0)
+                return error_set(err, -ENOMEM, "out of memory");
+        (void)snprintf(fd_arg, sizeof(fd_arg), "%d", p[1]);
+        const uint64_t limits[6] = { l->max_layer_size, l->max_total_size, l->max_ratio,
+                                     l->ratio_min_size, l->max_entries,    (uint64_t)l->max_path };
+        for (size_t i = 0; i < ELEMENTSOF(limits); i++)
+                (void)snprintf(nums[i], sizeof(nums[i]), "%" PRIu64, limits[i]);
+        char *const argv[] = { (char *)SELF_HELPER_EXE,
+                               (char *)SELF_HELPER_VERB,
+                               (char *)IMAGE_HELPER_UNPACK_ROOTFS,
+                               fd_arg,
+                               s->root,
+                               nums[0],
+                               nums[1],
+                               nums[2],
+                               nums[3],
+                               nums[4],
+                               nums[5],
+                               (char *)job->digest,
+                               (char *)job->target,
+                               (char *)job->upper_dir,
+                               (char *)job->work_dir,
+                               NULL };
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        o.argv = argv;
+        o.envp = env;
+        /* Its log lines go where the agent's go, as a forked worker's did. */
+        o.stdout_fd = STDOUT_FILENO;
+        o.stderr_fd = STDERR_FILENO;
+        o.keep_fds = &p[1];
+        o.n_keep_fds = 1;
+        r = spawn(&o, &pid, NULL);
+        if (r < 0)
                 return error_set(err, r, "cannot fork image worker: %s", strerror(-r));
-        }
-        if (pid == 0) {
-                Error e = {};
-                safe_close(p[0]);
-                int r = fn(s, userdata, &e);
-                if (r < 0) {
-                        char buf[sizeof(e.message) + 32];
-                        int n = snprintf(buf, sizeof(buf), "%d %s", r,
-                                         e.message[0] ? e.message : strerror(-r));
-                        (void)write_all(p[1], buf, (size_t)MIN(n, (int)sizeof(buf) - 1));
-                }
-                /* A forked worker must not run the parent's atexit handlers or flush its stdio. */
-                _exit(r < 0 ? 1 : 0);
-        }
-        safe_close(p[1]);
-        *ret = (ImageWorker){ .pid = pid, .error_fd = p[0] };
+        p[1] = safe_close(p[1]);
+        *ret = (ImageWorker){
+                .pid = pid, .error_fd = TAKE_FD(p[0]), .event = e, .target = TAKE_PTR(target)
+        };
         return 0;
 }
 
@@ -47,6 +104,8 @@ int image_worker_finish(ImageWorker *w, const siginfo_t *si, Error *err) {
         ssize_t n = w->error_fd >= 0 ? read(w->error_fd, buf, sizeof(buf) - 1) : -1;
         w->error_fd = safe_close(w->error_fd);
         w->pid = 0;
+        free(w->target);
+        w->target = NULL;
         if (si && si->si_code == CLD_EXITED && si->si_status == 0)
                 return 0;
         if (n > 0) {
@@ -56,25 +115,84 @@ int image_worker_finish(ImageWorker *w, const siginfo_t *si, Error *err) {
                         return error_set(err, (int)code, "%s", end + 1);
         }
         if (si && (si->si_code == CLD_KILLED || si->si_code == CLD_DUMPED))
-                return error_set(err, -EINTR, "image worker killed by signal %d",
-                                       si->si_status);
+                return error_set(err, -EINTR, "image worker killed by signal %d", si->si_status);
         return error_set(err, -EIO, "image worker failed (exit status %d)",
-                               si ? si->si_status : -1);
+                         si ? si->si_status : -1);
 }
 
 void image_worker_abort(ImageWorker *w) {
         if (w->pid > 0) {
                 (void)kill(w->pid, SIGKILL);
-                (void)waitpid(w->pid, NULL, 0);
+                /* The loop reaps it (and unmounts what it may have mounted);
+                 * nothing here waits. */
+                if (!w->event ||
+                    event_add_child(w->event, NULL, w->pid, orphan_unmount, w->target) < 0)
+                        log_debug("Cannot watch image worker %d to reap it.", (int)w->pid);
+                else
+                        w->target = NULL;
         }
         w->pid = 0;
         w->error_fd = safe_close(w->error_fd);
+        free(w->target);
+        w->target = NULL;
 }
 
-static int unpack_fn(ImageStore *s, void *userdata, Error *err) {
-        return image_store_unpack(s, userdata, err);
+/* ---- the helper side ---- */
+
+static int parse_u64(const char *s, uint64_t *ret) {
+        char *end;
+        if (!s || !*s || *s == '-')
+                return -EINVAL;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno != 0 || *end != 0)
+                return -EINVAL;
+        *ret = v;
+        return 0;
 }
 
-int image_store_unpack_start(ImageStore *s, const char *ref, ImageWorker *ret, Error *err) {
-        return image_worker_start(s, unpack_fn, (void *)ref, ret, err);
+static int helper_unpack_rootfs(char **argv, Error *err) {
+        _cleanup_image_store_ ImageStore *s = NULL;
+        ImageLimits l = {};
+        uint64_t max_path = 0;
+        const char *digest = argv[9];
+        int r;
+
+        if ((r = parse_u64(argv[3], &l.max_layer_size)) < 0 ||
+            (r = parse_u64(argv[4], &l.max_total_size)) < 0 ||
+            (r = parse_u64(argv[5], &l.max_ratio)) < 0 ||
+            (r = parse_u64(argv[6], &l.ratio_min_size)) < 0 ||
+            (r = parse_u64(argv[7], &l.max_entries)) < 0 || (r = parse_u64(argv[8], &max_path)) < 0)
+                return error_set(err, r, "image worker: invalid limits");
+        l.max_path = (size_t)max_path;
+        /* Only an image the caller resolved: a tag here could name another one by now. */
+        if (!image_digest_is_valid(digest))
+                return error_set(err, -EINVAL, "image worker: \"%s\" is not an image digest",
+                                 digest);
+        r = store_open(argv[2], &l, false, &s, err);
+        if (r < 0)
+                return r;
+        r = image_store_unpack(s, digest, err);
+        if (r < 0)
+                return r;
+        return image_rootfs_mount(s, digest, argv[10], argv[11], argv[12], 0, NULL, err);
+}
+
+int image_helper_main(int argc, char **argv) {
+        unsigned fd;
+
+        if (argc != HELPER_ARGC || !streq(argv[0], IMAGE_HELPER_UNPACK_ROOTFS) ||
+            safe_atou(argv[1], &fd) < 0 || fd < 3 || fd > INT_MAX) {
+                log_error("Internal helper mode \"%s\": wrong arguments.", argc > 0 ? argv[0] : "");
+                return EXIT_FAILURE;
+        }
+        Error e = {};
+        int r = helper_unpack_rootfs(argv, &e);
+        if (r < 0) {
+                char buf[sizeof(e.message) + 32];
+                int n = snprintf(buf, sizeof(buf), "%d %s", r,
+                                 e.message[0] ? e.message : strerror(-r));
+                (void)write_all((int)fd, buf, (size_t)MIN(n, (int)sizeof(buf) - 1));
+        }
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -11,8 +11,9 @@
  * visible and its leftovers are removed at the next open.
  *
  * Blocking: every function here does file I/O and may take long (unpacking,
- * the copy fallback). The event loop must use the *_start() variants, which
- * fork a worker and return its pid for event_add_child(). */
+ * the copy fallback). The event loop uses image_rootfs_start(), which runs
+ * the work in a helper process and returns its pid for event_add_child(),
+ * and image_store_get(), which answers from an in-memory index (see there). */
 #pragma once
 
 #include <errno.h>
@@ -23,6 +24,7 @@
 
 #include "cleanup.h"
 #include "error.h"
+#include "event.h"
 #include "image-layer.h"
 #include "image-oci.h"
 #include "image-ref.h"
@@ -37,8 +39,10 @@ typedef struct Image {
         ImageManifest manifest;
         ImageConfig config;
         char **chain_ids;    /* one per layer, bottom first */
+        unsigned n_ref;      /* image_store_get() shares the store's cached copy */
 } Image;
 
+/* Drops one reference; frees the image with the last. */
 Image *image_free(Image *image);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Image *, image_free)
 #define _cleanup_image_ _cleanup_(image_freep)
@@ -64,7 +68,11 @@ int image_store_load(ImageStore *s, const char *path, char ***ret_names, Error *
 
 /* Finds an image by reference (normalised), by manifest digest
  * ("sha256:<hex>") or by a unique hex prefix (>= 12) of the manifest or
- * config digest. -ENOENT when absent. */
+ * config digest. -ENOENT when absent. Answers from the store's in-memory
+ * index (built once, verifying every image's blobs; rebuilt after any write
+ * to index.json, by this store or another process): cheap enough for the
+ * event loop. The image returned is shared with that cache: read only,
+ * released with image_free(). */
 int image_store_get(ImageStore *s, const char *ref, Image **ret, Error *err);
 /* All images, sorted by first name. */
 int image_store_list(ImageStore *s, Image ***ret, size_t *ret_n, Error *err);
@@ -126,20 +134,37 @@ int image_rootfs_umount(const char *target, Error *err);
 /* The copy fallback alone: merges the image's layers into dest_dir. */
 int image_rootfs_copy(ImageStore *s, const Image *image, const char *dest_dir, Error *err);
 
-/* Workers for the event loop. The child runs fn and _exit()s; the parent
- * watches pid (event_add_child) and then calls image_worker_finish() with
+/* The container's root filesystem, built in a helper process for the event
+ * loop (image-worker.c): image_store_unpack() and image_rootfs_mount() of
+ * the image digest (a manifest digest the caller resolved with
+ * image_store_get(); the helper refuses anything else, and an image no
+ * longer in the store fails as image_store_get() does). The parent watches
+ * ret->pid with event_add_child() and then calls image_worker_finish() with
  * the siginfo the child source reports. */
-typedef int (*image_worker_fn_t)(ImageStore *s, void *userdata, Error *err);
+typedef struct ImageRootfsJob {
+        const char *digest;
+        const char *target;
+        const char *upper_dir;
+        const char *work_dir;
+} ImageRootfsJob;
 typedef struct ImageWorker {
         pid_t pid;
-        int error_fd; /* read end of the child's error channel */
+        int error_fd; /* read end of the helper's error channel */
+        Event *event; /* reaps the helper after image_worker_abort() */
+        char *target;
 } ImageWorker;
 #define IMAGE_WORKER_NULL ((ImageWorker){ .pid = 0, .error_fd = -EBADF })
-int image_worker_start(ImageStore *s, image_worker_fn_t fn, void *userdata, ImageWorker *ret,
+int image_rootfs_start(ImageStore *s, Event *e, const ImageRootfsJob *job, ImageWorker *ret,
                        Error *err);
 /* Collects the result: 0 if the worker succeeded, else its -errno and message. */
 int image_worker_finish(ImageWorker *w, const siginfo_t *si, Error *err);
-/* Kills (SIGKILL) and reaps a worker that is still running; for teardown. */
+/* For teardown: SIGKILLs a helper that is still running and leaves the
+ * reaping to the loop (a source of its own), which then unmounts the target
+ * the helper may have mounted. Never waits. */
 void image_worker_abort(ImageWorker *w);
-/* image_store_unpack() in a worker. ref is copied into the child by fork. */
-int image_store_unpack_start(ImageStore *s, const char *ref, ImageWorker *ret, Error *err);
+
+/* The helper mode's entry, called by main() for
+ * `SELF_HELPER_VERB IMAGE_HELPER_UNPACK_ROOTFS ...` with argv starting at
+ * the mode. Returns the exit status. */
+#define IMAGE_HELPER_UNPACK_ROOTFS "unpack-rootfs"
+int image_helper_main(int argc, char **argv);

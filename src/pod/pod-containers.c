@@ -249,22 +249,6 @@ static void container_create(ContainerOp *op) {
         }
 }
 
-typedef struct RootfsJob {
-        const char *ref;
-        const char *rootfs;
-        const char *upper;
-        const char *work;
-} RootfsJob;
-
-/* Runs in the image worker child: layers unpacked once, then the overlay. */
-static int rootfs_job(ImageStore *s, void *userdata, Error *err) {
-        RootfsJob *j = userdata;
-        int r = image_store_unpack(s, j->ref, err);
-        if (r < 0)
-                return r;
-        return image_rootfs_mount(s, j->ref, j->rootfs, j->upper, j->work, 0, NULL, err);
-}
-
 static int on_rootfs_ready(EventSource *s, const siginfo_t *si, void *userdata) {
         ContainerOp *op = userdata;
         Error err = {};
@@ -369,8 +353,11 @@ void container_start(PodWorker *w, const ContainerStartAction *a) {
                 pod_worker_gc_attempts(w, c, op->attempt - 1);
         container_set_waiting(c, "ContainerCreating", NULL);
 
-        RootfsJob job = { .ref = c->spec->image, .rootfs = op->rootfs, .upper = upper, .work = work };
-        r = image_worker_start(store, rootfs_job, &job, &op->iw, &ierr);
+        /* The digest resolved above, as config.json uses it: a re-tag from
+         * now on does not change what this attempt runs. */
+        ImageRootfsJob job = { .digest = op->image->digest, .target = op->rootfs,
+                               .upper_dir = upper, .work_dir = work };
+        r = image_rootfs_start(store, w->ctx->event, &job, &op->iw, &ierr);
         if (r < 0) {
                 start_failed(op, "CreateContainerError", ierr.message);
                 return;

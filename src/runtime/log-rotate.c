@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -18,6 +19,8 @@
 #include "log.h"
 #include "macro.h"
 #include "rm-rf.h"
+#include "self-helper.h"
+#include "spawn.h"
 #include "string-util.h"
 #include "strv.h"
 
@@ -491,6 +494,22 @@ static void jobs_clear(LogRotator *r) {
         r->n_jobs = 0;
 }
 
+static int on_orphan_reaped(EventSource *s, const siginfo_t *si, void *userdata) {
+        event_source_free(s);
+        return 0;
+}
+
+/* Kills a worker still running; the loop reaps it, nothing here waits. */
+static void worker_abort(LogRotator *r) {
+        r->worker_source = event_source_free(r->worker_source);
+        if (r->worker <= 0)
+                return;
+        (void)kill(r->worker, SIGKILL);
+        if (event_add_child(r->event, NULL, r->worker, on_orphan_reaped, NULL) < 0)
+                log_debug("Cannot watch log rotation worker %d to reap it.", (int)r->worker);
+        r->worker = 0;
+}
+
 int log_rotator_new(LogRotator **ret, Event *e, const LogRotatePolicy *p) {
         if (!p || p->max_files < 2 || p->max_size <= 0)
                 return -EINVAL;
@@ -506,11 +525,7 @@ int log_rotator_new(LogRotator **ret, Event *e, const LogRotatePolicy *p) {
 LogRotator *log_rotator_free(LogRotator *r) {
         if (!r)
                 return NULL;
-        r->worker_source = event_source_free(r->worker_source);
-        if (r->worker > 0) {
-                (void)kill(r->worker, SIGKILL);
-                (void)waitpid(r->worker, NULL, 0);
-        }
+        worker_abort(r);
         jobs_clear(r);
         free(r);
         return NULL;
@@ -564,45 +579,98 @@ static int on_worker_exit(EventSource *s, const siginfo_t *si, void *userdata) {
         return 0;
 }
 
-static _noreturn_ void worker_main(LogRotator *r) {
-        time_t now = time(NULL);
-        for (size_t i = 0; i < r->n_jobs; i++) {
-                int k = container_log_rotate(r->jobs[i].logs_root, r->jobs[i].log_path,
-                                             r->jobs[i].ctl_path, &r->policy, now);
-                if (k > 0)
-                        log_debug("Rotated container log %s.", r->jobs[i].log_path);
-                else if (k == -ENXIO)
-                        log_debug("Not rotating %s: its conmon is gone.", r->jobs[i].log_path);
-                else if (k < 0)
-                        log_warning_errno(k, "Failed to rotate container log %s: %m",
-                                          r->jobs[i].log_path);
+/* argv after SELF_HELPER_VERB: LOG_ROTATE_HELPER_MODE MAX_SIZE MAX_FILES NOW
+ * then LOGS_ROOT LOG_PATH CTL_PATH per log. */
+#define HELPER_FIXED_ARGS 4
+
+int log_rotate_helper_main(int argc, char **argv) {
+        LogRotatePolicy policy = {};
+        long long max_size, now;
+        unsigned max_files;
+        char *end;
+
+        if (argc < HELPER_FIXED_ARGS + 3 || (argc - HELPER_FIXED_ARGS) % 3 != 0 ||
+            !streq(argv[0], LOG_ROTATE_HELPER_MODE) || safe_atou(argv[2], &max_files) < 0) {
+                log_error("Internal helper mode \"%s\": wrong arguments.", argc > 0 ? argv[0] : "");
+                return EXIT_FAILURE;
         }
-        /* A forked worker must not run the parent's atexit handlers. */
-        _exit(0);
+        errno = 0;
+        max_size = strtoll(argv[1], &end, 10);
+        bool bad = errno != 0 || *end != 0;
+        now = strtoll(argv[3], &end, 10);
+        if (bad || errno != 0 || *end != 0) {
+                log_error("Internal helper mode \"%s\": wrong arguments.", argv[0]);
+                return EXIT_FAILURE;
+        }
+        policy.max_size = max_size;
+        policy.max_files = max_files;
+        for (int i = HELPER_FIXED_ARGS; i + 2 < argc; i += 3) {
+                const char *log_path = argv[i + 1];
+                int k = container_log_rotate(argv[i], log_path, argv[i + 2], &policy, (time_t)now);
+                if (k > 0)
+                        log_debug("Rotated container log %s.", log_path);
+                else if (k == -ENXIO)
+                        log_debug("Not rotating %s: its conmon is gone.", log_path);
+                else if (k < 0)
+                        log_warning_errno(k, "Failed to rotate container log %s: %m", log_path);
+        }
+        return EXIT_SUCCESS;
+}
+
+static int worker_spawn(LogRotator *r, pid_t *ret) {
+        _cleanup_strv_free_ char **env = NULL;
+        _cleanup_free_ char **argv = NULL;
+        char max_size[24], max_files[16], now[24];
+        size_t n = 0;
+
+        int k = self_helper_env(&env);
+        if (k < 0)
+                return k;
+        argv = calloc(3 + HELPER_FIXED_ARGS + 3 * r->n_jobs + 1, sizeof(char *));
+        if (!argv)
+                return -ENOMEM;
+        (void)snprintf(max_size, sizeof(max_size), "%lld", (long long)r->policy.max_size);
+        (void)snprintf(max_files, sizeof(max_files), "%u", r->policy.max_files);
+        (void)snprintf(now, sizeof(now), "%lld", (long long)time(NULL));
+        argv[n++] = (char *)SELF_HELPER_EXE;
+        argv[n++] = (char *)SELF_HELPER_VERB;
+        argv[n++] = (char *)LOG_ROTATE_HELPER_MODE;
+        argv[n++] = max_size;
+        argv[n++] = max_files;
+        argv[n++] = now;
+        for (size_t i = 0; i < r->n_jobs; i++) {
+                argv[n++] = r->jobs[i].logs_root;
+                argv[n++] = r->jobs[i].log_path;
+                argv[n++] = r->jobs[i].ctl_path;
+        }
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        o.argv = argv;
+        o.envp = env;
+        /* Its warnings go where the agent's go, as a forked worker's did. */
+        o.stdout_fd = STDOUT_FILENO;
+        o.stderr_fd = STDERR_FILENO;
+        return spawn(&o, ret, NULL);
 }
 
 int log_rotator_run(LogRotator *r) {
+        pid_t pid;
+
         if (!r)
                 return -EINVAL;
         if (r->n_jobs == 0 || r->worker > 0) {
                 jobs_clear(r);
                 return 0;
         }
-        pid_t pid = fork();
-        if (pid < 0) {
-                int k = -errno;
-                jobs_clear(r);
-                return k;
-        }
-        if (pid == 0)
-                worker_main(r);
+        int k = worker_spawn(r, &pid);
         jobs_clear(r);
+        if (k < 0)
+                return k;
         r->worker = pid;
-        int k = event_add_child(r->event, &r->worker_source, pid, on_worker_exit, r);
+        k = event_add_child(r->event, &r->worker_source, pid, on_worker_exit, r);
         if (k < 0) {
-                /* Without a watch nobody would reap it: wait here, it is short. */
-                (void)waitpid(pid, NULL, 0);
-                r->worker = 0;
+                /* Unwatched, nobody would reap it or know it ended: stop it
+                 * (the next pass cleans up its half-done file). */
+                worker_abort(r);
                 return k;
         }
         return 1;

@@ -17,8 +17,9 @@
  *
  * This lives in runtime/ because the files and the FIFO are conmon's: the
  * pod layer only says which containers run (log path, bundle directory) and
- * when to look. The file work (stat aside) runs in a forked worker, so the
- * event loop never waits on gzip or the disk. Readers (`nanolet logs`) use
+ * when to look. The file work (stat aside) runs in a worker, this binary
+ * re-executed in its LOG_ROTATE_HELPER_MODE (self-helper.h), so the event
+ * loop never waits on gzip or the disk. Readers (`nanolet logs`) use
  * container_log_list_rotated() and container_log_read() so that they see
  * exactly the files and the order this module produces. */
 #pragma once
@@ -101,8 +102,8 @@ int container_log_read(int dir_fd, const char *name, container_log_data_fn fn, v
 typedef struct LogRotator LogRotator;
 
 int log_rotator_new(LogRotator **ret, Event *e, const LogRotatePolicy *p);
-/* Kills and reaps a worker still running (its half-done file is cleaned up
- * by the next pass). */
+/* Kills a worker still running and leaves its reaping to the loop (its
+ * half-done file is cleaned up by the next pass). */
 LogRotator *log_rotator_free(LogRotator *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(LogRotator *, log_rotator_free)
 
@@ -112,8 +113,15 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(LogRotator *, log_rotator_free)
  * happens here. */
 int log_rotator_consider(LogRotator *r, const char *logs_root, const char *log_path,
                          const char *ctl_path);
-/* Forks a worker that rotates the noted logs and returns 1; 0 when nothing
+/* Starts a worker that rotates the noted logs and returns 1; 0 when nothing
  * was noted or a worker still runs (the notes are dropped: the next pass
  * looks again); or a negative errno. */
 int log_rotator_run(LogRotator *r);
 bool log_rotator_busy(const LogRotator *r);
+
+/* The worker's helper mode, called by main() for
+ * `SELF_HELPER_VERB LOG_ROTATE_HELPER_MODE ...` with argv starting at the
+ * mode: container_log_rotate() of each log named, warnings logged. Returns
+ * the exit status. */
+#define LOG_ROTATE_HELPER_MODE "rotate-logs"
+int log_rotate_helper_main(int argc, char **argv);

@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/sysmacros.h>
@@ -22,7 +24,10 @@
 
 #include <cmocka.h>
 
+#include "event.h"
 #include "hash.h"
+#include "self-helper.h"
+#include "time-util.h"
 #include "image.h"
 #include "string-util.h"
 #include "strv.h"
@@ -467,6 +472,202 @@ static void test_store(void **state) {
         image_store_free(s);
 }
 
+/* ---- the index cache behind image_store_get() ---- */
+
+static char *blob_path(const char *root, const char *digest) {
+        return strprintf("%s/images/blobs/sha256/%s", root, digest + 7);
+}
+
+static void restore_blob(const char *path, const char *data, size_t size) {
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        assert_int_equal(fwrite(data, 1, size, f), size);
+        fclose(f);
+}
+
+static void test_index_cache(void **state) {
+        _cleanup_free_ char *root = path_in("cache"), *arch = path_in("cache.tar");
+        ImageStore *s = NULL, *other = NULL;
+        Image *a = NULL, *b = NULL;
+        Error err = {};
+
+        assert_int_equal(image_store_open(root, NULL, &s, &err), 0);
+        write_archive(arch, GOOD);
+        assert_int_equal(image_store_load(s, arch, NULL, &err), 0);
+
+        /* Hit: the same cached image, and its blobs are not read again. */
+        assert_int_equal(image_store_get(s, "localhost/unit:0", &a, &err), 0);
+        _cleanup_free_ char *config = blob_path(root, a->config_digest), *saved = NULL;
+        size_t saved_size = 0;
+        FILE *f = fopen(config, "r");
+        assert_non_null(f);
+        saved = calloc(1, 65536);
+        saved_size = fread(saved, 1, 65536, f);
+        fclose(f);
+        assert_int_equal(truncate(config, 0), 0);
+        assert_int_equal(image_store_get(s, "localhost/unit:0", &b, &err), 0);
+        assert_ptr_equal(a, b);
+        b = image_free(b);
+        a = image_free(a);
+        restore_blob(config, saved, saved_size);
+
+        /* Invalidated by another process's write (a second store stands in
+         * for the `nanolet image load` CLI): the index is read again, and so
+         * are the blobs (a corrupt one now fails the lookup). */
+        assert_int_equal(image_store_open(root, NULL, &other, &err), 0);
+        assert_int_equal(image_store_tag(other, "localhost/unit:0", "theirs", &err), 0);
+        assert_int_equal(truncate(config, 0), 0);
+        err = (Error){};
+        assert_int_equal(image_store_get(s, "theirs", &a, &err), -EBADMSG);
+        assert_non_null(strstr(err.message, "is corrupt"));
+        restore_blob(config, saved, saved_size);
+        err = (Error){};
+        assert_int_equal(image_store_get(s, "theirs", &a, &err), 0);
+        assert_true(strv_contains(a->names, "docker.io/library/theirs:latest"));
+        assert_int_equal(image_store_remove(other, "theirs", NULL, &err), 0);
+        assert_int_equal(image_store_get(s, "theirs", &b, &err), -ENOENT);
+        /* A released cache entry outlives the cache: a is still ours. */
+        assert_int_equal(strv_length(a->names), 2);
+        a = image_free(a);
+
+        /* Invalidated by the store's own write. */
+        assert_int_equal(image_store_get(s, "localhost/unit:0", &a, &err), 0);
+        assert_int_equal(strv_length(a->names), 1);
+        assert_int_equal(image_store_tag(s, "localhost/unit:0", "mine", &err), 0);
+        assert_int_equal(image_store_get(s, "mine", &b, &err), 0);
+        assert_ptr_not_equal(a, b);
+        assert_int_equal(strv_length(b->names), 2);
+        assert_int_equal(strv_length(a->names), 1);
+        a = image_free(a);
+        b = image_free(b);
+
+        image_store_free(other);
+        image_store_free(s);
+}
+
+/* ---- the rootfs helper (this test re-executed, see main()) ---- */
+
+typedef struct Reaped {
+        bool done;
+        siginfo_t si;
+} Reaped;
+
+static int on_reaped(EventSource *src, const siginfo_t *si, void *userdata) {
+        Reaped *r = userdata;
+        r->done = true;
+        r->si = *si;
+        event_source_free(src);
+        return 0;
+}
+
+static bool is_mounted(const char *path) {
+        _cleanup_free_ char *data = NULL;
+        FILE *f = fopen("/proc/self/mountinfo", "re");
+        char line[4096];
+        bool found = false;
+        assert_non_null(f);
+        while (!found && fgets(line, sizeof(line), f)) {
+                char mnt[4096];
+                if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1 && streq(mnt, path))
+                        found = true;
+        }
+        fclose(f);
+        return found;
+}
+
+static int run_helper(ImageStore *s, Event *e, const ImageRootfsJob *job, Error *err) {
+        ImageWorker w = IMAGE_WORKER_NULL;
+        Reaped r = {};
+        int k = image_rootfs_start(s, e, job, &w, err);
+        if (k < 0)
+                return k;
+        assert_int_equal(event_add_child(e, NULL, w.pid, on_reaped, &r), 0);
+        while (!r.done)
+                assert_int_equal(event_run(e, UINT64_MAX), 0);
+        return image_worker_finish(&w, &r.si, err);
+}
+
+/* Is pid blocked in flock() (a "->" line of /proc/locks)? */
+static bool blocked_in_flock(pid_t pid) {
+        FILE *f = fopen("/proc/locks", "re");
+        char line[512];
+        bool found = false;
+        assert_non_null(f);
+        while (!found && fgets(line, sizeof(line), f)) {
+                int p;
+                if (strstr(line, "->") && sscanf(strstr(line, "->") + 2, " %*s %*s %*s %d", &p) == 1 &&
+                    p == pid)
+                        found = true;
+        }
+        fclose(f);
+        return found;
+}
+
+static void test_rootfs_helper(void **state) {
+        _cleanup_free_ char *root = path_in("helper"), *arch = path_in("helper.tar");
+        _cleanup_free_ char *target = path_in("helper-rootfs"), *upper = path_in("helper-upper");
+        _cleanup_free_ char *work = path_in("helper-work"), *top = NULL, *lock = NULL;
+        ImageStore *s = NULL;
+        Image *im = NULL;
+        Event *e = NULL;
+        Error err = {};
+
+        if (geteuid() != 0)
+                skip();
+        assert_int_equal(event_new(&e), 0);
+        assert_int_equal(image_store_open(root, NULL, &s, &err), 0);
+        write_archive(arch, GOOD);
+        assert_int_equal(image_store_load(s, arch, NULL, &err), 0);
+        assert_int_equal(image_store_get(s, "localhost/unit:0", &im, &err), 0);
+        ImageRootfsJob job = { .digest = im->digest, .target = target, .upper_dir = upper,
+                               .work_dir = work };
+
+        /* Only a digest: a tag could name another image by the time the helper runs. */
+        job.digest = "localhost/unit:0";
+        assert_int_equal(run_helper(s, e, &job, &err), -EINVAL);
+        job.digest = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+        err = (Error){};
+        assert_int_equal(run_helper(s, e, &job, &err), -ENOENT);
+        assert_string_equal(err.message, "image \"sha256:0000000000000000000000000000000000000000"
+                                         "000000000000000000000000\" not found");
+        assert_false(is_mounted(target));
+
+        /* The image, end to end: layers unpacked, the overlay mounted. */
+        job.digest = im->digest;
+        err = (Error){};
+        if (run_helper(s, e, &job, &err) < 0)
+                fail_msg("%s", err.message);
+        top = strprintf("%s/top", target);
+        assert_int_equal(access(top, F_OK), 0);
+        assert_true(is_mounted(target));
+        assert_int_equal(image_rootfs_umount(target, &err), 0);
+
+        /* Abort while it runs: prune's lock holds it in its first step. The
+         * loop reaps it (no zombie) and nothing is mounted. */
+        lock = strprintf("%s/images/.gc.lock", root);
+        int lfd = open(lock, O_RDWR | O_CLOEXEC);
+        assert_true(lfd >= 0);
+        assert_int_equal(flock(lfd, LOCK_EX), 0);
+        ImageWorker w = IMAGE_WORKER_NULL;
+        assert_int_equal(image_rootfs_start(s, e, &job, &w, &err), 0);
+        pid_t pid = w.pid;
+        while (!blocked_in_flock(pid))
+                assert_int_equal(event_run(e, 10 * USEC_PER_MSEC), 0);
+        image_worker_abort(&w);
+        assert_int_equal(w.pid, 0);
+        assert_int_equal(w.error_fd, -EBADF);
+        siginfo_t si = {};
+        while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0)
+                assert_int_equal(event_run(e, 10 * USEC_PER_MSEC), 0);
+        assert_int_equal(errno, ECHILD);
+        assert_false(is_mounted(target));
+        close(lfd);
+
+        im = image_free(im);
+        image_store_free(s);
+        event_free(e);
+}
+
 /* ---- sparse entries: a hole counts as the bytes it becomes ---- */
 
 /* 9 GiB of hole between 8 kB of data at each end: an archive of ~20 kB. */
@@ -625,12 +826,17 @@ static void test_sparse_archive(void **state) {
         assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+        /* The workers re-execute /proc/self/exe, this test, in their helper mode. */
+        if (argc > 1 && streq(argv[1], SELF_HELPER_VERB))
+                return image_helper_main(argc - 2, argv + 2);
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_hostile),
                 cmocka_unit_test(test_limits),
                 cmocka_unit_test(test_good_and_whiteouts),
                 cmocka_unit_test(test_store),
+                cmocka_unit_test(test_index_cache),
+                cmocka_unit_test(test_rootfs_helper),
                 cmocka_unit_test(test_sparse_layer),
                 cmocka_unit_test(test_sparse_archive),
         };

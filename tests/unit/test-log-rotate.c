@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "self-helper.h"
 #include "event.h"
 #include "fileio.h"
 #include "log-rotate.h"
@@ -473,7 +474,10 @@ static void test_rotator_async(void **state) {
         dir_remove(&d);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+        /* The workers re-execute /proc/self/exe, this test, in their helper mode. */
+        if (argc > 1 && streq(argv[1], SELF_HELPER_VERB))
+                return log_rotate_helper_main(argc - 2, argv + 2);
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_list_order),
                 cmocka_unit_test(test_compress_and_read),

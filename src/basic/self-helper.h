@@ -1,0 +1,18 @@
+/* Helper modes: the agent runs blocking file work (building a container's
+ * root filesystem, compressing rotated logs) in this binary re-executed as
+ * `SELF_HELPER_EXE SELF_HELPER_VERB <mode> ...`, never in a bare fork: the
+ * agent may have threads (libcurl's resolver), and a forked copy of a
+ * threaded process may only call async-signal-safe functions until it
+ * execs. /proc/self/exe is the running binary even when an upgrade has
+ * replaced the file on disk. argv carries everything a mode needs; main()
+ * dispatches SELF_HELPER_VERB before any option parsing, and it is not in
+ * --help. */
+#pragma once
+
+#define SELF_HELPER_EXE "/proc/self/exe"
+#define SELF_HELPER_VERB "internal-helper"
+
+/* The helper's environment: child_env_new()'s plus what the logger was
+ * configured from (NANOLET_LOG_LEVEL as the current level, JOURNAL_STREAM),
+ * so the helper's log lines read as the agent's own. Free with strv_free(). */
+int self_helper_env(char ***ret);
