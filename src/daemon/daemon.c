@@ -247,6 +247,10 @@ Daemon *daemon_free(Daemon *d) {
         url_source_free(d->url_source);
         dir_source_free(d->dir_source);
         pod_manager_free(d->pod_manager);
+        /* Children still running are SIGKILLed with their process group
+         * and left to loop-owned child sources; event_free() below drops
+         * those, so such a zombie lasts only until the agent exits, right
+         * after. Nothing here waits. */
         cni_runner_free(d->cni);
         runtime_free(d->runtime);
         image_store_free(d->images);

@@ -65,17 +65,3 @@ int cni_build_env(CniCommand cmd, const char *container_id, const char *netns,
 /* Finds an executable plugin in the ':'-list bin_dirs. -ENOENT, -EINVAL for
  * a type that is not a plain file name. */
 int cni_find_plugin(const char *bin_dirs, const char *type, char **ret_path);
-
-/* One plugin child: stdin from a memfd, stdout and stderr captured (capped),
- * a timeout after which it is SIGKILLed. done is called once the child is
- * reaped: r is 0 (exit_status valid), -ETIMEDOUT, or -errno. */
-typedef struct CniExec CniExec;
-typedef void (*cni_exec_done_t)(CniExec *x, int r, int exit_status, void *userdata);
-int cni_exec_start(Event *e, char *const *argv, char *const *envp, const char *input,
-                   size_t input_size, usec_t timeout, cni_exec_done_t done, void *userdata,
-                   CniExec **ret);
-/* Kills and reaps a running child synchronously; no callback. */
-CniExec *cni_exec_free(CniExec *x);
-const char *cni_exec_stdout(const CniExec *x, size_t *ret_size);
-const char *cni_exec_stderr(const CniExec *x, size_t *ret_size);
-bool cni_exec_stdout_truncated(const CniExec *x);

@@ -1,7 +1,9 @@
-/* The CNI runner: a FIFO of operations, at most max_parallel running; each
- * runs its chain one plugin child at a time (cni-exec.c). An op always
- * starts from a defer source, so a callback never runs inside the call that
- * queued it. The cache file (see cni.h) is what makes DEL possible after an
+/* The CNI runner: a FIFO of operations (op-queue.h), at most max_parallel
+ * running; each runs its chain one plugin child at a time (child.h: stdin
+ * from a memfd, so writing a config of any size never blocks the loop;
+ * stdout and stderr in separate capped buffers; SIGKILL of the plugin's
+ * group on timeout). An op always starts from the queue's defer source, so
+ * a callback never runs inside the call that queued it. The cache file (see cni.h) is what makes DEL possible after an
  * agent restart. */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -15,9 +17,10 @@
 #include <unistd.h>
 
 #include "child-env.h"
+#include "child.h"
+#include "op-queue.h"
 #include "cni-internal.h"
 #include "fileio.h"
-#include "list.h"
 #include "log.h"
 #include "string-util.h"
 #include "strv.h"
@@ -34,16 +37,12 @@ struct CniRunner {
         char *cache_dir;
         usec_t plugin_timeout;
         unsigned max_parallel;
-        CniOp *queue_head, *queue_tail;
-        CniOp *running;
-        unsigned n_running;
-        EventSource *kick;
+        OpQueue *queue;
 };
 
 struct CniOp {
+        OpQueueItem item; /* first: the queue's hooks cast back */
         CniRunner *runner;
-        CniOp *prev, *next;
-        bool running, cancelled;
         CniCommand cmd;   /* what the caller asked for */
         CniCommand phase; /* what the chain does now: ADD, DEL (also cleanup), CHECK */
         CniConfig *config;
@@ -53,7 +52,7 @@ struct CniOp {
         CniResult *result;     /* ADD: the last plugin's parsed result */
         size_t index;          /* ADD/CHECK: next plugin; DEL: one past the next */
         size_t n_add_spawned;  /* ADD: plugins started so far (the cleanup's scope) */
-        CniExec *exec;
+        Child *exec;
         const char *exec_type;
         int r;
         CniError err;
@@ -330,7 +329,13 @@ int cni_runner_list_cached(CniRunner *runner, char ***ret) {
 
 /* --- runner ------------------------------------------------------------ */
 
-static int kick_handler(EventSource *s, usec_t now, void *userdata);
+static void op_queue_start(OpQueueItem *item);
+static void op_queue_free_op(OpQueueItem *item);
+
+static const OpQueueOps cni_queue_ops = {
+        .start = op_queue_start,
+        .free = op_queue_free_op, /* no stop: a cancelled op finishes its chain, silently */
+};
 
 int cni_runner_new(Event *e, const CniRunnerOptions *o, CniRunner **ret) {
         if (!e || !o || isempty(o->cache_dir) || !ret)
@@ -346,12 +351,11 @@ int cni_runner_new(Event *e, const CniRunnerOptions *o, CniRunner **ret) {
         runner->max_parallel = o->max_parallel > 0 ? o->max_parallel : DEFAULT_MAX_PARALLEL;
         int r = -ENOMEM;
         if (!runner->bin_dirs || !runner->cache_dir ||
-            (r = event_add_defer(e, &runner->kick, kick_handler, runner)) < 0) {
+            (r = op_queue_new(e, runner->max_parallel, &cni_queue_ops, "cni-kick",
+                              &runner->queue)) < 0) {
                 cni_runner_free(runner);
                 return r;
         }
-        (void)event_source_set_enabled(runner->kick, false);
-        (void)event_source_set_description(runner->kick, "cni-kick");
         *ret = runner;
         return 0;
 }
@@ -359,7 +363,7 @@ int cni_runner_new(Event *e, const CniRunnerOptions *o, CniRunner **ret) {
 static CniOp *op_free(CniOp *op) {
         if (!op)
                 return NULL;
-        op->exec = cni_exec_free(op->exec);
+        op->exec = child_free(op->exec);
         cni_config_unref(op->config);
         free(op->container_id);
         free(op->netns);
@@ -373,20 +377,19 @@ static CniOp *op_free(CniOp *op) {
         return NULL;
 }
 
+static void op_queue_free_op(OpQueueItem *item) {
+        op_free((CniOp *)item);
+}
+
 CniRunner *cni_runner_free(CniRunner *runner) {
+        OpQueueItem *item;
+
         if (!runner)
                 return NULL;
-        while (runner->queue_head) {
-                CniOp *op = runner->queue_head;
-                LIST_REMOVE_TAIL(runner->queue_head, runner->queue_tail, op);
-                op_free(op);
-        }
-        while (runner->running) {
-                CniOp *op = runner->running;
-                LIST_REMOVE(runner->running, op);
-                op_free(op); /* kills and reaps its plugin */
-        }
-        runner->kick = event_source_free(runner->kick);
+        /* A running plugin's group is killed; the loop reaps it. */
+        while ((item = op_queue_detach_running(runner->queue)))
+                op_free((CniOp *)item);
+        runner->queue = op_queue_free(runner->queue); /* frees the waiting ops */
         free(runner->bin_dirs);
         free(runner->cache_dir);
         free(runner);
@@ -399,18 +402,14 @@ static void op_complete(CniOp *op) {
         CniResult *result = op->cmd == CNI_COMMAND_ADD && op->r >= 0 ? TAKE_PTR(op->result)
                                                                      : NULL;
         int r = op->r;
-        bool cancelled = op->cancelled;
+        bool cancelled = op_queue_item_cancelled(&op->item);
         cni_done_t done = op->done;
         void *userdata = op->userdata;
 
         op->err = (CniError){};
-        LIST_REMOVE(runner->running, op);
-        runner->n_running--;
-        if (runner->queue_head)
-                (void)event_source_set_enabled(runner->kick, true);
         log_debug("cni: %s for %s done: %d%s%s", cni_command_to_string(op->cmd),
                   op->container_id, r, r < 0 ? ": " : "", r < 0 ? err.base.message : "");
-        op_free(op);
+        op_queue_complete(&op->item); /* frees op */
 
         if (r < 0 && !err.base.message[0])
                 (void)cni_error_set(&err, r, NULL, "%s", strerror(-r));
@@ -457,13 +456,32 @@ static void op_start_cleanup(CniOp *op) {
         op->prev_result = NULL;
 }
 
-static void on_plugin_done(CniExec *x, int r, int status, void *userdata) {
+/* r: 0 (status valid), -ETIMEDOUT, or -ECHILD (reaped by someone else). */
+static int plugin_exit_status(const Child *x, int *ret_status) {
+        int code, status;
+
+        *ret_status = 0;
+        if (child_timed_out(x))
+                return -ETIMEDOUT;
+        child_get_status(x, &code, &status);
+        if (code == CLD_EXITED)
+                *ret_status = status;
+        else if (code == CLD_KILLED || code == CLD_DUMPED)
+                *ret_status = 128 + status;
+        else
+                return -ECHILD;
+        return 0;
+}
+
+static void on_plugin_done(Child *x, void *userdata) {
         CniOp *op = userdata;
         const char *type = op->exec_type;
         size_t out_size, err_size;
-        const char *out = cni_exec_stdout(x, &out_size);
-        const char *errtext = cni_exec_stderr(x, &err_size);
+        const char *out = child_stdout(x, &out_size);
+        const char *errtext = child_stderr(x, &err_size);
         CniError e = {};
+        int status;
+        int r = plugin_exit_status(x, &status);
 
         if (r == -ETIMEDOUT)
                 op_fail_msg(op, r, type, "%s timed out after %llu s, killed",
@@ -489,7 +507,7 @@ static void on_plugin_done(CniExec *x, int r, int status, void *userdata) {
                 }
         } else if (op->phase == CNI_COMMAND_ADD) {
                 CniResult *res = NULL;
-                if (cni_exec_stdout_truncated(x))
+                if (child_stdout_truncated(x))
                         op_fail_msg(op, -EBADMSG, type, "result larger than %u bytes",
                                     CNI_OUTPUT_MAX);
                 else if (cni_result_parse(out, out_size, &res, &e) < 0) {
@@ -509,7 +527,7 @@ static void on_plugin_done(CniExec *x, int r, int status, void *userdata) {
                         }
                 }
         }
-        op->exec = cni_exec_free(x);
+        op->exec = child_free(x);
         op->exec_type = NULL;
         if (op->phase == CNI_COMMAND_ADD) {
                 if (op->r < 0)
@@ -531,7 +549,7 @@ static bool op_spawn(CniOp *op, size_t i) {
         const char *type = cni_config_plugin_type(op->config, i);
         _cleanup_free_ char *path = NULL, *input = NULL;
         _cleanup_strv_free_ char **env = NULL;
-        size_t input_size;
+        size_t input_size = 0;
         int r;
 
         r = cni_find_plugin(op->runner->bin_dirs, type, &path);
@@ -563,9 +581,18 @@ static bool op_spawn(CniOp *op, size_t i) {
                 r = cni_build_env(op->phase, op->container_id, op->netns, op->ifname, op->args,
                                   op->runner->bin_dirs, &env);
         char *argv[] = { path, NULL };
+        ChildOptions co = {
+                .argv = argv,
+                .envp = env,
+                .input = input ? input : "",
+                .input_size = input_size,
+                .capture = CHILD_CAPTURE_SEPARATE,
+                .stdout_max = CNI_OUTPUT_MAX,
+                .stderr_max = CNI_STDERR_MAX,
+                .timeout = op->runner->plugin_timeout,
+        };
         if (r >= 0)
-                r = cni_exec_start(op->runner->event, argv, env, input, input_size,
-                                   op->runner->plugin_timeout, on_plugin_done, op, &op->exec);
+                r = child_spawn(op->runner->event, &co, on_plugin_done, op, &op->exec);
         if (r < 0) {
                 op_fail_msg(op, r, type, "cannot run %s: %s", path, strerror(-r));
                 return false;
@@ -697,27 +724,15 @@ static int op_begin(CniOp *op) {
         return 0;
 }
 
-static int kick_handler(EventSource *s, usec_t now, void *userdata) {
-        CniRunner *runner = userdata;
+static void op_queue_start(OpQueueItem *item) {
+        CniOp *op = (CniOp *)item;
 
-        if (!runner->queue_head || runner->n_running >= runner->max_parallel)
-                return 0;
-        CniOp *op = runner->queue_head;
-        LIST_REMOVE_TAIL(runner->queue_head, runner->queue_tail, op);
-        LIST_PREPEND(runner->running, op);
-        op->running = true;
-        runner->n_running++;
-        /* One op per iteration: its callback may free runner, so nothing
-         * may touch runner after starting it; the next one goes on the
-         * next iteration. */
-        if (runner->queue_head && runner->n_running < runner->max_parallel)
-                (void)event_source_set_enabled(runner->kick, true);
-
+        /* Either may complete the op and call back, which may free the
+         * runner: the queue stops touching it then. */
         if (op_begin(op) > 0)
                 op_complete(op);
         else
-                op_step(op); /* may complete (and call back) too */
-        return 0;
+                op_step(op);
 }
 
 static int op_new(CniRunner *runner, CniCommand cmd, CniConfig *config, const CniRequest *req,
@@ -766,8 +781,7 @@ static int op_new(CniRunner *runner, CniCommand cmd, CniConfig *config, const Cn
                 return r;
         }
 
-        LIST_APPEND(runner->queue_head, runner->queue_tail, op);
-        (void)event_source_set_enabled(runner->kick, true);
+        op_queue_add(runner->queue, &op->item);
         if (ret_op)
                 *ret_op = op;
         return 0;
@@ -789,12 +803,6 @@ int cni_check(CniRunner *runner, const CniRequest *req, cni_done_t done, void *u
 }
 
 void cni_op_cancel(CniOp *op) {
-        if (!op)
-                return;
-        if (!op->running) {
-                LIST_REMOVE_TAIL(op->runner->queue_head, op->runner->queue_tail, op);
-                op_free(op);
-                return;
-        }
-        op->cancelled = true;
+        if (op)
+                op_queue_cancel(&op->item);
 }

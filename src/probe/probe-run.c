@@ -22,7 +22,7 @@
 #include "grpc-health.h"
 #include "log.h"
 #include "macro.h"
-#include "spawn.h"
+#include "child.h"
 #include "string-util.h"
 
 #define PROBE_MAX_REDIRECTS 10
@@ -45,10 +45,7 @@ struct ProbeRun {
         bool truncated;
 
         /* exec */
-        pid_t pid;
-        EventSource *child;
-        EventSource *out_io;
-        int out_fd;
+        Child *child;
         char *pid_file;
         char *display;
         bool timed_out;
@@ -71,28 +68,11 @@ struct ProbeRun {
         uint16_t port;
 };
 
-static int on_orphan_reaped(EventSource *s, const siginfo_t *si, void *userdata) {
-        event_source_free(s);
-        return 0;
-}
-
 static void run_release(ProbeRun *r) {
         r->timer = event_source_free(r->timer);
         r->defer = event_source_free(r->defer);
-        r->out_io = event_source_free(r->out_io);
-        if (r->out_fd >= 0)
-                (void)close(r->out_fd);
-        r->out_fd = -1;
-        if (r->pid > 0) {
-                /* Still running: it dies, and the loop reaps it. */
-                (void)kill(-r->pid, SIGKILL);
-                (void)kill(r->pid, SIGKILL);
-                r->child = event_source_free(r->child);
-                if (event_add_child(r->ctx.event, NULL, r->pid, on_orphan_reaped, NULL) < 0)
-                        log_debug("Cannot watch probe command %d to reap it.", (int)r->pid);
-                r->pid = 0;
-        }
-        r->child = event_source_free(r->child);
+        /* Still running: its group dies, and the loop reaps it. */
+        r->child = child_free(r->child);
         if (r->pid_file) {
                 (void)unlink(r->pid_file);
                 free(r->pid_file);
@@ -180,49 +160,27 @@ static int finish_later(ProbeRun *r, ProbeResult result, char *output) {
 
 /* ---- exec ---- */
 
-static void exec_drain(ProbeRun *r) {
-        char tmp[4096];
-        for (;;) {
-                ssize_t n = read(r->out_fd, tmp, sizeof tmp);
-                if (n > 0) {
-                        buf_append(r, tmp, (size_t)n);
-                        continue;
-                }
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n == 0 || errno != EAGAIN) {
-                        r->out_io = event_source_free(r->out_io);
-                        (void)close(r->out_fd);
-                        r->out_fd = -1;
-                }
-                return;
-        }
-}
-
-static int on_exec_output(EventSource *s, int fd, uint32_t revents, void *userdata) {
-        exec_drain(userdata);
-        return 0;
-}
-
-static int on_exec_exit(EventSource *s, const siginfo_t *si, void *userdata) {
+static void on_exec_exit(Child *c, void *userdata) {
         ProbeRun *r = userdata;
+        size_t n;
+        const char *out = child_stdout(c, &n);
+        int code, status;
 
-        r->pid = 0;
-        r->child = event_source_free(r->child);
-        if (r->out_fd >= 0)
-                exec_drain(r);
+        child_get_status(c, &code, &status);
+        buf_append(r, out, n);
+        if (child_stdout_truncated(c))
+                r->truncated = true;
         if (r->timed_out)
                 finish(r, PROBE_RESULT_FAILURE, "command \"%s\" timed out", strna(r->display));
-        else if (si->si_code == CLD_EXITED && si->si_status == 0)
+        else if (code == CLD_EXITED && status == 0)
                 finish(r, PROBE_RESULT_SUCCESS, "%s", buf_str(r));
-        else if (si->si_code == CLD_EXITED)
+        else if (code == CLD_EXITED)
                 finish(r, PROBE_RESULT_FAILURE, "%s%scommand \"%s\" exited with %d", buf_str(r),
                        r->len > 0 && r->buf[r->len - 1] != '\n' ? "\n" : "", strna(r->display),
-                       si->si_status);
+                       status);
         else
                 finish(r, PROBE_RESULT_FAILURE, "%scommand \"%s\" killed by signal %d",
-                       buf_str(r), strna(r->display), si->si_status);
-        return 0;
+                       buf_str(r), strna(r->display), status);
 }
 
 static void exec_kill(ProbeRun *r) {
@@ -236,16 +194,10 @@ static void exec_kill(ProbeRun *r) {
                         (void)kill((pid_t)pid, SIGKILL);
                 }
         }
-        if (r->pid > 0) {
-                (void)kill(-r->pid, SIGKILL);
-                (void)kill(r->pid, SIGKILL);
-        }
+        child_kill(r->child);
 }
 
 static int exec_start(ProbeRun *r, const ProbeAction *a) {
-        _cleanup_close_pair_ int p[2] = { -1, -1 };
-        int r_;
-
         if (!a->argv || !a->argv[0])
                 return -EINVAL;
         r->display = strdup(a->display ? a->display : a->argv[0]);
@@ -257,27 +209,14 @@ static int exec_start(ProbeRun *r, const ProbeAction *a) {
                         return -ENOMEM;
                 (void)unlink(r->pid_file);
         }
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return -errno;
-        if (fcntl(p[0], F_SETFL, O_NONBLOCK) < 0)
-                return -errno;
-        SpawnOptions o = SPAWN_OPTIONS_INIT;
-        o.argv = a->argv;
-        o.stdout_fd = p[1];
-        o.stderr_fd = p[1];
-        o.new_session = true; /* its process group is what a timeout kills */
-        o.pdeath_signal = SIGKILL;
-        pid_t pid;
-        r_ = spawn(&o, &pid, NULL);
-        if (r_ < 0)
-                return r_;
-        r->pid = pid;
-        (void)close(TAKE_FD(p[1]));
-        r->out_fd = TAKE_FD(p[0]);
-        r_ = event_add_child(r->ctx.event, &r->child, pid, on_exec_exit, r);
-        if (r_ < 0)
-                return r_;
-        return event_add_io(r->ctx.event, &r->out_io, r->out_fd, EPOLLIN, on_exec_output, r);
+        /* The probe's own timer bounds it (exec_kill): no child timeout. */
+        ChildOptions o = {
+                .argv = a->argv,
+                .pdeath_signal = SIGKILL,
+                .capture = CHILD_CAPTURE_MERGED,
+                .stdout_max = PROBE_OUTPUT_MAX,
+        };
+        return child_spawn(r->ctx.event, &o, on_exec_exit, r, &r->child);
 }
 
 /* ---- httpGet, grpc ---- */
@@ -624,7 +563,6 @@ int probe_run_start(const ProbeContext *ctx, const ProbeAction *a, usec_t timeou
                 .done = done,
                 .userdata = userdata,
                 .timeout = timeout,
-                .out_fd = -1,
                 .sock = -1,
         };
         switch (a->type) {

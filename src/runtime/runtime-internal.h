@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "child.h"
+#include "op-queue.h"
 #include "runtime.h"
 
 #define RUNTIME_OUTPUT_MAX (64U * 1024U)
@@ -42,10 +44,7 @@ struct Runtime {
         usec_t op_timeout;
         bool systemd_cgroup;
 
-        RuntimeOp *queue_head, *queue_tail;
-        RuntimeOp *running;
-        unsigned n_running;
-        EventSource *kick;
+        OpQueue *queue; /* NULL without an Event */
 
         bool warned_ns_private;
 
@@ -62,11 +61,9 @@ void runtime_state_cache_forget(Runtime *rt, const char *id);
 typedef struct SandboxState SandboxState;
 
 struct RuntimeOp {
+        OpQueueItem item; /* first: the queue's hooks cast back */
         Runtime *rt;
         RuntimeOpKind kind;
-        RuntimeOp *prev, *next; /* in rt->queue_* or rt->running */
-        bool running;
-        bool cancelled;
         char *id;
 
         union {
@@ -77,18 +74,13 @@ struct RuntimeOp {
         void *userdata;
 
         /* the child this op waits for */
+        Child *child;
         pid_t pid;
-        int pidfd;
-        EventSource *child_source;
         bool child_exited;
         int child_code;   /* si_code */
         int child_status; /* si_status */
-
-        /* merged stdout+stderr of the child, capped */
-        int out_fd;
-        EventSource *out_source;
-        char *out;
-        size_t out_len, out_cap;
+        /* merged stdout+stderr of the child, capped; owned by child */
+        const char *out;
 
         EventSource *timer;
         bool timed_out;
@@ -127,15 +119,14 @@ void runtime_op_complete(RuntimeOp *op, int r);
  * and arms the op timeout. keep_fds as in SpawnOptions. */
 int runtime_op_spawn(RuntimeOp *op, char *const *argv, char *const *envp, const char *cwd,
                      const int *keep_fds, size_t n_keep_fds);
-/* Watches an already forked child (opens a pidfd unless op has one), arms
- * the op timeout. On failure the child is killed and reaped. */
+/* Watches a child this process forked (child_adopt()), arms the op
+ * timeout. On failure the child is killed and left to the loop to reap. */
 int runtime_op_watch_child(RuntimeOp *op, pid_t pid);
-/* SIGKILLs and reaps the op's child synchronously (teardown paths only). */
-void runtime_op_kill_child_now(RuntimeOp *op);
+/* SIGKILLs the op's child and leaves it to the loop to reap (failure and
+ * teardown paths): no callback follows for it. */
+void runtime_op_release_child(RuntimeOp *op);
 /* Starts the op timer (runtime_op_spawn does it). */
 int runtime_op_arm_timer(RuntimeOp *op);
-/* Reads what is left in the output pipe without blocking. */
-void runtime_op_drain_output(RuntimeOp *op);
 /* Copies the meaningful part of a runtime's output: logrus msg="..." values
  * of error lines, or the trimmed text. */
 void runtime_extract_message(const char *out, char *buf, size_t size);

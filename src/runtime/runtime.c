@@ -1,8 +1,9 @@
-/* The Runtime object: a FIFO of operations, at most max_parallel of which
- * have a child (runc, crun, conmon or the sandbox helper) at a time. Every
- * op starts from a defer source, so a callback never runs inside the call
- * that queued its op; it completes only once its child is reaped, so the
- * slot count is exact. Output of runtime commands (stdout and stderr merged,
+/* The Runtime object: a FIFO of operations (op-queue.h), at most
+ * max_parallel of which have a child (runc, crun, conmon or the sandbox
+ * helper, supervised by child.h) at a time. Every op starts from the
+ * queue's defer source, so a callback never runs inside the call that
+ * queued its op; it completes only once its child is reaped, so the slot
+ * count is exact. Output of runtime commands (stdout and stderr merged,
  * at most 64 KiB) becomes Error.message: for runc and crun the msg=
  * of their logrus "level=error" lines. */
 #include "runtime.h"
@@ -14,14 +15,10 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fileio.h"
-#include "list.h"
 #include "log.h"
 #include "rm-rf.h"
 #include "macro.h"
@@ -42,7 +39,13 @@ bool runtime_id_valid(const char *id) {
         return true;
 }
 
-static int kick_handler(EventSource *s, usec_t now, void *userdata);
+static void op_queue_start(OpQueueItem *item);
+static void op_queue_free_op(OpQueueItem *item);
+
+static const OpQueueOps runtime_queue_ops = {
+        .start = op_queue_start,
+        .free = op_queue_free_op, /* no stop: a cancelled op runs to its end, silently */
+};
 
 int runtime_new(Runtime **ret, Event *e, const RuntimeOptions *o) {
         RuntimeOptions def = {};
@@ -79,13 +82,12 @@ int runtime_new(Runtime **ret, Event *e, const RuntimeOptions *o) {
         rt->systemd_cgroup = o->systemd_cgroup;
 
         if (e) {
-                int r = event_add_defer(e, &rt->kick, kick_handler, rt);
+                int r = op_queue_new(e, rt->max_parallel, &runtime_queue_ops, "runtime-kick",
+                                     &rt->queue);
                 if (r < 0) {
                         runtime_free(rt);
                         return r;
                 }
-                (void)event_source_set_enabled(rt->kick, false);
-                (void)event_source_set_description(rt->kick, "runtime-kick");
         }
         *ret = rt;
         return 0;
@@ -97,17 +99,13 @@ oom:
 static RuntimeOp *op_free(RuntimeOp *op) {
         if (!op)
                 return NULL;
-        op->child_source = event_source_free(op->child_source);
-        op->out_source = event_source_free(op->out_source);
+        op->child = child_free(op->child);
         op->sync_source = event_source_free(op->sync_source);
         op->timer = event_source_free(op->timer);
-        op->pidfd = safe_close(op->pidfd);
-        op->out_fd = safe_close(op->out_fd);
         op->sync_fd = safe_close(op->sync_fd);
         if (op->sandbox)
                 sandbox_op_free(op);
         strv_free(op->argv);
-        free(op->out);
         free(op->id);
         free(op->create_bundle);
         free(op->create_log_path);
@@ -115,33 +113,25 @@ static RuntimeOp *op_free(RuntimeOp *op) {
         return NULL;
 }
 
-/* Kills and reaps a running op's child at once: used only when the Runtime
- * goes away, where waiting on the loop is no longer possible. */
-void runtime_op_kill_child_now(RuntimeOp *op) {
-        if (op->pid <= 0 || op->child_exited)
-                return;
-        if (op->pidfd >= 0)
-                (void)syscall(SYS_pidfd_send_signal, op->pidfd, SIGKILL, NULL, 0);
-        op->child_source = event_source_free(op->child_source);
-        (void)TEMP_FAILURE_RETRY(waitpid(op->pid, NULL, 0));
-        op->child_exited = true;
+static void op_queue_free_op(OpQueueItem *item) {
+        op_free((RuntimeOp *)item);
 }
 
+void runtime_op_release_child(RuntimeOp *op) {
+        op->child = child_free(op->child);
+}
+
+/* Running ops' children are killed (their whole process group) and left to
+ * the loop to reap; no callback runs. If the Event goes away too (agent
+ * exit), the zombies stay until the agent exits and init reaps them. */
 Runtime *runtime_free(Runtime *rt) {
+        OpQueueItem *item;
+
         if (!rt)
                 return NULL;
-        while (rt->queue_head) {
-                RuntimeOp *op = rt->queue_head;
-                LIST_REMOVE_TAIL(rt->queue_head, rt->queue_tail, op);
-                op_free(op);
-        }
-        while (rt->running) {
-                RuntimeOp *op = rt->running;
-                LIST_REMOVE(rt->running, op);
-                runtime_op_kill_child_now(op);
-                op_free(op);
-        }
-        rt->kick = event_source_free(rt->kick);
+        while ((item = op_queue_detach_running(rt->queue)))
+                op_free((RuntimeOp *)item);
+        rt->queue = op_queue_free(rt->queue); /* frees the waiting ops */
         free(rt->state_cache);
         free(rt->runtime);
         free(rt->runtime_name);
@@ -179,7 +169,7 @@ int runtime_op_new(Runtime *rt, RuntimeOpKind kind, const char *id, RuntimeOp **
                 return -ENOMEM;
         op->rt = rt;
         op->kind = kind;
-        op->pidfd = op->out_fd = op->sync_fd = -EBADF;
+        op->sync_fd = -EBADF;
         if (id) {
                 op->id = strdup(id);
                 if (!op->id) {
@@ -192,9 +182,7 @@ int runtime_op_new(Runtime *rt, RuntimeOpKind kind, const char *id, RuntimeOp **
 }
 
 void runtime_op_enqueue(RuntimeOp *op) {
-        Runtime *rt = op->rt;
-        LIST_APPEND(rt->queue_head, rt->queue_tail, op);
-        (void)event_source_set_enabled(rt->kick, true);
+        op_queue_add(op->rt->queue, &op->item);
 }
 
 static int runc_op_start(RuntimeOp *op);
@@ -210,43 +198,27 @@ static int op_start(RuntimeOp *op) {
         }
 }
 
-static int kick_handler(EventSource *s, usec_t now, void *userdata) {
-        Runtime *rt = userdata;
+static void op_queue_start(OpQueueItem *item) {
+        RuntimeOp *op = (RuntimeOp *)item;
 
-        while (rt->queue_head && rt->n_running < rt->max_parallel) {
-                RuntimeOp *op = rt->queue_head;
-                LIST_REMOVE_TAIL(rt->queue_head, rt->queue_tail, op);
-                LIST_PREPEND(rt->running, op);
-                op->running = true;
-                rt->n_running++;
-
-                /* < 0: failed before any child; > 0: done without one. */
-                int r = op_start(op);
-                if (r != 0) {
-                        /* The callback may free rt: nothing after this. */
-                        runtime_op_complete(op, r < 0 ? r : 0);
-                        return 0;
-                }
-        }
-        return 0;
+        /* < 0: failed before any child; > 0: done without one. */
+        int r = op_start(op);
+        if (r != 0)
+                runtime_op_complete(op, r < 0 ? r : 0); /* may free rt */
 }
 
 void runtime_op_complete(RuntimeOp *op, int r) {
         Runtime *rt = op->rt;
         Error err = op->err;
         void *userdata = op->userdata;
-        bool cancelled = op->cancelled;
+        bool cancelled = op_queue_item_cancelled(&op->item);
         RuntimeOpKind kind = op->kind;
         typeof(op->cb) cb = op->cb;
         pid_t container_pid = op->container_pid, conmon_pid = op->conmon_pid;
         pid_t holder_pid = op->holder_pid;
 
-        assert(op->running);
-        LIST_REMOVE(rt->running, op);
-        rt->n_running--;
-        if (rt->queue_head)
-                (void)event_source_set_enabled(rt->kick, true);
-        op_free(op);
+        assert(op->item.running);
+        op_queue_complete(&op->item); /* frees op */
 
         if (r < 0 && err.error == 0)
                 (void)error_set(&err, r, "%s", strerror(-r));
@@ -275,54 +247,20 @@ void runtime_op_complete(RuntimeOp *op, int r) {
 }
 
 void runtime_op_cancel(RuntimeOp *op) {
-        if (!op)
-                return;
-        if (!op->running) {
-                LIST_REMOVE_TAIL(op->rt->queue_head, op->rt->queue_tail, op);
-                op_free(op);
-                return;
-        }
-        op->cancelled = true;
+        if (op)
+                op_queue_cancel(&op->item);
 }
 
 /* --- children ------------------------------------------------------------ */
 
-void runtime_op_drain_output(RuntimeOp *op) {
-        char buf[4096];
-
-        while (op->out_fd >= 0) {
-                ssize_t n = read(op->out_fd, buf, sizeof(buf));
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && errno == EAGAIN)
-                        return;
-                if (n <= 0) {
-                        op->out_source = event_source_free(op->out_source);
-                        op->out_fd = safe_close(op->out_fd);
-                        return;
-                }
-                size_t room = RUNTIME_OUTPUT_MAX - op->out_len;
-                size_t take = MIN((size_t)n, room);
-                if (take > 0 && strbuf_append(&op->out, &op->out_len, &op->out_cap, buf, take) < 0)
-                        return; /* output is best effort */
-        }
-}
-
-static int on_output(EventSource *s, int fd, uint32_t revents, void *userdata) {
-        runtime_op_drain_output(userdata);
-        return 0;
-}
-
 static void runc_op_child_exited(RuntimeOp *op);
 
-static int on_child(EventSource *s, const siginfo_t *si, void *userdata) {
+static void on_child(Child *c, void *userdata) {
         RuntimeOp *op = userdata;
 
         op->child_exited = true;
-        op->child_code = si->si_code;
-        op->child_status = si->si_status;
-        op->pidfd = safe_close(op->pidfd);
-        runtime_op_drain_output(op);
+        child_get_status(c, &op->child_code, &op->child_status);
+        op->out = child_stdout(c, NULL);
 
         switch (op->kind) {
         case RUNTIME_OP_CREATE:
@@ -335,18 +273,16 @@ static int on_child(EventSource *s, const siginfo_t *si, void *userdata) {
                 runc_op_child_exited(op);
                 break;
         }
-        return 0;
 }
 
 static int on_timeout(EventSource *s, usec_t now, void *userdata) {
         RuntimeOp *op = userdata;
 
         op->timed_out = true;
-        if (!op->child_exited && op->pid > 0) {
+        if (op->child && !op->child_exited) {
                 /* The exit handler reports -ETIMEDOUT once it is reaped. */
                 log_debug("runtime: op child %d timed out, killing it.", (int)op->pid);
-                if (op->pidfd >= 0)
-                        (void)syscall(SYS_pidfd_send_signal, op->pidfd, SIGKILL, NULL, 0);
+                child_kill(op->child);
                 return 0;
         }
         switch (op->kind) {
@@ -372,43 +308,29 @@ int runtime_op_arm_timer(RuntimeOp *op) {
 
 int runtime_op_spawn(RuntimeOp *op, char *const *argv, char *const *envp, const char *cwd,
                      const int *keep_fds, size_t n_keep_fds) {
-        _cleanup_close_pair_ int p[2] = { -EBADF, -EBADF };
         int r;
 
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return -errno;
-        if (fcntl(p[0], F_SETFL, O_NONBLOCK) < 0)
-                return -errno;
-
-        SpawnOptions so = SPAWN_OPTIONS_INIT;
-        so.argv = argv;
-        so.envp = envp;
-        so.stdout_fd = p[1];
-        so.stderr_fd = p[1];
-        so.keep_fds = keep_fds;
-        so.n_keep_fds = n_keep_fds;
-        so.cwd = cwd;
-        so.new_session = true; /* no terminal signals from our session */
-
-        pid_t pid;
-        int pidfd;
-        r = spawn(&so, &pid, &pidfd);
+        /* The op's own timer (not the child's): for create it also bounds
+         * the wait for conmon's report after the first process is gone. */
+        ChildOptions co = {
+                .argv = argv,
+                .envp = envp,
+                .cwd = cwd,
+                .keep_fds = keep_fds,
+                .n_keep_fds = n_keep_fds,
+                .capture = CHILD_CAPTURE_MERGED,
+                .stdout_max = RUNTIME_OUTPUT_MAX,
+        };
+        r = child_spawn(op->rt->event, &co, on_child, op, &op->child);
         if (r < 0)
                 return r;
-        op->pid = pid;
-        op->pidfd = pidfd;
-        p[1] = safe_close(p[1]);
-        op->out_fd = TAKE_FD(p[0]);
-
-        r = runtime_op_watch_child(op, pid);
-        if (r >= 0)
-                r = event_add_io(op->rt->event, &op->out_source, op->out_fd, EPOLLIN, on_output,
-                                 op);
+        op->pid = child_get_pid(op->child);
+        r = runtime_op_arm_timer(op);
         if (r < 0) {
-                runtime_op_kill_child_now(op);
+                runtime_op_release_child(op);
                 return r;
         }
-        log_debug("runtime: spawned %s as %d.", argv[0], (int)pid);
+        log_debug("runtime: spawned %s as %d.", argv[0], (int)op->pid);
         return 0;
 }
 
@@ -416,21 +338,11 @@ int runtime_op_watch_child(RuntimeOp *op, pid_t pid) {
         int r;
 
         op->pid = pid;
-        if (op->pidfd < 0) {
-                op->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-                if (op->pidfd < 0) {
-                        r = -errno;
-                        (void)kill(pid, SIGKILL);
-                        (void)TEMP_FAILURE_RETRY(waitpid(pid, NULL, 0));
-                        op->child_exited = true;
-                        return r;
-                }
-        }
-        r = event_add_child(op->rt->event, &op->child_source, pid, on_child, op);
+        r = child_adopt(op->rt->event, pid, 0, on_child, op, &op->child);
         if (r >= 0)
                 r = runtime_op_arm_timer(op);
         if (r < 0)
-                runtime_op_kill_child_now(op);
+                runtime_op_release_child(op);
         return r;
 }
 

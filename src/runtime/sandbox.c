@@ -605,7 +605,7 @@ int sandbox_op_start(RuntimeOp *op) {
                 r = event_add_io(rt->event, &sb->ready_source, sb->ready_fd, EPOLLIN, on_ready,
                                  op);
         if (r < 0) {
-                runtime_op_kill_child_now(op);
+                runtime_op_release_child(op);
                 sandbox_undo(op);
                 return r;
         }
