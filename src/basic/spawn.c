@@ -186,7 +186,7 @@ _noreturn_ static void child_exec(const SpawnOptions *o, const char *path, char 
         child_fail(errfd, errno);
 }
 
-int spawn(const SpawnOptions *o, pid_t *ret_pid, int *ret_pidfd) {
+int spawn_nowait(const SpawnOptions *o, pid_t *ret_pid, int *ret_pidfd) {
         _cleanup_free_ char *path = NULL;
         _cleanup_strv_free_ char **clean_env = NULL;
         _cleanup_close_pair_ int errpipe[2] = { -EBADF, -EBADF };
@@ -194,6 +194,7 @@ int spawn(const SpawnOptions *o, pid_t *ret_pid, int *ret_pidfd) {
 
         if (!o || !o->argv || !o->argv[0] || !ret_pid)
                 return -EINVAL;
+        *ret_pid = 0;
         if (o->n_keep_fds > SPAWN_KEEP_FDS_MAX)
                 return -E2BIG;
         for (size_t i = 0; i < o->n_keep_fds; i++)
@@ -232,7 +233,7 @@ int spawn(const SpawnOptions *o, pid_t *ret_pid, int *ret_pidfd) {
         while (n < 0 && errno == EINTR);
 
         if (n == (ssize_t)sizeof(child_errno)) {
-                (void)TEMP_FAILURE_RETRY(waitpid(pid, NULL, 0));
+                *ret_pid = pid; /* in _exit(127) already; the caller reaps it */
                 return -(child_errno > 0 ? child_errno : EIO);
         }
 
@@ -242,11 +243,27 @@ int spawn(const SpawnOptions *o, pid_t *ret_pid, int *ret_pidfd) {
                 if (pidfd < 0) {
                         r = -errno;
                         (void)kill(pid, SIGKILL);
-                        (void)TEMP_FAILURE_RETRY(waitpid(pid, NULL, 0));
+                        *ret_pid = pid;
                         return r;
                 }
                 *ret_pidfd = pidfd;
         }
+        *ret_pid = pid;
+        return 0;
+}
+
+int spawn(const SpawnOptions *o, pid_t *ret_pid, int *ret_pidfd) {
+        pid_t pid = 0;
+        int r = spawn_nowait(o, &pid, ret_pidfd);
+
+        if (r < 0 && pid > 0) {
+                /* Bounded: the child is in _exit() or SIGKILLed. Never on
+                 * the event loop, whose callers use spawn_nowait(). */
+                (void)TEMP_FAILURE_RETRY(waitpid(pid, NULL, 0));
+                return r;
+        }
+        if (r < 0)
+                return r;
         *ret_pid = pid;
         return 0;
 }

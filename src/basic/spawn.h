@@ -33,9 +33,15 @@ typedef struct SpawnOptions {
 
 /* Forks and execs o->argv. Returns 0 with the child's pid and, when
  * ret_pidfd is non-NULL, a pidfd (O_CLOEXEC) for it; or -errno if fork or
- * exec failed (the failed child is already reaped then). The caller reaps
- * the child. */
+ * exec failed (the failed child is already reaped then, with a wait that is
+ * bounded but blocking: for the CLI, never for the event loop). The caller
+ * reaps the child. */
 int spawn(const SpawnOptions *o, pid_t *ret_pid, int *ret_pidfd);
+/* spawn() without any wait, for the event loop: on failure *ret_pid is
+ * either 0 (no child was made) or a child that failed to exec or was
+ * SIGKILLed because no pidfd could be had; it is dead or dying and the
+ * caller reaps it (event_reap_later()). */
+int spawn_nowait(const SpawnOptions *o, pid_t *ret_pid, int *ret_pidfd);
 
 /* In a freshly forked child: empty signal mask, default dispositions. */
 void spawn_reset_signals(void);

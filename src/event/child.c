@@ -93,23 +93,12 @@ void child_kill(Child *c) {
                 (void)kill(c->pid, SIGKILL);
 }
 
-static int on_orphan_reaped(EventSource *s, const siginfo_t *si, void *userdata) {
-        event_source_free(s);
-        return 0;
-}
-
 /* Kills a child nobody waits for any more and leaves the reaping to a
  * source the loop owns. */
 static void child_orphan(Child *c) {
         child_kill(c);
         c->child_source = event_source_free(c->child_source);
-        if (event_add_child(c->event, NULL, c->pid, on_orphan_reaped, NULL) < 0) {
-                /* No pidfd to be had (fd limit): reap it if it is already
-                 * gone, else it stays a zombie until the agent exits. */
-                siginfo_t si = {};
-                (void)waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG);
-                log_debug("Cannot watch child %d to reap it.", (int)c->pid);
-        }
+        event_reap_later(c->event, c->pid);
         c->exited = true;
 }
 
@@ -227,8 +216,9 @@ int child_spawn(Event *e, const ChildOptions *o, child_done_t done, void *userda
         so.stdout_fd = po[1] >= 0 ? po[1] : SPAWN_FD_NULL;
         so.stderr_fd = pe[1] >= 0 ? pe[1] : po[1] >= 0 ? po[1] : SPAWN_FD_NULL;
         so.new_session = true; /* no terminal signals; its group is its tree */
-        r = spawn(&so, &c->pid, &c->pidfd);
+        r = spawn_nowait(&so, &c->pid, &c->pidfd);
         if (r < 0) {
+                event_reap_later(e, c->pid);
                 c->pid = 0;
                 return r;
         }

@@ -727,6 +727,21 @@ pid_t event_source_get_child_pid(EventSource *s) {
         return s->child.pid;
 }
 
+static int on_reaped_later(EventSource *s, const siginfo_t *si, void *userdata) {
+        event_source_free(s);
+        return 0;
+}
+
+void event_reap_later(Event *e, pid_t pid) {
+        if (pid <= 0)
+                return;
+        if (e && event_add_child(e, NULL, pid, on_reaped_later, NULL) >= 0)
+                return;
+        siginfo_t si = {};
+        (void)waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG);
+        log_debug("Cannot watch child %d to reap it.", (int)pid);
+}
+
 /* --- inotify --------------------------------------------------------- */
 
 int event_add_inotify(Event *e, EventSource **ret, const char *path, uint32_t mask,

@@ -87,6 +87,11 @@ int event_add_signal(Event *e, EventSource **ret, int sig, event_signal_handler_
 int event_add_child(Event *e, EventSource **ret, pid_t pid, event_child_handler_t cb,
                     void *userdata);
 pid_t event_source_get_child_pid(EventSource *s);
+/* Leaves a child nobody waits for to the loop, which reaps it when it
+ * exits (a source the loop owns). Without a pidfd to be had (fd limit) it
+ * is reaped now if already gone, else it stays a zombie until the agent
+ * exits. Never blocks. */
+void event_reap_later(Event *e, pid_t pid);
 
 /* Creates an inotify instance with one watch on path; more watches can be
  * added with event_source_inotify_add_watch(). Returns the watch descriptor

@@ -89,9 +89,11 @@ int image_rootfs_start(ImageStore *s, Event *e, const ImageRootfsJob *job, Image
         o.stderr_fd = STDERR_FILENO;
         o.keep_fds = &p[1];
         o.n_keep_fds = 1;
-        r = spawn(&o, &pid, NULL);
-        if (r < 0)
+        r = spawn_nowait(&o, &pid, NULL);
+        if (r < 0) {
+                event_reap_later(e, pid);
                 return error_set(err, r, "cannot fork image worker: %s", strerror(-r));
+        }
         p[1] = safe_close(p[1]);
         *ret = (ImageWorker){
                 .pid = pid, .error_fd = TAKE_FD(p[0]), .event = e, .target = TAKE_PTR(target)

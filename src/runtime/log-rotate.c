@@ -494,19 +494,13 @@ static void jobs_clear(LogRotator *r) {
         r->n_jobs = 0;
 }
 
-static int on_orphan_reaped(EventSource *s, const siginfo_t *si, void *userdata) {
-        event_source_free(s);
-        return 0;
-}
-
 /* Kills a worker still running; the loop reaps it, nothing here waits. */
 static void worker_abort(LogRotator *r) {
         r->worker_source = event_source_free(r->worker_source);
         if (r->worker <= 0)
                 return;
         (void)kill(r->worker, SIGKILL);
-        if (event_add_child(r->event, NULL, r->worker, on_orphan_reaped, NULL) < 0)
-                log_debug("Cannot watch log rotation worker %d to reap it.", (int)r->worker);
+        event_reap_later(r->event, r->worker);
         r->worker = 0;
 }
 
@@ -649,7 +643,14 @@ static int worker_spawn(LogRotator *r, pid_t *ret) {
         /* Its warnings go where the agent's go, as a forked worker's did. */
         o.stdout_fd = STDOUT_FILENO;
         o.stderr_fd = STDERR_FILENO;
-        return spawn(&o, ret, NULL);
+        pid_t pid = 0;
+        int q = spawn_nowait(&o, &pid, NULL);
+        if (q < 0) {
+                event_reap_later(r->event, pid);
+                return q;
+        }
+        *ret = pid;
+        return 0;
 }
 
 int log_rotator_run(LogRotator *r) {

@@ -3,6 +3,10 @@
  * CRI-O's pinns does; a PID holder process only when the pod shares its PID
  * namespace.
  *
+ * The helper is a fork without exec: it calls only async-signal-safe
+ * functions (raw syscalls, write(); no stdio or malloc), since the agent
+ * may have threads. The holder re-execs nanolet, so it is not bound by that.
+ *
  * Protocol (pipes; the helper may block, the agent never does):
  *   helper: unshare(NET|IPC|UTS[|PID]), sethostname, "lo" up; with PID it
  *           forks the holder (pid 1 of the new namespace), which re-execs
@@ -88,8 +92,35 @@ char *sandbox_ns_path(const char *dir, const char *ns) {
 
 /* --- helper (child side) --------------------------------------------------- */
 
+/* The helper is forked without exec from an agent that may have threads
+ * (libcurl's resolver), so it calls only async-signal-safe functions: no
+ * stdio, no malloc. This writes "<tag> <number>[ <what>]\n" with write(). */
+static void helper_report(int fd, char tag, long number, const char *what) {
+        char buf[256], digits[24];
+        size_t n = 0, d = 0;
+        bool negative = number < 0;
+        unsigned long v = negative ? -(unsigned long)number : (unsigned long)number;
+
+        do
+                digits[d++] = (char)('0' + v % 10);
+        while ((v /= 10) > 0);
+        buf[n++] = tag;
+        buf[n++] = ' ';
+        if (negative)
+                buf[n++] = '-';
+        while (d > 0)
+                buf[n++] = digits[--d];
+        if (what) {
+                buf[n++] = ' ';
+                for (; *what && n < sizeof(buf) - 1; what++)
+                        buf[n++] = *what;
+        }
+        buf[n++] = '\n';
+        (void)!write(fd, buf, n);
+}
+
 _noreturn_ static void helper_fail(int fd, int error, const char *what) {
-        (void)dprintf(fd, "E %d %s\n", error < 0 ? -error : error, what);
+        helper_report(fd, 'E', error < 0 ? -error : error, what);
         _exit(1);
 }
 
@@ -189,7 +220,7 @@ _noreturn_ static void helper_main(pid_t parent, int ready_fd, int go_fd, unsign
                                     "sandbox_holder_main())");
         }
 
-        (void)dprintf(ready_fd, "R %d\n", (int)holder);
+        helper_report(ready_fd, 'R', holder, NULL);
 
         /* Wait for the agent to pin everything. */
         ssize_t n = read_byte(go_fd, &c);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -229,6 +230,45 @@ static void test_exec_errors(void **state) {
         assert_int_equal(spawn(&o, &pid, NULL), -EINVAL);
 }
 
+/* The loop's variant never waits: a child that failed in the child (bad cwd,
+ * ENOEXEC) comes back unreaped for the caller, one that was never made as 0. */
+static void test_exec_errors_nowait(void **state) {
+        char *argv[] = { "true", NULL };
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        siginfo_t si = {};
+        pid_t pid = -1;
+
+        o.argv = argv;
+        o.cwd = "/nonexistent-dir";
+        assert_int_equal(spawn_nowait(&o, &pid, NULL), -ENOENT);
+        assert_true(pid > 0);
+        assert_int_equal(waitid(P_PID, (id_t)pid, &si, WEXITED), 0);
+        assert_int_equal(si.si_code, CLD_EXITED);
+        assert_int_equal(si.si_status, 127);
+
+        char junk[] = "/tmp/nanolet-test-spawn-XXXXXX";
+        int fd = mkstemp(junk);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, "\x01\x02\x03\x04", 4), 4);
+        assert_int_equal(fchmod(fd, 0755), 0);
+        close(fd);
+        char *argv2[] = { junk, NULL };
+        o.argv = argv2;
+        o.cwd = NULL;
+        assert_int_equal(spawn_nowait(&o, &pid, NULL), -ENOEXEC);
+        assert_true(pid > 0);
+        assert_int_equal(waitid(P_PID, (id_t)pid, &si, WEXITED), 0);
+        (void)unlink(junk);
+
+        char *argv3[] = { "/nonexistent/binary", NULL };
+        o.argv = argv3;
+        pid = -1;
+        assert_int_equal(spawn_nowait(&o, &pid, NULL), -ENOENT);
+        assert_int_equal(pid, 0); /* found missing before any fork */
+        assert_int_equal(waitid(P_ALL, 0, &si, WEXITED | WNOHANG), -1);
+        assert_int_equal(errno, ECHILD);
+}
+
 static void test_find_executable(void **state) {
         _cleanup_free_ char *p = NULL;
         assert_int_equal(find_executable("sh", &p), 0);
@@ -250,6 +290,7 @@ int main(void) {
                 cmocka_unit_test(test_child_env_new),
                 cmocka_unit_test(test_signals_reset),
                 cmocka_unit_test(test_exec_errors),
+                cmocka_unit_test(test_exec_errors_nowait),
                 cmocka_unit_test(test_find_executable),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
