@@ -19,6 +19,7 @@
 #include <yaml.h>
 
 #include "cleanup.h"
+#include "json-util.h"
 #include "string-util.h"
 
 #define TAG_PREFIX "tag:yaml.org,2002:"
@@ -1162,7 +1163,7 @@ static int json_to_node(Parser *p, json_t *j, unsigned depth, YamlNode **ret) {
 static int parse_json(Parser *p, const char *buf, size_t size, YamlNode ***ret_docs,
                       size_t *ret_n) {
         json_error_t err;
-        _cleanup_(json_decrefp) json_t *j = json_loadb(buf, size, JSON_REJECT_DUPLICATES, &err);
+        _cleanup_json_ json_t *j = json_loadb(buf, size, JSON_REJECT_DUPLICATES, &err);
         YamlNode *root = NULL;
         int r;
 

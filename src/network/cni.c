@@ -129,7 +129,7 @@ int cni_build_stdin(const CniConfig *c, size_t plugin, json_t *prev_result,
         json_t *p = cni_config_plugin(c, plugin);
         if (!p)
                 return -EINVAL;
-        _cleanup_json_decref_ json_t *o = json_deep_copy(p);
+        _cleanup_json_ json_t *o = json_deep_copy(p);
         if (!o)
                 return -ENOMEM;
         if (json_object_set_new(o, "name", json_string(c->name)) < 0 ||
@@ -243,14 +243,14 @@ static int cache_write(CniOp *op) {
         _cleanup_free_ char *path = cache_path(op->runner, op->container_id);
         if (!path)
                 return -ENOMEM;
-        _cleanup_json_decref_ json_t *o = json_pack(
+        _cleanup_json_ json_t *o = json_pack(
                 "{s:s, s:s, s:s, s:s, s:O, s:O?}", "kind", CACHE_KIND, "containerId",
                 op->container_id, "ifName", op->ifname, "networkName", op->config->name, "config",
                 op->config->list, "portMappings", op->port_mappings);
         if (!o)
                 return -ENOMEM;
         if (op->result) {
-                _cleanup_json_decref_ json_t *res = json_loads(op->result->json, 0, NULL);
+                _cleanup_json_ json_t *res = json_loads(op->result->json, 0, NULL);
                 if (!res || json_object_set(o, "result", res) < 0)
                         return -ENOMEM;
         }
@@ -289,7 +289,7 @@ static int cache_remove(CniRunner *runner, const char *id) {
 }
 
 int cni_runner_cached_result(CniRunner *runner, const char *container_id, CniResult **ret) {
-        _cleanup_json_decref_ json_t *o = NULL;
+        _cleanup_json_ json_t *o = NULL;
         if (!cni_container_id_valid(container_id))
                 return -EINVAL;
         int r = cache_read(runner, container_id, &o);
@@ -624,7 +624,7 @@ static void op_step(CniOp *op) {
 
 /* Returns > 0 when the op is already complete (nothing to run). */
 static int op_begin(CniOp *op) {
-        _cleanup_json_decref_ json_t *cache = NULL;
+        _cleanup_json_ json_t *cache = NULL;
         int r;
 
         if (op->cmd == CNI_COMMAND_ADD) {
