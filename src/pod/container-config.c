@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dirent-util.h"
 #include "fileio.h"
 #include "macro.h"
 #include "pod-etc-files.h"
@@ -896,18 +897,12 @@ int container_subpaths_release(const char *attempt_dir) {
         _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd < 0)
                 return errno == ENOENT ? 0 : -errno;
-        int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-        if (fd < 0)
-                return -errno;
-        _cleanup_closedir_ DIR *d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return -errno;
-        }
-        int n = 0, r = 0;
-        for (struct dirent *de; (errno = 0, de = readdir(d));) {
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = opendir_fd(dfd, NULL, 0, &d);
+        if (r < 0)
+                return r;
+        int n = 0;
+        FOREACH_DIRENT(de, d) {
                 _cleanup_free_ char *p = strprintf("%s/%s", dir, de->d_name);
                 if (!p)
                         return -ENOMEM;

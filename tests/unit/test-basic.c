@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "cleanup.h"
+#include "dirent-util.h"
 #include "error.h"
 #include "fileio.h"
 #include "hash.h"
@@ -284,6 +285,78 @@ static void test_fileio_disk_full(void **state) {
         assert_int_equal(n, 2); /* pod.json and filler: no temp file */
 }
 
+static unsigned count_entries(DIR *d, bool *saw_dot) {
+        unsigned n = 0;
+        FOREACH_DIRENT(de, d) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        *saw_dot = true;
+                n++;
+        }
+        assert_int_equal(errno, 0); /* the end, not an error */
+        return n;
+}
+
+static void test_opendir_fd(void **state) {
+        char dir[] = "/tmp/nanolet-test-opendir-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(dfd >= 0);
+        assert_int_equal(mkdirat(dfd, "sub", 0755), 0);
+        assert_int_equal(symlinkat("sub", dfd, "link"), 0);
+        _cleanup_close_ int f = openat(dfd, "sub/a", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        assert_true(f >= 0);
+
+        bool saw_dot = false;
+        {
+                _cleanup_closedir_ DIR *d = NULL;
+                assert_int_equal(opendir_fd(dfd, NULL, 0, &d), 0);
+                /* its own fd, close-on-exec, not dir_fd */
+                assert_int_not_equal(dirfd(d), dfd);
+                assert_true(fcntl(dirfd(d), F_GETFD) & FD_CLOEXEC);
+                assert_int_equal(count_entries(d, &saw_dot), 2); /* sub, link */
+                assert_false(saw_dot);
+        }
+        /* a second listing of the same dir_fd is complete again: the stream
+         * did not move dir_fd's offset (a dup would have) */
+        {
+                _cleanup_closedir_ DIR *d = NULL;
+                assert_int_equal(opendir_fd(dfd, NULL, 0, &d), 0);
+                assert_int_equal(count_entries(d, &saw_dot), 2);
+        }
+        /* a path below dir_fd, O_NOFOLLOW refuses the symlink */
+        {
+                _cleanup_closedir_ DIR *d = NULL;
+                assert_int_equal(opendir_fd(dfd, "sub", O_NOFOLLOW, &d), 0);
+                assert_int_equal(count_entries(d, &saw_dot), 1);
+                DIR *none = NULL;
+                assert_int_equal(opendir_fd(dfd, "link", O_NOFOLLOW, &none), -ENOTDIR);
+                assert_null(none);
+                assert_int_equal(opendir_fd(dfd, "sub/a", 0, &none), -ENOTDIR);
+                assert_int_equal(opendir_fd(dfd, "missing", 0, &none), -ENOENT);
+                assert_int_equal(opendir_fd(-EBADF, NULL, 0, &none), -EBADF);
+                assert_null(none);
+        }
+        /* an O_PATH fd can be listed too (dup+fdopendir refuses it) */
+        {
+                _cleanup_close_ int pfd = openat(dfd, "sub", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                assert_true(pfd >= 0);
+                _cleanup_closedir_ DIR *d = NULL;
+                assert_int_equal(opendir_fd(pfd, NULL, 0, &d), 0);
+                assert_int_equal(count_entries(d, &saw_dot), 1);
+        }
+        /* an empty directory that is already removed lists as empty */
+        {
+                assert_int_equal(mkdirat(dfd, "gone", 0755), 0);
+                _cleanup_close_ int gfd = openat(dfd, "gone", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                assert_true(gfd >= 0);
+                assert_int_equal(unlinkat(dfd, "gone", AT_REMOVEDIR), 0);
+                _cleanup_closedir_ DIR *d = NULL;
+                assert_int_equal(opendir_fd(gfd, NULL, 0, &d), 0);
+                assert_int_equal(count_entries(d, &saw_dot), 0);
+        }
+        assert_int_equal(rm_rf_at(AT_FDCWD, dir), 0);
+}
+
 static void test_hash(void **state) {
         char hex[65];
         assert_int_equal(sha256_hex("abc", 3, hex), 0);
@@ -423,6 +496,7 @@ int main(void) {
                 cmocka_unit_test(test_read_file_tail),
                 cmocka_unit_test_setup_teardown(test_fileio_disk_full, full_setup, full_teardown),
                 cmocka_unit_test(test_hash),
+                cmocka_unit_test(test_opendir_fd),
                 cmocka_unit_test(test_log_errno),
                 cmocka_unit_test(test_cleanup),
                 cmocka_unit_test(test_time),
