@@ -127,7 +127,7 @@ char *cli_format_age_since(char *buf, size_t size, int64_t then, int64_t now);
 /* docker's units.HumanDuration as crictl prints it ("5 minutes"). */
 char *cli_format_human_duration(char *buf, size_t size, int64_t nsec);
 int64_t cli_now_nsec(void);
-/* Go time.ParseDuration subset: "10m", "1h30m", "2.5s", "300ms". */
+/* go_duration_parse() without a sign: "10m", "1h30m", "2.5s", "300ms". */
 int cli_parse_go_duration(const char *s, int64_t *ret_nsec);
 
 /* ---- containers ---- */

@@ -357,6 +357,125 @@ static void test_opendir_fd(void **state) {
         assert_int_equal(rm_rf_at(AT_FDCWD, dir), 0);
 }
 
+typedef struct DCase {
+        const char *text;
+        int r;
+        usec_t usec;
+} DCase;
+
+/* Moved from test-quantity: the parser moved from quantity.c to time-util.c. */
+static void test_duration_table(void **state) {
+        static const DCase cases[] = {
+                { "0", 0, 0 },
+                { "+0", 0, 0 },
+                { "-0", 0, 0 },
+                { "0s", 0, 0 },
+                { "10s", 0, 10 * USEC_PER_SEC },
+                { "500ms", 0, 500 * USEC_PER_MSEC },
+                { "1h30m", 0, 5400 * USEC_PER_SEC },
+                { "1.5h", 0, 5400 * USEC_PER_SEC },
+                { "2m3.5s", 0, 123500 * USEC_PER_MSEC },
+                { "1us", 0, 1 },
+                { "1\xc2\xb5s", 0, 1 },
+                { "1\xce\xbcs", 0, 1 },
+                { "1500ns", 0, 1 },
+                { "999ns", 0, 0 },
+                { ".5s", 0, 500 * USEC_PER_MSEC },
+                { "1.s", 0, USEC_PER_SEC },
+                { "1h1h", 0, 7200 * USEC_PER_SEC },
+                { "2562047h", 0, 2562047ULL * 3600 * USEC_PER_SEC },
+                { "2562048h", -ERANGE, 0 },
+                { "9223372036854775808ns", -ERANGE, 0 },
+                { "", -EINVAL, 0 },
+                { "10", -EINVAL, 0 },
+                { "1d", -EINVAL, 0 },
+                { "s", -EINVAL, 0 },
+                { ".s", -EINVAL, 0 },
+                { "-1s", -EINVAL, 0 },
+                { "1 s", -EINVAL, 0 },
+                { "1s ", -EINVAL, 0 },
+                { "1S", -EINVAL, 0 },
+                { "1h30", -EINVAL, 0 },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                const DCase *c = &cases[i];
+                usec_t u = 4242;
+                int r = go_duration_parse_usec(c->text, &u);
+                if (r != c->r)
+                        fail_msg("\"%s\": r=%d, want %d", c->text, r, c->r);
+                if (r < 0)
+                        assert_true(u == 4242);
+                else if (u != c->usec)
+                        fail_msg("\"%s\": %llu usec, want %llu", c->text, (unsigned long long)u,
+                                 (unsigned long long)c->usec);
+        }
+}
+
+typedef struct NCase {
+        const char *text;
+        int r;
+        int64_t nsec;
+} NCase;
+
+static void test_go_duration(void **state) {
+        static const NCase cases[] = {
+                { "1.5h", 0, 5400 * INT64_C(1000000000) },
+                { "1h30m", 0, 5400 * INT64_C(1000000000) },
+                { "500ms", 0, 500 * INT64_C(1000000) },
+                { "-1s", 0, -INT64_C(1000000000) },
+                { "+1s", 0, INT64_C(1000000000) },
+                { "-1.5h", 0, -5400 * INT64_C(1000000000) },
+                { "1\xc2\xb5s", 0, 1000 },
+                { "1\xce\xbcs", 0, 1000 },
+                { "1.5\xc2\xb5s", 0, 1500 },
+                { "1ns", 0, 1 },
+                { "0.1ns", 0, 0 },
+                /* fractions are exact integer truncation, at the ns digit */
+                { "1.000000001s", 0, INT64_C(1000000001) },
+                { "0.0000000009s", 0, 0 },
+                { "0.3h", 0, INT64_C(1080000000000) },
+                { "1.0000000000000000000000001h", 0, INT64_C(3600000000000) },
+                { "2562047h47m16.854775807s", 0, INT64_MAX },
+                { "2562047h47m16.854775808s", -ERANGE, 0 },
+                { "-2562047h47m16.854775808s", 0, INT64_MIN },
+                { "-2562047h47m16.854775809s", -ERANGE, 0 },
+                { "9223372036854775807ns", 0, INT64_MAX },
+                { "9223372036854775808ns", -ERANGE, 0 },
+                { "-9223372036854775808ns", 0, INT64_MIN },
+                { "99999999999999999999ns", -ERANGE, 0 },
+                { "2562048h", -ERANGE, 0 },
+                { "1000000000000000000000h", -ERANGE, 0 },
+                { "0", 0, 0 },
+                { "-0", 0, 0 },
+                { "", -EINVAL, 0 },
+                { NULL, -EINVAL, 0 },
+                { "-", -EINVAL, 0 },
+                { "+", -EINVAL, 0 },
+                { ".", -EINVAL, 0 },
+                { "1", -EINVAL, 0 },
+                { "1.5.5s", -EINVAL, 0 },
+                { "1e3s", -EINVAL, 0 },
+                { "0x10s", -EINVAL, 0 },
+                { "\xc2\xb5s", -EINVAL, 0 },
+                { "1\xc2s", -EINVAL, 0 },
+                { "--1s", -EINVAL, 0 },
+                { "1s-1s", -EINVAL, 0 },
+                { "1hh", -EINVAL, 0 },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                const NCase *c = &cases[i];
+                int64_t ns = 4242;
+                int r = go_duration_parse(c->text, &ns);
+                if (r != c->r)
+                        fail_msg("\"%s\": r=%d, want %d", c->text ?: "(null)", r, c->r);
+                if (r < 0)
+                        assert_true(ns == 4242);
+                else if (ns != c->nsec)
+                        fail_msg("\"%s\": %lld ns, want %lld", c->text, (long long)ns,
+                                 (long long)c->nsec);
+        }
+}
+
 static void test_hash(void **state) {
         char hex[65];
         assert_int_equal(sha256_hex("abc", 3, hex), 0);
@@ -500,6 +619,8 @@ int main(void) {
                 cmocka_unit_test(test_log_errno),
                 cmocka_unit_test(test_cleanup),
                 cmocka_unit_test(test_time),
+                cmocka_unit_test(test_duration_table),
+                cmocka_unit_test(test_go_duration),
                 cmocka_unit_test(test_umount_below),
                 cmocka_unit_test(test_sd_notify),
         };
