@@ -37,8 +37,10 @@ int error_prefix(Error *e, int error, const char *fmt, ...) {
                 memcpy(old, e->message, sizeof(old));
         else
                 (void)snprintf(old, sizeof(old), "%s", strerror(-r));
-        /* snprintf truncates "prefix: old" to fit the message. */
-        (void)snprintf(e->message, sizeof(e->message), "%s: %s", prefix, old);
+        /* Truncating "prefix: old" to fit the message is intended; using the
+         * result tells gcc so (-Wformat-truncation warns on a dropped one). */
+        if (snprintf(e->message, sizeof(e->message), "%s: %s", prefix, old) < 0)
+                e->message[0] = 0;
         if (e->error == 0)
                 e->error = r;
         return r;
