@@ -89,15 +89,6 @@ CniProtocol cni_protocol_from_string(const char *s) {
         return _CNI_PROTOCOL_INVALID;
 }
 
-bool cni_container_id_valid(const char *id) {
-        if (isempty(id) || strlen(id) > 128 || streq(id, ".") || streq(id, ".."))
-                return false;
-        for (const char *p = id; *p; p++)
-                if (!isalnum((unsigned char)*p) && !strchr("_.-", *p))
-                        return false;
-        return true;
-}
-
 static bool ifname_valid(const char *s) {
         if (isempty(s) || strlen(s) > 15 || streq(s, ".") || streq(s, ".."))
                 return false;
@@ -290,7 +281,7 @@ static int cache_remove(CniRunner *runner, const char *id) {
 
 int cni_runner_cached_result(CniRunner *runner, const char *container_id, CniResult **ret) {
         _cleanup_json_ json_t *o = NULL;
-        if (!cni_container_id_valid(container_id))
+        if (!container_id_valid(container_id))
                 return -EINVAL;
         int r = cache_read(runner, container_id, &o);
         if (r < 0)
@@ -318,7 +309,7 @@ int cni_runner_list_cached(CniRunner *runner, char ***ret) {
                 _cleanup_free_ char *id = strndup_safe(de->d_name, dot - de->d_name);
                 if (!id)
                         return -ENOMEM;
-                if (cni_container_id_valid(id) && strv_consume(&ids, TAKE_PTR(id)) < 0)
+                if (container_id_valid(id) && strv_consume(&ids, TAKE_PTR(id)) < 0)
                         return -ENOMEM;
         }
         if (!ids && !(ids = calloc(1, sizeof(char *))))
@@ -722,7 +713,7 @@ static int kick_handler(EventSource *s, usec_t now, void *userdata) {
 
 static int op_new(CniRunner *runner, CniCommand cmd, CniConfig *config, const CniRequest *req,
                   cni_done_t done, void *userdata, CniOp **ret_op) {
-        if (!runner || !req || !cni_container_id_valid(req->container_id))
+        if (!runner || !req || !container_id_valid(req->container_id))
                 return -EINVAL;
         const char *ifname = req->ifname ? req->ifname : CNI_DEFAULT_IFNAME;
         if (!ifname_valid(ifname))

@@ -476,6 +476,30 @@ static void test_go_duration(void **state) {
         }
 }
 
+static void test_container_id_valid(void **state) {
+        char max[CONTAINER_ID_MAX + 2];
+        memset(max, 'a', sizeof(max));
+        max[CONTAINER_ID_MAX] = 0;
+        assert_true(container_id_valid(max));
+        max[CONTAINER_ID_MAX] = 'a';
+        max[CONTAINER_ID_MAX + 1] = 0;
+        assert_false(container_id_valid(max));
+
+        assert_true(container_id_valid("0123456789abcdef"));
+        assert_true(container_id_valid("pod_ns-name.1"));
+        assert_true(container_id_valid("..."));
+        assert_true(container_id_valid(".x"));
+        assert_false(container_id_valid(NULL));
+        assert_false(container_id_valid(""));
+        assert_false(container_id_valid("."));
+        assert_false(container_id_valid(".."));
+        assert_false(container_id_valid("a/b"));
+        assert_false(container_id_valid("a b"));
+        assert_false(container_id_valid("a:b"));
+        assert_false(container_id_valid("a\nb"));
+        assert_false(container_id_valid("\xc3\xa9")); /* é: ASCII only, whatever the locale */
+}
+
 static void test_hash(void **state) {
         char hex[65];
         assert_int_equal(sha256_hex("abc", 3, hex), 0);
@@ -615,6 +639,7 @@ int main(void) {
                 cmocka_unit_test(test_read_file_tail),
                 cmocka_unit_test_setup_teardown(test_fileio_disk_full, full_setup, full_teardown),
                 cmocka_unit_test(test_hash),
+                cmocka_unit_test(test_container_id_valid),
                 cmocka_unit_test(test_opendir_fd),
                 cmocka_unit_test(test_log_errno),
                 cmocka_unit_test(test_cleanup),
