@@ -523,6 +523,12 @@ static int check_duplicates(ParseState *s) {
 
 int manifest_parse_buffer(const char *buf, size_t size, const ManifestParseOptions *opts,
                           ManifestObject ***ret_objs, size_t *ret_n, Diagnostics *diag) {
+        return manifest_parse_buffer_full(buf, size, opts, ret_objs, ret_n, NULL, diag);
+}
+
+int manifest_parse_buffer_full(const char *buf, size_t size, const ManifestParseOptions *opts,
+                               ManifestObject ***ret_objs, size_t *ret_n,
+                               size_t *ret_n_documents, Diagnostics *diag) {
         _cleanup_diagnostics_ Diagnostics local = {};
         ParseState s = {
                 .opts = opts,
@@ -566,5 +572,7 @@ int manifest_parse_buffer(const char *buf, size_t size, const ManifestParseOptio
         }
         *ret_objs = s.objs;
         *ret_n = s.n_objs;
+        if (ret_n_documents)
+                *ret_n_documents = n_docs;
         return 0;
 }
