@@ -19,4 +19,4 @@ struct dirent *readdir_no_dot(DIR *d);
 
 /* Iterates over the entries of d other than "." and ".."; see readdir_no_dot()
  * for telling the end from an error. */
-#define FOREACH_DIRENT(de, d) for (struct dirent *de; ((de) = readdir_no_dot(d));)
+#define FOREACH_DIRENT(de, d) for (struct dirent *de = NULL; ((de) = readdir_no_dot(d));)

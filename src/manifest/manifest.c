@@ -527,8 +527,8 @@ int manifest_parse_buffer(const char *buf, size_t size, const ManifestParseOptio
 }
 
 int manifest_parse_buffer_full(const char *buf, size_t size, const ManifestParseOptions *opts,
-                               ManifestObject ***ret_objs, size_t *ret_n,
-                               size_t *ret_n_documents, Diagnostics *diag) {
+                               ManifestObject ***ret_objs, size_t *ret_n, size_t *ret_n_documents,
+                               Diagnostics *diag) {
         _cleanup_diagnostics_ Diagnostics local = {};
         ParseState s = {
                 .opts = opts,

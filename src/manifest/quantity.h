@@ -21,4 +21,3 @@ typedef struct Quantity {
  * values round up to 1 (Kubernetes rounds up, never to zero). Also
  * accepts the "n" and "u" suffixes Kubernetes accepts. */
 int quantity_parse(const char *s, Quantity *ret);
-

@@ -334,8 +334,8 @@ static void test_document_count(void **state) {
                 size_t n = 99, n_docs = 99;
                 init_opts(&o);
                 diagnostics_init(&d);
-                assert_int_equal(manifest_parse_buffer_full(cases[i].text, strlen(cases[i].text), &o,
-                                                            &objs, &n, &n_docs, &d),
+                assert_int_equal(manifest_parse_buffer_full(cases[i].text, strlen(cases[i].text),
+                                                            &o, &objs, &n, &n_docs, &d),
                                  0);
                 assert_int_equal(n, cases[i].n_objs);
                 assert_int_equal(n_docs, cases[i].n_docs);
