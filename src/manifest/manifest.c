@@ -44,6 +44,8 @@ ManifestObject *manifest_object_unref(ManifestObject *o) {
         case MANIFEST_KIND_SECRET:
                 secret_free(o->secret);
                 break;
+        case _MANIFEST_KIND_INVALID:
+        case _MANIFEST_KIND_MAX:
         default:
                 break;
         }
@@ -276,6 +278,8 @@ static int process_object(ParseState *s, const YamlNode *doc, ManifestKind kind,
         case MANIFEST_KIND_SECRET:
                 r = secret_decode(doc, &po, &o->secret, &local);
                 break;
+        case _MANIFEST_KIND_INVALID:
+        case _MANIFEST_KIND_MAX:
         default:
                 return -EINVAL;
         }
@@ -323,6 +327,8 @@ static int process_object(ParseState *s, const YamlNode *doc, ManifestKind kind,
                         return -ENOMEM;
                 break;
         }
+        case _MANIFEST_KIND_INVALID:
+        case _MANIFEST_KIND_MAX:
         default:
                 return -EINVAL;
         }

@@ -554,6 +554,8 @@ static int normalize_key(YamlNode **key) {
         case YAML_NODE_FLOAT:
                 text = yaml_format_float(k->f, buf);
                 break;
+        case YAML_NODE_MAP:
+        case YAML_NODE_SEQ:
         default:
                 return -EINVAL;
         }
@@ -927,6 +929,12 @@ static int libyaml_error(Parser *p, yaml_parser_t *yp) {
         case YAML_READER_ERROR:
                 return parser_error(p, -EINVAL, 0, 0, "invalid input at byte %zu: %s",
                                     yp->problem_offset, strna(yp->problem));
+        case YAML_COMPOSER_ERROR:
+        case YAML_EMITTER_ERROR:
+        case YAML_NO_ERROR:
+        case YAML_PARSER_ERROR:
+        case YAML_SCANNER_ERROR:
+        case YAML_WRITER_ERROR:
         default:
                 if (yp->context)
                         return parser_error(p, -EINVAL, yp->problem_mark.line + 1,
@@ -995,6 +1003,8 @@ static int parse_yaml(Parser *p, const char *buf, size_t size, YamlNode ***ret_d
                 case YAML_ALIAS_EVENT:
                         r = alias(p, &ev);
                         break;
+                case YAML_NO_EVENT:
+                case YAML_STREAM_START_EVENT:
                 default:
                         break;
                 }

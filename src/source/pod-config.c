@@ -360,6 +360,8 @@ static const char *kind_noun(ManifestKind k) {
                 return "configmap";
         case MANIFEST_KIND_SECRET:
                 return "secret";
+        case _MANIFEST_KIND_INVALID:
+        case _MANIFEST_KIND_MAX:
         default:
                 return "object";
         }
