@@ -930,6 +930,9 @@ static const char *propagation_option(MountPropagation p) {
                 return "rslave";
         case MOUNT_PROPAGATION_BIDIRECTIONAL:
                 return "rshared";
+        case MOUNT_PROPAGATION_NONE:
+        case _MOUNT_PROPAGATION_INVALID:
+        case _MOUNT_PROPAGATION_MAX:
         default:
                 return "rprivate";
         }
@@ -1268,6 +1271,8 @@ const char *pod_qos_class_to_string(PodQOSClass q) {
                 return "Burstable";
         case POD_QOS_BEST_EFFORT:
                 return "BestEffort";
+        case _POD_QOS_CLASS_INVALID:
+        case _POD_QOS_CLASS_MAX:
         default:
                 return NULL;
         }
@@ -1282,6 +1287,9 @@ int container_oom_score_adj(const Pod *pod, const Container *c, uint64_t memory_
                 return GUARANTEED_OOM_SCORE_ADJ;
         case POD_QOS_BEST_EFFORT:
                 return BEST_EFFORT_OOM_SCORE_ADJ;
+        case POD_QOS_BURSTABLE:
+        case _POD_QOS_CLASS_INVALID:
+        case _POD_QOS_CLASS_MAX:
         default:
                 break;
         }

@@ -89,6 +89,8 @@ static ApiView api_view(const ContainerState *c) {
                 return (ApiView){ .state = API_TERMINATED, .last_terminated = c->has_last };
         case CONTAINER_CREATED:
         case CONTAINER_NONE:
+        case _CONTAINER_RUN_STATE_INVALID:
+        case _CONTAINER_RUN_STATE_MAX:
         default:
                 return (ApiView){ .state = API_WAITING, .last_terminated = c->has_last };
         }

@@ -352,6 +352,8 @@ int pod_host_path_check(const HostPathVolumeSource *hp, Error *err) {
                         return error_set(err, -EINVAL,
                                                  "hostPath type check failed: %s is not a block device", p);
                 return 0;
+        case _HOST_PATH_TYPE_INVALID:
+        case _HOST_PATH_TYPE_MAX:
         default:
                 return error_set(err, -EINVAL, "%d is an invalid volume type", (int)hp->type);
         }
@@ -870,6 +872,11 @@ static int prepare_projection(const Pod *pod, const Volume *v, const PodVolumesO
         case VOLUME_PROJECTED:
                 r = payload_projected(&p, pod, o, &v->projected, err);
                 break;
+        case VOLUME_EMPTY_DIR:
+        case VOLUME_HOST_PATH:
+        case VOLUME_IMAGE:
+        case _VOLUME_TYPE_INVALID:
+        case _VOLUME_TYPE_MAX:
         default:
                 r = -EINVAL;
         }
@@ -926,6 +933,8 @@ static int prepare_one(const Pod *pod, const Volume *v, const PodVolumesOptions 
                 return error_set(err, -EOPNOTSUPP,
                                          "volume \"%s\": image volumes are not supported yet",
                                          v->name);
+        case _VOLUME_TYPE_INVALID:
+        case _VOLUME_TYPE_MAX:
         default:
                 return error_set(err, -EINVAL, "volume \"%s\": unsupported volume type",
                                          v->name);
