@@ -8,26 +8,18 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "dirent-util.h"
 #include "macro.h"
 
 int rm_rf_children(int fd) {
         struct stat self;
         if (fstat(fd, &self) < 0)
                 return -errno;
-        int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        if (dfd < 0)
-                return -errno;
-        _cleanup_closedir_ DIR *d = fdopendir(dfd);
-        if (!d) {
-                safe_close(dfd);
-                return -errno;
-        }
-        rewinddir(d); /* the fd may share its offset with a dup */
-        int r = 0;
-        struct dirent *de;
-        while ((errno = 0, de = readdir(d))) {
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = opendir_fd(fd, NULL, 0, &d);
+        if (r < 0)
+                return r;
+        FOREACH_DIRENT(de, d) {
                 struct stat st;
                 if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
                         if (errno != ENOENT && r == 0)

@@ -8,6 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+bool container_id_valid(const char *id) {
+        if (isempty(id) || strlen(id) > CONTAINER_ID_MAX || streq(id, ".") || streq(id, ".."))
+                return false;
+        for (const char *p = id; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                      (*p >= '0' && *p <= '9') || strchr("_.-", *p)))
+                        return false;
+        return true;
+}
+
 const char *startswith(const char *s, const char *prefix) {
         size_t l = strlen(prefix);
         return strncmp(s, prefix, l) == 0 ? s + l : NULL;

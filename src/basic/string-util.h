@@ -19,6 +19,15 @@ int strbuf_append(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
  * spaces): 0, -EINVAL or -ERANGE. */
 int safe_atou(const char *s, unsigned *ret);
 
+/* Longest container ID accepted (runc itself takes more; 128 keeps conmon's
+ * paths, the exit files and the CNI cache file names short). */
+#define CONTAINER_ID_MAX 128
+/* A container ID as the runtime and the CNI plugins get it, also used as a
+ * single path component (bundle, exit file, CNI cache file): 1 to
+ * CONTAINER_ID_MAX of [A-Za-z0-9_.-] (ASCII, whatever the locale), and
+ * neither "." nor "..". */
+bool container_id_valid(const char *id) _pure_;
+
 /* The length of the well-formed UTF-8 sequence at s (at most n bytes; the
  * rules of Unicode table 3-7, which jansson and Go apply too: no overlong
  * form, no surrogate, nothing above U+10FFFF), or 0 when none starts there. */

@@ -17,6 +17,7 @@
 #include "macro.h"
 #include "string-util.h"
 #include "strv.h"
+#include "time-util.h"
 
 #define NSEC_PER_SEC 1000000000LL
 
@@ -639,47 +640,10 @@ int64_t cli_now_nsec(void) {
 }
 
 int cli_parse_go_duration(const char *s, int64_t *ret_nsec) {
-        static const struct {
-                const char *unit;
-                double nsec;
-        } units[] = {
-                { "ns", 1 },  { "us", 1e3 }, { "\xc2\xb5s", 1e3 }, { "ms", 1e6 },
-                { "s", 1e9 }, { "m", 60e9 }, { "h", 3600e9 },
-        };
-        double total = 0;
-
-        if (isempty(s))
+        /* a look-back: crictl's --since takes no sign */
+        if (s && (*s == '+' || *s == '-'))
                 return -EINVAL;
-        if (streq(s, "0")) {
-                *ret_nsec = 0;
-                return 0;
-        }
-        while (*s) {
-                char *end;
-                if (!((*s >= '0' && *s <= '9') || *s == '.'))
-                        return -EINVAL;
-                errno = 0;
-                double v = strtod(s, &end);
-                if (errno != 0 || end == s)
-                        return -EINVAL;
-                s = end;
-                size_t best = 0, best_len = 0;
-                for (size_t i = 0; i < ELEMENTSOF(units); i++) {
-                        size_t ul = strlen(units[i].unit);
-                        if (strneq(s, units[i].unit, ul) && ul > best_len) {
-                                best = i;
-                                best_len = ul;
-                        }
-                }
-                if (best_len == 0)
-                        return -EINVAL;
-                total += v * units[best].nsec;
-                s += best_len;
-        }
-        if (total > 9.2e18)
-                return -ERANGE;
-        *ret_nsec = (int64_t)total;
-        return 0;
+        return go_duration_parse(s, ret_nsec);
 }
 
 /* ---- containers ---- */

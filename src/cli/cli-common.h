@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "cleanup.h"
+#include "json-util.h"
 #include "cri-log.h"
 
 #define CLI_DEFAULT_ROOT_DIR "/var/lib/nanolet"
@@ -66,9 +67,6 @@ const char *cli_json_str(const json_t *j, const char *key);
 bool cli_json_flag(const json_t *j, const char *key);
 /* A metav1.Time field as nanoseconds since the epoch; 0 when absent or bad. */
 int64_t cli_json_time(const json_t *j, const char *key);
-
-/* jansson (>= 2.9) provides json_decrefp() for its json_auto_t. */
-#define _cleanup_json_ _cleanup_(json_decrefp)
 
 /* ---- status files ---- */
 typedef struct CliPod {
@@ -129,7 +127,7 @@ char *cli_format_age_since(char *buf, size_t size, int64_t then, int64_t now);
 /* docker's units.HumanDuration as crictl prints it ("5 minutes"). */
 char *cli_format_human_duration(char *buf, size_t size, int64_t nsec);
 int64_t cli_now_nsec(void);
-/* Go time.ParseDuration subset: "10m", "1h30m", "2.5s", "300ms". */
+/* go_duration_parse() without a sign: "10m", "1h30m", "2.5s", "300ms". */
 int cli_parse_go_duration(const char *s, int64_t *ret_nsec);
 
 /* ---- containers ---- */

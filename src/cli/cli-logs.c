@@ -19,6 +19,7 @@
 
 #include "cli-common.h"
 #include "cli-logs.h"
+#include "dirent-util.h"
 #include "fileio.h"
 #include "log-rotate.h"
 #include "cli.h"
@@ -263,16 +264,10 @@ int logs_flush(LogsContext *x, bool final) {
 static bool find_next_attempt(int dir_fd, unsigned attempt, unsigned *ret) {
         _cleanup_closedir_ DIR *d = NULL;
         bool found = false;
-        int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-        if (fd < 0)
+        if (opendir_fd(dir_fd, NULL, 0, &d) < 0)
                 return false;
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return false;
-        }
-        for (struct dirent *de; (de = readdir(d));) {
+        FOREACH_DIRENT(de, d) {
                 unsigned a;
                 const char *suffix;
                 if (!parse_log_name(de->d_name, &a, &suffix) || suffix || a <= attempt)

@@ -16,6 +16,7 @@
 #include "quantity.h"
 #include "string-util.h"
 #include "strv.h"
+#include "time-util.h"
 #include "yaml-node.h"
 
 #define MIB (1024LL * 1024LL)
@@ -113,7 +114,7 @@ int nanolet_parse_duration(const char *s, usec_t *ret) {
                 *ret = v * USEC_PER_SEC;
                 return 0;
         }
-        return duration_parse(s, ret);
+        return go_duration_parse_usec(s, ret);
 }
 
 /* ---- KubeletConfiguration ---- */

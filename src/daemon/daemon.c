@@ -40,6 +40,8 @@ void daemon_log_source_event(const SourceEvent *ev) {
                         log_warning("  %s", s ? s : "(out of memory)");
                 }
                 break;
+        case _SOURCE_EVENT_INVALID:
+        case _SOURCE_EVENT_MAX:
         default:
                 break;
         }

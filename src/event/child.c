@@ -184,8 +184,7 @@ static int capture_pipe(int p[2]) {
         return 0;
 }
 
-int child_spawn(Event *e, const ChildOptions *o, child_done_t done, void *userdata,
-                Child **ret) {
+int child_spawn(Event *e, const ChildOptions *o, child_done_t done, void *userdata, Child **ret) {
         _cleanup_close_pair_ int po[2] = { -EBADF, -EBADF }, pe[2] = { -EBADF, -EBADF };
         _cleanup_close_ int in = -EBADF;
         int r;

@@ -31,17 +31,17 @@ typedef enum ChildCapture {
 
 typedef struct ChildOptions {
         char *const *argv;
-        char *const *envp;   /* NULL: child_env_new()'s */
+        char *const *envp; /* NULL: child_env_new()'s */
         const char *cwd;
         const int *keep_fds; /* as in SpawnOptions */
         size_t n_keep_fds;
         int pdeath_signal;
-        const char *input;   /* non-NULL: stdin from a memfd holding input */
+        const char *input; /* non-NULL: stdin from a memfd holding input */
         size_t input_size;
         ChildCapture capture;
-        size_t stdout_max;   /* bytes kept; the rest is read and dropped */
+        size_t stdout_max; /* bytes kept; the rest is read and dropped */
         size_t stderr_max;
-        usec_t timeout;      /* 0 or USEC_INFINITY: none */
+        usec_t timeout; /* 0 or USEC_INFINITY: none */
 } ChildOptions;
 
 /* Called once, after the child is reaped. The callback may free c. */
@@ -49,8 +49,7 @@ typedef void (*child_done_t)(Child *c, void *userdata);
 
 /* Spawns o->argv. Exec failures come back here (spawn() reports them
  * synchronously), never through done. */
-int child_spawn(Event *e, const ChildOptions *o, child_done_t done, void *userdata,
-                Child **ret);
+int child_spawn(Event *e, const ChildOptions *o, child_done_t done, void *userdata, Child **ret);
 /* Supervises a child this process forked itself (not its own process
  * group: kills reach only the child). On failure the child is killed and
  * left to the loop (or, without a pidfd, to the agent's exit). */

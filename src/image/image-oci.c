@@ -10,10 +10,9 @@
 
 #include "cleanup.h"
 #include "image-ref.h"
+#include "json-util.h"
 #include "string-util.h"
 #include "strv.h"
-
-#define _cleanup_json_ _cleanup_(json_decrefp)
 
 bool image_media_type_is_index(const char *mt) {
         return mt && (streq(mt, IMAGE_MT_OCI_INDEX) || streq(mt, IMAGE_MT_DOCKER_LIST));

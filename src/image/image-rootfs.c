@@ -13,6 +13,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "dirent-util.h"
 #include "fileio.h"
 #include "image-internal.h"
 #include "image-util.h"
@@ -184,20 +185,12 @@ static int merge_entry(Merge *m, int src, int dst, const char *name, const char 
 }
 
 static int merge_dir(Merge *m, int src, int dst, const char *rel) {
-        int dfd = fcntl(src, F_DUPFD_CLOEXEC, 3);
-        if (dfd < 0)
-                return -errno;
-        _cleanup_closedir_ DIR *d = fdopendir(dfd);
-        if (!d) {
-                safe_close(dfd);
-                return -errno;
-        }
-        rewinddir(d); /* the fd may share its offset with a dup */
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
-                int r = merge_entry(m, dirfd(d), dst, de->d_name, rel);
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = opendir_fd(src, NULL, 0, &d);
+        if (r < 0)
+                return r;
+        FOREACH_DIRENT(de, d) {
+                r = merge_entry(m, dirfd(d), dst, de->d_name, rel);
                 if (r < 0)
                         return error_set(m->err, r, "copying \"%s%s%s\": %s", rel,
                                                *rel ? "/" : "", de->d_name, strerror(-r));

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dirent-util.h"
 #include "fileio.h"
 #include "image-internal.h"
 #include "image-util.h"
@@ -53,18 +54,12 @@ int store_lock(ImageStore *s, const char *name, int op, int *ret_fd, Error *err)
 }
 
 static int remove_tmp_entries(int dir_fd, const char *prefix) {
-        int dfd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
-        if (dfd < 0)
-                return -errno;
-        _cleanup_closedir_ DIR *d = fdopendir(dfd);
-        if (!d) {
-                safe_close(dfd);
-                return -errno;
-        }
-        rewinddir(d); /* the fd may share its offset with a dup */
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = opendir_fd(dir_fd, NULL, 0, &d);
+        if (r < 0)
+                return r;
         int n = 0;
-        struct dirent *de;
-        while ((de = readdir(d)))
+        FOREACH_DIRENT(de, d)
                 if (startswith(de->d_name, prefix)) {
                         log_debug("Removing leftover \"%s\" of an interrupted operation",
                                   de->d_name);
@@ -701,19 +696,11 @@ static uint64_t tree_size(int dir_fd, const char *name) {
         uint64_t sz = (uint64_t)st.st_blocks * 512;
         if (!S_ISDIR(st.st_mode))
                 return sz;
-        int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
+        _cleanup_closedir_ DIR *d = NULL;
+        if (opendir_fd(dir_fd, name, O_NOFOLLOW, &d) < 0)
                 return sz;
-        _cleanup_closedir_ DIR *d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return sz;
-        }
-        rewinddir(d); /* the fd may share its offset with a dup */
-        struct dirent *de;
-        while ((de = readdir(d)))
-                if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
-                        sz += tree_size(dirfd(d), de->d_name);
+        FOREACH_DIRENT(de, d)
+                sz += tree_size(dirfd(d), de->d_name);
         return sz;
 }
 
@@ -785,17 +772,11 @@ int store_gc_locked(ImageStore *s, uint64_t *ret_reclaimed, Error *err) {
         int fds[2] = { s->blobs_fd, s->layers_fd };
         char **keeps[2] = { keep_blobs, keep_layers };
         for (int k = 0; k < 2; k++) {
-                int dfd = fcntl(fds[k], F_DUPFD_CLOEXEC, 3);
-                if (dfd < 0)
-                        return -errno;
-                _cleanup_closedir_ DIR *d = fdopendir(dfd);
-                if (!d) {
-                        safe_close(dfd);
-                        return -errno;
-                }
-                rewinddir(d); /* the fd may share its offset with a dup */
-                struct dirent *de;
-                while ((de = readdir(d))) {
+                _cleanup_closedir_ DIR *d = NULL;
+                r = opendir_fd(fds[k], NULL, 0, &d);
+                if (r < 0)
+                        return r;
+                FOREACH_DIRENT(de, d) {
                         if (de->d_name[0] == '.' || strv_contains(keeps[k], de->d_name))
                                 continue;
                         reclaimed += tree_size(dirfd(d), de->d_name);

@@ -10,10 +10,10 @@
 #include <stdint.h>
 
 #include "cleanup.h"
+#include "json-util.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_MD_CTX *, EVP_MD_CTX_free)
 #define _cleanup_md_ _cleanup_(EVP_MD_CTX_freep)
-#define _cleanup_json_ _cleanup_(json_decrefp)
 static inline void archive_read_freep(struct archive **a) {
         if (*a)
                 (void)archive_read_free(*a);

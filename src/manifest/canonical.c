@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "json-util.h"
 
 /* jansson returns NULL both for text that is not UTF-8 and when it runs out
  * of memory; only the first is the document's fault. */
@@ -64,7 +65,7 @@ static int jansson_failure(const char *s, size_t len) {
 }
 
 static int node_to_json(const YamlNode *n, json_t **ret) {
-        json_auto_t *j = NULL;
+        _cleanup_json_ json_t *j = NULL;
         int r;
 
         switch (n->type) {
@@ -131,7 +132,7 @@ static int node_to_json(const YamlNode *n, json_t **ret) {
 }
 
 int manifest_canonical_json(const YamlNode *doc, char **ret) {
-        json_auto_t *j = NULL;
+        _cleanup_json_ json_t *j = NULL;
         char *s;
         int r;
 

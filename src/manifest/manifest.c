@@ -44,6 +44,8 @@ ManifestObject *manifest_object_unref(ManifestObject *o) {
         case MANIFEST_KIND_SECRET:
                 secret_free(o->secret);
                 break;
+        case _MANIFEST_KIND_INVALID:
+        case _MANIFEST_KIND_MAX:
         default:
                 break;
         }
@@ -276,6 +278,8 @@ static int process_object(ParseState *s, const YamlNode *doc, ManifestKind kind,
         case MANIFEST_KIND_SECRET:
                 r = secret_decode(doc, &po, &o->secret, &local);
                 break;
+        case _MANIFEST_KIND_INVALID:
+        case _MANIFEST_KIND_MAX:
         default:
                 return -EINVAL;
         }
@@ -323,6 +327,8 @@ static int process_object(ParseState *s, const YamlNode *doc, ManifestKind kind,
                         return -ENOMEM;
                 break;
         }
+        case _MANIFEST_KIND_INVALID:
+        case _MANIFEST_KIND_MAX:
         default:
                 return -EINVAL;
         }
@@ -523,6 +529,12 @@ static int check_duplicates(ParseState *s) {
 
 int manifest_parse_buffer(const char *buf, size_t size, const ManifestParseOptions *opts,
                           ManifestObject ***ret_objs, size_t *ret_n, Diagnostics *diag) {
+        return manifest_parse_buffer_full(buf, size, opts, ret_objs, ret_n, NULL, diag);
+}
+
+int manifest_parse_buffer_full(const char *buf, size_t size, const ManifestParseOptions *opts,
+                               ManifestObject ***ret_objs, size_t *ret_n, size_t *ret_n_documents,
+                               Diagnostics *diag) {
         _cleanup_diagnostics_ Diagnostics local = {};
         ParseState s = {
                 .opts = opts,
@@ -566,5 +578,7 @@ int manifest_parse_buffer(const char *buf, size_t size, const ManifestParseOptio
         }
         *ret_objs = s.objs;
         *ret_n = s.n_objs;
+        if (ret_n_documents)
+                *ret_n_documents = n_docs;
         return 0;
 }

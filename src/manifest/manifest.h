@@ -73,6 +73,13 @@ typedef struct ManifestParseOptions {
  * lines. Diagnostics inside List items carry paths like "items[2].spec...". */
 int manifest_parse_buffer(const char *buf, size_t size, const ManifestParseOptions *opts,
                           ManifestObject ***ret_objs, size_t *ret_n, Diagnostics *diag);
+/* manifest_parse_buffer() that also returns, on success, how many YAML
+ * documents buf held (a List is one), so that a caller can tell a List with
+ * no items (0 objects, 1 document) from a file with no document at all
+ * without parsing it a second time. */
+int manifest_parse_buffer_full(const char *buf, size_t size, const ManifestParseOptions *opts,
+                               ManifestObject ***ret_objs, size_t *ret_n, size_t *ret_n_documents,
+                               Diagnostics *diag);
 
 /* The UID of a pod per SPEC §4: first 32 hex digits of
  * SHA-256(canonical_json "\n" "host:" node_name "\n" "source:" source_id). */

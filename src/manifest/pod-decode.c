@@ -301,6 +301,18 @@ void struct_done(const StructType *t, void *base) {
                         free(items);
                         break;
                 }
+                case FIELD_BOOL:
+                case FIELD_ENUM:
+                case FIELD_IGNORED:
+                case FIELD_INT32:
+                case FIELD_INT64:
+                case FIELD_MODE:
+                case FIELD_OPT_BOOL:
+                case FIELD_OPT_INT32:
+                case FIELD_OPT_INT64:
+                case FIELD_QUANTITY:
+                case FIELD_REJECTED:
+                case FIELD_SILENT:
                 default:
                         break;
                 }

@@ -153,6 +153,8 @@ static int volume_defaults(Volume *v) {
                 if (v->image.pull_policy < 0)
                         v->image.pull_policy = pull_policy_for_image(v->image.reference);
                 break;
+        case _VOLUME_TYPE_INVALID:
+        case _VOLUME_TYPE_MAX:
         default:
                 break;
         }

@@ -605,6 +605,8 @@ static void validate_volumes(Validator *v, const PodSpec *s) {
                         if (isempty(vol->image.reference))
                                 verr(v, P(p, vp, ".reference"), "reference is required");
                         break;
+                case _VOLUME_TYPE_INVALID:
+                case _VOLUME_TYPE_MAX:
                 default:
                         verr(v, P(p, "spec.volumes", "[%zu]", i),
                              "must specify a volume type (hostPath, emptyDir, configMap, secret, "

@@ -21,9 +21,3 @@ typedef struct Quantity {
  * values round up to 1 (Kubernetes rounds up, never to zero). Also
  * accepts the "n" and "u" suffixes Kubernetes accepts. */
 int quantity_parse(const char *s, Quantity *ret);
-
-/* Go time.ParseDuration syntax ("1h30m", "10s", "500ms", "1.5h", "0",
- * units ns, us, µs, ms, s, m, h). Negative durations are refused with
- * -EINVAL (usec_t is unsigned); -ERANGE on overflow. Sub-microsecond parts
- * are truncated as Go does when converting to coarser units. */
-int duration_parse(const char *s, usec_t *ret);

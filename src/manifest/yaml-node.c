@@ -19,6 +19,7 @@
 #include <yaml.h>
 
 #include "cleanup.h"
+#include "json-util.h"
 #include "string-util.h"
 
 #define TAG_PREFIX "tag:yaml.org,2002:"
@@ -553,6 +554,8 @@ static int normalize_key(YamlNode **key) {
         case YAML_NODE_FLOAT:
                 text = yaml_format_float(k->f, buf);
                 break;
+        case YAML_NODE_MAP:
+        case YAML_NODE_SEQ:
         default:
                 return -EINVAL;
         }
@@ -926,6 +929,12 @@ static int libyaml_error(Parser *p, yaml_parser_t *yp) {
         case YAML_READER_ERROR:
                 return parser_error(p, -EINVAL, 0, 0, "invalid input at byte %zu: %s",
                                     yp->problem_offset, strna(yp->problem));
+        case YAML_COMPOSER_ERROR:
+        case YAML_EMITTER_ERROR:
+        case YAML_NO_ERROR:
+        case YAML_PARSER_ERROR:
+        case YAML_SCANNER_ERROR:
+        case YAML_WRITER_ERROR:
         default:
                 if (yp->context)
                         return parser_error(p, -EINVAL, yp->problem_mark.line + 1,
@@ -994,6 +1003,8 @@ static int parse_yaml(Parser *p, const char *buf, size_t size, YamlNode ***ret_d
                 case YAML_ALIAS_EVENT:
                         r = alias(p, &ev);
                         break;
+                case YAML_NO_EVENT:
+                case YAML_STREAM_START_EVENT:
                 default:
                         break;
                 }
@@ -1162,7 +1173,7 @@ static int json_to_node(Parser *p, json_t *j, unsigned depth, YamlNode **ret) {
 static int parse_json(Parser *p, const char *buf, size_t size, YamlNode ***ret_docs,
                       size_t *ret_n) {
         json_error_t err;
-        _cleanup_(json_decrefp) json_t *j = json_loadb(buf, size, JSON_REJECT_DUPLICATES, &err);
+        _cleanup_json_ json_t *j = json_loadb(buf, size, JSON_REJECT_DUPLICATES, &err);
         YamlNode *root = NULL;
         int r;
 

@@ -210,7 +210,7 @@ int cni_config_parse(const char *data, size_t size, const char *origin, bool is_
         if (size > CNI_CONFIG_MAX)
                 return cni_error_set(err, -EFBIG, NULL, "%s: larger than %u bytes", origin,
                                      CNI_CONFIG_MAX);
-        _cleanup_json_decref_ json_t *doc = json_loadb(data, size, JSON_REJECT_DUPLICATES, &je);
+        _cleanup_json_ json_t *doc = json_loadb(data, size, JSON_REJECT_DUPLICATES, &je);
         if (!doc)
                 return cni_error_set(err, -EINVAL, NULL, "%s:%d:%d: invalid JSON: %s", origin,
                                      je.line, je.column, je.text);
@@ -226,7 +226,7 @@ int cni_config_parse(const char *data, size_t size, const char *origin, bool is_
                 return r;
         if (!json_object_get(doc, "type"))
                 return cni_error_set(err, -EINVAL, NULL, "%s: missing \"type\"", origin);
-        _cleanup_json_decref_ json_t *list = json_pack(
+        _cleanup_json_ json_t *list = json_pack(
                 "{s:O?, s:O?, s:[O]}", "cniVersion", json_object_get(doc, "cniVersion"), "name",
                 json_object_get(doc, "name"), "plugins", doc);
         if (!list)
@@ -269,7 +269,7 @@ int cni_config_new_default(const char *pod_cidr, CniConfig **ret, CniError *err)
         /* Keep in sync with contrib/cni/10-nanolet.conflist (a unit test
          * compares them). No loopback plugin: the sandbox brings lo up, and
          * loopback's result would replace the chain's prevResult. */
-        _cleanup_json_decref_ json_t *list = json_pack(
+        _cleanup_json_ json_t *list = json_pack(
                 "{s:s, s:s, s:[{s:s, s:s, s:b, s:b, s:b, s:{s:s, s:[[{s:s}]], s:[{s:s}]}},"
                 " {s:s, s:{s:b}}]}",
                 "cniVersion", "1.0.0", "name", "nanolet", "plugins",

@@ -7,10 +7,8 @@
 #include <sys/types.h>
 
 #include "cni.h"
+#include "json-util.h"
 #include "macro.h"
-
-/* jansson.h (2.14) defines json_decrefp() for json_auto_t. */
-#define _cleanup_json_decref_ _cleanup_(json_decrefp)
 
 #define CNI_OUTPUT_MAX (1024U * 1024U)   /* plugin stdout */
 #define CNI_STDERR_MAX (64U * 1024U)     /* plugin stderr, for messages */

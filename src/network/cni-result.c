@@ -232,7 +232,7 @@ int cni_result_parse(const char *data, size_t size, CniResult **ret, CniError *e
 
         if (size > CNI_OUTPUT_MAX)
                 return bad(err, "invalid result: larger than %u bytes", CNI_OUTPUT_MAX);
-        _cleanup_json_decref_ json_t *doc = json_loadb(data, size, JSON_REJECT_DUPLICATES, &je);
+        _cleanup_json_ json_t *doc = json_loadb(data, size, JSON_REJECT_DUPLICATES, &je);
         if (!doc)
                 return bad(err, "invalid result: %d:%d: %s", je.line, je.column, je.text);
         if (!json_is_object(doc))
@@ -280,7 +280,7 @@ int cni_result_parse(const char *data, size_t size, CniResult **ret, CniError *e
 }
 
 int cni_error_parse(const char *data, size_t size, CniError *err) {
-        _cleanup_json_decref_ json_t *doc = NULL;
+        _cleanup_json_ json_t *doc = NULL;
 
         if (size == 0 || size > CNI_OUTPUT_MAX)
                 return -EBADMSG;

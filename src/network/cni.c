@@ -88,15 +88,6 @@ CniProtocol cni_protocol_from_string(const char *s) {
         return _CNI_PROTOCOL_INVALID;
 }
 
-bool cni_container_id_valid(const char *id) {
-        if (isempty(id) || strlen(id) > 128 || streq(id, ".") || streq(id, ".."))
-                return false;
-        for (const char *p = id; *p; p++)
-                if (!isalnum((unsigned char)*p) && !strchr("_.-", *p))
-                        return false;
-        return true;
-}
-
 static bool ifname_valid(const char *s) {
         if (isempty(s) || strlen(s) > 15 || streq(s, ".") || streq(s, ".."))
                 return false;
@@ -128,7 +119,7 @@ int cni_build_stdin(const CniConfig *c, size_t plugin, json_t *prev_result,
         json_t *p = cni_config_plugin(c, plugin);
         if (!p)
                 return -EINVAL;
-        _cleanup_json_decref_ json_t *o = json_deep_copy(p);
+        _cleanup_json_ json_t *o = json_deep_copy(p);
         if (!o)
                 return -ENOMEM;
         if (json_object_set_new(o, "name", json_string(c->name)) < 0 ||
@@ -242,14 +233,14 @@ static int cache_write(CniOp *op) {
         _cleanup_free_ char *path = cache_path(op->runner, op->container_id);
         if (!path)
                 return -ENOMEM;
-        _cleanup_json_decref_ json_t *o = json_pack(
+        _cleanup_json_ json_t *o = json_pack(
                 "{s:s, s:s, s:s, s:s, s:O, s:O?}", "kind", CACHE_KIND, "containerId",
                 op->container_id, "ifName", op->ifname, "networkName", op->config->name, "config",
                 op->config->list, "portMappings", op->port_mappings);
         if (!o)
                 return -ENOMEM;
         if (op->result) {
-                _cleanup_json_decref_ json_t *res = json_loads(op->result->json, 0, NULL);
+                _cleanup_json_ json_t *res = json_loads(op->result->json, 0, NULL);
                 if (!res || json_object_set(o, "result", res) < 0)
                         return -ENOMEM;
         }
@@ -288,8 +279,8 @@ static int cache_remove(CniRunner *runner, const char *id) {
 }
 
 int cni_runner_cached_result(CniRunner *runner, const char *container_id, CniResult **ret) {
-        _cleanup_json_decref_ json_t *o = NULL;
-        if (!cni_container_id_valid(container_id))
+        _cleanup_json_ json_t *o = NULL;
+        if (!container_id_valid(container_id))
                 return -EINVAL;
         int r = cache_read(runner, container_id, &o);
         if (r < 0)
@@ -317,7 +308,7 @@ int cni_runner_list_cached(CniRunner *runner, char ***ret) {
                 _cleanup_free_ char *id = strndup_safe(de->d_name, dot - de->d_name);
                 if (!id)
                         return -ENOMEM;
-                if (cni_container_id_valid(id) && strv_consume(&ids, TAKE_PTR(id)) < 0)
+                if (container_id_valid(id) && strv_consume(&ids, TAKE_PTR(id)) < 0)
                         return -ENOMEM;
         }
         if (!ids && !(ids = calloc(1, sizeof(char *))))
@@ -651,7 +642,7 @@ static void op_step(CniOp *op) {
 
 /* Returns > 0 when the op is already complete (nothing to run). */
 static int op_begin(CniOp *op) {
-        _cleanup_json_decref_ json_t *cache = NULL;
+        _cleanup_json_ json_t *cache = NULL;
         int r;
 
         if (op->cmd == CNI_COMMAND_ADD) {
@@ -737,7 +728,7 @@ static void op_queue_start(OpQueueItem *item) {
 
 static int op_new(CniRunner *runner, CniCommand cmd, CniConfig *config, const CniRequest *req,
                   cni_done_t done, void *userdata, CniOp **ret_op) {
-        if (!runner || !req || !cni_container_id_valid(req->container_id))
+        if (!runner || !req || !container_id_valid(req->container_id))
                 return -EINVAL;
         const char *ifname = req->ifname ? req->ifname : CNI_DEFAULT_IFNAME;
         if (!ifname_valid(ifname))

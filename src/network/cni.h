@@ -205,8 +205,6 @@ int cni_runner_cached_result(CniRunner *runner, const char *container_id, CniRes
 /* Container IDs with a cache file: sandboxes that may still need a DEL. */
 int cni_runner_list_cached(CniRunner *runner, char ***ret);
 
-bool cni_container_id_valid(const char *id);
-
 /* ---- the node's address (node-ip.c) ---- */
 
 /* The node's IPv4 address as kubelet picks it without a cloud provider:

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dirent-util.h"
 #include "fileio.h"
 #include "macro.h"
 #include "pod-etc-files.h"
@@ -896,18 +897,12 @@ int container_subpaths_release(const char *attempt_dir) {
         _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd < 0)
                 return errno == ENOENT ? 0 : -errno;
-        int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-        if (fd < 0)
-                return -errno;
-        _cleanup_closedir_ DIR *d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return -errno;
-        }
-        int n = 0, r = 0;
-        for (struct dirent *de; (errno = 0, de = readdir(d));) {
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = opendir_fd(dfd, NULL, 0, &d);
+        if (r < 0)
+                return r;
+        int n = 0;
+        FOREACH_DIRENT(de, d) {
                 _cleanup_free_ char *p = strprintf("%s/%s", dir, de->d_name);
                 if (!p)
                         return -ENOMEM;
@@ -935,6 +930,9 @@ static const char *propagation_option(MountPropagation p) {
                 return "rslave";
         case MOUNT_PROPAGATION_BIDIRECTIONAL:
                 return "rshared";
+        case MOUNT_PROPAGATION_NONE:
+        case _MOUNT_PROPAGATION_INVALID:
+        case _MOUNT_PROPAGATION_MAX:
         default:
                 return "rprivate";
         }
@@ -1273,6 +1271,8 @@ const char *pod_qos_class_to_string(PodQOSClass q) {
                 return "Burstable";
         case POD_QOS_BEST_EFFORT:
                 return "BestEffort";
+        case _POD_QOS_CLASS_INVALID:
+        case _POD_QOS_CLASS_MAX:
         default:
                 return NULL;
         }
@@ -1287,6 +1287,9 @@ int container_oom_score_adj(const Pod *pod, const Container *c, uint64_t memory_
                 return GUARANTEED_OOM_SCORE_ADJ;
         case POD_QOS_BEST_EFFORT:
                 return BEST_EFFORT_OOM_SCORE_ADJ;
+        case POD_QOS_BURSTABLE:
+        case _POD_QOS_CLASS_INVALID:
+        case _POD_QOS_CLASS_MAX:
         default:
                 break;
         }

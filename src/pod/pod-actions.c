@@ -94,6 +94,8 @@ static bool app_should_restart(RestartPolicy policy, int exit_code) {
                 /* An unknown exit code (-1) is not a success. */
                 return exit_code != 0;
         case RESTART_POLICY_NEVER:
+        case _RESTART_POLICY_INVALID:
+        case _RESTART_POLICY_MAX:
         default:
                 return false;
         }
@@ -161,6 +163,8 @@ static int add_kill(Ctx *x, const ContainerState *c, KillReason reason) {
                 msg = strprintf("Stopping sidecar container %s: app containers completed", name);
                 break;
         case KILL_REASON_INIT_FAILED:
+        case _KILL_REASON_INVALID:
+        case _KILL_REASON_MAX:
         default:
                 msg = strprintf("Stopping container %s: an init container failed and "
                                 "restartPolicy is Never",
@@ -292,6 +296,8 @@ static int keep_sidecar(Ctx *x, const ContainerState *c) {
                         return add_kill(x, c, KILL_REASON_UNHEALTHY);
                 return 0;
         case CONTAINER_CREATED:
+        case _CONTAINER_RUN_STATE_INVALID:
+        case _CONTAINER_RUN_STATE_MAX:
         default:
                 /* The worker creates and starts in one operation; a created
                  * container is a start in progress. */
@@ -341,6 +347,8 @@ static int init_actions(Ctx *x, bool app_started, bool *ret_initialized) {
                         case CONTAINER_EXITED:
                                 return try_start(x, c);
                         case CONTAINER_CREATED:
+                        case _CONTAINER_RUN_STATE_INVALID:
+                        case _CONTAINER_RUN_STATE_MAX:
                         default:
                                 return 0;
                         }
@@ -361,6 +369,8 @@ static int init_actions(Ctx *x, bool app_started, bool *ret_initialized) {
                                 return add_kill(x, c, KILL_REASON_UNHEALTHY);
                         return 0;
                 case CONTAINER_CREATED:
+                case _CONTAINER_RUN_STATE_INVALID:
+                case _CONTAINER_RUN_STATE_MAX:
                 default:
                         return 0;
                 }
@@ -389,6 +399,8 @@ static int app_actions(Ctx *x) {
                         r = c->kill_requested ? add_kill(x, c, KILL_REASON_UNHEALTHY) : 0;
                         break;
                 case CONTAINER_CREATED:
+                case _CONTAINER_RUN_STATE_INVALID:
+                case _CONTAINER_RUN_STATE_MAX:
                 default:
                         r = 0;
                         break;

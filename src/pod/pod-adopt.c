@@ -135,7 +135,8 @@ static bool container_adopt(PodWorker *w, ContainerOp *op, ContainerState *c, ch
                 c->exit_code = -1;
                 container_set_waiting(c, NULL, NULL);
                 pod_probes_container_adopted(w->probes, c);
-                log_info("Adopted running container \"%s\" of pod \"%s\" (%s, pid %d, restart count %u).",
+                log_info("Adopted running container \"%s\" of pod \"%s\" (%s, pid %d, restart "
+                         "count %u).",
                          c->spec->name, w->full_name, c->container_id, (int)st.pid, n);
                 return true;
         }
@@ -166,7 +167,8 @@ static bool container_adopt(PodWorker *w, ContainerOp *op, ContainerState *c, ch
                                 c->last_exit_code = rec.exit_code;
                                 c->last_started_at = rec.started_at;
                                 c->last_finished_at = rec.finished_at;
-                                (void)set_str(&c->last_exit_reason, rec.reason ? rec.reason : "Unknown");
+                                (void)set_str(&c->last_exit_reason,
+                                              rec.reason ? rec.reason : "Unknown");
                                 (void)set_str(&c->last_container_id, c->container_id);
                         }
                         c->state = CONTAINER_NONE;
@@ -212,9 +214,14 @@ bool worker_adopt(PodWorker *w) {
         }
         bool intact = sandbox_record_read(w->sandbox_record, &sb) >= 0;
         unsigned ns = sandbox_namespaces(w->state.pod);
-        static const struct { unsigned flag; const char *name; } pins[] = {
-                { SANDBOX_NS_NET, "net" }, { SANDBOX_NS_IPC, "ipc" },
-                { SANDBOX_NS_UTS, "uts" }, { SANDBOX_NS_PID, "pid" },
+        static const struct {
+                unsigned flag;
+                const char *name;
+        } pins[] = {
+                { SANDBOX_NS_NET, "net" },
+                { SANDBOX_NS_IPC, "ipc" },
+                { SANDBOX_NS_UTS, "uts" },
+                { SANDBOX_NS_PID, "pid" },
         };
         for (size_t i = 0; intact && i < ELEMENTSOF(pins); i++) {
                 if (!(ns & pins[i].flag))
@@ -235,7 +242,8 @@ bool worker_adopt(PodWorker *w) {
                         (void)strv_extend(&keep, c->container_id);
                 /* Root filesystems of attempts that no longer run (the
                  * earlier run may have died before unmounting them). */
-                _cleanup_free_ char *cdir = strprintf("%s/containers/%s", w->pod_dir, c->spec->name);
+                _cleanup_free_ char *cdir =
+                        strprintf("%s/containers/%s", w->pod_dir, c->spec->name);
                 _cleanup_(closedirp) DIR *d = cdir ? opendir(cdir) : NULL;
                 struct dirent *de;
                 while (d && (de = readdir(d))) {

@@ -46,7 +46,6 @@ void op_clear_start(ContainerOp *op) {
         op->starting = false;
 }
 
-
 void container_set_waiting(ContainerState *c, const char *reason, const char *message) {
         (void)set_str(&c->waiting_reason, reason);
         (void)set_str(&c->waiting_message, message);
@@ -75,7 +74,6 @@ static void start_failed(ContainerOp *op, const char *reason, const char *messag
 }
 
 /* ---- container start: image -> rootfs -> bundle -> conmon/runc ---- */
-
 
 static void on_container_started(Runtime *rt, int r, const Error *err, void *userdata) {
         ContainerOp *op = userdata;
@@ -108,10 +106,9 @@ static void on_container_started(Runtime *rt, int r, const Error *err, void *use
         pod_probes_container_started(w->probes, c);
 
         if (w->ctx->o->container_logs_dir) {
-                _cleanup_free_ char *link = strprintf("%s/%s_%s_%s-%s.log",
-                                                      w->ctx->o->container_logs_dir,
-                                                      w->object->name, w->object->namespace,
-                                                      c->spec->name, op->id);
+                _cleanup_free_ char *link =
+                        strprintf("%s/%s_%s_%s-%s.log", w->ctx->o->container_logs_dir,
+                                  w->object->name, w->object->namespace, c->spec->name, op->id);
                 if (link) {
                         (void)mkdir_p(w->ctx->o->container_logs_dir, 0755);
                         (void)unlink(link);
@@ -125,8 +122,8 @@ static void on_container_started(Runtime *rt, int r, const Error *err, void *use
         worker_op_done(w);
 }
 
-static void on_container_created(Runtime *rt, int r, pid_t pid, pid_t conmon_pid,
-                                 const Error *err, void *userdata) {
+static void on_container_created(Runtime *rt, int r, pid_t pid, pid_t conmon_pid, const Error *err,
+                                 void *userdata) {
         ContainerOp *op = userdata;
         ContainerState *c = op_container(op);
 
@@ -151,7 +148,8 @@ static void container_create(ContainerOp *op) {
         Error err = {};
         int r;
 
-        PodNodeInfo node = { .node_name = o->node_name, .pod_ips = w->state.pod_ips,
+        PodNodeInfo node = { .node_name = o->node_name,
+                             .pod_ips = w->state.pod_ips,
                              .host_ips = o->node_ips };
         _cleanup_free_ char *bundle = strprintf("%s/bundle", op->attempt_dir);
         _cleanup_free_ char *termlog = strprintf("%s/termination-log", op->attempt_dir);
@@ -202,7 +200,8 @@ static void container_create(ContainerOp *op) {
                  * critical pods ask for -997). */
                 PodManagerContext *ctx = w->ctx;
                 if (!ctx->oom_warned)
-                        log_warning("Cannot lower oom_score_adj below %d (no CAP_SYS_RESOURCE); containers that ask for less (e.g. %d for \"%s\") get %d.",
+                        log_warning("Cannot lower oom_score_adj below %d (no CAP_SYS_RESOURCE); "
+                                    "containers that ask for less (e.g. %d for \"%s\") get %d.",
                                     ctx->oom_score_adj_floor, cfg.oom_score_adj, w->full_name,
                                     ctx->oom_score_adj_floor);
                 ctx->oom_warned = true;
@@ -313,11 +312,13 @@ void container_start(PodWorker *w, const ContainerStartAction *a) {
         r = image_store_get(store, c->spec->image, &op->image, &ierr);
         if (r < 0) {
                 bool never = c->spec->image_pull_policy == PULL_POLICY_NEVER;
-                _cleanup_free_ char *msg =
-                        strprintf("image \"%s\" is not present in the local store%s", c->spec->image,
-                                  never ? " with pull policy of Never"
-                                        : "; load it with 'nanolet image load' (registry pulls are not available in this version)");
-                start_failed(op, never ? "ErrImageNeverPull" : "ErrImagePull", msg ? msg : "image missing");
+                _cleanup_free_ char *msg = strprintf(
+                        "image \"%s\" is not present in the local store%s", c->spec->image,
+                        never ? " with pull policy of Never"
+                              : "; load it with 'nanolet image load' (registry pulls are not "
+                                "available in this version)");
+                start_failed(op, never ? "ErrImageNeverPull" : "ErrImagePull",
+                             msg ? msg : "image missing");
                 return;
         }
         (void)set_str(&c->image_id, op->image->config_digest);
@@ -327,7 +328,8 @@ void container_start(PodWorker *w, const ContainerStartAction *a) {
         op->attempt_dir = strprintf("%s/containers/%s/%u", w->pod_dir, c->spec->name, op->attempt);
         op->rootfs = op->attempt_dir ? strprintf("%s/rootfs", op->attempt_dir) : NULL;
         op->log_path = strprintf("%s/%s/%u.log", w->log_dir, c->spec->name, op->attempt);
-        _cleanup_free_ char *upper = op->attempt_dir ? strprintf("%s/upper", op->attempt_dir) : NULL;
+        _cleanup_free_ char *upper =
+                op->attempt_dir ? strprintf("%s/upper", op->attempt_dir) : NULL;
         _cleanup_free_ char *work = op->attempt_dir ? strprintf("%s/work", op->attempt_dir) : NULL;
         if (!op->id || !op->rootfs || !op->log_path || !upper || !work) {
                 start_failed(op, "CreateContainerError", "out of memory");
@@ -355,8 +357,10 @@ void container_start(PodWorker *w, const ContainerStartAction *a) {
 
         /* The digest resolved above, as config.json uses it: a re-tag from
          * now on does not change what this attempt runs. */
-        ImageRootfsJob job = { .digest = op->image->digest, .target = op->rootfs,
-                               .upper_dir = upper, .work_dir = work };
+        ImageRootfsJob job = { .digest = op->image->digest,
+                               .target = op->rootfs,
+                               .upper_dir = upper,
+                               .work_dir = work };
         r = image_rootfs_start(store, w->ctx->event, &job, &op->iw, &ierr);
         if (r < 0) {
                 start_failed(op, "CreateContainerError", ierr.message);
@@ -485,11 +489,13 @@ static char *read_termination_message(PodWorker *w, const ContainerState *c) {
 }
 
 void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,
-                             const RuntimeContainerStatus *st) {
+                      const RuntimeContainerStatus *st) {
         c->state = CONTAINER_EXITED;
         c->exit_code = st->exit_code >= 0 ? st->exit_code : 137;
         c->finished_at = st->finished_at ? st->finished_at : now_usec(CLOCK_REALTIME);
-        const char *reason = st->oom_killed ? "OOMKilled" : c->exit_code == 0 ? "Completed" : "Error";
+        const char *reason = st->oom_killed      ? "OOMKilled"
+                             : c->exit_code == 0 ? "Completed"
+                                                 : "Error";
         (void)set_str(&c->exit_reason, reason);
         free(c->exit_message);
         c->exit_message = read_termination_message(w, c);
@@ -519,16 +525,16 @@ void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,
         }
         /* The attempt's runtime state and rootfs go now; its log and bundle
          * stay for `logs -p` and inspection. */
-        _cleanup_free_ char *rootfs = strprintf("%s/containers/%s/%u/rootfs", w->pod_dir,
-                                                c->spec->name, c->attempt);
+        _cleanup_free_ char *rootfs =
+                strprintf("%s/containers/%s/%u/rootfs", w->pod_dir, c->spec->name, c->attempt);
         Error ie = {};
         if (rootfs)
                 (void)image_rootfs_umount(rootfs, &ie);
         if (attempt_dir)
                 (void)container_subpaths_release(attempt_dir);
         w->busy++;
-        if (runtime_container_delete(w->ctx->o->runtime, c->container_id, true,
-                                     on_attempt_deleted, w, NULL) < 0)
+        if (runtime_container_delete(w->ctx->o->runtime, c->container_id, true, on_attempt_deleted,
+                                     w, NULL) < 0)
                 worker_op_done(w);
         /* Until the restart, the attempt before this one is still lastState
          * (`logs -p`); older ones are of no further use. */

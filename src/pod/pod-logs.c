@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "dirent-util.h"
 #include "container-config.h"
 #include "fileio.h"
 #include "log.h"
@@ -80,17 +81,11 @@ static void for_each_older(int fd, bool log_files, unsigned keep_from,
                            void (*fn)(PodWorker *w, const ContainerState *c, int dir_fd,
                                       const char *name, unsigned attempt),
                            PodWorker *w, const ContainerState *c) {
-        if (fd < 0)
+        _cleanup_close_ int dfd = fd;
+        _cleanup_closedir_ DIR *d = NULL;
+        if (dfd < 0 || opendir_fd(dfd, NULL, 0, &d) < 0)
                 return;
-        _cleanup_close_ int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        _cleanup_closedir_ DIR *d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return;
-        }
-        if (dfd < 0)
-                return;
-        for (struct dirent *de; (de = readdir(d));) {
+        FOREACH_DIRENT(de, d) {
                 unsigned a;
                 if (older_attempt(de->d_name, log_files, keep_from, &a))
                         fn(w, c, dfd, de->d_name, a);

@@ -284,6 +284,9 @@ void pod_manager_handle_source_event(PodManager *m, const SourceEvent *ev) {
                 if (w)
                         pod_worker_terminate(w, "its manifest was removed");
                 break;
+        case SOURCE_EVENT_ERROR:
+        case _SOURCE_EVENT_INVALID:
+        case _SOURCE_EVENT_MAX:
         default:
                 break;
         }

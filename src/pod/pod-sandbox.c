@@ -62,7 +62,9 @@ static void sandbox_ready(PodWorker *w) {
         SandboxRecord rec = { .pod_ips = w->state.pod_ips, .network = w->network_added };
         int r = sandbox_record_write(w->sandbox_record, &rec);
         if (r < 0)
-                log_warning_errno(r, "Pod \"%s\": cannot record its sandbox in %s, a restarted agent would recreate it: %m",
+                log_warning_errno(r,
+                                  "Pod \"%s\": cannot record its sandbox in %s, a restarted agent "
+                                  "would recreate it: %m",
                                   w->full_name, w->sandbox_record);
 }
 
@@ -93,7 +95,8 @@ static int worker_cni_request(PodWorker *w, CniRequest *req, CniPortMapping **re
                                 ports[n++] = (CniPortMapping){
                                         .host_port = (uint16_t)p->host_port,
                                         .container_port = (uint16_t)p->container_port,
-                                        .protocol = cni_protocol_from_string(protocol_to_string(p->protocol)),
+                                        .protocol = cni_protocol_from_string(
+                                                protocol_to_string(p->protocol)),
                                         .host_ip = p->host_ip,
                                 };
                         }
@@ -245,8 +248,7 @@ bool worker_network_del(PodWorker *w) {
         return true;
 }
 
-static void on_sandbox_created(Runtime *rt, int r, pid_t holder, const Error *err,
-                               void *userdata) {
+static void on_sandbox_created(Runtime *rt, int r, pid_t holder, const Error *err, void *userdata) {
         PodWorker *w = userdata;
 
         w->sandbox_pending = false;
@@ -284,7 +286,8 @@ static int worker_write_pod_files(PodWorker *w, bool warn, Error *err) {
         STRV_FOREACH(s, warnings)
                 log_warning("Pod \"%s\": %s", w->full_name, *s);
 
-        PodNodeInfo node = { .node_name = o->node_name, .pod_ips = w->state.pod_ips,
+        PodNodeInfo node = { .node_name = o->node_name,
+                             .pod_ips = w->state.pod_ips,
                              .host_ips = o->node_ips };
         PodVolumesOptions vo = { .pod_dir = w->pod_dir, .node = &node, .lookup = &w->ctx->lookup };
         pod_volumes_done(&w->volumes);
@@ -314,8 +317,7 @@ int worker_prepare(PodWorker *w, Error *err) {
         r = pod_checkpoint_write(w->pod_dir, &cp);
         json_decref(cp.manifest);
         if (r < 0)
-                return error_set(err, r, "cannot write the pod checkpoint: %s",
-                                         strerror(-r));
+                return error_set(err, r, "cannot write the pod checkpoint: %s", strerror(-r));
 
         r = worker_write_pod_files(w, true, err);
         if (r < 0)

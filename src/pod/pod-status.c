@@ -13,11 +13,10 @@
 
 #include "cleanup.h"
 #include "fileio.h"
+#include "json-util.h"
 #include "macro.h"
 #include "string-util.h"
 #include "strv.h"
-
-#define _cleanup_json_ _cleanup_(json_decrefp)
 
 static const char *const pod_phase_table[_POD_PHASE_MAX] = {
         [POD_PHASE_PENDING] = "Pending",     [POD_PHASE_RUNNING] = "Running",
@@ -90,6 +89,8 @@ static ApiView api_view(const ContainerState *c) {
                 return (ApiView){ .state = API_TERMINATED, .last_terminated = c->has_last };
         case CONTAINER_CREATED:
         case CONTAINER_NONE:
+        case _CONTAINER_RUN_STATE_INVALID:
+        case _CONTAINER_RUN_STATE_MAX:
         default:
                 return (ApiView){ .state = API_WAITING, .last_terminated = c->has_last };
         }

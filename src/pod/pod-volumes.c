@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dirent-util.h"
 #include "fileio.h"
 #include "macro.h"
 #include "string-util.h"
@@ -351,6 +352,8 @@ int pod_host_path_check(const HostPathVolumeSource *hp, Error *err) {
                         return error_set(err, -EINVAL,
                                                  "hostPath type check failed: %s is not a block device", p);
                 return 0;
+        case _HOST_PATH_TYPE_INVALID:
+        case _HOST_PATH_TYPE_MAX:
         default:
                 return error_set(err, -EINVAL, "%d is an invalid volume type", (int)hp->type);
         }
@@ -386,16 +389,12 @@ static int rm_rf_at(int dir_fd, const char *name, dev_t dev) {
 
 /* Takes ownership of fd. */
 static int rm_rf_children(int fd, dev_t dev) {
-        _cleanup_closedir_ DIR *d = fdopendir(fd);
-        if (!d) {
-                (void)close(fd);
-                return -errno;
-        }
-        int ret = 0;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
+        _cleanup_close_ int owned_fd = fd;
+        _cleanup_closedir_ DIR *d = NULL;
+        int ret = opendir_fd(owned_fd, NULL, 0, &d);
+        if (ret < 0)
+                return ret;
+        FOREACH_DIRENT(de, d) {
                 int r = rm_rf_at(dirfd(d), de->d_name, dev);
                 if (r < 0 && ret == 0)
                         ret = r;
@@ -534,17 +533,12 @@ static int atomic_write_symlinks(int dfd, const PodVolumeFile *files, size_t n_f
 /* Removes user-visible entries that are no longer in the payload: only
  * symlinks into ..data (what we created), never anything else. */
 static int atomic_write_prune(int dfd, const PodVolumeFile *files, size_t n_files) {
-        int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        _cleanup_closedir_ DIR *d = fdopendir(fd);
-        if (!d) {
-                (void)close(fd);
-                return -errno;
-        }
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                if (startswith(de->d_name, "..") || streq(de->d_name, "."))
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = opendir_fd(dfd, NULL, 0, &d);
+        if (r < 0)
+                return r;
+        FOREACH_DIRENT(de, d) {
+                if (startswith(de->d_name, "..")) /* ..data and its versions */
                         continue;
                 if (files_have_top(files, n_files, de->d_name))
                         continue;
@@ -878,6 +872,11 @@ static int prepare_projection(const Pod *pod, const Volume *v, const PodVolumesO
         case VOLUME_PROJECTED:
                 r = payload_projected(&p, pod, o, &v->projected, err);
                 break;
+        case VOLUME_EMPTY_DIR:
+        case VOLUME_HOST_PATH:
+        case VOLUME_IMAGE:
+        case _VOLUME_TYPE_INVALID:
+        case _VOLUME_TYPE_MAX:
         default:
                 r = -EINVAL;
         }
@@ -934,6 +933,8 @@ static int prepare_one(const Pod *pod, const Volume *v, const PodVolumesOptions 
                 return error_set(err, -EOPNOTSUPP,
                                          "volume \"%s\": image volumes are not supported yet",
                                          v->name);
+        case _VOLUME_TYPE_INVALID:
+        case _VOLUME_TYPE_MAX:
         default:
                 return error_set(err, -EINVAL, "volume \"%s\": unsupported volume type",
                                          v->name);

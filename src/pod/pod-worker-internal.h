@@ -21,41 +21,41 @@ typedef struct ContainerOp ContainerOp;
 
 struct PodWorker {
         PodManagerContext *ctx;
-        ManifestObject *object;   /* the wanted pod (reference) */
-        char *source;             /* "file" | "http" */
+        ManifestObject *object; /* the wanted pod (reference) */
+        char *source;           /* "file" | "http" */
         char *origin;
-        char *full_name;          /* "<name>_<namespace>(<uid>)" for logs */
+        char *full_name; /* "<name>_<namespace>(<uid>)" for logs */
 
         PodState state;
-        char *pod_dir;            /* <root-dir>/pods/<uid> */
-        char *ns_dir;             /* <run-dir>/ns/<uid> */
-        char *log_dir;            /* <pod-logs-dir>/<ns>_<name>_<uid> */
+        char *pod_dir; /* <root-dir>/pods/<uid> */
+        char *ns_dir;  /* <run-dir>/ns/<uid> */
+        char *log_dir; /* <pod-logs-dir>/<ns>_<name>_<uid> */
         PodEtcFiles etc;
         PodVolumes volumes;
-        char *sandbox_record;     /* <run-dir>/sandboxes/<uid>.json */
-        bool prepared;            /* checkpoint, etc files and volumes are in place */
-        bool adopt_checked;       /* what an earlier agent run left was adopted or removed */
-        bool stale_sandbox;       /* pins of an earlier run to remove before a new sandbox */
+        char *sandbox_record; /* <run-dir>/sandboxes/<uid>.json */
+        bool prepared;        /* checkpoint, etc files and volumes are in place */
+        bool adopt_checked;   /* what an earlier agent run left was adopted or removed */
+        bool stale_sandbox;   /* pins of an earlier run to remove before a new sandbox */
         /* Created from a checkpoint at agent start: no source has asked for
          * the pod yet in this run (the manager terminates it if none does). */
         bool from_checkpoint;
         bool claimed;
-        char **wait_for;          /* "namespace/name" of pods to wait for (annotation) */
+        char **wait_for; /* "namespace/name" of pods to wait for (annotation) */
         bool sandbox_pending;
-        bool sandbox_released;    /* a finished pod's namespaces were removed */
-        CniConfig *cni_config;    /* the network the pod was added to */
-        CniOp *cni_op;            /* ADD or DEL in flight */
-        bool network_added;       /* an ADD may have left state to DEL */
+        bool sandbox_released; /* a finished pod's namespaces were removed */
+        CniConfig *cni_config; /* the network the pod was added to */
+        CniOp *cni_op;         /* ADD or DEL in flight */
+        bool network_added;    /* an ADD may have left state to DEL */
 
-        unsigned busy;            /* operations in flight */
+        unsigned busy; /* operations in flight */
         bool sync_requested;
         EventSource *sync_defer;
-        EventSource *wakeup;      /* back-off expiry, grace deadline, deadline */
+        EventSource *wakeup; /* back-off expiry, grace deadline, deadline */
         bool status_dirty;
         /* The status file as written last: its text and what stat() said
          * of it then, so an unchanged status is not written again. */
-        char *status_path;        /* <run-dir>/status/<uid>.json; NULL: always write */
-        char *status_text;        /* NULL: write at the next chance */
+        char *status_path; /* <run-dir>/status/<uid>.json; NULL: always write */
+        char *status_text; /* NULL: write at the next chance */
         struct stat status_stat;
         /* Pod termination: the grace period is for the whole pod, counted
          * from the first kill; later stages (sidecars) get what is left. */
@@ -70,7 +70,7 @@ struct PodWorker {
 
         ContainerOp **ops;
         size_t n_ops;
-        PodProbes *probes;        /* probes and hooks (pod-probes.c) */
+        PodProbes *probes; /* probes and hooks (pod-probes.c) */
 };
 
 /* Per-container bookkeeping the PodState does not hold: what is in flight. */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "dirent-util.h"
 #include "macro.h"
 #include "string-util.h"
 
@@ -24,17 +25,12 @@ static int cgroup_rmdir_tree(int parent_fd, const char *name) {
         _cleanup_close_ int fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return errno == ENOENT ? 0 : -errno;
-        int dfd = dup(fd);
-        if (dfd < 0)
-                return -errno;
-        _cleanup_closedir_ DIR *d = fdopendir(dfd);
-        if (!d) {
-                safe_close(dfd);
-                return -errno;
-        }
-        int r = 0;
-        for (struct dirent *de; (de = readdir(d));) {
-                if (de->d_type != DT_DIR || streq(de->d_name, ".") || streq(de->d_name, ".."))
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = opendir_fd(fd, NULL, 0, &d);
+        if (r < 0)
+                return r;
+        FOREACH_DIRENT(de, d) {
+                if (de->d_type != DT_DIR)
                         continue;
                 int q = cgroup_rmdir_tree(fd, de->d_name);
                 if (q < 0 && r == 0)

@@ -306,7 +306,7 @@ int runtime_container_create(Runtime *rt, const RuntimeCreateRequest *req,
         RuntimeOp *op;
         int r;
 
-        if (!rt || !req || !runtime_id_valid(req->id) || isempty(req->bundle_dir) ||
+        if (!rt || !req || !container_id_valid(req->id) || isempty(req->bundle_dir) ||
             isempty(req->log_path) || req->log_path[0] != '/' || req->bundle_dir[0] != '/')
                 return -EINVAL;
         r = runtime_op_new(rt, RUNTIME_OP_CREATE, req->id, &op);

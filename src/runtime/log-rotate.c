@@ -15,6 +15,7 @@
 #include <zlib.h>
 
 #include "cleanup.h"
+#include "dirent-util.h"
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
@@ -49,16 +50,11 @@ static int list_with_prefix(int dir_fd, const char *base, char ***ret) {
         _cleanup_strv_free_ char **names = NULL;
         _cleanup_closedir_ DIR *d = NULL;
         size_t blen = strlen(base);
-        int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int r = opendir_fd(dir_fd, NULL, 0, &d);
 
-        if (fd < 0)
-                return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return -errno;
-        }
-        for (struct dirent *de; (errno = 0, de = readdir(d));) {
+        if (r < 0)
+                return r;
+        FOREACH_DIRENT(de, d) {
                 if (strncmp(de->d_name, base, blen) != 0 || de->d_name[blen] != '.' ||
                     de->d_name[blen + 1] == 0)
                         continue;

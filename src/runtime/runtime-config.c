@@ -18,6 +18,7 @@
 #include <sys/statfs.h>
 
 #include "fileio.h"
+#include "json-util.h"
 #include "macro.h"
 #include "runtime-config.h"
 #include "seccomp-default.h"
@@ -27,9 +28,6 @@
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
 #endif
-
-/* jansson >= 2.14 provides json_decrefp(). */
-#define _cleanup_json_ _cleanup_(json_decrefp)
 
 static void mount_done(RuntimeMount *m) {
         free(m->destination);

@@ -131,7 +131,6 @@ int runtime_op_arm_timer(RuntimeOp *op);
  * of error lines, or the trimmed text. */
 void runtime_extract_message(const char *out, char *buf, size_t size);
 int runtime_resolve(Runtime *rt, char **ret_path, Error *err);
-bool runtime_id_valid(const char *id);
 int read_pid_file(const char *path, pid_t *ret);
 
 /* conmon.c */

@@ -194,7 +194,7 @@ int runtime_container_status(Runtime *rt, const char *id, RuntimeContainerStatus
         unsigned long long start = 0;
         int r;
 
-        if (!rt || !ret || !runtime_id_valid(id))
+        if (!rt || !ret || !container_id_valid(id))
                 return -EINVAL;
 
         int code = -1;

@@ -30,15 +30,6 @@
 #define DEFAULT_RUN_DIR "/run/nanolet"
 #define DEFAULT_OP_TIMEOUT (60 * USEC_PER_SEC)
 
-bool runtime_id_valid(const char *id) {
-        if (isempty(id) || strlen(id) > RUNTIME_ID_MAX || streq(id, ".") || streq(id, ".."))
-                return false;
-        for (const char *p = id; *p; p++)
-                if (!isalnum((unsigned char)*p) && !strchr("_.-", *p))
-                        return false;
-        return true;
-}
-
 static void op_queue_start(OpQueueItem *item);
 static void op_queue_free_op(OpQueueItem *item);
 
@@ -460,7 +451,7 @@ static int queue_runc_op(Runtime *rt, RuntimeOpKind kind, const char *id, int si
         RuntimeOp *op;
         int r;
 
-        if (!rt || !runtime_id_valid(id))
+        if (!rt || !container_id_valid(id))
                 return -EINVAL;
         r = runtime_op_new(rt, kind, id, &op);
         if (r < 0)
@@ -499,7 +490,7 @@ int runtime_exec_argv(Runtime *rt, const char *id, bool tty, bool interactive,
         _cleanup_strv_free_ char **argv = NULL;
         _cleanup_free_ char *path = NULL;
 
-        if (!rt || !runtime_id_valid(id) || !cmd || !cmd[0] || !ret_argv)
+        if (!rt || !container_id_valid(id) || !cmd || !cmd[0] || !ret_argv)
                 return -EINVAL;
         /* Unresolvable: keep the name, so the caller's spawn reports it. */
         if (find_executable(rt->runtime, &path) < 0) {
@@ -542,7 +533,7 @@ int runtime_list_ids(Runtime *rt, char ***ret_ids) {
                                 continue;
                         if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
                                 continue;
-                        if (!runtime_id_valid(de->d_name))
+                        if (!container_id_valid(de->d_name))
                                 continue;
                         if (strv_extend(&ids, de->d_name) < 0)
                                 return -ENOMEM;

@@ -17,11 +17,11 @@
 
 #include "event.h"
 #include "runtime-config.h"
+#include "string-util.h"
 #include "time-util.h"
 
-/* Longest runtime container ID accepted (runc itself takes more; 128 keeps
- * conmon's paths and the exit files short). */
-#define RUNTIME_ID_MAX 128
+/* Longest runtime container ID accepted: container_id_valid() is the rule. */
+#define RUNTIME_ID_MAX CONTAINER_ID_MAX
 
 typedef struct Runtime Runtime;
 typedef struct RuntimeOp RuntimeOp;

@@ -26,6 +26,7 @@
 
 #include "cleanup.h"
 #include "fileio.h"
+#include "json-util.h"
 #include "macro.h"
 #include "seccomp-default.h"
 #include "string-util.h"
@@ -303,9 +304,6 @@ static bool rule_applies(const SeccompRule *r, uint64_t caps, bool kernel_4_8) {
         }
         return false;
 }
-
-/* jansson >= 2.14 provides json_decrefp(). */
-#define _cleanup_json_ _cleanup_(json_decrefp)
 
 /* json_object_set_new/json_array_append_new that report ENOMEM; they take
  * the reference to v in every case, as jansson does. */

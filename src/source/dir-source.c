@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "dirent-util.h"
 #include "fileio.h"
 #include "log.h"
 #include "string-util.h"
@@ -551,22 +552,17 @@ static int dir_source_rescan_full(DirSource *s, bool force) {
         if (had_mode && (old_uid != s->dir_uid || old_mode != s->dir_mode))
                 force = true;
 
-        int dfd2 = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-        if (dfd2 < 0)
-                return log_error_errno(errno, "Failed to duplicate fd: %m");
-        _cleanup_closedir_ DIR *d = fdopendir(dfd2);
-        if (!d) {
-                safe_close(dfd2);
-                return log_error_errno(errno, "Failed to read \"%s\": %m", s->dir);
-        }
+        _cleanup_closedir_ DIR *d = NULL;
+        r = opendir_fd(dfd, NULL, 0, &d);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read \"%s\": %m", s->dir);
 
         for (size_t i = 0; i < s->n_files; i++)
                 s->files[i]->seen = false;
         char **ignored_seen = NULL;
 
         for (;;) {
-                errno = 0;
-                struct dirent *de = readdir(d);
+                struct dirent *de = readdir_no_dot(d);
                 if (!de) {
                         if (errno != 0) {
                                 /* Partial listing: do not take the unseen as gone. */

@@ -17,7 +17,6 @@
 #include "cleanup.h"
 #include "log.h"
 #include "string-util.h"
-#include "yaml-node.h"
 
 typedef struct Origin {
         char *source;          /* "file" or "http" */
@@ -361,6 +360,8 @@ static const char *kind_noun(ManifestKind k) {
                 return "configmap";
         case MANIFEST_KIND_SECRET:
                 return "secret";
+        case _MANIFEST_KIND_INVALID:
+        case _MANIFEST_KIND_MAX:
         default:
                 return "object";
         }
@@ -695,42 +696,18 @@ bool pod_config_next_error(PodConfig *c, size_t *iter, const char **ret_origin,
 int source_parse_manifest(const char *buf, size_t size, const ManifestParseOptions *opts,
                           ManifestObject ***ret_objs, size_t *ret_n, Diagnostics *diag) {
         ManifestObject **objs = NULL;
-        size_t n = 0;
-        int r = manifest_parse_buffer(buf, size, opts, &objs, &n, diag);
+        size_t n = 0, n_docs = 0;
+        int r = manifest_parse_buffer_full(buf, size, opts, &objs, &n, &n_docs, diag);
         if (r < 0)
                 return r;
-        if (n == 0) {
-                /* Zero objects is either a List with no items (a valid empty
-                 * set) or no document at all, which is what a file looks like
-                 * while it is being written: only the former may remove pods. */
-                YamlLimits limits;
-                yaml_limits_default(&limits);
-                if (opts->limits.max_input)
-                        limits.max_input = opts->limits.max_input;
-                if (opts->limits.max_depth)
-                        limits.max_depth = opts->limits.max_depth;
-                if (opts->limits.max_scalar)
-                        limits.max_scalar = opts->limits.max_scalar;
-                if (opts->limits.max_nodes)
-                        limits.max_nodes = opts->limits.max_nodes;
-                if (opts->limits.max_documents)
-                        limits.max_documents = opts->limits.max_documents;
-
-                YamlNode **docs = NULL;
-                size_t n_docs = 0;
-                _cleanup_diagnostics_ Diagnostics ignored;
-                diagnostics_init(&ignored);
-                r = yaml_parse_documents(buf, size, opts->filename, &limits, &docs, &n_docs,
-                                         &ignored);
-                if (r >= 0)
-                        yaml_documents_free(docs, n_docs);
-                if (r < 0 || n_docs == 0) {
-                        free(objs);
-                        diagnostics_add(diag, DIAG_ERROR, opts->filename, 0, 0, NULL,
-                                        "no documents (the file is empty or holds only "
-                                        "comments)");
-                        return -ENODATA;
-                }
+        if (n_docs == 0) {
+                /* No document at all is what a file looks like while it is
+                 * being written; a List with no items (a valid empty set) is
+                 * one document, and only that may remove pods. */
+                free(objs);
+                diagnostics_add(diag, DIAG_ERROR, opts->filename, 0, 0, NULL,
+                                "no documents (the file is empty or holds only comments)");
+                return -ENODATA;
         }
         *ret_objs = objs;
         *ret_n = n;

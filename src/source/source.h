@@ -10,7 +10,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "diag.h"
 #include "event.h"
 #include "manifest.h"
 

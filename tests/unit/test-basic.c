@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "cleanup.h"
+#include "dirent-util.h"
 #include "error.h"
 #include "fileio.h"
 #include "hash.h"
@@ -284,6 +285,221 @@ static void test_fileio_disk_full(void **state) {
         assert_int_equal(n, 2); /* pod.json and filler: no temp file */
 }
 
+static unsigned count_entries(DIR *d, bool *saw_dot) {
+        unsigned n = 0;
+        FOREACH_DIRENT(de, d) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        *saw_dot = true;
+                n++;
+        }
+        assert_int_equal(errno, 0); /* the end, not an error */
+        return n;
+}
+
+static void test_opendir_fd(void **state) {
+        char dir[] = "/tmp/nanolet-test-opendir-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(dfd >= 0);
+        assert_int_equal(mkdirat(dfd, "sub", 0755), 0);
+        assert_int_equal(symlinkat("sub", dfd, "link"), 0);
+        _cleanup_close_ int f = openat(dfd, "sub/a", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        assert_true(f >= 0);
+
+        bool saw_dot = false;
+        {
+                _cleanup_closedir_ DIR *d = NULL;
+                assert_int_equal(opendir_fd(dfd, NULL, 0, &d), 0);
+                /* its own fd, close-on-exec, not dir_fd */
+                assert_int_not_equal(dirfd(d), dfd);
+                assert_true(fcntl(dirfd(d), F_GETFD) & FD_CLOEXEC);
+                assert_int_equal(count_entries(d, &saw_dot), 2); /* sub, link */
+                assert_false(saw_dot);
+        }
+        /* a second listing of the same dir_fd is complete again: the stream
+         * did not move dir_fd's offset (a dup would have) */
+        {
+                _cleanup_closedir_ DIR *d = NULL;
+                assert_int_equal(opendir_fd(dfd, NULL, 0, &d), 0);
+                assert_int_equal(count_entries(d, &saw_dot), 2);
+        }
+        /* a path below dir_fd, O_NOFOLLOW refuses the symlink */
+        {
+                _cleanup_closedir_ DIR *d = NULL;
+                assert_int_equal(opendir_fd(dfd, "sub", O_NOFOLLOW, &d), 0);
+                assert_int_equal(count_entries(d, &saw_dot), 1);
+                DIR *none = NULL;
+                assert_int_equal(opendir_fd(dfd, "link", O_NOFOLLOW, &none), -ENOTDIR);
+                assert_null(none);
+                assert_int_equal(opendir_fd(dfd, "sub/a", 0, &none), -ENOTDIR);
+                assert_int_equal(opendir_fd(dfd, "missing", 0, &none), -ENOENT);
+                assert_int_equal(opendir_fd(-EBADF, NULL, 0, &none), -EBADF);
+                assert_null(none);
+        }
+        /* an O_PATH fd can be listed too (dup+fdopendir refuses it) */
+        {
+                _cleanup_close_ int pfd = openat(dfd, "sub", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                assert_true(pfd >= 0);
+                _cleanup_closedir_ DIR *d = NULL;
+                assert_int_equal(opendir_fd(pfd, NULL, 0, &d), 0);
+                assert_int_equal(count_entries(d, &saw_dot), 1);
+        }
+        /* an empty directory that is already removed lists as empty */
+        {
+                assert_int_equal(mkdirat(dfd, "gone", 0755), 0);
+                _cleanup_close_ int gfd = openat(dfd, "gone", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                assert_true(gfd >= 0);
+                assert_int_equal(unlinkat(dfd, "gone", AT_REMOVEDIR), 0);
+                _cleanup_closedir_ DIR *d = NULL;
+                assert_int_equal(opendir_fd(gfd, NULL, 0, &d), 0);
+                assert_int_equal(count_entries(d, &saw_dot), 0);
+        }
+        assert_int_equal(rm_rf_at(AT_FDCWD, dir), 0);
+}
+
+typedef struct DCase {
+        const char *text;
+        int r;
+        usec_t usec;
+} DCase;
+
+/* Moved from test-quantity: the parser moved from quantity.c to time-util.c. */
+static void test_duration_table(void **state) {
+        static const DCase cases[] = {
+                { "0", 0, 0 },
+                { "+0", 0, 0 },
+                { "-0", 0, 0 },
+                { "0s", 0, 0 },
+                { "10s", 0, 10 * USEC_PER_SEC },
+                { "500ms", 0, 500 * USEC_PER_MSEC },
+                { "1h30m", 0, 5400 * USEC_PER_SEC },
+                { "1.5h", 0, 5400 * USEC_PER_SEC },
+                { "2m3.5s", 0, 123500 * USEC_PER_MSEC },
+                { "1us", 0, 1 },
+                { "1\xc2\xb5s", 0, 1 },
+                { "1\xce\xbcs", 0, 1 },
+                { "1500ns", 0, 1 },
+                { "999ns", 0, 0 },
+                { ".5s", 0, 500 * USEC_PER_MSEC },
+                { "1.s", 0, USEC_PER_SEC },
+                { "1h1h", 0, 7200 * USEC_PER_SEC },
+                { "2562047h", 0, 2562047ULL * 3600 * USEC_PER_SEC },
+                { "2562048h", -ERANGE, 0 },
+                { "9223372036854775808ns", -ERANGE, 0 },
+                { "", -EINVAL, 0 },
+                { "10", -EINVAL, 0 },
+                { "1d", -EINVAL, 0 },
+                { "s", -EINVAL, 0 },
+                { ".s", -EINVAL, 0 },
+                { "-1s", -EINVAL, 0 },
+                { "1 s", -EINVAL, 0 },
+                { "1s ", -EINVAL, 0 },
+                { "1S", -EINVAL, 0 },
+                { "1h30", -EINVAL, 0 },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                const DCase *c = &cases[i];
+                usec_t u = 4242;
+                int r = go_duration_parse_usec(c->text, &u);
+                if (r != c->r)
+                        fail_msg("\"%s\": r=%d, want %d", c->text, r, c->r);
+                if (r < 0)
+                        assert_true(u == 4242);
+                else if (u != c->usec)
+                        fail_msg("\"%s\": %llu usec, want %llu", c->text, (unsigned long long)u,
+                                 (unsigned long long)c->usec);
+        }
+}
+
+typedef struct NCase {
+        const char *text;
+        int r;
+        int64_t nsec;
+} NCase;
+
+static void test_go_duration(void **state) {
+        static const NCase cases[] = {
+                { "1.5h", 0, 5400 * INT64_C(1000000000) },
+                { "1h30m", 0, 5400 * INT64_C(1000000000) },
+                { "500ms", 0, 500 * INT64_C(1000000) },
+                { "-1s", 0, -INT64_C(1000000000) },
+                { "+1s", 0, INT64_C(1000000000) },
+                { "-1.5h", 0, -5400 * INT64_C(1000000000) },
+                { "1\xc2\xb5s", 0, 1000 },
+                { "1\xce\xbcs", 0, 1000 },
+                { "1.5\xc2\xb5s", 0, 1500 },
+                { "1ns", 0, 1 },
+                { "0.1ns", 0, 0 },
+                /* fractions are exact integer truncation, at the ns digit */
+                { "1.000000001s", 0, INT64_C(1000000001) },
+                { "0.0000000009s", 0, 0 },
+                { "0.3h", 0, INT64_C(1080000000000) },
+                { "1.0000000000000000000000001h", 0, INT64_C(3600000000000) },
+                { "2562047h47m16.854775807s", 0, INT64_MAX },
+                { "2562047h47m16.854775808s", -ERANGE, 0 },
+                { "-2562047h47m16.854775808s", 0, INT64_MIN },
+                { "-2562047h47m16.854775809s", -ERANGE, 0 },
+                { "9223372036854775807ns", 0, INT64_MAX },
+                { "9223372036854775808ns", -ERANGE, 0 },
+                { "-9223372036854775808ns", 0, INT64_MIN },
+                { "99999999999999999999ns", -ERANGE, 0 },
+                { "2562048h", -ERANGE, 0 },
+                { "1000000000000000000000h", -ERANGE, 0 },
+                { "0", 0, 0 },
+                { "-0", 0, 0 },
+                { "", -EINVAL, 0 },
+                { NULL, -EINVAL, 0 },
+                { "-", -EINVAL, 0 },
+                { "+", -EINVAL, 0 },
+                { ".", -EINVAL, 0 },
+                { "1", -EINVAL, 0 },
+                { "1.5.5s", -EINVAL, 0 },
+                { "1e3s", -EINVAL, 0 },
+                { "0x10s", -EINVAL, 0 },
+                { "\xc2\xb5s", -EINVAL, 0 },
+                { "1\xc2s", -EINVAL, 0 },
+                { "--1s", -EINVAL, 0 },
+                { "1s-1s", -EINVAL, 0 },
+                { "1hh", -EINVAL, 0 },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                const NCase *c = &cases[i];
+                int64_t ns = 4242;
+                int r = go_duration_parse(c->text, &ns);
+                if (r != c->r)
+                        fail_msg("\"%s\": r=%d, want %d", c->text ?: "(null)", r, c->r);
+                if (r < 0)
+                        assert_true(ns == 4242);
+                else if (ns != c->nsec)
+                        fail_msg("\"%s\": %lld ns, want %lld", c->text, (long long)ns,
+                                 (long long)c->nsec);
+        }
+}
+
+static void test_container_id_valid(void **state) {
+        char max[CONTAINER_ID_MAX + 2];
+        memset(max, 'a', sizeof(max));
+        max[CONTAINER_ID_MAX] = 0;
+        assert_true(container_id_valid(max));
+        max[CONTAINER_ID_MAX] = 'a';
+        max[CONTAINER_ID_MAX + 1] = 0;
+        assert_false(container_id_valid(max));
+
+        assert_true(container_id_valid("0123456789abcdef"));
+        assert_true(container_id_valid("pod_ns-name.1"));
+        assert_true(container_id_valid("..."));
+        assert_true(container_id_valid(".x"));
+        assert_false(container_id_valid(NULL));
+        assert_false(container_id_valid(""));
+        assert_false(container_id_valid("."));
+        assert_false(container_id_valid(".."));
+        assert_false(container_id_valid("a/b"));
+        assert_false(container_id_valid("a b"));
+        assert_false(container_id_valid("a:b"));
+        assert_false(container_id_valid("a\nb"));
+        assert_false(container_id_valid("\xc3\xa9")); /* é: ASCII only, whatever the locale */
+}
+
 static void test_hash(void **state) {
         char hex[65];
         assert_int_equal(sha256_hex("abc", 3, hex), 0);
@@ -423,9 +639,13 @@ int main(void) {
                 cmocka_unit_test(test_read_file_tail),
                 cmocka_unit_test_setup_teardown(test_fileio_disk_full, full_setup, full_teardown),
                 cmocka_unit_test(test_hash),
+                cmocka_unit_test(test_container_id_valid),
+                cmocka_unit_test(test_opendir_fd),
                 cmocka_unit_test(test_log_errno),
                 cmocka_unit_test(test_cleanup),
                 cmocka_unit_test(test_time),
+                cmocka_unit_test(test_duration_table),
+                cmocka_unit_test(test_go_duration),
                 cmocka_unit_test(test_umount_below),
                 cmocka_unit_test(test_sd_notify),
         };

@@ -85,8 +85,8 @@ static void test_exit_status_and_separate_capture(void **state) {
         Done d = {};
 
         assert_int_equal(event_new(&e), 0);
-        Child *c = spawn_sh(e, "echo out; echo err >&2; exit 3", CHILD_CAPTURE_SEPARATE, 1024, 0,
-                            &d);
+        Child *c =
+                spawn_sh(e, "echo out; echo err >&2; exit 3", CHILD_CAPTURE_SEPARATE, 1024, 0, &d);
         run_until_done(e, &d);
         assert_int_equal(d.code, CLD_EXITED);
         assert_int_equal(d.status, 3);

@@ -311,6 +311,39 @@ static void test_all_or_nothing(void **state) {
         diagnostics_deinit(&d);
 }
 
+/* The count a source needs to tell an empty List from a file being written. */
+static void test_document_count(void **state) {
+        static const struct {
+                const char *text;
+                size_t n_objs, n_docs;
+        } cases[] = {
+                { "", 0, 0 },
+                { "# only a comment\n", 0, 0 },
+                { "apiVersion: v1\nkind: List\nitems: []\n", 0, 1 },
+                { "---\napiVersion: v1\nkind: List\nitems: []\n---\napiVersion: v1\nkind: List\n"
+                  "items: []\n",
+                  0, 2 },
+                { "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n"
+                  "  - name: c\n    image: busybox\n",
+                  1, 1 },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                ManifestParseOptions o;
+                Diagnostics d;
+                ManifestObject **objs = NULL;
+                size_t n = 99, n_docs = 99;
+                init_opts(&o);
+                diagnostics_init(&d);
+                assert_int_equal(manifest_parse_buffer_full(cases[i].text, strlen(cases[i].text),
+                                                            &o, &objs, &n, &n_docs, &d),
+                                 0);
+                assert_int_equal(n, cases[i].n_objs);
+                assert_int_equal(n_docs, cases[i].n_docs);
+                manifest_objects_free(objs, n);
+                diagnostics_deinit(&d);
+        }
+}
+
 static void test_warnings_kept(void **state) {
         Result res;
         run(&res, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n"
@@ -378,6 +411,7 @@ int main(void) {
                 cmocka_unit_test(test_unsupported),
                 cmocka_unit_test(test_all_or_nothing),
                 cmocka_unit_test(test_warnings_kept),
+                cmocka_unit_test(test_document_count),
                 cmocka_unit_test(test_duplicates),
                 cmocka_unit_test(test_duplicate_uid),
         };

@@ -28,7 +28,7 @@ struct Harness {
         unsigned max_running_seen;
         int order[16];
         unsigned n_order;
-        bool in_add;          /* set while op_queue_add() runs */
+        bool in_add; /* set while op_queue_add() runs */
         bool started_in_add;
         bool free_queue_in_callback;
         bool queue_more_in_callback;
