@@ -16,6 +16,7 @@
 #include "manifest.h"
 #include "pod-actions.h"
 #include "strv.h"
+#include "pod-fixture.h"
 
 #define SEC USEC_PER_SEC
 
@@ -28,25 +29,8 @@ typedef struct Fixture {
 } Fixture;
 
 static void fx_setup(Fixture *f, const char *yaml) {
-        ManifestParseOptions o = {
-                .filename = "t.yaml",
-                .node_name = "node1",
-                .source_id = "file:/x",
-                .config_source = "file",
-        };
-        Diagnostics d;
-        diagnostics_init(&d);
         *f = (Fixture){};
-        int r = manifest_parse_buffer(yaml, strlen(yaml), &o, &f->objs, &f->n, &d);
-        if (r < 0)
-                for (size_t i = 0; i < d.n; i++) {
-                        char *s = diag_to_string(&d.items[i]);
-                        fprintf(stderr, "%s\n", s);
-                        free(s);
-                }
-        diagnostics_deinit(&d);
-        assert_int_equal(r, 0);
-        assert_int_equal(f->n, 1);
+        pod_fixture_parse(yaml, &f->objs, &f->n);
         assert_int_equal(pod_state_init(&f->s, f->objs[0]->pod, f->objs[0]->uid), 0);
 }
 

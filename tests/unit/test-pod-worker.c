@@ -25,6 +25,7 @@
 #include "pod-worker.h"
 #include "rm-rf.h"
 #include "string-util.h"
+#include "pod-fixture.h"
 
 #define WAITING_POD(name)                                                                          \
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " name "\n  namespace: default\n"           \
@@ -56,18 +57,7 @@ static void worker_finished(PodWorker *w, void *userdata) {
 }
 
 static void parse(Fixture *f, const char *yaml) {
-        ManifestParseOptions mo = {
-                .filename = "t.yaml",
-                .node_name = "node1",
-                .source_id = "file:/x",
-                .config_source = "file",
-        };
-        Diagnostics d;
-        diagnostics_init(&d);
-        int r = manifest_parse_buffer(yaml, strlen(yaml), &mo, &f->objs, &f->n, &d);
-        diagnostics_deinit(&d);
-        assert_int_equal(r, 0);
-        assert_int_equal(f->n, 1);
+        pod_fixture_parse(yaml, &f->objs, &f->n);
 }
 
 static int setup(void **state) {
