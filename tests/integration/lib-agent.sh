@@ -114,6 +114,20 @@ for line in sys.stdin:
     print("%.6f" % t.timestamp())'
 }
 
+# sleep_pod NAME [GRACE]: the manifest of a pod NAME with one container
+# "main" sleeping for an hour, terminationGracePeriodSeconds GRACE (2).
+sleep_pod() {
+        cat <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: $1}
+spec:
+  terminationGracePeriodSeconds: ${2:-2}
+  containers:
+  - {name: main, image: nanolet-test, imagePullPolicy: Never, command: [sleep, "3600"]}
+YAML
+}
+
 # A clean stop exits 0: under ASan this is where leaks in the agent show.
 stop_agent() {
         local rc=0
