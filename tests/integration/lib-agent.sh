@@ -102,6 +102,32 @@ start_agent() {
         wait_for "$AGENT_LOG" 'nanolet starting'
 }
 
+# log_times PATTERN: when the agent logged each line matching PATTERN, as
+# seconds (fractional), one a line, in log order. The agent's own stamps
+# (I1123 20:15:18.373737, local time) say when an event happened, however
+# late the test looks at it.
+log_times() {
+        grep -E -- "$1" "$AGENT_LOG" | grep -E '^[DIWEF][0-9]{4} ' | python3 -c '
+import sys, datetime
+for line in sys.stdin:
+    t = datetime.datetime.strptime("2000" + line[1:21], "%Y%m%d %H:%M:%S.%f")
+    print("%.6f" % t.timestamp())'
+}
+
+# sleep_pod NAME [GRACE]: the manifest of a pod NAME with one container
+# "main" sleeping for an hour, terminationGracePeriodSeconds GRACE (2).
+sleep_pod() {
+        cat <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: $1}
+spec:
+  terminationGracePeriodSeconds: ${2:-2}
+  containers:
+  - {name: main, image: nanolet-test, imagePullPolicy: Never, command: [sleep, "3600"]}
+YAML
+}
+
 # A clean stop exits 0: under ASan this is where leaks in the agent show.
 stop_agent() {
         local rc=0

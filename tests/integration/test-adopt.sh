@@ -48,15 +48,7 @@ spec:
   containers:
   - {name: main, $C, command: [sh, -c, "trap 'exit 143' TERM; while true; do sleep 1; done"]}
 YAML
-put_manifest gone.yaml <<YAML
-apiVersion: v1
-kind: Pod
-metadata: {name: gone}
-spec:
-  terminationGracePeriodSeconds: 2
-  containers:
-  - {name: main, $C, command: [sleep, "3600"]}
-YAML
+sleep_pod gone | put_manifest gone.yaml
 put_manifest changed.yaml <<YAML
 apiVersion: v1
 kind: Pod
@@ -156,15 +148,7 @@ n=$(runc --root "$RUN/runc" list -q | wc -l)
 [ "$n" = 6 ] && ok "6 containers after reboot, no duplicates" || fail "$n containers: $(runc --root "$RUN/runc" list -q)"
 
 # --- kill -9 in the middle of a pod's creation (sandbox and CNI ADD)
-put_manifest late.yaml <<YAML
-apiVersion: v1
-kind: Pod
-metadata: {name: late}
-spec:
-  terminationGracePeriodSeconds: 2
-  containers:
-  - {name: main, $C, command: [sleep, "3600"]}
-YAML
+sleep_pod late | put_manifest late.yaml
 wait_for "$AGENT_LOG" 'SyncLoop \(ADD, "file"\): "late-node1' 1 20 || true
 sleep 0.$((RANDOM % 4))
 kill -9 "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null || true; AGENT_PID=

@@ -104,21 +104,9 @@ load_test_image || { fail "test image"; finish; }
 "$NANOLET" image --root-dir "$B_ROOT" load "$WORK/images/nanolet-test.tar" >/dev/null ||
         { fail "test image for agent B"; finish; }
 
-pod() {
-        cat <<YAML
-apiVersion: v1
-kind: Pod
-metadata: {name: $1}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - {name: main, image: nanolet-test, imagePullPolicy: Never, command: [sleep, "3600"]}
-YAML
-}
-
 # --- 1. agent B's sweep leaves agent A's lease alone -------------------------
 start_agent
-pod a | put_manifest a.yaml
+sleep_pod a 1 | put_manifest a.yaml
 check_field "agent A's pod is running" a 'p["status"]["phase"]' Running 60
 A_IP=$(pod_field a 'p["status"]["podIP"]')
 A_UID=$(pod_field a 'p["metadata"]["uid"]')
@@ -129,7 +117,7 @@ A_UID=$(pod_field a 'p["metadata"]["uid"]')
 
 # Agent B sweeps orphans when it starts (and every minute after).
 start_b
-pod b | cat >"$B_MAN/.b.tmp" && mv "$B_MAN/.b.tmp" "$B_MAN/b.yaml"
+sleep_pod b 1 | cat >"$B_MAN/.b.tmp" && mv "$B_MAN/.b.tmp" "$B_MAN/b.yaml"
 b_check_field "agent B's pod is running" b 'p["status"]["phase"]' Running 60
 B_IP=$(b_field b 'p["status"]["podIP"]')
 B_UID=$(b_field b 'p["metadata"]["uid"]')

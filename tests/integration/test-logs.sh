@@ -119,18 +119,36 @@ nl logs --tail "$want" chatty >"$WORK/tail" 2>"$WORK/err" || fail "logs --tail $
 check_seq "--tail $want reaches back into rotated files" "$WORK/tail" "$want"
 
 # --- -f goes on across rotations
-before=$(cd "$dir" && ls | grep -E '^0\.log\.' | sed 's/\.gz$//' | sort -u | tr '\n' ' ' || true)
+rotated() { (cd "$dir" && ls | grep -E '^0\.log\.' | grep -v '\.tmp$' | sed 's/\.gz$//' | sort -u | tr '\n' ' ' || true); }
+# wait_rotation SET: until the rotated files differ from SET (a rotation
+# happened), as the agent's rotation leaves them; prints the new set.
+wait_rotation() {
+        local now i
+        for ((i = 0; i < 300; i++)); do
+                now=$(rotated)
+                [ -n "$now" ] && [ "$now" != "$1" ] && break
+                sleep 0.2
+        done
+        echo "$now"
+}
+before=$(rotated)
 nl logs -f --tail 1 chatty >"$WORK/follow" 2>"$WORK/err" &
 fpid=$!
 PIDS+=("$fpid")
-for ((i = 0; i < 100; i++)); do
-        now=$(cd "$dir" && ls | grep -E '^0\.log\.' | grep -v '\.tmp$' | sed 's/\.gz$//' | sort -u | tr '\n' ' ' || true)
-        [ -n "$now" ] && [ "$now" != "$before" ] && break
+now=$(wait_rotation "$before")
+wait_rotation "$now" >/dev/null # at least one more rotation while following
+# A rotation may have just emptied the live file: wait for its first line.
+for ((i = 0; i < 50; i++)); do
+        live_first=$(awk '$4 == "seq" {print $5; exit}' "$dir/0.log")
+        [ -n "$live_first" ] && break
+        sleep 0.1
+done
+# the follower is done once it printed a line of the live file (or never will)
+for ((i = 0; i < 300; i++)); do
+        followed=$(grep -E "^seq [0-9]+ x{60}\$" "$WORK/follow" | tail -n 1 | awk '{print $2}')
+        [ "${followed:-0}" -ge "${live_first:-1}" ] && break
         sleep 0.2
 done
-sleep 3 # at least one more rotation at ~70 KB/s
-live_first=$(awk '$4 == "seq" {print $5; exit}' "$dir/0.log")
-sleep 1
 kill "$fpid" 2>/dev/null || true
 wait "$fpid" 2>/dev/null || true
 check_seq "logs -f across rotations: nothing lost or repeated" "$WORK/follow" 100 cut

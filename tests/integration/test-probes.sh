@@ -43,12 +43,13 @@ spec:
       failureThreshold: 3
 YAML
 check_field "liveness pod running" live "$(cs 0)['state'].get('running') is not None" True
-t0=$(date +%s)
 check_field "liveness failure restarts the container" live "$(cs 0)['restartCount']" 1 60
-t1=$(date +%s)
-# file gone at ~3 s, failures at 4, 6, 8 s (+-2), then kill after <= 2 s grace
-[ $((t1 - t0)) -ge 5 ] && [ $((t1 - t0)) -le 40 ] && ok "restart after $((t1 - t0)) s (window 5..40)" \
-        || fail "restart after $((t1 - t0)) s"
+# file gone at ~3 s, failures at 4, 6, 8 s (+-2), then kill after <= 2 s
+# grace and the back-off; timed by the agent's own start stamps
+wait_for "$AGENT_LOG" 'Started container "main" of pod "live-node1' 2 60 || true
+dt=$(log_times 'Started container "main" of pod "live-node1' | head -2 |
+        python3 -c 'import sys; t = [float(x) for x in sys.stdin]; print(int(t[1] - t[0]) if len(t) == 2 else -1)')
+[ "$dt" -ge 5 ] && [ "$dt" -le 40 ] && ok "restart after $dt s (window 5..40)" || fail "restart after $dt s"
 n=$(sed -n '/Killing container "main" of pod "live-node1/q;p' "$AGENT_LOG" | grep 'probeType="Liveness" pod="live-node1' | grep -c 'Probe failed' || true)
 [ "$n" = 3 ] && ok "killed after exactly failureThreshold (3) failures" || fail "failures before the kill: $n"
 grep -q 'Container main failed liveness probe, will be restarted' "$AGENT_LOG" && ok "kill reason logged" || fail "kill reason"
@@ -106,7 +107,7 @@ spec:
       failureThreshold: 2
 YAML
 check_field "readiness pod running" ready "p['status']['phase']" Running
-sleep 3
+expect "readiness probe ran and failed" "$AGENT_LOG" 'Probe failed: probeType="Readiness" pod="ready-node1.*container="main"' 1 30
 check_field "not Ready before the probe passes" ready "$(cond Ready)['status']" False
 check_field "container not ready" ready "$(cs 0)['ready']" False
 nl exec ready -c main -- touch /tmp/ready
@@ -263,14 +264,14 @@ YAML
 check_field "failed postStart kills the container" badhook "$(cs 0)['restartCount'] >= 1" True 40
 grep -q 'FailedPostStartHook' "$AGENT_LOG" && ok "FailedPostStartHook logged" || fail "FailedPostStartHook"
 rm -f "$MAN/badhook.yaml"
-t0=$(date +%s)
 rm -f "$MAN/hooks.yaml"
-for ((i = 0; i < 150; i++)); do pod_json hooks >/dev/null || break; sleep 0.2; done
-t1=$(date +%s)
+expect "hooks pod gone" "$AGENT_LOG" 'Pod "hooks-node1_[^"]*" is gone' 1 60
 [ "$(tr '\n' ' ' <"$HOSTDIR/order" 2>/dev/null)" = "prestop term " ] && ok "preStop ran before SIGTERM" \
         || fail "order: $(cat "$HOSTDIR/order" 2>/dev/null)"
-[ $((t1 - t0)) -ge 3 ] && [ $((t1 - t0)) -le 20 ] && ok "preStop cut at the grace period ($((t1 - t0)) s)" \
-        || fail "pod took $((t1 - t0)) s to stop"
+# how long termination took, from the agent's own stamps
+dt=$({ log_times 'Terminating pod "hooks-node1'; log_times 'Pod "hooks-node1_[^"]*" is gone'; } |
+        python3 -c 'import sys; t = [float(x) for x in sys.stdin]; print(int(t[1] - t[0]) if len(t) == 2 else -1)')
+[ "$dt" -ge 3 ] && [ "$dt" -le 20 ] && ok "preStop cut at the grace period ($dt s)" || fail "pod took $dt s to stop"
 grep -q 'PreStop hook of container "main" of pod "hooks-node1.*failed' "$AGENT_LOG" && ok "cut preStop logged" || fail "preStop log"
 
 # --- kubeadm-style etcd static pod: startup + liveness httpGet on 127.0.0.1 /health

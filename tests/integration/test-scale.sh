@@ -73,15 +73,7 @@ for ((i = 0; i < 150; i++)); do [ -z "$(ls "$RUN/status" | grep json)" ] && brea
 N=${SCALE_PODS:-50}
 mkdir -p "$WORK/stage"
 for ((i = 0; i < N; i++)); do
-        cat >"$WORK/stage/p$i.yaml" <<YAML
-apiVersion: v1
-kind: Pod
-metadata: {name: p$i}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - {name: main, $C, command: [sleep, "3600"]}
-YAML
+        sleep_pod "p$i" 1 >"$WORK/stage/p$i.yaml"
 done
 t0=$(date +%s.%N)
 mv "$WORK/stage/"*.yaml "$MAN/"

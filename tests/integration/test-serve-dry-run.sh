@@ -97,6 +97,8 @@ expect "delete" "$LOG" 'SyncLoop \(REMOVE, "file"\): "etcd-node1_kube-system'
 # ignored names are never read
 put etcd.yaml.bak "$(pod etcd-bak registry.k8s.io/etcd:1)"
 put notes.txt "not a manifest"
+# the agent's record that it saw the file, then time for a rescan to log it again
+wait_for "$LOG" 'Ignoring .*etcd.yaml.bak"' 1 30 || fail "ignored file not logged"
 sleep 2.5 # past one rescan
 [ "$(count_lines "$LOG" 'etcd-bak')" -eq 0 ] || fail "backup file was read"
 [ "$(count_lines "$LOG" 'Ignoring .*etcd.yaml.bak"')" -eq 1 ] || fail "ignored file not logged exactly once"
@@ -119,9 +121,10 @@ if command -v python3 >/dev/null; then
         pod web-from-url registry.k8s.io/pause:3.10 >"$WEB/pods.yaml"
         expect "URL change" "$LOG2" 'SyncLoop \(UPDATE, "http"\)'
         rm -f "$WEB/pods.yaml" # 404: nothing changes
-        sleep 2.5
+        # the agent logs the failed fetch; only then is "no REMOVE" meaningful
+        expect "URL error logged, pods kept" "$LOG2" '404' 1 30
+        sleep 2.5 # more fetches at the 1 s check frequency
         [ "$(count_lines "$LOG2" 'REMOVE')" -eq 0 ] || fail "URL error removed pods"
-        expect "URL error logged, pods kept" "$LOG2" '404'
         printf 'apiVersion: v1\nkind: PodList\nitems: []\n' >"$WEB/pods.yaml"
         expect "empty PodList removes URL pods" "$LOG2" 'SyncLoop \(REMOVE, "http"\)'
 fi

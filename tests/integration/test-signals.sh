@@ -22,17 +22,6 @@ trap signals_cleanup EXIT
 
 load_test_image || { fail "test image"; finish; }
 
-pod() {
-        cat <<YAML
-apiVersion: v1
-kind: Pod
-metadata: {name: $1}
-spec:
-  terminationGracePeriodSeconds: 2
-  containers:
-  - {name: main, image: nanolet-test, imagePullPolicy: Never, command: [sleep, "3600"]}
-YAML
-}
 running='p["status"]["phase"] == "Running"'
 
 mkfifo "$WORK/stderr"
@@ -46,13 +35,13 @@ READER=$!
 AGENT_PID=$!
 wait_for "$AGENT_LOG" 'nanolet starting'
 
-pod first | put_manifest first.yaml
+sleep_pod first | put_manifest first.yaml
 check_field "first pod Running while the log is read" first "$running" True 60
 
 kill "$READER"
 wait "$READER" 2>/dev/null || true
 # The agent logs SyncLoop (ADD) for this one into the reader-less pipe.
-pod second | put_manifest second.yaml
+sleep_pod second | put_manifest second.yaml
 check_field "second pod Running after the log reader went away" second "$running" True 60
 kill -0 "$AGENT_PID" 2>/dev/null && ok "agent alive after writing into a broken pipe" ||
         fail "agent died writing into a broken pipe"
@@ -60,7 +49,7 @@ kill -0 "$AGENT_PID" 2>/dev/null && ok "agent alive after writing into a broken 
 # A manifest inotify cannot see: a file system mounted over the watched
 # directory (as a re-mounted NFS export would be). Only a rescan finds it.
 mount -t tmpfs -o mode=0755 nanolet-test "$MAN"
-for p in first second third; do pod $p >"$MAN/$p.yaml"; done
+for p in first second third; do sleep_pod $p >"$MAN/$p.yaml"; done
 kill -HUP "$AGENT_PID" || fail "agent gone before SIGHUP"
 check_field "SIGHUP: third pod (seen only by a rescan) Running" third "$running" True 60
 kill -0 "$AGENT_PID" 2>/dev/null && ok "agent alive after SIGHUP" || fail "agent died of SIGHUP"
