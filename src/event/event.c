@@ -340,6 +340,8 @@ static int source_enable(EventSource *s) {
         case SOURCE_DEFER:
                 link_append(&e->defer_pending, &s->defer.link);
                 return 0;
+        case _SOURCE_TYPE_INVALID:
+        case _SOURCE_TYPE_MAX:
         default:
                 assert(false);
                 return -EINVAL;
@@ -378,6 +380,8 @@ static void source_disable(EventSource *s) {
         case SOURCE_DEFER:
                 link_unlink(&s->defer.link);
                 break;
+        case _SOURCE_TYPE_INVALID:
+        case _SOURCE_TYPE_MAX:
         default:
                 assert(false);
         }
@@ -430,6 +434,10 @@ static EventSource *source_new(Event *e, EventSourceType type, void *userdata) {
         case SOURCE_DEFER:
                 link_init(&s->defer.link);
                 break;
+        case SOURCE_TIME:
+        case SOURCE_SIGNAL:
+        case _SOURCE_TYPE_INVALID:
+        case _SOURCE_TYPE_MAX:
         default:
                 break;
         }
@@ -470,6 +478,10 @@ static void source_release(EventSource *s) {
                 }
                 break;
         }
+        case SOURCE_TIME:
+        case SOURCE_DEFER:
+        case _SOURCE_TYPE_INVALID:
+        case _SOURCE_TYPE_MAX:
         default:
                 break;
         }
@@ -934,6 +946,11 @@ static int dispatch_epoll(Event *e, const struct epoll_event *ev) {
                 return dispatch_child(s);
         case SOURCE_INOTIFY:
                 return dispatch_inotify(s);
+        case SOURCE_TIME:
+        case SOURCE_SIGNAL:
+        case SOURCE_DEFER:
+        case _SOURCE_TYPE_INVALID:
+        case _SOURCE_TYPE_MAX:
         default:
                 assert(false);
                 return -EINVAL;

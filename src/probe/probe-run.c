@@ -542,6 +542,8 @@ static int on_timeout(EventSource *s, usec_t now, void *userdata) {
                        (unsigned)r->port);
                 return 0;
         case PROBE_ACTION_SLEEP:
+        case _PROBE_ACTION_TYPE_INVALID:
+        case _PROBE_ACTION_TYPE_MAX:
         default:
                 finish(r, PROBE_RESULT_FAILURE, "sleep cut short after %llus",
                        (unsigned long long)(r->timeout / USEC_PER_SEC));
@@ -579,6 +581,8 @@ int probe_run_start(const ProbeContext *ctx, const ProbeAction *a, usec_t timeou
         case PROBE_ACTION_SLEEP:
                 q = event_add_time_relative(ctx->event, &r->timer, a->sleep, 0, on_sleep_done, r);
                 break;
+        case _PROBE_ACTION_TYPE_INVALID:
+        case _PROBE_ACTION_TYPE_MAX:
         default:
                 q = -EINVAL;
         }

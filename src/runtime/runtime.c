@@ -184,6 +184,9 @@ static int op_start(RuntimeOp *op) {
                 return conmon_op_start(op);
         case RUNTIME_OP_SANDBOX:
                 return sandbox_op_start(op);
+        case RUNTIME_OP_START:
+        case RUNTIME_OP_KILL:
+        case RUNTIME_OP_DELETE:
         default:
                 return runc_op_start(op);
         }
@@ -230,6 +233,9 @@ void runtime_op_complete(RuntimeOp *op, int r) {
                 if (cb.sandbox)
                         cb.sandbox(rt, r, r < 0 ? 0 : holder_pid, &err, userdata);
                 break;
+        case RUNTIME_OP_START:
+        case RUNTIME_OP_KILL:
+        case RUNTIME_OP_DELETE:
         default:
                 if (cb.done)
                         cb.done(rt, r, &err, userdata);
@@ -260,6 +266,9 @@ static void on_child(Child *c, void *userdata) {
         case RUNTIME_OP_SANDBOX:
                 sandbox_op_child_exited(op);
                 break;
+        case RUNTIME_OP_START:
+        case RUNTIME_OP_KILL:
+        case RUNTIME_OP_DELETE:
         default:
                 runc_op_child_exited(op);
                 break;
@@ -283,6 +292,9 @@ static int on_timeout(EventSource *s, usec_t now, void *userdata) {
         case RUNTIME_OP_SANDBOX:
                 sandbox_op_timed_out(op);
                 break;
+        case RUNTIME_OP_START:
+        case RUNTIME_OP_KILL:
+        case RUNTIME_OP_DELETE:
         default:
                 runtime_op_complete(op, -ETIMEDOUT);
                 break;
@@ -349,6 +361,7 @@ static const char *op_verb(RuntimeOpKind k) {
                 return "delete";
         case RUNTIME_OP_CREATE:
                 return "create";
+        case RUNTIME_OP_SANDBOX:
         default:
                 return "sandbox";
         }
