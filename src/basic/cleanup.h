@@ -11,24 +11,24 @@
 #define _cleanup_(f) __attribute__((cleanup(f)))
 
 /* Defines func##p(type *p) that calls func(*p) when *p is set. */
-#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                                \
-        static inline void func##p(type *p) {                                  \
-                if (*p)                                                        \
-                        func(*p);                                              \
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                                                    \
+        static inline void func##p(type *p) {                                                      \
+                if (*p)                                                                            \
+                        func(*p);                                                                  \
         }
 
-#define TAKE_PTR(p)                                                            \
-        ({                                                                     \
-                __typeof__(p) _ptr_ = (p);                                     \
-                (p) = NULL;                                                    \
-                _ptr_;                                                         \
+#define TAKE_PTR(p)                                                                                \
+        ({                                                                                         \
+                __typeof__(p) _ptr_ = (p);                                                         \
+                (p) = NULL;                                                                        \
+                _ptr_;                                                                             \
         })
 
-#define TAKE_FD(fd)                                                            \
-        ({                                                                     \
-                int _fd_ = (fd);                                               \
-                (fd) = -EBADF;                                                 \
-                _fd_;                                                          \
+#define TAKE_FD(fd)                                                                                \
+        ({                                                                                         \
+                int _fd_ = (fd);                                                                   \
+                (fd) = -EBADF;                                                                     \
+                _fd_;                                                                              \
         })
 
 static inline void freep(void *p) {

@@ -21,13 +21,12 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 int log_internalv(int level, int error, const char *file, int line, const char *func,
                   const char *format, va_list ap) _printf_(6, 0);
 
-#define log_full_errno(level, error, ...)                                      \
-        ({                                                                     \
-                int _l = (level), _e = (error);                                \
-                (log_get_max_level() >= _l)                                    \
-                        ? log_internal(_l, _e, __FILE__, __LINE__, __func__,   \
-                                       __VA_ARGS__)                            \
-                        : -(_e < 0 ? -_e : _e);                                \
+#define log_full_errno(level, error, ...)                                                          \
+        ({                                                                                         \
+                int _l = (level), _e = (error);                                                    \
+                (log_get_max_level() >= _l)                                                        \
+                        ? log_internal(_l, _e, __FILE__, __LINE__, __func__, __VA_ARGS__)          \
+                        : -(_e < 0 ? -_e : _e);                                                    \
         })
 #define log_full(level, ...) (void)log_full_errno((level), 0, __VA_ARGS__)
 

@@ -16,19 +16,20 @@
 #define SPAWN_KEEP_FDS_MAX 16
 
 typedef struct SpawnOptions {
-        char *const *argv;   /* argv[0]: absolute path, or a name searched in $PATH */
-        char *const *envp;   /* NULL: child_env_new()'s, never the agent's own */
-        int stdin_fd;        /* SPAWN_FD_NULL: /dev/null */
+        char *const *argv; /* argv[0]: absolute path, or a name searched in $PATH */
+        char *const *envp; /* NULL: child_env_new()'s, never the agent's own */
+        int stdin_fd;      /* SPAWN_FD_NULL: /dev/null */
         int stdout_fd;
         int stderr_fd;
-        const int *keep_fds; /* kept open, same numbers, close-on-exec cleared; each >= 3, at most SPAWN_KEEP_FDS_MAX */
+        const int *keep_fds; /* kept open, same numbers, close-on-exec cleared; each >= 3, at most
+                                SPAWN_KEEP_FDS_MAX */
         size_t n_keep_fds;
-        const char *cwd;     /* NULL: inherit */
-        bool new_session;    /* setsid() */
-        int pdeath_signal;   /* 0: none; else PR_SET_PDEATHSIG */
+        const char *cwd;   /* NULL: inherit */
+        bool new_session;  /* setsid() */
+        int pdeath_signal; /* 0: none; else PR_SET_PDEATHSIG */
 } SpawnOptions;
 
-#define SPAWN_OPTIONS_INIT                                                     \
+#define SPAWN_OPTIONS_INIT                                                                         \
         { .stdin_fd = SPAWN_FD_NULL, .stdout_fd = SPAWN_FD_NULL, .stderr_fd = SPAWN_FD_NULL }
 
 /* Forks and execs o->argv. Returns 0 with the child's pid and, when

@@ -143,7 +143,8 @@ static char *status_dir(const CliCommon *c) {
 int cli_pods_load_or_report(const CliCommon *c, CliPodList *ret) {
         int r = cli_pods_load(c, ret);
         if (r < 0)
-                fprintf(stderr, "%s: cannot read %s/status: %s\n", c->prog, c->run_dir, strerror(-r));
+                fprintf(stderr, "%s: cannot read %s/status: %s\n", c->prog, c->run_dir,
+                        strerror(-r));
         return r;
 }
 

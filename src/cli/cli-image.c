@@ -25,23 +25,24 @@ typedef struct ImageArgs {
 } ImageArgs;
 
 static void help(FILE *f) {
-        fprintf(f,
-                "Usage: nanolet image COMMAND [OPTIONS] [ARGS]\n\n"
-                "Commands:\n"
-                "  load FILE|-        load an OCI or docker-save archive (.tar, .tar.gz, .tar.zst)\n"
-                "  ls                 list images (REPOSITORY TAG DIGEST SIZE)\n"
-                "  inspect REF        print an image's manifest, config and layers as JSON\n"
-                "  tag SRC DST        add the name DST to the image SRC\n"
-                "  rm REF...          remove names; an image left without names is deleted\n"
-                "  prune              delete images no pod uses, and their blobs and layers\n"
-                "  mount REF TARGET UPPER WORK  mount a container rootfs (debugging; --copy forces\n"
-                "                     the copy fallback)\n"
-                "  umount TARGET      unmount it\n\n"
-                "Options:\n"
-                "  --root-dir DIR     state directory (default " DEFAULT_ROOT_DIR ")\n"
-                "  --no-trunc         ls: show full digests\n"
-                "  -q, --quiet        ls: only digests; load/rm/prune: no output\n"
-                "  -h, --help         show this help\n");
+        fprintf(f, "Usage: nanolet image COMMAND [OPTIONS] [ARGS]\n\n"
+                   "Commands:\n"
+                   "  load FILE|-        load an OCI or docker-save archive (.tar, .tar.gz, "
+                   ".tar.zst)\n"
+                   "  ls                 list images (REPOSITORY TAG DIGEST SIZE)\n"
+                   "  inspect REF        print an image's manifest, config and layers as JSON\n"
+                   "  tag SRC DST        add the name DST to the image SRC\n"
+                   "  rm REF...          remove names; an image left without names is deleted\n"
+                   "  prune              delete images no pod uses, and their blobs and layers\n"
+                   "  mount REF TARGET UPPER WORK  mount a container rootfs (debugging; --copy "
+                   "forces\n"
+                   "                     the copy fallback)\n"
+                   "  umount TARGET      unmount it\n\n"
+                   "Options:\n"
+                   "  --root-dir DIR     state directory (default " DEFAULT_ROOT_DIR ")\n"
+                   "  --no-trunc         ls: show full digests\n"
+                   "  -q, --quiet        ls: only digests; load/rm/prune: no output\n"
+                   "  -h, --help         show this help\n");
 }
 
 static int parse_args(int argc, char **argv, ImageArgs *a) {
@@ -145,8 +146,8 @@ static int cmd_ls(ImageStore *s, ImageArgs *a) {
                         continue;
                 }
                 if (!l[i]->names[0])
-                        printf("%-50s %-20s %-*s %s\n", "<none>", "<none>",
-                               a->no_trunc ? 71 : 13, digest, size);
+                        printf("%-50s %-20s %-*s %s\n", "<none>", "<none>", a->no_trunc ? 71 : 13,
+                               digest, size);
                 STRV_FOREACH(nm, l[i]->names) {
                         ImageRef ref = {};
                         if (image_ref_parse(*nm, &ref, NULL) < 0)
@@ -191,12 +192,11 @@ static int cmd_inspect(ImageStore *s, ImageArgs *a) {
                 json_t *layers = json_array(), *digests = json_array();
                 for (size_t k = 0; k < im->manifest.n_layers; k++)
                         json_array_append_new(
-                                layers,
-                                json_pack("{s:s, s:s?, s:I, s:s, s:s}", "digest",
-                                          im->manifest.layers[k].digest, "mediaType",
-                                          im->manifest.layers[k].media_type, "size",
-                                          (json_int_t)im->manifest.layers[k].size, "diffID",
-                                          c->diff_ids[k], "chainID", im->chain_ids[k]));
+                                layers, json_pack("{s:s, s:s?, s:I, s:s, s:s}", "digest",
+                                                  im->manifest.layers[k].digest, "mediaType",
+                                                  im->manifest.layers[k].media_type, "size",
+                                                  (json_int_t)im->manifest.layers[k].size, "diffID",
+                                                  c->diff_ids[k], "chainID", im->chain_ids[k]));
                 STRV_FOREACH(nm, im->names) {
                         ImageRef ref = {};
                         if (image_ref_parse(*nm, &ref, NULL) < 0)
@@ -212,11 +212,10 @@ static int cmd_inspect(ImageStore *s, ImageArgs *a) {
                         c->entrypoint ? strv_json(c->entrypoint) : json_null(), "Cmd",
                         c->cmd ? strv_json(c->cmd) : json_null(), "Env",
                         c->env ? strv_json(c->env) : json_null(), "WorkingDir", c->working_dir,
-                        "User", c->user, "ExposedPorts", strv_json(c->exposed_ports),
-                        "StopSignal", c->stop_signal, "Volumes", strv_json(c->volumes), "Labels",
-                        labels);
-                json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:I, s:s?, s:s?, s:s?, s:o, s:o}",
-                                      "id", im->config_digest, "digest", im->digest, "repoTags",
+                        "User", c->user, "ExposedPorts", strv_json(c->exposed_ports), "StopSignal",
+                        c->stop_signal, "Volumes", strv_json(c->volumes), "Labels", labels);
+                json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:I, s:s?, s:s?, s:s?, s:o, s:o}", "id",
+                                      im->config_digest, "digest", im->digest, "repoTags",
                                       strv_json(im->names), "repoDigests", digests, "size",
                                       (json_int_t)im->size, "os", c->os, "architecture",
                                       c->architecture, "created", c->created, "config", cfg,
@@ -356,9 +355,9 @@ int cli_image(int argc, char **argv) {
                 const char *name;
                 int (*run)(ImageStore *s, ImageArgs *a);
         } cmds[] = {
-                { "load", cmd_load }, { "ls", cmd_ls },   { "list", cmd_ls },
-                { "inspect", cmd_inspect }, { "tag", cmd_tag }, { "rm", cmd_rm },
-                { "prune", cmd_prune }, { "mount", cmd_mount }, { "umount", cmd_umount },
+                { "load", cmd_load },       { "ls", cmd_ls },       { "list", cmd_ls },
+                { "inspect", cmd_inspect }, { "tag", cmd_tag },     { "rm", cmd_rm },
+                { "prune", cmd_prune },     { "mount", cmd_mount }, { "umount", cmd_umount },
         };
 
         int r = parse_args(argc, argv, &a);

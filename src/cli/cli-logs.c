@@ -47,8 +47,11 @@ static void help(FILE *f) {
 static int on_line(const CriLogLine *line, void *userdata);
 
 int logs_context_init(LogsContext *x, FILE *out, long tail, bool timestamps, int64_t since) {
-        *x = (LogsContext){ .out = out, .tail = tail < 0 ? -1 : tail, .timestamps = timestamps,
-                            .since = since, .buffering = tail >= 0 };
+        *x = (LogsContext){ .out = out,
+                            .tail = tail < 0 ? -1 : tail,
+                            .timestamps = timestamps,
+                            .since = since,
+                            .buffering = tail >= 0 };
         if (tail > 0) {
                 x->ring = calloc((size_t)tail, sizeof(LogOut));
                 if (!x->ring)

@@ -65,8 +65,7 @@ static int validate_buffer(ValidateContext *c, const char *path, const char *buf
                 r = -EINVAL;
         }
         if (r < 0 && d.n_errors == 0)
-                diagnostics_add(&d, DIAG_ERROR, path, 0, 0, NULL, "cannot parse: %s",
-                                strerror(-r));
+                diagnostics_add(&d, DIAG_ERROR, path, 0, 0, NULL, "cannot parse: %s", strerror(-r));
         diagnostics_print(&d, stderr);
         c->n_files++;
         if (r < 0) {
@@ -107,7 +106,9 @@ static int validate_file(ValidateContext *c, int dir_fd, const char *name, const
         if (c->check_trust && !streq(path, "-")) {
                 _cleanup_free_ char *reason = NULL;
                 if (manifest_path_check_trust(fd, path, &reason) < 0)
-                        fprintf(stderr, "%s: warning: %s (the agent refuses it unless --allow-insecure-manifests)\n",
+                        fprintf(stderr,
+                                "%s: warning: %s (the agent refuses it unless "
+                                "--allow-insecure-manifests)\n",
                                 path, reason ? reason : "not trusted");
         }
         r = read_full_fd(fd, c->max_size, &buf, &size);
@@ -206,7 +207,8 @@ int cli_validate(int argc, char **argv) {
                 case 'M': {
                         Quantity q;
                         if (quantity_parse(optarg, &q) < 0 || q.value <= 0) {
-                                fprintf(stderr, "nanolet validate: invalid --max-manifest-size \"%s\"\n",
+                                fprintf(stderr,
+                                        "nanolet validate: invalid --max-manifest-size \"%s\"\n",
                                         optarg);
                                 return EXIT_USAGE;
                         }

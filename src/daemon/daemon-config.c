@@ -84,12 +84,16 @@ int nanolet_config_init(NanoletConfig *c) {
 
 void nanolet_config_deinit(NanoletConfig *c) {
         char **strings[] = {
-                &c->pod_manifest_path, &c->manifest_url,  &c->hostname_override,
-                &c->node_name,         &c->root_dir,      &c->run_dir,
-                &c->pod_logs_dir,      &c->container_logs_dir, &c->runtime,       &c->cni_conf_dir,
-                &c->cni_bin_dir,       &c->pod_cidr,      &c->cluster_domain,
-                &c->resolv_conf,       &c->hairpin_mode,  &c->cgroup_driver,
-                &c->address,           &c->healthz_bind_address, &c->config_file,
+                &c->pod_manifest_path, &c->manifest_url,
+                &c->hostname_override, &c->node_name,
+                &c->root_dir,          &c->run_dir,
+                &c->pod_logs_dir,      &c->container_logs_dir,
+                &c->runtime,           &c->cni_conf_dir,
+                &c->cni_bin_dir,       &c->pod_cidr,
+                &c->cluster_domain,    &c->resolv_conf,
+                &c->hairpin_mode,      &c->cgroup_driver,
+                &c->address,           &c->healthz_bind_address,
+                &c->config_file,
         };
         for (size_t i = 0; i < ELEMENTSOF(strings); i++) {
                 free(*strings[i]);
@@ -126,9 +130,9 @@ typedef enum ConfigFieldType {
         FIELD_BOOL,
         FIELD_QUANTITY,
         FIELD_STRV,
-        FIELD_HEADERS,   /* map[string][]string -> "Key: Value" list */
-        FIELD_EVICTION,  /* map[string]string -> "signal<value" list */
-        FIELD_IGNORED,   /* a kubelet field that has no meaning without an apiserver */
+        FIELD_HEADERS,  /* map[string][]string -> "Key: Value" list */
+        FIELD_EVICTION, /* map[string]string -> "signal<value" list */
+        FIELD_IGNORED,  /* a kubelet field that has no meaning without an apiserver */
 } ConfigFieldType;
 
 typedef struct ConfigField {
@@ -137,8 +141,10 @@ typedef struct ConfigField {
         size_t offset;
 } ConfigField;
 
-#define F(n, t, m) { n, t, offsetof(NanoletConfig, m) }
-#define IGN(n) { n, FIELD_IGNORED, 0 }
+#define F(n, t, m)                                                                                 \
+        { n, t, offsetof(NanoletConfig, m) }
+#define IGN(n)                                                                                     \
+        { n, FIELD_IGNORED, 0 }
 static const ConfigField config_fields[] = {
         F("staticPodPath", FIELD_STRING, pod_manifest_path),
         F("staticPodURL", FIELD_STRING, manifest_url),
@@ -167,15 +173,28 @@ static const ConfigField config_fields[] = {
         F("hairpinMode", FIELD_STRING, hairpin_mode),
         /* kubeadm writes these; they are about the apiserver connection or
          * features nanolet does not have, so they are accepted and ignored */
-        IGN("authentication"), IGN("authorization"), IGN("cgroupsPerQOS"),
-        IGN("containerRuntimeEndpoint"), IGN("cpuManagerReconcilePeriod"),
-        IGN("evictionPressureTransitionPeriod"), IGN("imageMinimumGCAge"),
-        IGN("logging"), IGN("memorySwap"), IGN("nodeStatusReportFrequency"),
-        IGN("nodeStatusUpdateFrequency"), IGN("rotateCertificates"),
-        IGN("runtimeRequestTimeout"), IGN("shutdownGracePeriod"),
-        IGN("shutdownGracePeriodCriticalPods"), IGN("streamingConnectionIdleTimeout"),
-        IGN("volumeStatsAggPeriod"), IGN("tlsCertFile"), IGN("tlsPrivateKeyFile"),
-        IGN("port"), IGN("featureGates"), IGN("failSwapOn"),
+        IGN("authentication"),
+        IGN("authorization"),
+        IGN("cgroupsPerQOS"),
+        IGN("containerRuntimeEndpoint"),
+        IGN("cpuManagerReconcilePeriod"),
+        IGN("evictionPressureTransitionPeriod"),
+        IGN("imageMinimumGCAge"),
+        IGN("logging"),
+        IGN("memorySwap"),
+        IGN("nodeStatusReportFrequency"),
+        IGN("nodeStatusUpdateFrequency"),
+        IGN("rotateCertificates"),
+        IGN("runtimeRequestTimeout"),
+        IGN("shutdownGracePeriod"),
+        IGN("shutdownGracePeriodCriticalPods"),
+        IGN("streamingConnectionIdleTimeout"),
+        IGN("volumeStatsAggPeriod"),
+        IGN("tlsCertFile"),
+        IGN("tlsPrivateKeyFile"),
+        IGN("port"),
+        IGN("featureGates"),
+        IGN("failSwapOn"),
 };
 #undef F
 #undef IGN
@@ -184,16 +203,15 @@ static bool node_is_string(const YamlNode *n) {
         return n && n->type == YAML_NODE_STRING;
 }
 
-static int apply_field(NanoletConfig *c, const ConfigField *f, const YamlNode *v,
-                       const char *file, Diagnostics *diag) {
+static int apply_field(NanoletConfig *c, const ConfigField *f, const YamlNode *v, const char *file,
+                       Diagnostics *diag) {
         void *p = (char *)c + f->offset;
         int r;
 
-#define BAD(...)                                                                          \
-        do {                                                                              \
-                diagnostics_add(diag, DIAG_ERROR, file, v->line, v->column, f->name,      \
-                                __VA_ARGS__);                                             \
-                return 0;                                                                 \
+#define BAD(...)                                                                                   \
+        do {                                                                                       \
+                diagnostics_add(diag, DIAG_ERROR, file, v->line, v->column, f->name, __VA_ARGS__); \
+                return 0;                                                                          \
         } while (0)
 
         switch (f->type) {
@@ -288,8 +306,8 @@ static int apply_field(NanoletConfig *c, const ConfigField *f, const YamlNode *v
         return 0;
 }
 
-int nanolet_config_load_buffer(NanoletConfig *c, const char *buf, size_t size,
-                               const char *filename, Diagnostics *diag) {
+int nanolet_config_load_buffer(NanoletConfig *c, const char *buf, size_t size, const char *filename,
+                               Diagnostics *diag) {
         YamlNode **docs = NULL;
         size_t n = 0;
         int r;
@@ -310,8 +328,8 @@ int nanolet_config_load_buffer(NanoletConfig *c, const char *buf, size_t size,
                 diagnostics_add(diag, DIAG_ERROR, filename, doc->line, doc->column, "kind",
                                 "must be \"KubeletConfiguration\"");
         if (!node_is_string(api) || !streq(api->str, "kubelet.config.k8s.io/v1beta1"))
-                diagnostics_add(diag, DIAG_ERROR, filename, doc->line, doc->column,
-                                "apiVersion", "must be \"kubelet.config.k8s.io/v1beta1\"");
+                diagnostics_add(diag, DIAG_ERROR, filename, doc->line, doc->column, "apiVersion",
+                                "must be \"kubelet.config.k8s.io/v1beta1\"");
 
         for (size_t i = 0; i < doc->n; i++) {
                 const char *key = doc->pairs[i].key->str;
@@ -436,20 +454,23 @@ static void serve_help(void) {
         printf("Usage: nanolet serve [OPTIONS]\n\n"
                "Run the agent: watch manifests and run their pods.\n\n"
                "  --config FILE                   KubeletConfiguration file (flags override it)\n"
-               "  --pod-manifest-path PATH        manifests directory or file [/etc/kubernetes/manifests]\n"
+               "  --pod-manifest-path PATH        manifests directory or file "
+               "[/etc/kubernetes/manifests]\n"
                "  --manifest-url URL              also read pods from this URL\n"
                "  --manifest-url-header 'K: V'    header for the URL (repeatable)\n"
                "  --file-check-frequency D        full directory rescan period [20s]\n"
                "  --http-check-frequency D        URL poll period [20s]\n"
                "  --hostname-override NAME        node name [lowercase hostname]\n"
-               "  --allow-insecure-manifests      accept manifests not owned by root or writable by others\n"
+               "  --allow-insecure-manifests      accept manifests not owned by root or writable "
+               "by others\n"
                "  --max-manifest-size BYTES       largest manifest accepted [10Mi]\n"
                "  --root-dir DIR                  state [/var/lib/nanolet]\n"
                "  --run-dir DIR                   runtime state [/run/nanolet]\n"
                "  --pod-logs-dir DIR              container logs [/var/log/pods]\n"
                "  --container-logs-dir DIR        log symlinks [/var/log/containers]\n"
                "  --container-log-max-size SIZE   rotate a container's log at this size [10Mi]\n"
-               "  --container-log-max-files N     log files kept per container, current one included [5]\n"
+               "  --container-log-max-files N     log files kept per container, current one "
+               "included [5]\n"
                "  --container-log-monitor-interval D  how often log sizes are checked [10s]\n"
                "  --runtime runc|crun             OCI runtime [runc]\n"
                "  --cni-conf-dir DIR, --cni-bin-dir PATH, --pod-cidr CIDR\n"
@@ -481,8 +502,7 @@ static int parse_ip_list(const char *name, const char *s, char ***ret) {
         return *ret ? 0 : -EINVAL;
 }
 
-static int parse_int_arg(const char *name, const char *s, int64_t min, int64_t max,
-                         int64_t *ret) {
+static int parse_int_arg(const char *name, const char *s, int64_t min, int64_t max, int64_t *ret) {
         char *end;
         errno = 0;
         long long v = strtoll(s, &end, 10);
@@ -497,8 +517,8 @@ static int parse_int_arg(const char *name, const char *s, int64_t min, int64_t m
 
 static int parse_duration_arg(const char *name, const char *s, usec_t *ret) {
         if (nanolet_parse_duration(s, ret) < 0 || *ret == 0) {
-                log_error("Invalid value \"%s\" for --%s: expected a duration such as \"20s\".",
-                          s, name);
+                log_error("Invalid value \"%s\" for --%s: expected a duration such as \"20s\".", s,
+                          name);
                 return -EINVAL;
         }
         return 0;
@@ -563,7 +583,8 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                         break;
                 case ARG_MANIFEST_URL_HEADER:
                         if (!strchr(optarg, ':')) {
-                                log_error("Invalid --manifest-url-header \"%s\": expected 'Key: Value'.",
+                                log_error("Invalid --manifest-url-header \"%s\": expected 'Key: "
+                                          "Value'.",
                                           optarg);
                                 return -EINVAL;
                         }
@@ -612,7 +633,8 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                 case ARG_CONTAINER_LOG_MAX_SIZE: {
                         Quantity q;
                         if (quantity_parse(optarg, &q) < 0 || q.value <= 0) {
-                                log_error("Invalid --container-log-max-size \"%s\": expected a size such as \"10Mi\".",
+                                log_error("Invalid --container-log-max-size \"%s\": expected a "
+                                          "size such as \"10Mi\".",
                                           optarg);
                                 return -EINVAL;
                         }
@@ -739,7 +761,8 @@ int nanolet_config_finish(NanoletConfig *c) {
         }
         for (char *p = lower; *p; p++)
                 if (!(isalnum((unsigned char)*p) || *p == '-' || *p == '.')) {
-                        log_error("Invalid node name \"%s\": only lowercase letters, digits, '-' and '.' may be used; use --hostname-override.",
+                        log_error("Invalid node name \"%s\": only lowercase letters, digits, '-' "
+                                  "and '.' may be used; use --hostname-override.",
                                   lower);
                         return -EINVAL;
                 }

@@ -37,7 +37,7 @@ typedef struct NanoletConfig {
         char *cni_bin_dir;
         char *pod_cidr;
         char **cluster_dns;
-        char **node_ips;          /* --node-ip; NULL = detect */
+        char **node_ips; /* --node-ip; NULL = detect */
         char *cluster_domain;
         char *resolv_conf;
         char *hairpin_mode;
@@ -47,7 +47,7 @@ typedef struct NanoletConfig {
         int64_t container_log_max_size;
         int64_t container_log_max_files;
         usec_t container_log_monitor_interval; /* how often log sizes are checked */
-        char **eviction_hard; /* "signal<value" */
+        char **eviction_hard;                  /* "signal<value" */
         int64_t image_gc_high_threshold;
         int64_t image_gc_low_threshold;
         bool serialize_image_pulls;
@@ -72,8 +72,8 @@ void nanolet_config_deinit(NanoletConfig *c);
 /* Parses a KubeletConfiguration document; problems go to diag (errors for
  * wrong types or values, warnings for unknown fields). */
 int nanolet_config_load_file(NanoletConfig *c, const char *path, Diagnostics *diag);
-int nanolet_config_load_buffer(NanoletConfig *c, const char *buf, size_t size,
-                               const char *filename, Diagnostics *diag);
+int nanolet_config_load_buffer(NanoletConfig *c, const char *buf, size_t size, const char *filename,
+                               Diagnostics *diag);
 
 /* Parses `serve` flags (argv[0] is the verb). Loads --config first so that
  * flags override it. Returns 0, 1 when --help was printed, or -EINVAL after

@@ -20,8 +20,8 @@ void daemon_log_source_event(const SourceEvent *ev) {
         switch (ev->type) {
         case SOURCE_EVENT_ADD:
         case SOURCE_EVENT_REMOVE:
-                log_info("SyncLoop (%s, \"%s\"): \"%s_%s(%s)\"", type, ev->source,
-                         ev->object->name, ev->object->namespace, ev->uid);
+                log_info("SyncLoop (%s, \"%s\"): \"%s_%s(%s)\"", type, ev->source, ev->object->name,
+                         ev->object->namespace, ev->uid);
                 break;
         case SOURCE_EVENT_UPDATE:
                 log_info("SyncLoop (%s, \"%s\"): \"%s_%s(%s)\" replaces (%s)", type, ev->source,
@@ -122,8 +122,8 @@ static int daemon_setup_runtime(Daemon *d) {
 
         r = image_store_open(c->root_dir, NULL, &d->images, &ierr);
         if (r < 0)
-                return log_error_errno(r, "Failed to open the image store in \"%s\": %s", c->root_dir,
-                                       ierr.message);
+                return log_error_errno(r, "Failed to open the image store in \"%s\": %s",
+                                       c->root_dir, ierr.message);
         RuntimeOptions ro = { .runtime = c->runtime, .run_dir = c->run_dir };
         r = runtime_new(&d->runtime, d->event, &ro);
         if (r < 0)
@@ -145,7 +145,8 @@ static int daemon_setup_runtime(Daemon *d) {
         if (c->node_ips)
                 d->node_ips = strv_copy(c->node_ips);
         else if ((r = node_ip_detect(&d->node_ips)) < 0)
-                log_warning_errno(r, "Cannot find the node's address, status.hostIP stays empty (set --node-ip): %m");
+                log_warning_errno(r, "Cannot find the node's address, status.hostIP stays empty "
+                                     "(set --node-ip): %m");
         if (c->node_ips && !d->node_ips)
                 return log_oom();
         PodManagerOptions po = {
@@ -159,7 +160,8 @@ static int daemon_setup_runtime(Daemon *d) {
                 .cluster_dns = c->cluster_dns,
                 .node_ips = d->node_ips,
                 .resolv_conf = c->resolv_conf,
-                .runtime_name = strrchr(c->runtime, '/') ? strrchr(c->runtime, '/') + 1 : c->runtime,
+                .runtime_name =
+                        strrchr(c->runtime, '/') ? strrchr(c->runtime, '/') + 1 : c->runtime,
                 .pod_pids_limit = c->pod_pids_limit,
                 .container_log_max_size = c->container_log_max_size,
                 .container_log_max_files = (unsigned)c->container_log_max_files,
@@ -272,9 +274,8 @@ int daemon_run(Daemon *d) {
         int r;
 
         log_info("nanolet starting: node \"%s\", manifests \"%s\"%s%s%s", d->config->node_name,
-                 strempty(d->config->pod_manifest_path),
-                 d->config->manifest_url ? ", URL \"" : "", strempty(d->config->manifest_url),
-                 d->config->manifest_url ? "\"" : "");
+                 strempty(d->config->pod_manifest_path), d->config->manifest_url ? ", URL \"" : "",
+                 strempty(d->config->manifest_url), d->config->manifest_url ? "\"" : "");
         if (d->config->dry_run)
                 log_info("Dry run: pod events are logged, no container is touched.");
         if (d->pod_manager) {
@@ -286,7 +287,8 @@ int daemon_run(Daemon *d) {
         if (d->dir_source) {
                 r = dir_source_start(d->dir_source);
                 if (r < 0)
-                        return log_error_errno(r, "Failed to start the manifest directory source: %m");
+                        return log_error_errno(r,
+                                               "Failed to start the manifest directory source: %m");
         }
         if (d->url_source) {
                 r = url_source_start(d->url_source);

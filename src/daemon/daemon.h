@@ -16,14 +16,14 @@ typedef struct Daemon {
         DirSource *dir_source;
         UrlSource *url_source;
         EventSource *sigterm, *sigint, *sighup;
-        EventSource *watchdog;  /* systemd WatchdogSec= keep-alive */
+        EventSource *watchdog; /* systemd WatchdogSec= keep-alive */
         /* The runtime side; all NULL with --dry-run. */
         ImageStore *images;
         Runtime *runtime;
         CniRunner *cni;
         PodManager *pod_manager;
         char *node_hostname;
-        char **node_ips;          /* --node-ip or detected: status.hostIP */
+        char **node_ips; /* --node-ip or detected: status.hostIP */
         bool stopping;
         unsigned n_events; /* source events seen, for logs and tests */
 } Daemon;

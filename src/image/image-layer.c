@@ -46,8 +46,8 @@ int image_tar_path_normalize(const char *path, size_t max_path, char **ret, Erro
                 return error_set(err, -EINVAL, "entry with an empty path");
         size_t n = strlen(path);
         if (n > max_path)
-                return error_set(err, -ENAMETOOLONG,
-                                       "entry path is longer than %zu bytes", max_path);
+                return error_set(err, -ENAMETOOLONG, "entry path is longer than %zu bytes",
+                                 max_path);
         if (path[0] == '/')
                 return error_set(err, -EINVAL, "entry \"%s\": absolute path refused", path);
 
@@ -59,17 +59,19 @@ int image_tar_path_normalize(const char *path, size_t max_path, char **ret, Erro
                 const char *e = strchr(c, '/');
                 size_t cl = e ? (size_t)(e - c) : strlen(c);
                 if (cl == 2 && c[0] == '.' && c[1] == '.')
-                        return error_set(err, -EINVAL,
-                                               "entry \"%s\": \"..\" component refused", path);
+                        return error_set(err, -EINVAL, "entry \"%s\": \"..\" component refused",
+                                         path);
                 if (cl > 255)
                         return error_set(err, -ENAMETOOLONG,
-                                               "entry \"%s\": path component longer than 255 "
-                                               "bytes", path);
+                                         "entry \"%s\": path component longer than 255 "
+                                         "bytes",
+                                         path);
                 if (cl > 0 && !(cl == 1 && c[0] == '.')) {
                         if (++depth > IMAGE_MAX_PATH_DEPTH)
                                 return error_set(err, -ENAMETOOLONG,
-                                                       "entry \"%s\": nested deeper than %d "
-                                                       "directories", path, IMAGE_MAX_PATH_DEPTH);
+                                                 "entry \"%s\": nested deeper than %d "
+                                                 "directories",
+                                                 path, IMAGE_MAX_PATH_DEPTH);
                         if (len > 0)
                                 out[len++] = '/';
                         memcpy(out + len, c, cl);
@@ -163,28 +165,27 @@ static int pull(Unpack *u, const void **ret, size_t *ret_size) {
         }
         if (r < ARCHIVE_WARN) {
                 const char *m = archive_error_string(u->decomp);
-                return error_set(u->err, -EBADMSG,
-                                       "corrupt or truncated compressed data: %s",
-                                       m ? m : "unknown error");
+                return error_set(u->err, -EBADMSG, "corrupt or truncated compressed data: %s",
+                                 m ? m : "unknown error");
         }
         u->decompressed += sz;
         if (u->decompressed > u->limits->max_layer_size)
                 return error_set(u->err, -EFBIG,
-                                       "layer decompresses to more than %llu bytes (limit)",
-                                       (unsigned long long)u->limits->max_layer_size);
+                                 "layer decompresses to more than %llu bytes (limit)",
+                                 (unsigned long long)u->limits->max_layer_size);
         if (u->budget && u->decompressed > *u->budget)
                 return error_set(u->err, -EFBIG,
-                                       "image decompresses to more than the total limit of "
-                                       "%llu bytes",
-                                       (unsigned long long)u->limits->max_total_size);
+                                 "image decompresses to more than the total limit of "
+                                 "%llu bytes",
+                                 (unsigned long long)u->limits->max_total_size);
         if (u->decompressed > u->limits->ratio_min_size &&
             u->decompressed / (u->compressed ? u->compressed : 1) > u->limits->max_ratio)
                 return error_set(u->err, -EFBIG,
-                                       "layer decompression ratio exceeds %llu:1 (%llu bytes "
-                                       "from %llu); refused as a decompression bomb",
-                                       (unsigned long long)u->limits->max_ratio,
-                                       (unsigned long long)u->decompressed,
-                                       (unsigned long long)u->compressed);
+                                 "layer decompression ratio exceeds %llu:1 (%llu bytes "
+                                 "from %llu); refused as a decompression bomb",
+                                 (unsigned long long)u->limits->max_ratio,
+                                 (unsigned long long)u->decompressed,
+                                 (unsigned long long)u->compressed);
         if (u->diff_md && sha256_update(u->diff_md, b, sz) < 0)
                 return -EIO;
         *ret = b;
@@ -237,13 +238,14 @@ static int open_parent(Unpack *u, const char *entry, const char *parent, int *re
                         next = strchr(c, '/');
                         if (next)
                                 *next++ = 0;
-                        int nfd = openat2_in_root(cur, c, O_PATH | O_DIRECTORY,
-                                                  RESOLVE_NO_SYMLINKS);
+                        int nfd =
+                                openat2_in_root(cur, c, O_PATH | O_DIRECTORY, RESOLVE_NO_SYMLINKS);
                         if (nfd == -ENOENT) {
                                 if (mkdirat(cur, c, 0755) < 0 && errno != EEXIST)
                                         return error_set(u->err, -errno,
-                                                               "entry \"%s\": cannot create "
-                                                               "parent directory: %m", entry);
+                                                         "entry \"%s\": cannot create "
+                                                         "parent directory: %m",
+                                                         entry);
                                 nfd = openat2_in_root(cur, c, O_PATH | O_DIRECTORY,
                                                       RESOLVE_NO_SYMLINKS);
                         }
@@ -259,15 +261,15 @@ static int open_parent(Unpack *u, const char *entry, const char *parent, int *re
         }
         if (fd == -ELOOP || fd == -EXDEV)
                 return error_set(u->err, -ELOOP,
-                                       "entry \"%s\": its parent path \"%s\" passes through a "
-                                       "symbolic link; refused", entry, parent);
+                                 "entry \"%s\": its parent path \"%s\" passes through a "
+                                 "symbolic link; refused",
+                                 entry, parent);
         if (fd == -ENOTDIR)
-                return error_set(u->err, -ENOTDIR,
-                                       "entry \"%s\": parent \"%s\" is not a directory", entry,
-                                       parent);
+                return error_set(u->err, -ENOTDIR, "entry \"%s\": parent \"%s\" is not a directory",
+                                 entry, parent);
         if (fd < 0)
-                return error_set(u->err, fd, "entry \"%s\": cannot open parent \"%s\": %s",
-                                       entry, parent, strerror(-fd));
+                return error_set(u->err, fd, "entry \"%s\": cannot open parent \"%s\": %s", entry,
+                                 parent, strerror(-fd));
         *ret_fd = fd;
         return 0;
 }
@@ -316,9 +318,8 @@ static int apply_owner_mode(Unpack *u, int fd, struct archive_entry *e, const ch
 }
 
 static void entry_times(struct archive_entry *e, struct timespec ts[2]) {
-        ts[0] = (struct timespec){ .tv_sec = archive_entry_atime_is_set(e)
-                                                     ? archive_entry_atime(e)
-                                                     : archive_entry_mtime(e),
+        ts[0] = (struct timespec){ .tv_sec = archive_entry_atime_is_set(e) ? archive_entry_atime(e)
+                                                                           : archive_entry_mtime(e),
                                    .tv_nsec = archive_entry_atime_is_set(e)
                                                       ? archive_entry_atime_nsec(e)
                                                       : archive_entry_mtime_nsec(e) };
@@ -333,21 +334,22 @@ static void entry_times(struct archive_entry *e, struct timespec ts[2]) {
 static int count_extracted(Unpack *u, const char *path, uint64_t size) {
         if (size > u->limits->max_layer_size || u->extracted > u->limits->max_layer_size - size)
                 return error_set(u->err, -EFBIG,
-                                       "entry \"%s\" (%llu bytes) makes the layer larger than "
-                                       "%llu bytes (limit)", path, (unsigned long long)size,
-                                       (unsigned long long)u->limits->max_layer_size);
+                                 "entry \"%s\" (%llu bytes) makes the layer larger than "
+                                 "%llu bytes (limit)",
+                                 path, (unsigned long long)size,
+                                 (unsigned long long)u->limits->max_layer_size);
         if (u->budget && (size > *u->budget || u->extracted > *u->budget - size))
                 return error_set(u->err, -EFBIG,
-                                       "entry \"%s\" (%llu bytes) makes the image larger than "
-                                       "the total limit of %llu bytes", path,
-                                       (unsigned long long)size,
-                                       (unsigned long long)u->limits->max_total_size);
+                                 "entry \"%s\" (%llu bytes) makes the image larger than "
+                                 "the total limit of %llu bytes",
+                                 path, (unsigned long long)size,
+                                 (unsigned long long)u->limits->max_total_size);
         u->extracted += size;
         return 0;
 }
 
-static int extract_regular(Unpack *u, struct archive *tar, struct archive_entry *e,
-                           int parent_fd, const char *name, const char *path) {
+static int extract_regular(Unpack *u, struct archive *tar, struct archive_entry *e, int parent_fd,
+                           const char *name, const char *path) {
         uint64_t size = archive_entry_size_is_set(e) && archive_entry_size(e) > 0
                                 ? (uint64_t)archive_entry_size(e)
                                 : 0;
@@ -356,11 +358,9 @@ static int extract_regular(Unpack *u, struct archive *tar, struct archive_entry 
                 return r;
         r = clear_slot(parent_fd, name, false);
         if (r < 0)
-                return error_set(u->err, r, "entry \"%s\": cannot replace: %s", path,
-                                       strerror(-r));
-        _cleanup_close_ int fd = openat(parent_fd, name,
-                                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                                        0600);
+                return error_set(u->err, r, "entry \"%s\": cannot replace: %s", path, strerror(-r));
+        _cleanup_close_ int fd =
+                openat(parent_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return error_set(u->err, -errno, "entry \"%s\": cannot create: %m", path);
         for (;;) {
@@ -375,16 +375,14 @@ static int extract_regular(Unpack *u, struct archive *tar, struct archive_entry 
                         if (u->pull_error)
                                 return u->pull_error;
                         return error_set(u->err, -EBADMSG,
-                                               "entry \"%s\": truncated or corrupt data: %s", path,
-                                               m ? m : "read error");
+                                         "entry \"%s\": truncated or corrupt data: %s", path,
+                                         m ? m : "read error");
                 }
                 if (off < 0 || (uint64_t)off > size || sz > size - (uint64_t)off)
-                        return error_set(u->err, -EBADMSG, "entry \"%s\": bad offset",
-                                               path);
+                        return error_set(u->err, -EBADMSG, "entry \"%s\": bad offset", path);
                 r = pwrite_all(fd, b, sz, (uint64_t)off);
                 if (r < 0)
-                        return error_set(u->err, r, "entry \"%s\": write: %s", path,
-                                               strerror(-r));
+                        return error_set(u->err, r, "entry \"%s\": write: %s", path, strerror(-r));
         }
         if (archive_entry_size_is_set(e) && ftruncate(fd, archive_entry_size(e)) < 0)
                 return error_set(u->err, -errno, "entry \"%s\": truncate: %m", path);
@@ -402,8 +400,7 @@ static int extract_dir(Unpack *u, struct archive_entry *e, int parent_fd, const 
                        const char *path) {
         int r = clear_slot(parent_fd, name, true);
         if (r < 0)
-                return error_set(u->err, r, "entry \"%s\": cannot replace: %s", path,
-                                       strerror(-r));
+                return error_set(u->err, r, "entry \"%s\": cannot replace: %s", path, strerror(-r));
         if (r == 0 && mkdirat(parent_fd, name, 0700) < 0)
                 return error_set(u->err, -errno, "entry \"%s\": mkdir: %m", path);
         _cleanup_close_ int fd =
@@ -426,8 +423,8 @@ static int extract_dir(Unpack *u, struct archive_entry *e, int parent_fd, const 
         return 0;
 }
 
-static int set_times_nofollow(Unpack *u, int parent_fd, const char *name,
-                              struct archive_entry *e, const char *path) {
+static int set_times_nofollow(Unpack *u, int parent_fd, const char *name, struct archive_entry *e,
+                              const char *path) {
         struct timespec ts[2];
         entry_times(e, ts);
         if (utimensat(parent_fd, name, ts, AT_SYMLINK_NOFOLLOW) < 0)
@@ -441,15 +438,13 @@ static int extract_symlink(Unpack *u, struct archive_entry *e, int parent_fd, co
         if (!target)
                 target = archive_entry_symlink_utf8(e);
         if (isempty(target))
-                return error_set(u->err, -EINVAL, "entry \"%s\": symlink without target",
-                                       path);
+                return error_set(u->err, -EINVAL, "entry \"%s\": symlink without target", path);
         if (strlen(target) > u->limits->max_path)
-                return error_set(u->err, -ENAMETOOLONG,
-                                       "entry \"%s\": symlink target too long", path);
+                return error_set(u->err, -ENAMETOOLONG, "entry \"%s\": symlink target too long",
+                                 path);
         int r = clear_slot(parent_fd, name, false);
         if (r < 0)
-                return error_set(u->err, r, "entry \"%s\": cannot replace: %s", path,
-                                       strerror(-r));
+                return error_set(u->err, r, "entry \"%s\": cannot replace: %s", path, strerror(-r));
         /* The target is stored, never followed here: it is resolved inside the
          * container's root at run time. */
         if (symlinkat(target, parent_fd, name) < 0)
@@ -472,8 +467,7 @@ static int extract_hardlink(Unpack *u, struct archive_entry *e, int parent_fd, c
         if (streq(target, path))
                 return 0;
         if (streq(target, "."))
-                return error_set(u->err, -EINVAL, "entry \"%s\": hard link to the root",
-                                       path);
+                return error_set(u->err, -EINVAL, "entry \"%s\": hard link to the root", path);
         r = split_path(target, &tparent, &tname);
         if (r < 0)
                 return r;
@@ -486,25 +480,24 @@ static int extract_hardlink(Unpack *u, struct archive_entry *e, int parent_fd, c
                                       RESOLVE_NO_SYMLINKS);
         if (tfd < 0)
                 return error_set(u->err, tfd == -EXDEV ? -ELOOP : tfd,
-                                       "entry \"%s\": hard link target \"%s\" cannot be "
-                                       "resolved inside the layer: %s", path, target,
-                                       strerror(tfd == -EXDEV ? ELOOP : -tfd));
+                                 "entry \"%s\": hard link target \"%s\" cannot be "
+                                 "resolved inside the layer: %s",
+                                 path, target, strerror(tfd == -EXDEV ? ELOOP : -tfd));
         struct stat st;
         if (fstatat(tfd, tname, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return error_set(u->err, -errno,
-                                       "entry \"%s\": hard link target \"%s\" does not exist in "
-                                       "the layer", path, target);
+                                 "entry \"%s\": hard link target \"%s\" does not exist in "
+                                 "the layer",
+                                 path, target);
         if (S_ISDIR(st.st_mode))
-                return error_set(u->err, -EPERM,
-                                       "entry \"%s\": hard link to directory \"%s\"", path, target);
+                return error_set(u->err, -EPERM, "entry \"%s\": hard link to directory \"%s\"",
+                                 path, target);
         r = clear_slot(parent_fd, name, false);
         if (r < 0)
-                return error_set(u->err, r, "entry \"%s\": cannot replace: %s", path,
-                                       strerror(-r));
+                return error_set(u->err, r, "entry \"%s\": cannot replace: %s", path, strerror(-r));
         /* No AT_SYMLINK_FOLLOW: a link to a symlink links the symlink itself. */
         if (linkat(tfd, tname, parent_fd, name, 0) < 0)
-                return error_set(u->err, -errno, "entry \"%s\": link to \"%s\": %m", path,
-                                       target);
+                return error_set(u->err, -errno, "entry \"%s\": link to \"%s\": %m", path, target);
         return 0;
 }
 
@@ -512,10 +505,10 @@ static int extract_node(Unpack *u, struct archive_entry *e, int parent_fd, const
                         const char *path, mode_t type) {
         int r = clear_slot(parent_fd, name, false);
         if (r < 0)
-                return error_set(u->err, r, "entry \"%s\": cannot replace: %s", path,
-                                       strerror(-r));
-        dev_t dev = type == S_IFIFO ? 0 : makedev(archive_entry_rdevmajor(e),
-                                                  archive_entry_rdevminor(e));
+                return error_set(u->err, r, "entry \"%s\": cannot replace: %s", path, strerror(-r));
+        dev_t dev = type == S_IFIFO
+                            ? 0
+                            : makedev(archive_entry_rdevmajor(e), archive_entry_rdevminor(e));
         if (mknodat(parent_fd, name, type | (archive_entry_perm(e) & 07777), dev) < 0) {
                 r = -errno;
                 if (check_perm(u, r) == 0) {
@@ -540,9 +533,9 @@ static int extract_whiteout(Unpack *u, int parent_fd, const char *name, const ch
                         return error_set(u->err, -errno, "entry \"%s\": %m", path);
                 if (fsetxattr(fd, OVERLAY_OPAQUE_XATTR, "y", 1, 0) < 0)
                         return error_set(u->err, -errno,
-                                               "entry \"%s\": cannot mark the directory opaque "
-                                               "(needs CAP_SYS_ADMIN and trusted xattrs): %m",
-                                               path);
+                                         "entry \"%s\": cannot mark the directory opaque "
+                                         "(needs CAP_SYS_ADMIN and trusted xattrs): %m",
+                                         path);
                 return 0;
         }
         const char *target = name + strlen(WHITEOUT_PREFIX);
@@ -552,12 +545,12 @@ static int extract_whiteout(Unpack *u, int parent_fd, const char *name, const ch
                 return error_set(u->err, -EINVAL, "entry \"%s\": invalid whiteout", path);
         int r = clear_slot(parent_fd, target, false);
         if (r < 0)
-                return error_set(u->err, r, "entry \"%s\": cannot replace: %s", path,
-                                       strerror(-r));
+                return error_set(u->err, r, "entry \"%s\": cannot replace: %s", path, strerror(-r));
         if (mknodat(parent_fd, target, S_IFCHR | 0, makedev(0, 0)) < 0)
                 return error_set(u->err, -errno,
-                                       "entry \"%s\": cannot create overlay whiteout (needs "
-                                       "CAP_MKNOD): %m", path);
+                                 "entry \"%s\": cannot create overlay whiteout (needs "
+                                 "CAP_MKNOD): %m",
+                                 path);
         return 0;
 }
 
@@ -612,17 +605,14 @@ static int extract_entry(Unpack *u, struct archive *tar, struct archive_entry *e
 static int apply_dir_times(Unpack *u) {
         for (size_t i = u->n_dirs; i > 0; i--) {
                 DirTime *d = &u->dirs[i - 1];
-                _cleanup_close_ int fd = openat2_in_root(u->root_fd, d->path,
-                                                         O_RDONLY | O_DIRECTORY,
-                                                         RESOLVE_NO_SYMLINKS);
+                _cleanup_close_ int fd = openat2_in_root(
+                        u->root_fd, d->path, O_RDONLY | O_DIRECTORY, RESOLVE_NO_SYMLINKS);
                 if (fd == -ENOENT || fd == -ENOTDIR)
                         continue; /* replaced by a later entry */
                 if (fd < 0)
-                        return error_set(u->err, fd, "entry \"%s\": %s", d->path,
-                                               strerror(-fd));
+                        return error_set(u->err, fd, "entry \"%s\": %s", d->path, strerror(-fd));
                 if (futimens(fd, d->ts) < 0)
-                        return error_set(u->err, -errno, "entry \"%s\": set times: %m",
-                                               d->path);
+                        return error_set(u->err, -errno, "entry \"%s\": set times: %m", d->path);
         }
         return 0;
 }
@@ -661,14 +651,14 @@ static int unpack_run(Unpack *u, const char *blob_digest, const char *diff_id) {
             archive_read_next_header(u->decomp, &e) != ARCHIVE_OK) {
                 const char *m = archive_error_string(u->decomp);
                 return error_set(u->err, -EBADMSG, "cannot read layer: %s",
-                                       m ? m : "empty or unrecognised data");
+                                 m ? m : "empty or unrecognised data");
         }
         (void)archive_read_support_format_tar(tar);
         (void)archive_read_support_format_gnutar(tar);
         if (archive_read_open(tar, u, NULL, tar_read, NULL) != ARCHIVE_OK) {
                 const char *m = archive_error_string(tar);
                 return error_set(u->err, -EBADMSG, "layer is not a tar archive: %s",
-                                       m ? m : "unknown error");
+                                 m ? m : "unknown error");
         }
         for (;;) {
                 r = archive_read_next_header(tar, &e);
@@ -679,15 +669,13 @@ static int unpack_run(Unpack *u, const char *blob_digest, const char *diff_id) {
                         if (u->pull_error)
                                 return u->pull_error;
                         return error_set(u->err, -EBADMSG,
-                                               "layer is not a valid tar archive (after %llu "
-                                               "entries): %s",
-                                               (unsigned long long)u->entries,
-                                               m ? m : "unknown error");
+                                         "layer is not a valid tar archive (after %llu "
+                                         "entries): %s",
+                                         (unsigned long long)u->entries, m ? m : "unknown error");
                 }
                 if (++u->entries > u->limits->max_entries)
-                        return error_set(u->err, -E2BIG,
-                                               "layer has more than %llu entries (limit)",
-                                               (unsigned long long)u->limits->max_entries);
+                        return error_set(u->err, -E2BIG, "layer has more than %llu entries (limit)",
+                                         (unsigned long long)u->limits->max_entries);
                 r = extract_entry(u, tar, e);
                 if (r < 0)
                         return r;
@@ -712,7 +700,7 @@ static int unpack_run(Unpack *u, const char *blob_digest, const char *diff_id) {
                 la_ssize_t n = blob_read(u->decomp, u, &b);
                 if (n < 0)
                         return error_set(u->err, -EIO, "reading layer blob: %s",
-                                               archive_error_string(u->decomp));
+                                         archive_error_string(u->decomp));
                 if (n == 0)
                         break;
         }
@@ -722,16 +710,17 @@ static int unpack_run(Unpack *u, const char *blob_digest, const char *diff_id) {
                         return r;
                 if (!streq(got, blob_digest))
                         return error_set(u->err, -EBADMSG,
-                                               "layer blob digest mismatch: expected %s, got %s",
-                                               blob_digest, got);
+                                         "layer blob digest mismatch: expected %s, got %s",
+                                         blob_digest, got);
         }
         if (u->diff_md) {
                 if ((r = sha256_final_digest(u->diff_md, got)) < 0)
                         return r;
                 if (!streq(got, diff_id))
                         return error_set(u->err, -EBADMSG,
-                                               "layer content does not match its diff ID: "
-                                               "expected %s, got %s", diff_id, got);
+                                         "layer content does not match its diff ID: "
+                                         "expected %s, got %s",
+                                         diff_id, got);
         }
         if (u->budget)
                 *u->budget -= MAX(u->decompressed, u->extracted);

@@ -123,7 +123,7 @@ static int count_staged(Load *l, uint64_t n) {
         uint64_t max = l->s->limits.max_total_size;
         if (n > max || l->total > max - n)
                 return error_set(l->err, -EFBIG, "archive is larger than the %llu byte limit",
-                                       (unsigned long long)max);
+                                 (unsigned long long)max);
         l->total += n;
         return 0;
 }
@@ -152,21 +152,22 @@ static int stage_data(Load *l, struct archive *a, const void *buf, size_t size, 
                         if (q < ARCHIVE_WARN) {
                                 const char *m = archive_error_string(a);
                                 return error_set(l->err, -EBADMSG,
-                                                       "archive entry \"%s\" is truncated or "
-                                                       "corrupt: %s", strna(st->path),
-                                                       m ? m : "read error");
+                                                 "archive entry \"%s\" is truncated or "
+                                                 "corrupt: %s",
+                                                 strna(st->path), m ? m : "read error");
                         }
                         if (off >= 0 && (uint64_t)off != st->size) {
                                 /* Sparse entry: fill the hole explicitly. */
                                 if ((uint64_t)off < st->size)
                                         return error_set(l->err, -EBADMSG,
-                                                               "archive entry \"%s\": bad offset",
-                                                               strna(st->path));
+                                                         "archive entry \"%s\": bad offset",
+                                                         strna(st->path));
                                 if ((r = count_staged(l, (uint64_t)off - st->size)) < 0)
                                         return r;
                                 static const char zero[4096];
                                 while (st->size < (uint64_t)off) {
-                                        size_t z = MIN(sizeof(zero), (size_t)((uint64_t)off - st->size));
+                                        size_t z = MIN(sizeof(zero),
+                                                       (size_t)((uint64_t)off - st->size));
                                         if ((r = write_all(fd, zero, z)) < 0 ||
                                             (r = sha256_update(md, zero, z)) < 0)
                                                 return r;
@@ -178,7 +179,7 @@ static int stage_data(Load *l, struct archive *a, const void *buf, size_t size, 
                         return r;
                 if ((r = write_all(fd, b, sz)) < 0)
                         return error_set(l->err, r, "cannot write to the staging directory: %s",
-                                               strerror(-r));
+                                         strerror(-r));
                 if ((r = sha256_update(md, b, sz)) < 0)
                         return r;
                 st->size += sz;
@@ -202,8 +203,9 @@ static Staged *staged_find_raw(Load *l, const char *path) {
 static char *join_lexical(const char *base_path, const char *target) {
         _cleanup_free_ char *dir = NULL;
         const char *slash = strrchr(base_path, '/');
-        dir = target[0] == '/' ? strdup("") :
-              slash ? strndup_safe(base_path, (size_t)(slash - base_path)) : strdup("");
+        dir = target[0] == '/' ? strdup("")
+              : slash          ? strndup_safe(base_path, (size_t)(slash - base_path))
+                               : strdup("");
         _cleanup_free_ char *full = dir ? strprintf("%s/%s", dir, target) : NULL;
         if (!full)
                 return NULL;
@@ -265,15 +267,16 @@ static int stage_archive(Load *l, int fd) {
         (void)archive_read_support_format_gnutar(a);
         if (archive_read_open_fd(a, fd, 128 * 1024) != ARCHIVE_OK)
                 return error_set(l->err, -EBADMSG, "cannot read the archive: %s",
-                                       strna(archive_error_string(a)));
+                                 strna(archive_error_string(a)));
         for (;;) {
                 r = archive_read_next_header(a, &e);
                 if (r == ARCHIVE_EOF)
                         break;
                 if (r < ARCHIVE_WARN)
                         return error_set(l->err, -EBADMSG,
-                                               "not a valid (tar, tar.gz or tar.zst) image "
-                                               "archive: %s", strna(archive_error_string(a)));
+                                         "not a valid (tar, tar.gz or tar.zst) image "
+                                         "archive: %s",
+                                         strna(archive_error_string(a)));
                 if (++entries > MAX_ARCHIVE_ENTRIES)
                         return error_set(l->err, -E2BIG, "archive has too many entries");
                 _cleanup_free_ char *path = NULL;
@@ -290,18 +293,18 @@ static int stage_archive(Load *l, int fd) {
                 uint64_t max = l->s->limits.max_total_size;
                 if (size > max || l->declared > max - size)
                         return error_set(l->err, -EFBIG,
-                                               "archive entry \"%s\" (%llu bytes) makes the "
-                                               "archive larger than the %llu byte limit",
-                                               path, (unsigned long long)size,
-                                               (unsigned long long)max);
+                                         "archive entry \"%s\" (%llu bytes) makes the "
+                                         "archive larger than the %llu byte limit",
+                                         path, (unsigned long long)size, (unsigned long long)max);
                 l->declared += size;
                 const char *hard = archive_entry_hardlink(e);
                 if (hard) {
                         Staged *t = staged_find(l, hard);
                         if (!t)
                                 return error_set(l->err, -EBADMSG,
-                                                       "archive entry \"%s\": hard link to "
-                                                       "missing \"%s\"", path, hard);
+                                                 "archive entry \"%s\": hard link to "
+                                                 "missing \"%s\"",
+                                                 path, hard);
                         Staged copy = *t;
                         Staged *st = staged_add(l);
                         if (!st)
@@ -354,18 +357,16 @@ static int blob_get(Load *l, const ImageDescriptor *d, const char *what, Staged 
                 if (l->items[i].file && streq(l->items[i].digest, d->digest))
                         st = &l->items[i];
         if (!st)
-                return error_set(l->err, -ENOENT,
-                                       "%s %s is missing from the archive (no \"%s\")", what,
-                                       d->digest, p);
+                return error_set(l->err, -ENOENT, "%s %s is missing from the archive (no \"%s\")",
+                                 what, d->digest, p);
         if (!streq(st->digest, d->digest))
-                return error_set(l->err, -EBADMSG,
-                                       "%s %s: digest mismatch (content hashes to %s)", what,
-                                       d->digest, st->digest);
+                return error_set(l->err, -EBADMSG, "%s %s: digest mismatch (content hashes to %s)",
+                                 what, d->digest, st->digest);
         if (d->size >= 0 && (uint64_t)d->size != st->size)
                 return error_set(l->err, -EBADMSG,
-                                       "%s %s: size mismatch (descriptor says %lld, blob has "
-                                       "%llu bytes)", what, d->digest, (long long)d->size,
-                                       (unsigned long long)st->size);
+                                 "%s %s: size mismatch (descriptor says %lld, blob has "
+                                 "%llu bytes)",
+                                 what, d->digest, (long long)d->size, (unsigned long long)st->size);
         *ret = st;
         return 0;
 }
@@ -404,8 +405,8 @@ static int image_add(Load *l, const ImageDescriptor *desc, Staged *mst, char **n
                         return 0;
                 }
         im.desc.digest = strdup(mst->digest);
-        im.desc.media_type = strdup(desc && desc->media_type ? desc->media_type
-                                                             : IMAGE_MT_OCI_MANIFEST);
+        im.desc.media_type =
+                strdup(desc && desc->media_type ? desc->media_type : IMAGE_MT_OCI_MANIFEST);
         im.desc.size = (int64_t)mst->size;
         im.manifest_file = strdup(mst->file);
         im.names = strv_copy(names);
@@ -421,8 +422,8 @@ static int image_add(Load *l, const ImageDescriptor *desc, Staged *mst, char **n
                 goto fail;
         if (strv_length(im.config.diff_ids) != im.manifest.n_layers) {
                 r = error_set(l->err, -EBADMSG,
-                                    "manifest has %zu layers but its config lists %zu diff IDs",
-                                    im.manifest.n_layers, strv_length(im.config.diff_ids));
+                              "manifest has %zu layers but its config lists %zu diff IDs",
+                              im.manifest.n_layers, strv_length(im.config.diff_ids));
                 goto fail;
         }
         for (size_t i = 0; i < im.manifest.n_layers; i++)
@@ -472,16 +473,16 @@ static int oci_descriptor(Load *l, const ImageDescriptor *d, char **names, int d
                                 pick = &ds[i];
                 if (!pick)
                         r = error_set(l->err, -ENOENT,
-                                            "image index %s has no manifest for linux/%s",
-                                            d->digest, HOST_ARCH);
+                                      "image index %s has no manifest for linux/%s", d->digest,
+                                      HOST_ARCH);
                 else
                         r = oci_descriptor(l, pick, names, depth + 1);
                 image_descriptors_free(ds, n);
                 return r;
         }
         if (d->media_type && !image_media_type_is_manifest(d->media_type))
-                return error_set(l->err, -EMEDIUMTYPE,
-                                       "unsupported manifest media type \"%s\"", d->media_type);
+                return error_set(l->err, -EMEDIUMTYPE, "unsupported manifest media type \"%s\"",
+                                 d->media_type);
         return image_add(l, d, st, names);
 }
 
@@ -548,8 +549,9 @@ static int load_docker(Load *l, Staged *mj) {
                 }
                 if (!cst) {
                         r = error_set(l->err, -ENOENT,
-                                            "manifest.json: config \"%s\" is missing from the "
-                                            "archive", d[i].config);
+                                      "manifest.json: config \"%s\" is missing from the "
+                                      "archive",
+                                      d[i].config);
                         break;
                 }
                 STRV_FOREACH(t, d[i].repo_tags)
@@ -561,24 +563,24 @@ static int load_docker(Load *l, Staged *mj) {
                                 break;
                         if (!lst) {
                                 r = error_set(l->err, -ENOENT,
-                                                    "manifest.json: layer \"%s\" is missing "
-                                                    "from the archive", *p);
+                                              "manifest.json: layer \"%s\" is missing "
+                                              "from the archive",
+                                              *p);
                                 break;
                         }
-                        if (json_array_append_new(layers,
-                                                  json_pack("{s:s, s:s, s:I}", "mediaType",
-                                                            sniff_layer_type(l, lst), "digest",
-                                                            lst->digest, "size",
-                                                            (json_int_t)lst->size)) < 0)
+                        if (json_array_append_new(layers, json_pack("{s:s, s:s, s:I}", "mediaType",
+                                                                    sniff_layer_type(l, lst),
+                                                                    "digest", lst->digest, "size",
+                                                                    (json_int_t)lst->size)) < 0)
                                 r = -ENOMEM;
                 }
                 if (r < 0)
                         break;
                 /* docker-save has no manifest blob: synthesise a deterministic OCI one. */
-                m = json_pack("{s:i, s:s, s:{s:s, s:s, s:I}, s:O}", "schemaVersion", 2,
-                              "mediaType", IMAGE_MT_OCI_MANIFEST, "config", "mediaType",
-                              IMAGE_MT_OCI_CONFIG, "digest", cst->digest, "size",
-                              (json_int_t)cst->size, "layers", layers);
+                m = json_pack("{s:i, s:s, s:{s:s, s:s, s:I}, s:O}", "schemaVersion", 2, "mediaType",
+                              IMAGE_MT_OCI_MANIFEST, "config", "mediaType", IMAGE_MT_OCI_CONFIG,
+                              "digest", cst->digest, "size", (json_int_t)cst->size, "layers",
+                              layers);
                 mdata = m ? json_dumps(m, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
                 mst = mdata ? staged_add(l) : NULL;
                 if (!mst) {
@@ -608,7 +610,8 @@ static int unpack_layers(Load *l) {
                         int r = blob_get(l, &im->manifest.layers[k], "layer blob", &st);
                         if (r < 0)
                                 return r;
-                        _cleanup_close_ int fd = openat(l->stage_fd, st->file, O_RDONLY | O_CLOEXEC);
+                        _cleanup_close_ int fd =
+                                openat(l->stage_fd, st->file, O_RDONLY | O_CLOEXEC);
                         if (fd < 0)
                                 return error_set(l->err, -errno, "staged layer: %m");
                         TmpLayer *n = reallocarray(l->tmps, l->n_tmps + 1, sizeof(TmpLayer));
@@ -622,8 +625,7 @@ static int unpack_layers(Load *l) {
                                                    chain, &budget, &n[l->n_tmps].tmp, l->err);
                         if (r < 0) {
                                 free(n[l->n_tmps].chain_id);
-                                return error_prefix(l->err, r, "image %s",
-                                                          im->desc.digest);
+                                return error_prefix(l->err, r, "image %s", im->desc.digest);
                         }
                         l->n_tmps++;
                 }
@@ -727,8 +729,8 @@ int image_store_load_fd(ImageStore *s, int fd, char ***ret_names, Error *err) {
                 r = load_oci(&l, idx);
         else
                 r = error_set(err, -EBADMSG,
-                                    "not an image archive: neither index.json (OCI) nor "
-                                    "manifest.json (docker save) found");
+                              "not an image archive: neither index.json (OCI) nor "
+                              "manifest.json (docker save) found");
         if (r < 0)
                 goto out;
         if ((r = unpack_layers(&l)) < 0)

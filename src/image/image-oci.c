@@ -22,22 +22,20 @@ bool image_media_type_is_manifest(const char *mt) {
         return mt && (streq(mt, IMAGE_MT_OCI_MANIFEST) || streq(mt, IMAGE_MT_DOCKER_MANIFEST));
 }
 
-static int json_parse(const char *what, const char *data, size_t size, json_t **ret,
-                      Error *err) {
+static int json_parse(const char *what, const char *data, size_t size, json_t **ret, Error *err) {
         json_error_t jerr;
         if (size > IMAGE_JSON_MAX)
-                return error_set(err, -EFBIG, "%s: larger than %u bytes", what,
-                                       IMAGE_JSON_MAX);
+                return error_set(err, -EFBIG, "%s: larger than %u bytes", what, IMAGE_JSON_MAX);
         json_t *j = json_loadb(data, size, JSON_REJECT_DUPLICATES, &jerr);
         if (!j)
-                return error_set(err, -EBADMSG, "%s: invalid JSON at line %d: %s", what,
-                                       jerr.line, jerr.text);
+                return error_set(err, -EBADMSG, "%s: invalid JSON at line %d: %s", what, jerr.line,
+                                 jerr.text);
         *ret = j;
         return 0;
 }
 
-static int get_string(json_t *obj, const char *key, bool required, const char *what,
-                      char **ret, Error *err) {
+static int get_string(json_t *obj, const char *key, bool required, const char *what, char **ret,
+                      Error *err) {
         json_t *v = json_object_get(obj, key);
         if (!v || json_is_null(v)) {
                 if (required)
@@ -48,8 +46,7 @@ static int get_string(json_t *obj, const char *key, bool required, const char *w
         if (!json_is_string(v))
                 return error_set(err, -EBADMSG, "%s: \"%s\" is not a string", what, key);
         if (strlen(json_string_value(v)) != json_string_length(v))
-                return error_set(err, -EBADMSG, "%s: \"%s\" contains a NUL byte", what,
-                                       key);
+                return error_set(err, -EBADMSG, "%s: \"%s\" contains a NUL byte", what, key);
         char *s = strdup(json_string_value(v));
         if (!s)
                 return -ENOMEM;
@@ -57,8 +54,7 @@ static int get_string(json_t *obj, const char *key, bool required, const char *w
         return 0;
 }
 
-static int get_strv(json_t *obj, const char *key, const char *what, char ***ret,
-                    Error *err) {
+static int get_strv(json_t *obj, const char *key, const char *what, char ***ret, Error *err) {
         json_t *v = json_object_get(obj, key);
         _cleanup_strv_free_ char **l = NULL;
         size_t i;
@@ -73,10 +69,9 @@ static int get_strv(json_t *obj, const char *key, const char *what, char ***ret,
         if (!l)
                 return -ENOMEM;
         json_array_foreach(v, i, e) {
-                if (!json_is_string(e) ||
-                    strlen(json_string_value(e)) != json_string_length(e))
-                        return error_set(err, -EBADMSG,
-                                               "%s: \"%s\"[%zu] is not a string", what, key, i);
+                if (!json_is_string(e) || strlen(json_string_value(e)) != json_string_length(e))
+                        return error_set(err, -EBADMSG, "%s: \"%s\"[%zu] is not a string", what,
+                                         key, i);
                 if (strv_extend(&l, json_string_value(e)) < 0)
                         return -ENOMEM;
         }
@@ -85,8 +80,7 @@ static int get_strv(json_t *obj, const char *key, const char *what, char ***ret,
 }
 
 /* Keys of an object ({"80/tcp": {}}), sorted. */
-static int get_keys(json_t *obj, const char *key, const char *what, char ***ret,
-                    Error *err) {
+static int get_keys(json_t *obj, const char *key, const char *what, char ***ret, Error *err) {
         json_t *v = json_object_get(obj, key);
         _cleanup_strv_free_ char **l = NULL;
         const char *k;
@@ -100,9 +94,7 @@ static int get_keys(json_t *obj, const char *key, const char *what, char ***ret,
         l = calloc(1, sizeof(char *));
         if (!l)
                 return -ENOMEM;
-        json_object_foreach(v, k, e)
-                if (strv_extend(&l, k) < 0)
-                        return -ENOMEM;
+        json_object_foreach(v, k, e) if (strv_extend(&l, k) < 0) return -ENOMEM;
         strv_sort(l);
         *ret = TAKE_PTR(l);
         return 0;
@@ -140,8 +132,9 @@ static int descriptor_parse(json_t *j, const char *what, ImageDescriptor *ret, E
                 goto fail;
         if (!image_digest_is_valid(d.digest)) {
                 r = error_set(err, -EBADMSG,
-                                    "%s: unsupported or malformed digest \"%s\" (need sha256:<64 "
-                                    "lowercase hex>)", what, d.digest);
+                              "%s: unsupported or malformed digest \"%s\" (need sha256:<64 "
+                              "lowercase hex>)",
+                              what, d.digest);
                 goto fail;
         }
         json_t *size = json_object_get(j, "size");
@@ -234,14 +227,14 @@ int image_manifest_parse(const char *json, size_t size, ImageManifest *ret, Erro
         json_t *sv = json_object_get(j, "schemaVersion");
         if (!json_is_integer(sv) || json_integer_value(sv) != 2)
                 return error_set(err, -EBADMSG,
-                                       "image manifest: schemaVersion is not 2 (docker schema 1 "
-                                       "manifests are not supported)");
+                                 "image manifest: schemaVersion is not 2 (docker schema 1 "
+                                 "manifests are not supported)");
         r = get_string(j, "mediaType", false, "image manifest", &m.media_type, err);
         if (r < 0)
                 return r;
         if (m.media_type && !image_media_type_is_manifest(m.media_type)) {
-                r = error_set(err, -EMEDIUMTYPE,
-                                    "image manifest: unsupported mediaType \"%s\"", m.media_type);
+                r = error_set(err, -EMEDIUMTYPE, "image manifest: unsupported mediaType \"%s\"",
+                              m.media_type);
                 goto fail;
         }
         r = descriptor_parse(json_object_get(j, "config"), "image manifest: config", &m.config,
@@ -255,8 +248,7 @@ int image_manifest_parse(const char *json, size_t size, ImageManifest *ret, Erro
         }
         size_t n = json_array_size(layers);
         if (n > IMAGE_MAX_LAYERS) {
-                r = error_set(err, -E2BIG, "image manifest: more than %d layers",
-                                    IMAGE_MAX_LAYERS);
+                r = error_set(err, -E2BIG, "image manifest: more than %d layers", IMAGE_MAX_LAYERS);
                 goto fail;
         }
         m.layers = calloc(n ? n : 1, sizeof(ImageDescriptor));
@@ -359,14 +351,12 @@ int image_config_parse(const char *json, size_t size, ImageConfig *ret, Error *e
                 goto fail;
         }
         if (strv_length(c.diff_ids) > IMAGE_MAX_LAYERS) {
-                r = error_set(err, -E2BIG, "image config: more than %d layers",
-                                    IMAGE_MAX_LAYERS);
+                r = error_set(err, -E2BIG, "image config: more than %d layers", IMAGE_MAX_LAYERS);
                 goto fail;
         }
         STRV_FOREACH(d, c.diff_ids)
                 if (!image_digest_is_valid(*d)) {
-                        r = error_set(err, -EBADMSG,
-                                            "image config: malformed diff_id \"%s\"", *d);
+                        r = error_set(err, -EBADMSG, "image config: malformed diff_id \"%s\"", *d);
                         goto fail;
                 }
         *ret = c;
@@ -385,8 +375,8 @@ void image_docker_save_free(DockerSaveImage *d, size_t n) {
         free(d);
 }
 
-int image_docker_save_parse(const char *json, size_t size, DockerSaveImage **ret,
-                            size_t *ret_n, Error *err) {
+int image_docker_save_parse(const char *json, size_t size, DockerSaveImage **ret, size_t *ret_n,
+                            Error *err) {
         _cleanup_json_ json_t *j = NULL;
         int r = json_parse("manifest.json", json, size, &j, err);
         if (r < 0)
@@ -417,7 +407,7 @@ int image_docker_save_parse(const char *json, size_t size, DockerSaveImage **ret
                 }
                 if (strv_length(d[i].layers) > IMAGE_MAX_LAYERS) {
                         r = error_set(err, -E2BIG, "%s: more than %d layers", what,
-                                            IMAGE_MAX_LAYERS);
+                                      IMAGE_MAX_LAYERS);
                         goto fail;
                 }
         }

@@ -26,11 +26,11 @@
 #define IMAGE_MAX_LAYERS 256
 
 typedef struct ImageDescriptor {
-        char *media_type; /* may be NULL (docker-save manifests have none) */
-        char *digest;     /* "sha256:<hex>", validated */
-        int64_t size;     /* -1 when absent */
-        char *ref_name;   /* annotation org.opencontainers.image.ref.name */
-        char *image_name; /* annotation io.containerd.image.name */
+        char *media_type;                  /* may be NULL (docker-save manifests have none) */
+        char *digest;                      /* "sha256:<hex>", validated */
+        int64_t size;                      /* -1 when absent */
+        char *ref_name;                    /* annotation org.opencontainers.image.ref.name */
+        char *image_name;                  /* annotation io.containerd.image.name */
         char *os, *architecture, *variant; /* platform, for index entries */
 } ImageDescriptor;
 
@@ -46,14 +46,14 @@ typedef struct ImageManifest {
 typedef struct ImageConfig {
         char **entrypoint;
         char **cmd;
-        char **env;           /* "KEY=value" */
+        char **env; /* "KEY=value" */
         char *working_dir;
         char *user;
         char **exposed_ports; /* "80/tcp", sorted */
         char *stop_signal;
-        char **volumes;       /* "/data", sorted */
-        char **labels;        /* key, value, key, value, ... */
-        char **diff_ids;      /* rootfs.diff_ids, validated digests */
+        char **volumes;  /* "/data", sorted */
+        char **labels;   /* key, value, key, value, ... */
+        char **diff_ids; /* rootfs.diff_ids, validated digests */
         char *os;
         char *architecture;
         char *created;
@@ -78,6 +78,6 @@ int image_manifest_parse(const char *json, size_t size, ImageManifest *ret, Erro
 void image_manifest_done(ImageManifest *m);
 int image_config_parse(const char *json, size_t size, ImageConfig *ret, Error *err);
 void image_config_done(ImageConfig *c);
-int image_docker_save_parse(const char *json, size_t size, DockerSaveImage **ret,
-                            size_t *ret_n, Error *err);
+int image_docker_save_parse(const char *json, size_t size, DockerSaveImage **ret, size_t *ret_n,
+                            Error *err);
 void image_docker_save_free(DockerSaveImage *d, size_t n);

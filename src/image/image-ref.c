@@ -114,8 +114,7 @@ void image_ref_done(ImageRef *ref) {
 }
 
 int image_ref_parse(const char *s, ImageRef *ret, Error *err) {
-        _cleanup_free_ char *name = NULL, *tag = NULL, *digest = NULL, *domain = NULL,
-                            *path = NULL;
+        _cleanup_free_ char *name = NULL, *tag = NULL, *digest = NULL, *domain = NULL, *path = NULL;
 
         if (isempty(s))
                 return error_set(err, -EINVAL, "invalid reference: empty");
@@ -124,8 +123,9 @@ int image_ref_parse(const char *s, ImageRef *ret, Error *err) {
         for (const char *p = s; *p; p++)
                 if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
                         return error_set(err, -EINVAL,
-                                               "invalid reference \"%s\": contains whitespace or "
-                                               "non-ASCII characters", s);
+                                         "invalid reference \"%s\": contains whitespace or "
+                                         "non-ASCII characters",
+                                         s);
 
         const char *at = strchr(s, '@');
         name = at ? strndup_safe(s, (size_t)(at - s)) : strdup(s);
@@ -135,12 +135,14 @@ int image_ref_parse(const char *s, ImageRef *ret, Error *err) {
                 const char *d = at + 1;
                 if (!startswith(d, "sha256:"))
                         return error_set(err, -EINVAL,
-                                               "invalid reference \"%s\": unsupported digest "
-                                               "algorithm (only sha256)", s);
+                                         "invalid reference \"%s\": unsupported digest "
+                                         "algorithm (only sha256)",
+                                         s);
                 if (!image_digest_is_valid(d))
                         return error_set(err, -EINVAL,
-                                               "invalid reference \"%s\": digest must be sha256: "
-                                               "followed by 64 lowercase hex digits", s);
+                                         "invalid reference \"%s\": digest must be sha256: "
+                                         "followed by 64 lowercase hex digits",
+                                         s);
                 digest = strdup(d);
                 if (!digest)
                         return -ENOMEM;
@@ -151,8 +153,8 @@ int image_ref_parse(const char *s, ImageRef *ret, Error *err) {
                 *colon = 0;
                 if (!tag_valid(colon + 1))
                         return error_set(err, -EINVAL,
-                                               "invalid reference \"%s\": invalid tag \"%s\"", s,
-                                               colon + 1);
+                                         "invalid reference \"%s\": invalid tag \"%s\"", s,
+                                         colon + 1);
                 tag = strdup(colon + 1);
                 if (!tag)
                         return -ENOMEM;
@@ -161,8 +163,9 @@ int image_ref_parse(const char *s, ImageRef *ret, Error *err) {
                 return error_set(err, -EINVAL, "invalid reference \"%s\": empty name", s);
         if (image_hex_is_valid(name))
                 return error_set(err, -EINVAL,
-                                       "invalid reference \"%s\": cannot specify 64-byte "
-                                       "hexadecimal strings", s);
+                                 "invalid reference \"%s\": cannot specify 64-byte "
+                                 "hexadecimal strings",
+                                 s);
 
         char *first = strchr(name, '/');
         bool has_domain = false;
@@ -192,8 +195,8 @@ int image_ref_parse(const char *s, ImageRef *ret, Error *err) {
         }
         if (!domain_valid(domain))
                 return error_set(err, -EINVAL,
-                                       "invalid reference \"%s\": invalid registry host \"%s\"", s,
-                                       domain);
+                                 "invalid reference \"%s\": invalid registry host \"%s\"", s,
+                                 domain);
         if (streq(domain, "docker.io") && !strchr(path, '/')) {
                 char *p = strprintf("library/%s", path);
                 if (!p)
@@ -208,12 +211,14 @@ int image_ref_parse(const char *s, ImageRef *ret, Error *err) {
                         for (size_t i = 0; i < n; i++)
                                 if (isupper((unsigned char)c[i]))
                                         return error_set(err, -EINVAL,
-                                                               "invalid reference \"%s\": "
-                                                               "repository name must be "
-                                                               "lowercase", s);
+                                                         "invalid reference \"%s\": "
+                                                         "repository name must be "
+                                                         "lowercase",
+                                                         s);
                         return error_set(err, -EINVAL,
-                                               "invalid reference \"%s\": invalid repository "
-                                               "path component \"%.*s\"", s, (int)n, c);
+                                         "invalid reference \"%s\": invalid repository "
+                                         "path component \"%.*s\"",
+                                         s, (int)n, c);
                 }
                 if (!e)
                         break;
@@ -221,8 +226,9 @@ int image_ref_parse(const char *s, ImageRef *ret, Error *err) {
         }
         if (strlen(domain) + 1 + strlen(path) > NAME_MAX_LEN)
                 return error_set(err, -EINVAL,
-                                       "invalid reference \"%s\": repository name must not be "
-                                       "more than %d characters", s, NAME_MAX_LEN);
+                                 "invalid reference \"%s\": repository name must not be "
+                                 "more than %d characters",
+                                 s, NAME_MAX_LEN);
         if (!tag && !digest) {
                 tag = strdup("latest");
                 if (!tag)

@@ -72,8 +72,8 @@ static int copy_meta_fd(int src, int dst, const struct stat *st) {
 
 static int copy_file(int src_dir, int dst_dir, const char *name, const struct stat *st) {
         _cleanup_close_ int in = openat(src_dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        _cleanup_close_ int out = openat(dst_dir, name,
-                                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        _cleanup_close_ int out =
+                openat(dst_dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (in < 0 || out < 0)
                 return -errno;
         off_t left = st->st_size;
@@ -113,7 +113,8 @@ static int merge_entry(Merge *m, int src, int dst, const char *name, const char 
                 return rm_rf_at(dst, name); /* whiteout */
 
         if (S_ISDIR(st.st_mode)) {
-                _cleanup_close_ int sfd = openat(src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                _cleanup_close_ int sfd =
+                        openat(src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (sfd < 0)
                         return -errno;
                 char opaque[2] = {};
@@ -127,7 +128,8 @@ static int merge_entry(Merge *m, int src, int dst, const char *name, const char 
                 }
                 if (!have && mkdirat(dst, name, 0700) < 0)
                         return -errno;
-                _cleanup_close_ int dfd = openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                _cleanup_close_ int dfd =
+                        openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (dfd < 0)
                         return -errno;
                 if (have && is_opaque) {
@@ -192,8 +194,8 @@ static int merge_dir(Merge *m, int src, int dst, const char *rel) {
         FOREACH_DIRENT(de, d) {
                 r = merge_entry(m, dirfd(d), dst, de->d_name, rel);
                 if (r < 0)
-                        return error_set(m->err, r, "copying \"%s%s%s\": %s", rel,
-                                               *rel ? "/" : "", de->d_name, strerror(-r));
+                        return error_set(m->err, r, "copying \"%s%s%s\": %s", rel, *rel ? "/" : "",
+                                         de->d_name, strerror(-r));
         }
         return 0;
 }
@@ -211,7 +213,7 @@ int image_rootfs_copy(ImageStore *s, const Image *image, const char *dest_dir, E
                                                  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (src < 0)
                         r = error_set(err, -errno, "layer %s is not unpacked: %m",
-                                            image->chain_ids[i]);
+                                      image->chain_ids[i]);
                 else
                         r = merge_dir(&m, src, dst, "");
                 for (size_t k = 0; k < m.n_links; k++)
@@ -239,8 +241,7 @@ int image_rootfs_mount(ImageStore *s, const char *ref, const char *target, const
                 return r;
         if ((r = mkdir_p(target, 0755)) < 0 || (r = mkdir_p(upper_dir, 0755)) < 0 ||
             (r = mkdir_p(work_dir, 0700)) < 0)
-                return error_set(err, r, "cannot create rootfs directories: %s",
-                                       strerror(-r));
+                return error_set(err, r, "cannot create rootfs directories: %s", strerror(-r));
 
         if (!(flags & IMAGE_ROOTFS_FORCE_COPY) && im->manifest.n_layers > 0) {
                 const char *lower = "lowerdir=";
@@ -255,12 +256,13 @@ int image_rootfs_mount(ImageStore *s, const char *ref, const char *target, const
                             (r = strbuf_append(&opts, &len, &cap, p, strlen(p))) < 0)
                                 return r;
                 }
-                _cleanup_free_ char *rest = strprintf(",upperdir=%s,workdir=%s", upper_dir, work_dir);
+                _cleanup_free_ char *rest =
+                        strprintf(",upperdir=%s,workdir=%s", upper_dir, work_dir);
                 if (!rest || (r = strbuf_append(&opts, &len, &cap, rest, strlen(rest))) < 0)
                         return -ENOMEM;
                 if (strchr(upper_dir, ',') || strchr(work_dir, ',') || strchr(upper_dir, ':'))
                         return error_set(err, -EINVAL,
-                                               "overlay directories must not contain ',' or ':'");
+                                         "overlay directories must not contain ',' or ':'");
                 if (len <= MOUNT_OPTIONS_MAX) {
                         if (mount("overlay", target, "overlay", 0, opts) == 0) {
                                 if (ret_mode)
@@ -270,19 +272,19 @@ int image_rootfs_mount(ImageStore *s, const char *ref, const char *target, const
                         r = -errno;
                         if (flags & IMAGE_ROOTFS_NO_COPY)
                                 return error_set(err, r, "cannot mount overlayfs on \"%s\": %s",
-                                                       target, strerror(-r));
+                                                 target, strerror(-r));
                         log_debug("overlayfs mount failed (%s); copying the layers instead",
                                   strerror(-r));
                 } else if (flags & IMAGE_ROOTFS_NO_COPY)
                         return error_set(err, -E2BIG,
-                                               "image has too many layers for one overlayfs mount");
+                                         "image has too many layers for one overlayfs mount");
         }
         r = image_rootfs_copy(s, im, upper_dir, err);
         if (r < 0)
                 return r;
         if (mount(upper_dir, target, NULL, MS_BIND | MS_REC, NULL) < 0)
-                return error_set(err, -errno, "cannot bind-mount \"%s\" on \"%s\": %m",
-                                       upper_dir, target);
+                return error_set(err, -errno, "cannot bind-mount \"%s\" on \"%s\": %m", upper_dir,
+                                 target);
         if (ret_mode)
                 *ret_mode = IMAGE_ROOTFS_COPY;
         return 0;

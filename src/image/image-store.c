@@ -40,8 +40,8 @@ ImageStore *image_store_free(ImageStore *s) {
 int store_lock(ImageStore *s, const char *name, int op, int *ret_fd, Error *err) {
         _cleanup_close_ int fd = openat(s->images_fd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         if (fd < 0)
-                return error_set(err, -errno, "cannot open lock file %s/%s: %m",
-                                       s->images_dir, name);
+                return error_set(err, -errno, "cannot open lock file %s/%s: %m", s->images_dir,
+                                 name);
         while (flock(fd, op) < 0) {
                 if (errno == EINTR)
                         continue;
@@ -108,14 +108,13 @@ int store_open(const char *root_dir, const ImageLimits *limits, bool cleanup_sta
         if (r >= 0)
                 r = mkdir_p(layers, 0700);
         if (r < 0)
-                return error_set(err, r, "cannot create image store under \"%s\": %s",
-                                       root_dir, strerror(-r));
+                return error_set(err, r, "cannot create image store under \"%s\": %s", root_dir,
+                                 strerror(-r));
         s->images_fd = open(s->images_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         s->blobs_fd = open(blobs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         s->layers_fd = open(layers, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (s->images_fd < 0 || s->blobs_fd < 0 || s->layers_fd < 0)
-                return error_set(err, -errno, "cannot open image store under \"%s\": %m",
-                                       root_dir);
+                return error_set(err, -errno, "cannot open image store under \"%s\": %m", root_dir);
 
         if (faccessat(s->images_fd, "oci-layout", F_OK, 0) < 0) {
                 _cleanup_free_ char *p = strprintf("%s/oci-layout", s->images_dir);
@@ -123,8 +122,7 @@ int store_open(const char *root_dir, const ImageLimits *limits, bool cleanup_sta
                         return -ENOMEM;
                 r = write_file_atomic(p, oci_layout, strlen(oci_layout), 0644);
                 if (r < 0)
-                        return error_set(err, r, "cannot write \"%s\": %s", p,
-                                               strerror(-r));
+                        return error_set(err, r, "cannot write \"%s\": %s", p, strerror(-r));
         }
         if (faccessat(s->images_fd, "index.json", F_OK, 0) < 0) {
                 _cleanup_close_ int lock = -EBADF;
@@ -132,9 +130,9 @@ int store_open(const char *root_dir, const ImageLimits *limits, bool cleanup_sta
                 if (r < 0)
                         return r;
                 if (faccessat(s->images_fd, "index.json", F_OK, 0) < 0) {
-                        _cleanup_json_ json_t *idx = json_pack(
-                                "{s:i, s:s, s:[]}", "schemaVersion", 2, "mediaType",
-                                IMAGE_MT_OCI_INDEX, "manifests");
+                        _cleanup_json_ json_t *idx =
+                                json_pack("{s:i, s:s, s:[]}", "schemaVersion", 2, "mediaType",
+                                          IMAGE_MT_OCI_INDEX, "manifests");
                         if (!idx)
                                 return -ENOMEM;
                         r = store_index_save(s, idx, err);
@@ -163,7 +161,7 @@ int store_index_load(ImageStore *s, json_t **ret, Error *err) {
         int r = read_full_file_at(s->images_fd, "index.json", IMAGE_JSON_MAX, &data, &size);
         if (r < 0)
                 return error_set(err, r, "cannot read %s/index.json: %s", s->images_dir,
-                                       strerror(-r));
+                                 strerror(-r));
         json_t *j = json_loadb(data, size, 0, &jerr);
         if (!j || !json_is_object(j) || !json_is_array(json_object_get(j, "manifests"))) {
                 json_decref(j);
@@ -212,8 +210,8 @@ static int store_cache_index(ImageStore *s, Error *err) {
         /* Stat the file, then read it by name: if a writer replaces it in
          * between, the cache holds the newer content under the older file's
          * identity, and the next call reads it again. Never the reverse. */
-        _cleanup_close_ int fd = openat(s->images_fd, "index.json",
-                                        O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        _cleanup_close_ int fd =
+                openat(s->images_fd, "index.json", O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         json_t *index = NULL;
         int r = store_index_load(s, &index, err);
         if (r < 0)
@@ -256,17 +254,14 @@ int store_index_add(json_t *index, const ImageDescriptor *m, const char *name) {
                 }
                 i++;
         }
-        json_array_foreach(manifests, i, e)
-                if (streq(strempty(entry_digest(e)), m->digest)) {
-                        present = true;
-                        if (name && !entry_name(e)) {
-                                /* Name an untagged entry rather than adding one. */
-                                json_t *ann = json_pack("{s:s}", IMAGE_ANNOTATION_REF_NAME, name);
-                                return ann && json_object_set_new(e, "annotations", ann) == 0
-                                               ? 0
-                                               : -ENOMEM;
-                        }
+        json_array_foreach(manifests, i, e) if (streq(strempty(entry_digest(e)), m->digest)) {
+                present = true;
+                if (name && !entry_name(e)) {
+                        /* Name an untagged entry rather than adding one. */
+                        json_t *ann = json_pack("{s:s}", IMAGE_ANNOTATION_REF_NAME, name);
+                        return ann && json_object_set_new(e, "annotations", ann) == 0 ? 0 : -ENOMEM;
                 }
+        }
         if (present && !name)
                 return 0;
         json_t *d = json_pack("{s:s, s:s, s:I}", "mediaType",
@@ -282,8 +277,7 @@ int store_index_add(json_t *index, const ImageDescriptor *m, const char *name) {
         return json_array_append_new(manifests, d) == 0 ? 0 : -ENOMEM;
 }
 
-int store_blob_read(ImageStore *s, const char *digest, char **ret, size_t *ret_size,
-                    Error *err) {
+int store_blob_read(ImageStore *s, const char *digest, char **ret, size_t *ret_size, Error *err) {
         _cleanup_free_ char *data = NULL;
         size_t size;
         char got[72];
@@ -294,13 +288,13 @@ int store_blob_read(ImageStore *s, const char *digest, char **ret, size_t *ret_s
         int r = read_full_file_at(s->blobs_fd, digest + 7, IMAGE_JSON_MAX, &data, &size);
         if (r < 0)
                 return error_set(err, r, "blob %s: %s", digest,
-                                       r == -ENOENT ? "missing from the store" : strerror(-r));
+                                 r == -ENOENT ? "missing from the store" : strerror(-r));
         if ((r = sha256_new(&md)) < 0 || (r = sha256_update(md, data, size)) < 0 ||
             (r = sha256_final_digest(md, got)) < 0)
                 return r;
         if (!streq(got, digest))
-                return error_set(err, -EBADMSG, "blob %s is corrupt (content hashes to %s)",
-                                       digest, got);
+                return error_set(err, -EBADMSG, "blob %s is corrupt (content hashes to %s)", digest,
+                                 got);
         *ret = TAKE_PTR(data);
         *ret_size = size;
         return 0;
@@ -350,9 +344,8 @@ int store_image_build(ImageStore *s, const char *digest, Image **ret, Error *err
                 return error_prefix(err, r, "image %s", digest);
         if (strv_length(im->config.diff_ids) != im->manifest.n_layers)
                 return error_set(err, -EBADMSG,
-                                       "image %s: %zu layers but %zu diff IDs in its config",
-                                       digest, im->manifest.n_layers,
-                                       strv_length(im->config.diff_ids));
+                                 "image %s: %zu layers but %zu diff IDs in its config", digest,
+                                 im->manifest.n_layers, strv_length(im->config.diff_ids));
         im->config_digest = strdup(im->manifest.config.digest);
         if (!im->config_digest)
                 return -ENOMEM;
@@ -373,8 +366,7 @@ static int image_cmp(const void *a, const void *b) {
         return c ? c : strcmp(x->digest, y->digest);
 }
 
-static int list_from_index(ImageStore *s, json_t *index, Image ***ret, size_t *ret_n,
-                           Error *err) {
+static int list_from_index(ImageStore *s, json_t *index, Image ***ret, size_t *ret_n, Error *err) {
         json_t *manifests = json_object_get(index, "manifests");
         Image **l = NULL;
         size_t n = 0, i;
@@ -438,9 +430,8 @@ static int resolve_ref(json_t *index, const char *ref, char **ret_digest, char *
         const char *found = NULL;
 
         if (image_digest_is_valid(ref)) {
-                json_array_foreach(manifests, i, e)
-                        if (streq(strempty(entry_digest(e)), ref))
-                                found = ref;
+                json_array_foreach(manifests, i, e) if (streq(strempty(entry_digest(e)), ref))
+                        found = ref;
         } else {
                 size_t n = strlen(ref);
                 bool hexprefix = n >= 12 && n <= 64 && strspn(ref, "0123456789abcdef") == n;
@@ -450,8 +441,9 @@ static int resolve_ref(json_t *index, const char *ref, char **ret_digest, char *
                                 if (d && strneq(d + 7, ref, n)) {
                                         if (found && !streq(found, d))
                                                 return error_set(err, -ENOTUNIQ,
-                                                                       "\"%s\" matches more than "
-                                                                       "one image", ref);
+                                                                 "\"%s\" matches more than "
+                                                                 "one image",
+                                                                 ref);
                                         found = d;
                                 }
                         }
@@ -463,9 +455,9 @@ static int resolve_ref(json_t *index, const char *ref, char **ret_digest, char *
                         ImageRef pr = {};
                         if (image_ref_parse(name, &pr, NULL) >= 0 && pr.digest && !pr.tag) {
                                 /* name@digest: the digest decides. */
-                                json_array_foreach(manifests, i, e)
-                                        if (streq(strempty(entry_digest(e)), pr.digest))
-                                                found = entry_digest(e);
+                                json_array_foreach(manifests, i,
+                                                   e) if (streq(strempty(entry_digest(e)),
+                                                                pr.digest)) found = entry_digest(e);
                                 free(name);
                                 name = NULL;
                         } else
@@ -537,11 +529,10 @@ int image_store_tag(ImageStore *s, const char *src, const char *dst, Error *err)
         json_t *manifests = json_object_get(index, "manifests");
         size_t i;
         json_t *e;
-        json_array_foreach(manifests, i, e)
-                if (streq(strempty(entry_digest(e)), digest)) {
-                        d.size = json_integer_value(json_object_get(e, "size"));
-                        d.media_type = (char *)json_string_value(json_object_get(e, "mediaType"));
-                }
+        json_array_foreach(manifests, i, e) if (streq(strempty(entry_digest(e)), digest)) {
+                d.size = json_integer_value(json_object_get(e, "size"));
+                d.media_type = (char *)json_string_value(json_object_get(e, "mediaType"));
+        }
         r = store_index_add(index, &d, name);
         if (r < 0)
                 return r;
@@ -606,9 +597,8 @@ static void index_remove(json_t *index, const char *digest, const char *name) {
 static bool index_has(json_t *index, const char *digest) {
         size_t i;
         json_t *e;
-        json_array_foreach(json_object_get(index, "manifests"), i, e)
-                if (streq(strempty(entry_digest(e)), digest))
-                        return true;
+        json_array_foreach(json_object_get(index, "manifests"), i,
+                           e) if (streq(strempty(entry_digest(e)), digest)) return true;
         return false;
 }
 
@@ -634,8 +624,8 @@ int image_store_remove(ImageStore *s, const char *ref, const ImageUsers *users, 
         for (size_t i = 0; users && i < users->n; i++)
                 if (streq(before[i], digest) && !streq(after[i], digest))
                         return error_set(err, -EBUSY,
-                                               "image \"%s\" is in use by %s; remove the pod first",
-                                               ref, users->uses[i].user);
+                                         "image \"%s\" is in use by %s; remove the pod first", ref,
+                                         users->uses[i].user);
         r = store_index_save(s, index, err);
         if (r < 0)
                 return r;
@@ -768,7 +758,7 @@ int store_gc_locked(ImageStore *s, uint64_t *ret_reclaimed, Error *err) {
         r = store_mounted_layers(s, &keep_layers);
         if (r < 0)
                 return error_set(err, r, "cannot list the layers mounted containers use: %s",
-                                       strerror(-r));
+                                 strerror(-r));
         int fds[2] = { s->blobs_fd, s->layers_fd };
         char **keeps[2] = { keep_blobs, keep_layers };
         for (int k = 0; k < 2; k++) {
@@ -782,8 +772,7 @@ int store_gc_locked(ImageStore *s, uint64_t *ret_reclaimed, Error *err) {
                         reclaimed += tree_size(dirfd(d), de->d_name);
                         r = rm_rf_at(dirfd(d), de->d_name);
                         if (r < 0)
-                                log_debug("GC: cannot remove \"%s\": %s", de->d_name,
-                                          strerror(-r));
+                                log_debug("GC: cannot remove \"%s\": %s", de->d_name, strerror(-r));
                 }
         }
         if (ret_reclaimed)
@@ -801,9 +790,8 @@ bool store_layer_exists(ImageStore *s, const char *chain_id) {
                S_ISDIR(st.st_mode);
 }
 
-int store_layer_unpack_tmp(ImageStore *s, int blob_fd, const char *blob_digest,
-                           const char *diff_id, const char *chain_id, uint64_t *budget,
-                           char **ret_tmp, Error *err) {
+int store_layer_unpack_tmp(ImageStore *s, int blob_fd, const char *blob_digest, const char *diff_id,
+                           const char *chain_id, uint64_t *budget, char **ret_tmp, Error *err) {
         char rnd[17];
         int r = random_hex(rnd);
         if (r < 0)
@@ -813,7 +801,8 @@ int store_layer_unpack_tmp(ImageStore *s, int blob_fd, const char *blob_digest,
                 return -ENOMEM;
         if (mkdirat(s->layers_fd, tmp, 0755) < 0)
                 return error_set(err, -errno, "cannot create layer directory: %m");
-        _cleanup_close_ int fd = openat(s->layers_fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int fd =
+                openat(s->layers_fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 r = error_set(err, -errno, "cannot open layer directory: %m");
         else if (fchmod(fd, 0755) < 0)
@@ -834,8 +823,7 @@ int store_layer_commit(ImageStore *s, const char *tmp, const char *chain_id, Err
                 (void)rm_rf_at(s->layers_fd, tmp);
                 if (r == -EEXIST || r == -ENOTEMPTY)
                         return 0; /* a concurrent load unpacked the same chain */
-                return error_set(err, r, "cannot commit layer %s: %s", chain_id,
-                                       strerror(-r));
+                return error_set(err, r, "cannot commit layer %s: %s", chain_id, strerror(-r));
         }
         return 0;
 }
@@ -857,8 +845,8 @@ int image_store_unpack(ImageStore *s, const char *ref, Error *err) {
                 _cleanup_close_ int fd = openat(s->blobs_fd, digest + 7, O_RDONLY | O_CLOEXEC);
                 if (fd < 0)
                         return error_set(err, -errno, "layer blob %s: %m", digest);
-                r = store_layer_unpack_tmp(s, fd, digest, im->config.diff_ids[i],
-                                           im->chain_ids[i], &budget, &tmp, err);
+                r = store_layer_unpack_tmp(s, fd, digest, im->config.diff_ids[i], im->chain_ids[i],
+                                           &budget, &tmp, err);
                 if (r < 0)
                         return r;
                 r = store_layer_commit(s, tmp, im->chain_ids[i], err);

@@ -38,8 +38,8 @@ typedef struct Image {
         uint64_t size;       /* manifest + config + compressed layer sizes */
         ImageManifest manifest;
         ImageConfig config;
-        char **chain_ids;    /* one per layer, bottom first */
-        unsigned n_ref;      /* image_store_get() shares the store's cached copy */
+        char **chain_ids; /* one per layer, bottom first */
+        unsigned n_ref;   /* image_store_get() shares the store's cached copy */
 } Image;
 
 /* Drops one reference; frees the image with the last. */
@@ -51,8 +51,7 @@ void image_list_free(Image **images, size_t n);
 /* Opens (creating if needed) the store under root_dir. limits may be NULL
  * (defaults). Removes leftovers of interrupted operations when no other
  * writer is active. */
-int image_store_open(const char *root_dir, const ImageLimits *limits, ImageStore **ret,
-                     Error *err);
+int image_store_open(const char *root_dir, const ImageLimits *limits, ImageStore **ret, Error *err);
 ImageStore *image_store_free(ImageStore *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ImageStore *, image_store_free)
 #define _cleanup_image_store_ _cleanup_(image_store_freep)

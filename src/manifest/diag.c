@@ -159,7 +159,8 @@ void diagnostics_print(const Diagnostics *d, FILE *f) {
                 diag_format(&d->items[i], f);
                 fputc('\n', f);
         }
-        size_t dropped = d->n_errors + d->n_warnings > d->n ? d->n_errors + d->n_warnings - d->n : 0;
+        size_t dropped =
+                d->n_errors + d->n_warnings > d->n ? d->n_errors + d->n_warnings - d->n : 0;
         if (dropped > 0)
                 fprintf(f, "(%zu more problems not shown)\n", dropped);
 }

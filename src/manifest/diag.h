@@ -19,7 +19,7 @@ typedef struct Diag {
         char *file;    /* may be NULL (then "<input>") */
         unsigned line; /* 1-based; 0 = unknown */
         unsigned column;
-        char *path;    /* field path such as "spec.containers[0].image"; may be NULL */
+        char *path; /* field path such as "spec.containers[0].image"; may be NULL */
         char *message;
 } Diag;
 

@@ -37,7 +37,8 @@ int kube_expand(const char *in, expand_lookup_t lookup, void *userdata, size_t m
                         if (!close) {
                                 r = output_append(&o, "$(", 2);
                         } else {
-                                _cleanup_free_ char *name = strndup(rest + 1, (size_t)(close - rest - 1));
+                                _cleanup_free_ char *name =
+                                        strndup(rest + 1, (size_t)(close - rest - 1));
                                 if (!name) {
                                         r = -ENOMEM;
                                         break;

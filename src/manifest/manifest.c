@@ -66,8 +66,8 @@ void manifest_objects_free(ManifestObject **objs, size_t n) {
         free(objs);
 }
 
-int manifest_compute_uid(const char *canonical_json, const char *node_name,
-                         const char *source_id, char ret[static 33]) {
+int manifest_compute_uid(const char *canonical_json, const char *node_name, const char *source_id,
+                         char ret[static 33]) {
         _cleanup_free_ char *input = NULL;
         char hex[65];
         int r;
@@ -117,8 +117,8 @@ static void diagnostics_merge_prefixed(Diagnostics *d, const Diagnostics *src, c
         }
         for (size_t i = 0; i < src->n; i++) {
                 const Diag *s = &src->items[i];
-                _cleanup_free_ char *path = isempty(s->path) ? strdup(prefix)
-                                                              : strprintf("%s.%s", prefix, s->path);
+                _cleanup_free_ char *path =
+                        isempty(s->path) ? strdup(prefix) : strprintf("%s.%s", prefix, s->path);
                 diagnostics_add(d, s->level, s->file, s->line, s->column, path ? path : prefix,
                                 "%s", strempty(s->message));
         }
@@ -150,7 +150,7 @@ static char *path_join_prefix(const char *prefix, const char *field) {
 }
 
 _printf_(5, 6) static void state_error(ParseState *s, const YamlNode *n, const char *prefix,
-                                        const char *field, const char *fmt, ...) {
+                                       const char *field, const char *fmt, ...) {
         _cleanup_free_ char *path = NULL, *msg = NULL;
         va_list ap;
 
@@ -201,8 +201,15 @@ static int state_append(ParseState *s, ManifestObject *o, unsigned line, unsigne
 
 static bool kind_is_workload(const char *kind) {
         static const char *const workloads[] = {
-                "Deployment", "ReplicaSet", "DaemonSet", "StatefulSet", "Job",
-                "CronJob",    "ReplicationController", "PodTemplate", NULL,
+                "Deployment",
+                "ReplicaSet",
+                "DaemonSet",
+                "StatefulSet",
+                "Job",
+                "CronJob",
+                "ReplicationController",
+                "PodTemplate",
+                NULL,
         };
         for (const char *const *w = workloads; *w; w++)
                 if (streq(*w, kind))
@@ -361,8 +368,8 @@ static int process_list(ParseState *s, const YamlNode *doc, const char *prefix) 
                 return 0;
         }
         for (size_t i = 0; i < items->n; i++) {
-                _cleanup_free_ char *p = prefix ? strprintf("%s.items[%zu]", prefix, i)
-                                                : strprintf("items[%zu]", i);
+                _cleanup_free_ char *p =
+                        prefix ? strprintf("%s.items[%zu]", prefix, i) : strprintf("items[%zu]", i);
                 if (!p)
                         return -ENOMEM;
                 r = process_document(s, items->items[i], p, true);
@@ -414,8 +421,7 @@ static int process_document(ParseState *s, const YamlNode *doc, const char *pref
                 if (mk >= 0)
                         return process_object(s, doc, mk, prefix);
                 if (in_list) {
-                        state_error(s, kind, prefix, "kind", "a %s cannot be an item of a list",
-                                    k);
+                        state_error(s, kind, prefix, "kind", "a %s cannot be an item of a list", k);
                         return 0;
                 }
                 return process_list(s, doc, prefix);
@@ -483,9 +489,10 @@ static int check_duplicate_uids(ParseState *s) {
                 }
                 if (streq(a->namespace, b->namespace) && streq(a->name, b->name))
                         continue; /* reported as defined twice */
-                _cleanup_free_ char *path = s->obj_paths[idx[i].i]
-                                                    ? strprintf("%s.metadata.uid", s->obj_paths[idx[i].i])
-                                                    : strdup("metadata.uid");
+                _cleanup_free_ char *path =
+                        s->obj_paths[idx[i].i]
+                                ? strprintf("%s.metadata.uid", s->obj_paths[idx[i].i])
+                                : strdup("metadata.uid");
                 if (!path)
                         return -ENOMEM;
                 diagnostics_add(s->diag, DIAG_ERROR, s->file, s->uid_lines[idx[i].i], 0, path,

@@ -83,8 +83,8 @@ int manifest_parse_buffer_full(const char *buf, size_t size, const ManifestParse
 
 /* The UID of a pod per SPEC §4: first 32 hex digits of
  * SHA-256(canonical_json "\n" "host:" node_name "\n" "source:" source_id). */
-int manifest_compute_uid(const char *canonical_json, const char *node_name,
-                         const char *source_id, char ret[static 33]);
+int manifest_compute_uid(const char *canonical_json, const char *node_name, const char *source_id,
+                         char ret[static 33]);
 
 /* Canonical form of a document: compact JSON with keys sorted bytewise and
  * non-ASCII escaped (\uXXXX); scalars typed as Kubernetes' YAML decoder

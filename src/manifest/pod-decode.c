@@ -34,8 +34,8 @@ static char *path_index(char *buf, size_t size, const char *parent, size_t i) {
         return buf;
 }
 
-_printf_(5, 0) static void decode_vadd(DecodeContext *c, DiagLevel level, const YamlNode *n, const char *path,
-                        const char *fmt, va_list ap) {
+_printf_(5, 0) static void decode_vadd(DecodeContext *c, DiagLevel level, const YamlNode *n,
+                                       const char *path, const char *fmt, va_list ap) {
         _cleanup_free_ char *m = NULL;
         if (vasprintf(&m, fmt, ap) < 0)
                 m = NULL;
@@ -194,8 +194,8 @@ static int decode_strv(DecodeContext *c, const YamlNode *n, const char *path, ch
         return 0;
 }
 
-static int decode_int64_array(DecodeContext *c, const YamlNode *n, const char *path,
-                              int64_t **ret, size_t *ret_n) {
+static int decode_int64_array(DecodeContext *c, const YamlNode *n, const char *path, int64_t **ret,
+                              size_t *ret_n) {
         if (n->type != YAML_NODE_SEQ) {
                 decode_error(c, n, path, "must be a list of integers");
                 return 0;
@@ -319,8 +319,8 @@ void struct_done(const StructType *t, void *base) {
         }
 }
 
-static int decode_array(DecodeContext *c, const YamlNode *n, const char *path,
-                        const StructType *et, void **items, size_t *n_items) {
+static int decode_array(DecodeContext *c, const YamlNode *n, const char *path, const StructType *et,
+                        void **items, size_t *n_items) {
         if (n->type != YAML_NODE_SEQ) {
                 decode_error(c, n, path, "must be a list");
                 return 0;
@@ -413,7 +413,8 @@ static int decode_field(DecodeContext *c, const Field *f, const YamlNode *v, con
                 return struct_decode(c, v, path, t, *pp);
         }
         case FIELD_ARRAY:
-                return decode_array(c, v, path, f->arg, p, (size_t *)((uint8_t *)base + f->offset_n));
+                return decode_array(c, v, path, f->arg, p,
+                                    (size_t *)((uint8_t *)base + f->offset_n));
         case FIELD_IGNORED:
                 decode_warning(c, v, path, "is ignored by nanolet");
                 return 0;
@@ -469,8 +470,7 @@ static void resource_list_free(void *base) {
         free(l->hugepages);
 }
 
-static int resource_list_decode(DecodeContext *c, const YamlNode *n, const char *path,
-                                void *base) {
+static int resource_list_decode(DecodeContext *c, const YamlNode *n, const char *path, void *base) {
         ResourceList *l = base;
         if (n->type == YAML_NODE_NULL)
                 return 0;
@@ -531,38 +531,38 @@ static const StructType resource_list_type = {
 
 /* ---- tables ---- */
 
-#define F(json, kind_, type, member, ...)                                      \
+#define F(json, kind_, type, member, ...)                                                          \
         { .name = json, .kind = kind_, .offset = offsetof(type, member), __VA_ARGS__ }
-#define FA(json, type, member, nmember, et)                                    \
-        { .name = json, .kind = FIELD_ARRAY, .offset = offsetof(type, member),  \
-          .offset_n = offsetof(type, nmember), .arg = &(et) }
-#define FIGN(json) { .name = json, .kind = FIELD_IGNORED }
-#define FSILENT(json) { .name = json, .kind = FIELD_SILENT }
-#define FREJ(json, why) { .name = json, .kind = FIELD_REJECTED, .arg = (why) }
-#define STRUCT_TYPE(var, type, ...)                                            \
-        static const Field var##_fields[] = { __VA_ARGS__, {} };               \
+#define FA(json, type, member, nmember, et)                                                        \
+        {                                                                                          \
+                .name = json, .kind = FIELD_ARRAY, .offset = offsetof(type, member),               \
+                .offset_n = offsetof(type, nmember), .arg = &(et)                                  \
+        }
+#define FIGN(json)                                                                                 \
+        { .name = json, .kind = FIELD_IGNORED }
+#define FSILENT(json)                                                                              \
+        { .name = json, .kind = FIELD_SILENT }
+#define FREJ(json, why)                                                                            \
+        { .name = json, .kind = FIELD_REJECTED, .arg = (why) }
+#define STRUCT_TYPE(var, type, ...)                                                                \
+        static const Field var##_fields[] = { __VA_ARGS__, {} };                                   \
         static const StructType var = { .size = sizeof(type), .fields = var##_fields }
 
 STRUCT_TYPE(exec_type, ExecAction, F("command", FIELD_STRV, ExecAction, command));
-STRUCT_TYPE(http_header_type, HTTPHeader,
-            F("name", FIELD_STRING, HTTPHeader, name),
+STRUCT_TYPE(http_header_type, HTTPHeader, F("name", FIELD_STRING, HTTPHeader, name),
             F("value", FIELD_STRING, HTTPHeader, value));
-STRUCT_TYPE(http_get_type, HTTPGetAction,
-            F("path", FIELD_STRING, HTTPGetAction, path),
+STRUCT_TYPE(http_get_type, HTTPGetAction, F("path", FIELD_STRING, HTTPGetAction, path),
             F("port", FIELD_INT_OR_STRING, HTTPGetAction, port),
             F("host", FIELD_STRING, HTTPGetAction, host),
             F("scheme", FIELD_ENUM, HTTPGetAction, scheme, .arg = &uri_scheme_info),
             FA("httpHeaders", HTTPGetAction, http_headers, n_http_headers, http_header_type));
-STRUCT_TYPE(tcp_socket_type, TCPSocketAction,
-            F("port", FIELD_INT_OR_STRING, TCPSocketAction, port),
+STRUCT_TYPE(tcp_socket_type, TCPSocketAction, F("port", FIELD_INT_OR_STRING, TCPSocketAction, port),
             F("host", FIELD_STRING, TCPSocketAction, host));
-STRUCT_TYPE(grpc_type, GRPCAction,
-            F("port", FIELD_INT32, GRPCAction, port),
+STRUCT_TYPE(grpc_type, GRPCAction, F("port", FIELD_INT32, GRPCAction, port),
             F("service", FIELD_STRING, GRPCAction, service));
 STRUCT_TYPE(sleep_type, SleepAction, F("seconds", FIELD_INT64, SleepAction, seconds));
 
-STRUCT_TYPE(probe_type, Probe,
-            F("exec", FIELD_STRUCT_PTR, Probe, handler.exec, .arg = &exec_type),
+STRUCT_TYPE(probe_type, Probe, F("exec", FIELD_STRUCT_PTR, Probe, handler.exec, .arg = &exec_type),
             F("httpGet", FIELD_STRUCT_PTR, Probe, handler.http_get, .arg = &http_get_type),
             F("tcpSocket", FIELD_STRUCT_PTR, Probe, handler.tcp_socket, .arg = &tcp_socket_type),
             F("grpc", FIELD_STRUCT_PTR, Probe, handler.grpc, .arg = &grpc_type),
@@ -591,8 +591,7 @@ STRUCT_TYPE(resource_selector_type, ResourceFieldSelector,
             F("containerName", FIELD_STRING, ResourceFieldSelector, container_name),
             F("resource", FIELD_STRING, ResourceFieldSelector, resource),
             F("divisor", FIELD_QUANTITY, ResourceFieldSelector, divisor));
-STRUCT_TYPE(key_selector_type, KeySelector,
-            F("name", FIELD_STRING, KeySelector, name),
+STRUCT_TYPE(key_selector_type, KeySelector, F("name", FIELD_STRING, KeySelector, name),
             F("key", FIELD_STRING, KeySelector, key),
             F("optional", FIELD_BOOL, KeySelector, optional));
 STRUCT_TYPE(env_source_type, EnvVarSource,
@@ -604,20 +603,18 @@ STRUCT_TYPE(env_source_type, EnvVarSource,
             F("secretKeyRef", FIELD_STRUCT_PTR, EnvVarSource, secret_key_ref,
               .arg = &key_selector_type),
             FREJ("fileKeyRef", "is not supported by nanolet"));
-STRUCT_TYPE(env_type, EnvVar,
-            F("name", FIELD_STRING, EnvVar, name),
+STRUCT_TYPE(env_type, EnvVar, F("name", FIELD_STRING, EnvVar, name),
             F("value", FIELD_STRING, EnvVar, value),
             F("valueFrom", FIELD_STRUCT_PTR, EnvVar, value_from, .arg = &env_source_type));
 STRUCT_TYPE(local_ref_type, LocalObjectReference,
             F("name", FIELD_STRING, LocalObjectReference, name),
             F("optional", FIELD_BOOL, LocalObjectReference, optional));
-STRUCT_TYPE(env_from_type, EnvFromSource,
-            F("prefix", FIELD_STRING, EnvFromSource, prefix),
-            F("configMapRef", FIELD_STRUCT_PTR, EnvFromSource, config_map_ref, .arg = &local_ref_type),
+STRUCT_TYPE(env_from_type, EnvFromSource, F("prefix", FIELD_STRING, EnvFromSource, prefix),
+            F("configMapRef", FIELD_STRUCT_PTR, EnvFromSource, config_map_ref,
+              .arg = &local_ref_type),
             F("secretRef", FIELD_STRUCT_PTR, EnvFromSource, secret_ref, .arg = &local_ref_type));
 
-STRUCT_TYPE(port_type, ContainerPort,
-            F("name", FIELD_STRING, ContainerPort, name),
+STRUCT_TYPE(port_type, ContainerPort, F("name", FIELD_STRING, ContainerPort, name),
             F("hostPort", FIELD_INT32, ContainerPort, host_port),
             F("containerPort", FIELD_INT32, ContainerPort, container_port),
             F("protocol", FIELD_ENUM, ContainerPort, protocol, .arg = &protocol_info),
@@ -628,8 +625,7 @@ STRUCT_TYPE(resources_type, ResourceRequirements,
             F("limits", FIELD_STRUCT, ResourceRequirements, limits, .arg = &resource_list_type),
             FREJ("claims", "needs an apiserver (dynamic resource allocation)"));
 
-STRUCT_TYPE(volume_mount_type, VolumeMount,
-            F("name", FIELD_STRING, VolumeMount, name),
+STRUCT_TYPE(volume_mount_type, VolumeMount, F("name", FIELD_STRING, VolumeMount, name),
             F("readOnly", FIELD_BOOL, VolumeMount, read_only),
             F("mountPath", FIELD_STRING, VolumeMount, mount_path),
             F("subPath", FIELD_STRING, VolumeMount, sub_path),
@@ -638,14 +634,12 @@ STRUCT_TYPE(volume_mount_type, VolumeMount,
               .arg = &mount_propagation_info),
             FIGN("recursiveReadOnly"));
 
-STRUCT_TYPE(capabilities_type, Capabilities,
-            F("add", FIELD_STRV, Capabilities, add),
+STRUCT_TYPE(capabilities_type, Capabilities, F("add", FIELD_STRV, Capabilities, add),
             F("drop", FIELD_STRV, Capabilities, drop));
 STRUCT_TYPE(seccomp_type, SeccompProfile,
             F("type", FIELD_ENUM, SeccompProfile, type, .arg = &seccomp_profile_type_info),
             F("localhostProfile", FIELD_STRING, SeccompProfile, localhost_profile));
-STRUCT_TYPE(sysctl_type, Sysctl,
-            F("name", FIELD_STRING, Sysctl, name),
+STRUCT_TYPE(sysctl_type, Sysctl, F("name", FIELD_STRING, Sysctl, name),
             F("value", FIELD_STRING, Sysctl, value));
 STRUCT_TYPE(security_context_type, SecurityContext,
             F("capabilities", FIELD_STRUCT_PTR, SecurityContext, capabilities,
@@ -665,7 +659,8 @@ STRUCT_TYPE(pod_security_context_type, PodSecurityContext,
             F("runAsUser", FIELD_OPT_INT64, PodSecurityContext, run_as_user),
             F("runAsGroup", FIELD_OPT_INT64, PodSecurityContext, run_as_group),
             F("runAsNonRoot", FIELD_OPT_BOOL, PodSecurityContext, run_as_non_root),
-            { .name = "supplementalGroups", .kind = FIELD_INT64_ARRAY,
+            { .name = "supplementalGroups",
+              .kind = FIELD_INT64_ARRAY,
               .offset = offsetof(PodSecurityContext, supplemental_groups),
               .offset_n = offsetof(PodSecurityContext, n_supplemental_groups) },
             F("fsGroup", FIELD_OPT_INT64, PodSecurityContext, fs_group),
@@ -676,12 +671,11 @@ STRUCT_TYPE(pod_security_context_type, PodSecurityContext,
             FIGN("fsGroupChangePolicy"), FIGN("supplementalGroupsPolicy"),
             FIGN("seLinuxChangePolicy"));
 
-STRUCT_TYPE(container_type, Container,
-            F("name", FIELD_STRING, Container, name),
+STRUCT_TYPE(container_type, Container, F("name", FIELD_STRING, Container, name),
             F("image", FIELD_STRING, Container, image),
-            F("imagePullPolicy", FIELD_ENUM, Container, image_pull_policy, .arg = &pull_policy_info),
-            F("command", FIELD_STRV, Container, command),
-            F("args", FIELD_STRV, Container, args),
+            F("imagePullPolicy", FIELD_ENUM, Container, image_pull_policy,
+              .arg = &pull_policy_info),
+            F("command", FIELD_STRV, Container, command), F("args", FIELD_STRV, Container, args),
             F("workingDir", FIELD_STRING, Container, working_dir),
             FA("ports", Container, ports, n_ports, port_type),
             FA("envFrom", Container, env_from, n_env_from, env_from_type),
@@ -699,17 +693,14 @@ STRUCT_TYPE(container_type, Container,
             F("securityContext", FIELD_STRUCT_PTR, Container, security_context,
               .arg = &security_context_type),
             F("stdin", FIELD_BOOL, Container, stdin_open),
-            F("stdinOnce", FIELD_BOOL, Container, stdin_once),
-            F("tty", FIELD_BOOL, Container, tty),
+            F("stdinOnce", FIELD_BOOL, Container, stdin_once), F("tty", FIELD_BOOL, Container, tty),
             FIGN("resizePolicy"), FIGN("restartPolicyRules"),
             FREJ("volumeDevices", "needs persistent volume claims, which need an apiserver"));
 
 /* volumes */
 
-STRUCT_TYPE(key_to_path_type, KeyToPath,
-            F("key", FIELD_STRING, KeyToPath, key),
-            F("path", FIELD_STRING, KeyToPath, path),
-            F("mode", FIELD_MODE, KeyToPath, mode));
+STRUCT_TYPE(key_to_path_type, KeyToPath, F("key", FIELD_STRING, KeyToPath, key),
+            F("path", FIELD_STRING, KeyToPath, path), F("mode", FIELD_MODE, KeyToPath, mode));
 STRUCT_TYPE(host_path_type, HostPathVolumeSource,
             F("path", FIELD_STRING, HostPathVolumeSource, path),
             F("type", FIELD_ENUM, HostPathVolumeSource, type, .arg = &host_path_type_info));
@@ -776,12 +767,31 @@ static const struct {
 };
 
 static const char *const apiserver_volumes[] = {
-        "persistentVolumeClaim", "ephemeral", "csi",
+        "persistentVolumeClaim",
+        "ephemeral",
+        "csi",
 };
 static const char *const unsupported_volumes[] = {
-        "nfs", "iscsi", "gcePersistentDisk", "awsElasticBlockStore", "gitRepo", "glusterfs",
-        "rbd", "flexVolume", "cinder", "cephfs", "flocker", "fc", "azureFile", "vsphereVolume",
-        "quobyte", "azureDisk", "photonPersistentDisk", "portworxVolume", "scaleIO", "storageos",
+        "nfs",
+        "iscsi",
+        "gcePersistentDisk",
+        "awsElasticBlockStore",
+        "gitRepo",
+        "glusterfs",
+        "rbd",
+        "flexVolume",
+        "cinder",
+        "cephfs",
+        "flocker",
+        "fc",
+        "azureFile",
+        "vsphereVolume",
+        "quobyte",
+        "azureDisk",
+        "photonPersistentDisk",
+        "portworxVolume",
+        "scaleIO",
+        "storageos",
 };
 
 static const StructType *volume_source_type(VolumeType t) {
@@ -822,7 +832,8 @@ static int volume_decode(DecodeContext *c, const YamlNode *n, const char *path, 
                 int r;
 
                 if (streq(k->str, "name")) {
-                        if (val->type != YAML_NODE_NULL && (r = decode_string(c, val, p, &v->name)) < 0)
+                        if (val->type != YAML_NODE_NULL &&
+                            (r = decode_string(c, val, p, &v->name)) < 0)
                                 return r;
                         continue;
                 }
@@ -871,14 +882,11 @@ static const StructType volume_type = {
 
 /* pod */
 
-STRUCT_TYPE(host_alias_type, HostAlias,
-            F("ip", FIELD_STRING, HostAlias, ip),
+STRUCT_TYPE(host_alias_type, HostAlias, F("ip", FIELD_STRING, HostAlias, ip),
             F("hostnames", FIELD_STRV, HostAlias, hostnames));
-STRUCT_TYPE(dns_option_type, PodDNSConfigOption,
-            F("name", FIELD_STRING, PodDNSConfigOption, name),
+STRUCT_TYPE(dns_option_type, PodDNSConfigOption, F("name", FIELD_STRING, PodDNSConfigOption, name),
             F("value", FIELD_STRING, PodDNSConfigOption, value));
-STRUCT_TYPE(dns_config_type, PodDNSConfig,
-            F("nameservers", FIELD_STRV, PodDNSConfig, nameservers),
+STRUCT_TYPE(dns_config_type, PodDNSConfig, F("nameservers", FIELD_STRV, PodDNSConfig, nameservers),
             F("searches", FIELD_STRV, PodDNSConfig, searches),
             FA("options", PodDNSConfig, options, n_options, dns_option_type));
 
@@ -929,8 +937,7 @@ static const StructType pull_secrets_type = {
 
 STRUCT_TYPE(os_type, PodOS, F("name", FIELD_ENUM, PodOS, name, .arg = &os_name_info));
 
-STRUCT_TYPE(pod_spec_type, PodSpec,
-            FA("volumes", PodSpec, volumes, n_volumes, volume_type),
+STRUCT_TYPE(pod_spec_type, PodSpec, FA("volumes", PodSpec, volumes, n_volumes, volume_type),
             FA("initContainers", PodSpec, init_containers, n_init_containers, container_type),
             FA("containers", PodSpec, containers, n_containers, container_type),
             F("restartPolicy", FIELD_ENUM, PodSpec, restart_policy, .arg = &restart_policy_info),
@@ -957,41 +964,46 @@ STRUCT_TYPE(pod_spec_type, PodSpec,
             F("priority", FIELD_OPT_INT32, PodSpec, priority),
             F("dnsConfig", FIELD_STRUCT_PTR, PodSpec, dns_config, .arg = &dns_config_type),
             F("enableServiceLinks", FIELD_OPT_BOOL, PodSpec, enable_service_links),
-            F("os", FIELD_STRUCT, PodSpec, os, .arg = &os_type),
-            FSILENT("tolerations"),
+            F("os", FIELD_STRUCT, PodSpec, os, .arg = &os_type), FSILENT("tolerations"),
             FIGN("automountServiceAccountToken"), FIGN("affinity"), FIGN("schedulerName"),
             FIGN("preemptionPolicy"), FIGN("topologySpreadConstraints"), FIGN("readinessGates"),
             FIGN("runtimeClassName"), FIGN("overhead"), FIGN("setHostnameAsFQDN"),
-            FIGN("hostUsers"), FIGN("schedulingGates"), FIGN("resources"),
-            FIGN("hostnameOverride"),
+            FIGN("hostUsers"), FIGN("schedulingGates"), FIGN("resources"), FIGN("hostnameOverride"),
             FREJ("ephemeralContainers", "is not supported by nanolet (it needs an apiserver)"),
             FREJ("resourceClaims", "needs an apiserver (dynamic resource allocation)"));
 
 /* Fields the API server sets: harmless in a manifest (kubeadm writes
  * creationTimestamp: null), so they are dropped silently. */
 static const Field object_meta_fields[] = {
-            F("name", FIELD_STRING, ObjectMeta, name),
-            F("namespace", FIELD_STRING, ObjectMeta, namespace),
-            F("uid", FIELD_STRING, ObjectMeta, uid),
-            F("labels", FIELD_MAP, ObjectMeta, labels),
-            F("annotations", FIELD_MAP, ObjectMeta, annotations),
-            FSILENT("creationTimestamp"), FSILENT("resourceVersion"), FSILENT("generation"),
-            FSILENT("selfLink"), FSILENT("managedFields"),
-            FIGN("generateName"), FIGN("ownerReferences"), FIGN("finalizers"),
-            FIGN("deletionTimestamp"), FIGN("deletionGracePeriodSeconds"),
-            {},
+        F("name", FIELD_STRING, ObjectMeta, name),
+        F("namespace", FIELD_STRING, ObjectMeta, namespace),
+        F("uid", FIELD_STRING, ObjectMeta, uid),
+        F("labels", FIELD_MAP, ObjectMeta, labels),
+        F("annotations", FIELD_MAP, ObjectMeta, annotations),
+        FSILENT("creationTimestamp"),
+        FSILENT("resourceVersion"),
+        FSILENT("generation"),
+        FSILENT("selfLink"),
+        FSILENT("managedFields"),
+        FIGN("generateName"),
+        FIGN("ownerReferences"),
+        FIGN("finalizers"),
+        FIGN("deletionTimestamp"),
+        FIGN("deletionGracePeriodSeconds"),
+        {},
 };
 const StructType object_meta_type = { .size = sizeof(ObjectMeta), .fields = object_meta_fields };
 
 /* apiVersion/kind were checked by the caller (manifest.c dispatches on them). */
 static const Field pod_fields[] = {
-        FSILENT("apiVersion"), FSILENT("kind"), FSILENT("status"),
+        FSILENT("apiVersion"),
+        FSILENT("kind"),
+        FSILENT("status"),
         F("metadata", FIELD_STRUCT, Pod, metadata, .arg = &object_meta_type),
         F("spec", FIELD_STRUCT, Pod, spec, .arg = &pod_spec_type),
         {},
 };
 const StructType pod_type = { .size = sizeof(Pod), .fields = pod_fields };
-
 
 /* ---- ConfigMap and Secret ---- */
 
@@ -1017,8 +1029,10 @@ static int base64_decode(const char *in, size_t len, char **ret, size_t *ret_len
                         if (i < l - 2)
                                 return -EINVAL;
                         pad++;
-                } else if (pad > 0 || !(strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                               "0123456789+/", ch)))
+                } else if (pad > 0 ||
+                           !(strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                    "0123456789+/",
+                                    ch)))
                         return -EINVAL;
         }
         _cleanup_free_ char *out = malloc(l / 4 * 3 + 1);
@@ -1077,15 +1091,16 @@ static void check_meta(DecodeContext *c, const YamlNode *doc, ObjectMeta *m) {
         else if (strlen(m->name) > 253 || !is_dns1123_subdomain(m->name))
                 decode_error(c, name, "metadata.name",
                              "invalid value \"%s\": must be a lowercase RFC 1123 subdomain "
-                             "(at most 253 characters)", m->name);
+                             "(at most 253 characters)",
+                             m->name);
         if (m->namespace && !is_dns1123_label(m->namespace))
                 decode_error(c, ns, "metadata.namespace",
                              "invalid value \"%s\": must be a lowercase RFC 1123 label",
                              m->namespace);
 }
 
-static void check_keys(DecodeContext *c, const YamlNode *doc, const char *field,
-                       const StringMap *m, const StringMap *other, const char *other_field) {
+static void check_keys(DecodeContext *c, const YamlNode *doc, const char *field, const StringMap *m,
+                       const StringMap *other, const char *other_field) {
         const YamlNode *map = yaml_map_get(doc, field) ?: doc;
         for (size_t i = 0; i < m->n; i++) {
                 const char *k = m->items[i].key;
@@ -1101,7 +1116,8 @@ static void check_keys(DecodeContext *c, const YamlNode *doc, const char *field,
                 else if (!is_config_key(k))
                         decode_error(c, kn, p,
                                      "invalid key \"%s\": must consist of alphanumeric "
-                                     "characters, '-', '_' or '.'", k);
+                                     "characters, '-', '_' or '.'",
+                                     k);
                 if (other && string_map_get(other, k))
                         decode_error(c, kn, p, "duplicate of key present in %s", other_field);
         }
@@ -1188,8 +1204,7 @@ static const struct {
         { SECRET_TYPE_SSH_AUTH, "ssh-privatekey" },
 };
 
-int secret_decode(const YamlNode *doc, const PodDecodeOptions *o, Secret **ret,
-                  Diagnostics *diag) {
+int secret_decode(const YamlNode *doc, const PodDecodeOptions *o, Secret **ret, Diagnostics *diag) {
         _cleanup_(secret_freep) Secret *s = NULL;
         _cleanup_(string_map_done) StringMap string_data = {};
         DecodeContext c = { .file = o ? o->file : NULL, .diag = diag };
@@ -1213,7 +1228,9 @@ int secret_decode(const YamlNode *doc, const PodDecodeOptions *o, Secret **ret,
                 else if (streq(k->str, "data"))
                         r = decode_base64_map(&c, v, "data", &s->data);
                 else if (streq(k->str, "stringData"))
-                        r = v->type == YAML_NODE_NULL ? 0 : decode_map(&c, v, "stringData", &string_data);
+                        r = v->type == YAML_NODE_NULL
+                                    ? 0
+                                    : decode_map(&c, v, "stringData", &string_data);
                 else if (streq(k->str, "type")) {
                         type_node = v;
                         if (v->type != YAML_NODE_NULL)
@@ -1259,8 +1276,8 @@ int secret_decode(const YamlNode *doc, const PodDecodeOptions *o, Secret **ret,
                 if (s->type == secret_required_keys[i].type &&
                     !string_map_get(&s->data, secret_required_keys[i].key))
                         decode_error(&c, type_node, "data",
-                                     "a Secret of type \"%s\" needs the key \"%s\"",
-                                     s->type_string, secret_required_keys[i].key);
+                                     "a Secret of type \"%s\" needs the key \"%s\"", s->type_string,
+                                     secret_required_keys[i].key);
         if (map_size(&s->data) > CONFIG_MAX_SIZE)
                 decode_error(&c, doc, "data", "too long: must have at most %d bytes",
                              CONFIG_MAX_SIZE);

@@ -68,7 +68,8 @@ static int probe_defaults(Probe *p) {
 
 static void divisor_default(ResourceFieldSelector *r) {
         if (r && !r->divisor.set)
-                r->divisor = (OptionalQuantity){ .value = { .value = 1, .milli = 1000 }, .set = true };
+                r->divisor =
+                        (OptionalQuantity){ .value = { .value = 1, .milli = 1000 }, .set = true };
 }
 
 static int container_defaults(const PodSpec *spec, Container *c) {

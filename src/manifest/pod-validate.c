@@ -73,7 +73,7 @@ static const YamlNode *map_key_node(const YamlNode *map, const char *key) {
 }
 
 _printf_(5, 0) static void vadd(Validator *v, DiagLevel level, const YamlNode *n, const char *path,
-                 const char *fmt, va_list ap) {
+                                const char *fmt, va_list ap) {
         if (level == DIAG_ERROR && strv_contains(v->skip, path))
                 return; /* decoding already said what is wrong here */
         _cleanup_free_ char *m = NULL;
@@ -272,13 +272,48 @@ static bool is_sysctl_name(const char *s) {
 }
 
 static const char *const capabilities[] = {
-        "CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID",
-        "SETUID", "SETPCAP", "LINUX_IMMUTABLE", "NET_BIND_SERVICE", "NET_BROADCAST",
-        "NET_ADMIN", "NET_RAW", "IPC_LOCK", "IPC_OWNER", "SYS_MODULE", "SYS_RAWIO",
-        "SYS_CHROOT", "SYS_PTRACE", "SYS_PACCT", "SYS_ADMIN", "SYS_BOOT", "SYS_NICE",
-        "SYS_RESOURCE", "SYS_TIME", "SYS_TTY_CONFIG", "MKNOD", "LEASE", "AUDIT_WRITE",
-        "AUDIT_CONTROL", "SETFCAP", "MAC_OVERRIDE", "MAC_ADMIN", "SYSLOG", "WAKE_ALARM",
-        "BLOCK_SUSPEND", "AUDIT_READ", "PERFMON", "BPF", "CHECKPOINT_RESTORE", "ALL",
+        "CHOWN",
+        "DAC_OVERRIDE",
+        "DAC_READ_SEARCH",
+        "FOWNER",
+        "FSETID",
+        "KILL",
+        "SETGID",
+        "SETUID",
+        "SETPCAP",
+        "LINUX_IMMUTABLE",
+        "NET_BIND_SERVICE",
+        "NET_BROADCAST",
+        "NET_ADMIN",
+        "NET_RAW",
+        "IPC_LOCK",
+        "IPC_OWNER",
+        "SYS_MODULE",
+        "SYS_RAWIO",
+        "SYS_CHROOT",
+        "SYS_PTRACE",
+        "SYS_PACCT",
+        "SYS_ADMIN",
+        "SYS_BOOT",
+        "SYS_NICE",
+        "SYS_RESOURCE",
+        "SYS_TIME",
+        "SYS_TTY_CONFIG",
+        "MKNOD",
+        "LEASE",
+        "AUDIT_WRITE",
+        "AUDIT_CONTROL",
+        "SETFCAP",
+        "MAC_OVERRIDE",
+        "MAC_ADMIN",
+        "SYSLOG",
+        "WAKE_ALARM",
+        "BLOCK_SUSPEND",
+        "AUDIT_READ",
+        "PERFMON",
+        "BPF",
+        "CHECKPOINT_RESTORE",
+        "ALL",
 };
 
 /* As containerd does: case-insensitive, with or without "CAP_". */
@@ -303,12 +338,14 @@ static void validate_string_map_keys(Validator *v, const char *path, const Strin
                         verr_at(v, kn, path,
                                 "invalid key \"%s\": must be a qualified name ([prefix/]name: "
                                 "alphanumerics, '-', '_' or '.', at most 63 characters, the "
-                                "optional prefix a DNS subdomain)", kv->key);
+                                "optional prefix a DNS subdomain)",
+                                kv->key);
                 if (labels && !is_label_value(kv->value))
                         verr_at(v, kn, path,
                                 "invalid value \"%s\" for label \"%s\": must be at most 63 "
                                 "alphanumerics, '-', '_' or '.', starting and ending with an "
-                                "alphanumeric", kv->value, kv->key);
+                                "alphanumeric",
+                                kv->value, kv->key);
         }
 }
 
@@ -328,14 +365,17 @@ static void validate_wait_for(Validator *v, const char *value) {
                         e[--l] = 0;
                 count++;
                 char *slash = strchr(e, '/');
-                bool ok = slash ? (*slash = 0, is_dns1123_label(e) && is_dns1123_subdomain(slash + 1))
-                                : is_dns1123_subdomain(e);
+                bool ok =
+                        slash ? (*slash = 0, is_dns1123_label(e) && is_dns1123_subdomain(slash + 1))
+                              : is_dns1123_subdomain(e);
                 if (!ok) {
                         if (slash)
                                 *slash = '/';
                         verr_at(v, n, path,
-                                "invalid " WAIT_FOR_ANNOTATION " entry \"%s\": must be a pod name or "
-                                "namespace/name, comma-separated", e);
+                                "invalid " WAIT_FOR_ANNOTATION
+                                " entry \"%s\": must be a pod name or "
+                                "namespace/name, comma-separated",
+                                e);
                 }
         }
         if (count == 0 || strstr(value, ",,") || value[strlen(value) - 1] == ',')
@@ -349,11 +389,13 @@ static void validate_metadata(Validator *v, const ObjectMeta *m, const char *uns
                 verr(v, "metadata.name",
                      "invalid value \"%s\": must be a lowercase RFC 1123 subdomain (lowercase "
                      "alphanumerics, '-' or '.', starting and ending with an alphanumeric, at "
-                     "most 253 characters including the node name suffix)", m->name);
+                     "most 253 characters including the node name suffix)",
+                     m->name);
         if (!is_dns1123_label(m->namespace))
                 verr(v, "metadata.namespace",
                      "invalid value \"%s\": must be a lowercase RFC 1123 label (at most 63 "
-                     "lowercase alphanumerics or '-')", m->namespace);
+                     "lowercase alphanumerics or '-')",
+                     m->namespace);
         if (m->uid) {
                 size_t l = strlen(m->uid);
                 bool ok = l >= 1 && l <= 64;
@@ -362,7 +404,8 @@ static void validate_metadata(Validator *v, const ObjectMeta *m, const char *uns
                 if (!ok)
                         verr(v, "metadata.uid",
                              "invalid value \"%s\": must be 1 to 64 lowercase alphanumerics or "
-                             "'-' (nanolet uses it in paths)", m->uid);
+                             "'-' (nanolet uses it in paths)",
+                             m->uid);
         }
         validate_string_map_keys(v, "metadata.labels", &m->labels, true);
         validate_string_map_keys(v, "metadata.annotations", &m->annotations, false);
@@ -380,13 +423,13 @@ static void validate_metadata(Validator *v, const ObjectMeta *m, const char *uns
 /* ---- shared pieces ---- */
 
 static const char *const env_field_paths[] = {
-        "metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName",
-        "spec.serviceAccountName", "status.podIP", "status.podIPs", "status.hostIP",
-        "status.hostIPs",
+        "metadata.name", "metadata.namespace",      "metadata.uid",
+        "spec.nodeName", "spec.serviceAccountName", "status.podIP",
+        "status.podIPs", "status.hostIP",           "status.hostIPs",
 };
 static const char *const volume_field_paths[] = {
-        "metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels",
-        "metadata.annotations",
+        "metadata.name",   "metadata.namespace",   "metadata.uid",
+        "metadata.labels", "metadata.annotations",
 };
 
 static void validate_field_ref(Validator *v, const char *path, const ObjectFieldSelector *f,
@@ -405,8 +448,8 @@ static void validate_field_ref(Validator *v, const char *path, const ObjectField
                 if (streq(f->field_path, l[i]))
                         return;
         /* metadata.labels['key'] / metadata.annotations['key'] */
-        const char *rest = startswith(f->field_path, "metadata.labels['") ?:
-                           startswith(f->field_path, "metadata.annotations['");
+        const char *rest = startswith(f->field_path, "metadata.labels['")
+                                   ?: startswith(f->field_path, "metadata.annotations['");
         if (rest && endswith(rest, "']")) {
                 _cleanup_free_ char *key = strndup(rest, strlen(rest) - 2);
                 if (key && is_qualified_name(key))
@@ -438,7 +481,8 @@ static void validate_resource_field_ref(Validator *v, const char *path,
         else if (!is_resource_field(r->resource))
                 verr(v, P(p, path, ".resource"),
                      "unsupported value \"%s\": must be limits.<resource> or requests.<resource> "
-                     "of cpu, memory, ephemeral-storage or hugepages-<size>", r->resource);
+                     "of cpu, memory, ephemeral-storage or hugepages-<size>",
+                     r->resource);
         if (isempty(r->container_name)) {
                 if (need_container)
                         verr(v, P(p, path, ".containerName"), "containerName is required");
@@ -562,8 +606,10 @@ static void validate_volumes(Validator *v, const PodSpec *s) {
                         break;
                 case VOLUME_EMPTY_DIR:
                         P(vp, "spec.volumes", "[%zu].emptyDir", i);
-                        if (vol->empty_dir.size_limit.set && vol->empty_dir.size_limit.value.value < 0)
-                                verr(v, P(p, vp, ".sizeLimit"), "must be greater than or equal to 0");
+                        if (vol->empty_dir.size_limit.set &&
+                            vol->empty_dir.size_limit.value.value < 0)
+                                verr(v, P(p, vp, ".sizeLimit"),
+                                     "must be greater than or equal to 0");
                         break;
                 case VOLUME_CONFIG_MAP:
                         validate_config_source(v, P(vp, "spec.volumes", "[%zu].configMap", i),
@@ -587,8 +633,9 @@ static void validate_volumes(Validator *v, const PodSpec *s) {
                                 P(sp, vp, ".sources[%zu]", j);
                                 int n = !!pr->config_map + !!pr->secret + !!pr->downward_api;
                                 if (n != 1 && !strv_contains(v->skip, sp))
-                                        verr(v, sp, n == 0 ? "must specify a source type"
-                                                           : "may not specify more than 1 source type");
+                                        verr(v, sp,
+                                             n == 0 ? "must specify a source type"
+                                                    : "may not specify more than 1 source type");
                                 if (pr->config_map)
                                         validate_config_source(v, P(p, sp, ".configMap"),
                                                                pr->config_map, "name");
@@ -662,7 +709,8 @@ static void validate_handler(Validator *v, const char *path, const Handler *h, c
                                   probe ? c : NULL);
                 if (!probe)
                         vwarn(v, P(p, path, ".tcpSocket"),
-                              "is ignored by nanolet (kubelet does not run tcpSocket hooks either)");
+                              "is ignored by nanolet (kubelet does not run tcpSocket hooks "
+                              "either)");
         }
         if (h->grpc && (h->grpc->port < 1 || h->grpc->port > 65535))
                 verr(v, P(p, path, ".grpc.port"), "must be between 1 and 65535, inclusive");
@@ -702,7 +750,8 @@ static void validate_resource_list(Validator *v, const char *path, const Resourc
         const struct {
                 const char *name;
                 const OptionalQuantity *q;
-        } q[] = { { "cpu", &l->cpu }, { "memory", &l->memory },
+        } q[] = { { "cpu", &l->cpu },
+                  { "memory", &l->memory },
                   { "ephemeral-storage", &l->ephemeral_storage } };
         for (size_t i = 0; i < ELEMENTSOF(q); i++)
                 if (q[i].q->set && q[i].q->value.milli < 0)
@@ -744,7 +793,8 @@ static void validate_resources(Validator *v, const char *path, const ResourceReq
         } pairs[] = {
                 { "cpu", &r->requests.cpu, &r->limits.cpu },
                 { "memory", &r->requests.memory, &r->limits.memory },
-                { "ephemeral-storage", &r->requests.ephemeral_storage, &r->limits.ephemeral_storage },
+                { "ephemeral-storage", &r->requests.ephemeral_storage,
+                  &r->limits.ephemeral_storage },
         };
         for (size_t i = 0; i < ELEMENTSOF(pairs); i++)
                 if (pairs[i].req->set && pairs[i].lim->set &&
@@ -775,7 +825,8 @@ static void validate_env(Validator *v, const char *path, const Container *c) {
                 else if (!is_env_name(e->name))
                         verr(v, P(p, ep, ".name"),
                              "invalid value \"%s\": must consist of printable ASCII characters "
-                             "other than '='", e->name);
+                             "other than '='",
+                             e->name);
                 if (!e->value_from)
                         continue;
                 P(ep, path, ".env[%zu].valueFrom", i);
@@ -785,8 +836,9 @@ static void validate_env(Validator *v, const char *path, const Container *c) {
                 int n = !!s->field_ref + !!s->resource_field_ref + !!s->config_map_key_ref +
                         !!s->secret_key_ref;
                 if (n == 0 && !strv_contains(v->skip, P(p, ep, ".fileKeyRef")))
-                        verr(v, ep, "must specify one of: fieldRef, resourceFieldRef, "
-                                    "configMapKeyRef or secretKeyRef");
+                        verr(v, ep,
+                             "must specify one of: fieldRef, resourceFieldRef, "
+                             "configMapKeyRef or secretKeyRef");
                 else if (n > 1)
                         verr(v, ep, "may not have more than one field specified at a time");
                 if (s->field_ref)
@@ -814,12 +866,14 @@ static void validate_env(Validator *v, const char *path, const Container *c) {
                 if (e->prefix && *e->prefix && !is_env_name(e->prefix))
                         verr(v, P(p, ep, ".prefix"),
                              "invalid value \"%s\": must consist of printable ASCII characters "
-                             "other than '='", e->prefix);
+                             "other than '='",
+                             e->prefix);
                 if (!!e->config_map_ref + !!e->secret_ref != 1)
                         verr(v, ep, "must specify exactly one of configMapRef or secretRef");
                 const LocalObjectReference *r = e->config_map_ref ?: e->secret_ref;
                 if (r && isempty(r->name))
-                        verr(v, P(p, ep, ".%s.name", e->config_map_ref ? "configMapRef" : "secretRef"),
+                        verr(v,
+                             P(p, ep, ".%s.name", e->config_map_ref ? "configMapRef" : "secretRef"),
                              "name is required");
         }
 }
@@ -998,7 +1052,8 @@ static void validate_container(Validator *v, const char *path, const Container *
                                         }
                 }
                 if (cp->container_port < 1 || cp->container_port > 65535)
-                        verr(v, P(p, pp, ".containerPort"), "must be between 1 and 65535, inclusive");
+                        verr(v, P(p, pp, ".containerPort"),
+                             "must be between 1 and 65535, inclusive");
                 if (cp->host_port < 0 || cp->host_port > 65535)
                         verr(v, P(p, pp, ".hostPort"), "must be between 0 and 65535, inclusive");
                 else if (spec->host_network && cp->host_port != cp->container_port)
@@ -1045,7 +1100,8 @@ static void validate_container(Validator *v, const char *path, const Container *
                 else if (c->restart_policy != RESTART_POLICY_ALWAYS)
                         verr(v, P(p, path, ".restartPolicy"),
                              "unsupported value \"%s\": only \"Always\" is supported for init "
-                             "containers", restart_policy_to_string(c->restart_policy));
+                             "containers",
+                             restart_policy_to_string(c->restart_policy));
         }
         if (c->termination_message_path && c->termination_message_path[0] != '/')
                 verr(v, P(p, path, ".terminationMessagePath"), "must be an absolute path");
@@ -1075,8 +1131,8 @@ static void validate_containers(Validator *v, const PodSpec *s) {
         size_t total = s->n_init_containers + s->n_containers;
         for (size_t k = 0; k < total; k++) {
                 bool init = k < s->n_init_containers;
-                const Container *c = init ? &s->init_containers[k]
-                                          : &s->containers[k - s->n_init_containers];
+                const Container *c =
+                        init ? &s->init_containers[k] : &s->containers[k - s->n_init_containers];
                 char cp[PATH_BUF];
                 P(cp, init ? "spec.initContainers" : "spec.containers", "[%zu]",
                   init ? k : k - s->n_init_containers);
@@ -1086,14 +1142,17 @@ static void validate_containers(Validator *v, const PodSpec *s) {
                         verr(v, P(p, cp, ".name"),
                              "invalid value \"%s\": must be a lowercase RFC 1123 label (at most 63 "
                              "lowercase alphanumerics or '-', starting and ending with an "
-                             "alphanumeric)", c->name);
+                             "alphanumeric)",
+                             c->name);
                 else
                         for (size_t j = 0; j < k; j++) {
-                                const Container *o = j < s->n_init_containers
-                                                             ? &s->init_containers[j]
-                                                             : &s->containers[j - s->n_init_containers];
+                                const Container *o =
+                                        j < s->n_init_containers
+                                                ? &s->init_containers[j]
+                                                : &s->containers[j - s->n_init_containers];
                                 if (o->name && streq(o->name, c->name)) {
-                                        verr(v, P(p, cp, ".name"), "duplicate value \"%s\"", c->name);
+                                        verr(v, P(p, cp, ".name"), "duplicate value \"%s\"",
+                                             c->name);
                                         break;
                                 }
                         }
@@ -1105,21 +1164,23 @@ static void validate_containers(Validator *v, const PodSpec *s) {
         /* host ports are a node-wide resource: one (port, protocol, IP) once */
         for (size_t k = 0; k < total; k++) {
                 bool init = k < s->n_init_containers;
-                const Container *c = init ? &s->init_containers[k]
-                                          : &s->containers[k - s->n_init_containers];
+                const Container *c =
+                        init ? &s->init_containers[k] : &s->containers[k - s->n_init_containers];
                 for (size_t i = 0; i < c->n_ports; i++) {
                         const ContainerPort *a = &c->ports[i];
                         if (a->host_port <= 0)
                                 continue;
                         bool dup = false;
                         for (size_t l = 0; l <= k && !dup; l++) {
-                                const Container *o = l < s->n_init_containers
-                                                             ? &s->init_containers[l]
-                                                             : &s->containers[l - s->n_init_containers];
+                                const Container *o =
+                                        l < s->n_init_containers
+                                                ? &s->init_containers[l]
+                                                : &s->containers[l - s->n_init_containers];
                                 for (size_t j = 0; j < (l == k ? i : o->n_ports) && !dup; j++)
                                         dup = o->ports[j].host_port == a->host_port &&
                                               o->ports[j].protocol == a->protocol &&
-                                              streq(strempty(o->ports[j].host_ip), strempty(a->host_ip));
+                                              streq(strempty(o->ports[j].host_ip),
+                                                    strempty(a->host_ip));
                         }
                         if (dup)
                                 verr(v,
@@ -1172,7 +1233,8 @@ static void validate_dns(Validator *v, const PodSpec *s) {
                      "must not have more than 2048 characters (including spaces) in total");
         for (i = 0; i < d->n_options; i++)
                 if (isempty(d->options[i].name))
-                        verr(v, P(p, "spec.dnsConfig.options", "[%zu].name", i), "name is required");
+                        verr(v, P(p, "spec.dnsConfig.options", "[%zu].name", i),
+                             "name is required");
 }
 
 static void validate_pod_security_context(Validator *v, const PodSecurityContext *s) {
@@ -1192,8 +1254,10 @@ static void validate_pod_security_context(Validator *v, const PodSecurityContext
                 if (isempty(n))
                         verr(v, p, "name is required");
                 else if (!is_sysctl_name(n))
-                        verr(v, p, "invalid value \"%s\": must be a sysctl name such as "
-                                   "\"net.ipv4.ip_forward\"", n);
+                        verr(v, p,
+                             "invalid value \"%s\": must be a sysctl name such as "
+                             "\"net.ipv4.ip_forward\"",
+                             n);
                 else
                         for (size_t j = 0; j < i; j++)
                                 if (s->sysctls[j].name && streq(s->sysctls[j].name, n)) {
@@ -1222,19 +1286,22 @@ static void validate_spec(Validator *v, const PodSpec *s) {
                 verr(v, "spec.hostname", "invalid value \"%s\": must be a lowercase RFC 1123 label",
                      s->hostname);
         if (s->subdomain && !is_dns1123_label(s->subdomain))
-                verr(v, "spec.subdomain", "invalid value \"%s\": must be a lowercase RFC 1123 label",
-                     s->subdomain);
+                verr(v, "spec.subdomain",
+                     "invalid value \"%s\": must be a lowercase RFC 1123 label", s->subdomain);
         if (s->share_process_namespace && s->host_pid)
                 verr(v, "spec.shareProcessNamespace", "may not be true when hostPID is true");
         if (s->os.name == OS_NAME_WINDOWS)
                 verr(v, "spec.os.name", "windows pods are not supported by nanolet (Linux only)");
         if (s->service_account_name && !streq(s->service_account_name, "default"))
-                verr(v, yaml_resolve_path(v->doc, "spec")
-                                && yaml_map_get(yaml_resolve_path(v->doc, "spec"), "serviceAccountName")
-                                ? "spec.serviceAccountName"
-                                : "spec.serviceAccount",
+                verr(v,
+                     yaml_resolve_path(v->doc, "spec") &&
+                                     yaml_map_get(yaml_resolve_path(v->doc, "spec"),
+                                                  "serviceAccountName")
+                             ? "spec.serviceAccountName"
+                             : "spec.serviceAccount",
                      "service account \"%s\" needs an apiserver: only \"default\" (no token) is "
-                     "supported", s->service_account_name);
+                     "supported",
+                     s->service_account_name);
         if (s->node_selector.n > 0)
                 vwarn(v, "spec.nodeSelector", "is ignored by nanolet");
         size_t i = 0;

@@ -10,87 +10,68 @@
 #include "string-util.h"
 #include "strv.h"
 
-#define DEFINE_ENUM_TABLE(name, type, max, ...)                                \
-        static const char *const name##_table[max] = { __VA_ARGS__ };          \
-        const EnumInfo name##_info = { name##_table, max };                    \
-        const char *name##_to_string(type v) {                                 \
-                return (int)v >= 0 && (int)v < (max) ? name##_table[v] : NULL; \
-        }                                                                      \
-        type name##_from_string(const char *s) {                               \
-                for (int i = 0; s && i < (max); i++)                           \
-                        if (name##_table[i] && streq(name##_table[i], s))      \
-                                return (type)i;                                \
-                return (type)-EINVAL;                                          \
+#define DEFINE_ENUM_TABLE(name, type, max, ...)                                                    \
+        static const char *const name##_table[max] = { __VA_ARGS__ };                              \
+        const EnumInfo name##_info = { name##_table, max };                                        \
+        const char *name##_to_string(type v) {                                                     \
+                return (int)v >= 0 && (int)v < (max) ? name##_table[v] : NULL;                     \
+        }                                                                                          \
+        type name##_from_string(const char *s) {                                                   \
+                for (int i = 0; s && i < (max); i++)                                               \
+                        if (name##_table[i] && streq(name##_table[i], s))                          \
+                                return (type)i;                                                    \
+                return (type)-EINVAL;                                                              \
         }
 
-DEFINE_ENUM_TABLE(restart_policy, RestartPolicy, _RESTART_POLICY_MAX,
-                  [RESTART_POLICY_ALWAYS] = "Always",
-                  [RESTART_POLICY_ON_FAILURE] = "OnFailure",
-                  [RESTART_POLICY_NEVER] = "Never")
-DEFINE_ENUM_TABLE(pull_policy, PullPolicy, _PULL_POLICY_MAX,
-                  [PULL_POLICY_ALWAYS] = "Always",
-                  [PULL_POLICY_IF_NOT_PRESENT] = "IfNotPresent",
-                  [PULL_POLICY_NEVER] = "Never")
-DEFINE_ENUM_TABLE(protocol, Protocol, _PROTOCOL_MAX,
-                  [PROTOCOL_TCP] = "TCP",
-                  [PROTOCOL_UDP] = "UDP",
-                  [PROTOCOL_SCTP] = "SCTP")
-DEFINE_ENUM_TABLE(dns_policy, DNSPolicy, _DNS_POLICY_MAX,
-                  [DNS_POLICY_CLUSTER_FIRST] = "ClusterFirst",
+DEFINE_ENUM_TABLE(restart_policy, RestartPolicy,
+                  _RESTART_POLICY_MAX, [RESTART_POLICY_ALWAYS] = "Always",
+                  [RESTART_POLICY_ON_FAILURE] = "OnFailure", [RESTART_POLICY_NEVER] = "Never")
+DEFINE_ENUM_TABLE(pull_policy, PullPolicy, _PULL_POLICY_MAX, [PULL_POLICY_ALWAYS] = "Always",
+                  [PULL_POLICY_IF_NOT_PRESENT] = "IfNotPresent", [PULL_POLICY_NEVER] = "Never")
+DEFINE_ENUM_TABLE(
+        protocol, Protocol,
+        _PROTOCOL_MAX, [PROTOCOL_TCP] = "TCP", [PROTOCOL_UDP] = "UDP", [PROTOCOL_SCTP] = "SCTP")
+DEFINE_ENUM_TABLE(dns_policy, DNSPolicy,
+                  _DNS_POLICY_MAX, [DNS_POLICY_CLUSTER_FIRST] = "ClusterFirst",
                   [DNS_POLICY_CLUSTER_FIRST_WITH_HOST_NET] = "ClusterFirstWithHostNet",
-                  [DNS_POLICY_DEFAULT] = "Default",
-                  [DNS_POLICY_NONE] = "None")
-DEFINE_ENUM_TABLE(host_path_type, HostPathType, _HOST_PATH_TYPE_MAX,
-                  [HOST_PATH_UNSET] = "",
+                  [DNS_POLICY_DEFAULT] = "Default", [DNS_POLICY_NONE] = "None")
+DEFINE_ENUM_TABLE(host_path_type, HostPathType, _HOST_PATH_TYPE_MAX, [HOST_PATH_UNSET] = "",
                   [HOST_PATH_DIRECTORY_OR_CREATE] = "DirectoryOrCreate",
-                  [HOST_PATH_DIRECTORY] = "Directory",
-                  [HOST_PATH_FILE_OR_CREATE] = "FileOrCreate",
-                  [HOST_PATH_FILE] = "File",
-                  [HOST_PATH_SOCKET] = "Socket",
-                  [HOST_PATH_CHAR_DEVICE] = "CharDevice",
-                  [HOST_PATH_BLOCK_DEVICE] = "BlockDevice")
-DEFINE_ENUM_TABLE(mount_propagation, MountPropagation, _MOUNT_PROPAGATION_MAX,
-                  [MOUNT_PROPAGATION_NONE] = "None",
+                  [HOST_PATH_DIRECTORY] = "Directory", [HOST_PATH_FILE_OR_CREATE] = "FileOrCreate",
+                  [HOST_PATH_FILE] = "File", [HOST_PATH_SOCKET] = "Socket",
+                  [HOST_PATH_CHAR_DEVICE] = "CharDevice", [HOST_PATH_BLOCK_DEVICE] = "BlockDevice")
+DEFINE_ENUM_TABLE(mount_propagation, MountPropagation,
+                  _MOUNT_PROPAGATION_MAX, [MOUNT_PROPAGATION_NONE] = "None",
                   [MOUNT_PROPAGATION_HOST_TO_CONTAINER] = "HostToContainer",
                   [MOUNT_PROPAGATION_BIDIRECTIONAL] = "Bidirectional")
 DEFINE_ENUM_TABLE(termination_message_policy, TerminationMessagePolicy,
-                  _TERMINATION_MESSAGE_POLICY_MAX,
-                  [TERMINATION_MESSAGE_FILE] = "File",
+                  _TERMINATION_MESSAGE_POLICY_MAX, [TERMINATION_MESSAGE_FILE] = "File",
                   [TERMINATION_MESSAGE_FALLBACK_TO_LOGS_ON_ERROR] = "FallbackToLogsOnError")
-DEFINE_ENUM_TABLE(seccomp_profile_type, SeccompProfileType, _SECCOMP_PROFILE_TYPE_MAX,
-                  [SECCOMP_PROFILE_RUNTIME_DEFAULT] = "RuntimeDefault",
-                  [SECCOMP_PROFILE_UNCONFINED] = "Unconfined",
-                  [SECCOMP_PROFILE_LOCALHOST] = "Localhost")
-DEFINE_ENUM_TABLE(uri_scheme, URIScheme, _URI_SCHEME_MAX,
-                  [URI_SCHEME_HTTP] = "HTTP",
-                  [URI_SCHEME_HTTPS] = "HTTPS")
-DEFINE_ENUM_TABLE(storage_medium, StorageMedium, _STORAGE_MEDIUM_MAX,
-                  [STORAGE_MEDIUM_DEFAULT] = "",
-                  [STORAGE_MEDIUM_MEMORY] = "Memory",
-                  [STORAGE_MEDIUM_HUGEPAGES] = "HugePages")
-DEFINE_ENUM_TABLE(os_name, OSName, _OS_NAME_MAX,
-                  [OS_NAME_LINUX] = "linux",
-                  [OS_NAME_WINDOWS] = "windows")
-DEFINE_ENUM_TABLE(proc_mount_type, ProcMountType, _PROC_MOUNT_TYPE_MAX,
-                  [PROC_MOUNT_DEFAULT] = "Default",
-                  [PROC_MOUNT_UNMASKED] = "Unmasked")
-DEFINE_ENUM_TABLE(secret_type, SecretType, _SECRET_TYPE_MAX,
-                  [SECRET_TYPE_OPAQUE] = "Opaque",
-                  [SECRET_TYPE_SERVICE_ACCOUNT_TOKEN] = "kubernetes.io/service-account-token",
-                  [SECRET_TYPE_DOCKERCFG] = "kubernetes.io/dockercfg",
-                  [SECRET_TYPE_DOCKER_CONFIG_JSON] = "kubernetes.io/dockerconfigjson",
-                  [SECRET_TYPE_BASIC_AUTH] = "kubernetes.io/basic-auth",
-                  [SECRET_TYPE_SSH_AUTH] = "kubernetes.io/ssh-auth",
-                  [SECRET_TYPE_TLS] = "kubernetes.io/tls",
-                  [SECRET_TYPE_BOOTSTRAP_TOKEN] = "bootstrap.kubernetes.io/token")
-DEFINE_ENUM_TABLE(volume_type, VolumeType, _VOLUME_TYPE_MAX,
-                  [VOLUME_HOST_PATH] = "hostPath",
-                  [VOLUME_EMPTY_DIR] = "emptyDir",
-                  [VOLUME_CONFIG_MAP] = "configMap",
-                  [VOLUME_SECRET] = "secret",
-                  [VOLUME_DOWNWARD_API] = "downwardAPI",
-                  [VOLUME_PROJECTED] = "projected",
-                  [VOLUME_IMAGE] = "image")
+DEFINE_ENUM_TABLE(
+        seccomp_profile_type, SeccompProfileType,
+        _SECCOMP_PROFILE_TYPE_MAX, [SECCOMP_PROFILE_RUNTIME_DEFAULT] = "RuntimeDefault",
+        [SECCOMP_PROFILE_UNCONFINED] = "Unconfined", [SECCOMP_PROFILE_LOCALHOST] = "Localhost")
+DEFINE_ENUM_TABLE(uri_scheme, URIScheme,
+                  _URI_SCHEME_MAX, [URI_SCHEME_HTTP] = "HTTP", [URI_SCHEME_HTTPS] = "HTTPS")
+DEFINE_ENUM_TABLE(storage_medium, StorageMedium, _STORAGE_MEDIUM_MAX, [STORAGE_MEDIUM_DEFAULT] = "",
+                  [STORAGE_MEDIUM_MEMORY] = "Memory", [STORAGE_MEDIUM_HUGEPAGES] = "HugePages")
+DEFINE_ENUM_TABLE(os_name, OSName,
+                  _OS_NAME_MAX, [OS_NAME_LINUX] = "linux", [OS_NAME_WINDOWS] = "windows")
+DEFINE_ENUM_TABLE(
+        proc_mount_type, ProcMountType,
+        _PROC_MOUNT_TYPE_MAX, [PROC_MOUNT_DEFAULT] = "Default", [PROC_MOUNT_UNMASKED] = "Unmasked")
+DEFINE_ENUM_TABLE(
+        secret_type, SecretType, _SECRET_TYPE_MAX, [SECRET_TYPE_OPAQUE] = "Opaque",
+        [SECRET_TYPE_SERVICE_ACCOUNT_TOKEN] = "kubernetes.io/service-account-token",
+        [SECRET_TYPE_DOCKERCFG] = "kubernetes.io/dockercfg",
+        [SECRET_TYPE_DOCKER_CONFIG_JSON] = "kubernetes.io/dockerconfigjson",
+        [SECRET_TYPE_BASIC_AUTH] = "kubernetes.io/basic-auth",
+        [SECRET_TYPE_SSH_AUTH] = "kubernetes.io/ssh-auth", [SECRET_TYPE_TLS] = "kubernetes.io/tls",
+        [SECRET_TYPE_BOOTSTRAP_TOKEN] = "bootstrap.kubernetes.io/token")
+DEFINE_ENUM_TABLE(volume_type, VolumeType, _VOLUME_TYPE_MAX, [VOLUME_HOST_PATH] = "hostPath",
+                  [VOLUME_EMPTY_DIR] = "emptyDir", [VOLUME_CONFIG_MAP] = "configMap",
+                  [VOLUME_SECRET] = "secret", [VOLUME_DOWNWARD_API] = "downwardAPI",
+                  [VOLUME_PROJECTED] = "projected", [VOLUME_IMAGE] = "image")
 
 /* ---- ordered maps ---- */
 

@@ -187,8 +187,8 @@ typedef enum VolumeType {
         _VOLUME_TYPE_INVALID = -EINVAL, /* no source given */
 } VolumeType;
 
-#define DECLARE_ENUM_STRING(name, type)                                        \
-        const char *name##_to_string(type v) _pure_;                           \
+#define DECLARE_ENUM_STRING(name, type)                                                            \
+        const char *name##_to_string(type v) _pure_;                                               \
         type name##_from_string(const char *s) _pure_;
 
 DECLARE_ENUM_STRING(restart_policy, RestartPolicy)
@@ -372,7 +372,7 @@ typedef struct VolumeMount {
 /* ---- security ---- */
 
 typedef struct Capabilities {
-        char **add;  /* strv, as written ("NET_ADMIN" or "CAP_NET_ADMIN") */
+        char **add; /* strv, as written ("NET_ADMIN" or "CAP_NET_ADMIN") */
         char **drop;
 } Capabilities;
 
@@ -557,7 +557,7 @@ typedef struct PodSpec {
         OptionalInt termination_grace_period_seconds; /* defaulted to 30 */
         OptionalInt active_deadline_seconds;
         DNSPolicy dns_policy;
-        StringMap node_selector; /* ignored (warned about) */
+        StringMap node_selector;    /* ignored (warned about) */
         char *service_account_name; /* only "default" or unset */
         char *node_name;            /* ignored: the agent's node name applies */
         bool host_network;
@@ -613,8 +613,7 @@ typedef struct PodDecodeOptions {
 int pod_decode(const YamlNode *doc, const PodDecodeOptions *o, Pod **ret, Diagnostics *diag);
 int configmap_decode(const YamlNode *doc, const PodDecodeOptions *o, ConfigMap **ret,
                      Diagnostics *diag);
-int secret_decode(const YamlNode *doc, const PodDecodeOptions *o, Secret **ret,
-                  Diagnostics *diag);
+int secret_decode(const YamlNode *doc, const PodDecodeOptions *o, Secret **ret, Diagnostics *diag);
 
 Pod *pod_free(Pod *p);
 ConfigMap *configmap_free(ConfigMap *c);

@@ -60,8 +60,9 @@ static void limits_fill(YamlLimits *out, const YamlLimits *in) {
 }
 
 static size_t expanded_bytes_limit(const YamlLimits *l, size_t input_size) {
-        size_t v = input_size > SIZE_MAX / l->max_expanded_ratio ? SIZE_MAX
-                                                                 : input_size * l->max_expanded_ratio;
+        size_t v = input_size > SIZE_MAX / l->max_expanded_ratio
+                           ? SIZE_MAX
+                           : input_size * l->max_expanded_ratio;
         return MIN(MAX(v, l->min_expanded_bytes), l->max_expanded_bytes);
 }
 
@@ -268,10 +269,10 @@ static bool in_list(const char *s, const char *const *list) {
 }
 
 static const char *const null_words[] = { "", "~", "null", "Null", "NULL", NULL };
-static const char *const true_words[] = { "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE",
-                                          "on", "On", "ON", NULL };
-static const char *const false_words[] = { "n", "N", "no", "No", "NO", "false", "False", "FALSE",
-                                           "off", "Off", "OFF", NULL };
+static const char *const true_words[] = { "y",    "Y",    "yes", "Yes", "YES", "true",
+                                          "True", "TRUE", "on",  "On",  "ON",  NULL };
+static const char *const false_words[] = { "n",     "N",     "no",  "No",  "NO",  "false",
+                                           "False", "FALSE", "off", "Off", "OFF", NULL };
 
 /* Go strconv.ParseInt(s, 0, 64) on s with underscores already removed. */
 static bool go_parse_int(const char *s, int64_t *ret) {
@@ -346,7 +347,9 @@ static bool yaml_style_float(const char *s) {
 }
 
 static bool parse_float_word(const char *s, double *ret) {
-        static const char *const inf[] = { ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", NULL };
+        static const char *const inf[] = {
+                ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", NULL
+        };
         static const char *const ninf[] = { "-.inf", "-.Inf", "-.INF", NULL };
         static const char *const nan_words[] = { ".nan", ".NaN", ".NAN", NULL };
         if (in_list(s, inf))
@@ -438,7 +441,7 @@ typedef struct Parser {
 } Parser;
 
 _printf_(5, 6) static int parser_error(Parser *p, int r, unsigned line, unsigned column,
-                                        const char *fmt, ...) {
+                                       const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL;
         va_list ap;
         va_start(ap, fmt);
@@ -523,9 +526,8 @@ static int count_nodes(Parser *p, size_t add, size_t add_bytes, unsigned line, u
                                     "aliases expand the input to more than %zu bytes of text "
                                     "(limit: %zu times the input's %zu bytes, at least %zu, at "
                                     "most %zu)",
-                                    p->max_input_bytes, p->limits.max_expanded_ratio,
-                                    p->input_size, p->limits.min_expanded_bytes,
-                                    p->limits.max_expanded_bytes);
+                                    p->max_input_bytes, p->limits.max_expanded_ratio, p->input_size,
+                                    p->limits.min_expanded_bytes, p->limits.max_expanded_bytes);
         p->doc_nodes += add;
         p->input_bytes += add_bytes;
         return 0;
@@ -652,8 +654,8 @@ static int merge_source(Parser *p, Frame *f, StrTable *keys, const YamlNode *src
                 r = strtable_put(keys, pair->key->str, pair->key->str_len, NULL, NULL);
                 if (r < 0)
                         return r;
-                r = node_append_pair(f->node, yaml_node_ref(pair->key),
-                                     yaml_node_ref(pair->value), &f->cap);
+                r = node_append_pair(f->node, yaml_node_ref(pair->key), yaml_node_ref(pair->value),
+                                     &f->cap);
                 if (r < 0) {
                         yaml_node_unref(pair->key);
                         yaml_node_unref(pair->value);
@@ -677,8 +679,8 @@ static int map_finish(Parser *p, Frame *f) {
                 if (e) {
                         const YamlNode *first = e->value;
                         (void)parser_error(p, -EINVAL, k->line, k->column,
-                                           "duplicate key \"%s\" in map (first at line %u)",
-                                           k->str, first->line);
+                                           "duplicate key \"%s\" in map (first at line %u)", k->str,
+                                           first->line);
                         dup = true;
                         continue;
                 }
@@ -710,8 +712,8 @@ finish:
 }
 
 static bool tag_is_core(const char *t) {
-        static const char *const core[] = { "str",   "int", "float", "bool", "null",
-                                            "timestamp", "merge", "map", "seq", NULL };
+        static const char *const core[] = { "str",       "int",   "float", "bool", "null",
+                                            "timestamp", "merge", "map",   "seq",  NULL };
         return in_list(t, core);
 }
 
@@ -756,8 +758,8 @@ static int collection_start(Parser *p, yaml_event_t *ev, YamlNodeType type) {
         if (r < 0)
                 return r;
         if (p->depth + 1 > p->limits.max_depth)
-                return parser_error(p, -E2BIG, line, column,
-                                    "nesting is deeper than %u levels", p->limits.max_depth);
+                return parser_error(p, -E2BIG, line, column, "nesting is deeper than %u levels",
+                                    p->limits.max_depth);
         r = count_nodes(p, 1, 0, line, column);
         if (r < 0)
                 return r;
@@ -817,10 +819,9 @@ static int scalar_typed(Parser *p, YamlNode *n, const char *tag, const yaml_mark
                 n->type = YAML_NODE_FLOAT;
                 n->f = (double)n->i;
         }
-        if (!streq(yaml_node_type_to_string(n->type),
-                   streq(t, "int")     ? "integer"
-                   : streq(t, "float") ? "number"
-                                       : t))
+        if (!streq(yaml_node_type_to_string(n->type), streq(t, "int")     ? "integer"
+                                                      : streq(t, "float") ? "number"
+                                                                          : t))
                 return parser_error(p, -EINVAL, mark->line + 1, mark->column + 1,
                                     "cannot read \"%s\" as !!%s", n->str, t);
         return 0;
@@ -893,8 +894,7 @@ static int alias(Parser *p, yaml_event_t *ev) {
         for (size_t i = 0; i < p->depth; i++)
                 if (p->stack[i].node == target)
                         return parser_error(p, -EINVAL, line, column,
-                                            "alias \"%s\" refers to a node that contains it",
-                                            name);
+                                            "alias \"%s\" refers to a node that contains it", name);
         if (p->depth + target->height > p->limits.max_depth)
                 return parser_error(p, -E2BIG, line, column,
                                     "alias \"%s\" makes nesting deeper than %u levels", name,
@@ -948,8 +948,8 @@ static int libyaml_error(Parser *p, yaml_parser_t *yp) {
 
 /* Returns 0, -ENOMEM, or the error already put into p->diag. *syntax is set
  * when libyaml itself refused the text (the JSON fallback may then apply). */
-static int parse_yaml(Parser *p, const char *buf, size_t size, YamlNode ***ret_docs,
-                      size_t *ret_n, bool *syntax) {
+static int parse_yaml(Parser *p, const char *buf, size_t size, YamlNode ***ret_docs, size_t *ret_n,
+                      bool *syntax) {
         yaml_parser_t yp;
         YamlNode **docs = NULL;
         size_t n_docs = 0, cap_docs = 0;
@@ -976,8 +976,7 @@ static int parse_yaml(Parser *p, const char *buf, size_t size, YamlNode ***ret_d
                 case YAML_DOCUMENT_START_EVENT:
                         if (++n_starts > p->limits.max_documents)
                                 r = parser_error(p, -E2BIG, ev.start_mark.line + 1, 0,
-                                                 "more than %u documents",
-                                                 p->limits.max_documents);
+                                                 "more than %u documents", p->limits.max_documents);
                         break;
                 case YAML_DOCUMENT_END_EVENT:
                         if (p->root && !p->root_is_empty) {

@@ -51,7 +51,7 @@ struct YamlNode {
         /* Maps: pairs in document order. Sequences: items. */
         YamlPair *pairs;
         YamlNode **items;
-        size_t n; /* number of pairs or items */
+        size_t n;      /* number of pairs or items */
         unsigned refs; /* aliases share nodes */
         /* Set by the parser: nodes in this subtree with aliases expanded
          * (itself included), and nesting height (0 for scalars). They bound
@@ -62,11 +62,11 @@ struct YamlNode {
 };
 
 typedef struct YamlLimits {
-        size_t max_input;        /* bytes; default 10 MiB */
-        unsigned max_depth;      /* default 64 */
-        size_t max_scalar;       /* bytes per scalar; default 1 MiB */
-        size_t max_nodes;        /* nodes in one document after alias expansion; default 1,000,000 */
-        unsigned max_documents;  /* default 1000 */
+        size_t max_input;       /* bytes; default 10 MiB */
+        unsigned max_depth;     /* default 64 */
+        size_t max_scalar;      /* bytes per scalar; default 1 MiB */
+        size_t max_nodes;       /* nodes in one document after alias expansion; default 1,000,000 */
+        unsigned max_documents; /* default 1000 */
         /* Scalar text of the whole input with aliases expanded, which is what
          * anyone copying the tree (canonical JSON, the pod decoder) pays for:
          * at most max_expanded_ratio times the input size, but never less than

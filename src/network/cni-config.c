@@ -49,7 +49,7 @@ int cni_error_set(CniError *err, int r, const char *plugin, const char *fmt, ...
 char *cni_error_to_string(const CniError *e) {
         if (!e)
                 return NULL;
-        const char *msg = e->base.message[0] ? e->base.message
+        const char *msg = e->base.message[0]  ? e->base.message
                           : e->base.error < 0 ? strerror(-e->base.error)
                                               : "no error";
         _cleanup_free_ char *code = e->code > 0 ? strprintf(" (code %u)", e->code) : strdup("");
@@ -226,9 +226,9 @@ int cni_config_parse(const char *data, size_t size, const char *origin, bool is_
                 return r;
         if (!json_object_get(doc, "type"))
                 return cni_error_set(err, -EINVAL, NULL, "%s: missing \"type\"", origin);
-        _cleanup_json_ json_t *list = json_pack(
-                "{s:O?, s:O?, s:[O]}", "cniVersion", json_object_get(doc, "cniVersion"), "name",
-                json_object_get(doc, "name"), "plugins", doc);
+        _cleanup_json_ json_t *list =
+                json_pack("{s:O?, s:O?, s:[O]}", "cniVersion", json_object_get(doc, "cniVersion"),
+                          "name", json_object_get(doc, "name"), "plugins", doc);
         if (!list)
                 return -ENOMEM;
         if (!json_object_get(doc, "name"))
@@ -274,9 +274,9 @@ int cni_config_new_default(const char *pod_cidr, CniConfig **ret, CniError *err)
                 " {s:s, s:{s:b}}]}",
                 "cniVersion", "1.0.0", "name", "nanolet", "plugins",
                 /* bridge */
-                "type", "bridge", "bridge", "nanolet0", "isGateway", 1, "ipMasq", 1,
-                "hairpinMode", 1, "ipam", "type", "host-local", "ranges", "subnet", pod_cidr,
-                "routes", "dst", "0.0.0.0/0",
+                "type", "bridge", "bridge", "nanolet0", "isGateway", 1, "ipMasq", 1, "hairpinMode",
+                1, "ipam", "type", "host-local", "ranges", "subnet", pod_cidr, "routes", "dst",
+                "0.0.0.0/0",
                 /* portmap */
                 "type", "portmap", "capabilities", "portMappings", 1);
         if (!list)

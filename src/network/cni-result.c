@@ -94,8 +94,7 @@ static int get_string(json_t *o, const char *key, const char *where, char **ret,
         return *ret ? 0 : -ENOMEM;
 }
 
-static int get_array(json_t *o, const char *key, const char *where, json_t **ret,
-                     CniError *err) {
+static int get_array(json_t *o, const char *key, const char *where, json_t **ret, CniError *err) {
         json_t *v = json_object_get(o, key);
         *ret = NULL;
         if (!v || json_is_null(v))
@@ -176,21 +175,27 @@ static int parse_ips(json_t *doc, CniResult *res, bool v1, CniError *err) {
                         return bad(err, "invalid result: %s\"address\" is not an address/prefix",
                                    where);
                 if (ip->gateway && parse_address(ip->gateway, false) != ip->family)
-                        return bad(err, "invalid result: %s\"gateway\" is not an address of the "
-                                   "same family", where);
+                        return bad(err,
+                                   "invalid result: %s\"gateway\" is not an address of the "
+                                   "same family",
+                                   where);
                 json_t *ver = json_object_get(v, "version");
                 if (!v1 && ver) {
                         const char *s = json_string_value(ver);
                         if (!s || !streq(s, ip->family == AF_INET ? "4" : "6"))
-                                return bad(err, "invalid result: %s\"version\" does not match "
-                                           "the address", where);
+                                return bad(err,
+                                           "invalid result: %s\"version\" does not match "
+                                           "the address",
+                                           where);
                 }
                 json_t *idx = json_object_get(v, "interface");
                 if (idx && !json_is_null(idx)) {
                         if (!json_is_integer(idx) || json_integer_value(idx) < 0 ||
                             (size_t)json_integer_value(idx) >= res->n_interfaces)
-                                return bad(err, "invalid result: %s\"interface\" is not an "
-                                           "index into \"interfaces\"", where);
+                                return bad(err,
+                                           "invalid result: %s\"interface\" is not an "
+                                           "index into \"interfaces\"",
+                                           where);
                         ip->interface = (int)json_integer_value(idx);
                 }
         }
@@ -220,8 +225,10 @@ static int parse_routes(json_t *doc, CniResult *res, CniError *err) {
                         return bad(err, "invalid result: %s\"dst\" is not an address/prefix",
                                    where);
                 if (rt->gw && parse_address(rt->gw, false) != family)
-                        return bad(err, "invalid result: %s\"gw\" is not an address of the "
-                                   "same family", where);
+                        return bad(err,
+                                   "invalid result: %s\"gw\" is not an address of the "
+                                   "same family",
+                                   where);
         }
         return 0;
 }
@@ -268,8 +275,10 @@ int cni_result_parse(const char *data, size_t size, CniResult **ret, CniError *e
                         return r;
                 STRV_FOREACH(ns, res->dns.nameservers)
                         if (parse_address(*ns, false) < 0)
-                                return bad(err, "invalid result: dns: nameserver \"%s\" is not "
-                                           "an address", *ns);
+                                return bad(err,
+                                           "invalid result: dns: nameserver \"%s\" is not "
+                                           "an address",
+                                           *ns);
         }
 
         res->json = json_dumps(doc, JSON_COMPACT);
@@ -318,8 +327,8 @@ int cni_result_pod_ips(const CniResult *r, char ***ret) {
                 if (*have)
                         continue;
                 const char *slash = strchr(ip->address, '/');
-                char *a = strndup_safe(ip->address, slash ? (size_t)(slash - ip->address)
-                                                          : strlen(ip->address));
+                char *a = strndup_safe(ip->address,
+                                       slash ? (size_t)(slash - ip->address) : strlen(ip->address));
                 if (!a || strv_consume(&ips, a) < 0) {
                         free(a);
                         return -ENOMEM;

@@ -3,8 +3,8 @@
  * from a memfd, so writing a config of any size never blocks the loop;
  * stdout and stderr in separate capped buffers; SIGKILL of the plugin's
  * group on timeout). An op always starts from the queue's defer source, so
- * a callback never runs inside the call that queued it. The cache file (see cni.h) is what makes DEL possible after an
- * agent restart. */
+ * a callback never runs inside the call that queued it. The cache file (see cni.h) is what makes
+ * DEL possible after an agent restart. */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <dirent.h>
@@ -30,7 +30,6 @@
 #define NSFS_MAGIC_ 0x6e736673
 #define CACHE_KIND "nanoletCniCacheV1"
 
-
 struct CniRunner {
         Event *event;
         char *bin_dirs;
@@ -48,10 +47,10 @@ struct CniOp {
         CniConfig *config;
         char *container_id, *netns, *ifname, *args;
         json_t *port_mappings;
-        json_t *prev_result;   /* ADD: the chain's result so far; DEL/CHECK: cached */
-        CniResult *result;     /* ADD: the last plugin's parsed result */
-        size_t index;          /* ADD/CHECK: next plugin; DEL: one past the next */
-        size_t n_add_spawned;  /* ADD: plugins started so far (the cleanup's scope) */
+        json_t *prev_result;  /* ADD: the chain's result so far; DEL/CHECK: cached */
+        CniResult *result;    /* ADD: the last plugin's parsed result */
+        size_t index;         /* ADD/CHECK: next plugin; DEL: one past the next */
+        size_t n_add_spawned; /* ADD: plugins started so far (the cleanup's scope) */
         Child *exec;
         const char *exec_type;
         int r;
@@ -114,8 +113,8 @@ json_t *cni_port_mappings_to_json(const CniPortMapping *m, size_t n) {
         return a;
 }
 
-int cni_build_stdin(const CniConfig *c, size_t plugin, json_t *prev_result,
-                    json_t *port_mappings, char **ret, size_t *ret_size) {
+int cni_build_stdin(const CniConfig *c, size_t plugin, json_t *prev_result, json_t *port_mappings,
+                    char **ret, size_t *ret_size) {
         json_t *p = cni_config_plugin(c, plugin);
         if (!p)
                 return -EINVAL;
@@ -178,8 +177,8 @@ int cni_build_args(const char *ns, const char *name, const char *infra_id, const
         return 0;
 }
 
-int cni_build_env(CniCommand cmd, const char *container_id, const char *netns,
-                  const char *ifname, const char *args, const char *path, char ***ret) {
+int cni_build_env(CniCommand cmd, const char *container_id, const char *netns, const char *ifname,
+                  const char *args, const char *path, char ***ret) {
         _cleanup_strv_free_ char **extra = NULL;
 
         const char *kv[][2] = {
@@ -233,10 +232,10 @@ static int cache_write(CniOp *op) {
         _cleanup_free_ char *path = cache_path(op->runner, op->container_id);
         if (!path)
                 return -ENOMEM;
-        _cleanup_json_ json_t *o = json_pack(
-                "{s:s, s:s, s:s, s:s, s:O, s:O?}", "kind", CACHE_KIND, "containerId",
-                op->container_id, "ifName", op->ifname, "networkName", op->config->name, "config",
-                op->config->list, "portMappings", op->port_mappings);
+        _cleanup_json_ json_t *o =
+                json_pack("{s:s, s:s, s:s, s:s, s:O, s:O?}", "kind", CACHE_KIND, "containerId",
+                          op->container_id, "ifName", op->ifname, "networkName", op->config->name,
+                          "config", op->config->list, "portMappings", op->port_mappings);
         if (!o)
                 return -ENOMEM;
         if (op->result) {
@@ -337,8 +336,7 @@ int cni_runner_new(Event *e, const CniRunnerOptions *o, CniRunner **ret) {
         runner->event = e;
         runner->bin_dirs = strdup(isempty(o->bin_dirs) ? CNI_DEFAULT_BIN_DIRS : o->bin_dirs);
         runner->cache_dir = strdup(o->cache_dir);
-        runner->plugin_timeout = o->plugin_timeout > 0 ? o->plugin_timeout
-                                                       : DEFAULT_PLUGIN_TIMEOUT;
+        runner->plugin_timeout = o->plugin_timeout > 0 ? o->plugin_timeout : DEFAULT_PLUGIN_TIMEOUT;
         runner->max_parallel = o->max_parallel > 0 ? o->max_parallel : DEFAULT_MAX_PARALLEL;
         int r = -ENOMEM;
         if (!runner->bin_dirs || !runner->cache_dir ||
@@ -390,16 +388,15 @@ CniRunner *cni_runner_free(CniRunner *runner) {
 static void op_complete(CniOp *op) {
         CniRunner *runner = op->runner;
         CniError err = op->err;
-        CniResult *result = op->cmd == CNI_COMMAND_ADD && op->r >= 0 ? TAKE_PTR(op->result)
-                                                                     : NULL;
+        CniResult *result = op->cmd == CNI_COMMAND_ADD && op->r >= 0 ? TAKE_PTR(op->result) : NULL;
         int r = op->r;
         bool cancelled = op_queue_item_cancelled(&op->item);
         cni_done_t done = op->done;
         void *userdata = op->userdata;
 
         op->err = (CniError){};
-        log_debug("cni: %s for %s done: %d%s%s", cni_command_to_string(op->cmd),
-                  op->container_id, r, r < 0 ? ": " : "", r < 0 ? err.base.message : "");
+        log_debug("cni: %s for %s done: %d%s%s", cni_command_to_string(op->cmd), op->container_id,
+                  r, r < 0 ? ": " : "", r < 0 ? err.base.message : "");
         op_queue_complete(&op->item); /* frees op */
 
         if (r < 0 && !err.base.message[0])
@@ -426,8 +423,7 @@ static void op_fail(CniOp *op, CniError *e) {
         *e = (CniError){};
 }
 
-static void op_fail_msg(CniOp *op, int r, const char *plugin, const char *fmt, ...)
-        _printf_(4, 5);
+static void op_fail_msg(CniOp *op, int r, const char *plugin, const char *fmt, ...) _printf_(4, 5);
 static void op_fail_msg(CniOp *op, int r, const char *plugin, const char *fmt, ...) {
         CniError e = {};
         va_list ap;
@@ -479,8 +475,7 @@ static void on_plugin_done(Child *x, void *userdata) {
                             cni_command_to_string(op->phase),
                             (unsigned long long)(op->runner->plugin_timeout / USEC_PER_SEC));
         else if (r < 0)
-                op_fail_msg(op, r, type, "%s: %s", cni_command_to_string(op->phase),
-                            strerror(-r));
+                op_fail_msg(op, r, type, "%s: %s", cni_command_to_string(op->phase), strerror(-r));
         else if (status != 0) {
                 if (cni_error_parse(out, out_size, &e) >= 0) {
                         free(e.plugin);
@@ -493,8 +488,8 @@ static void on_plugin_done(Child *x, void *userdata) {
                         while (n > 0 && isspace((unsigned char)text[n - 1]))
                                 text[--n] = 0;
                         op_fail_msg(op, -EIO, type, "%s exited with status %d%s%s",
-                                    cni_command_to_string(op->phase), status,
-                                    n > 0 ? ": " : "", n > 0 ? text : "");
+                                    cni_command_to_string(op->phase), status, n > 0 ? ": " : "",
+                                    n > 0 ? text : "");
                 }
         } else if (op->phase == CNI_COMMAND_ADD) {
                 CniResult *res = NULL;
@@ -558,8 +553,8 @@ static bool op_spawn(CniOp *op, size_t i) {
                 /* The type comes from a conflist: name it, the fix is there
                  * or in --cni-bin-dir. */
                 const char *origin = cni_config_origin(op->config);
-                op_fail_msg(op, r, type, "plugin binary \"%s\" (from %s%s%s) not found in %s",
-                            type, origin ? "\"" : "", origin ?: "the built-in default",
+                op_fail_msg(op, r, type, "plugin binary \"%s\" (from %s%s%s) not found in %s", type,
+                            origin ? "\"" : "", origin ?: "the built-in default",
                             origin ? "\"" : "", op->runner->bin_dirs);
                 return false;
         }
@@ -591,8 +586,7 @@ static bool op_spawn(CniOp *op, size_t i) {
         op->exec_type = type;
         if (op->phase == CNI_COMMAND_ADD)
                 op->n_add_spawned = i + 1;
-        log_debug("cni: %s %s for %s.", cni_command_to_string(op->phase), type,
-                  op->container_id);
+        log_debug("cni: %s %s for %s.", cni_command_to_string(op->phase), type, op->container_id);
         return true;
 }
 
@@ -634,8 +628,7 @@ static void op_step(CniOp *op) {
                  * nothing left to delete. A failed cleanup keeps the cache. */
                 bool cleaned = op->n_del_failures == 0;
                 if (cleaned && (r = cache_remove(op->runner, op->container_id)) < 0)
-                        log_debug_errno(r, "cni: cannot remove cache of %s: %m",
-                                        op->container_id);
+                        log_debug_errno(r, "cni: cannot remove cache of %s: %m", op->container_id);
         }
         op_complete(op);
 }
@@ -690,8 +683,8 @@ static int op_begin(CniOp *op) {
                  * file: tell the plugins there is no netns rather than
                  * making them fail on it. */
                 struct statfs sfs;
-                if (op->netns && (statfs(op->netns, &sfs) < 0 ||
-                                  (unsigned long)sfs.f_type != NSFS_MAGIC_)) {
+                if (op->netns &&
+                    (statfs(op->netns, &sfs) < 0 || (unsigned long)sfs.f_type != NSFS_MAGIC_)) {
                         free(op->netns);
                         op->netns = NULL;
                 }
@@ -708,8 +701,10 @@ static int op_begin(CniOp *op) {
         if (!cni_version_has_check(op->config->version) || op->config->disable_check)
                 return 1;
         if (!op->prev_result) {
-                op_fail_msg(op, -ENOENT, NULL, "no cached result for %s: the ADD did not "
-                            "complete", op->container_id);
+                op_fail_msg(op, -ENOENT, NULL,
+                            "no cached result for %s: the ADD did not "
+                            "complete",
+                            op->container_id);
                 return 1;
         }
         return 0;
@@ -759,11 +754,11 @@ static int op_new(CniRunner *runner, CniCommand cmd, CniConfig *config, const Cn
         op->container_id = strdup(req->container_id);
         op->ifname = strdup(ifname);
         op->netns = isempty(req->netns) ? NULL : strdup(req->netns);
-        int r = cni_build_args(req->pod_namespace, req->pod_name, req->container_id,
-                               req->pod_uid, &op->args);
+        int r = cni_build_args(req->pod_namespace, req->pod_name, req->container_id, req->pod_uid,
+                               &op->args);
         if (r >= 0 && req->n_port_mappings > 0 &&
-            !(op->port_mappings = cni_port_mappings_to_json(req->port_mappings,
-                                                            req->n_port_mappings)))
+            !(op->port_mappings =
+                      cni_port_mappings_to_json(req->port_mappings, req->n_port_mappings)))
                 r = -ENOMEM;
         if (r >= 0 && (!op->container_id || !op->ifname || (!isempty(req->netns) && !op->netns)))
                 r = -ENOMEM;

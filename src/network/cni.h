@@ -29,9 +29,9 @@
 /* What went wrong, for logs and pod status. error is the negative errno;
  * code/details are set only from a plugin's error object (code 0 else). */
 typedef struct CniError {
-        Error base;    /* the -errno and the sentence (a plugin's "msg") */
+        Error base; /* the -errno and the sentence (a plugin's "msg") */
         unsigned code;
-        char *plugin;  /* type of the plugin that failed, or NULL */
+        char *plugin; /* type of the plugin that failed, or NULL */
         char *details;
 } CniError;
 
@@ -130,10 +130,10 @@ typedef struct CniRunner CniRunner;
 typedef struct CniOp CniOp;
 
 typedef struct CniRunnerOptions {
-        const char *bin_dirs;   /* CNI_PATH, ':'-separated; default CNI_DEFAULT_BIN_DIRS */
-        const char *cache_dir;  /* required: <run-dir>/cni */
-        usec_t plugin_timeout;  /* per plugin run; default 60 s */
-        unsigned max_parallel;  /* operations at once; default 8 */
+        const char *bin_dirs;  /* CNI_PATH, ':'-separated; default CNI_DEFAULT_BIN_DIRS */
+        const char *cache_dir; /* required: <run-dir>/cni */
+        usec_t plugin_timeout; /* per plugin run; default 60 s */
+        unsigned max_parallel; /* operations at once; default 8 */
 } CniRunnerOptions;
 
 int cni_runner_new(Event *e, const CniRunnerOptions *o, CniRunner **ret);
@@ -162,9 +162,9 @@ typedef struct CniPortMapping {
 
 /* Borrowed for the duration of the call only: the op copies what it needs. */
 typedef struct CniRequest {
-        const char *container_id;  /* [A-Za-z0-9_.-], <= 128: also the cache file name */
-        const char *netns;         /* the pinned netns path */
-        const char *ifname;        /* NULL: CNI_DEFAULT_IFNAME */
+        const char *container_id; /* [A-Za-z0-9_.-], <= 128: also the cache file name */
+        const char *netns;        /* the pinned netns path */
+        const char *ifname;       /* NULL: CNI_DEFAULT_IFNAME */
         const char *pod_namespace;
         const char *pod_name;
         const char *pod_uid;

@@ -29,8 +29,7 @@ int pod_checkpoint_write(const char *pod_dir, const PodCheckpoint *c) {
         json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:I}", "uid", c->uid, "name",
                               c->name, "namespace", c->namespace, "source", c->source, "origin",
                               c->origin, "manifest",
-                              c->manifest ? json_incref(c->manifest) : json_null(),
-                              "restartCounts",
+                              c->manifest ? json_incref(c->manifest) : json_null(), "restartCounts",
                               c->restart_counts ? json_incref(c->restart_counts) : json_object(),
                               "startTime", (json_int_t)c->start_time);
         if (!o)
@@ -168,7 +167,8 @@ int pod_checkpoints_image_users(const char *pods_dir, ImageUsers *ret) {
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0) {
-                        log_warning_errno(r, "Cannot read the checkpoint in \"%s\", ignoring it: %m", dir);
+                        log_warning_errno(
+                                r, "Cannot read the checkpoint in \"%s\", ignoring it: %m", dir);
                         continue;
                 }
                 _cleanup_free_ char *user = strprintf("pod \"%s/%s\"", cp.namespace, cp.name);

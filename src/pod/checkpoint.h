@@ -14,9 +14,9 @@ typedef struct PodCheckpoint {
         char *uid;
         char *name;
         char *namespace;
-        char *source;   /* "file" | "http" */
-        char *origin;   /* path or URL */
-        json_t *manifest; /* canonical manifest document */
+        char *source;           /* "file" | "http" */
+        char *origin;           /* path or URL */
+        json_t *manifest;       /* canonical manifest document */
         json_t *restart_counts; /* {"<container>": N} */
         usec_t start_time;      /* CLOCK_REALTIME the pod first started; 0 unknown */
 } PodCheckpoint;
@@ -45,11 +45,11 @@ int pod_checkpoints_image_users(const char *pods_dir, ImageUsers *ret);
  * reboot: conmon's exit file goes with `runc delete`, and <run-dir> with a
  * reboot. Written when the attempt starts and again when it has exited. */
 typedef struct AttemptRecord {
-        usec_t started_at;   /* CLOCK_REALTIME; 0 unknown */
-        usec_t finished_at;  /* 0: not known to have exited */
-        int exit_code;       /* -1 unknown */
-        char *reason;        /* "Completed", "Error", "OOMKilled", ... */
-        char *message;       /* termination message */
+        usec_t started_at;  /* CLOCK_REALTIME; 0 unknown */
+        usec_t finished_at; /* 0: not known to have exited */
+        int exit_code;      /* -1 unknown */
+        char *reason;       /* "Completed", "Error", "OOMKilled", ... */
+        char *message;      /* termination message */
 } AttemptRecord;
 
 void attempt_record_done(AttemptRecord *r);
@@ -63,8 +63,8 @@ int attempt_record_read(const char *attempt_dir, AttemptRecord *ret);
  * intact and the pod's running containers can be adopted; after a reboot
  * (<run-dir> is a tmpfs) it is gone and pods start afresh. */
 typedef struct SandboxRecord {
-        char **pod_ips;      /* strv; NULL = none */
-        bool network;        /* a CNI ADD succeeded and is not yet deleted */
+        char **pod_ips; /* strv; NULL = none */
+        bool network;   /* a CNI ADD succeeded and is not yet deleted */
 } SandboxRecord;
 
 void sandbox_record_done(SandboxRecord *r);

@@ -138,7 +138,8 @@ static int env_from_map(const ContainerBuildContext *ctx, EnvList *env, const St
                 if (!k)
                         return -ENOMEM;
                 if (!is_env_var_name(k)) {
-                        if ((ilen > 0 && (r = strbuf_append(&invalid, &ilen, &icap, ", ", 2)) < 0) ||
+                        if ((ilen > 0 &&
+                             (r = strbuf_append(&invalid, &ilen, &icap, ", ", 2)) < 0) ||
                             (r = strbuf_append(&invalid, &ilen, &icap, k, strlen(k))) < 0)
                                 return r;
                         continue;
@@ -147,10 +148,11 @@ static int env_from_map(const ContainerBuildContext *ctx, EnvList *env, const St
                         return r;
         }
         if (invalid)
-                return add_warning(ctx, strprintf("Keys [%s] from the EnvFrom %s %s/%s were skipped "
-                                                  "since they are considered invalid environment "
-                                                  "variable names.",
-                                                  invalid, what, pod_ns(ctx), name));
+                return add_warning(ctx,
+                                   strprintf("Keys [%s] from the EnvFrom %s %s/%s were skipped "
+                                             "since they are considered invalid environment "
+                                             "variable names.",
+                                             invalid, what, pod_ns(ctx), name));
         return 0;
 }
 
@@ -166,18 +168,18 @@ static int env_from_sources(const ContainerBuildContext *ctx, EnvList *env, Erro
                                 if (s->config_map_ref->optional)
                                         continue;
                                 return error_set(err, -ENOENT, "configmap \"%s\" not found",
-                                                         s->config_map_ref->name);
+                                                 s->config_map_ref->name);
                         }
                         r = env_from_map(ctx, env, &cm->data, s->prefix, "configMap",
                                          s->config_map_ref->name);
                 } else if (s->secret_ref) {
-                        const Secret *sec = pod_lookup_secret(ctx->lookup, pod_ns(ctx),
-                                                              s->secret_ref->name);
+                        const Secret *sec =
+                                pod_lookup_secret(ctx->lookup, pod_ns(ctx), s->secret_ref->name);
                         if (!sec) {
                                 if (s->secret_ref->optional)
                                         continue;
                                 return error_set(err, -ENOENT, "secret \"%s\" not found",
-                                                         s->secret_ref->name);
+                                                 s->secret_ref->name);
                         }
                         r = env_from_map(ctx, env, &sec->data, s->prefix, "secret",
                                          s->secret_ref->name);
@@ -197,14 +199,16 @@ static int env_key_ref(const ContainerBuildContext *ctx, const KeySelector *k, b
         if (secret) {
                 const Secret *s = pod_lookup_secret(ctx->lookup, pod_ns(ctx), k->name);
                 if (!s)
-                        return k->optional ? 0 : error_set(err, -ENOENT,
-                                                                   "secret \"%s\" not found", k->name);
+                        return k->optional ? 0
+                                           : error_set(err, -ENOENT, "secret \"%s\" not found",
+                                                       k->name);
                 maps[0] = &s->data;
         } else {
                 const ConfigMap *cm = pod_lookup_configmap(ctx->lookup, pod_ns(ctx), k->name);
                 if (!cm)
-                        return k->optional ? 0 : error_set(err, -ENOENT,
-                                                                   "configmap \"%s\" not found", k->name);
+                        return k->optional ? 0
+                                           : error_set(err, -ENOENT, "configmap \"%s\" not found",
+                                                       k->name);
                 maps[0] = &cm->data;
                 maps[1] = &cm->binary_data;
         }
@@ -221,7 +225,7 @@ static int env_key_ref(const ContainerBuildContext *ctx, const KeySelector *k, b
         if (k->optional)
                 return 0;
         return error_set(err, -ENOENT, "couldn't find key %s in %s %s/%s", k->key,
-                                 secret ? "Secret" : "ConfigMap", pod_ns(ctx), k->name);
+                         secret ? "Secret" : "ConfigMap", pod_ns(ctx), k->name);
 }
 
 static int env_value_from(const ContainerBuildContext *ctx, const EnvVar *e, char **ret,
@@ -232,7 +236,7 @@ static int env_value_from(const ContainerBuildContext *ctx, const EnvVar *e, cha
                 r = pod_field_ref_value(ctx->pod, ctx->node, s->field_ref->field_path, ret);
                 if (r == -EINVAL)
                         return error_set(err, r, "env \"%s\": unsupported fieldPath \"%s\"",
-                                                 e->name, s->field_ref->field_path);
+                                         e->name, s->field_ref->field_path);
                 return r < 0 ? r : 1;
         }
         if (s->resource_field_ref) {
@@ -240,7 +244,7 @@ static int env_value_from(const ContainerBuildContext *ctx, const EnvVar *e, cha
                                                  s->resource_field_ref, ret);
                 if (r < 0 && r != -ENOMEM)
                         return error_set(err, r, "env \"%s\": unable to resolve resource \"%s\"",
-                                                 e->name, s->resource_field_ref->resource);
+                                         e->name, s->resource_field_ref->resource);
                 return r < 0 ? r : 1;
         }
         if (s->config_map_key_ref)
@@ -333,10 +337,9 @@ static int expand_strv(const ContainerBuildContext *ctx, const char *field, char
                 r = kube_expand(*s, env_list_get, (void *)env, EXPANSION_MAX_VALUE, &v);
                 if (r == -E2BIG)
                         return error_set(err, r,
-                                                 "container \"%s\": %s[%zu] expands to more than "
-                                                 "%u bytes (the kernel's limit for one argument)",
-                                                 ctx->container->name, field, i,
-                                                 EXPANSION_MAX_VALUE);
+                                         "container \"%s\": %s[%zu] expands to more than "
+                                         "%u bytes (the kernel's limit for one argument)",
+                                         ctx->container->name, field, i, EXPANSION_MAX_VALUE);
                 if (r < 0)
                         return r;
                 i++;
@@ -550,15 +553,16 @@ static int verify_run_as_non_root(const ContainerBuildContext *ctx, Error *err) 
                 return 0;
         const Pod *pod = ctx->pod;
         const char *cn = ctx->container->name;
-        _cleanup_free_ char *fp = strprintf("%s_%s(%s)", pod->metadata.name, pod->metadata.namespace,
-                                            strempty(pod_uid(ctx)));
+        _cleanup_free_ char *fp = strprintf("%s_%s(%s)", pod->metadata.name,
+                                            pod->metadata.namespace, strempty(pod_uid(ctx)));
         if (!fp)
                 return -ENOMEM;
         const OptionalInt *u = sc_run_as_user(ctx);
         if (u)
                 return u->value == 0 ? error_set(err, -EPERM,
-                                                         "container's runAsUser breaks non-root "
-                                                         "policy (pod: \"%s\", container: %s)", fp, cn)
+                                                 "container's runAsUser breaks non-root "
+                                                 "policy (pod: \"%s\", container: %s)",
+                                                 fp, cn)
                                      : 0;
         const char *user = ctx->image ? ctx->image->user : NULL;
         _cleanup_free_ char *name = strndup(strempty(user), strcspn(strempty(user), ":"));
@@ -567,18 +571,19 @@ static int verify_run_as_non_root(const ContainerBuildContext *ctx, Error *err) 
         unsigned long uid = 0;
         if (!isempty(name) && !parse_id(name, &uid))
                 return error_set(err, -EPERM,
-                                         "container has runAsNonRoot and image has non-numeric user "
-                                         "(%s), cannot verify user is non-root (pod: \"%s\", "
-                                         "container: %s)", name, fp, cn);
+                                 "container has runAsNonRoot and image has non-numeric user "
+                                 "(%s), cannot verify user is non-root (pod: \"%s\", "
+                                 "container: %s)",
+                                 name, fp, cn);
         if (uid == 0)
                 return error_set(err, -EPERM,
-                                         "container has runAsNonRoot and image will run as root "
-                                         "(pod: \"%s\", container: %s)", fp, cn);
+                                 "container has runAsNonRoot and image will run as root "
+                                 "(pod: \"%s\", container: %s)",
+                                 fp, cn);
         return 0;
 }
 
-static int resolve_user(const ContainerBuildContext *ctx, RuntimeContainerConfig *c,
-                        Error *err) {
+static int resolve_user(const ContainerBuildContext *ctx, RuntimeContainerConfig *c, Error *err) {
         _cleanup_free_ char *passwd = NULL, *group = NULL;
         _cleanup_(id_entry_done) IdEntry pw = {};
         int r;
@@ -610,8 +615,9 @@ static int resolve_user(const ContainerBuildContext *ctx, RuntimeContainerConfig
                 r = find_id_entry(passwd, false, uname, 0, &pw);
                 if (r == 0)
                         return error_set(err, -ENOENT,
-                                                 "unable to find user %s: no matching entries in "
-                                                 "passwd file", uname);
+                                         "unable to find user %s: no matching entries in "
+                                         "passwd file",
+                                         uname);
         } else
                 r = find_id_entry(passwd, false, NULL, uid, &pw);
         if (r < 0)
@@ -631,8 +637,9 @@ static int resolve_user(const ContainerBuildContext *ctx, RuntimeContainerConfig
                         return r;
                 if (r == 0)
                         return error_set(err, -ENOENT,
-                                                 "unable to find group %s: no matching entries in "
-                                                 "group file", gname);
+                                         "unable to find group %s: no matching entries in "
+                                         "group file",
+                                         gname);
                 gid = gr.id;
         }
 
@@ -652,7 +659,8 @@ static int resolve_user(const ContainerBuildContext *ctx, RuntimeContainerConfig
                         return r;
         const PodSecurityContext *psc = ctx->pod->spec.security_context;
         if (psc && psc->fs_group.set &&
-            (r = add_gid(&c->additional_gids, &c->n_additional_gids, (gid_t)psc->fs_group.value)) < 0)
+            (r = add_gid(&c->additional_gids, &c->n_additional_gids, (gid_t)psc->fs_group.value)) <
+                    0)
                 return r;
         for (size_t i = 0; psc && i < psc->n_supplemental_groups; i++)
                 if ((r = add_gid(&c->additional_gids, &c->n_additional_gids,
@@ -797,7 +805,8 @@ static int subpath_mkdir(int vol_fd, const char *sub, mode_t mode) {
                 if (streq(comp, "."))
                         continue;
                 if (mkdirat(cur, comp, mode) >= 0) {
-                        int nfd = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        int nfd =
+                                openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         if (nfd < 0)
                                 return -errno;
                         (void)fchmod(nfd, mode); /* not subject to the agent's umask */
@@ -950,7 +959,6 @@ static bool volume_read_only(const PodVolumes *v, const char *name) {
         return false;
 }
 
-
 typedef struct ExpandCheck {
         const EnvList *env;
         char *missing; /* first missing name */
@@ -974,19 +982,20 @@ static int volume_mount_one(const ContainerBuildContext *ctx, const EnvList *env
         int r;
         if (!vol)
                 return error_set(err, -ENOENT,
-                                         "cannot find volume \"%s\" to mount into container \"%s\"",
-                                         m->name, cn);
+                                 "cannot find volume \"%s\" to mount into container \"%s\"",
+                                 m->name, cn);
         if (m->mount_propagation == MOUNT_PROPAGATION_BIDIRECTIONAL && !is_privileged(ctx))
                 return error_set(err, -EPERM,
-                                         "Bidirectional mount propagation is available only to "
-                                         "privileged containers");
+                                 "Bidirectional mount propagation is available only to "
+                                 "privileged containers");
 
         _cleanup_free_ char *sub = NULL, *src = NULL;
         if (!isempty(m->sub_path_expr)) {
                 /* kubelet's ExpandContainerVolumeMounts: an undefined or empty
                  * variable is an error, not a silent "" */
                 ExpandCheck chk = { .env = env };
-                r = kube_expand(m->sub_path_expr, expand_check_get, &chk, EXPANSION_MAX_VALUE, &sub);
+                r = kube_expand(m->sub_path_expr, expand_check_get, &chk, EXPANSION_MAX_VALUE,
+                                &sub);
                 _cleanup_free_ char *missing = chk.missing;
                 if (r < 0)
                         return r;
@@ -998,10 +1007,10 @@ static int volume_mount_one(const ContainerBuildContext *ctx, const EnvList *env
         if (!isempty(sub)) {
                 if (sub[0] == '/')
                         return error_set(err, -EINVAL,
-                                                 "error SubPath `%s` must not be an absolute path", sub);
+                                         "error SubPath `%s` must not be an absolute path", sub);
                 if (path_has_backsteps(sub))
-                        return error_set(err, -EINVAL,
-                                                 "error SubPath `%s` must not contain '..'", sub);
+                        return error_set(err, -EINVAL, "error SubPath `%s` must not contain '..'",
+                                         sub);
                 if (!ctx->attempt_dir)
                         return error_set(
                                 err, -EINVAL,
@@ -1015,11 +1024,12 @@ static int volume_mount_one(const ContainerBuildContext *ctx, const EnvList *env
                         return r;
                 if (r < 0)
                         return error_set(err, r,
-                                                 "failed to prepare subPath for volumeMount \"%s\" "
-                                                 "of container \"%s\": %s", m->name, cn,
-                                                 r == -EXDEV || r == -ELOOP
-                                                         ? "the subPath leaves the volume"
-                                                         : strerror(-r));
+                                         "failed to prepare subPath for volumeMount \"%s\" "
+                                         "of container \"%s\": %s",
+                                         m->name, cn,
+                                         r == -EXDEV || r == -ELOOP
+                                                 ? "the subPath leaves the volume"
+                                                 : strerror(-r));
         } else if (!(src = strdup(vol)))
                 return -ENOMEM;
 
@@ -1039,8 +1049,8 @@ static int termination_log_file(const char *path) {
                 if (r < 0)
                         return r;
         }
-        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
-                                      0666);
+        _cleanup_close_ int fd =
+                open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0666);
         if (fd < 0)
                 return -errno;
         /* kubelet makes it 0666 so a non-root container user can write it */
@@ -1073,7 +1083,8 @@ static int build_mounts(const ContainerBuildContext *ctx, const EnvList *env,
                         RuntimeContainerConfig *c, Error *err) {
         const Container *ct = ctx->container;
         const PodSpec *s = &ctx->pod->spec;
-        bool ro_root = ct->security_context && ct->security_context->read_only_root_filesystem.set &&
+        bool ro_root = ct->security_context &&
+                       ct->security_context->read_only_root_filesystem.set &&
                        ct->security_context->read_only_root_filesystem.value;
         _cleanup_(mount_list_done) MountList l = {};
         int r;
@@ -1099,7 +1110,7 @@ static int build_mounts(const ContainerBuildContext *ctx, const EnvList *env,
         if (ctx->termination_log_path && !isempty(ct->termination_message_path)) {
                 if ((r = termination_log_file(ctx->termination_log_path)) < 0)
                         return error_set(err, r, "failed to create termination log \"%s\": %s",
-                                                 ctx->termination_log_path, strerror(-r));
+                                         ctx->termination_log_path, strerror(-r));
                 r = mount_list_add_bind(&l, ct->termination_message_path, ctx->termination_log_path,
                                         false, "rprivate");
                 if (r < 0)
@@ -1131,8 +1142,7 @@ static const SeccompProfile *effective_seccomp(const ContainerBuildContext *ctx)
         return NULL;
 }
 
-static int build_seccomp(const ContainerBuildContext *ctx, RuntimeContainerConfig *c,
-                         Error *err) {
+static int build_seccomp(const ContainerBuildContext *ctx, RuntimeContainerConfig *c, Error *err) {
         const SeccompProfile *sp = effective_seccomp(ctx);
         /* containerd applies no seccomp filter to privileged containers */
         if (c->privileged) {
@@ -1150,8 +1160,9 @@ static int build_seccomp(const ContainerBuildContext *ctx, RuntimeContainerConfi
         const char *name = sp->localhost_profile;
         if (isempty(name) || name[0] == '/' || path_has_backsteps(name))
                 return error_set(err, -EINVAL,
-                                         "localhostProfile \"%s\" must be a relative path inside "
-                                         "the seccomp profile directory", strempty(name));
+                                 "localhostProfile \"%s\" must be a relative path inside "
+                                 "the seccomp profile directory",
+                                 strempty(name));
         if (isempty(ctx->seccomp_dir))
                 return error_set(err, -EINVAL, "no seccomp profile directory configured");
         if (!(c->seccomp_profile_path = strprintf("%s/%s", ctx->seccomp_dir, name)))
@@ -1160,8 +1171,7 @@ static int build_seccomp(const ContainerBuildContext *ctx, RuntimeContainerConfi
         return 0;
 }
 
-static int build_security(const ContainerBuildContext *ctx, RuntimeContainerConfig *c,
-                          Error *err) {
+static int build_security(const ContainerBuildContext *ctx, RuntimeContainerConfig *c, Error *err) {
         const SecurityContext *sc = ctx->container->security_context;
         const PodSecurityContext *psc = ctx->pod->spec.security_context;
         int r;
@@ -1169,14 +1179,15 @@ static int build_security(const ContainerBuildContext *ctx, RuntimeContainerConf
         c->privileged = is_privileged(ctx);
         c->terminal = ctx->container->tty;
         if (sc) {
-                c->readonly_rootfs = sc->read_only_root_filesystem.set &&
-                                     sc->read_only_root_filesystem.value;
+                c->readonly_rootfs =
+                        sc->read_only_root_filesystem.set && sc->read_only_root_filesystem.value;
                 /* kubelet's AddNoNewPrivileges: only an explicit false sets it */
-                c->no_new_privileges = sc->allow_privilege_escalation.set &&
-                                       !sc->allow_privilege_escalation.value;
+                c->no_new_privileges =
+                        sc->allow_privilege_escalation.set && !sc->allow_privilege_escalation.value;
                 c->unmasked_proc = sc->proc_mount == PROC_MOUNT_UNMASKED;
                 if (sc->capabilities) {
-                        if (sc->capabilities->add && !(c->cap_add = strv_copy(sc->capabilities->add)))
+                        if (sc->capabilities->add &&
+                            !(c->cap_add = strv_copy(sc->capabilities->add)))
                                 return -ENOMEM;
                         if (sc->capabilities->drop &&
                             !(c->cap_drop = strv_copy(sc->capabilities->drop)))
@@ -1229,8 +1240,8 @@ static void qos_add(const Container *c, int64_t req[2], int64_t lim[2], bool set
                     bool set_lim[2], bool *guaranteed) {
         for (int i = 0; i < 2; i++) {
                 const OptionalQuantity *rq = request_of(&c->resources, i == 0);
-                const OptionalQuantity *lq = i == 0 ? &c->resources.limits.cpu
-                                                    : &c->resources.limits.memory;
+                const OptionalQuantity *lq =
+                        i == 0 ? &c->resources.limits.cpu : &c->resources.limits.memory;
                 int64_t rv = rq ? (i == 0 ? rq->value.milli : rq->value.value) : 0;
                 int64_t lv = lq->set ? (i == 0 ? lq->value.milli : lq->value.value) : 0;
                 if (rv > 0) {
@@ -1280,7 +1291,8 @@ const char *pod_qos_class_to_string(PodQOSClass q) {
 
 int container_oom_score_adj(const Pod *pod, const Container *c, uint64_t memory_capacity) {
         /* static pods are critical; node-critical ones get the Guaranteed score */
-        if (pod->spec.priority_class_name && streq(pod->spec.priority_class_name, "system-node-critical"))
+        if (pod->spec.priority_class_name &&
+            streq(pod->spec.priority_class_name, "system-node-critical"))
                 return GUARANTEED_OOM_SCORE_ADJ;
         switch (pod_qos_class(pod)) {
         case POD_QOS_GUARANTEED:
@@ -1334,8 +1346,9 @@ static int build_resources(const ContainerBuildContext *ctx, RuntimeContainerCon
 
         if (isempty(uid) || isempty(ctx->container_id))
                 return error_set(err, -EINVAL, "pod UID and container ID are required");
-        c->cgroups_path = ctx->cgroup_parent ? strprintf("%s/%s", ctx->cgroup_parent, ctx->container_id)
-                                             : strprintf("/nanolet/pod%s/%s", uid, ctx->container_id);
+        c->cgroups_path = ctx->cgroup_parent
+                                  ? strprintf("%s/%s", ctx->cgroup_parent, ctx->container_id)
+                                  : strprintf("/nanolet/pod%s/%s", uid, ctx->container_id);
         if (!c->cgroups_path)
                 return -ENOMEM;
 
@@ -1360,7 +1373,7 @@ static int build_resources(const ContainerBuildContext *ctx, RuntimeContainerCon
                                 return r;
                         if (r < 0)
                                 return error_set(err, r, "invalid hugepages size \"%s\"",
-                                                         lim->hugepages[i].page_size);
+                                                 lim->hugepages[i].page_size);
                         res->hugepages[i].limit = (uint64_t)MAX(lim->hugepages[i].value.value, 0);
                         res->n_hugepages++;
                 }
@@ -1386,7 +1399,8 @@ static int build_annotations(const ContainerBuildContext *ctx, RuntimeContainerC
         char attempt[32];
         snprintf(attempt, sizeof(attempt), "%u", ctx->attempt);
         int r;
-        if ((r = add_annotation(&c->annotations, "io.kubernetes.pod.name", ctx->pod->metadata.name)) < 0 ||
+        if ((r = add_annotation(&c->annotations, "io.kubernetes.pod.name",
+                                ctx->pod->metadata.name)) < 0 ||
             (r = add_annotation(&c->annotations, "io.kubernetes.pod.namespace",
                                 ctx->pod->metadata.namespace)) < 0 ||
             (r = add_annotation(&c->annotations, "io.kubernetes.pod.uid", pod_uid(ctx))) < 0 ||
@@ -1410,10 +1424,10 @@ static int check_exec_size(const ContainerBuildContext *ctx, const RuntimeContai
                 total += strlen(*s) + 1;
         if (total > EXPANSION_MAX_TOTAL)
                 return error_set(err, -E2BIG,
-                                         "container \"%s\": env, command and args expand to %zu "
-                                         "bytes, more than %u (the kernel's limit for them "
-                                         "together)",
-                                         ctx->container->name, total, EXPANSION_MAX_TOTAL);
+                                 "container \"%s\": env, command and args expand to %zu "
+                                 "bytes, more than %u (the kernel's limit for them "
+                                 "together)",
+                                 ctx->container->name, total, EXPANSION_MAX_TOTAL);
         return 0;
 }
 
@@ -1438,8 +1452,9 @@ int container_config_build(const ContainerBuildContext *ctx, RuntimeContainerCon
                 return r;
 
         const char *cwd = !isempty(ctx->container->working_dir) ? ctx->container->working_dir
-                          : ctx->image && !isempty(ctx->image->working_dir) ? ctx->image->working_dir
-                                                                           : "/";
+                          : ctx->image && !isempty(ctx->image->working_dir)
+                                  ? ctx->image->working_dir
+                                  : "/";
         if (!(c.cwd = strdup(cwd)))
                 return -ENOMEM;
 

@@ -28,17 +28,17 @@
 
 typedef struct ContainerBuildContext {
         const Pod *pod;
-        const Container *container;      /* points into pod (init or app container) */
-        const ImageConfig *image;        /* NULL = empty config */
-        const PodNodeInfo *node;         /* node name, pod/host IPs, allocatable */
-        const PodObjectLookup *lookup;   /* local ConfigMaps/Secrets; NULL = none exist */
+        const Container *container;    /* points into pod (init or app container) */
+        const ImageConfig *image;      /* NULL = empty config */
+        const PodNodeInfo *node;       /* node name, pod/host IPs, allocatable */
+        const PodObjectLookup *lookup; /* local ConfigMaps/Secrets; NULL = none exist */
 
-        const char *container_id;        /* <pod-uid>-<name>-<attempt> */
-        unsigned attempt;                /* nanolet.io/attempt annotation */
-        const char *rootfs;              /* mounted rootfs (absolute) */
-        const char *attempt_dir;         /* the attempt's own; subPath mount points go below */
-        const char *cgroup_parent;       /* NULL = "/nanolet/pod<uid>" */
-        int64_t pids_limit;              /* --pod-pids-limit; 0 = none */
+        const char *container_id;  /* <pod-uid>-<name>-<attempt> */
+        unsigned attempt;          /* nanolet.io/attempt annotation */
+        const char *rootfs;        /* mounted rootfs (absolute) */
+        const char *attempt_dir;   /* the attempt's own; subPath mount points go below */
+        const char *cgroup_parent; /* NULL = "/nanolet/pod<uid>" */
+        int64_t pids_limit;        /* --pod-pids-limit; 0 = none */
 
         /* Files the pod prepared (pod-etc-files.h, pod-volumes.h). A NULL
          * file is not mounted (and the image's own is kept). */
@@ -51,9 +51,9 @@ typedef struct ContainerBuildContext {
         /* Pinned namespaces: <run-dir>/ns/<uid>/{net,ipc,uts,pid}. ns_pid is
          * used only with shareProcessNamespace. */
         const char *ns_net, *ns_ipc, *ns_uts, *ns_pid;
-        const char *node_hostname;       /* for hostNetwork pods (the host's) */
+        const char *node_hostname; /* for hostNetwork pods (the host's) */
 
-        const char *seccomp_dir;         /* <root-dir>/seccomp, for Localhost profiles */
+        const char *seccomp_dir; /* <root-dir>/seccomp, for Localhost profiles */
 
         /* Optional: non-fatal problems are appended (invalid envFrom keys,
          * as kubelet's warning event); the caller logs them once. */
@@ -96,4 +96,3 @@ int container_oom_score_adj(const Pod *pod, const Container *c, uint64_t memory_
 /* kubelet's MilliCPUToShares / MilliCPUToQuota (period 100000 µs). */
 uint64_t container_milli_cpu_to_shares(int64_t milli);
 int64_t container_milli_cpu_to_quota(int64_t milli, uint64_t period);
-

@@ -506,8 +506,8 @@ static int compute(Ctx *x) {
         case SANDBOX_NONE:
                 if (s->wait_reason) {
                         for (size_t i = 0; i < s->n_init + s->n_app; i++) {
-                                const ContainerState *c = i < s->n_init ? &s->init[i]
-                                                                        : &s->app[i - s->n_init];
+                                const ContainerState *c =
+                                        i < s->n_init ? &s->init[i] : &s->app[i - s->n_init];
                                 char *msg = s->wait_message ? strdup(s->wait_message) : NULL;
                                 if (s->wait_message && !msg)
                                         return -ENOMEM;

@@ -123,8 +123,7 @@ int pod_hosts_content(const Pod *pod, const PodEtcOptions *o, char **ret, Error 
                 _cleanup_free_ char *data = NULL;
                 r = read_full_file_at(AT_FDCWD, path, HOST_FILE_MAX, &data, NULL);
                 if (r < 0 && r != -ENOENT)
-                        return error_set(err, r, "failed to read \"%s\": %s", path,
-                                                 strerror(-r));
+                        return error_set(err, r, "failed to read \"%s\": %s", path, strerror(-r));
                 if (data && (r = buf_put(&b, data)) < 0)
                         return r;
         } else {
@@ -281,7 +280,7 @@ static int dns_host_settings(const PodEtcOptions *o, DNSSettings *d, Error *err)
                 return 0; /* kubelet treats a missing file as empty */
         if (r < 0)
                 return error_set(err, r, "failed to read resolv.conf \"%s\": %s", path,
-                                         strerror(-r));
+                                 strerror(-r));
         return parse_resolv_conf(data, d);
 }
 
@@ -289,8 +288,8 @@ static int dns_cluster_searches(const Pod *pod, const PodEtcOptions *o, DNSSetti
         if (isempty(o->cluster_domain))
                 return 0;
         _cleanup_strv_free_ char **s = NULL;
-        _cleanup_free_ char *ns_svc = strprintf("%s.svc.%s", pod->metadata.namespace,
-                                                o->cluster_domain);
+        _cleanup_free_ char *ns_svc =
+                strprintf("%s.svc.%s", pod->metadata.namespace, o->cluster_domain);
         _cleanup_free_ char *svc = strprintf("svc.%s", o->cluster_domain);
         if (!ns_svc || !svc)
                 return -ENOMEM;
@@ -419,7 +418,8 @@ int pod_resolv_conf_content(const Pod *pod, const PodEtcOptions *o, char **ret,
         if (policy != DNS_POLICY_NONE && (r = dns_host_settings(o, &d, err)) < 0)
                 return r;
 
-        if (policy == DNS_POLICY_CLUSTER_FIRST || policy == DNS_POLICY_CLUSTER_FIRST_WITH_HOST_NET) {
+        if (policy == DNS_POLICY_CLUSTER_FIRST ||
+            policy == DNS_POLICY_CLUSTER_FIRST_WITH_HOST_NET) {
                 if (o->cluster_dns && o->cluster_dns[0]) {
                         d.servers = strv_free(d.servers);
                         if (!(d.servers = strv_copy(o->cluster_dns)))
@@ -482,8 +482,7 @@ int pod_etc_files_write(const Pod *pod, const PodEtcOptions *o, PodEtcFiles *ret
         if ((r = pod_resolv_conf_content(pod, o, &resolv, ret_warnings, err)) < 0)
                 return r;
         if ((r = mkdir_p(o->pod_dir, 0750)) < 0)
-                return error_set(err, r, "failed to create \"%s\": %s", o->pod_dir,
-                                         strerror(-r));
+                return error_set(err, r, "failed to create \"%s\": %s", o->pod_dir, strerror(-r));
 
         if ((r = write_one(o->pod_dir, "etc-hosts", hosts, &f.hosts, err)) < 0 ||
             (r = write_one(o->pod_dir, "hostname", hostname_line, &f.hostname, err)) < 0 ||

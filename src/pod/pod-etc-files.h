@@ -9,15 +9,15 @@
 #include "runtime-config.h"
 
 typedef struct PodEtcOptions {
-        const char *pod_dir;          /* <root-dir>/pods/<uid> */
-        const char *node_hostname;    /* the host's name (hostNetwork pods) */
-        const char *cluster_domain;   /* --cluster-domain; NULL/"" = none */
-        char *const *cluster_dns;     /* --cluster-dns strv; NULL = none */
+        const char *pod_dir;        /* <root-dir>/pods/<uid> */
+        const char *node_hostname;  /* the host's name (hostNetwork pods) */
+        const char *cluster_domain; /* --cluster-domain; NULL/"" = none */
+        char *const *cluster_dns;   /* --cluster-dns strv; NULL = none */
         /* --resolv-conf: NULL = /etc/resolv.conf; "" = none (kubelet then
          * points pods at 127.0.0.1 with search "."). */
         const char *resolv_conf;
-        const char *host_hosts;       /* hostNetwork pods' base; NULL = /etc/hosts */
-        char *const *pod_ips;         /* strv; NULL until networking */
+        const char *host_hosts; /* hostNetwork pods' base; NULL = /etc/hosts */
+        char *const *pod_ips;   /* strv; NULL until networking */
 } PodEtcOptions;
 
 typedef struct PodEtcFiles {

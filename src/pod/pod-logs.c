@@ -92,8 +92,8 @@ static void for_each_older(int fd, bool log_files, unsigned keep_from,
         }
 }
 
-static void remove_attempt_dir(PodWorker *w, const ContainerState *c, int dir_fd,
-                               const char *name, unsigned attempt) {
+static void remove_attempt_dir(PodWorker *w, const ContainerState *c, int dir_fd, const char *name,
+                               unsigned attempt) {
         _cleanup_free_ char *path =
                 strprintf("%s/containers/%s/%s", pod_worker_pod_dir(w), c->spec->name, name);
         int r = path ? container_subpaths_release(path) : -ENOMEM;

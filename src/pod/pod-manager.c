@@ -31,7 +31,7 @@ struct PodManager {
         EventSource *exits_watch;
         EventSource *orphan_timer;
         struct OrphanDel *orphan_dels; /* DELs of orphaned sandboxes in flight */
-        LogRotator *log_rotator;  /* NULL: rotation off */
+        LogRotator *log_rotator;       /* NULL: rotation off */
         EventSource *log_timer;
         bool sources_ready;
 
@@ -41,15 +41,16 @@ struct PodManager {
 
 static const ConfigMap *lookup_configmap(void *userdata, const char *ns, const char *name) {
         PodManager *m = userdata;
-        ManifestObject *o = m->o.config ? pod_config_find(m->o.config, MANIFEST_KIND_CONFIGMAP, ns, name)
-                                        : NULL;
+        ManifestObject *o =
+                m->o.config ? pod_config_find(m->o.config, MANIFEST_KIND_CONFIGMAP, ns, name)
+                            : NULL;
         return o ? o->configmap : NULL;
 }
 
 static const Secret *lookup_secret(void *userdata, const char *ns, const char *name) {
         PodManager *m = userdata;
-        ManifestObject *o = m->o.config ? pod_config_find(m->o.config, MANIFEST_KIND_SECRET, ns, name)
-                                        : NULL;
+        ManifestObject *o =
+                m->o.config ? pod_config_find(m->o.config, MANIFEST_KIND_SECRET, ns, name) : NULL;
         return o ? o->secret : NULL;
 }
 
@@ -104,7 +105,8 @@ static void terminate_unclaimed(PodManager *m) {
                 if (!pod_worker_is_unclaimed(w) || pod_worker_is_terminating(w) ||
                     origin_has_error(m, pod_worker_origin(w)))
                         continue;
-                pod_worker_terminate(w, "no source wants it any more (removed while the agent was down)");
+                pod_worker_terminate(
+                        w, "no source wants it any more (removed while the agent was down)");
         }
 }
 
@@ -155,8 +157,7 @@ static PodWorker *find_by_ref(PodManager *m, const char *ref) {
                 return NULL;
         for (size_t i = 0; i < m->n_workers; i++) {
                 PodWorker *w = m->workers[i];
-                if (!pod_worker_is_terminating(w) &&
-                    streq(pod_worker_object(w)->namespace, ns) &&
+                if (!pod_worker_is_terminating(w) && streq(pod_worker_object(w)->namespace, ns) &&
                     streq(pod_worker_object(w)->name, name))
                         return w;
         }
@@ -202,9 +203,9 @@ static int wait_for_check(PodWorker *w, char **ret_reason, char **ret_message, v
                 size_t n = strlen(name);
                 if (suffix && endswith(name, suffix))
                         n -= strlen(suffix);
-                *ret_message = strprintf(POD_WAIT_FOR_ANNOTATION " forms a cycle: %s/%.*s%s",
-                                         pod_worker_object(w)->namespace, (int)n, name,
-                                         strempty(chain));
+                *ret_message =
+                        strprintf(POD_WAIT_FOR_ANNOTATION " forms a cycle: %s/%.*s%s",
+                                  pod_worker_object(w)->namespace, (int)n, name, strempty(chain));
                 return *ret_reason && *ret_message ? 0 : -ENOMEM;
         }
         STRV_FOREACH(ref, pod_worker_wait_for(w)) {
@@ -220,7 +221,8 @@ static int wait_for_check(PodWorker *w, char **ret_reason, char **ret_message, v
                 return 0;
         }
         *ret_reason = strdup("WaitingForPods");
-        *ret_message = strprintf("waiting for %s to be Ready (" POD_WAIT_FOR_ANNOTATION ")", missing);
+        *ret_message =
+                strprintf("waiting for %s to be Ready (" POD_WAIT_FOR_ANNOTATION ")", missing);
         return *ret_reason && *ret_message ? 0 : -ENOMEM;
 }
 
@@ -230,8 +232,8 @@ static int start_worker(PodManager *m, const SourceEvent *ev, PodWorker *predece
 
         r = pod_worker_new(&w, &m->ctx, ev->object, ev->source, ev->origin);
         if (r < 0)
-                return log_error_errno(r, "Failed to set up pod \"%s_%s(%s)\": %m", ev->object->name,
-                                       ev->object->namespace, ev->uid);
+                return log_error_errno(r, "Failed to set up pod \"%s_%s(%s)\": %m",
+                                       ev->object->name, ev->object->namespace, ev->uid);
         r = add_worker(m, w);
         if (r < 0) {
                 pod_worker_free(w);
@@ -409,11 +411,14 @@ static void adopt_checkpointed(PodManager *m) {
                 if (r == -ENOENT)
                         continue; /* a pod directory without a checkpoint: GC's business */
                 if (r < 0) {
-                        log_warning_errno(r, "Cannot read the checkpoint in %s, leaving it alone: %m", dir);
+                        log_warning_errno(
+                                r, "Cannot read the checkpoint in %s, leaving it alone: %m", dir);
                         continue;
                 }
                 if (!streq(pod_worker_uid(w), de->d_name) || add_worker(m, w) < 0) {
-                        log_warning("Checkpoint in %s does not match its directory, leaving it alone.", dir);
+                        log_warning(
+                                "Checkpoint in %s does not match its directory, leaving it alone.",
+                                dir);
                         pod_worker_free(w);
                         continue;
                 }
@@ -511,7 +516,7 @@ int pod_manager_start(PodManager *m) {
         if (r < 0)
                 return r;
         r = event_add_time_relative(m->event, &m->relist_timer, RELIST_PERIOD_USEC,
-                                        100 * USEC_PER_MSEC, on_relist, m);
+                                    100 * USEC_PER_MSEC, on_relist, m);
         if (r < 0)
                 return r;
         if (m->log_rotator) {
@@ -527,8 +532,8 @@ int pod_manager_start(PodManager *m) {
                                       IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE, on_exit_file, m,
                                       NULL);
                 if (r < 0)
-                        log_warning_errno(r, "Cannot watch %s, exits are seen by the relist only: %m",
-                                          exits);
+                        log_warning_errno(
+                                r, "Cannot watch %s, exits are seen by the relist only: %m", exits);
         }
         return 0;
 }

@@ -25,19 +25,19 @@ typedef struct PodManagerOptions {
         const char *node_hostname;
         const char *cluster_domain;
         char *const *cluster_dns;
-        char *const *node_ips;          /* status.hostIP(s); NULL = unknown */
+        char *const *node_ips; /* status.hostIP(s); NULL = unknown */
         const char *resolv_conf;
-        const char *runtime_name;       /* "runc"/"crun": containerID scheme */
+        const char *runtime_name; /* "runc"/"crun": containerID scheme */
         int64_t pod_pids_limit;
-        int64_t container_log_max_size;  /* rotation (SPEC §13); 0 = no rotation */
+        int64_t container_log_max_size; /* rotation (SPEC §13); 0 = no rotation */
         unsigned container_log_max_files;
         usec_t container_log_monitor_interval; /* 0 = 10 s */
-        ImageStore *images;             /* not owned */
-        Runtime *runtime;               /* not owned */
-        CniRunner *cni;                 /* not owned; NULL: pods get only lo */
-        const char *cni_conf_dir;       /* --cni-conf-dir */
-        const char *pod_cidr;           /* --pod-cidr, for the built-in network */
-        PodConfig *config;              /* not owned: ConfigMap/Secret lookups */
+        ImageStore *images;                    /* not owned */
+        Runtime *runtime;                      /* not owned */
+        CniRunner *cni;                        /* not owned; NULL: pods get only lo */
+        const char *cni_conf_dir;              /* --cni-conf-dir */
+        const char *pod_cidr;                  /* --pod-cidr, for the built-in network */
+        PodConfig *config;                     /* not owned: ConfigMap/Secret lookups */
 } PodManagerOptions;
 
 int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o);

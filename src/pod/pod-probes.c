@@ -14,7 +14,10 @@
 #include "string-util.h"
 #include "strv.h"
 
-typedef enum HookType { HOOK_POST_START, HOOK_PRE_STOP } HookType;
+typedef enum HookType {
+        HOOK_POST_START,
+        HOOK_PRE_STOP
+} HookType;
 
 typedef struct ContainerProbes ContainerProbes;
 
@@ -224,8 +227,7 @@ static int build_action(ContainerProbes *cp, const Handler *h, const char *what,
                                                strna(h->tcp_socket->port.str));
                         return r;
                 }
-                b->host = strdup(!isempty(h->tcp_socket->host) ? h->tcp_socket->host
-                                                               : pod_host(p));
+                b->host = strdup(!isempty(h->tcp_socket->host) ? h->tcp_socket->host : pod_host(p));
                 if (!b->host)
                         return -ENOMEM;
                 b->a = (ProbeAction){ .type = PROBE_ACTION_TCP_SOCKET,
@@ -315,21 +317,22 @@ static void on_probe_done(ProbeResult result, const char *output, void *userdata
                 log_info("Probe failed: probeType=\"%s\" pod=\"%s\" container=\"%s\" output=\"%s\"",
                          probe_type_to_string(t), p->ctx.name, c->spec->name, output);
         else if (result == PROBE_RESULT_UNKNOWN)
-                log_warning("Probe errored: probeType=\"%s\" pod=\"%s\" container=\"%s\" error=\"%s\"",
-                            probe_type_to_string(t), p->ctx.name, c->spec->name, output);
+                log_warning(
+                        "Probe errored: probeType=\"%s\" pod=\"%s\" container=\"%s\" error=\"%s\"",
+                        probe_type_to_string(t), p->ctx.name, c->spec->name, output);
         else
                 log_debug("Probe succeeded: probeType=\"%s\" pod=\"%s\" container=\"%s\"",
                           probe_type_to_string(t), p->ctx.name, c->spec->name);
 
         if (probe_tracker_record(tr, result)) {
-                log_info("Probe result changed: probeType=\"%s\" pod=\"%s\" container=\"%s\" result=\"%s\"",
+                log_info("Probe result changed: probeType=\"%s\" pod=\"%s\" container=\"%s\" "
+                         "result=\"%s\"",
                          probe_type_to_string(t), p->ctx.name, c->spec->name,
                          probe_result_to_string(tr->result));
                 if (tr->result == PROBE_RESULT_FAILURE && t != PROBE_READINESS) {
-                        _cleanup_free_ char *why = strprintf("Container %s failed %s probe",
-                                                             c->spec->name,
-                                                             t == PROBE_LIVENESS ? "liveness"
-                                                                                 : "startup");
+                        _cleanup_free_ char *why =
+                                strprintf("Container %s failed %s probe", c->spec->name,
+                                          t == PROBE_LIVENESS ? "liveness" : "startup");
                         const OptionalInt *g = &cp->spec[t]->termination_grace_period_seconds;
                         request_kill(cp, why ? why : "Unhealthy", g->set ? g->value : 0);
                 }
@@ -350,9 +353,10 @@ static void start_probe(ContainerProbes *cp, ProbeType t, usec_t now) {
         int r = start_action(cp, &p->handler, what, (usec_t)p->timeout_seconds * USEC_PER_SEC,
                              on_probe_done, &cp->call[t], &cp->run[t], &error);
         if (r < 0) {
-                log_warning("Probe errored: probeType=\"%s\" pod=\"%s\" container=\"%s\" error=\"%s\"",
-                            probe_type_to_string(t), cp->p->ctx.name, c->spec->name,
-                            error ? error : strerror(-r));
+                log_warning(
+                        "Probe errored: probeType=\"%s\" pod=\"%s\" container=\"%s\" error=\"%s\"",
+                        probe_type_to_string(t), cp->p->ctx.name, c->spec->name,
+                        error ? error : strerror(-r));
                 c->probe_results[t][PROBE_RESULT_UNKNOWN]++;
                 (void)probe_tracker_record(&cp->tracker[t], PROBE_RESULT_UNKNOWN);
         }
@@ -379,8 +383,8 @@ static void schedule(ContainerProbes *cp) {
         if (cp->active && !c->kill_requested)
                 for (ProbeType t = 0; t < _PROBE_TYPE_MAX; t++)
                         if (cp->spec[t])
-                                next = MIN(next, probe_tracker_next_run(&cp->tracker[t],
-                                                                        !c->started));
+                                next = MIN(next,
+                                           probe_tracker_next_run(&cp->tracker[t], !c->started));
         if (next == USEC_INFINITY) {
                 if (cp->timer)
                         (void)event_source_set_enabled(cp->timer, false);
@@ -434,11 +438,13 @@ static void on_hook_done(ProbeResult result, const char *output, void *userdata)
         cp->hook = NULL;
         if (cp->hook_type == HOOK_PRE_STOP) {
                 if (result != PROBE_RESULT_SUCCESS)
-                        log_warning("PreStop hook of container \"%s\" of pod \"%s\" failed after %llu ms: %s",
+                        log_warning("PreStop hook of container \"%s\" of pod \"%s\" failed after "
+                                    "%llu ms: %s",
                                     c->spec->name, p->ctx.name,
                                     (unsigned long long)(took / USEC_PER_MSEC), output);
                 else
-                        log_info("PreStop hook of container \"%s\" of pod \"%s\" completed in %llu ms.",
+                        log_info("PreStop hook of container \"%s\" of pod \"%s\" completed in %llu "
+                                 "ms.",
                                  c->spec->name, p->ctx.name,
                                  (unsigned long long)(took / USEC_PER_MSEC));
                 pod_probes_then_t then = cp->then;
@@ -489,8 +495,8 @@ static void container_probes_begin(PodProbes *p, ContainerState *c, bool run_pos
                 if (r >= 0)
                         return;
                 c->post_start_pending = false;
-                _cleanup_free_ char *why = strprintf("FailedPostStartHook: %s",
-                                                     error ? error : strerror(-r));
+                _cleanup_free_ char *why =
+                        strprintf("FailedPostStartHook: %s", error ? error : strerror(-r));
                 log_warning("Container \"%s\" of pod \"%s\": %s", c->spec->name, p->ctx.name,
                             strna(why));
                 request_kill(cp, why ? why : "FailedPostStartHook", 0);
@@ -517,8 +523,8 @@ void pod_probes_container_stopped(PodProbes *p, ContainerState *c) {
         c->post_start_pending = false;
 }
 
-bool pod_probes_pre_stop(PodProbes *p, ContainerState *c, usec_t deadline,
-                         pod_probes_then_t then, void *userdata) {
+bool pod_probes_pre_stop(PodProbes *p, ContainerState *c, usec_t deadline, pod_probes_then_t then,
+                         void *userdata) {
         ContainerProbes *cp = probes_for(p, c);
         const LifecycleHandler *h = c->spec->lifecycle ? c->spec->lifecycle->pre_stop : NULL;
         _cleanup_free_ char *error = NULL;

@@ -26,11 +26,11 @@ typedef struct PodProbes PodProbes;
 
 typedef struct PodProbesContext {
         Event *event;
-        Runtime *runtime;      /* exec handlers run as `<runtime> exec` */
-        EventCurl **curl;      /* HTTP/gRPC client shared by all pods; made on first use */
-        PodState *state;       /* the pod's containers; outlives the PodProbes */
-        const char *pod_dir;   /* exec pid files go below <pod-dir>/containers */
-        const char *name;      /* the pod, for log lines */
+        Runtime *runtime;    /* exec handlers run as `<runtime> exec` */
+        EventCurl **curl;    /* HTTP/gRPC client shared by all pods; made on first use */
+        PodState *state;     /* the pod's containers; outlives the PodProbes */
+        const char *pod_dir; /* exec pid files go below <pod-dir>/containers */
+        const char *name;    /* the pod, for log lines */
         /* started, ready, kill_requested or post_start_pending of a container
          * changed: the owner records the status and syncs the pod. Also
          * called from within the hooks below, so it only takes note (the
@@ -61,5 +61,5 @@ void pod_probes_container_stopped(PodProbes *p, ContainerState *c);
  * reached, unless the attempt stopped first. Returns true when a hook runs
  * (then will come), false when there is none. Probes of c stop. */
 typedef void (*pod_probes_then_t)(ContainerState *c, void *userdata);
-bool pod_probes_pre_stop(PodProbes *p, ContainerState *c, usec_t deadline,
-                         pod_probes_then_t then, void *userdata);
+bool pod_probes_pre_stop(PodProbes *p, ContainerState *c, usec_t deadline, pod_probes_then_t then,
+                         void *userdata);

@@ -22,19 +22,19 @@ typedef enum ContainerRunState {
 const char *container_run_state_to_string(ContainerRunState s);
 
 typedef struct ContainerState {
-        const Container *spec;      /* points into PodState.pod */
-        bool is_init;               /* from spec.initContainers (sidecars included) */
-        unsigned index;             /* position in its list */
+        const Container *spec; /* points into PodState.pod */
+        bool is_init;          /* from spec.initContainers (sidecars included) */
+        unsigned index;        /* position in its list */
 
         ContainerRunState state;
-        unsigned attempt;           /* attempt number of the current/last attempt (= restartCount) */
-        unsigned restart_count;     /* restarts so far (kubelet's restartCount) */
-        char *container_id;         /* runtime ID of the current/last attempt, or NULL */
-        usec_t started_at;          /* CLOCK_REALTIME; 0 unknown */
+        unsigned attempt;       /* attempt number of the current/last attempt (= restartCount) */
+        unsigned restart_count; /* restarts so far (kubelet's restartCount) */
+        char *container_id;     /* runtime ID of the current/last attempt, or NULL */
+        usec_t started_at;      /* CLOCK_REALTIME; 0 unknown */
         usec_t finished_at;
-        int exit_code;              /* last attempt's exit code; -1 unknown */
-        char *exit_reason;          /* "Completed", "Error", "OOMKilled", "ContainerCannotRun", ... */
-        char *exit_message;         /* termination message or error text */
+        int exit_code;      /* last attempt's exit code; -1 unknown */
+        char *exit_reason;  /* "Completed", "Error", "OOMKilled", "ContainerCannotRun", ... */
+        char *exit_message; /* termination message or error text */
 
         /* The attempt before the current one, for lastState. */
         bool has_last;
@@ -47,13 +47,13 @@ typedef struct ContainerState {
          * (CLOCK_MONOTONIC). backoff_delay is the delay used last (0 = none yet). */
         usec_t backoff_until;
         usec_t backoff_delay;
-        usec_t running_since;       /* CLOCK_MONOTONIC of the current run's start, for the 10 min reset */
+        usec_t running_since; /* CLOCK_MONOTONIC of the current run's start, for the 10 min reset */
 
         /* Probe-driven flags (maintained by the probe issue; defaults make
          * containers without probes behave as Kubernetes says). */
-        bool started;               /* postStart done and startupProbe passed (or none) */
-        bool ready;                 /* readiness (true when running and no readiness probe) */
-        bool kill_requested;        /* liveness/startup failure or postStart failure */
+        bool started;        /* postStart done and startupProbe passed (or none) */
+        bool ready;          /* readiness (true when running and no readiness probe) */
+        bool kill_requested; /* liveness/startup failure or postStart failure */
         char *kill_reason;
         int64_t kill_grace_seconds; /* the failed probe's terminationGracePeriodSeconds; 0 = none */
         bool post_start_pending;    /* postStart runs: not Running in the API yet */
@@ -67,13 +67,13 @@ typedef struct ContainerState {
          * "ImagePullBackOff", ... and a message. */
         char *waiting_reason;
         char *waiting_message;
-        char *image_id;             /* resolved image digest, for status */
+        char *image_id; /* resolved image digest, for status */
 } ContainerState;
 
 typedef enum SandboxRunState {
         SANDBOX_NONE,
         SANDBOX_READY,
-        SANDBOX_FAILED,   /* creation failed; see sandbox_message */
+        SANDBOX_FAILED, /* creation failed; see sandbox_message */
 } SandboxRunState;
 
 /* The kubelet-owned pod conditions, in the order kubelet lists them. */
@@ -88,23 +88,23 @@ typedef enum PodConditionType {
 } PodConditionType;
 
 typedef struct PodState {
-        const Pod *pod;            /* the wanted spec (owned by the ManifestObject) */
+        const Pod *pod; /* the wanted spec (owned by the ManifestObject) */
         char *uid;
 
         SandboxRunState sandbox;
         char *sandbox_message;
-        char *pod_ip;              /* first pod IP (networking issue); NULL = none */
+        char *pod_ip; /* first pod IP (networking issue); NULL = none */
         char **pod_ips;
         char *host_ip;
 
-        ContainerState *init;      /* spec.initContainers order */
+        ContainerState *init; /* spec.initContainers order */
         size_t n_init;
-        ContainerState *app;       /* spec.containers order */
+        ContainerState *app; /* spec.containers order */
         size_t n_app;
 
-        usec_t start_time;         /* CLOCK_REALTIME when the agent first acted on the pod */
-        usec_t start_monotonic;    /* for activeDeadlineSeconds */
-        bool terminating;          /* removal or replacement in progress: kill everything */
+        usec_t start_time;      /* CLOCK_REALTIME when the agent first acted on the pod */
+        usec_t start_monotonic; /* for activeDeadlineSeconds */
+        bool terminating;       /* removal or replacement in progress: kill everything */
         bool deadline_exceeded;
         /* The pod got a new sandbox after a reboot: its init containers run
          * again before the app containers, whatever ran before (kubelet does
@@ -116,8 +116,8 @@ typedef struct PodState {
          * The worker keeps it current; it only gates the first start. */
         char *wait_reason;
         char *wait_message;
-        char *message;             /* pod-level message (status.message) */
-        char *reason;              /* pod-level reason (status.reason), e.g. "DeadlineExceeded" */
+        char *message; /* pod-level message (status.message) */
+        char *reason;  /* pod-level reason (status.reason), e.g. "DeadlineExceeded" */
 
         /* Sandbox creation retry: a failed creation is retried no earlier
          * than sandbox_backoff_until (CLOCK_MONOTONIC), with the same 10 s ->

@@ -247,8 +247,8 @@ int pod_conditions_compute(const PodState *s, PodCondition ret[static _POD_CONDI
                 /* kubelet reports this as a FailedCreatePodSandBox event; with no
                  * event stream the condition carries it. */
                 c[POD_CONDITION_READY_TO_START_CONTAINERS].reason = POD_SANDBOX_FAILED_REASON;
-                if (s->sandbox_message &&
-                    !(c[POD_CONDITION_READY_TO_START_CONTAINERS].message = strdup(s->sandbox_message)))
+                if (s->sandbox_message && !(c[POD_CONDITION_READY_TO_START_CONTAINERS].message =
+                                                    strdup(s->sandbox_message)))
                         return -ENOMEM;
         }
         c[POD_CONDITION_SCHEDULED].status = true;

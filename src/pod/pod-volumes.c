@@ -94,11 +94,21 @@ static int append_go_quoted(char **s, size_t *len, size_t *cap, const char *v) {
                 char esc[8];
                 const char *e = NULL;
                 switch (*p) {
-                case '"': e = "\\\""; break;
-                case '\\': e = "\\\\"; break;
-                case '\n': e = "\\n"; break;
-                case '\t': e = "\\t"; break;
-                case '\r': e = "\\r"; break;
+                case '"':
+                        e = "\\\"";
+                        break;
+                case '\\':
+                        e = "\\\\";
+                        break;
+                case '\n':
+                        e = "\\n";
+                        break;
+                case '\t':
+                        e = "\\t";
+                        break;
+                case '\r':
+                        e = "\\r";
+                        break;
                 default:
                         if (*p < 0x20 || *p == 0x7f) {
                                 snprintf(esc, sizeof(esc), "\\x%02x", *p);
@@ -238,19 +248,23 @@ int pod_resource_field_ref_value(const Pod *pod, const Container *c, const PodNo
         int64_t v;
 
         if (streq(name, "cpu")) {
-                const OptionalQuantity *q = own->cpu.set ? &own->cpu : alt && alt->cpu.set ? &alt->cpu : NULL;
-                int64_t milli = q ? q->value.milli
-                                  : limits ? (int64_t)pod_node_cpu_count(node) * 1000 : 0;
+                const OptionalQuantity *q = own->cpu.set          ? &own->cpu
+                                            : alt && alt->cpu.set ? &alt->cpu
+                                                                  : NULL;
+                int64_t milli = q        ? q->value.milli
+                                : limits ? (int64_t)pod_node_cpu_count(node) * 1000
+                                         : 0;
                 v = div_ceil(milli, divisor.milli > 0 ? divisor.milli : 1);
         } else if (streq(name, "memory") || streq(name, "ephemeral-storage")) {
                 bool mem = streq(name, "memory");
                 const OptionalQuantity *oq = mem ? &own->memory : &own->ephemeral_storage;
-                const OptionalQuantity *aq = alt ? (mem ? &alt->memory : &alt->ephemeral_storage) : NULL;
+                const OptionalQuantity *aq =
+                        alt ? (mem ? &alt->memory : &alt->ephemeral_storage) : NULL;
                 const OptionalQuantity *q = oq->set ? oq : aq && aq->set ? aq : NULL;
-                int64_t bytes = q ? q->value.value
-                                  : !limits ? 0
-                                  : mem     ? (int64_t)pod_node_memory_bytes(node)
-                                            : (int64_t)pod_node_ephemeral_bytes(node);
+                int64_t bytes = q         ? q->value.value
+                                : !limits ? 0
+                                : mem     ? (int64_t)pod_node_memory_bytes(node)
+                                          : (int64_t)pod_node_ephemeral_bytes(node);
                 v = div_ceil(bytes, divisor.value);
         } else if (startswith(name, "hugepages-")) {
                 const char *size = startswith(name, "hugepages-");
@@ -313,21 +327,21 @@ int pod_host_path_check(const HostPathVolumeSource *hp, Error *err) {
         case HOST_PATH_DIRECTORY_OR_CREATE:
                 if (!exists) {
                         if ((r = mkdir_p(p, 0755)) < 0)
-                                return error_set(err, r, "failed to create hostPath \"%s\": %s",
-                                                         p, strerror(-r));
+                                return error_set(err, r, "failed to create hostPath \"%s\": %s", p,
+                                                 strerror(-r));
                         return 0;
                 }
                 __attribute__((fallthrough));
         case HOST_PATH_DIRECTORY:
                 if (!exists || !S_ISDIR(st.st_mode))
                         return error_set(err, -ENOTDIR,
-                                                 "hostPath type check failed: %s is not a directory", p);
+                                         "hostPath type check failed: %s is not a directory", p);
                 return 0;
         case HOST_PATH_FILE_OR_CREATE:
                 if (!exists) {
                         if ((r = host_path_create_file(p)) < 0)
-                                return error_set(err, r, "failed to create hostPath \"%s\": %s",
-                                                         p, strerror(-r));
+                                return error_set(err, r, "failed to create hostPath \"%s\": %s", p,
+                                                 strerror(-r));
                         return 0;
                 }
                 __attribute__((fallthrough));
@@ -335,22 +349,23 @@ int pod_host_path_check(const HostPathVolumeSource *hp, Error *err) {
                 /* kubelet's IsFile is "exists and is not a directory" */
                 if (!exists || S_ISDIR(st.st_mode))
                         return error_set(err, -EINVAL,
-                                                 "hostPath type check failed: %s is not a file", p);
+                                         "hostPath type check failed: %s is not a file", p);
                 return 0;
         case HOST_PATH_SOCKET:
                 if (!exists || !S_ISSOCK(st.st_mode))
                         return error_set(err, -EINVAL,
-                                                 "hostPath type check failed: %s is not a socket file", p);
+                                         "hostPath type check failed: %s is not a socket file", p);
                 return 0;
         case HOST_PATH_CHAR_DEVICE:
                 if (!exists || !S_ISCHR(st.st_mode))
                         return error_set(err, -EINVAL,
-                                                 "hostPath type check failed: %s is not a character device", p);
+                                         "hostPath type check failed: %s is not a character device",
+                                         p);
                 return 0;
         case HOST_PATH_BLOCK_DEVICE:
                 if (!exists || !S_ISBLK(st.st_mode))
                         return error_set(err, -EINVAL,
-                                                 "hostPath type check failed: %s is not a block device", p);
+                                         "hostPath type check failed: %s is not a block device", p);
                 return 0;
         case _HOST_PATH_TYPE_INVALID:
         case _HOST_PATH_TYPE_MAX:
@@ -460,8 +475,8 @@ static int write_file_at(int dir_fd, const PodVolumeFile *f, int64_t fs_group) {
                 return r;
         /* dir_fd is the fresh timestamped directory we created: nothing in it
          * can be a symlink planted by someone else */
-        _cleanup_close_ int fd = openat(dir_fd, f->path,
-                                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        _cleanup_close_ int fd =
+                openat(dir_fd, f->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return -errno;
         for (size_t off = 0; off < f->size;) {
@@ -513,7 +528,8 @@ static char *top_component(const char *p) {
 static bool files_have_top(const PodVolumeFile *files, size_t n, const char *top) {
         size_t l = strlen(top);
         for (size_t i = 0; i < n; i++)
-                if (strneq(files[i].path, top, l) && (files[i].path[l] == 0 || files[i].path[l] == '/'))
+                if (strneq(files[i].path, top, l) &&
+                    (files[i].path[l] == 0 || files[i].path[l] == '/'))
                         return true;
         return false;
 }
@@ -600,7 +616,7 @@ int pod_atomic_write(const char *dir, const PodVolumeFile *files, size_t n_files
         (void)atomic_write_prune(dfd, files, n_files);
         (void)fsync(dfd);
         return 0;
-fail: {
+fail : {
         struct stat st;
         if (fstat(dfd, &st) >= 0)
                 (void)rm_rf_at(dfd, ts, st.st_dev);
@@ -680,7 +696,8 @@ static int payload_from_keys(Payload *p, const KeySource *ks, const ConfigMapVol
                 for (size_t m = 0; m < ELEMENTSOF(ks->maps); m++)
                         for (size_t i = 0; ks->maps[m] && i < ks->maps[m]->n; i++) {
                                 const KeyValue *kv = &ks->maps[m]->items[i];
-                                if ((r = payload_add(p, kv->key, kv->value, kv->value_len, def)) < 0)
+                                if ((r = payload_add(p, kv->key, kv->value, kv->value_len, def)) <
+                                    0)
                                         return r;
                         }
                 return 0;
@@ -692,11 +709,12 @@ static int payload_from_keys(Payload *p, const KeySource *ks, const ConfigMapVol
                         if (src->optional)
                                 continue;
                         return ks->secret
-                                ? error_set(err, -ENOENT,
-                                                    "references non-existent secret key: %s", k->key)
-                                : error_set(err, -ENOENT,
-                                                    "configmap references non-existent config key: %s",
-                                                    k->key);
+                                       ? error_set(err, -ENOENT,
+                                                   "references non-existent secret key: %s", k->key)
+                                       : error_set(
+                                                 err, -ENOENT,
+                                                 "configmap references non-existent config key: %s",
+                                                 k->key);
                 }
                 r = payload_add(p, k->path, kv->value, kv->value_len, item_mode(&k->mode, def));
                 if (r < 0)
@@ -738,14 +756,15 @@ static int payload_downward(Payload *p, const Pod *pod, const PodVolumesOptions 
                 if (f->field_ref)
                         r = pod_field_ref_value(pod, o->node, f->field_ref->field_path, &v);
                 else if (f->resource_field_ref)
-                        r = pod_resource_field_ref_value(pod, NULL, o->node, f->resource_field_ref, &v);
+                        r = pod_resource_field_ref_value(pod, NULL, o->node, f->resource_field_ref,
+                                                         &v);
                 else
                         r = -EINVAL;
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0)
                         return error_set(err, r, "unable to get value for downwardAPI file \"%s\"",
-                                                 f->path);
+                                         f->path);
                 if ((r = payload_add(p, f->path, v, strlen(v), item_mode(&f->mode, def))) < 0)
                         return r;
         }
@@ -791,7 +810,8 @@ static int mount_tmpfs(const char *path, uint64_t size, const char *extra, Error
         if (!opts)
                 return -ENOMEM;
         if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
-                return error_set(err, -errno, "failed to mount tmpfs on \"%s\": %s", path, strerror(errno));
+                return error_set(err, -errno, "failed to mount tmpfs on \"%s\": %s", path,
+                                 strerror(errno));
         return 0;
 }
 
@@ -838,8 +858,8 @@ static int prepare_empty_dir(const Pod *pod, const Volume *v, const PodVolumesOp
         int r;
         if (v->empty_dir.medium == STORAGE_MEDIUM_HUGEPAGES)
                 return error_set(err, -EOPNOTSUPP,
-                                         "volume \"%s\": emptyDir medium HugePages is not supported",
-                                         v->name);
+                                 "volume \"%s\": emptyDir medium HugePages is not supported",
+                                 v->name);
         if (v->empty_dir.medium == STORAGE_MEDIUM_MEMORY && !o->no_mounts)
                 return mount_tmpfs(path, memory_volume_size(pod, o, &v->empty_dir.size_limit), NULL,
                                    err);
@@ -850,7 +870,8 @@ static int prepare_empty_dir(const Pod *pod, const Volume *v, const PodVolumesOp
                 return error_set(err, -errno, "failed to chmod \"%s\": %s", path, strerror(errno));
         int64_t g = pod_fs_group(pod);
         if (g >= 0 && (chown(path, (uid_t)-1, (gid_t)g) < 0 || chmod(path, 02777) < 0))
-                return error_set(err, -errno, "failed to apply fsGroup to \"%s\": %s", path, strerror(errno));
+                return error_set(err, -errno, "failed to apply fsGroup to \"%s\": %s", path,
+                                 strerror(errno));
         return 0;
 }
 
@@ -860,10 +881,12 @@ static int prepare_projection(const Pod *pod, const Volume *v, const PodVolumesO
         int r;
         switch (v->type) {
         case VOLUME_CONFIG_MAP:
-                r = payload_configmap(&p, pod, o, &v->config_map, (mode_t)v->config_map.default_mode.value, err);
+                r = payload_configmap(&p, pod, o, &v->config_map,
+                                      (mode_t)v->config_map.default_mode.value, err);
                 break;
         case VOLUME_SECRET:
-                r = payload_secret(&p, pod, o, &v->secret, (mode_t)v->secret.default_mode.value, err);
+                r = payload_secret(&p, pod, o, &v->secret, (mode_t)v->secret.default_mode.value,
+                                   err);
                 break;
         case VOLUME_DOWNWARD_API:
                 r = payload_downward(&p, pod, o, &v->downward_api,
@@ -889,7 +912,7 @@ static int prepare_projection(const Pod *pod, const Volume *v, const PodVolumesO
         r = pod_atomic_write(path, p.files, p.n, pod_fs_group(pod));
         if (r < 0)
                 return error_set(err, r, "failed to write volume \"%s\": %s", v->name,
-                                         strerror(-r));
+                                 strerror(-r));
         return 0;
 }
 
@@ -931,13 +954,11 @@ static int prepare_one(const Pod *pod, const Volume *v, const PodVolumesOptions 
                 break;
         case VOLUME_IMAGE:
                 return error_set(err, -EOPNOTSUPP,
-                                         "volume \"%s\": image volumes are not supported yet",
-                                         v->name);
+                                 "volume \"%s\": image volumes are not supported yet", v->name);
         case _VOLUME_TYPE_INVALID:
         case _VOLUME_TYPE_MAX:
         default:
-                return error_set(err, -EINVAL, "volume \"%s\": unsupported volume type",
-                                         v->name);
+                return error_set(err, -EINVAL, "volume \"%s\": unsupported volume type", v->name);
         }
         if (plugin) {
                 if ((r = volume_dir(o, plugin, v->name, &path)) < 0)
@@ -959,21 +980,20 @@ static int prepare_shm(const Pod *pod, const PodVolumesOptions *o, char **ret, E
         int r;
         if (o->no_mounts) {
                 if ((r = mkdir_p(path, 01777)) < 0)
-                        return error_set(err, r, "failed to create \"%s\": %s", path,
-                                                 strerror(-r));
+                        return error_set(err, r, "failed to create \"%s\": %s", path, strerror(-r));
         } else {
                 /* containerd's sandbox shm: nosuid,nodev,noexec,mode=1777,size=65536k */
                 uint64_t size = o->shm_size ? o->shm_size : DEFAULT_SHM_SIZE;
                 if ((r = mkdir_p(path, 0755)) < 0)
-                        return error_set(err, r, "failed to create \"%s\": %s", path,
-                                                 strerror(-r));
+                        return error_set(err, r, "failed to create \"%s\": %s", path, strerror(-r));
                 if (!is_our_tmpfs(path)) {
                         _cleanup_free_ char *opts = strprintf("mode=1777,size=%" PRIu64, size);
                         if (!opts)
                                 return -ENOMEM;
                         if (mount("shm", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
                                 return error_set(err, -errno,
-                                                         "failed to mount /dev/shm for the pod: %s", strerror(errno));
+                                                 "failed to mount /dev/shm for the pod: %s",
+                                                 strerror(errno));
                 }
         }
         *ret = TAKE_PTR(path);
@@ -998,16 +1018,14 @@ const char *pod_volumes_get(const PodVolumes *v, const char *name) {
         return NULL;
 }
 
-int pod_volumes_prepare(const Pod *pod, const PodVolumesOptions *o, PodVolumes *ret,
-                        Error *err) {
+int pod_volumes_prepare(const Pod *pod, const PodVolumesOptions *o, PodVolumes *ret, Error *err) {
         _cleanup_(pod_volumes_done) PodVolumes v = {};
         int r;
 
         if (isempty(o->pod_dir))
                 return -EINVAL;
         if ((r = mkdir_p(o->pod_dir, 0750)) < 0)
-                return error_set(err, r, "failed to create \"%s\": %s", o->pod_dir,
-                                         strerror(-r));
+                return error_set(err, r, "failed to create \"%s\": %s", o->pod_dir, strerror(-r));
         v.items = calloc(pod->spec.n_volumes + 1, sizeof(*v.items));
         if (!v.items)
                 return -ENOMEM;
@@ -1071,15 +1089,16 @@ int pod_volumes_cleanup(const char *pod_dir, Error *err) {
                 if (!pd)
                         return -ENOMEM;
                 if ((r = cleanup_plugin_dir(pd)) < 0)
-                        return error_set(err, r, "failed to clean \"%s\": %s", pd,
-                                                 strerror(-r));
+                        return error_set(err, r, "failed to clean \"%s\": %s", pd, strerror(-r));
         }
         if (is_our_tmpfs(shm))
                 umount_all(shm);
 
         if ((r = rm_rf_path(vols)) < 0)
-                return error_set(err, r, "failed to remove \"%s\": %s "
-                                         "(something is still mounted inside?)", vols, strerror(-r));
+                return error_set(err, r,
+                                 "failed to remove \"%s\": %s "
+                                 "(something is still mounted inside?)",
+                                 vols, strerror(-r));
         if ((r = rm_rf_path(shm)) < 0)
                 return error_set(err, r, "failed to remove \"%s\": %s", shm, strerror(-r));
         return 0;

@@ -36,8 +36,8 @@ typedef struct PodNodeInfo {
         /* The pod's UID (ManifestObject.uid) for metadata.uid when the
          * manifest does not set metadata.uid itself; NULL = metadata.uid. */
         const char *pod_uid;   /* spec.nodeName as kubelet sets it for static pods */
-        char *const *pod_ips;    /* strv; NULL until networking assigns them */
-        char *const *host_ips;   /* strv; NULL = unknown */
+        char *const *pod_ips;  /* strv; NULL until networking assigns them */
+        char *const *host_ips; /* strv; NULL = unknown */
         /* Node allocatable, the default for resourceFieldRef limits when the
          * container has none (kubelet). 0 = ask the system (sysconf, statvfs). */
         uint64_t cpu_count;
@@ -75,10 +75,10 @@ typedef struct PodVolumes {
 } PodVolumes;
 
 typedef struct PodVolumesOptions {
-        const char *pod_dir;             /* <root-dir>/pods/<uid> */
+        const char *pod_dir; /* <root-dir>/pods/<uid> */
         const PodNodeInfo *node;
         const PodObjectLookup *lookup;
-        uint64_t shm_size;               /* 0 = 64 MiB (containerd's default) */
+        uint64_t shm_size; /* 0 = 64 MiB (containerd's default) */
         /* For unprivileged tests and dry runs: tmpfs-backed volumes (secret,
          * projected, medium Memory, /dev/shm) become plain directories. */
         bool no_mounts;
@@ -90,8 +90,7 @@ typedef struct PodVolumesOptions {
  * why, in kubelet's words ("hostPath type check failed: /x is not a
  * directory", "configmap \"x\" not found"); what was already set up stays
  * for pod_volumes_cleanup(). */
-int pod_volumes_prepare(const Pod *pod, const PodVolumesOptions *o, PodVolumes *ret,
-                        Error *err);
+int pod_volumes_prepare(const Pod *pod, const PodVolumesOptions *o, PodVolumes *ret, Error *err);
 /* Unmounts every tmpfs under <pod_dir>/volumes and <pod_dir>/shm and removes
  * <pod_dir>/volumes and <pod_dir>/shm. Never crosses a mount point that is not
  * a tmpfs of ours and never follows symlinks, so a hostPath (which is never
@@ -108,7 +107,7 @@ int pod_host_path_check(const HostPathVolumeSource *hp, Error *err);
 
 /* One file of an atomically written volume (Kubernetes' AtomicWriter). */
 typedef struct PodVolumeFile {
-        char *path;   /* relative, no "..", no leading "/" */
+        char *path; /* relative, no "..", no leading "/" */
         char *data;
         size_t size;
         mode_t mode;
@@ -120,8 +119,7 @@ typedef struct PodVolumeFile {
  * entry pointing into "..data/". The previous timestamped directory and
  * entries no longer in files are removed afterwards. fs_group >= 0 chowns the
  * files to that group. */
-int pod_atomic_write(const char *dir, const PodVolumeFile *files, size_t n_files,
-                     int64_t fs_group);
+int pod_atomic_write(const char *dir, const PodVolumeFile *files, size_t n_files, int64_t fs_group);
 
 /* openat2() with RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS|extra: a path that
  * leaves dir_fd (through "..", an absolute symlink or a symlink pointing

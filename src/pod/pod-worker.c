@@ -149,9 +149,9 @@ static bool status_file_current(const PodWorker *w, const char *text) {
         const struct stat *was = &w->status_stat;
 
         return w->status_text && w->status_path && streq(w->status_text, text) &&
-               stat(w->status_path, &st) >= 0 &&
-               st.st_dev == was->st_dev && st.st_ino == was->st_ino &&
-               st.st_size == was->st_size && st.st_mtim.tv_sec == was->st_mtim.tv_sec &&
+               stat(w->status_path, &st) >= 0 && st.st_dev == was->st_dev &&
+               st.st_ino == was->st_ino && st.st_size == was->st_size &&
+               st.st_mtim.tv_sec == was->st_mtim.tv_sec &&
                st.st_mtim.tv_nsec == was->st_mtim.tv_nsec;
 }
 
@@ -295,15 +295,16 @@ static bool worker_sync(PodWorker *w) {
                 return false;
         }
         for (size_t i = 0; i < a.n_waiting; i++) {
-                ContainerState *c = pod_actions_target(&w->state, a.waiting[i].is_init,
-                                                       a.waiting[i].index);
+                ContainerState *c =
+                        pod_actions_target(&w->state, a.waiting[i].is_init, a.waiting[i].index);
                 if (c)
                         container_set_waiting(c, a.waiting[i].reason, a.waiting[i].message);
         }
         if (a.deadline_exceeded && !w->state.deadline_exceeded) {
                 w->state.deadline_exceeded = true;
                 (void)set_str(&w->state.reason, "DeadlineExceeded");
-                (void)set_str(&w->state.message, "Pod was active on the node longer than the specified deadline");
+                (void)set_str(&w->state.message,
+                              "Pod was active on the node longer than the specified deadline");
         }
         if (a.create_sandbox)
                 worker_create_sandbox(w);
@@ -330,8 +331,8 @@ static bool worker_sync(PodWorker *w) {
         }
         if (a.next_wakeup != USEC_INFINITY) {
                 if (!w->wakeup)
-                        (void)event_add_time(w->ctx->event, &w->wakeup, a.next_wakeup, 0,
-                                             on_wakeup, w);
+                        (void)event_add_time(w->ctx->event, &w->wakeup, a.next_wakeup, 0, on_wakeup,
+                                             w);
                 else
                         (void)event_source_set_time(w->wakeup, a.next_wakeup);
         }
@@ -397,7 +398,8 @@ int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *obje
         r = pod_wait_for_targets(object->pod, &w->wait_for);
         if (r < 0)
                 goto fail;
-        if (ctx->o->node_ips && ctx->o->node_ips[0] && !(w->state.host_ip = strdup(ctx->o->node_ips[0]))) {
+        if (ctx->o->node_ips && ctx->o->node_ips[0] &&
+            !(w->state.host_ip = strdup(ctx->o->node_ips[0]))) {
                 r = -ENOMEM;
                 goto fail;
         }

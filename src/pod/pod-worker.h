@@ -20,19 +20,18 @@ typedef struct PodWorker PodWorker;
 typedef struct PodManagerContext {
         Event *event;
         const PodManagerOptions *o;
-        char *status_dir;    /* <run-dir>/status */
-        char *pods_dir;      /* <root-dir>/pods */
-        char *ns_dir;        /* <run-dir>/ns */
-        char *seccomp_dir;   /* <root-dir>/seccomp */
-        char *sandboxes_dir; /* <run-dir>/sandboxes: SandboxRecord per pod */
-        PodObjectLookup lookup; /* local ConfigMaps/Secrets from PodConfig */
-        int oom_score_adj_floor;  /* runtime_oom_score_adj_floor() at start */
-        bool oom_warned;          /* the clamp below the floor is reported once */
-        EventCurl *curl;          /* HTTP/gRPC probes of all pods; made on first use */
+        char *status_dir;        /* <run-dir>/status */
+        char *pods_dir;          /* <root-dir>/pods */
+        char *ns_dir;            /* <run-dir>/ns */
+        char *seccomp_dir;       /* <root-dir>/seccomp */
+        char *sandboxes_dir;     /* <run-dir>/sandboxes: SandboxRecord per pod */
+        PodObjectLookup lookup;  /* local ConfigMaps/Secrets from PodConfig */
+        int oom_score_adj_floor; /* runtime_oom_score_adj_floor() at start */
+        bool oom_warned;         /* the clamp below the floor is reported once */
+        EventCurl *curl;         /* HTTP/gRPC probes of all pods; made on first use */
         /* nanolet.io/wait-for: 0 when every pod w waits for is Ready, else
          * the waiting reason and a message naming what it waits for. */
-        int (*wait_for_check)(PodWorker *w, char **ret_reason, char **ret_message,
-                              void *userdata);
+        int (*wait_for_check)(PodWorker *w, char **ret_reason, char **ret_message, void *userdata);
         /* Called when a worker has torn its pod down completely. */
         void (*worker_finished)(PodWorker *w, void *userdata);
         void *userdata;
@@ -59,9 +58,9 @@ void pod_worker_relist(PodWorker *w);
 const char *pod_worker_uid(const PodWorker *w);
 /* The wanted pod (its name carries the node suffix). */
 const ManifestObject *pod_worker_object(const PodWorker *w);
-const char *pod_worker_source(const PodWorker *w); /* "file" | "http" */
-const char *pod_worker_origin(const PodWorker *w); /* the file or URL */
-const char *pod_worker_name(const PodWorker *w);   /* "<name>_<namespace>(<uid>)", for logs */
+const char *pod_worker_source(const PodWorker *w);  /* "file" | "http" */
+const char *pod_worker_origin(const PodWorker *w);  /* the file or URL */
+const char *pod_worker_name(const PodWorker *w);    /* "<name>_<namespace>(<uid>)", for logs */
 const char *pod_worker_pod_dir(const PodWorker *w); /* <root-dir>/pods/<uid> */
 const PodManagerOptions *pod_worker_options(const PodWorker *w);
 /* The observed state, read only (the containers for log rotation). */

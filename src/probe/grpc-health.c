@@ -68,8 +68,8 @@ int grpc_health_response_decode(const uint8_t *buf, size_t len, int *ret_status)
                 return -EBADMSG;
         if (buf[0] != 0)
                 return -EPROTONOSUPPORT;
-        uint32_t body = (uint32_t)buf[1] << 24 | (uint32_t)buf[2] << 16 | (uint32_t)buf[3] << 8 |
-                        buf[4];
+        uint32_t body =
+                (uint32_t)buf[1] << 24 | (uint32_t)buf[2] << 16 | (uint32_t)buf[3] << 8 | buf[4];
         if (body > len - 5)
                 return -EBADMSG;
         const uint8_t *p = buf + 5, *end = p + body;

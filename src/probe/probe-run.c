@@ -179,8 +179,8 @@ static void on_exec_exit(Child *c, void *userdata) {
                        r->len > 0 && r->buf[r->len - 1] != '\n' ? "\n" : "", strna(r->display),
                        status);
         else
-                finish(r, PROBE_RESULT_FAILURE, "%scommand \"%s\" killed by signal %d",
-                       buf_str(r), strna(r->display), status);
+                finish(r, PROBE_RESULT_FAILURE, "%scommand \"%s\" killed by signal %d", buf_str(r),
+                       strna(r->display), status);
 }
 
 static void exec_kill(ProbeRun *r) {
@@ -289,48 +289,41 @@ static void http_done(ProbeRun *r, long code) {
                             curl_submit(r) >= 0)
                                 return;
                 }
-                if (location && !(host && r->host && strcasecmp(host, r->host) == 0))
-                        {
+                if (location && !(host && r->host && strcasecmp(host, r->host) == 0)) {
                         finish(r, PROBE_RESULT_SUCCESS,
-                                      "Probe terminated redirects, Response body: %s", buf_str(r));
+                               "Probe terminated redirects, Response body: %s", buf_str(r));
                         return;
                 }
         }
-        if (code >= 200 && code < 400)
-                {
-                        finish(r, PROBE_RESULT_SUCCESS, "%s", buf_str(r));
-                        return;
-                }
+        if (code >= 200 && code < 400) {
+                finish(r, PROBE_RESULT_SUCCESS, "%s", buf_str(r));
+                return;
+        }
         finish(r, PROBE_RESULT_FAILURE, "HTTP probe failed with statuscode: %ld", code);
 }
 
 static void grpc_done(ProbeRun *r, long code) {
         int status;
 
-        if (r->grpc_status > 0)
-                {
-                        finish(r, PROBE_RESULT_FAILURE, "rpc error: code = %ld desc = %s",
-                              r->grpc_status, strempty(r->grpc_message));
-                        return;
-                }
-        if (code != 200)
-                {
-                        finish(r, PROBE_RESULT_FAILURE,
-                              "rpc error: unexpected HTTP status code %ld", code);
-                        return;
-                }
+        if (r->grpc_status > 0) {
+                finish(r, PROBE_RESULT_FAILURE, "rpc error: code = %ld desc = %s", r->grpc_status,
+                       strempty(r->grpc_message));
+                return;
+        }
+        if (code != 200) {
+                finish(r, PROBE_RESULT_FAILURE, "rpc error: unexpected HTTP status code %ld", code);
+                return;
+        }
         int q = grpc_health_response_decode((const uint8_t *)r->buf, r->len, &status);
-        if (q < 0)
-                {
-                        finish(r, PROBE_RESULT_FAILURE, "rpc error: malformed response: %s",
-                              strerror(-q));
-                        return;
-                }
+        if (q < 0) {
+                finish(r, PROBE_RESULT_FAILURE, "rpc error: malformed response: %s", strerror(-q));
+                return;
+        }
         if (status != GRPC_HEALTH_SERVING) {
                 const char *name = grpc_serving_status_to_string(status);
                 {
                         finish(r, PROBE_RESULT_FAILURE, "service unhealthy (responded with \"%s\")",
-                              name ? name : "UNKNOWN");
+                               name ? name : "UNKNOWN");
                         return;
                 }
         }
@@ -343,11 +336,9 @@ static void on_curl_done(EventCurl *ec, CURL *easy, CURLcode result, void *userd
 
         if (result != CURLE_OK && !(result == CURLE_WRITE_ERROR && r->truncated)) {
                 const char *what = r->errbuf[0] ? r->errbuf : curl_easy_strerror(result);
-                if (r->type == PROBE_ACTION_GRPC)
-                        {
-                        finish(r, PROBE_RESULT_FAILURE,
-                                      "failed to connect service \"%s:%u\": %s", r->host,
-                                      (unsigned)r->port, what);
+                if (r->type == PROBE_ACTION_GRPC) {
+                        finish(r, PROBE_RESULT_FAILURE, "failed to connect service \"%s:%u\": %s",
+                               r->host, (unsigned)r->port, what);
                         return;
                 }
                 char *url = NULL;
@@ -375,11 +366,10 @@ static int curl_start(ProbeRun *r, const ProbeAction *a) {
                         return -EINVAL;
                 r->port = a->port;
                 r->host = strdup(a->host);
-                r->url = strchr(a->host, ':')
-                                 ? strprintf("http://[%s]:%u" GRPC_HEALTH_CHECK_PATH, a->host,
-                                             (unsigned)a->port)
-                                 : strprintf("http://%s:%u" GRPC_HEALTH_CHECK_PATH, a->host,
-                                             (unsigned)a->port);
+                r->url = strchr(a->host, ':') ? strprintf("http://[%s]:%u" GRPC_HEALTH_CHECK_PATH,
+                                                          a->host, (unsigned)a->port)
+                                              : strprintf("http://%s:%u" GRPC_HEALTH_CHECK_PATH,
+                                                          a->host, (unsigned)a->port);
                 if (!r->host || !r->url)
                         return -ENOMEM;
                 q = grpc_health_request_encode(a->service, &r->post, &r->post_len);
@@ -448,8 +438,8 @@ static int curl_start(ProbeRun *r, const ProbeAction *a) {
                      curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE, (long)r->post_len) ==
                              CURLE_OK;
         else if (ok)
-                ok = curl_easy_setopt(r->easy, CURLOPT_HTTP_VERSION,
-                                      (long)CURL_HTTP_VERSION_1_1) == CURLE_OK;
+                ok = curl_easy_setopt(r->easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1) ==
+                     CURLE_OK;
         if (!ok)
                 return -EINVAL;
         return curl_submit(r);
@@ -467,8 +457,8 @@ static int on_tcp_ready(EventSource *s, int fd, uint32_t revents, void *userdata
         if (err == 0)
                 finish(r, PROBE_RESULT_SUCCESS, "%s", "");
         else
-                finish(r, PROBE_RESULT_FAILURE, "dial tcp %s:%u: connect: %s", r->host, (unsigned)r->port,
-               strerror(err));
+                finish(r, PROBE_RESULT_FAILURE, "dial tcp %s:%u: connect: %s", r->host,
+                       (unsigned)r->port, strerror(err));
         return 0;
 }
 
@@ -529,12 +519,12 @@ static int on_timeout(EventSource *s, usec_t now, void *userdata) {
                 return 0;
         case PROBE_ACTION_HTTP_GET:
                 finish(r, PROBE_RESULT_FAILURE,
-                       "Get \"%s\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)",
+                       "Get \"%s\": context deadline exceeded (Client.Timeout exceeded while "
+                       "awaiting headers)",
                        r->url);
                 return 0;
         case PROBE_ACTION_GRPC:
-                finish(r, PROBE_RESULT_FAILURE,
-                       "timeout: health rpc did not complete within %llus",
+                finish(r, PROBE_RESULT_FAILURE, "timeout: health rpc did not complete within %llus",
                        (unsigned long long)(r->timeout / USEC_PER_SEC));
                 return 0;
         case PROBE_ACTION_TCP_SOCKET:

@@ -22,7 +22,8 @@ char *runtime_pod_cgroup_path(const char *uid) {
  * must go first. Regular files are never unlinked (cgroupfs refuses it and
  * a fake tree in tests has none). */
 static int cgroup_rmdir_tree(int parent_fd, const char *name) {
-        _cleanup_close_ int fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int fd =
+                openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return errno == ENOENT ? 0 : -errno;
         _cleanup_closedir_ DIR *d = NULL;

@@ -75,17 +75,15 @@ static void conmon_parse_sync(RuntimeOp *op) {
         op->sync_done = true;
         if (!json_is_integer(data)) {
                 (void)error_set(&op->err, -EBADMSG,
-                                        "conmon sent an unreadable create result: %.200s",
-                                        op->sync_buf);
+                                "conmon sent an unreadable create result: %.200s", op->sync_buf);
         } else if (json_integer_value(data) > 0) {
                 op->container_pid = (pid_t)json_integer_value(data);
         } else {
                 char msg[sizeof(op->err.message)];
                 const char *m = json_string_value(json_object_get(j, "message"));
                 runtime_extract_message(m, msg, sizeof(msg));
-                (void)error_set(&op->err, -EIO, "%s create \"%s\" failed: %s",
-                                        rt->runtime_name, op->id,
-                                        msg[0] ? msg : "no message from the runtime");
+                (void)error_set(&op->err, -EIO, "%s create \"%s\" failed: %s", rt->runtime_name,
+                                op->id, msg[0] ? msg : "no message from the runtime");
         }
         json_decref(j);
 }
@@ -101,17 +99,15 @@ static void conmon_maybe_finish(RuntimeOp *op) {
                 char msg[sizeof(op->err.message)];
                 runtime_extract_message(op->out, msg, sizeof(msg));
                 if (op->timed_out)
-                        (void)error_set(&op->err, -ETIMEDOUT,
-                                                "conmon for \"%s\" timed out", op->id);
+                        (void)error_set(&op->err, -ETIMEDOUT, "conmon for \"%s\" timed out",
+                                        op->id);
                 else if (op->child_code == CLD_EXITED)
                         (void)error_set(&op->err, -EIO,
-                                                "conmon for \"%s\" exited with status %d%s%s",
-                                                op->id, op->child_status, msg[0] ? ": " : "",
-                                                msg);
+                                        "conmon for \"%s\" exited with status %d%s%s", op->id,
+                                        op->child_status, msg[0] ? ": " : "", msg);
                 else
-                        (void)error_set(&op->err, -EIO,
-                                                "conmon for \"%s\" killed by signal %d", op->id,
-                                                op->child_status);
+                        (void)error_set(&op->err, -EIO, "conmon for \"%s\" killed by signal %d",
+                                        op->id, op->child_status);
                 conmon_finish(op, op->err.error);
                 return;
         }
@@ -176,9 +172,8 @@ done:
 int conmon_op_start(RuntimeOp *op) {
         Runtime *rt = op->rt;
         const RuntimeCreateRequest *req = &op->create;
-        _cleanup_free_ char *runtime_path = NULL, *persist = NULL, *attach = NULL,
-                            *pidfile = NULL, *conmon_pidfile = NULL, *log_arg = NULL,
-                            *exit_file = NULL;
+        _cleanup_free_ char *runtime_path = NULL, *persist = NULL, *attach = NULL, *pidfile = NULL,
+                            *conmon_pidfile = NULL, *log_arg = NULL, *exit_file = NULL;
         _cleanup_strv_free_ char **argv = NULL, **env = NULL;
         _cleanup_close_pair_ int sp[2] = { -EBADF, -EBADF };
         char size_buf[32];
@@ -201,13 +196,13 @@ int conmon_op_start(RuntimeOp *op) {
         for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
                 r = mkdir_p(dirs[i], 0700);
                 if (r < 0)
-                        return error_set(&op->err, r, "Failed to create \"%s\": %s",
-                                                 dirs[i], strerror(-r));
+                        return error_set(&op->err, r, "Failed to create \"%s\": %s", dirs[i],
+                                         strerror(-r));
         }
         r = mkdir_parent(req->log_path);
         if (r < 0)
                 return error_set(&op->err, r, "Failed to create the directory of \"%s\": %s",
-                                         req->log_path, strerror(-r));
+                                 req->log_path, strerror(-r));
         /* A stale exit file would make a new container look exited. */
         (void)unlink(exit_file);
         _cleanup_free_ char *oom = strprintf("%s/oom", persist);
@@ -232,11 +227,37 @@ int conmon_op_start(RuntimeOp *op) {
                 return r;
 
         const char *args[] = {
-                rt->conmon, "--api-version", "1", "-c", op->id, "-u", op->id, "-n", op->id,
-                "-r", runtime_path, "-b", req->bundle_dir, "-p", pidfile, "-P", conmon_pidfile,
-                "-l", log_arg, "--exit-dir", rt->exits_dir, "--socket-dir-path", attach,
-                "-0", persist, "--log-level", "info", "--runtime-arg", "--root",
-                "--runtime-arg", rt->runtime_root,
+                rt->conmon,
+                "--api-version",
+                "1",
+                "-c",
+                op->id,
+                "-u",
+                op->id,
+                "-n",
+                op->id,
+                "-r",
+                runtime_path,
+                "-b",
+                req->bundle_dir,
+                "-p",
+                pidfile,
+                "-P",
+                conmon_pidfile,
+                "-l",
+                log_arg,
+                "--exit-dir",
+                rt->exits_dir,
+                "--socket-dir-path",
+                attach,
+                "-0",
+                persist,
+                "--log-level",
+                "info",
+                "--runtime-arg",
+                "--root",
+                "--runtime-arg",
+                rt->runtime_root,
         };
         for (size_t i = 0; i < ELEMENTSOF(args); i++)
                 if (strv_extend(&argv, args[i]) < 0)
@@ -256,12 +277,9 @@ int conmon_op_start(RuntimeOp *op) {
         r = runtime_op_spawn(op, argv, env, persist, &sp[1], 1);
         if (r < 0) {
                 if (r == -ENOENT || r == -EACCES)
-                        return error_set(&op->err, r, "conmon \"%s\" not found%s: %s",
-                                                 rt->conmon,
-                                                 strchr(rt->conmon, '/') ? "" : " in PATH",
-                                                 strerror(-r));
-                return error_set(&op->err, r, "Failed to start conmon: %s",
-                                         strerror(-r));
+                        return error_set(&op->err, r, "conmon \"%s\" not found%s: %s", rt->conmon,
+                                         strchr(rt->conmon, '/') ? "" : " in PATH", strerror(-r));
+                return error_set(&op->err, r, "Failed to start conmon: %s", strerror(-r));
         }
         sp[1] = safe_close(sp[1]);
         op->sync_fd = TAKE_FD(sp[0]);
@@ -297,12 +315,12 @@ void conmon_op_timed_out(RuntimeOp *op) {
                         (void)kill(pid, SIGKILL);
         }
         (void)error_set(&op->err, -ETIMEDOUT,
-                                "conmon for \"%s\" did not report the container in time", op->id);
+                        "conmon for \"%s\" did not report the container in time", op->id);
         runtime_op_complete(op, -ETIMEDOUT);
 }
 
-int runtime_container_create(Runtime *rt, const RuntimeCreateRequest *req,
-                             runtime_created_t done, void *userdata, RuntimeOp **ret_op) {
+int runtime_container_create(Runtime *rt, const RuntimeCreateRequest *req, runtime_created_t done,
+                             void *userdata, RuntimeOp **ret_op) {
         RuntimeOp *op;
         int r;
 

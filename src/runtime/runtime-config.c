@@ -193,8 +193,7 @@ static uint64_t default_caps_mask(void) {
         return m;
 }
 
-static int caps_parse_list(char **l, const char *field, uint64_t *mask, bool *all,
-                           Error *err) {
+static int caps_parse_list(char **l, const char *field, uint64_t *mask, bool *all, Error *err) {
         size_t i = 0;
 
         STRV_FOREACH(s, l) {
@@ -205,10 +204,9 @@ static int caps_parse_list(char **l, const char *field, uint64_t *mask, bool *al
                 else {
                         cap = runtime_capability_from_string(*s);
                         if (cap < 0)
-                                return error_set(
-                                        err, -EINVAL,
-                                        "capabilities.%s[%zu]: unknown capability \"%s\"", field, i,
-                                        *s);
+                                return error_set(err, -EINVAL,
+                                                 "capabilities.%s[%zu]: unknown capability \"%s\"",
+                                                 field, i, *s);
                         *mask |= RUNTIME_CAP_BIT(cap);
                 }
                 i++;
@@ -216,8 +214,7 @@ static int caps_parse_list(char **l, const char *field, uint64_t *mask, bool *al
         return 0;
 }
 
-int runtime_capabilities_resolve(const RuntimeContainerConfig *c, uint64_t *ret,
-                                 Error *err) {
+int runtime_capabilities_resolve(const RuntimeContainerConfig *c, uint64_t *ret, Error *err) {
         uint64_t add = 0, drop = 0, set = default_caps_mask();
         bool add_all = false, drop_all = false;
         int r;
@@ -315,8 +312,7 @@ static const char *const rlimit_types[] = {
         NULL,
 };
 
-static int build_process(const RuntimeContainerConfig *c, uint64_t caps, json_t *spec,
-                         Error *err) {
+static int build_process(const RuntimeContainerConfig *c, uint64_t caps, json_t *spec, Error *err) {
         _cleanup_json_ json_t *p = json_object(), *user = json_object(), *env = NULL,
                               *capo = json_object();
         bool has_path = false;
@@ -327,8 +323,7 @@ static int build_process(const RuntimeContainerConfig *c, uint64_t caps, json_t 
         if (strv_length(c->args) == 0 || isempty(c->args[0]))
                 return error_set(err, -EINVAL, "args: empty command");
         if (c->cwd && c->cwd[0] != '/')
-                return error_set(err, -EINVAL, "cwd: \"%s\" is not an absolute path",
-                                         c->cwd);
+                return error_set(err, -EINVAL, "cwd: \"%s\" is not an absolute path", c->cwd);
 
         if (obj_set(p, "terminal", json_boolean(c->terminal)) < 0)
                 return oom(err);
@@ -355,7 +350,7 @@ static int build_process(const RuntimeContainerConfig *c, uint64_t caps, json_t 
         STRV_FOREACH(e, c->env) {
                 if (!strchr(*e, '='))
                         return error_set(err, -EINVAL, "env[%zu]: \"%s\" is not KEY=VALUE",
-                                                 (size_t)(e - c->env), *e);
+                                         (size_t)(e - c->env), *e);
                 if (startswith(*e, "PATH="))
                         has_path = true;
         }
@@ -390,12 +385,11 @@ static int build_process(const RuntimeContainerConfig *c, uint64_t caps, json_t 
 
                         if (!l->type || !strv_contains((char **)rlimit_types, l->type))
                                 return error_set(err, -EINVAL,
-                                                         "rlimits[%zu].type: unknown limit \"%s\"",
-                                                         i, strempty(l->type));
+                                                 "rlimits[%zu].type: unknown limit \"%s\"", i,
+                                                 strempty(l->type));
                         if (l->soft > l->hard)
-                                return error_set(
-                                        err, -EINVAL, "rlimits[%zu]: soft limit above hard limit",
-                                        i);
+                                return error_set(err, -EINVAL,
+                                                 "rlimits[%zu]: soft limit above hard limit", i);
                         if (arr_add(rl,
                                     json_pack("{s:s, s:I, s:I}", "type", l->type, "hard",
                                               (json_int_t)MIN(l->hard, (uint64_t)INT64_MAX), "soft",
@@ -410,9 +404,8 @@ static int build_process(const RuntimeContainerConfig *c, uint64_t caps, json_t 
                 return oom(err);
         if (c->oom_score_adj_set) {
                 if (c->oom_score_adj < -1000 || c->oom_score_adj > 1000)
-                        return error_set(err, -EINVAL,
-                                                 "oom_score_adj: %d is outside -1000..1000",
-                                                 c->oom_score_adj);
+                        return error_set(err, -EINVAL, "oom_score_adj: %d is outside -1000..1000",
+                                         c->oom_score_adj);
                 if (obj_set(p, "oomScoreAdj", json_integer(c->oom_score_adj)) < 0)
                         return oom(err);
         }
@@ -483,14 +476,13 @@ static int build_mounts(const RuntimeContainerConfig *c, json_t *spec, Error *er
                 const RuntimeMount *m = &c->mounts[i];
 
                 if (isempty(m->destination) || m->destination[0] != '/')
-                        return error_set(
-                                err, -EINVAL,
-                                "mounts[%zu].destination: \"%s\" is not an absolute path", i,
-                                strempty(m->destination));
+                        return error_set(err, -EINVAL,
+                                         "mounts[%zu].destination: \"%s\" is not an absolute path",
+                                         i, strempty(m->destination));
                 if (isempty(m->source) && !isempty(m->type) &&
                     (streq(m->type, "bind") || streq(m->type, "rbind")))
-                        return error_set(
-                                err, -EINVAL, "mounts[%zu].source: a bind mount needs a source", i);
+                        return error_set(err, -EINVAL,
+                                         "mounts[%zu].source: a bind mount needs a source", i);
                 if (path_equal(m->destination, "/dev"))
                         caller_dev = true;
         }
@@ -560,17 +552,15 @@ static int add_namespace(json_t *a, const char *type, const RuntimeNamespace *ns
                 return arr_add(a, json_pack("{s:s}", "type", type)) < 0 ? oom(err) : 0;
         case RUNTIME_NS_PATH:
                 if (isempty(ns->path) || ns->path[0] != '/')
-                        return error_set(err, -EINVAL,
-                                                 "%s.path: \"%s\" is not an absolute path", field,
-                                                 strempty(ns->path));
+                        return error_set(err, -EINVAL, "%s.path: \"%s\" is not an absolute path",
+                                         field, strempty(ns->path));
                 return arr_add(a, json_pack("{s:s, s:s}", "type", type, "path", ns->path)) < 0
                                ? oom(err)
                                : 0;
         case RUNTIME_NS_HOST:
                 return 0; /* no entry: the runtime's own namespace */
         }
-        return error_set(err, -EINVAL, "%s: unknown namespace mode %d", field,
-                                 (int)ns->mode);
+        return error_set(err, -EINVAL, "%s: unknown namespace mode %d", field, (int)ns->mode);
 }
 
 static int build_namespaces(const RuntimeContainerConfig *c, json_t *linux_, Error *err) {
@@ -677,9 +667,8 @@ static int build_resources(const RuntimeContainerConfig *c, json_t *linux_, Erro
                 if (res->cpu_shares > (uint64_t)INT64_MAX)
                         return error_set(err, -ERANGE, "resources.cpu_shares: too large");
                 if (res->cpu_quota < -1)
-                        return error_set(err, -EINVAL,
-                                                 "resources.cpu_quota: %lld is negative",
-                                                 (long long)res->cpu_quota);
+                        return error_set(err, -EINVAL, "resources.cpu_quota: %lld is negative",
+                                         (long long)res->cpu_quota);
                 if (res->cpu_period > (uint64_t)INT64_MAX)
                         return error_set(err, -ERANGE, "resources.cpu_period: too large");
                 if (res->cpu_shares &&
@@ -695,14 +684,14 @@ static int build_resources(const RuntimeContainerConfig *c, json_t *linux_, Erro
         }
         if (res->memory_limit < 0)
                 return error_set(err, -EINVAL, "resources.memory_limit: %lld is negative",
-                                         (long long)res->memory_limit);
+                                 (long long)res->memory_limit);
         if (res->memory_limit > 0 &&
             obj_set(o, "memory", json_pack("{s:I}", "limit", (json_int_t)res->memory_limit)) < 0)
                 return oom(err);
         /* -1 is "unlimited" to runc; other negatives are mistakes. */
         if (res->pids_limit < -1)
                 return error_set(err, -EINVAL, "resources.pids_limit: %lld is negative",
-                                         (long long)res->pids_limit);
+                                 (long long)res->pids_limit);
         if (res->pids_limit != 0 &&
             obj_set(o, "pids", json_pack("{s:I}", "limit", (json_int_t)res->pids_limit)) < 0)
                 return oom(err);
@@ -716,13 +705,12 @@ static int build_resources(const RuntimeContainerConfig *c, json_t *linux_, Erro
 
                         if (isempty(ps) || !page_size_valid(ps))
                                 return error_set(err, -EINVAL,
-                                                         "resources.hugepages[%zu].page_size: "
-                                                         "\"%s\" is not like \"2MB\"",
-                                                         i, strempty(ps));
+                                                 "resources.hugepages[%zu].page_size: "
+                                                 "\"%s\" is not like \"2MB\"",
+                                                 i, strempty(ps));
                         if (res->hugepages[i].limit > (uint64_t)INT64_MAX)
-                                return error_set(
-                                        err, -ERANGE, "resources.hugepages[%zu].limit: too large",
-                                        i);
+                                return error_set(err, -ERANGE,
+                                                 "resources.hugepages[%zu].limit: too large", i);
                         if (arr_add(h, json_pack("{s:s, s:I}", "pageSize", ps, "limit",
                                                  (json_int_t)res->hugepages[i].limit)) < 0)
                                 return oom(err);
@@ -778,8 +766,8 @@ static int build_sysctls(const RuntimeContainerConfig *c, json_t *linux_, Error 
                 _cleanup_free_ char *key = NULL;
 
                 if (!eq || eq == *s)
-                        return error_set(err, -EINVAL,
-                                                 "sysctls[%zu]: \"%s\" is not key=value", i, *s);
+                        return error_set(err, -EINVAL, "sysctls[%zu]: \"%s\" is not key=value", i,
+                                         *s);
                 key = strndup_safe(*s, (size_t)(eq - *s));
                 if (!key)
                         return oom(err);
@@ -792,23 +780,22 @@ static int build_sysctls(const RuntimeContainerConfig *c, json_t *linux_, Error 
                 switch (sysctl_namespace(key)) {
                 case SYSCTL_NS_NONE:
                         return error_set(err, -EINVAL,
-                                                 "sysctls[%zu]: \"%s\" is not a namespaced sysctl "
-                                                 "and would change the whole node",
-                                                 i, key);
+                                         "sysctls[%zu]: \"%s\" is not a namespaced sysctl "
+                                         "and would change the whole node",
+                                         i, key);
                 case SYSCTL_NS_IPC:
                         if (c->ipc.mode == RUNTIME_NS_HOST)
                                 return error_set(err, -EINVAL,
-                                                         "sysctls[%zu]: \"%s\" needs the pod's own "
-                                                         "IPC namespace, but it uses the host's",
-                                                         i, key);
+                                                 "sysctls[%zu]: \"%s\" needs the pod's own "
+                                                 "IPC namespace, but it uses the host's",
+                                                 i, key);
                         break;
                 case SYSCTL_NS_NET:
                         if (c->net.mode == RUNTIME_NS_HOST)
-                                return error_set(
-                                        err, -EINVAL,
-                                        "sysctls[%zu]: \"%s\" needs the pod's own network "
-                                        "namespace, but it uses the host's",
-                                        i, key);
+                                return error_set(err, -EINVAL,
+                                                 "sysctls[%zu]: \"%s\" needs the pod's own network "
+                                                 "namespace, but it uses the host's",
+                                                 i, key);
                         break;
                 }
                 if (obj_set(o, key, json_string(eq + 1)) < 0)
@@ -843,14 +830,12 @@ static int build_seccomp(const RuntimeContainerConfig *c, uint64_t caps, json_t 
                         return r;
                 break;
         default:
-                return error_set(err, -EINVAL, "seccompProfile: unknown mode %d",
-                                         (int)c->seccomp);
+                return error_set(err, -EINVAL, "seccompProfile: unknown mode %d", (int)c->seccomp);
         }
         return obj_set(linux_, "seccomp", p) < 0 ? oom(err) : 0;
 }
 
-static int build_linux(const RuntimeContainerConfig *c, uint64_t caps, json_t *spec,
-                       Error *err) {
+static int build_linux(const RuntimeContainerConfig *c, uint64_t caps, json_t *spec, Error *err) {
         _cleanup_json_ json_t *l = json_object();
         int r;
 
@@ -894,8 +879,8 @@ static int build_annotations(const RuntimeContainerConfig *c, json_t *spec, Erro
                 _cleanup_free_ char *key = NULL;
 
                 if (!eq || eq == *s)
-                        return error_set(
-                                err, -EINVAL, "annotations[%zu]: \"%s\" is not key=value", i, *s);
+                        return error_set(err, -EINVAL, "annotations[%zu]: \"%s\" is not key=value",
+                                         i, *s);
                 key = strndup_safe(*s, (size_t)(eq - *s));
                 if (!key || obj_set(o, key, json_string(eq + 1)) < 0)
                         return oom(err);
@@ -914,13 +899,12 @@ int runtime_config_to_json(const RuntimeContainerConfig *c, json_t **ret, Error 
 
         if (isempty(c->rootfs) || c->rootfs[0] != '/')
                 return error_set(err, -EINVAL, "rootfs: \"%s\" is not an absolute path",
-                                         strempty(c->rootfs));
+                                 strempty(c->rootfs));
         /* runc refuses a hostname it cannot set without changing the
          * host's; say so here with the field's name. */
         if (c->hostname && c->uts.mode == RUNTIME_NS_HOST)
-                return error_set(
-                        err, -EINVAL,
-                        "hostname: cannot be set when the host's UTS namespace is used");
+                return error_set(err, -EINVAL,
+                                 "hostname: cannot be set when the host's UTS namespace is used");
 
         r = runtime_capabilities_resolve(c, &caps, err);
         if (r < 0)
@@ -952,8 +936,7 @@ int runtime_config_to_json(const RuntimeContainerConfig *c, json_t **ret, Error 
         return 0;
 }
 
-int runtime_bundle_write(const char *bundle_dir, const RuntimeContainerConfig *c,
-                         Error *err) {
+int runtime_bundle_write(const char *bundle_dir, const RuntimeContainerConfig *c, Error *err) {
         _cleanup_json_ json_t *spec = NULL;
         _cleanup_free_ char *text = NULL, *path = NULL;
         size_t len;
@@ -983,8 +966,8 @@ int runtime_bundle_write(const char *bundle_dir, const RuntimeContainerConfig *c
 
         r = mkdir_p(bundle_dir, 0700);
         if (r < 0)
-                return error_set(err, r, "cannot create bundle directory \"%s\": %s",
-                                         bundle_dir, strerror(-r));
+                return error_set(err, r, "cannot create bundle directory \"%s\": %s", bundle_dir,
+                                 strerror(-r));
         path = strprintf("%s/config.json", bundle_dir);
         if (!path)
                 return oom(err);

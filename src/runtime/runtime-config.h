@@ -19,8 +19,8 @@
 typedef struct RuntimeMount {
         char *destination; /* absolute path inside the container */
         char *source;
-        char *type;        /* "bind", "tmpfs", "proc", ... */
-        char **options;    /* e.g. "rbind", "ro", "nosuid", "rprivate"/"rslave"/"rshared" */
+        char *type;     /* "bind", "tmpfs", "proc", ... */
+        char **options; /* e.g. "rbind", "ro", "nosuid", "rprivate"/"rslave"/"rshared" */
 } RuntimeMount;
 
 typedef enum RuntimeNamespaceMode {
@@ -37,19 +37,19 @@ typedef struct RuntimeNamespace {
 typedef enum RuntimeSeccompMode {
         RUNTIME_SECCOMP_RUNTIME_DEFAULT, /* nanolet's default (SPEC §10) */
         RUNTIME_SECCOMP_UNCONFINED,
-        RUNTIME_SECCOMP_LOCALHOST,       /* profile JSON at seccomp_profile_path */
+        RUNTIME_SECCOMP_LOCALHOST, /* profile JSON at seccomp_profile_path */
 } RuntimeSeccompMode;
 
 typedef struct RuntimeResources {
-        uint64_t cpu_shares;       /* 0 = unset */
-        int64_t cpu_quota;         /* 0 = unset; with cpu_period */
+        uint64_t cpu_shares; /* 0 = unset */
+        int64_t cpu_quota;   /* 0 = unset; with cpu_period */
         uint64_t cpu_period;
-        int64_t memory_limit;      /* bytes; 0 = unset */
-        int64_t pids_limit;        /* 0 = unset */
+        int64_t memory_limit; /* bytes; 0 = unset */
+        int64_t pids_limit;   /* 0 = unset */
         struct {
-                char *page_size;   /* "2MB", "1GB" */
+                char *page_size; /* "2MB", "1GB" */
                 uint64_t limit;
-        } *hugepages;
+        } * hugepages;
         size_t n_hugepages;
 } RuntimeResources;
 
@@ -57,47 +57,47 @@ typedef struct RuntimeResources {
  * nanolet lets the container inherit the runtime's limits, since a fixed
  * RLIMIT_NOFILE both surprises images and can exceed what the host allows. */
 typedef struct RuntimeRlimit {
-        char *type;               /* "RLIMIT_NOFILE", ... */
+        char *type; /* "RLIMIT_NOFILE", ... */
         uint64_t soft;
         uint64_t hard;
 } RuntimeRlimit;
 
 typedef struct RuntimeContainerConfig {
-        char *rootfs;            /* absolute path of the prepared root filesystem */
+        char *rootfs; /* absolute path of the prepared root filesystem */
         bool readonly_rootfs;
 
-        char **args;             /* argv; args[0] resolved by the runtime in PATH */
-        char **env;              /* "K=V" */
-        char *cwd;               /* absolute; "/" if unset */
+        char **args; /* argv; args[0] resolved by the runtime in PATH */
+        char **env;  /* "K=V" */
+        char *cwd;   /* absolute; "/" if unset */
         uid_t uid;
         gid_t gid;
         gid_t *additional_gids;
         size_t n_additional_gids;
         bool terminal;
-        char *hostname;          /* NULL: the UTS namespace keeps its own */
+        char *hostname; /* NULL: the UTS namespace keeps its own */
 
         RuntimeNamespace net, ipc, uts, pid; /* mount ns is always new */
 
-        RuntimeMount *mounts;    /* added after the default /proc, /dev, /sys... mounts */
+        RuntimeMount *mounts; /* added after the default /proc, /dev, /sys... mounts */
         size_t n_mounts;
 
-        bool privileged;         /* all capabilities, no masked paths, all devices */
-        char **cap_add;          /* "NET_ADMIN" or "CAP_NET_ADMIN"; "ALL" allowed */
+        bool privileged; /* all capabilities, no masked paths, all devices */
+        char **cap_add;  /* "NET_ADMIN" or "CAP_NET_ADMIN"; "ALL" allowed */
         char **cap_drop;
         bool no_new_privileges;
-        bool unmasked_proc;      /* procMount: Unmasked */
+        bool unmasked_proc; /* procMount: Unmasked */
         RuntimeSeccompMode seccomp;
         char *seccomp_profile_path;
-        char **sysctls;          /* "key=value" */
+        char **sysctls; /* "key=value" */
 
-        char *cgroups_path;      /* e.g. "/nanolet/pod<uid>/<container id>" */
+        char *cgroups_path; /* e.g. "/nanolet/pod<uid>/<container id>" */
         RuntimeResources resources;
         int oom_score_adj;
         bool oom_score_adj_set;
 
-        char **annotations;      /* "key=value" */
+        char **annotations; /* "key=value" */
 
-        RuntimeRlimit *rlimits;  /* optional; see RuntimeRlimit */
+        RuntimeRlimit *rlimits; /* optional; see RuntimeRlimit */
         size_t n_rlimits;
 } RuntimeContainerConfig;
 
@@ -112,8 +112,7 @@ void runtime_container_config_done(RuntimeContainerConfig *c);
 int runtime_config_to_json(const RuntimeContainerConfig *c, json_t **ret, Error *err);
 
 /* Writes <bundle_dir>/config.json atomically (creating bundle_dir). */
-int runtime_bundle_write(const char *bundle_dir, const RuntimeContainerConfig *c,
-                         Error *err);
+int runtime_bundle_write(const char *bundle_dir, const RuntimeContainerConfig *c, Error *err);
 
 /* The capability set containerd gives a container by default, "CAP_"
  * names, NULL-terminated. */
@@ -135,8 +134,7 @@ uint64_t runtime_capabilities_all(void);
 /* The container's bounding = effective = permitted set after privileged,
  * cap_add and cap_drop (Kubernetes semantics: ALL first, then the named
  * ones; a drop wins over an add). Errors name the field. */
-int runtime_capabilities_resolve(const RuntimeContainerConfig *c, uint64_t *ret,
-                                 Error *err);
+int runtime_capabilities_resolve(const RuntimeContainerConfig *c, uint64_t *ret, Error *err);
 
 /* true when /sys/fs/cgroup is cgroup v2, where containers get their own
  * cgroup namespace. */

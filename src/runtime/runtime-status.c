@@ -53,8 +53,9 @@ static int proc_start_time(pid_t pid, unsigned long long *ret_start) {
         char state = 0;
         unsigned long long start = 0;
         /* fields 3 (state) .. 22 (starttime) */
-        if (sscanf(p, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
-                      "%*d %llu",
+        if (sscanf(p,
+                   " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
+                   "%*d %llu",
                    &state, &start) != 2)
                 return -EBADMSG;
         if (state == 'Z' || state == 'X' || state == 'x')
@@ -78,8 +79,8 @@ static void state_cache_put(Runtime *rt, const char *id, const struct stat *st, 
         if (!e) {
                 if (rt->n_state_cache >= STATE_CACHE_MAX)
                         rt->n_state_cache = 0; /* rare: start over rather than track age */
-                RuntimeStateCacheEntry *n = realloc(rt->state_cache,
-                                                    sizeof(*n) * (rt->n_state_cache + 1));
+                RuntimeStateCacheEntry *n =
+                        realloc(rt->state_cache, sizeof(*n) * (rt->n_state_cache + 1));
                 if (!n)
                         return; /* only a cache */
                 rt->state_cache = n;
@@ -182,8 +183,7 @@ static int read_exit_file(Runtime *rt, const char *id, int *ret_code, usec_t *re
                 *ret_code = -1;
         else
                 *ret_code = (int)v;
-        *ret_mtime = (usec_t)st.st_mtim.tv_sec * USEC_PER_SEC +
-                     (usec_t)st.st_mtim.tv_nsec / 1000;
+        *ret_mtime = (usec_t)st.st_mtim.tv_sec * USEC_PER_SEC + (usec_t)st.st_mtim.tv_nsec / 1000;
         return 1;
 }
 

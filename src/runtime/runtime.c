@@ -145,8 +145,7 @@ int runtime_resolve(Runtime *rt, char **ret_path, Error *err) {
                 return r;
         if (r < 0)
                 return error_set(err, r, "OCI runtime \"%s\" not found%s: %s", rt->runtime,
-                                         strchr(rt->runtime, '/') ? "" : " in PATH",
-                                         strerror(-r));
+                                 strchr(rt->runtime, '/') ? "" : " in PATH", strerror(-r));
         return 0;
 }
 
@@ -305,8 +304,8 @@ static int on_timeout(EventSource *s, usec_t now, void *userdata) {
 int runtime_op_arm_timer(RuntimeOp *op) {
         if (op->timer)
                 return event_source_set_time_relative(op->timer, op->rt->op_timeout);
-        return event_add_time_relative(op->rt->event, &op->timer, op->rt->op_timeout, 0,
-                                       on_timeout, op);
+        return event_add_time_relative(op->rt->event, &op->timer, op->rt->op_timeout, 0, on_timeout,
+                                       op);
 }
 
 int runtime_op_spawn(RuntimeOp *op, char *const *argv, char *const *envp, const char *cwd,
@@ -395,7 +394,7 @@ static int runc_op_start(RuntimeOp *op) {
         r = runtime_op_spawn(op, argv, NULL, NULL, NULL, 0);
         if (r < 0)
                 return error_set(&op->err, r, "Failed to run %s %s: %s", rt->runtime_name,
-                                         op_verb(op->kind), strerror(-r));
+                                 op_verb(op->kind), strerror(-r));
         op->argv = TAKE_PTR(argv);
         return 0;
 }
@@ -419,8 +418,8 @@ static void runc_op_child_exited(RuntimeOp *op) {
         char msg[sizeof(op->err.message)];
 
         if (op->timed_out) {
-                (void)error_set(&op->err, -ETIMEDOUT, "%s %s \"%s\" timed out",
-                                        rt->runtime_name, op_verb(op->kind), op->id);
+                (void)error_set(&op->err, -ETIMEDOUT, "%s %s \"%s\" timed out", rt->runtime_name,
+                                op_verb(op->kind), op->id);
                 runtime_op_complete(op, -ETIMEDOUT);
                 return;
         }
@@ -447,15 +446,13 @@ static void runc_op_child_exited(RuntimeOp *op) {
 
         if (msg[0])
                 (void)error_set(&op->err, r, "%s %s \"%s\": %s", rt->runtime_name,
-                                        op_verb(op->kind), op->id, msg);
+                                op_verb(op->kind), op->id, msg);
         else if (op->child_code == CLD_EXITED)
-                (void)error_set(&op->err, r, "%s %s \"%s\" exited with status %d",
-                                        rt->runtime_name, op_verb(op->kind), op->id,
-                                        op->child_status);
+                (void)error_set(&op->err, r, "%s %s \"%s\" exited with status %d", rt->runtime_name,
+                                op_verb(op->kind), op->id, op->child_status);
         else
-                (void)error_set(&op->err, r, "%s %s \"%s\" killed by signal %d",
-                                        rt->runtime_name, op_verb(op->kind), op->id,
-                                        op->child_status);
+                (void)error_set(&op->err, r, "%s %s \"%s\" killed by signal %d", rt->runtime_name,
+                                op_verb(op->kind), op->id, op->child_status);
         runtime_op_complete(op, r);
 }
 
@@ -484,8 +481,8 @@ int runtime_container_start(Runtime *rt, const char *id, runtime_done_t done, vo
         return queue_runc_op(rt, RUNTIME_OP_START, id, 0, false, done, userdata, ret_op);
 }
 
-int runtime_container_kill(Runtime *rt, const char *id, int signal, bool all,
-                           runtime_done_t done, void *userdata, RuntimeOp **ret_op) {
+int runtime_container_kill(Runtime *rt, const char *id, int signal, bool all, runtime_done_t done,
+                           void *userdata, RuntimeOp **ret_op) {
         if (signal <= 0 || signal >= _NSIG)
                 return -EINVAL;
         return queue_runc_op(rt, RUNTIME_OP_KILL, id, signal, all, done, userdata, ret_op);
@@ -498,8 +495,8 @@ int runtime_container_delete(Runtime *rt, const char *id, bool force, runtime_do
 
 /* --- exec, list -------------------------------------------------------- */
 
-int runtime_exec_argv(Runtime *rt, const char *id, bool tty, bool interactive,
-                      char *const *cmd, char ***ret_argv) {
+int runtime_exec_argv(Runtime *rt, const char *id, bool tty, bool interactive, char *const *cmd,
+                      char ***ret_argv) {
         _cleanup_strv_free_ char **argv = NULL;
         _cleanup_free_ char *path = NULL;
 
@@ -594,7 +591,8 @@ void runtime_extract_message(const char *out, char *buf, size_t size) {
                 size_t ll = eol ? (size_t)(eol - line) : strlen(line);
                 const char *lvl = memmem(line, ll, "level=", 6);
                 const char *m = memmem(line, ll, "msg=\"", 5);
-                bool error_line = lvl && (strneq(lvl + 6, "error", 5) || strneq(lvl + 6, "fatal", 5));
+                bool error_line =
+                        lvl && (strneq(lvl + 6, "error", 5) || strneq(lvl + 6, "fatal", 5));
                 if (m && error_line) {
                         const char *start = m + 5, *end = line + ll, *p = start;
                         while (p < end && *p != '"') {

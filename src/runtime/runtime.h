@@ -27,11 +27,11 @@ typedef struct Runtime Runtime;
 typedef struct RuntimeOp RuntimeOp;
 
 typedef struct RuntimeOptions {
-        const char *runtime;      /* "runc", "crun" or an absolute path; default "runc" */
-        const char *conmon;       /* default: "conmon" in PATH */
-        const char *run_dir;      /* default /run/nanolet */
-        unsigned max_parallel;    /* runtime/conmon children at once; default 2 x cores */
-        usec_t op_timeout;        /* a runtime command taking longer is killed; default 60 s */
+        const char *runtime;   /* "runc", "crun" or an absolute path; default "runc" */
+        const char *conmon;    /* default: "conmon" in PATH */
+        const char *run_dir;   /* default /run/nanolet */
+        unsigned max_parallel; /* runtime/conmon children at once; default 2 x cores */
+        usec_t op_timeout;     /* a runtime command taking longer is killed; default 60 s */
         bool systemd_cgroup;
 } RuntimeOptions;
 
@@ -46,26 +46,26 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Runtime *, runtime_free)
 typedef void (*runtime_done_t)(Runtime *rt, int r, const Error *err, void *userdata);
 
 typedef struct RuntimeCreateRequest {
-        const char *id;          /* runtime container ID: [a-zA-Z0-9_.-], <= RUNTIME_ID_MAX chars */
-        const char *bundle_dir;  /* holds config.json */
-        const char *log_path;    /* CRI-format log written by conmon (k8s-file) */
+        const char *id;         /* runtime container ID: [a-zA-Z0-9_.-], <= RUNTIME_ID_MAX chars */
+        const char *bundle_dir; /* holds config.json */
+        const char *log_path;   /* CRI-format log written by conmon (k8s-file) */
         bool terminal;
         bool stdin_open;
-        int64_t log_size_max;    /* 0 = unlimited (nanolet rotates itself) */
+        int64_t log_size_max; /* 0 = unlimited (nanolet rotates itself) */
 } RuntimeCreateRequest;
 
 /* Starts conmon, which runs `<runtime> create`; done is called once the
  * container exists (created, not started) with its pid, or with the error. */
 typedef void (*runtime_created_t)(Runtime *rt, int r, pid_t container_pid, pid_t conmon_pid,
                                   const Error *err, void *userdata);
-int runtime_container_create(Runtime *rt, const RuntimeCreateRequest *req,
-                             runtime_created_t done, void *userdata, RuntimeOp **ret_op);
+int runtime_container_create(Runtime *rt, const RuntimeCreateRequest *req, runtime_created_t done,
+                             void *userdata, RuntimeOp **ret_op);
 
 int runtime_container_start(Runtime *rt, const char *id, runtime_done_t done, void *userdata,
                             RuntimeOp **ret_op);
 /* Signals the container's init (all=false) or every process (all=true). */
-int runtime_container_kill(Runtime *rt, const char *id, int signal, bool all,
-                           runtime_done_t done, void *userdata, RuntimeOp **ret_op);
+int runtime_container_kill(Runtime *rt, const char *id, int signal, bool all, runtime_done_t done,
+                           void *userdata, RuntimeOp **ret_op);
 /* `<runtime> delete [--force]`; also removes the exit file and conmon files.
  * A container the runtime no longer knows counts as deleted (r = 0). */
 int runtime_container_delete(Runtime *rt, const char *id, bool force, runtime_done_t done,
@@ -76,18 +76,18 @@ int runtime_container_delete(Runtime *rt, const char *id, bool force, runtime_do
 void runtime_op_cancel(RuntimeOp *op);
 
 typedef enum RuntimeContainerState {
-        RUNTIME_STATE_UNKNOWN,  /* the runtime does not know the ID */
+        RUNTIME_STATE_UNKNOWN, /* the runtime does not know the ID */
         RUNTIME_STATE_CREATED,
         RUNTIME_STATE_RUNNING,
-        RUNTIME_STATE_STOPPED,  /* exited; exit code known from conmon's exit file if present */
+        RUNTIME_STATE_STOPPED, /* exited; exit code known from conmon's exit file if present */
 } RuntimeContainerState;
 
 typedef struct RuntimeContainerStatus {
         RuntimeContainerState state;
-        pid_t pid;              /* container init, 0 if not running */
-        int exit_code;          /* -1 unknown; 128+N for a signal, as kubelet reports */
-        usec_t finished_at;     /* CLOCK_REALTIME from the exit file's mtime; 0 unknown */
-        bool oom_killed;        /* conmon/cgroup reported an OOM kill */
+        pid_t pid;          /* container init, 0 if not running */
+        int exit_code;      /* -1 unknown; 128+N for a signal, as kubelet reports */
+        usec_t finished_at; /* CLOCK_REALTIME from the exit file's mtime; 0 unknown */
+        bool oom_killed;    /* conmon/cgroup reported an OOM kill */
 } RuntimeContainerStatus;
 
 /* Cheap and synchronous (reads files, no child process): the runtime's
@@ -102,8 +102,8 @@ const char *runtime_exits_dir(Runtime *rt);
 
 /* argv for `<runtime> --root ... exec [-t] [-i] id cmd...`, for probes and
  * `nanolet exec`; the caller spawns it. */
-int runtime_exec_argv(Runtime *rt, const char *id, bool tty, bool interactive,
-                      char *const *cmd, char ***ret_argv);
+int runtime_exec_argv(Runtime *rt, const char *id, bool tty, bool interactive, char *const *cmd,
+                      char ***ret_argv);
 
 /* ---- pod sandbox: pinned namespaces (SPEC §6), no pause container ---- */
 
@@ -115,9 +115,9 @@ typedef enum SandboxNamespaces {
 } SandboxNamespaces;
 
 typedef struct SandboxRequest {
-        const char *dir;         /* <run-dir>/ns/<uid>: pins are <dir>/net, <dir>/ipc, <dir>/uts */
-        unsigned namespaces;     /* SandboxNamespaces flags */
-        const char *hostname;    /* set in the new UTS namespace */
+        const char *dir;      /* <run-dir>/ns/<uid>: pins are <dir>/net, <dir>/ipc, <dir>/uts */
+        unsigned namespaces;  /* SandboxNamespaces flags */
+        const char *hostname; /* set in the new UTS namespace */
 } SandboxRequest;
 
 /* Creates and pins the namespaces (a forked helper unshares them; the pins
@@ -126,8 +126,8 @@ typedef struct SandboxRequest {
  * (SANDBOX_NS_PID) or 0. On failure nothing is left mounted. */
 typedef void (*sandbox_created_t)(Runtime *rt, int r, pid_t holder_pid, const Error *err,
                                   void *userdata);
-int sandbox_create(Runtime *rt, const SandboxRequest *req, sandbox_created_t done,
-                   void *userdata, RuntimeOp **ret_op);
+int sandbox_create(Runtime *rt, const SandboxRequest *req, sandbox_created_t done, void *userdata,
+                   RuntimeOp **ret_op);
 /* Unmounts and removes every pin under dir (and kills the PID holder whose
  * pid is recorded in <dir>/holder.pid). Idempotent; synchronous (umount2 with
  * MNT_DETACH does not block). */

@@ -310,8 +310,8 @@ static int ns_root_make_private(Runtime *rt, const char *root, Error *err) {
         bool known = stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT;
         bool mount_root = stx.stx_attributes & STATX_ATTR_MOUNT_ROOT;
         if (known && !mount_root && mount(root, root, NULL, MS_BIND, NULL) < 0)
-                return error_set(err, -errno,
-                                         "Failed to make \"%s\" a bind mount of itself: %m", root);
+                return error_set(err, -errno, "Failed to make \"%s\" a bind mount of itself: %m",
+                                 root);
         if (mount(NULL, root, NULL, MS_PRIVATE, NULL) < 0) {
                 if (!rt->warned_ns_private)
                         log_warning_errno(-errno,
@@ -342,7 +342,7 @@ static int pin_one(const char *dir, const char *name, pid_t pid, Error *err) {
                 int r = -errno;
                 (void)unlink(path);
                 return error_set(err, r, "Failed to pin \"%s\" on \"%s\": %s", src, path,
-                                         strerror(-r));
+                                 strerror(-r));
         }
         return 0;
 }
@@ -356,8 +356,7 @@ static int unpin_one(const char *dir, const char *name, Error *err) {
                 if (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0) {
                         if (errno == EINVAL || errno == ENOENT)
                                 break;
-                        return error_set(err, -errno, "Failed to unmount \"%s\": %m",
-                                                 path);
+                        return error_set(err, -errno, "Failed to unmount \"%s\": %m", path);
                 }
         if (unlink(path) < 0 && errno != ENOENT)
                 return error_set(err, -errno, "Failed to remove \"%s\": %m", path);
@@ -484,7 +483,7 @@ static int sandbox_pin_all(RuntimeOp *op, pid_t helper, pid_t holder) {
                 r = write_file_atomic(f, buf, (size_t)n, 0644);
                 if (r < 0)
                         return error_set(&op->err, r, "Failed to write \"%s\": %s", f,
-                                                 strerror(-r));
+                                         strerror(-r));
         }
         return 0;
 }
@@ -505,23 +504,21 @@ static void sandbox_handle_report(RuntimeOp *op, bool eof) {
                 op->holder_pid = holder;
                 if (op->child_exited) {
                         (void)error_set(&op->err, -ESRCH,
-                                                "Sandbox helper died before its namespaces were "
-                                                "pinned");
+                                        "Sandbox helper died before its namespaces were "
+                                        "pinned");
                 } else if (sandbox_pin_all(op, op->pid, holder) == 0) {
                         if (write(sb->go_fd, "c", 1) == 1)
                                 sb->committed = true;
                         else
                                 (void)error_set(&op->err, -errno,
-                                                        "Failed to commit the sandbox helper: %m");
+                                                "Failed to commit the sandbox helper: %m");
                 }
         } else if (nl && sscanf(sb->buf, "E %d %n", &e, &consumed) >= 1 && consumed > 0) {
                 *nl = 0;
-                (void)error_set(&op->err, e > 0 ? -e : -EIO,
-                                        "Sandbox helper failed: %s: %s", sb->buf + consumed,
-                                        strerror(e > 0 ? e : EIO));
+                (void)error_set(&op->err, e > 0 ? -e : -EIO, "Sandbox helper failed: %s: %s",
+                                sb->buf + consumed, strerror(e > 0 ? e : EIO));
         } else {
-                (void)error_set(&op->err, -EIO,
-                                        "Sandbox helper exited without reporting");
+                (void)error_set(&op->err, -EIO, "Sandbox helper exited without reporting");
         }
         /* Commit sent or not: closing lets the helper exit (abort if not). */
         sb->go_fd = safe_close(sb->go_fd);
@@ -561,9 +558,9 @@ void sandbox_op_child_exited(RuntimeOp *op) {
                 r = error_set(&op->err, -ETIMEDOUT, "Sandbox helper timed out");
         if (r == 0 && (op->child_code != CLD_EXITED || op->child_status != 0))
                 r = error_set(&op->err, -EIO,
-                                      "Sandbox helper failed to hand over to the PID holder "
-                                      "(status %d)",
-                                      op->child_status);
+                              "Sandbox helper failed to hand over to the PID holder "
+                              "(status %d)",
+                              op->child_status);
         if (r == 0 && !sb->committed)
                 r = error_set(&op->err, -EIO, "Sandbox helper exited early");
         if (r < 0) {
@@ -600,8 +597,7 @@ int sandbox_op_start(RuntimeOp *op) {
                 return r;
         if (mkdir(sb->dir, 0755) < 0) {
                 if (errno != EEXIST)
-                        return error_set(&op->err, -errno, "Failed to create \"%s\": %m",
-                                                 sb->dir);
+                        return error_set(&op->err, -errno, "Failed to create \"%s\": %m", sb->dir);
         } else
                 sb->created_dir = true;
 
@@ -633,8 +629,7 @@ int sandbox_op_start(RuntimeOp *op) {
 
         r = runtime_op_watch_child(op, pid);
         if (r >= 0)
-                r = event_add_io(rt->event, &sb->ready_source, sb->ready_fd, EPOLLIN, on_ready,
-                                 op);
+                r = event_add_io(rt->event, &sb->ready_source, sb->ready_fd, EPOLLIN, on_ready, op);
         if (r < 0) {
                 runtime_op_release_child(op);
                 sandbox_undo(op);
@@ -643,14 +638,14 @@ int sandbox_op_start(RuntimeOp *op) {
         return 0;
 }
 
-int sandbox_create(Runtime *rt, const SandboxRequest *req, sandbox_created_t done,
-                   void *userdata, RuntimeOp **ret_op) {
+int sandbox_create(Runtime *rt, const SandboxRequest *req, sandbox_created_t done, void *userdata,
+                   RuntimeOp **ret_op) {
         RuntimeOp *op;
         int r;
 
         if (!rt || !req || isempty(req->dir) || req->dir[0] != '/' ||
-            (req->namespaces & ~(unsigned)(SANDBOX_NS_NET | SANDBOX_NS_IPC | SANDBOX_NS_UTS |
-                                           SANDBOX_NS_PID)))
+            (req->namespaces &
+             ~(unsigned)(SANDBOX_NS_NET | SANDBOX_NS_IPC | SANDBOX_NS_UTS | SANDBOX_NS_PID)))
                 return -EINVAL;
         if (req->hostname && strlen(req->hostname) > 64)
                 return -EINVAL;

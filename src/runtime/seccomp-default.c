@@ -461,23 +461,22 @@ static int check_string_array(json_t *v, const char *where, const char *field,
                 return error_set(err, -EINVAL, "%s: %s: not an array", where, field);
         json_array_foreach(v, i, e) {
                 if (!json_is_string(e))
-                        return error_set(err, -EINVAL, "%s: %s[%zu]: not a string", where,
-                                                 field, i);
+                        return error_set(err, -EINVAL, "%s: %s[%zu]: not a string", where, field,
+                                         i);
                 if (known ? !in_list(known, json_string_value(e))
                           : !arch_known(json_string_value(e)))
-                        return error_set(err, -EINVAL, "%s: %s[%zu]: unknown %s \"%s\"",
-                                                 where, field, i, what, json_string_value(e));
+                        return error_set(err, -EINVAL, "%s: %s[%zu]: unknown %s \"%s\"", where,
+                                         field, i, what, json_string_value(e));
         }
         return 0;
 }
 
 static int check_action(json_t *v, const char *where, const char *field, Error *err) {
         if (!json_is_string(v))
-                return error_set(err, -EINVAL, "%s: %s: missing or not a string", where,
-                                         field);
+                return error_set(err, -EINVAL, "%s: %s: missing or not a string", where, field);
         if (!in_list(known_actions, json_string_value(v)))
-                return error_set(err, -EINVAL, "%s: %s: unknown action \"%s\"", where,
-                                         field, json_string_value(v));
+                return error_set(err, -EINVAL, "%s: %s: unknown action \"%s\"", where, field,
+                                 json_string_value(v));
         return 0;
 }
 
@@ -487,25 +486,22 @@ static int check_syscall(json_t *sc, size_t n, const char *where, Error *err) {
         int k;
 
         if (!json_is_object(sc))
-                return error_set(err, -EINVAL, "%s: syscalls[%zu]: not an object", where,
-                                         n);
+                return error_set(err, -EINVAL, "%s: syscalls[%zu]: not an object", where, n);
         names = json_object_get(sc, "names");
         if (!json_is_array(names) || json_array_size(names) == 0)
-                return error_set(err, -EINVAL, "%s: syscalls[%zu].names: missing or empty",
-                                         where, n);
+                return error_set(err, -EINVAL, "%s: syscalls[%zu].names: missing or empty", where,
+                                 n);
         json_array_foreach(names, i, e) {
                 if (!json_is_string(e))
-                        return error_set(err, -EINVAL,
-                                                 "%s: syscalls[%zu].names[%zu]: not a string",
-                                                 where, n, i);
+                        return error_set(err, -EINVAL, "%s: syscalls[%zu].names[%zu]: not a string",
+                                         where, n, i);
                 /* libseccomp resolves names of every architecture it knows
                  * (with pseudo numbers for syscalls absent on this one), so
                  * only names that exist nowhere fail. */
                 if (seccomp_syscall_resolve_name(json_string_value(e)) == __NR_SCMP_ERROR)
-                        return error_set(
-                                err, -EINVAL,
-                                "%s: syscalls[%zu].names[%zu]: unknown syscall \"%s\"", where, n, i,
-                                json_string_value(e));
+                        return error_set(err, -EINVAL,
+                                         "%s: syscalls[%zu].names[%zu]: unknown syscall \"%s\"",
+                                         where, n, i, json_string_value(e));
         }
 
         char field[64];
@@ -516,37 +512,37 @@ static int check_syscall(json_t *sc, size_t n, const char *where, Error *err) {
         e = json_object_get(sc, "errnoRet");
         if (e && !is_uint(e))
                 return error_set(err, -EINVAL,
-                                         "%s: syscalls[%zu].errnoRet: not a non-negative integer",
-                                         where, n);
+                                 "%s: syscalls[%zu].errnoRet: not a non-negative integer", where,
+                                 n);
 
         args = json_object_get(sc, "args");
         if (args && !json_is_null(args)) {
                 if (!json_is_array(args))
-                        return error_set(err, -EINVAL,
-                                                 "%s: syscalls[%zu].args: not an array", where, n);
+                        return error_set(err, -EINVAL, "%s: syscalls[%zu].args: not an array",
+                                         where, n);
                 json_array_foreach(args, i, e) {
                         json_t *idx = json_object_get(e, "index"), *op = json_object_get(e, "op");
                         json_t *v2 = json_object_get(e, "valueTwo");
 
                         if (!json_is_object(e))
-                                return error_set(
-                                        err, -EINVAL, "%s: syscalls[%zu].args[%zu]: not an object",
-                                        where, n, i);
+                                return error_set(err, -EINVAL,
+                                                 "%s: syscalls[%zu].args[%zu]: not an object",
+                                                 where, n, i);
                         /* syscalls take at most six arguments */
                         if (!is_uint(idx) || json_integer_value(idx) > 5)
-                                return error_set(
-                                        err, -EINVAL, "%s: syscalls[%zu].args[%zu].index: not 0..5",
-                                        where, n, i);
+                                return error_set(err, -EINVAL,
+                                                 "%s: syscalls[%zu].args[%zu].index: not 0..5",
+                                                 where, n, i);
                         if (!is_uint(json_object_get(e, "value")))
                                 return error_set(err, -EINVAL,
-                                                         "%s: syscalls[%zu].args[%zu].value: "
-                                                         "missing or not a non-negative integer",
-                                                         where, n, i);
+                                                 "%s: syscalls[%zu].args[%zu].value: "
+                                                 "missing or not a non-negative integer",
+                                                 where, n, i);
                         if (v2 && !is_uint(v2))
                                 return error_set(err, -EINVAL,
-                                                         "%s: syscalls[%zu].args[%zu].valueTwo: "
-                                                         "not a non-negative integer",
-                                                         where, n, i);
+                                                 "%s: syscalls[%zu].args[%zu].valueTwo: "
+                                                 "not a non-negative integer",
+                                                 where, n, i);
                         if (!json_is_string(op) || !in_list(known_ops, json_string_value(op)))
                                 return error_set(
                                         err, -EINVAL,
@@ -582,8 +578,8 @@ int seccomp_profile_validate(json_t *profile, const char *where, json_t **ret, E
                 return k;
         v = json_object_get(profile, "defaultErrnoRet");
         if (v && !is_uint(v))
-                return error_set(err, -EINVAL,
-                                         "%s: defaultErrnoRet: not a non-negative integer", where);
+                return error_set(err, -EINVAL, "%s: defaultErrnoRet: not a non-negative integer",
+                                 where);
         v = json_object_get(profile, "architectures");
         if (v && !json_is_null(v)) {
                 k = check_string_array(v, where, "architectures", NULL, "architecture", err);
@@ -635,22 +631,20 @@ int seccomp_profile_load(const char *path, json_t **ret, Error *err) {
         assert(ret);
 
         if (isempty(path))
-                return error_set(err, -EINVAL,
-                                         "seccompProfile: Localhost without a profile path");
+                return error_set(err, -EINVAL, "seccompProfile: Localhost without a profile path");
         where = strprintf("seccomp profile \"%s\"", path);
         if (!where)
                 return error_set(err, -ENOMEM, "out of memory");
 
         k = read_full_file_at(AT_FDCWD, path, SECCOMP_PROFILE_MAX, &data, &size);
         if (k == -EFBIG)
-                return error_set(err, k, "%s: larger than %d bytes", where,
-                                         SECCOMP_PROFILE_MAX);
+                return error_set(err, k, "%s: larger than %d bytes", where, SECCOMP_PROFILE_MAX);
         if (k < 0)
                 return error_set(err, k, "%s: cannot read: %s", where, strerror(-k));
 
         j = json_loadb(data, size, JSON_REJECT_DUPLICATES, &jerr);
         if (!j)
-                return error_set(err, -EINVAL, "%s: line %d, column %d: %s", where,
-                                         jerr.line, jerr.column, jerr.text);
+                return error_set(err, -EINVAL, "%s: line %d, column %d: %s", where, jerr.line,
+                                 jerr.column, jerr.text);
         return seccomp_profile_validate(j, where, ret, err);
 }

@@ -17,7 +17,8 @@ typedef enum SourceEventType {
         SOURCE_EVENT_ADD,    /* a new pod is wanted */
         SOURCE_EVENT_UPDATE, /* pod namespace/name now has a new UID: old_uid is replaced by uid */
         SOURCE_EVENT_REMOVE, /* pod uid is no longer wanted */
-        SOURCE_EVENT_ERROR,  /* an origin has problems (errors->n_errors > 0) or no longer has (== 0) */
+        SOURCE_EVENT_ERROR, /* an origin has problems (errors->n_errors > 0) or no longer has (== 0)
+                             */
         _SOURCE_EVENT_MAX,
         _SOURCE_EVENT_INVALID = -22,
 } SourceEventType;
@@ -81,12 +82,12 @@ int source_parse_manifest(const char *buf, size_t size, const ManifestParseOptio
 typedef struct DirSource DirSource;
 
 typedef struct DirSourceOptions {
-        const char *path;           /* directory or single file */
+        const char *path; /* directory or single file */
         const char *node_name;
-        usec_t check_frequency;     /* full rescan period; default 20 s */
-        usec_t debounce;            /* removal debounce; default 500 ms, max 1 s */
-        size_t max_file_size;       /* default 10 MiB */
-        bool allow_insecure;        /* skip the owner/mode trust check */
+        usec_t check_frequency; /* full rescan period; default 20 s */
+        usec_t debounce;        /* removal debounce; default 500 ms, max 1 s */
+        size_t max_file_size;   /* default 10 MiB */
+        bool allow_insecure;    /* skip the owner/mode trust check */
 } DirSourceOptions;
 
 int dir_source_new(DirSource **ret, Event *e, PodConfig *config, const DirSourceOptions *opts);
@@ -111,11 +112,11 @@ typedef struct UrlSource UrlSource;
 
 typedef struct UrlSourceOptions {
         const char *url;
-        char *const *headers;       /* "Key: Value" strings; may be NULL */
+        char *const *headers; /* "Key: Value" strings; may be NULL */
         const char *node_name;
-        usec_t check_frequency;     /* default 20 s */
-        usec_t timeout;             /* default 10 s */
-        size_t max_body;            /* default 10 MiB */
+        usec_t check_frequency; /* default 20 s */
+        usec_t timeout;         /* default 10 s */
+        size_t max_body;        /* default 10 MiB */
         /* Called once, when the first fetch has finished (whatever its
          * outcome): from then on the URL's pods are known. */
         void (*synced)(void *userdata);
@@ -145,8 +146,7 @@ unsigned url_source_get_error_count(UrlSource *s);
  * opts->max_body bytes (0: the default); only url, node_name and max_body of
  * opts are read. seen stamps the objects. On failure diag holds at least one
  * error, and the caller keeps its current pods. */
-int url_source_parse_body(const UrlSourceOptions *opts, const char *body, size_t size,
-                          usec_t seen, ManifestObject ***ret_objs, size_t *ret_n,
-                          Diagnostics *diag);
+int url_source_parse_body(const UrlSourceOptions *opts, const char *body, size_t size, usec_t seen,
+                          ManifestObject ***ret_objs, size_t *ret_n, Diagnostics *diag);
 UrlSource *url_source_free(UrlSource *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(UrlSource *, url_source_free)

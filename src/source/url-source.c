@@ -497,7 +497,8 @@ static int url_source_start_request(UrlSource *s, const char *url) {
         int r = s->n_redirects == 0 ? 1 : url_same_origin(s->url, url);
         if (r == 0 && s->headers)
                 log_debug("Manifest URL \"%s\" redirects to \"%s\", another origin: its headers "
-                          "are not sent there.", s->url, url);
+                          "are not sent there.",
+                          s->url, url);
         _cleanup_curl_slist_ struct curl_slist *hdrs = NULL;
         r = url_source_build_headers(s, r > 0, &hdrs);
         if (r < 0)

@@ -11,8 +11,7 @@
 
 static int result = -1;
 
-static void on_done(CniRunner *runner, int r, CniResult *res, const CniError *err,
-                    void *userdata) {
+static void on_done(CniRunner *runner, int r, CniResult *res, const CniError *err, void *userdata) {
         Event *e = userdata;
         if (r < 0) {
                 char *m = cni_error_to_string(err);
@@ -32,7 +31,8 @@ static void on_done(CniRunner *runner, int r, CniResult *res, const CniError *er
 
 int main(int argc, char **argv) {
         if (argc != 7) {
-                fprintf(stderr, "usage: cni-tool add|del|check CONF_DIR CACHE_DIR BIN_DIRS ID NETNS\n");
+                fprintf(stderr,
+                        "usage: cni-tool add|del|check CONF_DIR CACHE_DIR BIN_DIRS ID NETNS\n");
                 return 2;
         }
         Event *e = NULL;
@@ -44,12 +44,15 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "cni-tool: %s\n", err.base.message);
                 return 1;
         }
-        CniRunnerOptions o = { .bin_dirs = argv[4], .cache_dir = argv[3],
+        CniRunnerOptions o = { .bin_dirs = argv[4],
+                               .cache_dir = argv[3],
                                .plugin_timeout = 30 * USEC_PER_SEC };
         if (event_new(&e) < 0 || cni_runner_new(e, &o, &runner) < 0)
                 return 1;
-        CniRequest req = { .container_id = argv[5], .netns = argv[6],
-                           .pod_namespace = "default", .pod_name = argv[5],
+        CniRequest req = { .container_id = argv[5],
+                           .netns = argv[6],
+                           .pod_namespace = "default",
+                           .pod_name = argv[5],
                            .pod_uid = argv[5] };
         if (strcmp(argv[1], "add") == 0)
                 r = cni_add(runner, config, &req, on_done, e, NULL);

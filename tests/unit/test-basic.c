@@ -258,7 +258,8 @@ static void test_fileio_disk_full(void **state) {
                 skip();
         _cleanup_free_ char *path = strprintf("%s/pod.json", dir);
         _cleanup_free_ char *filler = strprintf("%s/filler", dir);
-        assert_int_equal(write_file_atomic(path, "{\"old\": true}", strlen("{\"old\": true}"), 0600), 0);
+        assert_int_equal(
+                write_file_atomic(path, "{\"old\": true}", strlen("{\"old\": true}"), 0600), 0);
 
         /* Fill the file system to the last block. */
         int fd = open(filler, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
@@ -503,9 +504,11 @@ static void test_container_id_valid(void **state) {
 static void test_hash(void **state) {
         char hex[65];
         assert_int_equal(sha256_hex("abc", 3, hex), 0);
-        assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_string_equal(hex,
+                            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
         assert_int_equal(sha256_hex("", 0, hex), 0);
-        assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        assert_string_equal(hex,
+                            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
 
 static void test_log_errno(void **state) {
@@ -521,9 +524,7 @@ static void test_log_errno(void **state) {
 static void test_cleanup(void **state) {
         int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         assert_true(fd >= 0);
-        {
-                _cleanup_close_ _unused_ int owned = fd;
-        }
+        { _cleanup_close_ _unused_ int owned = fd; }
         assert_int_equal(fcntl(fd, F_GETFD), -1); /* closed by the scope */
         int kept;
         {

@@ -59,7 +59,7 @@ static void test_v1(void **state) {
         assert_false(exists(root, "memory/nanolet/podA"));
         assert_false(exists(root, "cpu,cpuacct/nanolet/podA"));
         assert_true(exists(root, "memory/nanolet/podB")); /* other pods untouched */
-        assert_true(exists(root, "memory/nanolet"));     /* the shared parent stays */
+        assert_true(exists(root, "memory/nanolet"));      /* the shared parent stays */
         /* idempotent */
         assert_int_equal(runtime_cgroup_remove(root, "/nanolet/podA"), 0);
         rm_root(root);

@@ -76,8 +76,11 @@ static void test_attempt_record(void **state) {
         assert_null(rec.reason);
         attempt_record_done(&rec);
 
-        AttemptRecord exited = { .started_at = 100, .finished_at = 250, .exit_code = 137,
-                                 .reason = "Error", .message = "bye" };
+        AttemptRecord exited = { .started_at = 100,
+                                 .finished_at = 250,
+                                 .exit_code = 137,
+                                 .reason = "Error",
+                                 .message = "bye" };
         assert_int_equal(attempt_record_write(dir, &exited), 0);
         assert_int_equal(attempt_record_read(dir, &rec), 0);
         assert_int_equal(rec.finished_at, 250);

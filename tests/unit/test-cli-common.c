@@ -96,7 +96,7 @@ typedef struct StatusCase {
 
 #define RUNNING_READY(n)                                                                           \
         "{\"name\":\"" n "\",\"ready\":true,\"restartCount\":0,\"state\":{\"running\":{"           \
-                         "\"startedAt\":\"2024-05-01T10:00:00Z\"}}}"
+        "\"startedAt\":\"2024-05-01T10:00:00Z\"}}}"
 
 static const StatusCase status_cases[] = {
         { "running",

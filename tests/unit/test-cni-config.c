@@ -43,8 +43,8 @@ static void drop_dir(char *d) {
 }
 
 static void test_default_matches_contrib(void **state) {
-        _cleanup_free_ char *path = strprintf("%s/../contrib/cni/10-nanolet.conflist",
-                                              TEST_DATA_DIR);
+        _cleanup_free_ char *path =
+                strprintf("%s/../contrib/cni/10-nanolet.conflist", TEST_DATA_DIR);
         _cleanup_free_ char *data = NULL;
         size_t size;
         assert_int_equal(read_full_file_at(AT_FDCWD, path, 1 << 20, &data, &size), 0);
@@ -66,12 +66,12 @@ static void test_default_matches_contrib(void **state) {
 
         assert_int_equal(cni_config_new_default("10.99.0.0/24", &c, &err), 0);
         json_t *sub = json_object_get(
-                json_array_get(json_array_get(json_object_get(
-                                                      json_object_get(cni_config_plugin(c, 0),
-                                                                      "ipam"),
-                                                      "ranges"),
-                                              0),
-                               0),
+                json_array_get(
+                        json_array_get(
+                                json_object_get(json_object_get(cni_config_plugin(c, 0), "ipam"),
+                                                "ranges"),
+                                0),
+                        0),
                 "subnet");
         assert_string_equal(json_string_value(sub), "10.99.0.0/24");
         cni_config_unref(c);
@@ -99,8 +99,9 @@ static void test_load_dir(void **state) {
         put(d, ".00-hidden.conflist", "not json");
         put(d, "20-b.conflist",
             "{\"cniVersion\":\"0.4.0\",\"name\":\"b\",\"plugins\":[{\"type\":\"bridge\"}]}");
-        put(d, "10-a.conf", "{\"cniVersion\":\"1.0.0\",\"name\":\"a\",\"type\":\"ptp\","
-                            "\"disableCheck\":true}");
+        put(d, "10-a.conf",
+            "{\"cniVersion\":\"1.0.0\",\"name\":\"a\",\"type\":\"ptp\","
+            "\"disableCheck\":true}");
         assert_int_equal(cni_config_load(d, NULL, &c, &err), 0);
         assert_string_equal(cni_config_name(c), "a");
         assert_true(endswith(cni_config_origin(c), "/10-a.conf"));
@@ -165,7 +166,9 @@ static void test_stdin(void **state) {
 
         CniPortMapping pm[] = {
                 { .host_port = 8080, .container_port = 80, .protocol = CNI_PROTOCOL_TCP },
-                { .host_port = 53, .container_port = 53, .protocol = CNI_PROTOCOL_UDP,
+                { .host_port = 53,
+                  .container_port = 53,
+                  .protocol = CNI_PROTOCOL_UDP,
                   .host_ip = "127.0.0.1" },
         };
         json_t *pmj = cni_port_mappings_to_json(pm, 2);
@@ -194,7 +197,8 @@ static void test_stdin(void **state) {
         json_t *m = json_object_get(rc, "portMappings");
         assert_int_equal(json_array_size(m), 2);
         json_t *expect = json_loads("{\"hostPort\":53,\"containerPort\":53,\"protocol\":\"udp\","
-                                    "\"hostIP\":\"127.0.0.1\"}", 0, NULL);
+                                    "\"hostIP\":\"127.0.0.1\"}",
+                                    0, NULL);
         assert_true(json_equal(json_array_get(m, 1), expect));
         json_decref(expect);
         json_decref(o);
@@ -254,10 +258,10 @@ static void test_find_plugin(void **state) {
 
 static void test_default_route(void **state) {
         (void)state;
-        const char *table =
-                "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
-                "nlt1\t0000CA0A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n"
-                "ens4\t00000000\t0100000A\t0003\t0\t0\t100\t00000000\t0\t0\t0\n";
+        const char *table = "Iface\tDestination\tGateway "
+                            "\tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+                            "nlt1\t0000CA0A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n"
+                            "ens4\t00000000\t0100000A\t0003\t0\t0\t100\t00000000\t0\t0\t0\n";
         char iface[16];
         assert_int_equal(node_default_route_interface(table, iface), 0);
         assert_string_equal(iface, "ens4");

@@ -16,7 +16,8 @@
 #include "strv.h"
 
 static const char result_031[] =
-        "{\"cniVersion\":\"0.3.1\",\"interfaces\":[{\"name\":\"cni0\",\"mac\":\"aa:bb:cc:dd:ee:01\"},"
+        "{\"cniVersion\":\"0.3.1\",\"interfaces\":[{\"name\":\"cni0\",\"mac\":\"aa:bb:cc:dd:ee:"
+        "01\"},"
         "{\"name\":\"veth1\",\"mac\":\"aa:bb:cc:dd:ee:02\"},"
         "{\"name\":\"eth0\",\"mac\":\"aa:bb:cc:dd:ee:03\",\"sandbox\":\"/run/netns/x\"}],"
         "\"ips\":[{\"version\":\"4\",\"interface\":2,\"address\":\"10.22.0.5/16\","
@@ -31,7 +32,8 @@ static const char result_040[] =
         "\"search\":[\"svc.cluster.local\"],\"options\":[\"ndots:5\"]}}";
 
 static const char result_100[] =
-        "{\"cniVersion\":\"1.0.0\",\"interfaces\":[{\"name\":\"nlt0\",\"mac\":\"aa:bb:cc:dd:ee:01\"},"
+        "{\"cniVersion\":\"1.0.0\",\"interfaces\":[{\"name\":\"nlt0\",\"mac\":\"aa:bb:cc:dd:ee:"
+        "01\"},"
         "{\"name\":\"eth0\",\"mac\":\"aa:bb:cc:dd:ee:03\",\"sandbox\":\"/run/netns/x\"}],"
         "\"ips\":[{\"interface\":0,\"address\":\"10.22.0.1/16\"},"
         "{\"interface\":1,\"address\":\"10.22.0.7/16\",\"gateway\":\"10.22.0.1\"}],"
@@ -156,8 +158,8 @@ static void test_error_object(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_031),        cmocka_unit_test(test_040),
-                cmocka_unit_test(test_100),        cmocka_unit_test(test_bad),
+                cmocka_unit_test(test_031),          cmocka_unit_test(test_040),
+                cmocka_unit_test(test_100),          cmocka_unit_test(test_bad),
                 cmocka_unit_test(test_error_object),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -50,12 +50,12 @@ static const char fake_plugin[] =
         "[ \"$CNI_COMMAND\" = ADD ] && cat $d/result-$n\n"
         "exit 0\n";
 
-#define RESULT_A                                                                               \
-        "{\"cniVersion\":\"1.0.0\",\"interfaces\":[{\"name\":\"eth0\",\"sandbox\":\"/ns\"}],"  \
+#define RESULT_A                                                                                   \
+        "{\"cniVersion\":\"1.0.0\",\"interfaces\":[{\"name\":\"eth0\",\"sandbox\":\"/ns\"}],"      \
         "\"ips\":[{\"interface\":0,\"address\":\"10.9.0.2/24\"}]}"
-#define RESULT_B                                                                               \
-        "{\"cniVersion\":\"1.0.0\",\"interfaces\":[{\"name\":\"eth0\",\"sandbox\":\"/ns\"}],"  \
-        "\"ips\":[{\"interface\":0,\"address\":\"10.9.0.2/24\",\"gateway\":\"10.9.0.1\"}],"     \
+#define RESULT_B                                                                                   \
+        "{\"cniVersion\":\"1.0.0\",\"interfaces\":[{\"name\":\"eth0\",\"sandbox\":\"/ns\"}],"      \
+        "\"ips\":[{\"interface\":0,\"address\":\"10.9.0.2/24\",\"gateway\":\"10.9.0.1\"}],"        \
         "\"dns\":{\"nameservers\":[\"10.9.0.1\"]}}"
 
 static void put(Fixture *f, const char *name, const char *content) {
@@ -93,7 +93,9 @@ static void use_config(Fixture *f, const char *version, const char *plugins) {
 static void make_runner(Fixture *f, usec_t timeout) {
         f->runner = cni_runner_free(f->runner);
         CniRunnerOptions o = {
-                .bin_dirs = f->bin, .cache_dir = f->cache, .plugin_timeout = timeout,
+                .bin_dirs = f->bin,
+                .cache_dir = f->cache,
+                .plugin_timeout = timeout,
         };
         assert_int_equal(cni_runner_new(f->event, &o, &f->runner), 0);
 }
@@ -147,7 +149,7 @@ static void on_done(CniRunner *runner, int r, CniResult *result, const CniError 
         f->err.base = err->base;
         f->err.code = err->code;
         f->err.plugin = err->plugin ? strdup(err->plugin) : NULL;
-                f->err.details = err->details ? strdup(err->details) : NULL;
+        f->err.details = err->details ? strdup(err->details) : NULL;
 }
 
 static void wait_done(Fixture *f) {
@@ -164,8 +166,12 @@ static CniRequest request(Fixture *f) {
                 { .host_port = 8080, .container_port = 80, .protocol = CNI_PROTOCOL_TCP },
         };
         return (CniRequest){
-                .container_id = "pod-1", .netns = f->netns, .pod_namespace = "default",
-                .pod_name = "web", .pod_uid = "uid-1", .port_mappings = pm,
+                .container_id = "pod-1",
+                .netns = f->netns,
+                .pod_namespace = "default",
+                .pod_name = "web",
+                .pod_uid = "uid-1",
+                .port_mappings = pm,
                 .n_port_mappings = 1,
         };
 }
@@ -207,13 +213,13 @@ static void test_add_del(void **state) {
         assert_null(json_object_get(in1, "runtimeConfig"));
         assert_string_equal(json_string_value(json_object_get(in1, "name")), "test");
         assert_true(json_equal(json_object_get(in2, "prevResult"), a));
-        assert_int_equal(json_integer_value(json_object_get(
-                                 json_array_get(json_object_get(json_object_get(in2,
-                                                                                "runtimeConfig"),
-                                                                "portMappings"),
-                                                0),
-                                 "hostPort")),
-                         8080);
+        assert_int_equal(
+                json_integer_value(json_object_get(
+                        json_array_get(json_object_get(json_object_get(in2, "runtimeConfig"),
+                                                       "portMappings"),
+                                       0),
+                        "hostPort")),
+                8080);
         json_decref(in1);
         json_decref(in2);
 
@@ -284,8 +290,9 @@ static void test_error_object_and_cleanup(void **state) {
         Fixture *f = *state;
         CniRequest req = request(f);
 
-        put(f, "fail-ADD-p2", "{\"cniVersion\":\"1.0.0\",\"code\":11,\"msg\":\"no luck\","
-                              "\"details\":\"range full\"}");
+        put(f, "fail-ADD-p2",
+            "{\"cniVersion\":\"1.0.0\",\"code\":11,\"msg\":\"no luck\","
+            "\"details\":\"range full\"}");
         assert_int_equal(cni_add(f->runner, f->config, &req, on_done, f, NULL), 0);
         wait_done(f);
         assert_int_equal(f->r, -EIO);
@@ -448,7 +455,9 @@ static void test_queue_cancel_free(void **state) {
         bad = req;
         bad.netns = NULL;
         assert_int_equal(cni_add(f->runner, f->config, &bad, on_done, f, NULL), -EINVAL);
-        CniPortMapping pm = { .host_port = 1, .container_port = 1, .protocol = CNI_PROTOCOL_TCP,
+        CniPortMapping pm = { .host_port = 1,
+                              .container_port = 1,
+                              .protocol = CNI_PROTOCOL_TCP,
                               .host_ip = "bogus" };
         bad = req;
         bad.port_mappings = &pm;
@@ -461,8 +470,9 @@ static void test_version_040(void **state) {
 
         /* 0.3.1: no CHECK, no prevResult on DEL. */
         use_config(f, "0.3.1", "{\"type\":\"p1\"}");
-        put(f, "result-p1", "{\"cniVersion\":\"0.3.1\",\"ips\":[{\"version\":\"4\","
-                            "\"address\":\"10.9.0.3/24\"}]}");
+        put(f, "result-p1",
+            "{\"cniVersion\":\"0.3.1\",\"ips\":[{\"version\":\"4\","
+            "\"address\":\"10.9.0.3/24\"}]}");
         assert_int_equal(cni_add(f->runner, f->config, &req, on_done, f, NULL), 0);
         wait_done(f);
         assert_int_equal(f->r, 0);

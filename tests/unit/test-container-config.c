@@ -45,8 +45,8 @@ typedef struct Fixture {
 static const ConfigMap *fx_cm(void *u, const char *ns, const char *name) {
         Fixture *f = u;
         for (size_t i = 0; i < f->n; i++)
-                if (f->objs[i]->kind == MANIFEST_KIND_CONFIGMAP && streq(f->objs[i]->namespace, ns) &&
-                    streq(f->objs[i]->name, name))
+                if (f->objs[i]->kind == MANIFEST_KIND_CONFIGMAP &&
+                    streq(f->objs[i]->namespace, ns) && streq(f->objs[i]->name, name))
                         return f->objs[i]->configmap;
         return NULL;
 }
@@ -76,7 +76,9 @@ static char *pathj(const char *a, const char *b) {
 static void fx_init(Fixture *f, const char *yaml) {
         *f = (Fixture){};
         ManifestParseOptions o = {
-                .filename = "t.yaml", .node_name = "node1", .source_id = "file:/x",
+                .filename = "t.yaml",
+                .node_name = "node1",
+                .source_id = "file:/x",
                 .config_source = "file",
         };
         Diagnostics d;
@@ -115,8 +117,11 @@ static void fx_init(Fixture *f, const char *yaml) {
                    "audio:x:29:app\n");
         free(etc);
 
-        f->node = (PodNodeInfo){ .node_name = "node1", .pod_uid = uid, .cpu_count = 4,
-                                 .memory_bytes = 8ULL << 30, .ephemeral_storage_bytes = 100ULL << 30 };
+        f->node = (PodNodeInfo){ .node_name = "node1",
+                                 .pod_uid = uid,
+                                 .cpu_count = 4,
+                                 .memory_bytes = 8ULL << 30,
+                                 .ephemeral_storage_bytes = 100ULL << 30 };
         f->lookup = (PodObjectLookup){ fx_cm, fx_secret, f };
         f->ctx = (ContainerBuildContext){
                 .pod = f->pod,
@@ -210,15 +215,15 @@ static const RuntimeMount *mount_at(const RuntimeContainerConfig *c, const char 
 }
 
 #define POD_HEAD                                                                                   \
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: prod\n"                    \
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: prod\n"                   \
         "  labels: {app: web}\n  annotations: {team: blue}\nspec:\n"
 
 /* ---- argv ---- */
 
 static void run_argv(const char *container, char **ep, char **cmd, const char *first, ...) {
         Fixture f;
-        char *yaml = strprintf(POD_HEAD "  containers:\n  - name: c\n    image: busybox\n%s",
-                               container);
+        char *yaml =
+                strprintf(POD_HEAD "  containers:\n  - name: c\n    image: busybox\n%s", container);
         fx_init(&f, yaml);
         f.img.entrypoint = ep;
         f.img.cmd = cmd;
@@ -292,13 +297,15 @@ static const char *lookup_v(const char *name, void *userdata) {
 static void test_expand_edge_cases(void **state) {
         (void)state;
         char *out;
-        assert_int_equal(kube_expand("$(unterminated", lookup_v, NULL, EXPANSION_MAX_VALUE, &out), 0);
+        assert_int_equal(kube_expand("$(unterminated", lookup_v, NULL, EXPANSION_MAX_VALUE, &out),
+                         0);
         assert_string_equal(out, "$(unterminated");
         free(out);
         assert_int_equal(kube_expand("a$", lookup_v, NULL, EXPANSION_MAX_VALUE, &out), 0);
         assert_string_equal(out, "a$");
         free(out);
-        assert_int_equal(kube_expand("$x$$$$(V)$(V)$()", lookup_v, NULL, EXPANSION_MAX_VALUE, &out), 0);
+        assert_int_equal(kube_expand("$x$$$$(V)$(V)$()", lookup_v, NULL, EXPANSION_MAX_VALUE, &out),
+                         0);
         assert_string_equal(out, "$x$$(V)val$()");
         free(out);
 }
@@ -326,12 +333,13 @@ static void test_expand_bounded(void **state) {
         for (size_t i = 0; i < 256; i++)
                 strcat(refs, "$(A)");
         char *yaml = strprintf(
-                POD_HEAD "  containers:\n  - name: c\n    image: busybox\n    command: [x]\n"
-                         "    env:\n"
-                         "    - {name: A, valueFrom: {configMapKeyRef: {name: big, key: k}}}\n"
-                         "    - {name: B, value: '%s'}\n"
-                         "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: prod}\n"
-                         "data: {k: %s}\n",
+                POD_HEAD
+                "  containers:\n  - name: c\n    image: busybox\n    command: [x]\n"
+                "    env:\n"
+                "    - {name: A, valueFrom: {configMapKeyRef: {name: big, key: k}}}\n"
+                "    - {name: B, value: '%s'}\n"
+                "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: prod}\n"
+                "data: {k: %s}\n",
                 refs, big);
         fx_init(&f, yaml);
         assert_int_equal(fx_build(&f), -E2BIG);
@@ -343,12 +351,13 @@ static void test_expand_bounded(void **state) {
 
         /* the same in args */
         yaml = strprintf(
-                POD_HEAD "  containers:\n  - name: c\n    image: busybox\n    command: [x]\n"
-                         "    args: [a, '%s']\n"
-                         "    env:\n"
-                         "    - {name: A, valueFrom: {configMapKeyRef: {name: big, key: k}}}\n"
-                         "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: prod}\n"
-                         "data: {k: %s}\n",
+                POD_HEAD
+                "  containers:\n  - name: c\n    image: busybox\n    command: [x]\n"
+                "    args: [a, '%s']\n"
+                "    env:\n"
+                "    - {name: A, valueFrom: {configMapKeyRef: {name: big, key: k}}}\n"
+                "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: prod}\n"
+                "data: {k: %s}\n",
                 refs, big);
         fx_init(&f, yaml);
         assert_int_equal(fx_build(&f), -E2BIG);
@@ -365,12 +374,13 @@ static void test_expand_bounded(void **state) {
                 env = e;
         }
         yaml = strprintf(
-                POD_HEAD "  containers:\n  - name: c\n    image: busybox\n    command: [x]\n"
-                         "    env:\n"
-                         "    - {name: A, valueFrom: {configMapKeyRef: {name: big, key: k}}}\n"
-                         "%s"
-                         "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: prod}\n"
-                         "data: {k: %s}\n",
+                POD_HEAD
+                "  containers:\n  - name: c\n    image: busybox\n    command: [x]\n"
+                "    env:\n"
+                "    - {name: A, valueFrom: {configMapKeyRef: {name: big, key: k}}}\n"
+                "%s"
+                "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: prod}\n"
+                "data: {k: %s}\n",
                 env, big);
         fx_init(&f, yaml);
         assert_int_equal(fx_build(&f), -E2BIG);
@@ -385,21 +395,25 @@ static void test_expand_bounded(void **state) {
 static void test_env_field_refs(void **state) {
         (void)state;
         Fixture f;
-        fx_init(&f, POD_HEAD "  containers:\n  - name: c\n    image: busybox\n    command: [x]\n"
-                             "    resources: {limits: {memory: 256Mi}, requests: {cpu: 250m}}\n"
-                             "    env:\n"
-                             "    - {name: NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}\n"
-                             "    - {name: NS, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}\n"
-                             "    - {name: U, valueFrom: {fieldRef: {fieldPath: metadata.uid}}}\n"
-                             "    - {name: L, valueFrom: {fieldRef: {fieldPath: \"metadata.labels['app']\"}}}\n"
-                             "    - {name: AN, valueFrom: {fieldRef: {fieldPath: \"metadata.annotations['team']\"}}}\n"
-                             "    - {name: NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}\n"
-                             "    - {name: IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}\n"
-                             "    - {name: IPS, valueFrom: {fieldRef: {fieldPath: status.podIPs}}}\n"
-                             "    - {name: HIP, valueFrom: {fieldRef: {fieldPath: status.hostIP}}}\n"
-                             "    - {name: MEM, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}}\n"
-                             "    - {name: CPU, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}\n"
-                             "    - {name: RCPU, valueFrom: {resourceFieldRef: {resource: requests.cpu, divisor: 1m}}}\n");
+        fx_init(&f, POD_HEAD
+                "  containers:\n  - name: c\n    image: busybox\n    command: [x]\n"
+                "    resources: {limits: {memory: 256Mi}, requests: {cpu: 250m}}\n"
+                "    env:\n"
+                "    - {name: NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}\n"
+                "    - {name: NS, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}\n"
+                "    - {name: U, valueFrom: {fieldRef: {fieldPath: metadata.uid}}}\n"
+                "    - {name: L, valueFrom: {fieldRef: {fieldPath: \"metadata.labels['app']\"}}}\n"
+                "    - {name: AN, valueFrom: {fieldRef: {fieldPath: "
+                "\"metadata.annotations['team']\"}}}\n"
+                "    - {name: NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}\n"
+                "    - {name: IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}\n"
+                "    - {name: IPS, valueFrom: {fieldRef: {fieldPath: status.podIPs}}}\n"
+                "    - {name: HIP, valueFrom: {fieldRef: {fieldPath: status.hostIP}}}\n"
+                "    - {name: MEM, valueFrom: {resourceFieldRef: {resource: limits.memory, "
+                "divisor: 1Mi}}}\n"
+                "    - {name: CPU, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}\n"
+                "    - {name: RCPU, valueFrom: {resourceFieldRef: {resource: requests.cpu, "
+                "divisor: 1m}}}\n");
         char *ips[] = { "10.86.0.5", "fd00::5", NULL };
         char *hips[] = { "192.168.1.2", NULL };
         f.node.pod_ips = ips;
@@ -421,26 +435,29 @@ static void test_env_field_refs(void **state) {
 }
 
 #define CM_SECRET                                                                                  \
-        "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg, namespace: prod}\n"            \
-        "data: {level: debug, '1st': one, mode: fast}\n"                                    \
-        "---\napiVersion: v1\nkind: Secret\nmetadata: {name: sec, namespace: prod}\n"               \
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg, namespace: prod}\n"           \
+        "data: {level: debug, '1st': one, mode: fast}\n"                                           \
+        "---\napiVersion: v1\nkind: Secret\nmetadata: {name: sec, namespace: prod}\n"              \
         "stringData: {password: hunter2, token: abc}\n"
 
 static void test_env_configmap_secret(void **state) {
         (void)state;
         Fixture f;
-        fx_init(&f, POD_HEAD "  containers:\n  - name: c\n    image: busybox\n    command: [x]\n"
-                             "    envFrom:\n"
-                             "    - {configMapRef: {name: cfg}, prefix: CFG_}\n"
-                             "    - {secretRef: {name: sec}}\n"
-                             "    - {configMapRef: {name: absent, optional: true}}\n"
-                             "    - {configMapRef: {name: cfg}}\n"
-                             "    env:\n"
-                             "    - {name: LVL, valueFrom: {configMapKeyRef: {name: cfg, key: level}}}\n"
-                             "    - {name: PW, valueFrom: {secretKeyRef: {name: sec, key: password}}}\n"
-                             "    - {name: OPT, valueFrom: {secretKeyRef: {name: sec, key: nokey, optional: true}}}\n"
-                             "    - {name: OPT2, valueFrom: {configMapKeyRef: {name: absent, key: k, optional: true}}}\n"
-                             "    - {name: X, value: '$(CFG_mode)/$(token)'}\n" CM_SECRET);
+        fx_init(&f, POD_HEAD
+                "  containers:\n  - name: c\n    image: busybox\n    command: [x]\n"
+                "    envFrom:\n"
+                "    - {configMapRef: {name: cfg}, prefix: CFG_}\n"
+                "    - {secretRef: {name: sec}}\n"
+                "    - {configMapRef: {name: absent, optional: true}}\n"
+                "    - {configMapRef: {name: cfg}}\n"
+                "    env:\n"
+                "    - {name: LVL, valueFrom: {configMapKeyRef: {name: cfg, key: level}}}\n"
+                "    - {name: PW, valueFrom: {secretKeyRef: {name: sec, key: password}}}\n"
+                "    - {name: OPT, valueFrom: {secretKeyRef: {name: sec, key: nokey, optional: "
+                "true}}}\n"
+                "    - {name: OPT2, valueFrom: {configMapKeyRef: {name: absent, key: k, optional: "
+                "true}}}\n"
+                "    - {name: X, value: '$(CFG_mode)/$(token)'}\n" CM_SECRET);
         fx_build_ok(&f);
         assert_string_equal(env_get(&f.c, "CFG_level"), "debug");
         assert_string_equal(env_get(&f.c, "CFG_1st"), "one");
@@ -462,7 +479,8 @@ static void test_env_configmap_secret(void **state) {
 static void run_env_error(const char *env, int error, const char *msg) {
         Fixture f;
         char *yaml = strprintf(POD_HEAD "  containers:\n  - name: c\n    image: busybox\n"
-                                        "    command: [x]\n%s" CM_SECRET, env);
+                                        "    command: [x]\n%s" CM_SECRET,
+                               env);
         fx_init(&f, yaml);
         assert_int_equal(fx_build(&f), error);
         assert_string_equal(f.err.message, msg);
@@ -472,12 +490,15 @@ static void run_env_error(const char *env, int error, const char *msg) {
 
 static void test_env_missing_refs(void **state) {
         (void)state;
-        run_env_error("    env:\n    - {name: A, valueFrom: {configMapKeyRef: {name: nope, key: k}}}\n",
-                      -ENOENT, "configmap \"nope\" not found");
-        run_env_error("    env:\n    - {name: A, valueFrom: {secretKeyRef: {name: nope, key: k}}}\n",
-                      -ENOENT, "secret \"nope\" not found");
-        run_env_error("    env:\n    - {name: A, valueFrom: {configMapKeyRef: {name: cfg, key: k}}}\n",
-                      -ENOENT, "couldn't find key k in ConfigMap prod/cfg");
+        run_env_error(
+                "    env:\n    - {name: A, valueFrom: {configMapKeyRef: {name: nope, key: k}}}\n",
+                -ENOENT, "configmap \"nope\" not found");
+        run_env_error(
+                "    env:\n    - {name: A, valueFrom: {secretKeyRef: {name: nope, key: k}}}\n",
+                -ENOENT, "secret \"nope\" not found");
+        run_env_error(
+                "    env:\n    - {name: A, valueFrom: {configMapKeyRef: {name: cfg, key: k}}}\n",
+                -ENOENT, "couldn't find key k in ConfigMap prod/cfg");
         run_env_error("    env:\n    - {name: A, valueFrom: {secretKeyRef: {name: sec, key: k}}}\n",
                       -ENOENT, "couldn't find key k in Secret prod/sec");
         run_env_error("    envFrom:\n    - {secretRef: {name: gone}}\n", -ENOENT,
@@ -564,7 +585,8 @@ static void test_run_as_non_root(void **state) {
                              "    securityContext: {runAsUser: 0}\n");
         assert_int_equal(fx_build(&f), -EPERM);
         char *want = strprintf("container has runAsNonRoot and image will run as root "
-                               "(pod: \"web-node1_prod(%s)\", container: c)", f.node.pod_uid);
+                               "(pod: \"web-node1_prod(%s)\", container: c)",
+                               f.node.pod_uid);
         assert_string_equal(f.err.message, want);
         free(want);
         f.img.user = strdup("app");
@@ -718,7 +740,8 @@ static void test_mounts(void **state) {
         const RuntimeMount *m = mount_at(&f.c, "/data");
         assert_options(m, "rbind", "rprivate", "rw");
         assert_string_equal(m->source, data);
-        assert_options(mount_at(&f.c, "/etc/cfg"), "rbind", "rprivate", "ro"); /* configMap: always ro */
+        assert_options(mount_at(&f.c, "/etc/cfg"), "rbind", "rprivate",
+                       "ro"); /* configMap: always ro */
         assert_options(mount_at(&f.c, "/h"), "rbind", "rslave", "ro");
         m = mount_at(&f.c, "/sub");
         assert_options(m, "rbind", "rprivate", "rw");
@@ -764,16 +787,18 @@ static void test_mounts(void **state) {
 static void test_subpath_escape(void **state) {
         skip_without_mounts(state);
         Fixture f;
-        fx_init(&f, POD_HEAD "  volumes:\n  - {name: data, emptyDir: {}}\n"
-                             "  containers:\n  - name: c\n    image: b\n    command: [x]\n"
-                             "    volumeMounts:\n    - {name: data, mountPath: /x, subPath: evil/passwd}\n"
-                             "  - name: d\n    image: b\n    command: [x]\n"
-                             "    volumeMounts:\n    - {name: data, mountPath: /x, subPath: abs}\n"
-                             "  - name: e\n    image: b\n    command: [x]\n"
-                             "    volumeMounts:\n    - {name: data, mountPath: /x, subPath: inside}\n");
+        fx_init(&f, POD_HEAD
+                "  volumes:\n  - {name: data, emptyDir: {}}\n"
+                "  containers:\n  - name: c\n    image: b\n    command: [x]\n"
+                "    volumeMounts:\n    - {name: data, mountPath: /x, subPath: evil/passwd}\n"
+                "  - name: d\n    image: b\n    command: [x]\n"
+                "    volumeMounts:\n    - {name: data, mountPath: /x, subPath: abs}\n"
+                "  - name: e\n    image: b\n    command: [x]\n"
+                "    volumeMounts:\n    - {name: data, mountPath: /x, subPath: inside}\n");
         char *data = pathj(f.dir, "data");
         assert_int_equal(mkdir(data, 0777), 0);
-        char *evil = pathj(data, "evil"), *abs = pathj(data, "abs"), *inside = pathj(data, "inside");
+        char *evil = pathj(data, "evil"), *abs = pathj(data, "abs"),
+             *inside = pathj(data, "inside");
         assert_int_equal(symlink("../../../../../../etc", evil), 0);
         assert_int_equal(symlink("/etc", abs), 0);
         char *realdir = pathj(data, "real");
@@ -868,16 +893,17 @@ static void test_subpath_swap(void **state) {
 static void test_security_defaults(void **state) {
         (void)state;
         Fixture f;
-        fx_init(&f, POD_HEAD "  securityContext:\n    sysctls: [{name: net.ipv4.ip_forward, value: '1'}]\n"
-                             "    seccompProfile: {type: Unconfined}\n"
-                             "  containers:\n  - {name: c, image: b, command: [x], tty: true}\n"
-                             "  - name: d\n    image: b\n    command: [x]\n"
-                             "    securityContext:\n      allowPrivilegeEscalation: false\n"
-                             "      readOnlyRootFilesystem: true\n      procMount: Unmasked\n"
-                             "      capabilities: {add: [NET_ADMIN], drop: [ALL]}\n"
-                             "      seccompProfile: {type: Localhost, localhostProfile: prof/a.json}\n"
-                             "  - name: e\n    image: b\n    command: [x]\n"
-                             "    securityContext: {privileged: true}\n");
+        fx_init(&f, POD_HEAD
+                "  securityContext:\n    sysctls: [{name: net.ipv4.ip_forward, value: '1'}]\n"
+                "    seccompProfile: {type: Unconfined}\n"
+                "  containers:\n  - {name: c, image: b, command: [x], tty: true}\n"
+                "  - name: d\n    image: b\n    command: [x]\n"
+                "    securityContext:\n      allowPrivilegeEscalation: false\n"
+                "      readOnlyRootFilesystem: true\n      procMount: Unmasked\n"
+                "      capabilities: {add: [NET_ADMIN], drop: [ALL]}\n"
+                "      seccompProfile: {type: Localhost, localhostProfile: prof/a.json}\n"
+                "  - name: e\n    image: b\n    command: [x]\n"
+                "    securityContext: {privileged: true}\n");
         fx_build_ok(&f);
         assert_true(f.c.terminal);
         assert_false(f.c.no_new_privileges);
@@ -907,8 +933,8 @@ static void test_security_defaults(void **state) {
         assert_int_equal(f.c.seccomp, RUNTIME_SECCOMP_RUNTIME_DEFAULT); /* SPEC §10 */
         char *uid_ann = strprintf("io.kubernetes.pod.uid=%s", f.node.pod_uid);
         assert_strv(f.c.annotations, "io.kubernetes.pod.name=web-node1",
-                    "io.kubernetes.pod.namespace=prod", uid_ann,
-                    "io.kubernetes.container.name=c", "nanolet.io/attempt=0", NULL);
+                    "io.kubernetes.pod.namespace=prod", uid_ann, "io.kubernetes.container.name=c",
+                    "nanolet.io/attempt=0", NULL);
         free(uid_ann);
         fx_done(&f);
 }
@@ -984,7 +1010,8 @@ static void run_oom(const char *spec, PodQOSClass qos, int adj) {
 
 static void test_oom_score_adj(void **state) {
         (void)state;
-        run_oom("  containers:\n  - {name: c, image: b, command: [x]}\n", POD_QOS_BEST_EFFORT, 1000);
+        run_oom("  containers:\n  - {name: c, image: b, command: [x]}\n", POD_QOS_BEST_EFFORT,
+                1000);
         /* limits only: requests default to them -> Guaranteed */
         run_oom("  containers:\n  - name: c\n    image: b\n    command: [x]\n"
                 "    resources: {limits: {cpu: '1', memory: 1Gi}}\n",

@@ -35,26 +35,25 @@ static void test_defaults(void **state) {
         nanolet_config_deinit(&c);
 }
 
-static const char kubelet_config[] =
-        "apiVersion: kubelet.config.k8s.io/v1beta1\n"
-        "kind: KubeletConfiguration\n"
-        "staticPodPath: /srv/manifests\n"
-        "staticPodURL: http://127.0.0.1:8080/pods\n"
-        "staticPodURLHeader:\n"
-        "  X-Token: [abc, def]\n"
-        "fileCheckFrequency: 5s\n"
-        "httpCheckFrequency: 1m30s\n"
-        "clusterDNS: [10.96.0.10]\n"
-        "clusterDomain: example.local\n"
-        "readOnlyPort: 0\n"
-        "containerLogMaxSize: 20Mi\n"
-        "containerLogMaxFiles: 3\n"
-        "serializeImagePulls: false\n"
-        "evictionHard:\n"
-        "  memory.available: 200Mi\n"
-        "authentication:\n"
-        "  anonymous: {enabled: false}\n"
-        "someTypo: 1\n";
+static const char kubelet_config[] = "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                     "kind: KubeletConfiguration\n"
+                                     "staticPodPath: /srv/manifests\n"
+                                     "staticPodURL: http://127.0.0.1:8080/pods\n"
+                                     "staticPodURLHeader:\n"
+                                     "  X-Token: [abc, def]\n"
+                                     "fileCheckFrequency: 5s\n"
+                                     "httpCheckFrequency: 1m30s\n"
+                                     "clusterDNS: [10.96.0.10]\n"
+                                     "clusterDomain: example.local\n"
+                                     "readOnlyPort: 0\n"
+                                     "containerLogMaxSize: 20Mi\n"
+                                     "containerLogMaxFiles: 3\n"
+                                     "serializeImagePulls: false\n"
+                                     "evictionHard:\n"
+                                     "  memory.available: 200Mi\n"
+                                     "authentication:\n"
+                                     "  anonymous: {enabled: false}\n"
+                                     "someTypo: 1\n";
 
 static void test_file(void **state) {
         NanoletConfig c;
@@ -115,13 +114,23 @@ static void test_flags_override_file(void **state) {
         close(fd);
         assert_int_equal(write_file_atomic(path, kubelet_config, strlen(kubelet_config), 0644), 0);
 
-        char *argv[] = { "serve", "--pod-manifest-path", "/flag/path", "--config", path,
-                         "--file-check-frequency=7s", "--manifest-url-header", "A: b",
-                         "--dry-run", "-v", "4", NULL };
+        char *argv[] = { "serve",
+                         "--pod-manifest-path",
+                         "/flag/path",
+                         "--config",
+                         path,
+                         "--file-check-frequency=7s",
+                         "--manifest-url-header",
+                         "A: b",
+                         "--dry-run",
+                         "-v",
+                         "4",
+                         NULL };
         NanoletConfig c;
         assert_int_equal(nanolet_config_init(&c), 0);
         assert_int_equal(nanolet_config_parse_argv(&c, (int)ELEMENTSOF(argv) - 1, argv), 0);
-        assert_string_equal(c.pod_manifest_path, "/flag/path"); /* flag before --config still wins */
+        assert_string_equal(c.pod_manifest_path,
+                            "/flag/path"); /* flag before --config still wins */
         assert_true(c.file_check_frequency == 7 * USEC_PER_SEC);
         assert_true(c.http_check_frequency == 90 * USEC_PER_SEC); /* from the file */
         assert_int_equal(strv_length(c.manifest_url_headers), 3);
@@ -168,8 +177,14 @@ static void test_container_log_flags(void **state) {
         assert_int_equal(write_file_atomic(path, kubelet_config, strlen(kubelet_config), 0644), 0);
 
         /* the file says 20Mi and 3; flags win */
-        char *argv[] = { "serve", "--config", path, "--container-log-max-size", "64Ki",
-                         "--container-log-max-files=2", "--container-log-monitor-interval", "2s",
+        char *argv[] = { "serve",
+                         "--config",
+                         path,
+                         "--container-log-max-size",
+                         "64Ki",
+                         "--container-log-max-files=2",
+                         "--container-log-monitor-interval",
+                         "2s",
                          NULL };
         NanoletConfig c;
         assert_int_equal(nanolet_config_init(&c), 0);

@@ -29,7 +29,8 @@ static void test_normalize(void **state) {
                 { "busybox@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
                   "docker.io/library/busybox@sha256:"
                   "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" },
-                { "busybox:1@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                { "busybox:1@sha256:"
+                  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
                   "docker.io/library/busybox:1@sha256:"
                   "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" },
                 { "Example.com/app", "Example.com/app:latest" },
@@ -95,18 +96,25 @@ static void test_chain_ids(void **state) {
         assert_int_equal(strv_length(chain), 2);
         assert_string_equal(chain[0], diff[0]);
         /* printf '%s %s' d0 d1 | sha256sum */
-        assert_string_equal(chain[1], "sha256:fb05794eba27e41ee795b4d847d64c1f477e9209648d092cadcaa12a4085a3fa");
+        assert_string_equal(
+                chain[1],
+                "sha256:fb05794eba27e41ee795b4d847d64c1f477e9209648d092cadcaa12a4085a3fa");
         strv_free(chain);
 }
 
 static void test_tar_paths(void **state) {
         static const char *const good[][2] = {
-                { "a/b", "a/b" },       { "./a/b", "a/b" },   { "a//b/", "a/b" },
-                { "./", "." },          { ".", "." },         { "a/./b", "a/b" },
-                { "..a/b..", "..a/b.." }, { ".wh.x", ".wh.x" },
+                { "a/b", "a/b" },
+                { "./a/b", "a/b" },
+                { "a//b/", "a/b" },
+                { "./", "." },
+                { ".", "." },
+                { "a/./b", "a/b" },
+                { "..a/b..", "..a/b.." },
+                { ".wh.x", ".wh.x" },
         };
-        static const char *const bad[] = { "../x", "a/../../x", "/etc/passwd", "a/..", "", "..",
-                                           "//x" };
+        static const char *const bad[] = { "../x", "a/../../x", "/etc/passwd", "a/..",
+                                           "",     "..",        "//x" };
         for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
                 char *out = NULL;
                 assert_int_equal(image_tar_path_normalize(good[i][0], 4096, &out, NULL), 0);

@@ -34,7 +34,7 @@
 
 typedef struct Ent {
         const char *name;
-        char type; /* f file, d dir, l symlink, h hardlink */
+        char type;        /* f file, d dir, l symlink, h hardlink */
         const char *data; /* file content or link target */
         mode_t mode;
 } Ent;
@@ -185,7 +185,8 @@ static void test_hostile(void **state) {
         expect_refused("r-symrel", through_rel, 2, "passes through a symbolic link");
         const Ent through_abs[] = { { "evil", 'l', abs_canary }, { "evil/pwned", 'f', "x" } };
         expect_refused("r-symabs", through_abs, 2, "passes through a symbolic link");
-        const Ent deep_sym[] = { { "d/", 'd' }, { "d/evil", 'l', abs_canary },
+        const Ent deep_sym[] = { { "d/", 'd' },
+                                 { "d/evil", 'l', abs_canary },
                                  { "d/evil/sub/pwned", 'f', "x" } };
         expect_refused("r-symdeep", deep_sym, 3, "symbolic link");
         const Ent hard_out[] = { { "hl", 'h', "../canary/secret" } };
@@ -246,10 +247,14 @@ static void test_good_and_whiteouts(void **state) {
         if (geteuid() != 0)
                 skip();
         const Ent good[] = {
-                { "dir/", 'd' },          { "dir/file", 'f', "hello", 04755 },
-                { "dir/link", 'l', "file" }, { "dir/hard", 'h', "dir/file" },
-                { "dir/.wh.gone", 'f', "" }, { "opq/", 'd' },
-                { "opq/.wh..wh..opq", 'f', "" }, { "opq/kept", 'f', "k" },
+                { "dir/", 'd' },
+                { "dir/file", 'f', "hello", 04755 },
+                { "dir/link", 'l', "file" },
+                { "dir/hard", 'h', "dir/file" },
+                { "dir/.wh.gone", 'f', "" },
+                { "opq/", 'd' },
+                { "opq/.wh..wh..opq", 'f', "" },
+                { "opq/kept", 'f', "k" },
                 { "implicit/parent/f", 'f', "p" },
         };
         Error err = {};
@@ -258,7 +263,8 @@ static void test_good_and_whiteouts(void **state) {
                 fail_msg("%s", err.message);
         _cleanup_free_ char *f = path_in("r-good/dir/file"), *h = path_in("r-good/dir/hard"),
                             *g = path_in("r-good/dir/gone"), *o = path_in("r-good/opq"),
-                            *l = path_in("r-good/dir/link"), *p = path_in("r-good/implicit/parent/f");
+                            *l = path_in("r-good/dir/link"),
+                            *p = path_in("r-good/implicit/parent/f");
         struct stat st, st2;
         assert_int_equal(stat(f, &st), 0);
         assert_int_equal(st.st_mode & 07777, 04755);
@@ -292,7 +298,14 @@ static void blob_set(Blob *b, const char *data, size_t size) {
         snprintf(b->digest, sizeof(b->digest), "sha256:%s", hex);
 }
 
-enum { GOOD, MISMATCH, MISSING_BLOB, BAD_DIFF_ID, HOSTILE_LAYER, TRUNCATED_LAYER };
+enum {
+        GOOD,
+        MISMATCH,
+        MISSING_BLOB,
+        BAD_DIFF_ID,
+        HOSTILE_LAYER,
+        TRUNCATED_LAYER
+};
 
 /* An OCI archive with one image whose second layer is made bad as asked. */
 static int write_archive(const char *path, int variant) {
@@ -320,8 +333,10 @@ static int write_archive(const char *path, int variant) {
         blob_set(&cfg, c, strlen(c));
         _cleanup_free_ char *m = strprintf(
                 "{\"schemaVersion\":2,\"mediaType\":\"" IMAGE_MT_OCI_MANIFEST "\","
-                "\"config\":{\"mediaType\":\"" IMAGE_MT_OCI_CONFIG "\",\"digest\":\"%s\",\"size\":%zu},"
-                "\"layers\":[{\"mediaType\":\"" IMAGE_MT_OCI_LAYER_GZIP "\",\"digest\":\"%s\",\"size\":%zu},"
+                "\"config\":{\"mediaType\":\"" IMAGE_MT_OCI_CONFIG
+                "\",\"digest\":\"%s\",\"size\":%zu},"
+                "\"layers\":[{\"mediaType\":\"" IMAGE_MT_OCI_LAYER_GZIP
+                "\",\"digest\":\"%s\",\"size\":%zu},"
                 "{\"mediaType\":\"" IMAGE_MT_OCI_LAYER "\",\"digest\":\"%s\",\"size\":%zu}]}",
                 cfg.digest, cfg.size, l0.digest, l0.size, l1.digest, l1.size);
         blob_set(&man, m, strlen(m));
@@ -335,7 +350,11 @@ static int write_archive(const char *path, int variant) {
         archive_write_set_format_pax_restricted(a);
         assert_int_equal(archive_write_open_filename(a, path), ARCHIVE_OK);
         Blob *blobs[] = { &l0, &l1, &cfg, &man };
-        struct { const char *name; const char *data; size_t size; } files[6] = {
+        struct {
+                const char *name;
+                const char *data;
+                size_t size;
+        } files[6] = {
                 { "oci-layout", "{\"imageLayoutVersion\":\"1.0.0\"}", 30 },
                 { "index.json", idx, strlen(idx) },
         };
@@ -372,7 +391,8 @@ static int write_archive(const char *path, int variant) {
 /* A listing of every path under dir (names, types, sizes). */
 static char *snapshot(const char *dir) {
         _cleanup_free_ char *cmd = strprintf("cd '%s' && find . -printf '%%p %%y %%s\\n' | "
-                                             "grep -v '\\.lock' | sort", dir);
+                                             "grep -v '\\.lock' | sort",
+                                             dir);
         FILE *p = popen(cmd, "r");
         char *out = NULL;
         size_t len = 0;
@@ -399,7 +419,10 @@ static void test_store(void **state) {
         assert_string_equal(names[0], "localhost/unit:0");
         names = strv_free(names);
 
-        static const struct { int variant; const char *msg; } bad[] = {
+        static const struct {
+                int variant;
+                const char *msg;
+        } bad[] = {
                 { MISMATCH, "digest mismatch" },
                 { MISSING_BLOB, "missing from the archive" },
                 { BAD_DIFF_ID, "does not match its diff ID" },
@@ -561,7 +584,6 @@ static int on_reaped(EventSource *src, const siginfo_t *si, void *userdata) {
 }
 
 static bool is_mounted(const char *path) {
-        _cleanup_free_ char *data = NULL;
         FILE *f = fopen("/proc/self/mountinfo", "re");
         char line[4096];
         bool found = false;
@@ -595,8 +617,8 @@ static bool blocked_in_flock(pid_t pid) {
         assert_non_null(f);
         while (!found && fgets(line, sizeof(line), f)) {
                 int p;
-                if (strstr(line, "->") && sscanf(strstr(line, "->") + 2, " %*s %*s %*s %d", &p) == 1 &&
-                    p == pid)
+                if (strstr(line, "->") &&
+                    sscanf(strstr(line, "->") + 2, " %*s %*s %*s %d", &p) == 1 && p == pid)
                         found = true;
         }
         fclose(f);
@@ -619,8 +641,9 @@ static void test_rootfs_helper(void **state) {
         write_archive(arch, GOOD);
         assert_int_equal(image_store_load(s, arch, NULL, &err), 0);
         assert_int_equal(image_store_get(s, "localhost/unit:0", &im, &err), 0);
-        ImageRootfsJob job = { .digest = im->digest, .target = target, .upper_dir = upper,
-                               .work_dir = work };
+        ImageRootfsJob job = {
+                .digest = im->digest, .target = target, .upper_dir = upper, .work_dir = work
+        };
 
         /* Only a digest: a tag could name another image by the time the helper runs. */
         job.digest = "localhost/unit:0";
@@ -782,7 +805,8 @@ static void test_sparse_archive(void **state) {
         limit_file_size(&old);
 
         /* A "layer blob" that is a sparse file inside the archive. */
-        const char *blob = "blobs/sha256/0000000000000000000000000000000000000000000000000000000000000000";
+        const char *blob =
+                "blobs/sha256/0000000000000000000000000000000000000000000000000000000000000000";
         size_t n = build_sparse_tar(blob, SPARSE_SIZE, buf, sizeof(buf));
         FILE *f = fopen(arch, "we");
         assert_non_null(f);
@@ -793,7 +817,8 @@ static void test_sparse_archive(void **state) {
         assert_int_equal(image_store_load(s, arch, &names, &err), -EFBIG);
         _cleanup_free_ char *want = strprintf(
                 "loading \"%s\": archive entry \"%s\" (9663692800 bytes) makes the archive "
-                "larger than the 8589934592 byte limit", arch, blob);
+                "larger than the 8589934592 byte limit",
+                arch, blob);
         assert_string_equal(err.message, want);
         _cleanup_free_ char *after = snapshot(root);
         assert_string_equal(before, after);
@@ -817,7 +842,8 @@ static void test_sparse_archive(void **state) {
         assert_int_equal(image_store_load(s, arch, &names, &err), -EFBIG);
         free(want);
         want = strprintf("loading \"%s\": archive entry \"two\" (33554432 bytes) makes the "
-                         "archive larger than the 50331648 byte limit", arch);
+                         "archive larger than the 50331648 byte limit",
+                         arch);
         assert_string_equal(err.message, want);
         free(after);
         after = snapshot(root);

@@ -117,7 +117,8 @@ static void test_compress_and_read(void **state) {
                 char line[96];
                 int n = snprintf(line, sizeof(line),
                                  "2024-01-01T00:00:00.000000000Z stdout F line %d\n", i);
-                assert_int_equal(strbuf_append(&want.data, &want.len, &want.cap, line, (size_t)n), 0);
+                assert_int_equal(strbuf_append(&want.data, &want.len, &want.cap, line, (size_t)n),
+                                 0);
         }
         assert_int_equal(strbuf_append(&want.data, &want.len, &want.cap, "", 0), 0);
         put(&d, "0.log.20240101-000001", want.data);
@@ -207,8 +208,9 @@ static void test_rotate_pass(void **state) {
         assert_int_equal(read(rd, buf, sizeof(buf)), 6);
 
         /* a rotation in the same second as the last one waits */
-        put(&d, "0.log", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                         "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n");
+        put(&d, "0.log",
+            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n");
         assert_int_equal(container_log_rotate(d.path, log, ctl, &p, 1704067203), 0);
         assert_true(exists(&d, "0.log"));
 
@@ -467,8 +469,9 @@ static void test_rotator_async(void **state) {
         assert_int_equal(read(rd, buf, sizeof(buf)), 6);
         close(rd);
 
-        assert_int_equal(log_rotator_new(&r, e, &(LogRotatePolicy){ .max_size = 1, .max_files = 1 }),
-                         -EINVAL);
+        assert_int_equal(
+                log_rotator_new(&r, e, &(LogRotatePolicy){ .max_size = 1, .max_files = 1 }),
+                -EINVAL);
         log_rotator_free(r);
         event_free(e);
         dir_remove(&d);
@@ -479,14 +482,10 @@ int main(int argc, char **argv) {
         if (argc > 1 && streq(argv[1], SELF_HELPER_VERB))
                 return log_rotate_helper_main(argc - 2, argv + 2);
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_list_order),
-                cmocka_unit_test(test_compress_and_read),
-                cmocka_unit_test(test_rotate_pass),
-                cmocka_unit_test(test_planted_symlink),
-                cmocka_unit_test(test_planted_special),
-                cmocka_unit_test(test_planted_dir_symlink),
-                cmocka_unit_test(test_prepare_live),
-                cmocka_unit_test(test_rotator_async),
+                cmocka_unit_test(test_list_order),      cmocka_unit_test(test_compress_and_read),
+                cmocka_unit_test(test_rotate_pass),     cmocka_unit_test(test_planted_symlink),
+                cmocka_unit_test(test_planted_special), cmocka_unit_test(test_planted_dir_symlink),
+                cmocka_unit_test(test_prepare_live),    cmocka_unit_test(test_rotator_async),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,8 +13,8 @@
 
 #include "manifest.h"
 
-#define POD(name)                                                                              \
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " name "\n"                             \
+#define POD(name)                                                                                  \
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " name "\n"                                 \
         "spec:\n  containers:\n  - name: c\n    image: busybox\n"
 
 typedef struct Result {
@@ -209,7 +209,8 @@ static void test_lists(void **state) {
 
         run(&res, "apiVersion: v1\nkind: List\nitems:\n"
                   "- {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}\n"
-                  "- " "{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: "
+                  "- "
+                  "{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: "
                   "[{name: c, image: busybox}]}}\n");
         assert_int_equal(res.r, 0);
         assert_int_equal(res.n, 2);
@@ -264,9 +265,9 @@ static void test_all_or_nothing(void **state) {
         Result res;
         /* one bad document: nothing is returned, every problem is reported */
         run(&res, POD("good") "---\napiVersion: apps/v1\nkind: Deployment\n"
-                  "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: Bad_Name\n"
-                  "spec:\n  containers:\n  - name: c\n"
-                  "---\napiVersion: v1\nkind: Service\n");
+                              "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: Bad_Name\n"
+                              "spec:\n  containers:\n  - name: c\n"
+                              "---\napiVersion: v1\nkind: Service\n");
         assert_int_equal(res.r, -EINVAL);
         assert_null(res.objs);
         assert_int_equal(res.n, 0);

@@ -249,7 +249,8 @@ static void test_wait_for_gate(void **state) {
         assert_int_equal(a->n_starts, 0);
         assert_non_null(find_waiting(a, "a"));
         assert_string_equal(find_waiting(a, "a")->reason, "WaitingForPods");
-        assert_string_equal(find_waiting(a, "a")->message, "waiting for kube-system/etcd to be Ready");
+        assert_string_equal(find_waiting(a, "a")->message,
+                            "waiting for kube-system/etcd to be Ready");
 
         free(f.s.wait_reason);
         free(f.s.wait_message);

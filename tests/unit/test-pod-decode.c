@@ -66,148 +66,156 @@ static void assert_diag(const Diagnostics *d, DiagLevel level, const char *path,
 }
 
 static const char full_pod[] =
-        "apiVersion: v1\n"                                     /* 1 */
-        "kind: Pod\n"                                          /* 2 */
-        "metadata:\n"                                          /* 3 */
-        "  name: web\n"                                        /* 4 */
-        "  namespace: edge\n"                                  /* 5 */
-        "  uid: 0a1b-2c\n"                                     /* 6 */
-        "  creationTimestamp: null\n"                          /* 7 */
-        "  labels: {app: web, tier: front}\n"                  /* 8 */
-        "  annotations:\n"                                     /* 9 */
-        "    nanolet.io/wait-for: kube-system/etcd,db\n"       /* 10 */
-        "spec:\n"                                              /* 11 */
-        "  restartPolicy: OnFailure\n"                         /* 12 */
-        "  terminationGracePeriodSeconds: 45\n"                /* 13 */
-        "  activeDeadlineSeconds: 3600\n"                      /* 14 */
-        "  hostNetwork: false\n"                               /* 15 */
-        "  hostPID: false\n"                                   /* 16 */
-        "  hostIPC: true\n"                                    /* 17 */
-        "  shareProcessNamespace: true\n"                      /* 18 */
-        "  hostname: web1\n"                                   /* 19 */
-        "  subdomain: svc\n"                                   /* 20 */
-        "  hostAliases:\n"                                     /* 21 */
-        "  - ip: 10.0.0.5\n"                                   /* 22 */
-        "    hostnames: [db.local, db]\n"                      /* 23 */
-        "  dnsPolicy: None\n"                                  /* 24 */
-        "  dnsConfig:\n"                                       /* 25 */
-        "    nameservers: [1.1.1.1, \"2001:db8::1\"]\n"        /* 26 */
-        "    searches: [example.com]\n"                        /* 27 */
-        "    options: [{name: ndots, value: \"2\"}, {name: edns0}]\n" /* 28 */
-        "  nodeName: other\n"                                  /* 29 */
-        "  priorityClassName: system-node-critical\n"          /* 30 */
-        "  tolerations: [{operator: Exists}]\n"                /* 31 */
-        "  imagePullSecrets: [{name: regcred}]\n"              /* 32 */
-        "  os: {name: linux}\n"                                /* 33 */
-        "  enableServiceLinks: false\n"                        /* 34 */
-        "  serviceAccountName: default\n"                      /* 35 */
-        "  securityContext:\n"                                 /* 36 */
-        "    runAsUser: 1000\n"                                /* 37 */
-        "    runAsGroup: 2000\n"                               /* 38 */
-        "    runAsNonRoot: true\n"                             /* 39 */
-        "    supplementalGroups: [3000, 3001]\n"               /* 40 */
-        "    fsGroup: 4000\n"                                  /* 41 */
-        "    sysctls: [{name: net.ipv4.ip_forward, value: \"1\"}]\n" /* 42 */
+        "apiVersion: v1\n"                                                     /* 1 */
+        "kind: Pod\n"                                                          /* 2 */
+        "metadata:\n"                                                          /* 3 */
+        "  name: web\n"                                                        /* 4 */
+        "  namespace: edge\n"                                                  /* 5 */
+        "  uid: 0a1b-2c\n"                                                     /* 6 */
+        "  creationTimestamp: null\n"                                          /* 7 */
+        "  labels: {app: web, tier: front}\n"                                  /* 8 */
+        "  annotations:\n"                                                     /* 9 */
+        "    nanolet.io/wait-for: kube-system/etcd,db\n"                       /* 10 */
+        "spec:\n"                                                              /* 11 */
+        "  restartPolicy: OnFailure\n"                                         /* 12 */
+        "  terminationGracePeriodSeconds: 45\n"                                /* 13 */
+        "  activeDeadlineSeconds: 3600\n"                                      /* 14 */
+        "  hostNetwork: false\n"                                               /* 15 */
+        "  hostPID: false\n"                                                   /* 16 */
+        "  hostIPC: true\n"                                                    /* 17 */
+        "  shareProcessNamespace: true\n"                                      /* 18 */
+        "  hostname: web1\n"                                                   /* 19 */
+        "  subdomain: svc\n"                                                   /* 20 */
+        "  hostAliases:\n"                                                     /* 21 */
+        "  - ip: 10.0.0.5\n"                                                   /* 22 */
+        "    hostnames: [db.local, db]\n"                                      /* 23 */
+        "  dnsPolicy: None\n"                                                  /* 24 */
+        "  dnsConfig:\n"                                                       /* 25 */
+        "    nameservers: [1.1.1.1, \"2001:db8::1\"]\n"                        /* 26 */
+        "    searches: [example.com]\n"                                        /* 27 */
+        "    options: [{name: ndots, value: \"2\"}, {name: edns0}]\n"          /* 28 */
+        "  nodeName: other\n"                                                  /* 29 */
+        "  priorityClassName: system-node-critical\n"                          /* 30 */
+        "  tolerations: [{operator: Exists}]\n"                                /* 31 */
+        "  imagePullSecrets: [{name: regcred}]\n"                              /* 32 */
+        "  os: {name: linux}\n"                                                /* 33 */
+        "  enableServiceLinks: false\n"                                        /* 34 */
+        "  serviceAccountName: default\n"                                      /* 35 */
+        "  securityContext:\n"                                                 /* 36 */
+        "    runAsUser: 1000\n"                                                /* 37 */
+        "    runAsGroup: 2000\n"                                               /* 38 */
+        "    runAsNonRoot: true\n"                                             /* 39 */
+        "    supplementalGroups: [3000, 3001]\n"                               /* 40 */
+        "    fsGroup: 4000\n"                                                  /* 41 */
+        "    sysctls: [{name: net.ipv4.ip_forward, value: \"1\"}]\n"           /* 42 */
         "    seccompProfile: {type: Localhost, localhostProfile: prof.json}\n" /* 43 */
-        "  volumes:\n"                                         /* 44 */
-        "  - name: data\n"                                     /* 45 */
-        "    hostPath: {path: /srv/data, type: DirectoryOrCreate}\n" /* 46 */
-        "  - name: scratch\n"                                  /* 47 */
-        "    emptyDir: {medium: Memory, sizeLimit: 64Mi}\n"    /* 48 */
-        "  - name: cfg\n"                                      /* 49 */
-        "    configMap:\n"                                     /* 50 */
-        "      name: web-config\n"                             /* 51 */
-        "      defaultMode: 0440\n"                            /* 52 */
-        "      optional: true\n"                               /* 53 */
-        "      items: [{key: a.conf, path: conf/a.conf, mode: 0400}]\n" /* 54 */
-        "  - name: creds\n"                                    /* 55 */
-        "    secret: {secretName: web-secret}\n"               /* 56 */
-        "  - name: info\n"                                     /* 57 */
-        "    downwardAPI:\n"                                   /* 58 */
-        "      items:\n"                                       /* 59 */
-        "      - {path: labels, fieldRef: {fieldPath: metadata.labels}}\n" /* 60 */
-        "      - path: cpu\n"                                  /* 61 */
-        "        resourceFieldRef: {containerName: app, resource: limits.cpu, divisor: 1m}\n" /* 62 */
-        "  - name: all\n"                                      /* 63 */
-        "    projected:\n"                                     /* 64 */
-        "      defaultMode: 0600\n"                            /* 65 */
-        "      sources:\n"                                     /* 66 */
-        "      - configMap: {name: web-config}\n"              /* 67 */
+        "  volumes:\n"                                                         /* 44 */
+        "  - name: data\n"                                                     /* 45 */
+        "    hostPath: {path: /srv/data, type: DirectoryOrCreate}\n"           /* 46 */
+        "  - name: scratch\n"                                                  /* 47 */
+        "    emptyDir: {medium: Memory, sizeLimit: 64Mi}\n"                    /* 48 */
+        "  - name: cfg\n"                                                      /* 49 */
+        "    configMap:\n"                                                     /* 50 */
+        "      name: web-config\n"                                             /* 51 */
+        "      defaultMode: 0440\n"                                            /* 52 */
+        "      optional: true\n"                                               /* 53 */
+        "      items: [{key: a.conf, path: conf/a.conf, mode: 0400}]\n"        /* 54 */
+        "  - name: creds\n"                                                    /* 55 */
+        "    secret: {secretName: web-secret}\n"                               /* 56 */
+        "  - name: info\n"                                                     /* 57 */
+        "    downwardAPI:\n"                                                   /* 58 */
+        "      items:\n"                                                       /* 59 */
+        "      - {path: labels, fieldRef: {fieldPath: metadata.labels}}\n"     /* 60 */
+        "      - path: cpu\n"                                                  /* 61 */
+        "        resourceFieldRef: {containerName: app, resource: limits.cpu, "
+        "divisor: 1m}\n"                                                   /* 62 */
+        "  - name: all\n"                                                  /* 63 */
+        "    projected:\n"                                                 /* 64 */
+        "      defaultMode: 0600\n"                                        /* 65 */
+        "      sources:\n"                                                 /* 66 */
+        "      - configMap: {name: web-config}\n"                          /* 67 */
         "      - secret: {name: web-secret, items: [{key: k, path: k}]}\n" /* 68 */
-        "      - downwardAPI: {items: [{path: name, fieldRef: {fieldPath: metadata.name}}]}\n" /* 69 */
-        "  - name: tools\n"                                    /* 70 */
+        "      - downwardAPI: {items: [{path: name, fieldRef: {fieldPath: "
+        "metadata.name}}]}\n"                                        /* 69 */
+        "  - name: tools\n"                                          /* 70 */
         "    image: {reference: \"tools:1.0\", pullPolicy: Never}\n" /* 71 */
-        "  initContainers:\n"                                  /* 72 */
-        "  - name: setup\n"                                    /* 73 */
-        "    image: busybox\n"                                 /* 74 */
-        "    command: [sh, -c, \"true\"]\n"                        /* 75 */
-        "  - name: proxy\n"                                    /* 76 */
-        "    image: proxy@sha256:0123\n"                       /* 77 */
-        "    restartPolicy: Always\n"                          /* 78 */
-        "    startupProbe: {tcpSocket: {port: 15000}}\n"       /* 79 */
-        "  containers:\n"                                      /* 80 */
-        "  - name: app\n"                                      /* 81 */
-        "    image: registry.local:5000/app:1.2\n"             /* 82 */
-        "    imagePullPolicy: Never\n"                         /* 83 */
-        "    command: [/bin/app]\n"                            /* 84 */
-        "    args: [--port, $(PORT)]\n"                        /* 85 */
-        "    workingDir: /work\n"                              /* 86 */
-        "    stdin: true\n"                                    /* 87 */
-        "    stdinOnce: true\n"                                /* 88 */
-        "    tty: true\n"                                      /* 89 */
-        "    terminationMessagePath: /tmp/msg\n"               /* 90 */
-        "    terminationMessagePolicy: FallbackToLogsOnError\n" /* 91 */
-        "    ports:\n"                                         /* 92 */
-        "    - {name: http, containerPort: 8080, hostPort: 80, protocol: TCP, hostIP: 127.0.0.1}\n" /* 93 */
-        "    - {containerPort: 5353, protocol: UDP}\n"         /* 94 */
-        "    env:\n"                                           /* 95 */
-        "    - {name: PORT, value: \"8080\"}\n"                /* 96 */
-        "    - name: POD\n"                                    /* 97 */
-        "      valueFrom: {fieldRef: {fieldPath: \"metadata.labels['app']\"}}\n" /* 98 */
-        "    - name: MEM\n"                                    /* 99 */
-        "      valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}\n" /* 100 */
-        "    - name: CM\n"                                     /* 101 */
-        "      valueFrom: {configMapKeyRef: {name: web-config, key: a.conf, optional: true}}\n" /* 102 */
-        "    - name: SEC\n"                                    /* 103 */
+        "  initContainers:\n"                                        /* 72 */
+        "  - name: setup\n"                                          /* 73 */
+        "    image: busybox\n"                                       /* 74 */
+        "    command: [sh, -c, \"true\"]\n"                          /* 75 */
+        "  - name: proxy\n"                                          /* 76 */
+        "    image: proxy@sha256:0123\n"                             /* 77 */
+        "    restartPolicy: Always\n"                                /* 78 */
+        "    startupProbe: {tcpSocket: {port: 15000}}\n"             /* 79 */
+        "  containers:\n"                                            /* 80 */
+        "  - name: app\n"                                            /* 81 */
+        "    image: registry.local:5000/app:1.2\n"                   /* 82 */
+        "    imagePullPolicy: Never\n"                               /* 83 */
+        "    command: [/bin/app]\n"                                  /* 84 */
+        "    args: [--port, $(PORT)]\n"                              /* 85 */
+        "    workingDir: /work\n"                                    /* 86 */
+        "    stdin: true\n"                                          /* 87 */
+        "    stdinOnce: true\n"                                      /* 88 */
+        "    tty: true\n"                                            /* 89 */
+        "    terminationMessagePath: /tmp/msg\n"                     /* 90 */
+        "    terminationMessagePolicy: FallbackToLogsOnError\n"      /* 91 */
+        "    ports:\n"                                               /* 92 */
+        "    - {name: http, containerPort: 8080, hostPort: 80, protocol: TCP, hostIP: "
+        "127.0.0.1}\n"                                                           /* 93 */
+        "    - {containerPort: 5353, protocol: UDP}\n"                           /* 94 */
+        "    env:\n"                                                             /* 95 */
+        "    - {name: PORT, value: \"8080\"}\n"                                  /* 96 */
+        "    - name: POD\n"                                                      /* 97 */
+        "      valueFrom: {fieldRef: {fieldPath: \"metadata.labels['app']\"}}\n" /* 98
+                                                                                  */
+        "    - name: MEM\n"                                                      /* 99 */
+        "      valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: "
+        "1Mi}}\n"          /* 100 */
+        "    - name: CM\n" /* 101 */
+        "      valueFrom: {configMapKeyRef: {name: web-config, key: a.conf, optional: "
+        "true}}\n"                                                       /* 102 */
+        "    - name: SEC\n"                                              /* 103 */
         "      valueFrom: {secretKeyRef: {name: web-secret, key: pw}}\n" /* 104 */
-        "    envFrom:\n"                                       /* 105 */
-        "    - {prefix: CFG_, configMapRef: {name: web-config}}\n" /* 106 */
-        "    - secretRef: {name: web-secret, optional: true}\n" /* 107 */
-        "    resources:\n"                                     /* 108 */
-        "      requests: {cpu: 250m, memory: 64Mi, ephemeral-storage: 1Gi, hugepages-2Mi: 4Mi}\n" /* 109 */
+        "    envFrom:\n"                                                 /* 105 */
+        "    - {prefix: CFG_, configMapRef: {name: web-config}}\n"       /* 106 */
+        "    - secretRef: {name: web-secret, optional: true}\n"          /* 107 */
+        "    resources:\n"                                               /* 108 */
+        "      requests: {cpu: 250m, memory: 64Mi, ephemeral-storage: 1Gi, "
+        "hugepages-2Mi: 4Mi}\n"                                       /* 109 */
         "      limits: {cpu: 1, memory: 128Mi, hugepages-2Mi: 4Mi}\n" /* 110 */
-        "    volumeMounts:\n"                                  /* 111 */
-        "    - {name: data, mountPath: /data, readOnly: true, subPath: sub, mountPropagation: HostToContainer}\n" /* 112 */
+        "    volumeMounts:\n"                                         /* 111 */
+        "    - {name: data, mountPath: /data, readOnly: true, subPath: sub, "
+        "mountPropagation: HostToContainer}\n"                              /* 112 */
         "    - {name: scratch, mountPath: /scratch, subPathExpr: $(POD)}\n" /* 113 */
-        "    livenessProbe:\n"                                 /* 114 */
-        "      httpGet:\n"                                     /* 115 */
-        "        path: /healthz\n"                             /* 116 */
-        "        port: http\n"                                 /* 117 */
-        "        host: 127.0.0.1\n"                            /* 118 */
-        "        scheme: HTTPS\n"                              /* 119 */
-        "        httpHeaders: [{name: X-Probe, value: \"1\"}]\n" /* 120 */
-        "      initialDelaySeconds: 5\n"                       /* 121 */
-        "      timeoutSeconds: 2\n"                            /* 122 */
-        "      periodSeconds: 7\n"                             /* 123 */
-        "      successThreshold: 1\n"                          /* 124 */
-        "      failureThreshold: 4\n"                          /* 125 */
-        "      terminationGracePeriodSeconds: 9\n"             /* 126 */
-        "    readinessProbe: {grpc: {port: 9090, service: health}}\n" /* 127 */
-        "    startupProbe: {exec: {command: [cat, /ready]}}\n" /* 128 */
-        "    lifecycle:\n"                                     /* 129 */
-        "      postStart: {exec: {command: [touch, /started]}}\n" /* 130 */
-        "      preStop: {sleep: {seconds: 3}}\n"               /* 131 */
-        "    securityContext:\n"                               /* 132 */
-        "      capabilities: {add: [NET_ADMIN], drop: [ALL]}\n" /* 133 */
-        "      privileged: false\n"                            /* 134 */
-        "      runAsUser: 0\n"                                 /* 135 */
-        "      runAsGroup: 10\n"                               /* 136 */
-        "      runAsNonRoot: false\n"                          /* 137 */
-        "      readOnlyRootFilesystem: true\n"                 /* 138 */
-        "      allowPrivilegeEscalation: false\n"              /* 139 */
-        "      procMount: Default\n"                           /* 140 */
-        "      seccompProfile: {type: RuntimeDefault}\n"       /* 141 */
-        "status: {phase: Running}\n";                          /* 142 */
+        "    livenessProbe:\n"                                              /* 114 */
+        "      httpGet:\n"                                                  /* 115 */
+        "        path: /healthz\n"                                          /* 116 */
+        "        port: http\n"                                              /* 117 */
+        "        host: 127.0.0.1\n"                                         /* 118 */
+        "        scheme: HTTPS\n"                                           /* 119 */
+        "        httpHeaders: [{name: X-Probe, value: \"1\"}]\n"            /* 120 */
+        "      initialDelaySeconds: 5\n"                                    /* 121 */
+        "      timeoutSeconds: 2\n"                                         /* 122 */
+        "      periodSeconds: 7\n"                                          /* 123 */
+        "      successThreshold: 1\n"                                       /* 124 */
+        "      failureThreshold: 4\n"                                       /* 125 */
+        "      terminationGracePeriodSeconds: 9\n"                          /* 126 */
+        "    readinessProbe: {grpc: {port: 9090, service: health}}\n"       /* 127 */
+        "    startupProbe: {exec: {command: [cat, /ready]}}\n"              /* 128 */
+        "    lifecycle:\n"                                                  /* 129 */
+        "      postStart: {exec: {command: [touch, /started]}}\n"           /* 130 */
+        "      preStop: {sleep: {seconds: 3}}\n"                            /* 131 */
+        "    securityContext:\n"                                            /* 132 */
+        "      capabilities: {add: [NET_ADMIN], drop: [ALL]}\n"             /* 133 */
+        "      privileged: false\n"                                         /* 134 */
+        "      runAsUser: 0\n"                                              /* 135 */
+        "      runAsGroup: 10\n"                                            /* 136 */
+        "      runAsNonRoot: false\n"                                       /* 137 */
+        "      readOnlyRootFilesystem: true\n"                              /* 138 */
+        "      allowPrivilegeEscalation: false\n"                           /* 139 */
+        "      procMount: Default\n"                                        /* 140 */
+        "      seccompProfile: {type: RuntimeDefault}\n"                    /* 141 */
+        "status: {phase: Running}\n";                                       /* 142 */
 
 static void test_full_pod(void **state) {
         Parsed ps;
@@ -341,7 +349,8 @@ static void test_full_pod(void **state) {
         assert_true(c->stdin_once);
         assert_true(c->tty);
         assert_string_equal(c->termination_message_path, "/tmp/msg");
-        assert_int_equal(c->termination_message_policy, TERMINATION_MESSAGE_FALLBACK_TO_LOGS_ON_ERROR);
+        assert_int_equal(c->termination_message_policy,
+                         TERMINATION_MESSAGE_FALLBACK_TO_LOGS_ON_ERROR);
         assert_int_equal(c->n_ports, 2);
         assert_string_equal(c->ports[0].name, "http");
         assert_int_equal(c->ports[0].container_port, 8080);
@@ -379,7 +388,8 @@ static void test_full_pod(void **state) {
         assert_int_equal(c->n_volume_mounts, 2);
         assert_true(c->volume_mounts[0].read_only);
         assert_string_equal(c->volume_mounts[0].sub_path, "sub");
-        assert_int_equal(c->volume_mounts[0].mount_propagation, MOUNT_PROPAGATION_HOST_TO_CONTAINER);
+        assert_int_equal(c->volume_mounts[0].mount_propagation,
+                         MOUNT_PROPAGATION_HOST_TO_CONTAINER);
         assert_string_equal(c->volume_mounts[1].sub_path_expr, "$(POD)");
         assert_int_equal(c->volume_mounts[1].mount_propagation, MOUNT_PROPAGATION_NONE);
 
@@ -422,28 +432,30 @@ static void test_full_pod(void **state) {
 static void test_defaults(void **state) {
         Parsed ps;
         _cleanup_pod_free_ Pod *p = NULL;
-        int r = decode_pod(&ps,
-                           "apiVersion: v1\nkind: Pod\nmetadata: {name: d}\n"
-                           "spec:\n"
-                           "  hostNetwork: true\n"
-                           "  volumes:\n"
-                           "  - {name: h, hostPath: {path: /x}}\n"
-                           "  - {name: e, emptyDir: {}}\n"
-                           "  - {name: c, configMap: {name: c}}\n"
-                           "  - {name: w, downwardAPI: {items: [{path: nm, fieldRef: {fieldPath: metadata.name}}]}}\n"
-                           "  - {name: p, projected: {sources: []}}\n"
-                           "  - {name: i, image: {reference: 'img:latest'}}\n"
-                           "  containers:\n"
-                           "  - name: a\n"
-                           "    image: nginx:latest\n"
-                           "    ports: [{containerPort: 8080}]\n"
-                           "    env: [{name: X, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}]\n"
-                           "    readinessProbe: {httpGet: {port: 8080}}\n"
-                           "    lifecycle: {preStop: {httpGet: {port: 80}}}\n"
-                           "  - {name: b, image: 'nginx:1.25'}\n"
-                           "  - {name: c, image: 'nginx@sha256:abc'}\n"
-                           "  - {name: d, image: 'localhost:5000/nginx'}\n",
-                           &p);
+        int r = decode_pod(
+                &ps,
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: d}\n"
+                "spec:\n"
+                "  hostNetwork: true\n"
+                "  volumes:\n"
+                "  - {name: h, hostPath: {path: /x}}\n"
+                "  - {name: e, emptyDir: {}}\n"
+                "  - {name: c, configMap: {name: c}}\n"
+                "  - {name: w, downwardAPI: {items: [{path: nm, fieldRef: {fieldPath: "
+                "metadata.name}}]}}\n"
+                "  - {name: p, projected: {sources: []}}\n"
+                "  - {name: i, image: {reference: 'img:latest'}}\n"
+                "  containers:\n"
+                "  - name: a\n"
+                "    image: nginx:latest\n"
+                "    ports: [{containerPort: 8080}]\n"
+                "    env: [{name: X, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}]\n"
+                "    readinessProbe: {httpGet: {port: 8080}}\n"
+                "    lifecycle: {preStop: {httpGet: {port: 80}}}\n"
+                "  - {name: b, image: 'nginx:1.25'}\n"
+                "  - {name: c, image: 'nginx@sha256:abc'}\n"
+                "  - {name: d, image: 'localhost:5000/nginx'}\n",
+                &p);
         if (r < 0)
                 diagnostics_print(&ps.diag, stderr);
         assert_int_equal(r, 0);
@@ -514,21 +526,21 @@ static void test_type_errors(void **state) {
         Pod *p = NULL;
         int r = decode_pod(&ps,
                            "apiVersion: v1\nkind: Pod\nmetadata: {name: t}\n"
-                           "spec:\n"                                    /* 4 */
-                           "  hostNetwork: yes please\n"                /* 5 */
-                           "  containers:\n"                            /* 6 */
-                           "  - name: a\n"                              /* 7 */
-                           "    image: 42\n"                            /* 8 */
-                           "    ports:\n"                               /* 9 */
-                           "    - containerPort: 80\n"                  /* 10 */
-                           "    - containerPort: eighty\n"              /* 11 */
-                           "    - {containerPort: 99999999999}\n"       /* 12 */
-                           "    command: sh\n"                          /* 13 */
-                           "    args: [a, [b]]\n"                       /* 14 */
-                           "    imagePullPolicy: Sometimes\n"           /* 15 */
+                           "spec:\n"                                                   /* 4 */
+                           "  hostNetwork: yes please\n"                               /* 5 */
+                           "  containers:\n"                                           /* 6 */
+                           "  - name: a\n"                                             /* 7 */
+                           "    image: 42\n"                                           /* 8 */
+                           "    ports:\n"                                              /* 9 */
+                           "    - containerPort: 80\n"                                 /* 10 */
+                           "    - containerPort: eighty\n"                             /* 11 */
+                           "    - {containerPort: 99999999999}\n"                      /* 12 */
+                           "    command: sh\n"                                         /* 13 */
+                           "    args: [a, [b]]\n"                                      /* 14 */
+                           "    imagePullPolicy: Sometimes\n"                          /* 15 */
                            "    resources: {limits: {cpu: lots, nvidia.com/gpu: 1}}\n" /* 16 */
-                           "    readinessProbe: {tcpSocket: {port: true}}\n" /* 17 */
-                           "  restartPolicy: 3\n",                      /* 18 */
+                           "    readinessProbe: {tcpSocket: {port: true}}\n"           /* 17 */
+                           "  restartPolicy: 3\n",                                     /* 18 */
                            &p);
         assert_int_equal(r, -EINVAL);
         assert_null(p);
@@ -538,7 +550,8 @@ static void test_type_errors(void **state) {
                     "must be an integer");
         assert_diag(&ps.diag, DIAG_ERROR, "spec.containers[0].ports[2].containerPort", 12,
                     "must be a 32-bit integer");
-        assert_diag(&ps.diag, DIAG_ERROR, "spec.containers[0].command", 13, "must be a list of strings");
+        assert_diag(&ps.diag, DIAG_ERROR, "spec.containers[0].command", 13,
+                    "must be a list of strings");
         assert_diag(&ps.diag, DIAG_ERROR, "spec.containers[0].args[1]", 14, "must be a string");
         assert_diag(&ps.diag, DIAG_ERROR, "spec.containers[0].imagePullPolicy", 15,
                     "unsupported value \"Sometimes\": supported values: \"Always\", "
@@ -561,27 +574,28 @@ static void test_unknown_and_ignored(void **state) {
         int r = decode_pod(&ps,
                            "apiVersion: v1\nkind: Pod\n"
                            "metadata: {name: u, colour: red}\n"          /* 3 */
-                           "spec:\n"                                    /* 4 */
-                           "  schedulerName: mine\n"                    /* 5 */
-                           "  affinity: {}\n"                           /* 6 */
-                           "  automountServiceAccountToken: true\n"     /* 7 */
-                           "  runtimeClassName: kata\n"                 /* 8 */
-                           "  nodeSelector: {disk: ssd}\n"              /* 9 */
-                           "  containers:\n"                            /* 10 */
-                           "  - name: a\n"                              /* 11 */
-                           "    image: busybox:1\n"                     /* 12 */
-                           "    imagePullPolcy: Always\n"               /* 13 */
-                           "    resizePolicy: []\n"                     /* 14 */
+                           "spec:\n"                                     /* 4 */
+                           "  schedulerName: mine\n"                     /* 5 */
+                           "  affinity: {}\n"                            /* 6 */
+                           "  automountServiceAccountToken: true\n"      /* 7 */
+                           "  runtimeClassName: kata\n"                  /* 8 */
+                           "  nodeSelector: {disk: ssd}\n"               /* 9 */
+                           "  containers:\n"                             /* 10 */
+                           "  - name: a\n"                               /* 11 */
+                           "    image: busybox:1\n"                      /* 12 */
+                           "    imagePullPolcy: Always\n"                /* 13 */
+                           "    resizePolicy: []\n"                      /* 14 */
                            "    securityContext: {seLinuxOptions: {}}\n" /* 15 */
-                           "  volumes:\n"                               /* 16 */
-                           "  - {name: v, emptyDir: {}, flavour: x}\n"  /* 17 */
+                           "  volumes:\n"                                /* 16 */
+                           "  - {name: v, emptyDir: {}, flavour: x}\n"   /* 17 */
                            "status: {phase: Pending}\n",
                            &p);
         if (r < 0)
                 diagnostics_print(&ps.diag, stderr);
         assert_int_equal(r, 0);
         assert_int_equal(ps.diag.n_errors, 0);
-        assert_diag(&ps.diag, DIAG_WARNING, "metadata.colour", 3, "unknown field \"metadata.colour\"");
+        assert_diag(&ps.diag, DIAG_WARNING, "metadata.colour", 3,
+                    "unknown field \"metadata.colour\"");
         assert_diag(&ps.diag, DIAG_WARNING, "spec.containers[0].imagePullPolcy", 13,
                     "unknown field \"spec.containers[0].imagePullPolcy\"");
         assert_diag(&ps.diag, DIAG_WARNING, "spec.volumes[0].flavour", 17,
@@ -607,28 +621,28 @@ static void test_apiserver_references(void **state) {
         Pod *p = NULL;
         int r = decode_pod(&ps,
                            "apiVersion: v1\nkind: Pod\nmetadata: {name: api}\n"
-                           "spec:\n"                                                 /* 4 */
-                           "  serviceAccountName: builder\n"                         /* 5 */
-                           "  containers:\n"                                         /* 6 */
-                           "  - name: a\n"                                           /* 7 */
-                           "    image: busybox:1\n"                                  /* 8 */
-                           "    env:\n"                                              /* 9 */
-                           "    - name: NODE\n"                                      /* 10 */
+                           "spec:\n"                                                   /* 4 */
+                           "  serviceAccountName: builder\n"                           /* 5 */
+                           "  containers:\n"                                           /* 6 */
+                           "  - name: a\n"                                             /* 7 */
+                           "    image: busybox:1\n"                                    /* 8 */
+                           "    env:\n"                                                /* 9 */
+                           "    - name: NODE\n"                                        /* 10 */
                            "      valueFrom: {fieldRef: {fieldPath: spec.nodeName}}\n" /* 11 */
-                           "    - name: SA\n"                                        /* 12 */
-                           "      valueFrom: {fieldRef: {fieldPath: status.phase}}\n" /* 13 */
-                           "  volumes:\n"                                            /* 14 */
-                           "  - name: claim\n"                                       /* 15 */
-                           "    persistentVolumeClaim: {claimName: c}\n"             /* 16 */
-                           "  - name: share\n"                                       /* 17 */
-                           "    nfs: {server: s, path: /}\n"                         /* 18 */
-                           "  - name: inline\n"                                      /* 19 */
-                           "    csi: {driver: x}\n"                                  /* 20 */
-                           "  - name: tok\n"                                         /* 21 */
-                           "    projected:\n"                                        /* 22 */
-                           "      sources:\n"                                        /* 23 */
-                           "      - serviceAccountToken: {path: token}\n"            /* 24 */
-                           "      - clusterTrustBundle: {path: ca}\n",               /* 25 */
+                           "    - name: SA\n"                                          /* 12 */
+                           "      valueFrom: {fieldRef: {fieldPath: status.phase}}\n"  /* 13 */
+                           "  volumes:\n"                                              /* 14 */
+                           "  - name: claim\n"                                         /* 15 */
+                           "    persistentVolumeClaim: {claimName: c}\n"               /* 16 */
+                           "  - name: share\n"                                         /* 17 */
+                           "    nfs: {server: s, path: /}\n"                           /* 18 */
+                           "  - name: inline\n"                                        /* 19 */
+                           "    csi: {driver: x}\n"                                    /* 20 */
+                           "  - name: tok\n"                                           /* 21 */
+                           "    projected:\n"                                          /* 22 */
+                           "      sources:\n"                                          /* 23 */
+                           "      - serviceAccountToken: {path: token}\n"              /* 24 */
+                           "      - clusterTrustBundle: {path: ca}\n",                 /* 25 */
                            &p);
         assert_int_equal(r, -EINVAL);
         assert_diag(&ps.diag, DIAG_ERROR, "spec.serviceAccountName", 5, "needs an apiserver");
@@ -643,9 +657,8 @@ static void test_apiserver_references(void **state) {
         assert_diag(&ps.diag, DIAG_ERROR,
                     "spec.volumes[3].projected.sources[0].serviceAccountToken", 24,
                     "need an apiserver");
-        assert_diag(&ps.diag, DIAG_ERROR,
-                    "spec.volumes[3].projected.sources[1].clusterTrustBundle", 25,
-                    "need an apiserver");
+        assert_diag(&ps.diag, DIAG_ERROR, "spec.volumes[3].projected.sources[1].clusterTrustBundle",
+                    25, "need an apiserver");
         /* no follow-up "must specify a volume type" noise */
         assert_null(find_diag(&ps.diag, "spec.volumes[0]"));
         assert_null(find_diag(&ps.diag, "spec.volumes[3].projected.sources[0]"));
@@ -690,9 +703,9 @@ static void test_configmap(void **state) {
         c = NULL;
         r = decode_doc(&ps,
                        "apiVersion: v1\nkind: ConfigMap\n"
-                       "metadata: {name: Bad_Name, namespace: x}\n"     /* 3 */
-                       "data: {k: v, \"bad key\": v, num: 1}\n"           /* 4 */
-                       "binaryData: {k: AA==, z: \"not base64!\"}\n",   /* 5 */
+                       "metadata: {name: Bad_Name, namespace: x}\n"   /* 3 */
+                       "data: {k: v, \"bad key\": v, num: 1}\n"       /* 4 */
+                       "binaryData: {k: AA==, z: \"not base64!\"}\n", /* 5 */
                        false, (void **)&c);
         assert_int_equal(r, -EINVAL);
         assert_null(c);
@@ -716,11 +729,11 @@ static void test_config_keys_chdir(void **state) {
                            "apiVersion: v1\nkind: ConfigMap\n"
                            "metadata: {name: cm, namespace: x}\n"
                            "data:\n"
-                           "  .hidden: ok\n"                         /* 5 */
-                           "  a..b: ok\n"                            /* 6 */
-                           "  ..data: v\n"                           /* 7 */
-                           "  ..: v\n"                               /* 8 */
-                           "  .: v\n",                               /* 9 */
+                           "  .hidden: ok\n" /* 5 */
+                           "  a..b: ok\n"    /* 6 */
+                           "  ..data: v\n"   /* 7 */
+                           "  ..: v\n"       /* 8 */
+                           "  .: v\n",       /* 9 */
                            false, (void **)&c);
         assert_int_equal(r, -EINVAL);
         assert_null(c);
@@ -767,7 +780,8 @@ static void test_secret(void **state) {
         assert_string_equal(s->type_string, "kubernetes.io/basic-auth");
         assert_int_equal(s->data.n, 3);
         assert_string_equal(string_map_get(&s->data, "username")->value, "admin");
-        assert_string_equal(string_map_get(&s->data, "password")->value, "plain"); /* stringData wins */
+        assert_string_equal(string_map_get(&s->data, "password")->value,
+                            "plain"); /* stringData wins */
         assert_string_equal(string_map_get(&s->data, "extra")->value, "e");
         secret_free(s);
         parsed_done(&ps);
@@ -788,8 +802,8 @@ static void test_secret(void **state) {
         s = NULL;
         r = decode_doc(&ps,
                        "kind: Secret\nmetadata: {name: reg}\n"
-                       "type: kubernetes.io/dockerconfigjson\n"      /* 3 */
-                       "data: {a: YQ, b: \"YQ=\", c: \"Y===\"}\n",   /* 4 */
+                       "type: kubernetes.io/dockerconfigjson\n"    /* 3 */
+                       "data: {a: YQ, b: \"YQ=\", c: \"Y===\"}\n", /* 4 */
                        true, (void **)&s);
         assert_int_equal(r, -EINVAL);
         assert_diag(&ps.diag, DIAG_ERROR, "data.a", 4, "illegal base64 data");

@@ -33,8 +33,10 @@ static char *pod_ips[] = { "10.86.0.7", NULL };
 
 static void fx_init(Fixture *f, const char *yaml) {
         *f = (Fixture){};
-        ManifestParseOptions po = { .filename = "t.yaml", .node_name = "node1",
-                                    .source_id = "file:/x", .config_source = "file" };
+        ManifestParseOptions po = { .filename = "t.yaml",
+                                    .node_name = "node1",
+                                    .source_id = "file:/x",
+                                    .config_source = "file" };
         Diagnostics d;
         diagnostics_init(&d);
         int r = manifest_parse_buffer(yaml, strlen(yaml), &po, &f->objs, &f->n, &d);
@@ -55,9 +57,12 @@ static void fx_init(Fixture *f, const char *yaml) {
         assert_int_equal(write_file_atomic(f->resolv, rc, strlen(rc), 0644), 0);
         const char *hh = "127.0.0.1 localhost\n192.168.1.5 node1\n";
         assert_int_equal(write_file_atomic(f->hosts, hh, strlen(hh), 0644), 0);
-        f->o = (PodEtcOptions){ .pod_dir = f->dir, .node_hostname = "node1",
-                                .cluster_domain = "cluster.local", .cluster_dns = cluster_dns,
-                                .resolv_conf = f->resolv, .host_hosts = f->hosts,
+        f->o = (PodEtcOptions){ .pod_dir = f->dir,
+                                .node_hostname = "node1",
+                                .cluster_domain = "cluster.local",
+                                .cluster_dns = cluster_dns,
+                                .resolv_conf = f->resolv,
+                                .host_hosts = f->hosts,
                                 .pod_ips = pod_ips };
 }
 
@@ -123,16 +128,16 @@ static void test_resolv_policies(void **state) {
         fx_done(&f);
 
         fx_init(&f, POD "  dnsPolicy: None\n  dnsConfig:\n    nameservers: [1.1.1.1]\n"
-                        "    searches: [a.example]\n    options: [{name: ndots, value: '1'}, {name: edns0}]\n"
-                        CONTAINERS);
+                        "    searches: [a.example]\n    options: [{name: ndots, value: '1'}, "
+                        "{name: edns0}]\n" CONTAINERS);
         check_resolv(&f, "search a.example\nnameserver 1.1.1.1\noptions ndots:1 edns0\n", NULL);
         fx_done(&f);
 
         /* dnsConfig merged over ClusterFirst: appended, options replaced by name */
         fx_init(&f, POD "  dnsConfig:\n    nameservers: [1.1.1.1, 10.96.0.10]\n"
                         "    searches: [cluster.local, x.example]\n"
-                        "    options: [{name: ndots, value: '2'}, {name: single-request-reopen}]\n"
-                        CONTAINERS);
+                        "    options: [{name: ndots, value: '2'}, {name: "
+                        "single-request-reopen}]\n" CONTAINERS);
         check_resolv(&f,
                      "search prod.svc.cluster.local svc.cluster.local cluster.local corp.example "
                      "lab.example x.example\nnameserver 10.96.0.10\nnameserver 1.1.1.1\n"
@@ -141,16 +146,18 @@ static void test_resolv_policies(void **state) {
         fx_done(&f);
 
         /* Default with too many nameservers: the first three */
-        fx_init(&f, POD "  dnsPolicy: Default\n  dnsConfig: {nameservers: [1.1.1.1, 8.8.8.8]}\n"
-                        CONTAINERS);
+        fx_init(&f, POD "  dnsPolicy: Default\n  dnsConfig: {nameservers: [1.1.1.1, "
+                        "8.8.8.8]}\n" CONTAINERS);
         check_resolv(&f,
                      "search corp.example lab.example\nnameserver 192.168.1.1\n"
                      "nameserver 192.168.1.2\nnameserver 1.1.1.1\noptions timeout:2 ndots:2\n",
                      "Nameserver limits were exceeded");
         /* --resolv-conf="": kubelet's 127.0.0.1 and search "." */
         f.o.resolv_conf = "";
-        check_resolv(&f, "search .\nnameserver 127.0.0.1\nnameserver 1.1.1.1\n"
-                         "nameserver 8.8.8.8\n", NULL);
+        check_resolv(&f,
+                     "search .\nnameserver 127.0.0.1\nnameserver 1.1.1.1\n"
+                     "nameserver 8.8.8.8\n",
+                     NULL);
         fx_done(&f);
 }
 
@@ -186,8 +193,8 @@ static void test_hosts(void **state) {
         fx_done(&f);
 
         /* hostNetwork: the node's file plus the aliases */
-        fx_init(&f, POD "  hostNetwork: true\n  hostAliases: [{ip: 10.1.1.1, hostnames: [foo]}]\n"
-                        CONTAINERS);
+        fx_init(&f, POD "  hostNetwork: true\n  hostAliases: [{ip: 10.1.1.1, hostnames: "
+                        "[foo]}]\n" CONTAINERS);
         assert_int_equal(pod_hosts_content(f.pod, &f.o, &got, &err), 0);
         assert_string_equal(got, "127.0.0.1 localhost\n192.168.1.5 node1\n"
                                  "\n# Entries added by HostAliases.\n10.1.1.1\tfoo\n");

@@ -533,12 +533,14 @@ static void test_sandbox_failed(void **state) {
         assert_int_equal(pod_status_to_json(&f.s, &ctx, &j), 0);
         assert_string_equal(jstr(j, "status.phase"), "Pending");
         assert_string_equal(jstr(j, "status.reason"), POD_SANDBOX_FAILED_REASON);
-        assert_string_equal(jstr(j, "status.message"), "hostPath type check failed: /x is not a directory");
+        assert_string_equal(jstr(j, "status.message"),
+                            "hostPath type check failed: /x is not a directory");
         json_t *conds = jpath(j, "status.conditions");
         bool seen = false;
         for (size_t i = 0; i < json_array_size(conds); i++) {
                 json_t *c = json_array_get(conds, i);
-                if (!streq(json_string_value(json_object_get(c, "type")), "PodReadyToStartContainers"))
+                if (!streq(json_string_value(json_object_get(c, "type")),
+                           "PodReadyToStartContainers"))
                         continue;
                 seen = true;
                 assert_string_equal(json_string_value(json_object_get(c, "status")), "False");
@@ -608,9 +610,12 @@ static void test_write(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_phase_table),   cmocka_unit_test(test_conditions),
-                cmocka_unit_test(test_qos),           cmocka_unit_test(test_json_shape),
-                cmocka_unit_test(test_json_defaults), cmocka_unit_test(test_write),
+                cmocka_unit_test(test_phase_table),
+                cmocka_unit_test(test_conditions),
+                cmocka_unit_test(test_qos),
+                cmocka_unit_test(test_json_shape),
+                cmocka_unit_test(test_json_defaults),
+                cmocka_unit_test(test_write),
                 cmocka_unit_test(test_sandbox_failed),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,10 +30,12 @@ typedef struct Case {
 
 /* $(VAR) chains: 64 bytes, then 1 KiB, 16 KiB, 256 KiB. */
 #define X16(s) s s s s s s s s s s s s s s s s
-#define ENV_CHAIN                                                                              \
-        "    env:\n    - {name: A, value: " X16("xxxx") "}\n"                                   \
-        "    - {name: B, value: '" X16("$(A)") "'}\n"                                            \
-        "    - {name: C, value: '" X16("$(B)") "'}\n"
+#define ENV_CHAIN                                                                                  \
+        "    env:\n    - {name: A, value: " X16(                                                   \
+                "xxxx") "}\n"                                                                      \
+                        "    - {name: B, value: '" X16("$(A)") "'}\n"                              \
+                                                               "    - {name: C, value: '" X16(     \
+                                                                       "$(B)") "'}\n"
 
 static const Case cases[] = {
         /* metadata */
@@ -43,7 +45,8 @@ static const Case cases[] = {
           "must be a lowercase RFC 1123 label" },
         { SPEC_C "  volumes:\n  - {name: d, emptyDir: {}}\n  - {name: d, hostPath: {path: /x}}\n",
           "spec.volumes[1].name", 10, "duplicate value \"d\"" },
-        { SPEC_C "  volumes:\n  - {name: d}\n", "spec.volumes[0]", 9, "must specify a volume type" },
+        { SPEC_C "  volumes:\n  - {name: d}\n", "spec.volumes[0]", 9,
+          "must specify a volume type" },
         { SPEC_C "  volumes:\n  - {name: d, emptyDir: {}, hostPath: {path: /x}}\n",
           "spec.volumes[0].hostPath", 9, "may not specify more than 1 volume type" },
         { SPEC_C "  volumes:\n  - {name: d, hostPath: {path: rel/x}}\n",
@@ -54,71 +57,97 @@ static const Case cases[] = {
           "spec.volumes[0].emptyDir.sizeLimit", 9, "not a valid quantity" },
         { SPEC_C "  volumes:\n  - {name: d, configMap: {name: c, defaultMode: 01777}}\n",
           "spec.volumes[0].configMap.defaultMode", 9, "between 0 and 0777" },
-        { SPEC_C "  volumes:\n  - name: d\n    secret:\n      secretName: s\n      items: [{key: k, path: ../k}]\n",
+        { SPEC_C "  volumes:\n  - name: d\n    secret:\n      secretName: s\n      items: [{key: "
+                 "k, path: ../k}]\n",
           "spec.volumes[0].secret.items[0].path", 12, "must not contain '..'" },
-        { SPEC_C "  volumes:\n  - name: d\n    configMap:\n      name: c\n      items: [{key: k, path: ..data}]\n",
-          "spec.volumes[0].configMap.items[0].path", 12, "invalid value \"..data\": must not start with '..'" },
-        { SPEC_C "  volumes:\n  - name: d\n    configMap:\n      name: c\n      items: [{key: ..k, path: k}]\n",
-          "spec.volumes[0].configMap.items[0].key", 12, "invalid key \"..k\": must not start with '..'" },
-        { SPEC_C "  volumes:\n  - name: d\n    configMap:\n      name: c\n      items: [{key: k, path: a/..b}]\n",
+        { SPEC_C "  volumes:\n  - name: d\n    configMap:\n      name: c\n      items: [{key: k, "
+                 "path: ..data}]\n",
+          "spec.volumes[0].configMap.items[0].path", 12,
+          "invalid value \"..data\": must not start with '..'" },
+        { SPEC_C "  volumes:\n  - name: d\n    configMap:\n      name: c\n      items: [{key: ..k, "
+                 "path: k}]\n",
+          "spec.volumes[0].configMap.items[0].key", 12,
+          "invalid key \"..k\": must not start with '..'" },
+        { SPEC_C "  volumes:\n  - name: d\n    configMap:\n      name: c\n      items: [{key: k, "
+                 "path: a/..b}]\n",
           NULL, 0, NULL },
-        { SPEC_C "  volumes:\n  - name: d\n    downwardAPI: {items: [{path: ..meta, fieldRef: {fieldPath: metadata.name}}]}\n",
+        { SPEC_C "  volumes:\n  - name: d\n    downwardAPI: {items: [{path: ..meta, fieldRef: "
+                 "{fieldPath: metadata.name}}]}\n",
           "spec.volumes[0].downwardAPI.items[0].path", 10, "must not start with '..'" },
-        { SPEC_C "  volumes:\n  - name: d\n    projected:\n      sources:\n      - secret: {name: s, items: [{key: k, path: ..x/y}]}\n",
-          "spec.volumes[0].projected.sources[0].secret.items[0].path", 12, "must not start with '..'" },
-        { SPEC_C "  volumes:\n  - name: d\n    configMap: {}\n",
-          "spec.volumes[0].configMap.name", 10, "name is required" },
-        { SPEC_C "  volumes:\n  - name: d\n    downwardAPI: {items: [{path: p, fieldRef: {fieldPath: spec.nodeName}}]}\n",
+        { SPEC_C "  volumes:\n  - name: d\n    projected:\n      sources:\n      - secret: {name: "
+                 "s, items: [{key: k, path: ..x/y}]}\n",
+          "spec.volumes[0].projected.sources[0].secret.items[0].path", 12,
+          "must not start with '..'" },
+        { SPEC_C "  volumes:\n  - name: d\n    configMap: {}\n", "spec.volumes[0].configMap.name",
+          10, "name is required" },
+        { SPEC_C "  volumes:\n  - name: d\n    downwardAPI: {items: [{path: p, fieldRef: "
+                 "{fieldPath: spec.nodeName}}]}\n",
           "spec.volumes[0].downwardAPI.items[0].fieldRef.fieldPath", 10, "unsupported value" },
-        { SPEC_C "  volumes:\n  - name: d\n    downwardAPI: {items: [{path: p, resourceFieldRef: {resource: limits.cpu}}]}\n",
+        { SPEC_C "  volumes:\n  - name: d\n    downwardAPI: {items: [{path: p, resourceFieldRef: "
+                 "{resource: limits.cpu}}]}\n",
           "spec.volumes[0].downwardAPI.items[0].resourceFieldRef.containerName", 10,
           "containerName is required" },
         /* containers */
-        { "spec:\n  containers:\n  - name: c\n", "spec.containers[0].image", 6, "image is required" },
+        { "spec:\n  containers:\n  - name: c\n", "spec.containers[0].image", 6,
+          "image is required" },
         { "spec:\n  containers:\n  - {name: C_1, image: b}\n", "spec.containers[0].name", 6,
           "must be a lowercase RFC 1123 label" },
-        { "spec:\n  initContainers:\n  - {name: c, image: b}\n  containers:\n  - {name: c, image: b}\n",
+        { "spec:\n  initContainers:\n  - {name: c, image: b}\n  containers:\n  - {name: c, image: "
+          "b}\n",
           "spec.containers[0].name", 8, "duplicate value \"c\"" },
-        { "spec:\n  containers:\n  - {image: b}\n", "spec.containers[0].name", 6, "name is required" },
+        { "spec:\n  containers:\n  - {image: b}\n", "spec.containers[0].name", 6,
+          "name is required" },
         /* ports */
-        { SPEC_C "    ports:\n    - {name: http, containerPort: 80}\n    - {name: http, containerPort: 81}\n",
+        { SPEC_C "    ports:\n    - {name: http, containerPort: 80}\n    - {name: http, "
+                 "containerPort: 81}\n",
           "spec.containers[0].ports[1].name", 10, "duplicate value \"http\"" },
-        { SPEC_C "    ports: [{name: 80a-b-, containerPort: 80}]\n", "spec.containers[0].ports[0].name",
-          8, "IANA_SVC_NAME" },
-        { SPEC_C "    ports: [{name: \"8080\", containerPort: 80}]\n", "spec.containers[0].ports[0].name",
-          8, "IANA_SVC_NAME" },
+        { SPEC_C "    ports: [{name: 80a-b-, containerPort: 80}]\n",
+          "spec.containers[0].ports[0].name", 8, "IANA_SVC_NAME" },
+        { SPEC_C "    ports: [{name: \"8080\", containerPort: 80}]\n",
+          "spec.containers[0].ports[0].name", 8, "IANA_SVC_NAME" },
         { SPEC_C "    ports: [{name: averyveryverylongname, containerPort: 80}]\n",
           "spec.containers[0].ports[0].name", 8, "IANA_SVC_NAME" },
-        { SPEC_C "    ports: [{containerPort: 0}]\n", "spec.containers[0].ports[0].containerPort", 8,
-          "must be between 1 and 65535" },
-        { SPEC_C "    ports: [{containerPort: 70000}]\n", "spec.containers[0].ports[0].containerPort", 8,
-          "must be between 1 and 65535" },
-        { SPEC_C "    ports: [{containerPort: 80, hostPort: -1}]\n", "spec.containers[0].ports[0].hostPort",
-          8, "must be between 0 and 65535" },
+        { SPEC_C "    ports: [{containerPort: 0}]\n", "spec.containers[0].ports[0].containerPort",
+          8, "must be between 1 and 65535" },
+        { SPEC_C "    ports: [{containerPort: 70000}]\n",
+          "spec.containers[0].ports[0].containerPort", 8, "must be between 1 and 65535" },
+        { SPEC_C "    ports: [{containerPort: 80, hostPort: -1}]\n",
+          "spec.containers[0].ports[0].hostPort", 8, "must be between 0 and 65535" },
         { SPEC_C "    ports: [{containerPort: 80, protocol: ICMP}]\n",
-          "spec.containers[0].ports[0].protocol", 8, "supported values: \"TCP\", \"UDP\", \"SCTP\"" },
-        { SPEC_C "    ports: [{containerPort: 80, hostIP: 1.2.3}]\n", "spec.containers[0].ports[0].hostIP",
-          8, "must be a valid IP address" },
+          "spec.containers[0].ports[0].protocol", 8,
+          "supported values: \"TCP\", \"UDP\", \"SCTP\"" },
+        { SPEC_C "    ports: [{containerPort: 80, hostIP: 1.2.3}]\n",
+          "spec.containers[0].ports[0].hostIP", 8, "must be a valid IP address" },
         /* host network: hostPort must equal containerPort */
-        { "spec:\n  hostNetwork: true\n  containers:\n  - name: c\n    image: b\n    ports: [{containerPort: 80, hostPort: 8080}]\n",
-          "spec.containers[0].ports[0].hostPort", 9, "must match containerPort when hostNetwork is true" },
-        { SPEC_C "    ports: [{containerPort: 80, hostPort: 80}]\n  - name: d\n    image: b\n    ports: [{containerPort: 81, hostPort: 80}]\n",
+        { "spec:\n  hostNetwork: true\n  containers:\n  - name: c\n    image: b\n    ports: "
+          "[{containerPort: 80, hostPort: 8080}]\n",
+          "spec.containers[0].ports[0].hostPort", 9,
+          "must match containerPort when hostNetwork is true" },
+        { SPEC_C "    ports: [{containerPort: 80, hostPort: 80}]\n  - name: d\n    image: b\n    "
+                 "ports: [{containerPort: 81, hostPort: 80}]\n",
           "spec.containers[1].ports[0].hostPort", 11, "duplicate value \"80/TCP\"" },
         /* mounts */
         { SPEC_C "    volumeMounts: [{name: nope, mountPath: /x}]\n",
           "spec.containers[0].volumeMounts[0].name", 8, "volume \"nope\" not found" },
-        { SPEC_C "    volumeMounts: [{name: d, mountPath: x}]\n  volumes: [{name: d, emptyDir: {}}]\n",
+        { SPEC_C
+          "    volumeMounts: [{name: d, mountPath: x}]\n  volumes: [{name: d, emptyDir: {}}]\n",
           "spec.containers[0].volumeMounts[0].mountPath", 8, "must be an absolute path" },
-        { SPEC_C "    volumeMounts:\n    - {name: d, mountPath: /x}\n    - {name: d, mountPath: /x}\n  volumes: [{name: d, emptyDir: {}}]\n",
+        { SPEC_C "    volumeMounts:\n    - {name: d, mountPath: /x}\n    - {name: d, mountPath: "
+                 "/x}\n  volumes: [{name: d, emptyDir: {}}]\n",
           "spec.containers[0].volumeMounts[1].mountPath", 10, "must be unique" },
-        { SPEC_C "    volumeMounts: [{name: d, mountPath: /x, subPath: a/../../b}]\n  volumes: [{name: d, emptyDir: {}}]\n",
+        { SPEC_C "    volumeMounts: [{name: d, mountPath: /x, subPath: a/../../b}]\n  volumes: "
+                 "[{name: d, emptyDir: {}}]\n",
           "spec.containers[0].volumeMounts[0].subPath", 8, "must not contain '..'" },
-        { SPEC_C "    volumeMounts: [{name: d, mountPath: /x, subPath: /abs}]\n  volumes: [{name: d, emptyDir: {}}]\n",
+        { SPEC_C "    volumeMounts: [{name: d, mountPath: /x, subPath: /abs}]\n  volumes: [{name: "
+                 "d, emptyDir: {}}]\n",
           "spec.containers[0].volumeMounts[0].subPath", 8, "must be a relative path" },
-        { SPEC_C "    volumeMounts: [{name: d, mountPath: /x, subPath: a, subPathExpr: $(X)}]\n  volumes: [{name: d, emptyDir: {}}]\n",
+        { SPEC_C "    volumeMounts: [{name: d, mountPath: /x, subPath: a, subPathExpr: $(X)}]\n  "
+                 "volumes: [{name: d, emptyDir: {}}]\n",
           "spec.containers[0].volumeMounts[0].subPathExpr", 8, "mutually exclusive" },
-        { SPEC_C "    volumeMounts: [{name: d, mountPath: /x, mountPropagation: Bidirectional}]\n  volumes: [{name: d, emptyDir: {}}]\n",
-          "spec.containers[0].volumeMounts[0].mountPropagation", 8, "only to privileged containers" },
+        { SPEC_C "    volumeMounts: [{name: d, mountPath: /x, mountPropagation: Bidirectional}]\n  "
+                 "volumes: [{name: d, emptyDir: {}}]\n",
+          "spec.containers[0].volumeMounts[0].mountPropagation", 8,
+          "only to privileged containers" },
         /* probes */
         { SPEC_C "    livenessProbe: {periodSeconds: 5}\n", "spec.containers[0].livenessProbe", 8,
           "must specify a handler type" },
@@ -144,10 +173,14 @@ static const Case cases[] = {
           "spec.containers[0].livenessProbe.terminationGracePeriodSeconds", 8,
           "must be greater than 0" },
         { SPEC_C "    readinessProbe: {tcpSocket: {port: 1}, initialDelaySeconds: -5}\n",
-          "spec.containers[0].readinessProbe.initialDelaySeconds", 8, "greater than or equal to 0" },
-        { "spec:\n  initContainers:\n  - name: i\n    image: b\n    readinessProbe: {tcpSocket: {port: 1}}\n" "  containers: [{name: c, image: b}]\n",
+          "spec.containers[0].readinessProbe.initialDelaySeconds", 8,
+          "greater than or equal to 0" },
+        { "spec:\n  initContainers:\n  - name: i\n    image: b\n    readinessProbe: {tcpSocket: "
+          "{port: 1}}\n"
+          "  containers: [{name: c, image: b}]\n",
           "spec.initContainers[0].readinessProbe", 8, "may not be set for init containers" },
-        { "spec:\n  initContainers:\n  - {name: i, image: b, restartPolicy: OnFailure}\n" "  containers: [{name: c, image: b}]\n",
+        { "spec:\n  initContainers:\n  - {name: i, image: b, restartPolicy: OnFailure}\n"
+          "  containers: [{name: c, image: b}]\n",
           "spec.initContainers[0].restartPolicy", 6, "only \"Always\" is supported" },
         { SPEC_C "    restartPolicy: Always\n", "spec.containers[0].restartPolicy", 8,
           "may not be set for non-init containers" },
@@ -160,36 +193,44 @@ static const Case cases[] = {
           "spec.containers[0].lifecycle.postStart", 8, "may not specify more than 1 handler type" },
         /* resources */
         { SPEC_C "    resources: {requests: {cpu: 2}, limits: {cpu: 1}}\n",
-          "spec.containers[0].resources.requests.cpu", 8, "must be less than or equal to cpu limit" },
+          "spec.containers[0].resources.requests.cpu", 8,
+          "must be less than or equal to cpu limit" },
         { SPEC_C "    resources: {requests: {memory: 2Gi}, limits: {memory: 1Gi}}\n",
-          "spec.containers[0].resources.requests.memory", 8, "must be less than or equal to memory limit" },
+          "spec.containers[0].resources.requests.memory", 8,
+          "must be less than or equal to memory limit" },
         { SPEC_C "    resources: {requests: {memory: -1}}\n",
           "spec.containers[0].resources.requests.memory", 8, "greater than or equal to 0" },
-        { SPEC_C "    resources: {limits: {hugepages-2Mi: 2Mi}}\n", "spec.containers[0].resources", 8,
-          "hugepages require a cpu or memory" },
+        { SPEC_C "    resources: {limits: {hugepages-2Mi: 2Mi}}\n", "spec.containers[0].resources",
+          8, "hugepages require a cpu or memory" },
         /* env */
         { SPEC_C "    env: [{name: \"A=B\", value: x}]\n", "spec.containers[0].env[0].name", 8,
           "other than '='" },
-        { SPEC_C "    env: [{value: x}]\n", "spec.containers[0].env[0].name", 8, "name is required" },
-        { SPEC_C "    env: [{name: A, value: x, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]\n",
-          "spec.containers[0].env[0].valueFrom", 8, "may not be specified when `value` is not empty" },
+        { SPEC_C "    env: [{value: x}]\n", "spec.containers[0].env[0].name", 8,
+          "name is required" },
+        { SPEC_C
+          "    env: [{name: A, value: x, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]\n",
+          "spec.containers[0].env[0].valueFrom", 8,
+          "may not be specified when `value` is not empty" },
         { SPEC_C "    env: [{name: A, valueFrom: {}}]\n", "spec.containers[0].env[0].valueFrom", 8,
           "must specify one of" },
-        { SPEC_C "    env: [{name: A, valueFrom: {fieldRef: {fieldPath: metadata.name}, secretKeyRef: {name: s, key: k}}}]\n",
+        { SPEC_C "    env: [{name: A, valueFrom: {fieldRef: {fieldPath: metadata.name}, "
+                 "secretKeyRef: {name: s, key: k}}}]\n",
           "spec.containers[0].env[0].valueFrom", 8, "may not have more than one field" },
         { SPEC_C "    env: [{name: A, valueFrom: {configMapKeyRef: {name: c, key: \"a b\"}}}]\n",
           "spec.containers[0].env[0].valueFrom.configMapKeyRef.key", 8, "invalid key \"a b\"" },
         { SPEC_C "    env: [{name: A, valueFrom: {resourceFieldRef: {resource: limits.gpu}}}]\n",
-          "spec.containers[0].env[0].valueFrom.resourceFieldRef.resource", 8, "unsupported value \"limits.gpu\"" },
+          "spec.containers[0].env[0].valueFrom.resourceFieldRef.resource", 8,
+          "unsupported value \"limits.gpu\"" },
         { SPEC_C "    envFrom: [{prefix: \"X=\", configMapRef: {name: c}}]\n",
           "spec.containers[0].envFrom[0].prefix", 8, "other than '='" },
         { SPEC_C "    envFrom: [{configMapRef: {name: c}, secretRef: {name: s}}]\n",
           "spec.containers[0].envFrom[0]", 8, "exactly one of configMapRef or secretRef" },
         /* security */
-        { SPEC_C "    securityContext: {runAsUser: -1}\n", "spec.containers[0].securityContext.runAsUser",
-          8, "greater than or equal to 0" },
+        { SPEC_C "    securityContext: {runAsUser: -1}\n",
+          "spec.containers[0].securityContext.runAsUser", 8, "greater than or equal to 0" },
         { SPEC_C "    securityContext: {capabilities: {add: [NET_ADMIN, FLY]}}\n",
-          "spec.containers[0].securityContext.capabilities.add[1]", 8, "unknown capability \"FLY\"" },
+          "spec.containers[0].securityContext.capabilities.add[1]", 8,
+          "unknown capability \"FLY\"" },
         { SPEC_C "    securityContext: {procMount: Masked}\n",
           "spec.containers[0].securityContext.procMount", 8, "unsupported value \"Masked\"" },
         { SPEC_C "    securityContext: {privileged: true, allowPrivilegeEscalation: false}\n",
@@ -197,7 +238,8 @@ static const Case cases[] = {
         { SPEC_C "    securityContext: {seccompProfile: {type: Localhost}}\n",
           "spec.containers[0].securityContext.seccompProfile.localhostProfile", 8,
           "must be set when seccomp type is Localhost" },
-        { SPEC_C "  securityContext:\n    seccompProfile: {type: Localhost, localhostProfile: ../x.json}\n",
+        { SPEC_C "  securityContext:\n    seccompProfile: {type: Localhost, localhostProfile: "
+                 "../x.json}\n",
           "spec.securityContext.seccompProfile.localhostProfile", 9, "must not contain '..'" },
         { SPEC_C "  securityContext:\n    seccompProfile: {localhostProfile: x.json}\n",
           "spec.securityContext.seccompProfile.type", 9, "type is required" },
@@ -206,11 +248,13 @@ static const Case cases[] = {
         { SPEC_C "  securityContext:\n    fsGroup: -3\n", "spec.securityContext.fsGroup", 9,
           "greater than or equal to 0" },
         /* pod spec */
-        { SPEC_C "  restartPolicy: Sometimes\n", "spec.restartPolicy", 8, "unsupported value \"Sometimes\"" },
+        { SPEC_C "  restartPolicy: Sometimes\n", "spec.restartPolicy", 8,
+          "unsupported value \"Sometimes\"" },
         { SPEC_C "  terminationGracePeriodSeconds: -1\n", "spec.terminationGracePeriodSeconds", 8,
           "greater than or equal to 0" },
-        { SPEC_C "    resources: {limits: {cpu: 1e15}}\n", "spec.containers[0].resources.limits.cpu",
-          8, "must be at most 175921860444m (the largest CPU quota the kernel accepts)" },
+        { SPEC_C "    resources: {limits: {cpu: 1e15}}\n",
+          "spec.containers[0].resources.limits.cpu", 8,
+          "must be at most 175921860444m (the largest CPU quota the kernel accepts)" },
         { SPEC_C "    resources: {requests: {cpu: \"9223372036854775807\"}}\n",
           "spec.containers[0].resources.requests.cpu", 8, "must be at most 175921860444m" },
         { SPEC_C "    resources: {limits: {cpu: 175921860444m}}\n", NULL, 0, NULL },
@@ -228,8 +272,8 @@ static const Case cases[] = {
           "must be a valid IP address" },
         { SPEC_C "  hostname: Web_1\n", "spec.hostname", 8, "RFC 1123 label" },
         { SPEC_C "  subdomain: a.b\n", "spec.subdomain", 8, "RFC 1123 label" },
-        { SPEC_C "  shareProcessNamespace: true\n  hostPID: true\n", "spec.shareProcessNamespace", 8,
-          "may not be true when hostPID is true" },
+        { SPEC_C "  shareProcessNamespace: true\n  hostPID: true\n", "spec.shareProcessNamespace",
+          8, "may not be true when hostPID is true" },
         { SPEC_C "  os: {name: windows}\n", "spec.os.name", 8, "windows pods are not supported" },
         { SPEC_C "  serviceAccount: robot\n", "spec.serviceAccount", 8, "needs an apiserver" },
         { SPEC_C "  ephemeralContainers: [{name: dbg}]\n", "spec.ephemeralContainers", 8,
@@ -258,7 +302,8 @@ static const Case meta_cases[] = {
         { "metadata: {name: Web}\n", "metadata.name", 3, "RFC 1123 subdomain" },
         { "metadata: {name: web, namespace: a.b}\n", "metadata.namespace", 3, "RFC 1123 label" },
         { "metadata: {name: web, uid: ../../etc}\n", "metadata.uid", 3, "uses it in paths" },
-        { "metadata: {name: web, uid: 0123456789012345678901234567890123456789012345678901234567890123x}\n",
+        { "metadata: {name: web, uid: "
+          "0123456789012345678901234567890123456789012345678901234567890123x}\n",
           "metadata.uid", 3, "1 to 64" },
         { "metadata:\n  name: web\n  labels: {\"-bad\": x}\n", "metadata.labels", 5,
           "invalid key \"-bad\"" },
@@ -270,23 +315,30 @@ static const Case meta_cases[] = {
           "metadata.annotations", 6, "invalid nanolet.io/wait-for entry \"Bad/x\"" },
         { "metadata:\n  name: web\n  annotations:\n    nanolet.io/wait-for: \"db,,x\"\n",
           "metadata.annotations", 6, "empty entry" },
-        { "metadata:\n  name: web\n  annotations:\n    nanolet.io/wait-for: \"kube-system/etcd, db\"\n",
+        { "metadata:\n  name: web\n  annotations:\n    nanolet.io/wait-for: \"kube-system/etcd, "
+          "db\"\n",
           NULL, 0, NULL },
 };
 
 static const Case id_cases[] = {
         /* <uid>-<name>-<attempt> is the runtime ID: at most 128 characters */
-        { "metadata: {name: web, uid: uuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuu}\n"
-          "spec:\n  containers:\n  - {name: cccccccccccccccccccccccccccccccccccccccccccccccccccc, image: b}\n",
+        { "metadata: {name: web, uid: "
+          "uuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuu}\n"
+          "spec:\n  containers:\n  - {name: cccccccccccccccccccccccccccccccccccccccccccccccccccc, "
+          "image: b}\n",
           NULL, 0, NULL },
-        { "metadata: {name: web, uid: uuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuu}\n"
-          "spec:\n  containers:\n  - {name: cccccccccccccccccccccccccccccccccccccccccccccccccccc, image: b}\n"
+        { "metadata: {name: web, uid: "
+          "uuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuu}\n"
+          "spec:\n  containers:\n  - {name: cccccccccccccccccccccccccccccccccccccccccccccccccccc, "
+          "image: b}\n"
           "  - {name: ccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc, image: b}\n",
           "spec.containers[1].name", 7,
           "container name and metadata.uid are 127 characters together; at most 116 fit in a "
           "runtime container ID (<uid>-<name>-<restart count>, at most 128 characters)" },
-        { "metadata: {name: web, uid: uuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuu}\n"
-          "spec:\n  initContainers:\n  - {name: ccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc, image: b}\n"
+        { "metadata: {name: web, uid: "
+          "uuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuu}\n"
+          "spec:\n  initContainers:\n  - {name: "
+          "ccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc, image: b}\n"
           "  containers:\n  - {name: c, image: b}\n",
           "spec.initContainers[0].name", 6, "at most 116 fit in a runtime container ID" },
 };
@@ -363,13 +415,15 @@ static void test_long_name_after_suffix(void **state) {
         memset(name, 'a', 250);
         name[250] = 0;
         _cleanup_free_ char *yaml = strprintf(
-                "kind: Pod\nmetadata: {name: %s}\nspec: {containers: [{name: c, image: b}]}\n", name);
+                "kind: Pod\nmetadata: {name: %s}\nspec: {containers: [{name: c, image: b}]}\n",
+                name);
         Diagnostics diag;
         YamlNode **docs = NULL;
         size_t n = 0;
         Pod *p = NULL;
         diagnostics_init(&diag);
-        assert_int_equal(yaml_parse_documents(yaml, strlen(yaml), "v.yaml", NULL, &docs, &n, &diag), 0);
+        assert_int_equal(yaml_parse_documents(yaml, strlen(yaml), "v.yaml", NULL, &docs, &n, &diag),
+                         0);
         PodDecodeOptions o = { .file = "v.yaml", .node_name = "node-with-long-name" };
         assert_int_equal(pod_decode(docs[0], &o, &p, &diag), -EINVAL);
         assert_int_equal(diag.n_errors, 1);
@@ -387,22 +441,22 @@ static void test_long_name_after_suffix(void **state) {
 }
 
 static void test_all_problems_reported(void **state) {
-        static const char yaml[] =
-                "apiVersion: v1\n"                              /* 1 */
-                "kind: Pod\n"                                   /* 2 */
-                "metadata:\n"                                   /* 3 */
-                "  name: Not_Valid\n"                           /* 4 */
-                "spec:\n"                                       /* 5 */
-                "  containers:\n"                               /* 6 */
-                "  - name: app\n"                               /* 7 */
-                "    image: app:1\n"                                    "    ports:\n"                                  /* 9 */
-                "    - containerPort: 0\n"                      /* 10 */
-                "    volumeMounts:\n"                           /* 11 */
-                "    - {name: missing, mountPath: /data}\n"     /* 12 */
-                "  - name: app\n"                               /* 13 */
-                "  volumes:\n"                                  /* 14 */
-                "  - name: v\n"                                 /* 15 */
-                "    hostPath: {path: relative}\n";             /* 16 */
+        static const char yaml[] = "apiVersion: v1\n"    /* 1 */
+                                   "kind: Pod\n"         /* 2 */
+                                   "metadata:\n"         /* 3 */
+                                   "  name: Not_Valid\n" /* 4 */
+                                   "spec:\n"             /* 5 */
+                                   "  containers:\n"     /* 6 */
+                                   "  - name: app\n"     /* 7 */
+                                   "    image: app:1\n"
+                                   "    ports:\n"                              /* 9 */
+                                   "    - containerPort: 0\n"                  /* 10 */
+                                   "    volumeMounts:\n"                       /* 11 */
+                                   "    - {name: missing, mountPath: /data}\n" /* 12 */
+                                   "  - name: app\n"                           /* 13 */
+                                   "  volumes:\n"                              /* 14 */
+                                   "  - name: v\n"                             /* 15 */
+                                   "    hostPath: {path: relative}\n";         /* 16 */
         static const struct {
                 const char *path;
                 unsigned line;
@@ -421,7 +475,8 @@ static void test_all_problems_reported(void **state) {
         Pod *p = NULL;
 
         diagnostics_init(&diag);
-        assert_int_equal(yaml_parse_documents(yaml, strlen(yaml), "v.yaml", NULL, &docs, &n, &diag), 0);
+        assert_int_equal(yaml_parse_documents(yaml, strlen(yaml), "v.yaml", NULL, &docs, &n, &diag),
+                         0);
         PodDecodeOptions o = { .file = "v.yaml", .node_name = "n" };
         assert_int_equal(pod_decode(docs[0], &o, &p, &diag), -EINVAL);
         assert_null(p);

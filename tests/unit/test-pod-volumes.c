@@ -60,8 +60,10 @@ static const Secret *fx_secret(void *u, const char *ns, const char *name) {
 static void fx_parse(Fixture *f, const char *yaml) {
         if (f->objs)
                 manifest_objects_free(f->objs, f->n);
-        ManifestParseOptions po = { .filename = "t.yaml", .node_name = "node1",
-                                    .source_id = "file:/x", .config_source = "file" };
+        ManifestParseOptions po = { .filename = "t.yaml",
+                                    .node_name = "node1",
+                                    .source_id = "file:/x",
+                                    .config_source = "file" };
         Diagnostics d;
         diagnostics_init(&d);
         int r = manifest_parse_buffer(yaml, strlen(yaml), &po, &f->objs, &f->n, &d);
@@ -86,8 +88,9 @@ static void fx_init(Fixture *f, const char *yaml, bool mounts) {
         f->pod_dir = strprintf("%s/pods/uid1", f->dir);
         f->node = (PodNodeInfo){ .node_name = "node1", .cpu_count = 2, .memory_bytes = 1ULL << 30 };
         f->lookup = (PodObjectLookup){ fx_cm, fx_secret, f };
-        f->o = (PodVolumesOptions){ .pod_dir = f->pod_dir, .node = &f->node, .lookup = &f->lookup,
-                                    .no_mounts = !mounts };
+        f->o = (PodVolumesOptions){
+                .pod_dir = f->pod_dir, .node = &f->node, .lookup = &f->lookup, .no_mounts = !mounts
+        };
         fx_parse(f, yaml);
 }
 
@@ -145,7 +148,9 @@ static char *link_of(const char *dir, const char *name) {
         return strdup(buf);
 }
 
-#define POD "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: prod, labels: {b: '2', a: '1'}}\nspec:\n"
+#define POD                                                                                        \
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: prod, labels: {b: '2', a: "   \
+        "'1'}}\nspec:\n"
 #define CONTAINERS "  containers: [{name: c, image: b, resources: {limits: {memory: 64Mi}}}]\n"
 
 /* ---- hostPath ---- */
@@ -174,25 +179,18 @@ static void test_host_path_types(void **state) {
         assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 
         check_host_path(HOST_PATH_DIRECTORY, dir, 0, NULL);
-        check_host_path(HOST_PATH_DIRECTORY, file, -ENOTDIR,
-                        "a directory");
-        check_host_path(HOST_PATH_DIRECTORY, missing, -ENOTDIR,
-                        "a directory");
+        check_host_path(HOST_PATH_DIRECTORY, file, -ENOTDIR, "a directory");
+        check_host_path(HOST_PATH_DIRECTORY, missing, -ENOTDIR, "a directory");
         check_host_path(HOST_PATH_FILE, file, 0, NULL);
         check_host_path(HOST_PATH_FILE, dir, -EINVAL, "a file");
         check_host_path(HOST_PATH_SOCKET, sock, 0, NULL);
-        check_host_path(HOST_PATH_SOCKET, file, -EINVAL,
-                        "a socket file");
+        check_host_path(HOST_PATH_SOCKET, file, -EINVAL, "a socket file");
         check_host_path(HOST_PATH_CHAR_DEVICE, "/dev/null", 0, NULL);
-        check_host_path(HOST_PATH_CHAR_DEVICE, file, -EINVAL,
-                        "a character device");
-        check_host_path(HOST_PATH_BLOCK_DEVICE, "/dev/null", -EINVAL,
-                        "a block device");
+        check_host_path(HOST_PATH_CHAR_DEVICE, file, -EINVAL, "a character device");
+        check_host_path(HOST_PATH_BLOCK_DEVICE, "/dev/null", -EINVAL, "a block device");
         check_host_path(HOST_PATH_UNSET, missing, 0, NULL);
-        check_host_path(HOST_PATH_DIRECTORY_OR_CREATE, file, -ENOTDIR,
-                        "a directory");
-        check_host_path(HOST_PATH_FILE_OR_CREATE, dir, -EINVAL,
-                        "a file");
+        check_host_path(HOST_PATH_DIRECTORY_OR_CREATE, file, -ENOTDIR, "a directory");
+        check_host_path(HOST_PATH_FILE_OR_CREATE, dir, -EINVAL, "a file");
 
         /* DirectoryOrCreate: mkdir -p 0755 */
         char *deep = strprintf("%s/a/b/c", dir);
@@ -219,19 +217,21 @@ static void test_host_path_types(void **state) {
 /* ---- projections ---- */
 
 #define CM                                                                                         \
-        "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg, namespace: prod}\n"            \
-        "data: {a.conf: alpha, b.conf: beta, c: gamma}\n"                                           \
-        "---\napiVersion: v1\nkind: Secret\nmetadata: {name: sec, namespace: prod}\n"               \
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg, namespace: prod}\n"           \
+        "data: {a.conf: alpha, b.conf: beta, c: gamma}\n"                                          \
+        "---\napiVersion: v1\nkind: Secret\nmetadata: {name: sec, namespace: prod}\n"              \
         "stringData: {user: admin, pass: hunter2}\n"
 
 static void test_configmap_layout(void **state) {
         (void)state;
         Fixture f;
-        fx_init(&f, POD "  volumes:\n"
-                        "  - name: all\n    configMap: {name: cfg}\n"
-                        "  - name: some\n    configMap:\n      name: cfg\n      defaultMode: 0600\n"
-                        "      items: [{key: a.conf, path: sub/dir/a}, {key: c, path: c, mode: 0400}]\n"
-                        CONTAINERS CM, false);
+        fx_init(&f,
+                POD "  volumes:\n"
+                    "  - name: all\n    configMap: {name: cfg}\n"
+                    "  - name: some\n    configMap:\n      name: cfg\n      defaultMode: 0600\n"
+                    "      items: [{key: a.conf, path: sub/dir/a}, {key: c, path: c, mode: "
+                    "0400}]\n" CONTAINERS CM,
+                false);
         assert_int_equal(fx_prepare(&f), 0);
         char *all = strdup(pod_volumes_get(&f.v, "all"));
         char *want = strprintf("%s/volumes/kubernetes.io~configmap/all", f.pod_dir);
@@ -264,10 +264,12 @@ static void test_configmap_layout(void **state) {
         assert_null(link_of(some, "b.conf"));
 
         /* an update swaps ..data atomically, drops stale entries and the old dir */
-        fx_parse(&f, POD "  volumes:\n  - name: all\n    configMap: {name: cfg}\n"
-                         "  - name: some\n    configMap: {name: cfg, items: [{key: c, path: c}]}\n" CONTAINERS
-                         "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg, namespace: prod}\n"
-                         "data: {a.conf: ALPHA, c: gamma}\n");
+        fx_parse(&f, POD
+                 "  volumes:\n  - name: all\n    configMap: {name: cfg}\n"
+                 "  - name: some\n    configMap: {name: cfg, items: [{key: c, path: "
+                 "c}]}\n" CONTAINERS
+                 "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg, namespace: prod}\n"
+                 "data: {a.conf: ALPHA, c: gamma}\n");
         assert_int_equal(fx_prepare(&f), 0);
         s = read_file(all, "a.conf");
         assert_string_equal(s, "ALPHA");
@@ -294,17 +296,22 @@ static void test_configmap_errors(void **state) {
         assert_string_equal(f.err.message, "configmap \"nope\" not found");
         fx_done(&f);
 
-        fx_init(&f, POD "  volumes: [{name: v, configMap: {name: nope, optional: true}}]\n" CONTAINERS, false);
+        fx_init(&f,
+                POD "  volumes: [{name: v, configMap: {name: nope, optional: true}}]\n" CONTAINERS,
+                false);
         assert_int_equal(fx_prepare(&f), 0);
         fx_done(&f);
 
-        fx_init(&f, POD "  volumes: [{name: v, configMap: {name: cfg, items: [{key: zz, path: z}]}}]\n"
-                        CONTAINERS CM, false);
+        fx_init(&f,
+                POD "  volumes: [{name: v, configMap: {name: cfg, items: [{key: zz, path: "
+                    "z}]}}]\n" CONTAINERS CM,
+                false);
         assert_int_equal(fx_prepare(&f), -ENOENT);
         assert_string_equal(f.err.message, "configmap references non-existent config key: zz");
         fx_done(&f);
 
-        fx_init(&f, POD "  volumes: [{name: v, image: {reference: 'quay.io/x:1'}}]\n" CONTAINERS, false);
+        fx_init(&f, POD "  volumes: [{name: v, image: {reference: 'quay.io/x:1'}}]\n" CONTAINERS,
+                false);
         assert_int_equal(fx_prepare(&f), -EOPNOTSUPP);
         assert_string_equal(f.err.message, "volume \"v\": image volumes are not supported yet");
         fx_done(&f);
@@ -313,16 +320,19 @@ static void test_configmap_errors(void **state) {
 static void test_downward_and_projected(void **state) {
         (void)state;
         Fixture f;
-        fx_init(&f, POD "  volumes:\n"
-                        "  - name: dw\n    downwardAPI:\n      items:\n"
-                        "      - {path: name, fieldRef: {fieldPath: metadata.name}}\n"
-                        "      - {path: labels, fieldRef: {fieldPath: metadata.labels}}\n"
-                        "      - {path: mem, resourceFieldRef: {containerName: c, resource: limits.memory, divisor: 1Mi}}\n"
-                        "  - name: pj\n    projected:\n      defaultMode: 0440\n      sources:\n"
-                        "      - configMap: {name: cfg, items: [{key: c, path: cfg/c}]}\n"
-                        "      - secret: {name: sec}\n"
-                        "      - downwardAPI: {items: [{path: ns, fieldRef: {fieldPath: metadata.namespace}}]}\n"
-                        CONTAINERS CM, false);
+        fx_init(&f,
+                POD "  volumes:\n"
+                    "  - name: dw\n    downwardAPI:\n      items:\n"
+                    "      - {path: name, fieldRef: {fieldPath: metadata.name}}\n"
+                    "      - {path: labels, fieldRef: {fieldPath: metadata.labels}}\n"
+                    "      - {path: mem, resourceFieldRef: {containerName: c, resource: "
+                    "limits.memory, divisor: 1Mi}}\n"
+                    "  - name: pj\n    projected:\n      defaultMode: 0440\n      sources:\n"
+                    "      - configMap: {name: cfg, items: [{key: c, path: cfg/c}]}\n"
+                    "      - secret: {name: sec}\n"
+                    "      - downwardAPI: {items: [{path: ns, fieldRef: {fieldPath: "
+                    "metadata.namespace}}]}\n" CONTAINERS CM,
+                false);
         assert_int_equal(fx_prepare(&f), 0);
         const char *dw = pod_volumes_get(&f.v, "dw");
         char *s = read_file(dw, "name");
@@ -393,11 +403,12 @@ static void test_tmpfs_and_cleanup(void **state) {
         assert_non_null(mkdtemp(hp));
         char *keep = strprintf("%s/keep", hp);
         assert_int_equal(write_file_atomic(keep, "x", 1, 0644), 0);
-        char *yaml = strprintf(POD "  volumes:\n"
-                                   "  - {name: mem, emptyDir: {medium: Memory, sizeLimit: 16Mi}}\n"
-                                   "  - {name: s, secret: {secretName: sec}}\n"
-                                   "  - {name: h, hostPath: {path: '%s', type: Directory}}\n"
-                                   CONTAINERS CM, hp);
+        char *yaml = strprintf(
+                POD "  volumes:\n"
+                    "  - {name: mem, emptyDir: {medium: Memory, sizeLimit: 16Mi}}\n"
+                    "  - {name: s, secret: {secretName: sec}}\n"
+                    "  - {name: h, hostPath: {path: '%s', type: Directory}}\n" CONTAINERS CM,
+                hp);
         fx_init(&f, yaml, true);
         assert_int_equal(fx_prepare(&f), 0);
         assert_true(is_tmpfs(pod_volumes_get(&f.v, "mem")));

@@ -31,8 +31,11 @@
 /* ---- tracker ---- */
 
 static const ProbeTiming timing = {
-        .initial_delay = 5 * S, .period = 10 * S, .timeout = S,
-        .success_threshold = 1, .failure_threshold = 3,
+        .initial_delay = 5 * S,
+        .period = 10 * S,
+        .timeout = S,
+        .success_threshold = 1,
+        .failure_threshold = 3,
 };
 
 static void test_tracker_initial_results(void **state) {
@@ -227,23 +230,30 @@ static int on_conn(EventSource *s, int fd, uint32_t revents, void *userdata) {
         if (startswith(path, "/hang"))
                 return 0; /* never answers */
         if (startswith(path, "/ok"))
-                len = snprintf(resp, sizeof resp,
-                               "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: close\r\n\r\nfine");
+                len = snprintf(
+                        resp, sizeof resp,
+                        "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: close\r\n\r\nfine");
         else if (startswith(path, "/redirect-here"))
-                len = snprintf(resp, sizeof resp,
-                               "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:%d/bad\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                               srv->port);
+                len = snprintf(
+                        resp, sizeof resp,
+                        "HTTP/1.1 302 Found\r\nLocation: "
+                        "http://127.0.0.1:%d/bad\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                        srv->port);
         else if (startswith(path, "/redirect-away"))
                 len = snprintf(resp, sizeof resp,
-                               "HTTP/1.1 302 Found\r\nLocation: http://nowhere.invalid/bad\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                               "HTTP/1.1 302 Found\r\nLocation: "
+                               "http://nowhere.invalid/bad\r\nContent-Length: 0\r\nConnection: "
+                               "close\r\n\r\n");
         else if (startswith(path, "/big")) {
-                len = snprintf(resp, sizeof resp,
-                               "HTTP/1.1 200 OK\r\nContent-Length: 12000\r\nConnection: close\r\n\r\n");
+                len = snprintf(
+                        resp, sizeof resp,
+                        "HTTP/1.1 200 OK\r\nContent-Length: 12000\r\nConnection: close\r\n\r\n");
                 memset(resp + len, '#', 12000);
                 len += 12000;
         } else
                 len = snprintf(resp, sizeof resp,
-                               "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\nConnection: close\r\n\r\nsick");
+                               "HTTP/1.1 500 Internal Server Error\r\nContent-Length: "
+                               "4\r\nConnection: close\r\n\r\nsick");
         assert_int_equal(send(fd, resp, (size_t)len, MSG_NOSIGNAL), len);
         shutdown(fd, SHUT_WR);
         return 0;
@@ -256,9 +266,9 @@ static int on_accept(EventSource *s, int fd, uint32_t revents, void *userdata) {
                 return 0;
         for (size_t i = 0; i < 8; i++)
                 if (!srv->conns[i]) {
-                        assert_int_equal(event_add_io(srv->event, &srv->conns[i], c, EPOLLIN,
-                                                      on_conn, srv),
-                                         0);
+                        assert_int_equal(
+                                event_add_io(srv->event, &srv->conns[i], c, EPOLLIN, on_conn, srv),
+                                0);
                         (void)event_source_set_io_fd_own(srv->conns[i], true);
                         return 0;
                 }
@@ -386,7 +396,8 @@ static void test_tcp_probe(void **state) {
         close(fd);
         tcp_probe(e, "127.0.0.1", port, &o);
         assert_int_equal(o.result, PROBE_RESULT_FAILURE);
-        assert_non_null(strstr(o.output, "connection refused") ?: strstr(o.output, "Connection refused"));
+        assert_non_null(strstr(o.output, "connection refused")
+                                ?: strstr(o.output, "Connection refused"));
         /* names would need a blocking resolver: the prober refuses them */
         tcp_probe(e, "localhost", port, &o);
         assert_int_equal(o.result, PROBE_RESULT_UNKNOWN);

@@ -40,7 +40,7 @@ typedef struct Fixture {
         char *run_dir;
         Event *e;
         Runtime *rt;
-        char **ids;     /* containers to force-delete in teardown */
+        char **ids; /* containers to force-delete in teardown */
         char **sandboxes;
 } Fixture;
 
@@ -78,7 +78,8 @@ static void rm_rf(const char *path) {
 
 static bool mounted_under(const char *prefix) {
         _cleanup_free_ char *mi = NULL;
-        assert_int_equal(read_full_file_at(AT_FDCWD, "/proc/self/mountinfo", 1 << 22, &mi, NULL), 0);
+        assert_int_equal(read_full_file_at(AT_FDCWD, "/proc/self/mountinfo", 1 << 22, &mi, NULL),
+                         0);
         return strstr(mi, prefix) != NULL;
 }
 
@@ -168,8 +169,8 @@ static char *make_bundle(Fixture *f, const char *name, const BundleSpec *b) {
         json_array_append_new(ns, json_pack("{s:s}", "type", "ipc"));
         json_array_append_new(ns, json_pack("{s:s}", "type", "uts"));
         if (b->net_path)
-                json_array_append_new(ns, json_pack("{s:s,s:s}", "type", "network", "path",
-                                                    b->net_path));
+                json_array_append_new(
+                        ns, json_pack("{s:s,s:s}", "type", "network", "path", b->net_path));
         else
                 json_array_append_new(ns, json_pack("{s:s}", "type", "network"));
         if (b->pid_path)
@@ -178,23 +179,18 @@ static char *make_bundle(Fixture *f, const char *name, const BundleSpec *b) {
         else if (b->pid_ns)
                 json_array_append_new(ns, json_pack("{s:s}", "type", "pid"));
 
-        json_t *mounts = json_pack(
-                "[{s:s,s:s,s:s},{s:s,s:s,s:s,s:[s,s,s]},{s:s,s:s,s:s,s:[s,s,s]}]",
-                "destination", "/proc", "type", "proc", "source", "proc",
-                "destination", "/dev", "type", "tmpfs", "source", "tmpfs", "options", "nosuid",
-                "strictatime", "mode=755",
-                "destination", "/tmp", "type", "tmpfs", "source", "tmpfs", "options", "nosuid",
-                "nodev", "mode=1777");
+        json_t *mounts =
+                json_pack("[{s:s,s:s,s:s},{s:s,s:s,s:s,s:[s,s,s]},{s:s,s:s,s:s,s:[s,s,s]}]",
+                          "destination", "/proc", "type", "proc", "source", "proc", "destination",
+                          "/dev", "type", "tmpfs", "source", "tmpfs", "options", "nosuid",
+                          "strictatime", "mode=755", "destination", "/tmp", "type", "tmpfs",
+                          "source", "tmpfs", "options", "nosuid", "nodev", "mode=1777");
         json_t *cfg = json_pack(
                 "{s:s, s:{s:b, s:{s:i,s:i}, s:o, s:[s], s:s}, s:{s:s,s:b}, s:s, s:o,"
                 " s:{s:o}}",
-                "ociVersion", "1.0.2",
-                "process", "terminal", 0, "user", "uid", 0, "gid", 0, "args", args, "env",
-                "PATH=/bin", "cwd", "/",
-                "root", "path", "rootfs", "readonly", 1,
-                "hostname", "ctr",
-                "mounts", mounts,
-                "linux", "namespaces", ns);
+                "ociVersion", "1.0.2", "process", "terminal", 0, "user", "uid", 0, "gid", 0, "args",
+                args, "env", "PATH=/bin", "cwd", "/", "root", "path", "rootfs", "readonly", 1,
+                "hostname", "ctr", "mounts", mounts, "linux", "namespaces", ns);
         assert_non_null(cfg);
         _cleanup_free_ char *path = strprintf("%s/config.json", bundle);
         assert_int_equal(json_dump_file(cfg, path, JSON_INDENT(2)), 0);
@@ -265,7 +261,7 @@ static Result simple(Fixture *f, int kind, const char *id, int arg) {
 }
 #define start(f, id) simple(f, 0, id, 0)
 #define kill_ctr(f, id, sig) simple(f, 1, id, sig)
-#define delete(f, id, force) simple(f, 2, id, force)
+#define delete_ctr(f, id, force) simple(f, 2, id, force)
 
 static RuntimeContainerStatus wait_state(Fixture *f, const char *id, RuntimeContainerState want) {
         RuntimeContainerStatus s = {};
@@ -361,7 +357,7 @@ static void test_lifecycle(void **state) {
         assert_true(s.finished_at > 0);
         assert_false(s.oom_killed);
 
-        r = delete(f, "life", false);
+        r = delete_ctr(f, "life", false);
         assert_int_equal(r.r, 0);
         assert_int_equal(runtime_container_status(f->rt, "life", &s), 0);
         assert_int_equal(s.state, RUNTIME_STATE_UNKNOWN);
@@ -371,7 +367,7 @@ static void test_lifecycle(void **state) {
         assert_false(path_exists(f->run_dir, "conmon", "life"));
 
         /* Deleting again: unknown counts as deleted. */
-        r = delete(f, "life", false);
+        r = delete_ctr(f, "life", false);
         assert_int_equal(r.r, 0);
 }
 
@@ -395,7 +391,7 @@ static void test_exit_code(void **state) {
         Result k = kill_ctr(f, "three", SIGKILL);
         assert_true(k.r < 0);
         assert_true(k.message[0] != 0);
-        assert_int_equal(delete(f, "three", false).r, 0);
+        assert_int_equal(delete_ctr(f, "three", false).r, 0);
 }
 
 static void test_runc_errors(void **state) {
@@ -405,13 +401,12 @@ static void test_runc_errors(void **state) {
         assert_int_equal(r.r, -ENOENT);
         assert_non_null(strstr(r.message, "container does not exist"));
         assert_null(strstr(r.message, "level=")); /* the msg, not the raw line */
-        r = delete(f, "nonexistent", false);
+        r = delete_ctr(f, "nonexistent", false);
         assert_int_equal(r.r, 0);
 
         /* Invalid IDs are refused synchronously. */
         assert_int_equal(runtime_container_start(f->rt, "../x", on_done, &r, NULL), -EINVAL);
-        assert_int_equal(runtime_container_kill(f->rt, "x", 0, false, on_done, &r, NULL),
-                         -EINVAL);
+        assert_int_equal(runtime_container_kill(f->rt, "x", 0, false, on_done, &r, NULL), -EINVAL);
 }
 
 static void test_bad_bundle(void **state) {
@@ -510,7 +505,8 @@ static void test_timeout_and_cancel(void **state) {
         _cleanup_free_ char *pidf = strprintf("%s/pid", f->tmp);
         _cleanup_free_ char *body = strprintf("echo $$ >> %s; exec sleep 30", pidf);
         _cleanup_free_ char *rt_path = fake_runtime(f, body);
-        RuntimeOptions o = { .runtime = rt_path, .max_parallel = 1,
+        RuntimeOptions o = { .runtime = rt_path,
+                             .max_parallel = 1,
                              .op_timeout = 300 * USEC_PER_MSEC };
         assert_int_equal(new_runtime(f, &o), 0);
 
@@ -593,8 +589,8 @@ static void test_sandbox(void **state) {
         Fixture *f = *state;
         assert_int_equal(new_runtime(f, NULL), 0);
         _cleanup_free_ char *dir = sandbox_dir(f, "pod1");
-        Result r = make_sandbox(f, dir, SANDBOX_NS_NET | SANDBOX_NS_IPC | SANDBOX_NS_UTS,
-                                "pod-one");
+        Result r =
+                make_sandbox(f, dir, SANDBOX_NS_NET | SANDBOX_NS_IPC | SANDBOX_NS_UTS, "pod-one");
         assert_int_equal(r.r, 0);
         assert_int_equal(r.pid, 0);
 
@@ -622,7 +618,8 @@ static void test_sandbox(void **state) {
 
         /* The pins do not propagate: <run>/ns is a private mount. */
         _cleanup_free_ char *mi = NULL;
-        assert_int_equal(read_full_file_at(AT_FDCWD, "/proc/self/mountinfo", 1 << 22, &mi, NULL), 0);
+        assert_int_equal(read_full_file_at(AT_FDCWD, "/proc/self/mountinfo", 1 << 22, &mi, NULL),
+                         0);
         _cleanup_free_ char *nsroot = strprintf("%s/ns ", f->run_dir);
         char *line = strstr(mi, nsroot);
         assert_non_null(line);
@@ -639,7 +636,7 @@ static void test_sandbox(void **state) {
         wait_state(f, "joiner", RUNTIME_STATE_STOPPED);
         _cleanup_free_ char *log = wait_log(f, "joiner", "lo:");
         assert_null(strstr(log, "eth"));
-        assert_int_equal(delete(f, "joiner", false).r, 0);
+        assert_int_equal(delete_ctr(f, "joiner", false).r, 0);
 
         /* Already pinned: refused, the existing pins untouched. */
         r = make_sandbox(f, dir, SANDBOX_NS_NET, NULL);
@@ -658,8 +655,8 @@ static void test_sandbox_pid(void **state) {
         Fixture *f = *state;
         assert_int_equal(new_runtime(f, NULL), 0);
         _cleanup_free_ char *dir = sandbox_dir(f, "pod2");
-        Result r = make_sandbox(f, dir, SANDBOX_NS_NET | SANDBOX_NS_IPC | SANDBOX_NS_UTS |
-                                                SANDBOX_NS_PID,
+        Result r = make_sandbox(f, dir,
+                                SANDBOX_NS_NET | SANDBOX_NS_IPC | SANDBOX_NS_UTS | SANDBOX_NS_PID,
                                 "pod-two");
         assert_int_equal(r.r, 0);
         pid_t holder = r.pid;
@@ -685,7 +682,7 @@ static void test_sandbox_pid(void **state) {
         wait_state(f, "pidjoin", RUNTIME_STATE_STOPPED);
         _cleanup_free_ char *log = wait_log(f, "pidjoin", SANDBOX_HOLDER_ARGV0);
         assert_non_null(log);
-        assert_int_equal(delete(f, "pidjoin", false).r, 0);
+        assert_int_equal(delete_ctr(f, "pidjoin", false).r, 0);
 
         Error err = {};
         assert_int_equal(sandbox_remove(dir, &err), 0);

@@ -64,8 +64,8 @@ static void assert_error(const char *text, int want_r, unsigned want_line, const
 static void test_diag_format(void **state) {
         Diagnostics d;
         diagnostics_init(&d);
-        diagnostics_add(&d, DIAG_ERROR, "pod.yaml", 12, 3, "spec.containers[0].image",
-                        "must be %s", "set");
+        diagnostics_add(&d, DIAG_ERROR, "pod.yaml", 12, 3, "spec.containers[0].image", "must be %s",
+                        "set");
         diagnostics_add(&d, DIAG_WARNING, "pod.yaml", 4, 0, "spec.foo", "unknown field");
         diagnostics_add(&d, DIAG_ERROR, NULL, 0, 0, NULL, "bad");
         diagnostics_add(&d, DIAG_ERROR, "x.json", 0, 0, "kind", "is missing");
@@ -642,14 +642,22 @@ static void test_helpers(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_diag_format),    cmocka_unit_test(test_diag_max_items),
-                cmocka_unit_test(test_scalar_typing),  cmocka_unit_test(test_scalar_text_kept),
-                cmocka_unit_test(test_keys_normalized), cmocka_unit_test(test_multi_documents),
-                cmocka_unit_test(test_alias_shares),   cmocka_unit_test(test_merge_keys),
-                cmocka_unit_test(test_alias_errors),   cmocka_unit_test(test_duplicate_keys),
-                cmocka_unit_test(test_tags),           cmocka_unit_test(test_syntax_errors),
-                cmocka_unit_test(test_json),           cmocka_unit_test(test_limits),
-                cmocka_unit_test(test_billion_laughs), cmocka_unit_test(test_alias_bytes),
+                cmocka_unit_test(test_diag_format),
+                cmocka_unit_test(test_diag_max_items),
+                cmocka_unit_test(test_scalar_typing),
+                cmocka_unit_test(test_scalar_text_kept),
+                cmocka_unit_test(test_keys_normalized),
+                cmocka_unit_test(test_multi_documents),
+                cmocka_unit_test(test_alias_shares),
+                cmocka_unit_test(test_merge_keys),
+                cmocka_unit_test(test_alias_errors),
+                cmocka_unit_test(test_duplicate_keys),
+                cmocka_unit_test(test_tags),
+                cmocka_unit_test(test_syntax_errors),
+                cmocka_unit_test(test_json),
+                cmocka_unit_test(test_limits),
+                cmocka_unit_test(test_billion_laughs),
+                cmocka_unit_test(test_alias_bytes),
                 cmocka_unit_test(test_deep_nesting),
                 cmocka_unit_test(test_helpers),
         };
