@@ -81,6 +81,10 @@ const PodState *pod_worker_state(const PodWorker *w) {
         return &w->state;
 }
 
+const char *pod_worker_status_text(const PodWorker *w) {
+        return w->status_text;
+}
+
 bool pod_worker_is_terminating(const PodWorker *w) {
         return w->state.terminating;
 }
