@@ -133,7 +133,7 @@ kill -0 "$AGENT_PID" && ok "first agent still runs" || fail "first agent died"
 
 # --- a stopped loop: the request waits in the listen backlog while the agent
 # is stopped; on SIGCONT the loop answers it before its timers run (the
-# relist included; test-api's unit test proves that order), so the answer
+# relist included; test-api-server proves that order), so the answer
 # deterministically reports the stall. The stop lasts longer than the 2 s
 # limit (2 x the 1 s relist period): the process cannot run meanwhile.
 kill -STOP "$AGENT_PID"
