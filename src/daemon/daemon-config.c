@@ -731,6 +731,13 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                 log_error("Invalid containerLogMonitorInterval: expected at least 100ms.");
                 return -EINVAL;
         }
+        /* The file's integers are not range-checked as they are read. */
+        if (c->read_only_port < 0 || c->read_only_port > 65535 || c->healthz_port < 0 ||
+            c->healthz_port > 65535) {
+                log_error("Invalid readOnlyPort %lld or healthzPort %lld: expected 0..65535.",
+                          (long long)c->read_only_port, (long long)c->healthz_port);
+                return -EINVAL;
+        }
         if (!streq(c->cgroup_driver, "cgroupfs") && !streq(c->cgroup_driver, "systemd")) {
                 log_error("Invalid --cgroup-driver \"%s\": expected cgroupfs or systemd.",
                           c->cgroup_driver);
