@@ -248,6 +248,7 @@ static bool worker_teardown(PodWorker *w) {
                 log_warning_errno(q, "Pod \"%s\": failed to remove cgroup %s: %m", w->full_name,
                                   strna(cgroup));
         (void)pod_status_remove(w->ctx->status_dir, w->object->uid);
+        w->status_text = mfree(w->status_text); /* gone from the API's /pods too */
         log_info("Pod \"%s\" is gone.", w->full_name);
         w->ctx->worker_finished(w, w->ctx->userdata);
         return true;
