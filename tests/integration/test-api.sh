@@ -25,7 +25,7 @@ print(*(x.getsockname()[1] for x in s))')
 
 sleep_pod web | put_manifest web.yaml
 sleep_pod db | put_manifest db.yaml
-start_agent --read-only-port "$RO_PORT" --healthz-port "$HZ_PORT"
+start_agent --stop-pods-on-exit --read-only-port "$RO_PORT" --healthz-port "$HZ_PORT"
 expect "read-only API listening" "$AGENT_LOG" "Serving the read-only API on 127\.0\.0\.1:$RO_PORT\."
 expect "health endpoint listening" "$AGENT_LOG" "Serving the health endpoint on 127\.0\.0\.1:$HZ_PORT\."
 for p in web db; do
@@ -161,4 +161,5 @@ done
 [ "$code" = 200 ] && ok "healthy again after SIGCONT" || fail "still $code after SIGCONT: $(cat "$WORK/hz")"
 
 stop_agent
+check_no_leftovers
 finish
