@@ -120,15 +120,15 @@ for port in "$RO_PORT" "$HZ_PORT"; do
 done
 
 # --- a port in use: a second agent refuses to start, naming address:port
-mkdir -p "$WORK/b"/{root,run,logs,man}
+mkdir -p "$WORK/second"/{root,run,logs,man}
 rc=0
-timeout 60 "$NANOLET" serve --root-dir "$WORK/b/root" --run-dir "$WORK/b/run" --pod-logs-dir "$WORK/b/logs" \
-        --container-logs-dir "$WORK/b/logs" --pod-manifest-path "$WORK/b/man" \
+timeout 60 "$NANOLET" serve --root-dir "$WORK/second/root" --run-dir "$WORK/second/run" --pod-logs-dir "$WORK/second/logs" \
+        --container-logs-dir "$WORK/second/logs" --pod-manifest-path "$WORK/second/man" \
         --cni-conf-dir "$CNI_CONF" --hostname-override node1 --healthz-port 0 \
-        --read-only-port "$RO_PORT" >"$WORK/b/log" 2>&1 || rc=$?
-[ "$rc" -ne 0 ] && grep -q "Failed to start the read-only API: Cannot listen on 127\.0\.0\.1:$RO_PORT: Address already in use" "$WORK/b/log" &&
+        --read-only-port "$RO_PORT" >"$WORK/second/log" 2>&1 || rc=$?
+[ "$rc" -ne 0 ] && grep -q "Failed to start the read-only API: Cannot listen on 127\.0\.0\.1:$RO_PORT: Address already in use" "$WORK/second/log" &&
         ok "port in use: start-up error naming 127.0.0.1:$RO_PORT" ||
-        fail "port in use: rc $rc, $(cat "$WORK/b/log")"
+        fail "port in use: rc $rc, $(cat "$WORK/second/log")"
 kill -0 "$AGENT_PID" && ok "first agent still runs" || fail "first agent died"
 
 # --- a stopped loop: the request waits in the listen backlog while the agent
