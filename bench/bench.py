@@ -353,7 +353,7 @@ spec:
         cmd = [self.nanolet, "serve", "--root-dir", f"{w}/root", "--run-dir", f"{w}/run",
                "--pod-logs-dir", f"{w}/logs", "--container-logs-dir", f"{w}/containers",
                "--pod-manifest-path", self.man, "--cni-conf-dir", f"{w}/cni",
-               "--hostname-override", "node1"]
+               "--hostname-override", "node1", "--read-only-port", "0", "--healthz-port", "0"]
         self.agent = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.agent_log,
                                       stderr=self.agent_log, env=env)
         self.state["agent_pid"] = self.agent.pid

@@ -17,6 +17,7 @@ PACKAGES=(
         skopeo                          # image interop tests (oci-archive/docker-archive)
         openssl python3-grpcio          # probe tests: a TLS server and a gRPC health server
         etcd-server                     # probe test: a kubeadm-style etcd static pod
+        curl python3-kubernetes         # API test: /pods decoded by the official client
         # runtime
         runc conmon containernetworking-plugins iproute2 iptables ca-certificates
         busybox-static                  # the local demo image is built from it

@@ -476,7 +476,10 @@ static void serve_help(void) {
                "  --cni-conf-dir DIR, --cni-bin-dir PATH, --pod-cidr CIDR\n"
                "  --cluster-dns IP (repeatable), --cluster-domain D, --resolv-conf FILE\n"
                "  --node-ip IP[,IP]               status.hostIP [the default route's address]\n"
-               "  --address IP, --read-only-port N, --healthz-port N, --healthz-bind-address IP\n"
+               "  --address IP, --read-only-port N   GET /pods, /healthz [127.0.0.1, 10255; 0: "
+               "off]\n"
+               "  --healthz-bind-address IP, --healthz-port N  GET /healthz [127.0.0.1, 10248; 0: "
+               "off]\n"
                "  --max-pods N, --pod-pids-limit N, --cgroup-driver cgroupfs|systemd\n"
                "  --dry-run                       log the pod events, touch no container\n"
                "  --stop-pods-on-exit             stop all pods when the agent is stopped\n"
@@ -729,6 +732,13 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
         }
         if (c->container_log_monitor_interval < 100 * USEC_PER_MSEC) {
                 log_error("Invalid containerLogMonitorInterval: expected at least 100ms.");
+                return -EINVAL;
+        }
+        /* The file's integers are not range-checked as they are read. */
+        if (c->read_only_port < 0 || c->read_only_port > 65535 || c->healthz_port < 0 ||
+            c->healthz_port > 65535) {
+                log_error("Invalid readOnlyPort %lld or healthzPort %lld: expected 0..65535.",
+                          (long long)c->read_only_port, (long long)c->healthz_port);
                 return -EINVAL;
         }
         if (!streq(c->cgroup_driver, "cgroupfs") && !streq(c->cgroup_driver, "systemd")) {

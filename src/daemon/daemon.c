@@ -179,6 +179,40 @@ static int daemon_setup_runtime(Daemon *d) {
         return 0;
 }
 
+static int daemon_listen(Daemon *d, ApiServer **ret, const char *name, const char *address,
+                         int64_t port, bool with_pods) {
+        Error err = {};
+        int r;
+
+        if (port == 0)
+                return 0;
+        ApiServerOptions o = { .address = address, .port = (uint16_t)port, .name = name };
+        r = api_server_new(ret, d->event, &o, &err);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the %s: %s", name,
+                                       err.message[0] ? err.message : strerror(-r));
+        r = api_node_add_routes(*ret, &d->api_ctx, with_pods);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the %s: %m", name);
+        log_info("Serving the %s on %s%s%s:%u.", name, strchr(address, ':') ? "[" : "", address,
+                 strchr(address, ':') ? "]" : "", api_server_port(*ret));
+        return 0;
+}
+
+/* Listening is part of starting: a port in use is a start-up error. */
+static int daemon_setup_api(Daemon *d) {
+        NanoletConfig *c = d->config;
+        int r;
+
+        d->api_ctx = (ApiNodeContext){ .event = d->event, .pod_manager = d->pod_manager };
+        r = daemon_listen(d, &d->read_only_api, "read-only API", c->address, c->read_only_port,
+                          true);
+        if (r < 0)
+                return r;
+        return daemon_listen(d, &d->healthz_api, "health endpoint", c->healthz_bind_address,
+                             c->healthz_port, false);
+}
+
 int daemon_new(Daemon **ret, NanoletConfig *config) {
         _cleanup_(daemon_freep) Daemon *d = calloc(1, sizeof *d);
         int r;
@@ -210,6 +244,9 @@ int daemon_new(Daemon **ret, NanoletConfig *config) {
 
         if (!config->dry_run) {
                 r = daemon_setup_runtime(d);
+                if (r < 0)
+                        return r;
+                r = daemon_setup_api(d);
                 if (r < 0)
                         return r;
         }
@@ -250,6 +287,8 @@ Daemon *daemon_free(Daemon *d) {
                 return NULL;
         url_source_free(d->url_source);
         dir_source_free(d->dir_source);
+        api_server_free(d->read_only_api);
+        api_server_free(d->healthz_api);
         pod_manager_free(d->pod_manager);
         /* Children still running are SIGKILLed with their process group
          * and left to loop-owned child sources; event_free() below drops

@@ -2,6 +2,8 @@
  * every subsystem, wired together here and nowhere else. */
 #pragma once
 
+#include "api-node.h"
+#include "api-server.h"
 #include "daemon-config.h"
 #include "event.h"
 #include "image.h"
@@ -22,6 +24,10 @@ typedef struct Daemon {
         Runtime *runtime;
         CniRunner *cni;
         PodManager *pod_manager;
+        /* --address:--read-only-port and --healthz-bind-address:--healthz-port;
+         * NULL when disabled (port 0) and with --dry-run. */
+        ApiServer *read_only_api, *healthz_api;
+        ApiNodeContext api_ctx;
         char *node_hostname;
         char **node_ips; /* --node-ip or detected: status.hostIP */
         bool stopping;

@@ -17,7 +17,7 @@
 #include "string-util.h"
 #include "strv.h"
 
-#define RELIST_PERIOD_USEC (1 * USEC_PER_SEC)
+#define RELIST_PERIOD_USEC POD_MANAGER_RELIST_PERIOD_USEC
 
 struct PodManager {
         Event *event;
@@ -28,6 +28,7 @@ struct PodManager {
         size_t n_workers;
 
         EventSource *relist_timer;
+        usec_t last_relist; /* event loop time of the last relist, for /healthz */
         EventSource *exits_watch;
         EventSource *orphan_timer;
         struct OrphanDel *orphan_dels; /* DELs of orphaned sandboxes in flight */
@@ -56,6 +57,51 @@ static const Secret *lookup_secret(void *userdata, const char *ns, const char *n
 
 unsigned pod_manager_count(PodManager *m) {
         return (unsigned)m->n_workers;
+}
+
+usec_t pod_manager_last_relist(PodManager *m) {
+        return m->last_relist;
+}
+
+static int worker_compare(const void *a, const void *b) {
+        const ManifestObject *x = pod_worker_object(*(PodWorker *const *)a),
+                             *y = pod_worker_object(*(PodWorker *const *)b);
+        int k = strcmp(x->namespace, y->namespace);
+        return k != 0 ? k : strcmp(x->name, y->name);
+}
+
+int pod_manager_pod_list_json(PodManager *m, char **ret, size_t *ret_size) {
+        static const char head[] = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\","
+                                   "\"metadata\":{},\"items\":[";
+        _cleanup_free_ PodWorker **sorted = NULL;
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, cap = 0, n = 0;
+        int r;
+
+        if (m->n_workers > 0) {
+                sorted = calloc(m->n_workers, sizeof *sorted);
+                if (!sorted)
+                        return -ENOMEM;
+                memcpy(sorted, m->workers, m->n_workers * sizeof *sorted);
+                qsort(sorted, m->n_workers, sizeof *sorted, worker_compare);
+        }
+        r = strbuf_append(&buf, &len, &cap, head, strlen(head));
+        for (size_t i = 0; r >= 0 && i < m->n_workers; i++) {
+                const char *text = pod_worker_status_text(sorted[i]);
+                if (!text)
+                        continue;
+                if (n++ > 0)
+                        r = strbuf_append(&buf, &len, &cap, ",", 1);
+                if (r >= 0)
+                        r = strbuf_append(&buf, &len, &cap, text, strlen(text));
+        }
+        if (r >= 0)
+                r = strbuf_append(&buf, &len, &cap, "]}\n", 3);
+        if (r < 0)
+                return r;
+        *ret_size = len;
+        *ret = TAKE_PTR(buf);
+        return 0;
 }
 
 /* The worker that runs (or will run) pod uid. A pod removed and re-added
@@ -437,6 +483,9 @@ static void relist_all(PodManager *m) {
 
 static int on_relist(EventSource *s, usec_t now, void *userdata) {
         PodManager *m = userdata;
+        /* The iteration's start, not the clock now: a loop stopped in the
+         * middle of this iteration still shows the stop. */
+        m->last_relist = now;
         relist_all(m);
         return event_source_set_time_relative(s, RELIST_PERIOD_USEC);
 }
@@ -515,6 +564,7 @@ int pod_manager_start(PodManager *m) {
                                         USEC_PER_SEC, on_orphan_timer, m);
         if (r < 0)
                 return r;
+        m->last_relist = event_now(m->event);
         r = event_add_time_relative(m->event, &m->relist_timer, RELIST_PERIOD_USEC,
                                     100 * USEC_PER_MSEC, on_relist, m);
         if (r < 0)

@@ -56,3 +56,15 @@ void pod_manager_handle_source_event(PodManager *m, const SourceEvent *ev);
  * is left. */
 int pod_manager_stop_all(PodManager *m, void (*done)(void *userdata), void *userdata);
 unsigned pod_manager_count(PodManager *m);
+
+/* The pods as a v1 PodList (what `nanolet pods -o json` shows), in
+ * namespace/name order: each pod's status as its worker last wrote it, so
+ * nothing is rebuilt or re-read. A pod whose status was never written yet is
+ * left out. ret is a malloc'd NUL-terminated string; 0 or -ENOMEM. */
+int pod_manager_pod_list_json(PodManager *m, char **ret, size_t *ret_size);
+
+/* The sync loop's heartbeat is the relist (every
+ * POD_MANAGER_RELIST_PERIOD_USEC). When it last ran (event loop time,
+ * CLOCK_MONOTONIC), 0 before pod_manager_start(). */
+#define POD_MANAGER_RELIST_PERIOD_USEC (1 * USEC_PER_SEC)
+usec_t pod_manager_last_relist(PodManager *m);

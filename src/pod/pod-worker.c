@@ -81,6 +81,10 @@ const PodState *pod_worker_state(const PodWorker *w) {
         return &w->state;
 }
 
+const char *pod_worker_status_text(const PodWorker *w) {
+        return w->status_text;
+}
+
 bool pod_worker_is_terminating(const PodWorker *w) {
         return w->state.terminating;
 }
@@ -244,6 +248,7 @@ static bool worker_teardown(PodWorker *w) {
                 log_warning_errno(q, "Pod \"%s\": failed to remove cgroup %s: %m", w->full_name,
                                   strna(cgroup));
         (void)pod_status_remove(w->ctx->status_dir, w->object->uid);
+        w->status_text = mfree(w->status_text); /* gone from the API's /pods too */
         log_info("Pod \"%s\" is gone.", w->full_name);
         w->ctx->worker_finished(w, w->ctx->userdata);
         return true;

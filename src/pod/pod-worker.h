@@ -65,6 +65,9 @@ const char *pod_worker_pod_dir(const PodWorker *w); /* <root-dir>/pods/<uid> */
 const PodManagerOptions *pod_worker_options(const PodWorker *w);
 /* The observed state, read only (the containers for log rotation). */
 const PodState *pod_worker_state(const PodWorker *w);
+/* The pod's status JSON (a v1 Pod) as last written to its status file;
+ * NULL before the first write or after a failed one. */
+const char *pod_worker_status_text(const PodWorker *w);
 
 /* pod_worker_terminate() was called: the worker is on its way out and no
  * longer counts as the live pod of its UID or name. */

@@ -94,10 +94,13 @@ put_manifest() {
         mv "$MAN/.$1.tmp" "$MAN/$1"
 }
 
+# The HTTP listeners are off (port 0) unless the test's own flags, which come
+# later, turn them on: two agents must not want the same default port.
 start_agent() {
         "$NANOLET" serve --root-dir "$ROOT" --run-dir "$RUN" --pod-logs-dir "$LOGS" \
                 --container-logs-dir "$CLOGS" --pod-manifest-path "$MAN" --cni-conf-dir "$CNI_CONF" \
-                --hostname-override node1 --file-check-frequency 2s "$@" >>"$AGENT_LOG" 2>&1 &
+                --hostname-override node1 --file-check-frequency 2s \
+                --read-only-port 0 --healthz-port 0 "$@" >>"$AGENT_LOG" 2>&1 &
         AGENT_PID=$!
         wait_for "$AGENT_LOG" 'nanolet starting'
 }

@@ -78,7 +78,8 @@ trap 'b_cleanup || true; iptables_cleanup || true; agent_cleanup' EXIT
 start_b() {
         "$NANOLET" serve --root-dir "$B_ROOT" --run-dir "$B_RUN" --pod-logs-dir "$B_LOGS" \
                 --container-logs-dir "$B_CLOGS" --pod-manifest-path "$B_MAN" --cni-conf-dir "$B_CNI_CONF" \
-                --hostname-override node1 --file-check-frequency 2s >>"$B_LOG" 2>&1 &
+                --hostname-override node1 --file-check-frequency 2s --read-only-port 0 --healthz-port 0 \
+                >>"$B_LOG" 2>&1 &
         B_PID=$!
         wait_for "$B_LOG" 'nanolet starting'
 }

@@ -31,6 +31,7 @@ READER=$!
 "$NANOLET" serve --root-dir "$ROOT" --run-dir "$RUN" --pod-logs-dir "$LOGS" \
         --container-logs-dir "$CLOGS" --pod-manifest-path "$MAN" --cni-conf-dir "$CNI_CONF" \
         --hostname-override node1 --file-check-frequency 1h --stop-pods-on-exit \
+        --read-only-port 0 --healthz-port 0 \
         >/dev/null 2>"$WORK/stderr" &
 AGENT_PID=$!
 wait_for "$AGENT_LOG" 'nanolet starting'

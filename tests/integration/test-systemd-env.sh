@@ -55,7 +55,8 @@ chmod 0755 "$RUN/status" "$ROOT/pods"
         exec "$NANOLET" serve --root-dir "$ROOT" --run-dir "$RUN" --pod-logs-dir "$LOGS" \
                 --container-logs-dir "$CLOGS" --pod-manifest-path "$MAN" --cni-conf-dir "$CNI_CONF" \
                 --cni-bin-dir "$WORK/cnibin:/usr/lib/cni" --runtime "$WORK/bin/runc" \
-                --hostname-override node1 --stop-pods-on-exit >>"$AGENT_LOG" 2>&1
+                --hostname-override node1 --stop-pods-on-exit --read-only-port 0 --healthz-port 0 \
+                >>"$AGENT_LOG" 2>&1
 ) &
 AGENT_PID=$!
 wait_for "$AGENT_LOG" 'nanolet starting'

@@ -1,0 +1,296 @@
+/* The HTTP server: the listening socket is ours (so a bind failure names
+ * the address), everything after accept() is libmicrohttpd's, driven from
+ * the loop. MHD_USE_TURBO puts an accepted connection straight on MHD's
+ * ready list, so one dispatch of the epoll fd accepts, reads and answers a
+ * request that was already waiting: an answer reflects the agent's state
+ * from before the timers of that iteration ran (the health check relies on
+ * it to see a stall the loop has not yet caught up with). */
+#include "api-server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "string-util.h"
+
+/* A queued request: MHD_run() is repeated while MHD says work is ready at
+ * once, but never more than this in one dispatch, so a stream of clients
+ * cannot starve the rest of the loop. */
+#define API_SERVER_RUNS_PER_DISPATCH 8
+
+typedef struct ApiRoute {
+        char *path;
+        api_handler_t handler;
+        void *userdata;
+} ApiRoute;
+
+struct ApiServer {
+        Event *event;
+        char *name;
+        struct MHD_Daemon *mhd;
+        EventSource *io, *timer;
+        ApiRoute *routes;
+        size_t n_routes;
+        uint16_t port;
+};
+
+struct ApiRequest {
+        struct MHD_Connection *connection;
+        const char *path;
+};
+
+const char *api_request_path(const ApiRequest *req) {
+        return req->path;
+}
+
+const char *api_request_query(const ApiRequest *req, const char *key) {
+        return MHD_lookup_connection_value(req->connection, MHD_GET_ARGUMENT_KIND, key);
+}
+
+int api_response_printf(ApiResponse *resp, const char *fmt, ...) {
+        va_list ap;
+        char *s;
+
+        va_start(ap, fmt);
+        int n = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return -ENOMEM;
+        free(resp->body);
+        resp->body = s;
+        resp->body_size = (size_t)n;
+        return 0;
+}
+
+static const ApiRoute *find_route(const ApiServer *s, const char *path) {
+        for (size_t i = 0; i < s->n_routes; i++)
+                if (streq(s->routes[i].path, path))
+                        return &s->routes[i];
+        return NULL;
+}
+
+static enum MHD_Result queue(struct MHD_Connection *c, ApiResponse *resp, bool allow) {
+        struct MHD_Response *r;
+
+        if (resp->body)
+                r = MHD_create_response_from_buffer(resp->body_size, resp->body,
+                                                    MHD_RESPMEM_MUST_FREE);
+        else
+                r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        if (!r) {
+                resp->body = mfree(resp->body);
+                return MHD_NO; /* MHD closes the connection */
+        }
+        resp->body = NULL; /* the response owns it now */
+        const char *type = resp->content_type ?: "text/plain; charset=utf-8";
+        if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type) != MHD_YES ||
+            MHD_add_response_header(r, "X-Content-Type-Options", "nosniff") != MHD_YES ||
+            (allow && MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD") != MHD_YES)) {
+                MHD_destroy_response(r);
+                return MHD_NO;
+        }
+        enum MHD_Result ret = MHD_queue_response(c, resp->status, r);
+        MHD_destroy_response(r);
+        return ret;
+}
+
+/* Answered on the first call, when the headers are in: a request body
+ * (only methods answered 405 have one) is never read. */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls) {
+        ApiServer *s = cls;
+        ApiResponse resp = { .status = MHD_HTTP_OK };
+
+        if (!streq(method, MHD_HTTP_METHOD_GET) && !streq(method, MHD_HTTP_METHOD_HEAD)) {
+                resp.status = MHD_HTTP_METHOD_NOT_ALLOWED;
+                (void)api_response_printf(&resp, "method not allowed\n");
+                return queue(c, &resp, true);
+        }
+        const ApiRoute *route = find_route(s, url);
+        if (!route) {
+                resp.status = MHD_HTTP_NOT_FOUND;
+                (void)api_response_printf(&resp, "404 page not found\n");
+                return queue(c, &resp, false);
+        }
+        ApiRequest req = { .connection = c, .path = url };
+        int r = route->handler(&req, &resp, route->userdata);
+        if (r < 0) {
+                log_debug_errno(r, "%s: GET \"%s\" failed: %m", s->name, url);
+                resp.body = mfree(resp.body);
+                resp = (ApiResponse){ .status = MHD_HTTP_INTERNAL_SERVER_ERROR };
+                (void)api_response_printf(&resp, "internal error: %s\n", strerror(-r));
+        }
+        return queue(c, &resp, false);
+}
+
+_printf_(2, 0) static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+        ApiServer *s = cls;
+        char buf[512];
+
+        (void)vsnprintf(buf, sizeof buf, fmt, ap);
+        buf[strcspn(buf, "\n")] = 0;
+        log_debug("%s: %s", s->name, buf);
+}
+
+static void rearm(ApiServer *s) {
+        MHD_UNSIGNED_LONG_LONG ms;
+        int r;
+
+        if (MHD_get_timeout(s->mhd, &ms) == MHD_YES)
+                r = event_source_set_time(s->timer, event_now(s->event) + ms * USEC_PER_MSEC);
+        else
+                r = event_source_set_enabled(s->timer, false);
+        if (r < 0)
+                log_warning_errno(r, "%s: cannot re-arm the connection timer: %m", s->name);
+}
+
+/* Failures stay inside the server: a bad client never stops the loop. */
+static void run(ApiServer *s) {
+        MHD_UNSIGNED_LONG_LONG ms;
+
+        for (unsigned i = 0; i < API_SERVER_RUNS_PER_DISPATCH; i++) {
+                if (MHD_run(s->mhd) != MHD_YES)
+                        log_debug("%s: MHD_run() failed", s->name);
+                if (MHD_get_timeout(s->mhd, &ms) != MHD_YES || ms > 0)
+                        break;
+        }
+        rearm(s);
+}
+
+static int on_io(EventSource *src, int fd, uint32_t revents, void *userdata) {
+        run(userdata);
+        return 0;
+}
+
+static int on_timer(EventSource *src, usec_t now, void *userdata) {
+        run(userdata);
+        return 0;
+}
+
+static int listen_on(const char *address, uint16_t port, int *ret_fd, uint16_t *ret_port,
+                     Error *error) {
+        union {
+                struct sockaddr sa;
+                struct sockaddr_in in;
+                struct sockaddr_in6 in6;
+        } sa = {};
+        socklen_t len;
+        bool v6;
+        int one = 1;
+
+        if (inet_pton(AF_INET, address, &sa.in.sin_addr) == 1) {
+                sa.in.sin_family = AF_INET;
+                sa.in.sin_port = htons(port);
+                len = sizeof sa.in;
+                v6 = false;
+        } else if (inet_pton(AF_INET6, address, &sa.in6.sin6_addr) == 1) {
+                sa.in6.sin6_family = AF_INET6;
+                sa.in6.sin6_port = htons(port);
+                len = sizeof sa.in6;
+                v6 = true;
+        } else
+                return error_set(error, -EINVAL, "\"%s\" is not an IP address", address);
+
+        char where[INET6_ADDRSTRLEN + 16];
+        (void)snprintf(where, sizeof where, v6 ? "[%s]:%u" : "%s:%u", address, (unsigned)port);
+        _cleanup_close_ int fd =
+                socket(sa.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return error_set(error, -errno, "Cannot listen on %s: %s", where, strerror(errno));
+        /* A restarted agent must not wait for the old connections'
+         * TIME_WAIT; a port another process listens on still fails. */
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+            (sa.sa.sa_family == AF_INET6 &&
+             setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0) ||
+            bind(fd, &sa.sa, len) < 0 || listen(fd, SOMAXCONN) < 0)
+                return error_set(error, -errno, "Cannot listen on %s: %s", where, strerror(errno));
+        len = sizeof sa;
+        if (getsockname(fd, &sa.sa, &len) < 0)
+                return error_set(error, -errno, "Cannot listen on %s: %s", where, strerror(errno));
+        *ret_port = ntohs(sa.sa.sa_family == AF_INET ? sa.in.sin_port : sa.in6.sin6_port);
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+int api_server_new(ApiServer **ret, Event *e, const ApiServerOptions *o, Error *error) {
+        _cleanup_(api_server_freep) ApiServer *s = calloc(1, sizeof *s);
+        int fd = -EBADF, r;
+
+        if (!s)
+                return -ENOMEM;
+        s->event = e;
+        s->name = strdup(o->name ?: "API");
+        if (!s->name)
+                return -ENOMEM;
+        r = listen_on(o->address, o->port, &fd, &s->port, error);
+        if (r < 0)
+                return r;
+        /* MHD owns fd from here: it closes it when stopped. */
+        s->mhd = MHD_start_daemon(
+                MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, s,
+                MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s, MHD_OPTION_LISTEN_SOCKET, fd,
+                MHD_OPTION_CONNECTION_LIMIT, (unsigned)API_SERVER_MAX_CONNECTIONS,
+                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)API_SERVER_CONNECTION_TIMEOUT_SEC,
+                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)API_SERVER_CONNECTION_MEMORY,
+                MHD_OPTION_END);
+        if (!s->mhd)
+                return error_set(error, -EIO, "Cannot start the HTTP server on port %u",
+                                 (unsigned)s->port);
+        const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+        if (!info)
+                return error_set(error, -EIO, "The HTTP server has no epoll fd");
+        r = event_add_io(e, &s->io, info->epoll_fd, EPOLLIN, on_io, s);
+        if (r < 0)
+                return error_set(error, r, "Cannot watch the HTTP server: %s", strerror(-r));
+        r = event_add_time(e, &s->timer, USEC_INFINITY, 0, on_timer, s);
+        if (r < 0)
+                return error_set(error, r, "Cannot watch the HTTP server: %s", strerror(-r));
+        (void)event_source_set_description(s->io, s->name);
+        rearm(s);
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+ApiServer *api_server_free(ApiServer *s) {
+        if (!s)
+                return NULL;
+        event_source_free(s->io);
+        event_source_free(s->timer);
+        if (s->mhd)
+                MHD_stop_daemon(s->mhd);
+        for (size_t i = 0; i < s->n_routes; i++)
+                free(s->routes[i].path);
+        free(s->routes);
+        free(s->name);
+        free(s);
+        return NULL;
+}
+
+int api_server_add_route(ApiServer *s, const char *path, api_handler_t handler, void *userdata) {
+        if (find_route(s, path))
+                return -EEXIST;
+        ApiRoute *n = reallocarray(s->routes, s->n_routes + 1, sizeof *n);
+        if (!n)
+                return -ENOMEM;
+        s->routes = n;
+        char *p = strdup(path);
+        if (!p)
+                return -ENOMEM;
+        s->routes[s->n_routes++] =
+                (ApiRoute){ .path = p, .handler = handler, .userdata = userdata };
+        return 0;
+}
+
+uint16_t api_server_port(const ApiServer *s) {
+        return s->port;
+}

@@ -1,0 +1,63 @@
+/* A read-only HTTP server on the agent's event loop (SPEC §12).
+ *
+ * libmicrohttpd runs in its external epoll mode: MHD's epoll fd is one io
+ * source of the loop, and a timer follows MHD_get_timeout() after every
+ * MHD_run(), so there is no thread and no blocking call. Handlers answer at
+ * once from memory, on the loop. Bounded: request line and headers must fit
+ * API_SERVER_CONNECTION_MEMORY (else MHD answers 414/431), at most
+ * API_SERVER_MAX_CONNECTIONS connections, each closed after
+ * API_SERVER_CONNECTION_TIMEOUT_SEC idle seconds.
+ *
+ * Only GET and HEAD exist (HEAD is GET without the body): any other method
+ * is 405 with an Allow header, a path no route has is 404. Paths match
+ * exactly, without the query. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cleanup.h"
+#include "error.h"
+#include "event.h"
+
+#define API_SERVER_MAX_CONNECTIONS 64
+#define API_SERVER_CONNECTION_TIMEOUT_SEC 10
+#define API_SERVER_CONNECTION_MEMORY (32 * 1024)
+
+typedef struct ApiServer ApiServer;
+typedef struct ApiRequest ApiRequest;
+
+typedef struct ApiResponse {
+        unsigned status;          /* 200 unless the handler sets another */
+        const char *content_type; /* static; NULL = "text/plain; charset=utf-8" */
+        char *body;               /* malloc'd; the server takes it; NULL = empty */
+        size_t body_size;
+} ApiResponse;
+
+/* Fills resp. A negative errno makes the answer a 500 (and drops resp). */
+typedef int (*api_handler_t)(const ApiRequest *req, ApiResponse *resp, void *userdata);
+
+const char *api_request_path(const ApiRequest *req);
+/* The value of query argument key (?key=value), NULL when absent. */
+const char *api_request_query(const ApiRequest *req, const char *key);
+
+/* Sets resp's body to a copy of the formatted text (status unchanged).
+ * 0 or -ENOMEM. */
+int api_response_printf(ApiResponse *resp, const char *fmt, ...) _printf_(2, 3);
+
+typedef struct ApiServerOptions {
+        const char *address; /* an IPv4 or IPv6 literal */
+        uint16_t port;       /* 0: an ephemeral port, see api_server_port() */
+        const char *name;    /* "read-only API": for logs */
+} ApiServerOptions;
+
+/* Binds and listens at once, so a port in use fails here, with
+ * "address:port" and the reason in error. */
+int api_server_new(ApiServer **ret, Event *e, const ApiServerOptions *o, Error *error);
+ApiServer *api_server_free(ApiServer *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ApiServer *, api_server_free)
+
+/* path is copied. A path registered twice: -EEXIST. */
+int api_server_add_route(ApiServer *s, const char *path, api_handler_t handler, void *userdata);
+/* The port listened on (the ephemeral one when the options said 0). */
+uint16_t api_server_port(const ApiServer *s);
