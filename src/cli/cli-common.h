@@ -94,7 +94,8 @@ int cli_pods_load(const CliCommon *c, CliPodList *ret);
 /* The same, printing the failure for the subcommands. */
 int cli_pods_load_or_report(const CliCommon *c, CliPodList *ret);
 /* Reads <run-dir>/status/sources.json: a JSON array of error objects
- * ({"source","origin","messages"}); an empty array when there is none. */
+ * ({"source","origin","since","messages","items"}, docs/state-files.md); an
+ * empty array when there is none. */
 int cli_source_errors_load(const CliCommon *c, json_t **ret);
 
 /* Resolves "name" or "namespace/name", with or without the node suffix
