@@ -289,6 +289,9 @@ mv "$WORK/uid-etcd.json" "$STATUS/uid-etcd.json"
 
 # -- inspect -----------------------------------------------------------------
 if run 0 inspect shell; then
+        has "inspect: ends with the Events section" "$out" '^Events:  <none>$'
+fi
+if run 0 inspect -o json shell; then
         if python3 -c '
 import json, sys
 p = json.load(open(sys.argv[1]))
@@ -297,7 +300,7 @@ st = p["runtime"]["app"]
 assert st["id"] == sys.argv[2] and st["status"] == "running", st
 ' "$out" "$CID"; then ok "inspect: pod JSON with the runtime state"; else fail "inspect shell: $(cat "$out")"; fi
 fi
-if run 0 inspect default/job; then
+if run 0 inspect -o json default/job; then
         python3 -c '
 import json, sys
 p = json.load(open(sys.argv[1]))
@@ -305,6 +308,7 @@ assert "error" in p["runtime"]["main"], p["runtime"]
 ' "$out" && ok "inspect: unknown container gives an error object" || fail "inspect job: $(cat "$out")"
 fi
 run 2 inspect
+run 2 inspect -o yaml shell
 sed 's/"namespace": "default"/"namespace": "other"/' "$STATUS/uid-web.json" >"$STATUS/uid-web2.json"
 run 1 inspect web && has "inspect: ambiguous name lists candidates" "$err" 'ambiguous.*default/web-node1, other/web-node1'
 run 0 inspect other/web && ok "inspect NAMESPACE/NAME"
