@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Events and source errors as a user sees them, from the real agent: a good
-# pod's Created/Started, a crash-looping pod's BackOff with a count in
-# `nanolet events` and `nanolet inspect`, `events -w` following a pod to its
-# end and stopping with the status directory, and a broken manifest shown by
-# `nanolet pods` (from the agent's status/sources.json) until it is fixed or
-# removed. Everything is observed in the agent's own records.
+# pod's Created/Started, a failing probe's Unhealthy, a crash-looping pod's
+# BackOff with a count in `nanolet events` and `nanolet inspect`, `events -w`
+# following a pod to its end and stopping with the status directory, and a
+# broken manifest shown by `nanolet pods` (from the agent's
+# status/sources.json) until it is fixed or removed. Everything is observed
+# in the agent's own records.
 . "$(dirname "$0")/lib.sh"
 require_root
 . "$(dirname "$0")/lib-agent.sh"
@@ -92,6 +93,28 @@ nl events >"$WORK/out" 2>&1
 has "events of all pods: namespace column" "$WORK/out" '^NAMESPACE +LAST SEEN +TYPE +REASON +OBJECT +MESSAGE$'
 has "events of all pods: good" "$WORK/out" '^default +.* +Started +pod/good-node1 '
 has "events of all pods: crash" "$WORK/out" '^default +.* +BackOff +pod/crash-node1 '
+
+# --- a failing readiness probe: Unhealthy on each failure, collapsed
+cat <<YAML | put_manifest unready.yaml
+apiVersion: v1
+kind: Pod
+metadata: {name: unready}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: nanolet-test
+    imagePullPolicy: Never
+    command: [sleep, "3600"]
+    readinessProbe:
+      exec: {command: [sh, -c, "echo nope; exit 1"]}
+      periodSeconds: 1
+YAML
+wait_event unready Unhealthy 2 60 && ok "Unhealthy collapsed with count >= 2" || fail "no repeated Unhealthy"
+nl events unready >"$WORK/out" 2>&1
+has "events: Unhealthy with the probe output" "$WORK/out" \
+        '\(x[0-9]+ over [0-9a-z]+\) +Warning +Unhealthy +pod/unready-node1 +Readiness probe failed: nope'
+rm "$MAN/unready.yaml"
 
 # --- events -w: follows a pod until it is gone
 nl events -w good >"$WORK/watch" 2>&1 &
