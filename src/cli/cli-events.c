@@ -47,6 +47,7 @@ typedef struct Seen {
         char *key; /* "<uid>/<metadata.name>" */
         json_int_t count;
         int64_t last;
+        unsigned pass; /* the last pass that found it */
 } Seen;
 
 typedef struct EventsContext {
@@ -57,6 +58,7 @@ typedef struct EventsContext {
         char *uid; /* the pod of query, once resolved */
         Seen *seen;
         size_t n_seen;
+        unsigned pass;
         bool header_printed;
 } EventsContext;
 
@@ -77,6 +79,7 @@ static int seen_update(EventsContext *x, const CliPod *pod, const json_t *ev) {
                 return -ENOMEM;
         for (size_t i = 0; i < x->n_seen; i++)
                 if (streq(x->seen[i].key, key)) {
+                        x->seen[i].pass = x->pass;
                         if (x->seen[i].count == count && x->seen[i].last == last)
                                 return 0;
                         x->seen[i].count = count;
@@ -87,8 +90,22 @@ static int seen_update(EventsContext *x, const CliPod *pod, const json_t *ev) {
         if (!n)
                 return -ENOMEM;
         x->seen = n;
-        x->seen[x->n_seen++] = (Seen){ .key = TAKE_PTR(key), .count = count, .last = last };
+        x->seen[x->n_seen++] =
+                (Seen){ .key = TAKE_PTR(key), .count = count, .last = last, .pass = x->pass };
         return 1;
+}
+
+/* Forgets events no file holds any more (evicted, or their pod gone), so a
+ * long -w stays small. Only after a pass that read every file. */
+static void seen_prune(EventsContext *x) {
+        size_t k = 0;
+        for (size_t i = 0; i < x->n_seen; i++) {
+                if (x->seen[i].pass == x->pass)
+                        x->seen[k++] = x->seen[i];
+                else
+                        free(x->seen[i].key);
+        }
+        x->n_seen = k;
 }
 
 static int print_rows(EventsContext *x, const Row *rows, size_t n, int64_t now) {
@@ -138,13 +155,14 @@ static int events_pass(EventsContext *x, bool *ret_pod_gone) {
         int r;
 
         *ret_pod_gone = false;
+        x->pass++;
         r = cli_pods_load(&x->c, &l);
         if (r < 0)
                 return r;
         lists = calloc(MAX(l.n, (size_t)1), sizeof(json_t *));
         if (!lists)
                 return -ENOMEM;
-        bool found = false;
+        bool found = false, complete = true;
         for (size_t p = 0; p < l.n; p++) {
                 const CliPod *pod = &l.pods[p];
                 if (x->uid && !streq(pod->uid, x->uid))
@@ -154,6 +172,7 @@ static int events_pass(EventsContext *x, bool *ret_pod_gone) {
                 if (r < 0) {
                         fprintf(stderr, "%s: warning: cannot read the events of %s/%s: %s\n",
                                 x->c.prog, pod->namespace, pod->name, strerror(-r));
+                        complete = false;
                         continue;
                 }
                 size_t i;
@@ -181,6 +200,8 @@ static int events_pass(EventsContext *x, bool *ret_pod_gone) {
         }
         if (x->uid && !found)
                 *ret_pod_gone = true;
+        if (complete)
+                seen_prune(x);
         if (n_rows > 1)
                 qsort(rows, n_rows, sizeof *rows, row_compare);
         r = print_rows(x, rows, n_rows, cli_now_nsec());
