@@ -270,6 +270,83 @@ int cli_source_errors_load(const CliCommon *c, json_t **ret) {
         return 0;
 }
 
+/* ---- events ---- */
+
+int cli_events_load(const CliCommon *c, const char *uid, json_t **ret) {
+        _cleanup_free_ char *path = NULL, *data = NULL;
+        size_t size;
+
+        if (isempty(uid) || strchr(uid, '/'))
+                return -EINVAL;
+        path = strprintf("%s/status/events/%s.json", c->run_dir, uid);
+        if (!path)
+                return -ENOMEM;
+        int r = read_full_file_at(AT_FDCWD, path, CLI_STATUS_FILE_MAX, &data, &size);
+        if (r == -ENOENT) {
+                *ret = json_array();
+                return *ret ? 0 : -ENOMEM;
+        }
+        if (r < 0)
+                return r;
+        json_error_t err;
+        _cleanup_json_ json_t *j = json_loadb(data, size, 0, &err);
+        json_t *items = cli_json_path(j, "items", NULL);
+        if (!json_is_array(items)) {
+                fprintf(stderr, "%s: warning: ignoring malformed %s\n", c->prog, path);
+                *ret = json_array();
+                return *ret ? 0 : -ENOMEM;
+        }
+        *ret = json_incref(items);
+        return 0;
+}
+
+char *cli_event_format_age(char *buf, size_t size, const json_t *ev, int64_t now) {
+        char last[32], first[32];
+        json_t *count = json_object_get(ev, "count");
+        (void)cli_format_age_since(last, sizeof last, cli_json_time(ev, "lastTimestamp"), now);
+        if (json_is_integer(count) && json_integer_value(count) > 1) {
+                (void)cli_format_age_since(first, sizeof first, cli_json_time(ev, "firstTimestamp"),
+                                           now);
+                snprintf(buf, size, "%s (x%lld over %s)", last,
+                         (long long)json_integer_value(count), first);
+        } else
+                snprintf(buf, size, "%s", last);
+        return buf;
+}
+
+int cli_events_print_describe(const json_t *items, int64_t now, FILE *f) {
+        static const char *const header[] = { "Type", "Reason", "Age", "From", "Message" };
+        static const char *const rule[] = { "----", "------", "----", "----", "-------" };
+        _cleanup_(cli_table_done) CliTable t = {};
+        size_t i;
+        json_t *ev;
+        int r;
+
+        if (json_array_size(items) == 0) {
+                fprintf(f, "Events:  <none>\n");
+                return 0;
+        }
+        r = cli_table_init(&t, header, ELEMENTSOF(header));
+        if (r < 0 || (r = cli_table_add_row(&t, rule)) < 0)
+                return r;
+        json_array_foreach(items, i, ev) {
+                char age[96];
+                const char *row[] = {
+                        cli_json_str(ev, "type"),
+                        cli_json_str(ev, "reason"),
+                        cli_event_format_age(age, sizeof age, ev, now),
+                        cli_json_str(cli_json_path(ev, "source", NULL), "component"),
+                        cli_json_str(ev, "message"),
+                };
+                r = cli_table_add_row(&t, row);
+                if (r < 0)
+                        return r;
+        }
+        fprintf(f, "Events:\n");
+        cli_table_print_indented(&t, "  ", f);
+        return 0;
+}
+
 /* ---- POD resolution ---- */
 
 static bool pod_name_matches_suffixed(const CliPod *p, const char *name) {
@@ -774,6 +851,10 @@ int cli_table_add_row(CliTable *t, const char *const *row) {
 }
 
 void cli_table_print(const CliTable *t, FILE *f) {
+        cli_table_print_indented(t, "", f);
+}
+
+void cli_table_print_indented(const CliTable *t, const char *indent, FILE *f) {
         _cleanup_free_ size_t *width = calloc(MAX(t->n_columns, (size_t)1), sizeof(size_t));
         if (!width)
                 return;
@@ -781,6 +862,8 @@ void cli_table_print(const CliTable *t, FILE *f) {
                 width[i % t->n_columns] = MAX(width[i % t->n_columns], strlen(t->cells[i]));
         for (size_t i = 0; i < t->n_cells; i++) {
                 size_t col = i % t->n_columns;
+                if (col == 0)
+                        fputs(indent, f);
                 if (col + 1 == t->n_columns)
                         fprintf(f, "%s\n", t->cells[i]);
                 else

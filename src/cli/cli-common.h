@@ -94,8 +94,19 @@ int cli_pods_load(const CliCommon *c, CliPodList *ret);
 /* The same, printing the failure for the subcommands. */
 int cli_pods_load_or_report(const CliCommon *c, CliPodList *ret);
 /* Reads <run-dir>/status/sources.json: a JSON array of error objects
- * ({"source","origin","messages"}); an empty array when there is none. */
+ * ({"source","origin","since","messages","items"}, docs/state-files.md); an
+ * empty array when there is none. */
 int cli_source_errors_load(const CliCommon *c, json_t **ret);
+
+/* ---- events ---- */
+/* The v1 Events of pod uid from <run-dir>/status/events/<uid>.json
+ * (docs/state-files.md), oldest first; an empty array when it has none. */
+int cli_events_load(const CliCommon *c, const char *uid, json_t **ret);
+/* kubectl's age of an event: "2m", or "10s (x3 over 2m)" when it repeated. */
+char *cli_event_format_age(char *buf, size_t size, const json_t *ev, int64_t now);
+/* kubectl describe's Events section (Type, Reason, Age, From, Message), or
+ * "Events:  <none>". 0 or -ENOMEM. */
+int cli_events_print_describe(const json_t *items, int64_t now, FILE *f);
 
 /* Resolves "name" or "namespace/name", with or without the node suffix
  * ("etcd" matches "etcd-node1"), or a pod UID. -ENOENT when nothing matches,
@@ -167,6 +178,8 @@ void cli_table_done(CliTable *t);
 int cli_table_add_row(CliTable *t, const char *const *row);
 /* Columns separated by three spaces as kubectl's tabwriter does. */
 void cli_table_print(const CliTable *t, FILE *f);
+/* The same with indent before each row (kubectl describe's sections). */
+void cli_table_print_indented(const CliTable *t, const char *indent, FILE *f);
 
 /* Writes j as a YAML document (keys sorted, as kubectl -o yaml) with libyaml's
  * emitter; strings that would read back as another type are quoted. */

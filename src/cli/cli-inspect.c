@@ -1,8 +1,10 @@
 /* nanolet inspect POD: the pod's status file pretty-printed, plus what the
  * runtime says about each of its current containers under "runtime"
- * ({"<container>": <runc state> or {"error": "..."}}). stdout stays one
- * JSON document. */
+ * ({"<container>": <runc state> or {"error": "..."}}), then the pod's
+ * events as kubectl describe ends with them. With -o json stdout is one
+ * JSON document instead, the events (v1 Events) under "events". */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +17,10 @@
 static void help(FILE *f) {
         fprintf(f, "Usage: nanolet inspect [OPTIONS] POD\n\n"
                    "Print a pod's status (a v1 Pod) and the runtime's state of its containers\n"
-                   "as one JSON document. POD is NAME or NAMESPACE/NAME, with or without the\n"
-                   "node suffix.\n\n" CLI_COMMON_HELP);
+                   "as a JSON document, followed by the pod's events as kubectl describe shows\n"
+                   "them. POD is NAME or NAMESPACE/NAME, with or without the node suffix.\n\n"
+                   "  -o, --output json   one JSON document only, the events under "
+                   "\"events\"\n" CLI_COMMON_HELP);
 }
 
 static char *strip_trailing(char *s) {
@@ -76,24 +80,33 @@ static int add_runtime_states(const CliCommon *c, json_t *pod, json_t *target) {
 int cli_inspect(int argc, char **argv) {
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
+                { "output", required_argument, NULL, 'o' },
                 CLI_COMMON_OPTIONS,
                 {},
         };
         _cleanup_(cli_pod_list_done) CliPodList l = {};
-        _cleanup_json_ json_t *out = NULL, *runtime = NULL;
+        _cleanup_json_ json_t *out = NULL, *runtime = NULL, *events = NULL;
         const CliPod *pod;
+        bool json_only = false;
         CliCommon c;
-        int opt;
+        int opt, r;
 
         cli_common_init(&c, "nanolet inspect");
         optind = 0;
-        while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+        while ((opt = getopt_long(argc, argv, "ho:", options, NULL)) >= 0) {
                 if (cli_common_option(&c, opt, optarg))
                         continue;
                 if (opt == 'h') {
                         help(stdout);
                         return EXIT_OK;
                 }
+                if (opt == 'o' && streq(optarg, "json")) {
+                        json_only = true;
+                        continue;
+                }
+                if (opt == 'o')
+                        fprintf(stderr, "%s: unknown output format \"%s\" (json)\n", c.prog,
+                                optarg);
                 return EXIT_USAGE;
         }
         if (argc - optind != 1) {
@@ -112,8 +125,23 @@ int cli_inspect(int argc, char **argv) {
         if (add_runtime_states(&c, pod->json, runtime) < 0 ||
             json_object_set(out, "runtime", runtime) < 0)
                 goto oom;
-        if (json_dumpf(out, stdout, JSON_INDENT(4)) < 0 || putchar('\n') == EOF ||
-            fflush(stdout) != 0) {
+        r = cli_events_load(&c, pod->uid, &events);
+        if (r < 0) {
+                fprintf(stderr, "%s: warning: cannot read the events of %s/%s: %s\n", c.prog,
+                        pod->namespace, pod->name, strerror(-r));
+                events = json_array();
+                if (!events)
+                        goto oom;
+        }
+        if (json_only && json_object_set(out, "events", events) < 0)
+                goto oom;
+        bool written = json_dumpf(out, stdout, JSON_INDENT(4)) >= 0 && putchar('\n') != EOF;
+        if (written && !json_only) {
+                putchar('\n');
+                if (cli_events_print_describe(events, cli_now_nsec(), stdout) < 0)
+                        goto oom;
+        }
+        if (!written || fflush(stdout) != 0) {
                 fprintf(stderr, "%s: cannot write output: %m\n", c.prog);
                 return EXIT_ERROR;
         }

@@ -15,5 +15,6 @@ int cli_image(int argc, char **argv);
 int cli_pods(int argc, char **argv);
 int cli_ps(int argc, char **argv);
 int cli_inspect(int argc, char **argv);
+int cli_events(int argc, char **argv);
 int cli_logs(int argc, char **argv);
 int cli_exec(int argc, char **argv);

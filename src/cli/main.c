@@ -21,7 +21,8 @@ static const struct {
         { "image", cli_image, "load, list, inspect, tag, remove and prune images" },
         { "pods", cli_pods, "list the static pods and their status" },
         { "ps", cli_ps, "list containers" },
-        { "inspect", cli_inspect, "print a pod's status and runtime state as JSON" },
+        { "inspect", cli_inspect, "print a pod's status, runtime state and events" },
+        { "events", cli_events, "list (or watch) the pods' events" },
         { "logs", cli_logs, "print (or follow) a container's logs" },
         { "exec", cli_exec, "run a command in a running container" },
 };

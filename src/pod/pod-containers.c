@@ -59,6 +59,7 @@ static void start_failed(ContainerOp *op, const char *reason, const char *messag
 
         log_warning("Failed to start container \"%s\" of pod \"%s\": %s: %s", c->spec->name,
                     w->full_name, reason, message);
+        worker_event(w, c, POD_EVENT_FAILED, "Error: %s: %s", reason, message);
         container_set_waiting(c, reason, message);
         if (op->rootfs_mounted) {
                 Error ie = {};
@@ -97,6 +98,7 @@ static void on_container_started(Runtime *rt, int r, const Error *err, void *use
         container_set_waiting(c, NULL, NULL);
         log_info("Started container \"%s\" of pod \"%s\" (%s).", c->spec->name, w->full_name,
                  op->id);
+        worker_event(w, c, POD_EVENT_STARTED, "Started container %s", c->spec->name);
         AttemptRecord rec = { .started_at = c->started_at, .exit_code = -1 };
         r = attempt_record_write(op->attempt_dir, &rec);
         if (r < 0)
@@ -133,6 +135,7 @@ static void on_container_created(Runtime *rt, int r, pid_t pid, pid_t conmon_pid
                 return;
         }
         c->state = CONTAINER_CREATED;
+        worker_event(op->w, c, POD_EVENT_CREATED, "Created container: %s", c->spec->name);
         r = runtime_container_start(rt, op->id, on_container_started, op, &op->rop);
         if (r < 0) {
                 Error e = {};
@@ -322,6 +325,8 @@ void container_start(PodWorker *w, const ContainerStartAction *a) {
                 return;
         }
         (void)set_str(&c->image_id, op->image->config_digest);
+        worker_event(w, c, POD_EVENT_PULLED, "Container image \"%s\" already present on machine",
+                     c->spec->image);
         op->stop_signal = signal_from_string(op->image->config.stop_signal);
 
         op->id = strprintf("%s-%s-%u", w->object->uid, c->spec->name, op->attempt);
@@ -428,6 +433,10 @@ void container_kill(PodWorker *w, const ContainerKillAction *a) {
         if (!op || !c || op->killing || !c->container_id)
                 return;
         op->killing = true;
+        if (a->message)
+                worker_event(w, c, POD_EVENT_KILLING, "%s", a->message);
+        else
+                worker_event(w, c, POD_EVENT_KILLING, "Stopping container %s", c->spec->name);
         log_info("Killing container \"%s\" of pod \"%s\" (%s), grace period %llds%s%s.",
                  c->spec->name, w->full_name, kill_reason_to_string(a->reason),
                  (long long)a->grace_period_seconds, a->message ? ": " : "", strempty(a->message));

@@ -35,6 +35,7 @@ struct PodManager {
         LogRotator *log_rotator;       /* NULL: rotation off */
         EventSource *log_timer;
         bool sources_ready;
+        SourceErrors *source_errors; /* status/sources.json */
 
         void (*stopped)(void *userdata);
         void *stopped_userdata;
@@ -53,6 +54,10 @@ static const Secret *lookup_secret(void *userdata, const char *ns, const char *n
         ManifestObject *o =
                 m->o.config ? pod_config_find(m->o.config, MANIFEST_KIND_SECRET, ns, name) : NULL;
         return o ? o->secret : NULL;
+}
+
+const SourceErrors *pod_manager_source_errors(const PodManager *m) {
+        return m->source_errors;
 }
 
 unsigned pod_manager_count(PodManager *m) {
@@ -332,7 +337,15 @@ void pod_manager_handle_source_event(PodManager *m, const SourceEvent *ev) {
                 if (w)
                         pod_worker_terminate(w, "its manifest was removed");
                 break;
-        case SOURCE_EVENT_ERROR:
+        case SOURCE_EVENT_ERROR: {
+                int r = source_errors_update(m->source_errors, ev, now_usec(CLOCK_REALTIME));
+                if (r < 0)
+                        log_warning_errno(r,
+                                          "Cannot write %s/sources.json, `nanolet pods` shows "
+                                          "stale manifest errors until the next change: %m",
+                                          m->ctx.status_dir);
+                break;
+        }
         case _SOURCE_EVENT_INVALID:
         case _SOURCE_EVENT_MAX:
         default:
@@ -552,6 +565,14 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
             (r = mkdir_p(m->ctx.sandboxes_dir, 0700)) < 0 ||
             (r = mkdir_p(m->ctx.ns_dir, 0755)) < 0 || (r = mkdir_p(o->pod_logs_dir, 0755)) < 0)
                 return log_error_errno(r, "Failed to create the agent's directories: %m");
+        r = source_errors_new(&m->source_errors, m->ctx.status_dir);
+        if (r < 0)
+                return log_oom();
+        /* An earlier run's errors are not this run's: the sources report
+         * theirs again when they read. */
+        r = source_errors_flush(m->source_errors);
+        if (r < 0)
+                log_warning_errno(r, "Cannot write %s/sources.json: %m", m->ctx.status_dir);
         *ret = TAKE_PTR(m);
         return 0;
 }
@@ -615,6 +636,7 @@ PodManager *pod_manager_free(PodManager *m) {
                 orphan_del_free(m, m->orphan_dels);
         event_source_free(m->log_timer);
         log_rotator_free(m->log_rotator);
+        source_errors_free(m->source_errors);
         free(m->ctx.status_dir);
         free(m->ctx.pods_dir);
         free(m->ctx.ns_dir);

@@ -13,6 +13,7 @@
 #include "image.h"
 #include "runtime.h"
 #include "source.h"
+#include "source-errors.h"
 
 typedef struct PodManager PodManager;
 
@@ -50,8 +51,12 @@ int pod_manager_start(PodManager *m);
 /* Every source has been read once (the directory scanned, the URL fetched
  * or failed): adopted pods no source asked for are terminated from now on. */
 void pod_manager_sources_ready(PodManager *m);
-/* Feeds one desired-state change (from PodConfig). */
+/* Feeds one desired-state change (from PodConfig). An ERROR event updates
+ * the source errors (and <run-dir>/status/sources.json). */
 void pod_manager_handle_source_event(PodManager *m, const SourceEvent *ev);
+/* The manifest problems the sources report right now, for /metrics
+ * (source_errors_count()). Borrowed: lives as long as m. */
+const SourceErrors *pod_manager_source_errors(const PodManager *m);
 /* Terminates every pod (grace periods honoured); done is called once no pod
  * is left. */
 int pod_manager_stop_all(PodManager *m, void (*done)(void *userdata), void *userdata);

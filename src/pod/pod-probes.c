@@ -5,6 +5,8 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -273,6 +275,21 @@ static void mark_changed(PodProbes *p) {
         p->ctx.changed(p->ctx.userdata);
 }
 
+static void emit_event(PodProbes *p, const ContainerState *c, PodEventReason reason,
+                       const char *fmt, ...) _printf_(4, 5);
+static void emit_event(PodProbes *p, const ContainerState *c, PodEventReason reason,
+                       const char *fmt, ...) {
+        if (!p->ctx.record_event)
+                return;
+        _cleanup_free_ char *message = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vasprintf(&message, fmt, ap);
+        va_end(ap);
+        if (k >= 0)
+                p->ctx.record_event(c, reason, message, p->ctx.userdata);
+}
+
 /* started/ready as kubelet derives them from the probe results. */
 static void update_flags(ContainerProbes *cp) {
         ContainerState *c = cp_container(cp);
@@ -313,14 +330,18 @@ static void on_probe_done(ProbeResult result, const char *output, void *userdata
 
         cp->run[t] = NULL;
         c->probe_results[t][result]++;
-        if (result == PROBE_RESULT_FAILURE)
+        if (result == PROBE_RESULT_FAILURE) {
                 log_info("Probe failed: probeType=\"%s\" pod=\"%s\" container=\"%s\" output=\"%s\"",
                          probe_type_to_string(t), p->ctx.name, c->spec->name, output);
-        else if (result == PROBE_RESULT_UNKNOWN)
+                emit_event(p, c, POD_EVENT_UNHEALTHY, "%s probe failed: %s",
+                           probe_type_to_string(t), strempty(output));
+        } else if (result == PROBE_RESULT_UNKNOWN) {
                 log_warning(
                         "Probe errored: probeType=\"%s\" pod=\"%s\" container=\"%s\" error=\"%s\"",
                         probe_type_to_string(t), p->ctx.name, c->spec->name, output);
-        else
+                emit_event(p, c, POD_EVENT_UNHEALTHY, "%s probe errored: %s",
+                           probe_type_to_string(t), strempty(output));
+        } else
                 log_debug("Probe succeeded: probeType=\"%s\" pod=\"%s\" container=\"%s\"",
                           probe_type_to_string(t), p->ctx.name, c->spec->name);
 
@@ -437,12 +458,14 @@ static void on_hook_done(ProbeResult result, const char *output, void *userdata)
 
         cp->hook = NULL;
         if (cp->hook_type == HOOK_PRE_STOP) {
-                if (result != PROBE_RESULT_SUCCESS)
+                if (result != PROBE_RESULT_SUCCESS) {
                         log_warning("PreStop hook of container \"%s\" of pod \"%s\" failed after "
                                     "%llu ms: %s",
                                     c->spec->name, p->ctx.name,
                                     (unsigned long long)(took / USEC_PER_MSEC), output);
-                else
+                        emit_event(p, c, POD_EVENT_FAILED_PRE_STOP_HOOK, "PreStopHook failed: %s",
+                                   strempty(output));
+                } else
                         log_info("PreStop hook of container \"%s\" of pod \"%s\" completed in %llu "
                                  "ms.",
                                  c->spec->name, p->ctx.name,
@@ -457,6 +480,8 @@ static void on_hook_done(ProbeResult result, const char *output, void *userdata)
         if (result != PROBE_RESULT_SUCCESS) {
                 log_warning("FailedPostStartHook: container \"%s\" of pod \"%s\": %s",
                             c->spec->name, p->ctx.name, output);
+                emit_event(p, c, POD_EVENT_FAILED_POST_START_HOOK, "PostStartHook failed: %s",
+                           strempty(output));
                 _cleanup_free_ char *why = strprintf("FailedPostStartHook: %s", output);
                 request_kill(cp, why ? why : "FailedPostStartHook", 0);
                 mark_changed(p);
@@ -499,6 +524,8 @@ static void container_probes_begin(PodProbes *p, ContainerState *c, bool run_pos
                         strprintf("FailedPostStartHook: %s", error ? error : strerror(-r));
                 log_warning("Container \"%s\" of pod \"%s\": %s", c->spec->name, p->ctx.name,
                             strna(why));
+                emit_event(p, c, POD_EVENT_FAILED_POST_START_HOOK, "PostStartHook failed: %s",
+                           error ? error : strerror(-r));
                 request_kill(cp, why ? why : "FailedPostStartHook", 0);
                 return;
         }

@@ -18,6 +18,7 @@
 
 #include "event-curl.h"
 #include "event.h"
+#include "pod-events.h"
 #include "pod-state.h"
 #include "runtime.h"
 #include "time-util.h"
@@ -36,6 +37,10 @@ typedef struct PodProbesContext {
          * called from within the hooks below, so it only takes note (the
          * sync it asks for runs later on the loop). */
         void (*changed)(void *userdata);
+        /* An event for the pod's list (Unhealthy on each failed or errored
+         * probe, FailedPostStartHook, FailedPreStopHook) on container c. */
+        void (*record_event)(const ContainerState *c, PodEventReason reason, const char *message,
+                             void *userdata);
         void *userdata;
 } PodProbesContext;
 

@@ -48,6 +48,8 @@ static int worker_write_pod_files(PodWorker *w, bool warn, Error *err);
 
 static void sandbox_failed(PodWorker *w, const char *message) {
         log_warning("Failed to create sandbox of pod \"%s\": %s", w->full_name, message);
+        worker_event(w, NULL, POD_EVENT_FAILED_CREATE_POD_SANDBOX,
+                     "Failed to create pod sandbox: %s", message);
         w->state.sandbox = SANDBOX_FAILED;
         (void)set_str(&w->state.sandbox_message, message);
         backoff_sandbox_failed(&w->state, now_usec(CLOCK_MONOTONIC));
@@ -342,6 +344,8 @@ void worker_create_sandbox(PodWorker *w) {
         r = worker_prepare(w, &err);
         if (r < 0) {
                 log_warning("Failed to prepare pod \"%s\": %s", w->full_name, err.message);
+                worker_event(w, NULL, POD_EVENT_FAILED_CREATE_POD_SANDBOX,
+                             "Failed to create pod sandbox: %s", err.message);
                 w->state.sandbox = SANDBOX_FAILED;
                 (void)set_str(&w->state.sandbox_message, err.message);
                 backoff_sandbox_failed(&w->state, now_usec(CLOCK_MONOTONIC));

@@ -13,6 +13,7 @@
 #include "image.h"
 #include "pod-actions.h"
 #include "pod-etc-files.h"
+#include "pod-events.h"
 #include "pod-probes.h"
 #include "pod-worker.h"
 #include "runtime.h"
@@ -71,6 +72,9 @@ struct PodWorker {
         ContainerOp **ops;
         size_t n_ops;
         PodProbes *probes; /* probes and hooks (pod-probes.c) */
+
+        PodEvents events;  /* kubelet-style events (worker_event()) */
+        bool events_dirty; /* status/events/<uid>.json is written after the sync */
 };
 
 /* Per-container bookkeeping the PodState does not hold: what is in flight. */
@@ -124,6 +128,10 @@ static inline int set_str(char **field, const char *value) {
 void worker_mark_status(PodWorker *w);
 /* One operation of the busy count finished: status and a new sync. */
 void worker_op_done(PodWorker *w);
+/* Records an event on the pod (c NULL) or container c; the events file is
+ * written after this loop iteration. Asks for no sync. */
+void worker_event(PodWorker *w, const ContainerState *c, PodEventReason reason, const char *fmt,
+                  ...) _printf_(4, 5);
 
 /* pod-sandbox.c */
 unsigned sandbox_namespaces(const Pod *p);

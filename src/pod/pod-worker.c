@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -27,6 +28,7 @@
 #include "cni.h"
 #include "container-config.h"
 #include "fileio.h"
+#include "json-util.h"
 #include "log.h"
 #include "mount-util.h"
 #include "pod-actions.h"
@@ -201,6 +203,45 @@ static void worker_write_status(PodWorker *w) {
         status_file_written(w, TAKE_PTR(text));
 }
 
+/* ---- events ---- */
+
+void worker_event(PodWorker *w, const ContainerState *c, PodEventReason reason, const char *fmt,
+                  ...) {
+        _cleanup_free_ char *field_path = NULL;
+        if (c && !(field_path = pod_event_field_path(c->is_init, c->spec->name))) {
+                log_oom();
+                return;
+        }
+        va_list ap;
+        va_start(ap, fmt);
+        int r = pod_events_recordv(&w->events, reason, field_path, now_usec(CLOCK_REALTIME), fmt,
+                                   ap);
+        va_end(ap);
+        if (r < 0) {
+                log_oom();
+                return;
+        }
+        w->events_dirty = true;
+        (void)event_source_set_enabled(w->sync_defer, true);
+}
+
+static void worker_write_events(PodWorker *w) {
+        _cleanup_json_ json_t *j = NULL;
+        PodEventsObject o = {
+                .name = w->object->name,
+                .namespace = w->object->namespace,
+                .uid = w->object->uid,
+                .node_name = w->ctx->o->node_name,
+        };
+
+        w->events_dirty = false;
+        int r = pod_events_to_json(&w->events, &o, &j);
+        if (r >= 0)
+                r = pod_events_write(w->ctx->status_dir, w->object->uid, j);
+        if (r < 0)
+                log_warning_errno(r, "Failed to write the events of pod \"%s\": %m", w->full_name);
+}
+
 /* ---- completion helpers ---- */
 
 void worker_op_done(PodWorker *w) {
@@ -249,6 +290,7 @@ static bool worker_teardown(PodWorker *w) {
                                   strna(cgroup));
         (void)pod_status_remove(w->ctx->status_dir, w->object->uid);
         w->status_text = mfree(w->status_text); /* gone from the API's /pods too */
+        (void)pod_events_remove(w->ctx->status_dir, w->object->uid);
         log_info("Pod \"%s\" is gone.", w->full_name);
         w->ctx->worker_finished(w, w->ctx->userdata);
         return true;
@@ -302,8 +344,16 @@ static bool worker_sync(PodWorker *w) {
         for (size_t i = 0; i < a.n_waiting; i++) {
                 ContainerState *c =
                         pod_actions_target(&w->state, a.waiting[i].is_init, a.waiting[i].index);
-                if (c)
-                        container_set_waiting(c, a.waiting[i].reason, a.waiting[i].message);
+                if (!c)
+                        continue;
+                /* Once per crash, as the container enters its back-off:
+                 * repeats collapse into one event with a count. */
+                if (streq_ptr(a.waiting[i].reason, "CrashLoopBackOff") &&
+                    !streq_ptr(c->waiting_reason, "CrashLoopBackOff"))
+                        worker_event(w, c, POD_EVENT_BACK_OFF,
+                                     "Back-off restarting failed container %s in pod %s",
+                                     c->spec->name, w->full_name);
+                container_set_waiting(c, a.waiting[i].reason, a.waiting[i].message);
         }
         if (a.deadline_exceeded && !w->state.deadline_exceeded) {
                 w->state.deadline_exceeded = true;
@@ -356,6 +406,8 @@ static int on_sync_defer(EventSource *s, usec_t now, void *userdata) {
         }
         if (w->status_dirty && !w->torn_down)
                 worker_write_status(w);
+        if (w->events_dirty && !w->torn_down)
+                worker_write_events(w);
         return 0;
 }
 
@@ -372,6 +424,11 @@ static void on_probes_changed(void *userdata) {
         worker_mark_status(userdata);
 }
 
+static void on_probes_event(const ContainerState *c, PodEventReason reason, const char *message,
+                            void *userdata) {
+        worker_event(userdata, c, reason, "%s", message);
+}
+
 int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *object,
                    const char *source, const char *origin) {
         _cleanup_free_ PodWorker *w = calloc(1, sizeof *w);
@@ -380,6 +437,7 @@ int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *obje
         if (!w)
                 return -ENOMEM;
         w->ctx = ctx;
+        pod_events_init(&w->events);
         w->object = manifest_object_ref(object);
         w->source = strdup(source);
         w->origin = strdup(origin);
@@ -435,6 +493,7 @@ int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *obje
                 .pod_dir = w->pod_dir,
                 .name = w->full_name,
                 .changed = on_probes_changed,
+                .record_event = on_probes_event,
                 .userdata = w,
         };
         r = pod_probes_new(&w->probes, &pc);
@@ -467,6 +526,7 @@ PodWorker *pod_worker_free(PodWorker *w) {
         event_source_free(w->sync_defer);
         event_source_free(w->wakeup);
         pod_state_done(&w->state);
+        pod_events_done(&w->events);
         pod_etc_files_done(&w->etc);
         pod_volumes_done(&w->volumes);
         manifest_object_unref(w->object);

@@ -27,6 +27,7 @@ typedef struct Origin {
         Diagnostics errors; /* from pod_config_set_origin_error() */
         /* errors plus duplicate conflicts, as of the last commit */
         Diagnostics effective;
+        size_t n_own;   /* the first n_own items of effective are from errors */
         char *reported; /* text of the last ERROR event sent; NULL = none/cleared */
         bool removed;   /* forgotten; freed by the next commit */
 } Origin;
@@ -466,6 +467,7 @@ int pod_config_commit(PodConfig *c) {
                 diagnostics_init(&o->effective);
                 if (o->has_error && !o->removed)
                         diagnostics_merge(&o->effective, &o->errors);
+                o->n_own = o->effective.n;
         }
 
         /* The new desired set; at most n_cand entries. */
@@ -619,6 +621,7 @@ int pod_config_commit(PodConfig *c) {
                         .source = o->source,
                         .origin = o->name,
                         .errors = errs[i].cleared ? &none : &o->effective,
+                        .n_conflicts = errs[i].cleared ? 0 : o->effective.n - o->n_own,
                 };
                 if (c->handler)
                         c->handler(&ev, c->userdata);

@@ -35,6 +35,10 @@ typedef struct SourceEvent {
          * handler takes a reference if it keeps it. NULL for ERROR. */
         ManifestObject *object;
         const Diagnostics *errors; /* ERROR only */
+        /* ERROR only: the last n_conflicts items of errors are definitions
+         * that lost to another of the same name or UID (the others are the
+         * origin's own problems). */
+        size_t n_conflicts;
 } SourceEvent;
 
 typedef void (*source_event_handler_t)(const SourceEvent *ev, void *userdata);

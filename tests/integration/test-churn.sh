@@ -103,7 +103,7 @@ n=$(find "$WORK/leases" -type f ! -name lock ! -name 'last_reserved_ip*' | wc -l
 [ "$n" = "$n_pods" ] && ok "one lease per pod" || fail "$n leases for $n_pods pods"
 
 rm -f "$MAN"/*.yaml
-for ((i = 0; i < 250; i++)); do [ -z "$(ls "$RUN/status" 2>/dev/null | grep json)" ] && break; sleep 0.2; done
+for ((i = 0; i < 250; i++)); do [ -z "$(ls "$RUN/status" 2>/dev/null | grep -vx sources.json | grep json)" ] && break; sleep 0.2; done
 check_no_leftovers
 stop_agent
 finish

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The client subcommands (pods, ps, inspect, logs, exec) against status and
 # CRI log files laid out as docs/state-files.md says, written here as
-# fixtures, plus a real runc container for exec and inspect.
+# fixtures, plus a real runc container for exec and inspect; sources.json
+# comes from the real agent, run on a broken manifest first.
 . "$(dirname "$0")/lib.sh"
 
 require_root
@@ -19,8 +20,21 @@ CID=$EXEC_UID-app-0
 
 cleanup_cli() {
         runc --root "$RUN/runc" delete --force "$CID" >/dev/null 2>&1 || true
-        cleanup
+        agent_cleanup
 }
+
+# -- status/sources.json as the real agent writes it for a broken manifest --
+. "$(dirname "$0")/lib-agent.sh"
+cat >"$MAN/bad.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+spec: {containers: [{name: c}]}
+metadata: {name: bad}
+EOF
+start_agent
+wait_for "$STATUS/sources.json" 'bad\.yaml:3: spec\.containers\[0\]\.image' ||
+        fail "the agent wrote no source error to sources.json"
+stop_agent
 trap cleanup_cli EXIT
 
 # -- a real container for exec and inspect --------------------------------
@@ -112,9 +126,6 @@ for uid, p in pods.items():
         json.dump(p, f, indent=2)
 with open(os.path.join(status_dir, "broken.json"), "w") as f:
     f.write('{"apiVersion": "v1", "kind": "Pod", "metadata": {"na')
-with open(os.path.join(status_dir, "sources.json"), "w") as f:
-    json.dump({"errors": [{"source": "file", "origin": "/etc/kubernetes/manifests/bad.yaml",
-                           "messages": ["bad.yaml:3: spec.containers[0].image: required"]}]}, f)
 EOF
 
 # -- CRI logs --------------------------------------------------------------
@@ -166,7 +177,7 @@ if run 0 pods; then
         has "job completed" "$out" '^default +job-node1 +0/1 +Completed +0 +3h '
         has "shell age" "$out" '^default +shell-node1 +1/1 +Running +0 +3[0-9]s '
         has "manifest errors" "$out" '^manifest errors:$'
-        has "manifest error message" "$out" 'bad\.yaml:3: spec\.containers\[0\]\.image: required'
+        has "manifest error message" "$out" 'bad\.yaml:3: spec\.containers\[0\]\.image: image is required'
         has "broken status file warned" "$err" 'broken\.json'
         [ "$(grep -c node1 "$out")" = 4 ] || fail "pods: want 4 rows"
 fi
@@ -278,6 +289,9 @@ mv "$WORK/uid-etcd.json" "$STATUS/uid-etcd.json"
 
 # -- inspect -----------------------------------------------------------------
 if run 0 inspect shell; then
+        has "inspect: ends with the Events section" "$out" '^Events:  <none>$'
+fi
+if run 0 inspect -o json shell; then
         if python3 -c '
 import json, sys
 p = json.load(open(sys.argv[1]))
@@ -286,7 +300,7 @@ st = p["runtime"]["app"]
 assert st["id"] == sys.argv[2] and st["status"] == "running", st
 ' "$out" "$CID"; then ok "inspect: pod JSON with the runtime state"; else fail "inspect shell: $(cat "$out")"; fi
 fi
-if run 0 inspect default/job; then
+if run 0 inspect -o json default/job; then
         python3 -c '
 import json, sys
 p = json.load(open(sys.argv[1]))
@@ -294,6 +308,7 @@ assert "error" in p["runtime"]["main"], p["runtime"]
 ' "$out" && ok "inspect: unknown container gives an error object" || fail "inspect job: $(cat "$out")"
 fi
 run 2 inspect
+run 2 inspect -o yaml shell
 sed 's/"namespace": "default"/"namespace": "other"/' "$STATUS/uid-web.json" >"$STATUS/uid-web2.json"
 run 1 inspect web && has "inspect: ambiguous name lists candidates" "$err" 'ambiguous.*default/web-node1, other/web-node1'
 run 0 inspect other/web && ok "inspect NAMESPACE/NAME"

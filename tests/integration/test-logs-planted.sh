@@ -145,7 +145,7 @@ grep -q "$pwned" "$WORK/out" && ok "the victim's output went to its own log file
         || fail "victim's line missing from nanolet logs: $(cat "$WORK/out" "$WORK/err")"
 
 rm -f "$MAN"/*.yaml
-for ((i = 0; i < 250; i++)); do [ -z "$(ls "$RUN/status" 2>/dev/null | grep json)" ] && break; sleep 0.2; done
+for ((i = 0; i < 250; i++)); do [ -z "$(ls "$RUN/status" 2>/dev/null | grep -vx sources.json | grep json)" ] && break; sleep 0.2; done
 check_no_leftovers
 stop_agent
 finish

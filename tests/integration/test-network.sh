@@ -105,7 +105,7 @@ net_cleanup() {
         if [ -n "$AGENT_PID" ] && kill -0 "$AGENT_PID" 2>/dev/null; then
                 rm -f "$MAN"/*.yaml
                 for ((i = 0; i < 200; i++)); do
-                        [ -z "$(ls "$RUN/status" 2>/dev/null | grep json)" ] && break
+                        [ -z "$(ls "$RUN/status" 2>/dev/null | grep -vx sources.json | grep json)" ] && break
                         sleep 0.2
                 done
         fi
@@ -466,7 +466,7 @@ exec_out late ip -4 -o addr show eth0 | grep -q "inet $lateip/24" && ok "late's 
 
 # --- delete everything; DELs use the network each pod was added with
 rm -f "$MAN"/*.yaml
-for ((i = 0; i < 250; i++)); do [ -z "$(ls "$RUN/status" 2>/dev/null | grep json)" ] && break; sleep 0.2; done
+for ((i = 0; i < 250; i++)); do [ -z "$(ls "$RUN/status" 2>/dev/null | grep -vx sources.json | grep json)" ] && break; sleep 0.2; done
 check_no_leftovers
 n=$(ip -o link show master "$BRIDGE2" 2>/dev/null | wc -l)
 [ "$n" -eq 0 ] && ok "no veths left on $BRIDGE2" || fail "$n veths left on $BRIDGE2"

@@ -350,7 +350,7 @@ fi
 
 # --- counters and teardown
 rm -f "$MAN"/*.yaml
-for ((i = 0; i < 250; i++)); do [ -z "$(ls "$RUN/status" 2>/dev/null | grep json)" ] && break; sleep 0.2; done
+for ((i = 0; i < 250; i++)); do [ -z "$(ls "$RUN/status" 2>/dev/null | grep -vx sources.json | grep json)" ] && break; sleep 0.2; done
 check_no_leftovers
 [ ! -e "$WORK"/root/pods ] || [ -z "$(find "$WORK/root/pods" -name '*.pid')" ] && ok "no probe pid files left" || fail "pid files left"
 stop_agent

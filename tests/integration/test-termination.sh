@@ -61,7 +61,7 @@ grep -q "cannot record its exit" "$AGENT_LOG" && fail "agent: $(grep 'cannot rec
         || ok "no exit record failed"
 
 rm -f "$MAN"/*.yaml
-for ((i = 0; i < 250; i++)); do [ -z "$(ls "$RUN/status" 2>/dev/null | grep json)" ] && break; sleep 0.2; done
+for ((i = 0; i < 250; i++)); do [ -z "$(ls "$RUN/status" 2>/dev/null | grep -vx sources.json | grep json)" ] && break; sleep 0.2; done
 check_no_leftovers
 stop_agent
 finish

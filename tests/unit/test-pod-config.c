@@ -16,6 +16,7 @@ typedef struct Rec {
         SourceEventType type;
         char *source, *origin, *uid, *old_uid, *name;
         size_t n_errors;
+        size_t n_conflicts;
         char *error0; /* first diagnostic, formatted */
 } Rec;
 
@@ -46,6 +47,8 @@ static void record(const SourceEvent *ev, void *userdata) {
                 assert_non_null(ev->errors);
                 assert_null(ev->object);
                 x->n_errors = ev->errors->n_errors;
+                x->n_conflicts = ev->n_conflicts;
+                assert_true(ev->n_conflicts <= ev->errors->n);
                 if (ev->errors->n > 0)
                         x->error0 = diag_to_string(&ev->errors->items[0]);
         } else {
@@ -216,6 +219,7 @@ static void run_duplicate(bool a_first) {
         expect(&rec.ev[0], SOURCE_EVENT_ADD, "/m/a.yaml", "ua", NULL);
         expect(&rec.ev[1], SOURCE_EVENT_ERROR, "/m/b.yaml", NULL, NULL);
         assert_int_equal(rec.ev[1].n_errors, 1);
+        assert_int_equal(rec.ev[1].n_conflicts, 1); /* a duplicate, not the file's own error */
         assert_string_equal(rec.ev[1].error0,
                             "/m/b.yaml:1: pod \"kube-system/etcd-node1\" is also defined in "
                             "/m/a.yaml, which wins; this definition is ignored");
@@ -371,6 +375,7 @@ static void test_keep_last_good(void **state) {
         assert_int_equal(rec.n, 1);
         expect(&rec.ev[0], SOURCE_EVENT_ERROR, "/m/x.yaml", NULL, NULL);
         assert_int_equal(rec.ev[0].n_errors, 1);
+        assert_int_equal(rec.ev[0].n_conflicts, 0); /* the origin's own error */
         assert_string_equal(rec.ev[0].error0, "/m/x.yaml:3: spec: syntax error");
         recorder_clear(&rec);
         /* the pod is still wanted */
