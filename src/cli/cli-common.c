@@ -243,44 +243,12 @@ int cli_pods_load(const CliCommon *c, CliPodList *ret) {
         return 0;
 }
 
-int cli_source_errors_load(const CliCommon *c, json_t **ret) {
-        _cleanup_free_ char *path = strprintf("%s/status/sources.json", c->run_dir);
+/* The array under key in a status file the agent writes; an empty array
+ * when the file does not exist (yet), and a warning when it is malformed. */
+static int status_array_load(const CliCommon *c, const char *path, const char *key, json_t **ret) {
         _cleanup_free_ char *data = NULL;
         size_t size;
-        int r;
 
-        if (!path)
-                return -ENOMEM;
-        r = read_full_file_at(AT_FDCWD, path, CLI_STATUS_FILE_MAX, &data, &size);
-        if (r == -ENOENT) {
-                *ret = json_array();
-                return *ret ? 0 : -ENOMEM;
-        }
-        if (r < 0)
-                return r;
-        json_error_t err;
-        _cleanup_json_ json_t *j = json_loadb(data, size, 0, &err);
-        json_t *errors = cli_json_path(j, "errors", NULL);
-        if (!json_is_array(errors)) {
-                fprintf(stderr, "%s: warning: ignoring malformed %s\n", c->prog, path);
-                *ret = json_array();
-                return *ret ? 0 : -ENOMEM;
-        }
-        *ret = json_incref(errors);
-        return 0;
-}
-
-/* ---- events ---- */
-
-int cli_events_load(const CliCommon *c, const char *uid, json_t **ret) {
-        _cleanup_free_ char *path = NULL, *data = NULL;
-        size_t size;
-
-        if (isempty(uid) || strchr(uid, '/'))
-                return -EINVAL;
-        path = strprintf("%s/status/events/%s.json", c->run_dir, uid);
-        if (!path)
-                return -ENOMEM;
         int r = read_full_file_at(AT_FDCWD, path, CLI_STATUS_FILE_MAX, &data, &size);
         if (r == -ENOENT) {
                 *ret = json_array();
@@ -290,14 +258,35 @@ int cli_events_load(const CliCommon *c, const char *uid, json_t **ret) {
                 return r;
         json_error_t err;
         _cleanup_json_ json_t *j = json_loadb(data, size, 0, &err);
-        json_t *items = cli_json_path(j, "items", NULL);
-        if (!json_is_array(items)) {
+        json_t *array = cli_json_path(j, key, NULL);
+        if (!json_is_array(array)) {
                 fprintf(stderr, "%s: warning: ignoring malformed %s\n", c->prog, path);
                 *ret = json_array();
                 return *ret ? 0 : -ENOMEM;
         }
-        *ret = json_incref(items);
+        *ret = json_incref(array);
         return 0;
+}
+
+int cli_source_errors_load(const CliCommon *c, json_t **ret) {
+        _cleanup_free_ char *path = strprintf("%s/status/sources.json", c->run_dir);
+
+        if (!path)
+                return -ENOMEM;
+        return status_array_load(c, path, "errors", ret);
+}
+
+/* ---- events ---- */
+
+int cli_events_load(const CliCommon *c, const char *uid, json_t **ret) {
+        _cleanup_free_ char *path = NULL;
+
+        if (isempty(uid) || strchr(uid, '/'))
+                return -EINVAL;
+        path = strprintf("%s/status/events/%s.json", c->run_dir, uid);
+        if (!path)
+                return -ENOMEM;
+        return status_array_load(c, path, "items", ret);
 }
 
 char *cli_event_format_age(char *buf, size_t size, const json_t *ev, int64_t now) {

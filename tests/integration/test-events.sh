@@ -117,6 +117,22 @@ has "events: Unhealthy with the probe output" "$WORK/out" \
 rm "$MAN/unready.yaml"
 
 # --- events -w: follows a pod until it is gone
+# Sets rc to the exit status of background job PID once it ends, or to ""
+# if it is still running after 30 s. Not in $(...): only this shell can
+# wait for its own jobs.
+wait_exit_30s() {
+        local i
+        rc=
+        for ((i = 0; i < 300; i++)); do
+                if ! kill -0 "$1" 2>/dev/null; then
+                        wait "$1"
+                        rc=$?
+                        return
+                fi
+                sleep 0.1
+        done
+}
+
 nl events -w good >"$WORK/watch" 2>&1 &
 WATCH_PID=$!
 wait_for "$WORK/watch" 'Started +pod/good-node1' || fail "events -w printed no list"
@@ -124,15 +140,7 @@ rm "$MAN/good.yaml"
 wait_for "$WORK/watch" 'Normal +Killing +pod/good-node1 +Stopping container main$' 1 30 &&
         ok "events -w prints the Killing event as it comes" || fail "events -w: $(cat "$WORK/watch")"
 # The pod's status and events files go with it; -w then ends by itself.
-rc=
-for ((i = 0; i < 300; i++)); do
-        if ! kill -0 "$WATCH_PID" 2>/dev/null; then
-                wait "$WATCH_PID"
-                rc=$?
-                break
-        fi
-        sleep 0.1
-done
+wait_exit_30s "$WATCH_PID"
 [ "$rc" = 0 ] && ok "events -w ends when the pod is gone" || { kill "$WATCH_PID" 2>/dev/null; fail "events -w still running or rc=$rc"; }
 [ ! -e "$RUN/status/events/$uid.json" ] && ok "events file removed with the pod" || fail "events file left"
 
@@ -144,15 +152,7 @@ mkdir -p "$FAKE/status"
 WATCH_PID=$!
 wait_for "$WORK/watch2" '^NAMESPACE' || fail "events -w on an empty dir printed no header"
 rm -rf "$FAKE"
-rc=
-for ((i = 0; i < 300; i++)); do
-        if ! kill -0 "$WATCH_PID" 2>/dev/null; then
-                wait "$WATCH_PID"
-                rc=$?
-                break
-        fi
-        sleep 0.1
-done
+wait_exit_30s "$WATCH_PID"
 [ "$rc" = 0 ] && ok "events -w ends when the status directory goes" || { kill "$WATCH_PID" 2>/dev/null; fail "events -w did not end (rc=$rc)"; }
 
 # --- a broken manifest: shown until fixed, and until removed
