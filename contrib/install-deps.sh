@@ -18,6 +18,8 @@ PACKAGES=(
         openssl python3-grpcio          # probe tests: a TLS server and a gRPC health server
         etcd-server                     # probe test: a kubeadm-style etcd static pod
         curl python3-kubernetes         # API test: /pods decoded by the official client
+        prometheus                      # metrics test: promtool check metrics
+        docker-registry apache2-utils   # registry tests: the reference registry, htpasswd
         # runtime
         runc conmon containernetworking-plugins iproute2 iptables ca-certificates
         busybox-static                  # the local demo image is built from it
@@ -46,6 +48,17 @@ if [[ ${#missing[@]} -eq 0 ]]; then
 fi
 
 echo "install-deps.sh: installing ${#missing[@]} package(s): ${missing[*]}"
+# prometheus, docker-registry and etcd-server ship services; the tests start
+# their own instances on loopback, so no package may start its daemon here.
+policy=/usr/sbin/policy-rc.d
+policy_installed=false
+if [[ ! -e $policy ]]; then
+        printf '#!/bin/sh\nexit 101\n' >"$policy"
+        chmod 755 "$policy"
+        policy_installed=true
+fi
+cleanup_policy() { if $policy_installed; then rm -f "$policy"; fi; }
+trap cleanup_policy EXIT
 apt-get update -qq </dev/null
 apt-get install -y -qq --no-install-recommends \
         -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
