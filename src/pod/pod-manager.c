@@ -607,8 +607,10 @@ int pod_manager_start(PodManager *m) {
                                     100 * USEC_PER_MSEC, on_relist, m);
         if (r < 0)
                 return r;
-        r = event_add_time_relative(m->event, &m->stats_timer, POD_STATS_SAMPLE_PERIOD,
-                                    100 * USEC_PER_MSEC, on_stats_timer, m);
+        /* The first sample at once: the node has a CPU rate a second after
+         * start, the pods from their first request or tick on. */
+        r = event_add_time_relative(m->event, &m->stats_timer, 0, 100 * USEC_PER_MSEC,
+                                    on_stats_timer, m);
         if (r < 0)
                 return r;
         if (m->log_rotator) {

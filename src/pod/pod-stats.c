@@ -533,6 +533,8 @@ int pod_stats_summary_json(PodStats *s, PodWorker *const *workers, size_t n, cha
                 node.usage.cg.cpu_usage_ns = node_ns;
                 node.usage.has_nano_cores = cpu_samples_nano_cores(s->cpu, "/", node_ns, now,
                                                                    &node.usage.nano_cores) >= 0;
+                if (!cpu_samples_has(s->cpu, "/"))
+                        (void)cpu_samples_record(s->cpu, "/", node_ns, now);
         }
         CgroupStats mem;
         if (cgroup_stats_read_node_memory(s->proc_dir, &mem) >= 0) {
