@@ -78,11 +78,12 @@ static void count(Walk *w, const struct stat *st) {
         w->du.inodes++;
 }
 
-/* name below parent_fd (path NULL: parent_fd itself). Depth is what the
- * tree has; a tree deeper than the fd limit is counted down to there. */
-static void walk_dir(Walk *w, int parent_fd, const char *name) {
+/* name below parent_fd. One open directory per level: a tree deeper than
+ * DISK_USAGE_MAX_DEPTH (or than the fd limit) is counted down to there, so
+ * a container cannot make the helper run out of stack. */
+static void walk_dir(Walk *w, int parent_fd, const char *name, unsigned depth) {
         _cleanup_closedir_ DIR *d = NULL;
-        if (opendir_fd(parent_fd, name, O_NOFOLLOW, &d) < 0)
+        if (depth >= DISK_USAGE_MAX_DEPTH || opendir_fd(parent_fd, name, O_NOFOLLOW, &d) < 0)
                 return;
         FOREACH_DIRENT(de, d) {
                 struct stat st;
@@ -92,7 +93,7 @@ static void walk_dir(Walk *w, int parent_fd, const char *name) {
                         continue; /* a mount point: another filesystem's usage */
                 count(w, &st);
                 if (S_ISDIR(st.st_mode))
-                        walk_dir(w, dirfd(d), de->d_name);
+                        walk_dir(w, dirfd(d), de->d_name, depth + 1);
         }
 }
 
@@ -106,7 +107,7 @@ int disk_usage_walk(const char *path, DiskUsage *ret) {
                 return -ENOTDIR;
         w.dev = st.st_dev;
         count(&w, &st);
-        walk_dir(&w, AT_FDCWD, path);
+        walk_dir(&w, AT_FDCWD, path, 0);
         tdestroy(w.seen, free);
         w.du.valid = true;
         *ret = w.du;

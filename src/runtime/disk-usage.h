@@ -30,7 +30,10 @@ typedef struct DiskUsage {
 
 /* Walks path (not following symlinks, not crossing into other
  * filesystems, each hard-linked inode counted once per walk); entries
- * that vanish meanwhile are skipped. Blocking: for helpers and tests. */
+ * that vanish meanwhile are skipped, directories nested deeper than
+ * DISK_USAGE_MAX_DEPTH below path are counted but not entered. Blocking:
+ * for helpers and tests. */
+#define DISK_USAGE_MAX_DEPTH 512
 int disk_usage_walk(const char *path, DiskUsage *ret);
 
 #define DISK_USAGE_HELPER_MODE "disk-usage"

@@ -88,6 +88,21 @@ static void test_walk(void **state) {
         assert_int_equal(du.inodes, before.inodes + 1);
         assert_true(du.bytes < before.bytes + 1000000);
 
+        /* Nesting deeper than the limit is counted down to there. */
+        _cleanup_free_ char *deep = make_root();
+        {
+                _cleanup_free_ char *rel = strdup("");
+                for (unsigned i = 0; i < DISK_USAGE_MAX_DEPTH + 10; i++) {
+                        char *x = strprintf("%s%sd", rel, i ? "/" : "");
+                        free(rel);
+                        rel = x;
+                }
+                mk(deep, rel);
+        }
+        assert_int_equal(disk_usage_walk(deep, &du), 0);
+        assert_int_equal(du.inodes, 1 + DISK_USAGE_MAX_DEPTH);
+        rm_root(deep);
+
         _cleanup_free_ char *file = strprintf("%s/a/one", root);
         assert_int_equal(disk_usage_walk(file, &du), -ENOTDIR);
         assert_int_equal(disk_usage_walk("/nonexistent/x", &du), -ENOENT);
