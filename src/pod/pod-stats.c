@@ -258,6 +258,9 @@ struct PodStats {
         Child *du_child;
         char **du_running; /* the paths the running helper walks, in order */
         usec_t du_last;    /* CLOCK_MONOTONIC when the last run started */
+        /* A summary was asked for: only then are directories walked (an
+         * agent nobody asks costs no helper processes). */
+        bool requested;
 };
 
 PodStats *pod_stats_free(PodStats *s) {
@@ -371,7 +374,7 @@ static void du_refresh(PodStats *s, bool new_dirs, usec_t now) {
         }
         s->n_du = j;
 
-        if (s->du_child || s->n_du == 0)
+        if (!s->requested || s->du_child || s->n_du == 0)
                 return;
         if (!new_dirs && s->du_last > 0 && now < s->du_last + POD_STATS_DISK_USAGE_PERIOD)
                 return;
@@ -524,6 +527,13 @@ int pod_stats_summary_json(PodStats *s, PodWorker *const *workers, size_t n, cha
         PodSummary *pods = NULL;
         size_t n_pods = 0;
         int r = 0;
+
+        /* The first request starts the directory usage runs now rather than
+         * at the next tick. */
+        if (!s->requested) {
+                s->requested = true;
+                pod_stats_sample(s, workers, n);
+        }
 
         /* The node: its cpu counter, memory from /proc/meminfo. */
         uint64_t node_ns;

@@ -24,9 +24,11 @@
  * second later has a rate even between timer ticks. Directory usage is a
  * walk of unbounded length, so it runs in a helper process (never on the
  * loop) started by pod_stats_sample() for every directory it saw, at most
- * one at a time, at least every POD_STATS_DISK_USAGE_PERIOD and at once
+ * one at a time, every POD_STATS_DISK_USAGE_PERIOD and at the next tick
  * when a new directory appeared; requests report the last result
- * (usedBytes and inodesUsed are absent until there is one). */
+ * (usedBytes and inodesUsed are absent until there is one). Nothing is
+ * walked before the first request (which starts the first run at once):
+ * an agent whose summary nobody reads spawns no helpers. */
 #pragma once
 
 #include <stdbool.h>
