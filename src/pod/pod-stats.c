@@ -238,7 +238,6 @@ int pod_stats_summary_format(const NodeSummary *node, const PodSummary *pods, si
 typedef struct DuEntry {
         char *path;
         DiskUsage du; /* last result; !valid: none yet, or not walkable */
-        bool have;    /* a run has reported on it */
         bool wanted;  /* seen by the current sample pass */
 } DuEntry;
 
@@ -345,16 +344,21 @@ static void on_du_done(Child *c, void *userdata) {
         child_get_status(c, &code, &status);
         const char *out = child_stdout(c, NULL);
         _cleanup_free_ DiskUsage *res = calloc(n ?: 1, sizeof *res);
-        if (code != CLD_EXITED || status != 0 || !res || disk_usage_parse_output(out, n, res) < 0)
-                log_warning("Disk usage helper for the stats summary failed (%s %d).",
-                            code == CLD_EXITED ? "exit status" : "signal", status);
+        if (!res)
+                (void)log_oom();
+        else if (code != CLD_EXITED || status != 0)
+                log_warning("Disk usage helper for the stats summary failed (%s %d%s): %s",
+                            code == CLD_EXITED ? "exit status" : "signal", status,
+                            child_timed_out(c) ? ", timed out" : "", child_stderr(c, NULL));
+        else if (disk_usage_parse_output(out, n, res) < 0)
+                log_warning("Disk usage helper for the stats summary printed something else than "
+                            "%zu lines of usage; ignoring it.",
+                            n);
         else
                 for (size_t i = 0; i < n; i++) {
                         DuEntry *e = du_find(s, s->du_running[i]);
-                        if (e) {
+                        if (e) /* else forgotten while the helper ran */
                                 e->du = res[i];
-                                e->have = true;
-                        }
                 }
         s->du_running = strv_free(s->du_running);
         s->du_child = child_free(s->du_child);
@@ -420,8 +424,11 @@ static bool container_listed(const ContainerState *c) {
         return c->state == CONTAINER_RUNNING && c->container_id;
 }
 
+/* The cgroupsPath the container was created with (container-config.c):
+ * the pod's cgroup and the container ID. */
 static char *container_cgroup(const PodWorker *w, const ContainerState *c) {
-        return strprintf("/nanolet/pod%s/%s", pod_worker_uid(w), c->container_id);
+        _cleanup_free_ char *pod = runtime_pod_cgroup_path(pod_worker_uid(w));
+        return pod ? strprintf("%s/%s", pod, c->container_id) : NULL;
 }
 
 static char *container_upper(const PodWorker *w, const ContainerState *c) {
