@@ -7,6 +7,6 @@
 #include "api-server.h"
 #include "pod-manager.h"
 
-/* m may be NULL (no pods: an empty pod list and no node stats is not
- * kubelet's shape, so the route is then 404); m must outlive s. */
+/* Adds the route to s (the read-only listener). Without a pod manager (m
+ * NULL) there is nothing to summarize: no route, a 404. m must outlive s. */
 int api_stats_add_routes(ApiServer *s, PodManager *m);

@@ -115,6 +115,41 @@ static int on_watchdog(EventSource *s, usec_t now, void *userdata) {
         return event_source_set_time_relative(s, sd_watchdog_interval() / 2);
 }
 
+/* The store answers from its in-memory index: cheap on every scrape. */
+static int collect_image_metrics(Metrics *m, void *userdata) {
+        Daemon *d = userdata;
+        Image **images = NULL;
+        size_t n = 0;
+        uint64_t bytes = 0;
+        Error err = {};
+
+        if (!d->images || image_store_list(d->images, &images, &n, &err) < 0)
+                return 0; /* the last values stay; the store logs its own trouble */
+        for (size_t i = 0; i < n; i++)
+                bytes += images[i]->size;
+        image_list_free(images, n);
+        metric_set(d->images_count, NULL, (double)n);
+        metric_set(d->image_bytes, NULL, (double)bytes);
+        return 0;
+}
+
+static int daemon_setup_metrics(Daemon *d) {
+        int r;
+
+        if ((r = metrics_new(&d->metrics)) < 0 || (r = metrics_new(&d->probe_metrics)) < 0 ||
+            (r = metrics_add_process_collector(d->metrics)) < 0 ||
+            (r = metrics_register(d->metrics, &d->images_count, METRIC_GAUGE, "nanolet_images",
+                                  "Images in the local store.", NULL, NULL, 0)) < 0 ||
+            (r = metrics_register(d->metrics, &d->image_bytes, METRIC_GAUGE,
+                                  "nanolet_image_store_bytes",
+                                  "Size of the images in the local store (manifests, configs and "
+                                  "compressed layers), in bytes.",
+                                  NULL, NULL, 0)) < 0 ||
+            (r = metrics_add_collector(d->metrics, collect_image_metrics, d)) < 0)
+                return log_error_errno(r, "Failed to set up metrics: %m");
+        return 0;
+}
+
 static int daemon_setup_runtime(Daemon *d) {
         NanoletConfig *c = d->config;
         Error ierr = {};
@@ -125,7 +160,10 @@ static int daemon_setup_runtime(Daemon *d) {
         if (r < 0)
                 return log_error_errno(r, "Failed to open the image store in \"%s\": %s",
                                        c->root_dir, ierr.message);
-        RuntimeOptions ro = { .runtime = c->runtime, .run_dir = c->run_dir };
+        r = daemon_setup_metrics(d);
+        if (r < 0)
+                return r;
+        RuntimeOptions ro = { .runtime = c->runtime, .run_dir = c->run_dir, .metrics = d->metrics };
         r = runtime_new(&d->runtime, d->event, &ro);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the container runtime \"%s\": %m",
@@ -133,7 +171,9 @@ static int daemon_setup_runtime(Daemon *d) {
         _cleanup_free_ char *cni_cache = strprintf("%s/cni", c->run_dir);
         if (!cni_cache)
                 return log_oom();
-        CniRunnerOptions co = { .bin_dirs = c->cni_bin_dir, .cache_dir = cni_cache };
+        CniRunnerOptions co = { .bin_dirs = c->cni_bin_dir,
+                                .cache_dir = cni_cache,
+                                .metrics = d->metrics };
         r = cni_runner_new(d->event, &co, &d->cni);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up CNI: %m");
@@ -173,6 +213,8 @@ static int daemon_setup_runtime(Daemon *d) {
                 .cni_conf_dir = c->cni_conf_dir,
                 .pod_cidr = c->pod_cidr,
                 .config = d->pods,
+                .metrics = d->metrics,
+                .probe_metrics = d->probe_metrics,
         };
         r = pod_manager_new(&d->pod_manager, d->event, &po);
         if (r < 0)
@@ -205,7 +247,12 @@ static int daemon_setup_api(Daemon *d) {
         NanoletConfig *c = d->config;
         int r;
 
-        d->api_ctx = (ApiNodeContext){ .event = d->event, .pod_manager = d->pod_manager };
+        d->api_ctx = (ApiNodeContext){
+                .event = d->event,
+                .pod_manager = d->pod_manager,
+                .metrics = d->metrics,
+                .probe_metrics = d->probe_metrics,
+        };
         r = daemon_listen(d, &d->read_only_api, "read-only API", c->address, c->read_only_port,
                           true);
         if (r < 0)
@@ -275,6 +322,7 @@ int daemon_new(Daemon **ret, NanoletConfig *config) {
                         .max_body = config->max_manifest_size,
                         .synced = on_url_synced,
                         .synced_userdata = d,
+                        .metrics = d->metrics,
                 };
                 r = url_source_new(&d->url_source, d->event, d->pods, &o);
                 if (r < 0)
@@ -300,6 +348,9 @@ Daemon *daemon_free(Daemon *d) {
         cni_runner_free(d->cni);
         runtime_free(d->runtime);
         image_store_free(d->images);
+        /* After everything that counts into them. */
+        metrics_free(d->metrics);
+        metrics_free(d->probe_metrics);
         free(d->node_hostname);
         strv_free(d->node_ips);
         pod_config_free(d->pods);

@@ -60,6 +60,8 @@ static void start_failed(ContainerOp *op, const char *reason, const char *messag
         log_warning("Failed to start container \"%s\" of pod \"%s\": %s: %s", c->spec->name,
                     w->full_name, reason, message);
         worker_event(w, c, POD_EVENT_FAILED, "Error: %s: %s", reason, message);
+        metric_inc(w->ctx->metrics.started_containers_errors,
+                   METRIC_LABELS(reason, pod_metrics_container_type(c->is_init)));
         container_set_waiting(c, reason, message);
         if (op->rootfs_mounted) {
                 Error ie = {};
@@ -297,6 +299,9 @@ void container_start(PodWorker *w, const ContainerStartAction *a) {
         op->starting = true;
         op->state_before = c->state;
         w->busy++;
+        /* As kubelet: every attempt counts, its failures count again below. */
+        metric_inc(w->ctx->metrics.started_containers,
+                   METRIC_LABELS(pod_metrics_container_type(c->is_init)));
         op->attempt = c->state == CONTAINER_NONE && !c->container_id ? 0 : c->attempt + 1;
         if (c->state == CONTAINER_EXITED) {
                 /* The exited attempt becomes lastState. */

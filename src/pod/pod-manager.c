@@ -13,6 +13,7 @@
 #include "cgroup.h"
 #include "log.h"
 #include "pod-logs.h"
+#include "pod-metrics.h"
 #include "pod-stats.h"
 #include "pod-worker.h"
 #include "string-util.h"
@@ -314,6 +315,10 @@ void pod_manager_handle_source_event(PodManager *m, const SourceEvent *ev) {
                         pod_worker_claim(w); /* adopted from its checkpoint */
                         return;
                 }
+                if (w)
+                        /* Removed and added back with the same content: kubelet
+                         * counts such a static pod as restarted. */
+                        metric_inc(m->ctx.metrics.restarted_pods, METRIC_LABELS("true"));
                 if (!w && (w = find_unclaimed_same_pod(m, ev)))
                         pod_worker_terminate(w, "its manifest changed while the agent was down");
                 /* A terminating predecessor (removed and re-added, or
@@ -499,10 +504,17 @@ static void relist_all(PodManager *m) {
 
 static int on_relist(EventSource *s, usec_t now, void *userdata) {
         PodManager *m = userdata;
+        usec_t begin = now_usec(CLOCK_MONOTONIC);
+
+        if (m->last_relist > 0)
+                metric_observe(m->ctx.metrics.pleg_relist_interval, NULL,
+                               (double)(now - m->last_relist) / USEC_PER_SEC);
         /* The iteration's start, not the clock now: a loop stopped in the
          * middle of this iteration still shows the stop. */
         m->last_relist = now;
         relist_all(m);
+        metric_observe(m->ctx.metrics.pleg_relist_duration, NULL,
+                       (double)(now_usec(CLOCK_MONOTONIC) - begin) / USEC_PER_SEC);
         return event_source_set_time_relative(s, RELIST_PERIOD_USEC);
 }
 
@@ -535,6 +547,14 @@ int pod_manager_stats_summary_json(PodManager *m, char **ret, size_t *ret_size) 
  * inotify makes exits (and restarts) immediate instead of up to 1 s late. */
 static int on_exit_file(EventSource *s, const struct inotify_event *ev, void *userdata) {
         relist_all(userdata);
+        return 0;
+}
+
+/* /metrics and /metrics/probes are scraped separately and each scrape sets
+ * all the scrape-time families of both: one cheap pass over the workers. */
+static int collect_metrics(Metrics *metrics, void *userdata) {
+        PodManager *m = userdata;
+        pod_metrics_collect(&m->ctx.metrics, m->workers, m->n_workers, m->source_errors);
         return 0;
 }
 
@@ -578,6 +598,13 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
             (r = mkdir_p(m->ctx.sandboxes_dir, 0700)) < 0 ||
             (r = mkdir_p(m->ctx.ns_dir, 0755)) < 0 || (r = mkdir_p(o->pod_logs_dir, 0755)) < 0)
                 return log_error_errno(r, "Failed to create the agent's directories: %m");
+        r = pod_metrics_register(&m->ctx.metrics, o->metrics, o->probe_metrics);
+        if (r >= 0 && o->metrics)
+                r = metrics_add_collector(o->metrics, collect_metrics, m);
+        if (r >= 0 && o->probe_metrics)
+                r = metrics_add_collector(o->probe_metrics, collect_metrics, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the pod metrics: %m");
         r = source_errors_new(&m->source_errors, m->ctx.status_dir);
         if (r < 0)
                 return log_oom();

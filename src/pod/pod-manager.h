@@ -11,6 +11,7 @@
 #include "event.h"
 #include "cni.h"
 #include "image.h"
+#include "metrics.h"
 #include "runtime.h"
 #include "source.h"
 #include "source-errors.h"
@@ -39,6 +40,11 @@ typedef struct PodManagerOptions {
         const char *cni_conf_dir;              /* --cni-conf-dir */
         const char *pod_cidr;                  /* --pod-cidr, for the built-in network */
         PodConfig *config;                     /* not owned: ConfigMap/Secret lookups */
+        /* /metrics and /metrics/probes (not owned; NULL: nothing counted).
+         * The manager adds a collector to metrics: format it only while the
+         * manager lives. */
+        Metrics *metrics;
+        Metrics *probe_metrics;
 } PodManagerOptions;
 
 int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o);

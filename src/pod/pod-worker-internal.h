@@ -73,6 +73,13 @@ struct PodWorker {
         size_t n_ops;
         PodProbes *probes; /* probes and hooks (pod-probes.c) */
 
+        /* kubelet_pod_start_duration_seconds: from the worker's creation
+         * (kubelet's "first seen") to the first Running status. Adopted
+         * pods were started by an earlier run and are not measured. */
+        usec_t first_seen; /* CLOCK_MONOTONIC */
+        bool start_measured;
+        bool synced_once; /* kubelet_pod_worker_duration_seconds: "create", then "sync" */
+
         PodEvents events;  /* kubelet-style events (worker_event()) */
         bool events_dirty; /* status/events/<uid>.json is written after the sync */
 };
