@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api-stats.h"
 #include "log.h"
 #include "sd-notify.h"
 #include "string-util.h"
@@ -256,6 +257,8 @@ static int daemon_setup_api(Daemon *d) {
                           true);
         if (r < 0)
                 return r;
+        if (d->read_only_api && (r = api_stats_add_routes(d->read_only_api, d->pod_manager)) < 0)
+                return log_error_errno(r, "Failed to set up the read-only API: %m");
         return daemon_listen(d, &d->healthz_api, "health endpoint", c->healthz_bind_address,
                              c->healthz_port, false);
 }

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "pod-logs.h"
 #include "pod-metrics.h"
+#include "pod-stats.h"
 #include "pod-worker.h"
 #include "string-util.h"
 #include "strv.h"
@@ -37,6 +38,8 @@ struct PodManager {
         EventSource *log_timer;
         bool sources_ready;
         SourceErrors *source_errors; /* status/sources.json */
+        PodStats *stats;             /* /stats/summary: CPU samples, directory usage */
+        EventSource *stats_timer;
 
         void (*stopped)(void *userdata);
         void *stopped_userdata;
@@ -530,6 +533,16 @@ static int on_log_timer(EventSource *s, usec_t now, void *userdata) {
         return event_source_set_time_relative(s, m->o.container_log_monitor_interval);
 }
 
+static int on_stats_timer(EventSource *s, usec_t now, void *userdata) {
+        PodManager *m = userdata;
+        pod_stats_sample(m->stats, m->workers, m->n_workers);
+        return event_source_set_time_relative(s, POD_STATS_SAMPLE_PERIOD);
+}
+
+int pod_manager_stats_summary_json(PodManager *m, char **ret, size_t *ret_size) {
+        return pod_stats_summary_json(m->stats, m->workers, m->n_workers, ret, ret_size);
+}
+
 /* conmon writes an exit file the moment a container exits: seeing it through
  * inotify makes exits (and restarts) immediate instead of up to 1 s late. */
 static int on_exit_file(EventSource *s, const struct inotify_event *ev, void *userdata) {
@@ -595,6 +608,10 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
         r = source_errors_new(&m->source_errors, m->ctx.status_dir);
         if (r < 0)
                 return log_oom();
+        PodStatsOptions so = { .node_name = o->node_name, .root_dir = o->root_dir };
+        r = pod_stats_new(&m->stats, e, &so);
+        if (r < 0)
+                return log_oom();
         /* An earlier run's errors are not this run's: the sources report
          * theirs again when they read. */
         r = source_errors_flush(m->source_errors);
@@ -615,6 +632,12 @@ int pod_manager_start(PodManager *m) {
         m->last_relist = event_now(m->event);
         r = event_add_time_relative(m->event, &m->relist_timer, RELIST_PERIOD_USEC,
                                     100 * USEC_PER_MSEC, on_relist, m);
+        if (r < 0)
+                return r;
+        /* The first sample at once: the node has a CPU rate a second after
+         * start, the pods from their first request or tick on. */
+        r = event_add_time_relative(m->event, &m->stats_timer, 0, 100 * USEC_PER_MSEC,
+                                    on_stats_timer, m);
         if (r < 0)
                 return r;
         if (m->log_rotator) {
@@ -664,6 +687,8 @@ PodManager *pod_manager_free(PodManager *m) {
         event_source_free(m->log_timer);
         log_rotator_free(m->log_rotator);
         source_errors_free(m->source_errors);
+        event_source_free(m->stats_timer);
+        pod_stats_free(m->stats);
         free(m->ctx.status_dir);
         free(m->ctx.pods_dir);
         free(m->ctx.ns_dir);

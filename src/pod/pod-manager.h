@@ -74,6 +74,13 @@ unsigned pod_manager_count(PodManager *m);
  * left out. ret is a malloc'd NUL-terminated string; 0 or -ENOMEM. */
 int pod_manager_pod_list_json(PodManager *m, char **ret, size_t *ret_size);
 
+/* GET /stats/summary: kubelet's Summary (stats/v1alpha1) of the node and of
+ * the pods of pod_manager_pod_list_json(), from cgroups, statfs and the
+ * directory usage last measured (pod-stats.h says what comes from where and
+ * how CPU rates are sampled). Reads a few small kernel files per container,
+ * never blocks. ret is malloc'd and NUL-terminated; 0 or -ENOMEM. */
+int pod_manager_stats_summary_json(PodManager *m, char **ret, size_t *ret_size);
+
 /* The sync loop's heartbeat is the relist (every
  * POD_MANAGER_RELIST_PERIOD_USEC). When it last ran (event loop time,
  * CLOCK_MONOTONIC), 0 before pod_manager_start(). */

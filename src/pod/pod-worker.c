@@ -75,6 +75,10 @@ const char *pod_worker_pod_dir(const PodWorker *w) {
         return w->pod_dir;
 }
 
+const char *pod_worker_log_dir(const PodWorker *w) {
+        return w->log_dir;
+}
+
 const PodManagerOptions *pod_worker_options(const PodWorker *w) {
         return w->ctx->o;
 }

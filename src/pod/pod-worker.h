@@ -64,6 +64,7 @@ const char *pod_worker_source(const PodWorker *w);  /* "file" | "http" */
 const char *pod_worker_origin(const PodWorker *w);  /* the file or URL */
 const char *pod_worker_name(const PodWorker *w);    /* "<name>_<namespace>(<uid>)", for logs */
 const char *pod_worker_pod_dir(const PodWorker *w); /* <root-dir>/pods/<uid> */
+const char *pod_worker_log_dir(const PodWorker *w); /* <pod-logs-dir>/<ns>_<name>_<uid> */
 const PodManagerOptions *pod_worker_options(const PodWorker *w);
 /* The observed state, read only (the containers for log rotation). */
 const PodState *pod_worker_state(const PodWorker *w);
