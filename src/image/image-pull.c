@@ -30,7 +30,6 @@
 
 #define DOC_MAX (4U * 1024U * 1024U) /* manifest, index, config, token bodies */
 #define ERRBODY_MAX (16U * 1024U)
-#define PARTIAL_PREFIX TMP_PREFIX "partial-"
 #define SYSTEM_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 #define MANIFEST_ACCEPT                                                                            \
         "Accept: " IMAGE_MT_OCI_MANIFEST ", " IMAGE_MT_DOCKER_MANIFEST ", " IMAGE_MT_OCI_INDEX     \
@@ -1066,7 +1065,7 @@ static int load_registries_conf(const ImagePullOptions *o, RegistryConfig *c, Er
 int image_pull_run(ImageStore *s, const char *refstr, const ImagePullOptions *o, char **ret_digest,
                    Error *err) {
         _cleanup_(registry_config_done) RegistryConfig conf = {};
-        _cleanup_free_ char *repo = NULL, *name = NULL;
+        _cleanup_free_ char *repo = NULL, *name = NULL, *tag = NULL;
         _cleanup_close_ int gc = -EBADF;
         RegistryEndpoint *eps = NULL;
         size_t n_eps = 0;
@@ -1078,7 +1077,11 @@ int image_pull_run(ImageStore *s, const char *refstr, const ImagePullOptions *o,
                 return r;
         repo = image_ref_repository(&ref);
         name = image_ref_to_string(&ref);
-        if (!repo || !name) {
+        if (ref.tag && ref.digest)
+                tag = strprintf("%s:%s", strna(repo), ref.tag);
+        else if (ref.tag)
+                tag = strdup(strna(name));
+        if (!repo || !name || (ref.tag && !tag)) {
                 r = -ENOMEM;
                 goto out;
         }
@@ -1105,8 +1108,9 @@ int image_pull_run(ImageStore *s, const char *refstr, const ImagePullOptions *o,
                         }
                         _cleanup_(image_freep) Image *have = NULL;
                         if (image_store_get(s, m.digest, &have, NULL) >= 0) {
-                                /* Present: only the name is new (if at all). */
-                                r = image_store_tag(s, m.digest, name, &e);
+                                /* Present: only the tag may be new. A digest
+                                 * reference resolves by digest already. */
+                                r = tag ? image_store_tag(s, m.digest, tag, &e) : 0;
                                 if (r >= 0)
                                         r = 1;
                         } else {
