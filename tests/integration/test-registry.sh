@@ -192,6 +192,27 @@ if pull -q "$REG/test/multi:v1" >"$WORK/out" 2>&1; then
                 ok "index resolved to the native platform" || fail "wrong platform picked"
 else fail "pull multi-arch: $(cat "$WORK/out")"; fi
 
+# --- the agent's helper mode: a JSON job on stdin (credentials from an
+# imagePullSecret-style document, not a file), a JSON result on stdout
+auths=$(python3 -c 'import json,sys; print(json.dumps(json.dumps({"auths": {sys.argv[1]: {"username": "tester", "password": "s3cret"}}})))' "$REG")
+printf '{"ref": "%s", "certs_dir": "%s", "extra_auths_json": %s, "insecure_registries": []}' \
+        "$REG/test/gzip:v2-helper" "$CERTS" "$auths" >"$WORK/job.json"
+skopeo copy -q --src-creds tester:s3cret --dest-creds tester:s3cret --src-cert-dir "$CERTS/$REG" \
+        --dest-cert-dir "$CERTS/$REG" "docker://$REG/test/gzip:v1" "docker://$REG/test/gzip:v2-helper" >/dev/null 2>&1 ||
+        fail "skopeo retag"
+if "$NANOLET" internal-helper image-pull "$ROOT" <"$WORK/job.json" >"$WORK/helper.json" 2>"$WORK/helper.err"; then
+        python3 - "$WORK/helper.json" <<'PY' && ok "helper mode pull: $(cat "$WORK/helper.json")" || fail "helper: $(cat "$WORK/helper.json" "$WORK/helper.err")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["result"] in (0, 1) and j["digest"].startswith("sha256:"), j
+PY
+else fail "helper exit status: $(cat "$WORK/helper.err")"; fi
+img inspect "$REG/test/gzip:v2-helper" >/dev/null 2>&1 && ok "helper tagged the image" || fail "helper tag"
+printf '{"ref": "%s", "certs_dir": "%s"}' "$REG/test/nope:v1" "$CERTS" >"$WORK/job.json"
+"$NANOLET" internal-helper image-pull "$ROOT" <"$WORK/job.json" >"$WORK/helper.json" 2>&1 || true
+grep -q '"result":-13' "$WORK/helper.json" && grep -q "no credentials configured" "$WORK/helper.json" &&
+        ok "helper reports a failure as JSON" || fail "helper failure: $(cat "$WORK/helper.json")"
+
 # --- wrong password, no credentials
 if img pull --registry-certs-dir "$CERTS" --credential-file "$WORK/bad.json" "$REG/test/zstd:v1" >"$WORK/out" 2>&1; then
         fail "wrong password accepted"
