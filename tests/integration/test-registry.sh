@@ -13,6 +13,9 @@ for p in docker-registry skopeo htpasswd openssl python3; do
         command -v "$p" >/dev/null || { fail "$p is not installed (contrib/install-deps.sh)"; finish; }
 done
 
+# Under the ASan/UBSan build, reports of pulls expected to fail are kept too.
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$WORK/sanitizer
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$WORK/sanitizer
 ROOT=$WORK/root
 IMAGES=$WORK/images
 CERTS=$WORK/certs.d
@@ -316,5 +319,9 @@ fi
 img inspect "$REG/test/corrupt:v1" >/dev/null 2>&1 && fail "corrupt image committed" || ok "nothing committed"
 [ -e "$ROOT/images/blobs/sha256/$hex" ] && fail "corrupt blob stored" || ok "corrupt blob not in the store"
 ls -d "$ROOT"/images/.tmp-pull-* >/dev/null 2>&1 && fail "staging dir left" || ok "no staging dir left"
+
+if ls "$WORK"/sanitizer.* >/dev/null 2>&1; then
+        fail "sanitizer reports: $(cat "$WORK"/sanitizer.* | head -60)"
+fi
 
 finish
