@@ -1,4 +1,4 @@
-/* nanolet image load|ls|inspect|tag|rm|prune: the image store from the
+/* nanolet image pull|load|ls|inspect|tag|rm|prune: the image store from the
  * command line (SPEC §7, §11). Works without the agent; the store's locks
  * make it safe to run while the agent starts pods. */
 #include <errno.h>
@@ -6,27 +6,39 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "checkpoint.h"
 #include "cli.h"
+#include "image-pull.h"
 #include "image.h"
 #include "log.h"
 #include "string-util.h"
 #include "strv.h"
 
 #define DEFAULT_ROOT_DIR "/var/lib/nanolet"
+#define DEFAULT_CREDENTIAL_FILE "/var/lib/nanolet/config.json"
+#define DEFAULT_REGISTRIES_CONF "/etc/containers/registries.conf"
+#define DEFAULT_CERTS_DIR "/etc/containers/certs.d"
 
 typedef struct ImageArgs {
         const char *root_dir;
         bool no_trunc;
         bool quiet;
         bool copy;
+        const char *credential_file;
+        const char *registries_conf;
+        const char *certs_dir;
+        char **insecure;
         char **args; /* positional, first is the subcommand */
 } ImageArgs;
 
 static void help(FILE *f) {
         fprintf(f, "Usage: nanolet image COMMAND [OPTIONS] [ARGS]\n\n"
                    "Commands:\n"
+                   "  pull REF           pull an image from its registry (registries.conf "
+                   "mirrors,\n"
+                   "                     certs.d CAs, docker config.json credentials)\n"
                    "  load FILE|-        load an OCI or docker-save archive (.tar, .tar.gz, "
                    ".tar.zst)\n"
                    "  ls                 list images (REPOSITORY TAG DIGEST SIZE)\n"
@@ -41,8 +53,26 @@ static void help(FILE *f) {
                    "Options:\n"
                    "  --root-dir DIR     state directory (default " DEFAULT_ROOT_DIR ")\n"
                    "  --no-trunc         ls: show full digests\n"
-                   "  -q, --quiet        ls: only digests; load/rm/prune: no output\n"
+                   "  -q, --quiet        ls: only digests; pull/load/rm/prune: no output\n"
+                   "  --credential-file FILE     pull: docker config.json (default\n"
+                   "                     " DEFAULT_CREDENTIAL_FILE ")\n"
+                   "  --registries-conf FILE     pull: default " DEFAULT_REGISTRIES_CONF "\n"
+                   "  --registry-certs-dir DIR   pull: default " DEFAULT_CERTS_DIR "\n"
+                   "  --insecure-registry HOST[:PORT]  pull: plain HTTP or unverified TLS "
+                   "allowed\n"
                    "  -h, --help         show this help\n");
+}
+
+static int set_pull_option(ImageArgs *a, const char *key, const char *value) {
+        if (streq(key, "credential-file"))
+                a->credential_file = value;
+        else if (streq(key, "registries-conf"))
+                a->registries_conf = value;
+        else if (streq(key, "registry-certs-dir"))
+                a->certs_dir = value;
+        else
+                return strv_extend(&a->insecure, value);
+        return 0;
 }
 
 static int parse_args(int argc, char **argv, ImageArgs *a) {
@@ -74,6 +104,21 @@ static int parse_args(int argc, char **argv, ImageArgs *a) {
                         if (streq(s, "--root-dir"))
                                 a->root_dir = argv[i + 1];
                         i++;
+                } else if (streq(s, "--credential-file") || streq(s, "--registries-conf") ||
+                           streq(s, "--registry-certs-dir") || streq(s, "--insecure-registry")) {
+                        if (i + 1 >= argc) {
+                                fprintf(stderr, "nanolet image: %s needs a value\n", s);
+                                return -EINVAL;
+                        }
+                        if (set_pull_option(a, s + 2, argv[++i]) < 0)
+                                return log_oom();
+                } else if ((v = strchr(s, '=')) && (startswith(s, "--credential-file=") ||
+                                                    startswith(s, "--registries-conf=") ||
+                                                    startswith(s, "--registry-certs-dir=") ||
+                                                    startswith(s, "--insecure-registry="))) {
+                        _cleanup_free_ char *k = strndup_safe(s + 2, (size_t)(v - s - 2));
+                        if (!k || set_pull_option(a, k, v + 1) < 0)
+                                return log_oom();
                 } else if ((v = startswith(s, "--root-dir="))) {
                         a->root_dir = v;
                 } else if (startswith(s, "--run-dir=") || startswith(s, "--pod-logs-dir=")) {
@@ -115,6 +160,126 @@ static int cmd_load(ImageStore *s, ImageArgs *a) {
         STRV_FOREACH(n, names)
                 if (!a->quiet)
                         printf("Loaded image: %s\n", *n);
+        return EXIT_OK;
+}
+
+/* Progress: a bar per blob redrawn in place on a terminal, plain lines
+ * (start, done) otherwise. */
+typedef struct PullLine {
+        char digest[72];
+        const char *what;
+        uint64_t done, total;
+        const char *state;
+} PullLine;
+
+typedef struct PullView {
+        bool tty;
+        PullLine lines[IMAGE_MAX_LAYERS + 1];
+        size_t n, drawn;
+} PullView;
+
+static void draw(PullView *v) {
+        if (v->drawn > 0)
+                printf("\033[%zuA", v->drawn);
+        for (size_t i = 0; i < v->n; i++) {
+                PullLine *l = &v->lines[i];
+                char done[32], total[32], bar[31];
+                format_size(l->done, done);
+                format_size(l->total, total);
+                size_t fill = l->total ? (size_t)(30.0 * (double)l->done / (double)l->total) : 0;
+                for (size_t k = 0; k < 30; k++)
+                        bar[k] = k < fill ? '=' : k == fill ? '>' : ' ';
+                bar[30] = 0;
+                printf("\r\033[K%-6s %.19s: %-16s [%s] %s/%s\n", l->what, l->digest + 7, l->state,
+                       bar, done, total);
+        }
+        v->drawn = v->n;
+        fflush(stdout);
+}
+
+static void pull_progress(const ImagePullProgress *p, void *userdata) {
+        PullView *v = userdata;
+        if (p->event == IMAGE_PULL_RESOLVED) {
+                printf("Resolved %s from %s\n", p->digest, strna(p->endpoint));
+                return;
+        }
+        if (p->event == IMAGE_PULL_COMMITTING) {
+                printf("Unpacking and storing %s\n", p->digest);
+                return;
+        }
+        PullLine *l = NULL;
+        for (size_t i = 0; i < v->n && !l; i++)
+                if (streq(v->lines[i].digest, p->digest))
+                        l = &v->lines[i];
+        if (!l) {
+                if (v->n >= ELEMENTSOF(v->lines))
+                        return;
+                l = &v->lines[v->n++];
+                snprintf(l->digest, sizeof(l->digest), "%s", p->digest);
+                l->what = p->what;
+        }
+        l->done = p->done;
+        l->total = p->total;
+        switch (p->event) {
+        case IMAGE_PULL_BLOB_EXISTS:
+                l->state = "already present";
+                if (!v->tty)
+                        printf("%s %s: already present\n", p->what, p->digest);
+                break;
+        case IMAGE_PULL_BLOB_START:
+                l->state = p->done ? "resuming" : "downloading";
+                if (!v->tty)
+                        printf("%s %s: %s (%llu bytes%s)\n", p->what, p->digest, l->state,
+                               (unsigned long long)p->total, p->done ? ", resuming" : "");
+                break;
+        case IMAGE_PULL_BLOB_PROGRESS:
+                l->state = "downloading";
+                break;
+        case IMAGE_PULL_BLOB_DONE:
+                l->state = "verified";
+                if (!v->tty)
+                        printf("%s %s: verified\n", p->what, p->digest);
+                break;
+        case IMAGE_PULL_RESOLVED:
+        case IMAGE_PULL_COMMITTING:
+                break;
+        }
+        if (v->tty)
+                draw(v);
+        else
+                fflush(stdout);
+}
+
+static int cmd_pull(ImageStore *s, ImageArgs *a) {
+        Error err = {};
+        _cleanup_free_ char *digest = NULL;
+        _cleanup_free_ PullView *view = calloc(1, sizeof(PullView));
+        if (strv_length(a->args) != 2) {
+                fprintf(stderr, "nanolet image pull: expected one REF\n");
+                return EXIT_USAGE;
+        }
+        if (!view)
+                return log_oom();
+        view->tty = isatty(STDOUT_FILENO);
+        ImagePullOptions o = {
+                .registries_conf =
+                        a->registries_conf ? a->registries_conf : DEFAULT_REGISTRIES_CONF,
+                .certs_dir = a->certs_dir ? a->certs_dir : DEFAULT_CERTS_DIR,
+                .credential_file =
+                        a->credential_file ? a->credential_file : DEFAULT_CREDENTIAL_FILE,
+                .insecure_registries = a->insecure,
+                .progress = a->quiet ? NULL : pull_progress,
+                .userdata = view,
+        };
+        int r = image_pull_run(s, a->args[1], &o, &digest, &err);
+        if (r < 0) {
+                log_error_errno(r, "pulling %s: %s", a->args[1],
+                                err.message[0] ? err.message : strerror(-r));
+                return EXIT_ERROR;
+        }
+        if (!a->quiet)
+                printf("%s %s (%s)\n", r == 1 ? "Image is up to date:" : "Pulled", a->args[1],
+                       digest);
         return EXIT_OK;
 }
 
@@ -355,19 +520,22 @@ int cli_image(int argc, char **argv) {
                 const char *name;
                 int (*run)(ImageStore *s, ImageArgs *a);
         } cmds[] = {
-                { "load", cmd_load },       { "ls", cmd_ls },       { "list", cmd_ls },
-                { "inspect", cmd_inspect }, { "tag", cmd_tag },     { "rm", cmd_rm },
-                { "prune", cmd_prune },     { "mount", cmd_mount }, { "umount", cmd_umount },
+                { "pull", cmd_pull },     { "load", cmd_load },       { "ls", cmd_ls },
+                { "list", cmd_ls },       { "inspect", cmd_inspect }, { "tag", cmd_tag },
+                { "rm", cmd_rm },         { "prune", cmd_prune },     { "mount", cmd_mount },
+                { "umount", cmd_umount },
         };
 
         int r = parse_args(argc, argv, &a);
         if (r <= 0) {
                 strv_free(a.args);
+                strv_free(a.insecure);
                 return r == 0 ? EXIT_OK : EXIT_USAGE;
         }
         if (!a.args || !a.args[0]) {
                 help(stderr);
                 strv_free(a.args);
+                strv_free(a.insecure);
                 return EXIT_USAGE;
         }
         int ret = -1;
@@ -388,5 +556,6 @@ int cli_image(int argc, char **argv) {
                 ret = EXIT_USAGE;
         }
         strv_free(a.args);
+        strv_free(a.insecure);
         return ret;
 }

@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "disk-usage.h"
+#include "image-pull.h"
 #include "image.h"
 #include "log-rotate.h"
 #include "log.h"
@@ -19,7 +20,7 @@ static const struct {
         { "serve", cli_serve, "run the agent" },
         { "validate", cli_validate, "check manifests before dropping them in" },
         { "version", cli_version, "print the version" },
-        { "image", cli_image, "load, list, inspect, tag, remove and prune images" },
+        { "image", cli_image, "pull, load, list, inspect, tag, remove and prune images" },
         { "pods", cli_pods, "list the static pods and their status" },
         { "ps", cli_ps, "list containers" },
         { "inspect", cli_inspect, "print a pod's status, runtime state and events" },
@@ -33,6 +34,8 @@ static const struct {
 static int internal_helper(int argc, char **argv) {
         if (argc > 0 && streq(argv[0], IMAGE_HELPER_UNPACK_ROOTFS))
                 return image_helper_main(argc, argv);
+        if (argc > 0 && streq(argv[0], IMAGE_HELPER_PULL))
+                return image_pull_helper_main(argc, argv);
         if (argc > 0 && streq(argv[0], LOG_ROTATE_HELPER_MODE))
                 return log_rotate_helper_main(argc, argv);
         if (argc > 0 && streq(argv[0], DISK_USAGE_HELPER_MODE))

@@ -66,6 +66,9 @@ int nanolet_config_init(NanoletConfig *c) {
                 { offsetof(NanoletConfig, cgroup_driver), "cgroupfs" },
                 { offsetof(NanoletConfig, address), "127.0.0.1" },
                 { offsetof(NanoletConfig, healthz_bind_address), "127.0.0.1" },
+                { offsetof(NanoletConfig, image_credential_file), "/var/lib/nanolet/config.json" },
+                { offsetof(NanoletConfig, registries_conf), "/etc/containers/registries.conf" },
+                { offsetof(NanoletConfig, registry_certs_dir), "/etc/containers/certs.d" },
         };
         for (size_t i = 0; i < ELEMENTSOF(defaults); i++)
                 if (set_str((char **)((char *)c + defaults[i].offset), defaults[i].value) < 0) {
@@ -93,7 +96,8 @@ void nanolet_config_deinit(NanoletConfig *c) {
                 &c->cluster_domain,    &c->resolv_conf,
                 &c->hairpin_mode,      &c->cgroup_driver,
                 &c->address,           &c->healthz_bind_address,
-                &c->config_file,
+                &c->config_file,       &c->image_credential_file,
+                &c->registries_conf,   &c->registry_certs_dir,
         };
         for (size_t i = 0; i < ELEMENTSOF(strings); i++) {
                 free(*strings[i]);
@@ -103,6 +107,7 @@ void nanolet_config_deinit(NanoletConfig *c) {
         c->cluster_dns = strv_free(c->cluster_dns);
         c->node_ips = strv_free(c->node_ips);
         c->eviction_hard = strv_free(c->eviction_hard);
+        c->insecure_registries = strv_free(c->insecure_registries);
 }
 
 int nanolet_parse_duration(const char *s, usec_t *ret) {
@@ -406,6 +411,10 @@ enum {
         ARG_CGROUP_DRIVER,
         ARG_DRY_RUN,
         ARG_STOP_PODS_ON_EXIT,
+        ARG_IMAGE_CREDENTIAL_FILE,
+        ARG_REGISTRIES_CONF,
+        ARG_REGISTRY_CERTS_DIR,
+        ARG_INSECURE_REGISTRY,
 };
 
 static const struct option serve_options[] = {
@@ -447,6 +456,10 @@ static const struct option serve_options[] = {
         { "cgroup-driver", required_argument, NULL, ARG_CGROUP_DRIVER },
         { "dry-run", no_argument, NULL, ARG_DRY_RUN },
         { "stop-pods-on-exit", no_argument, NULL, ARG_STOP_PODS_ON_EXIT },
+        { "image-credential-file", required_argument, NULL, ARG_IMAGE_CREDENTIAL_FILE },
+        { "registries-conf", required_argument, NULL, ARG_REGISTRIES_CONF },
+        { "registry-certs-dir", required_argument, NULL, ARG_REGISTRY_CERTS_DIR },
+        { "insecure-registry", required_argument, NULL, ARG_INSECURE_REGISTRY },
         {}
 };
 
@@ -481,6 +494,14 @@ static void serve_help(void) {
                "  --healthz-bind-address IP, --healthz-port N  GET /healthz [127.0.0.1, 10248; 0: "
                "off]\n"
                "  --max-pods N, --pod-pids-limit N, --cgroup-driver cgroupfs|systemd\n"
+               "  --image-credential-file FILE    registry credentials (docker config.json)\n"
+               "                                  [/var/lib/nanolet/config.json]\n"
+               "  --registries-conf FILE          mirrors, blocked and insecure registries\n"
+               "                                  [/etc/containers/registries.conf]\n"
+               "  --registry-certs-dir DIR        per-registry CAs and client certificates\n"
+               "                                  [/etc/containers/certs.d]\n"
+               "  --insecure-registry HOST[:PORT] allow plain HTTP / unverified TLS "
+               "(repeatable)\n"
                "  --dry-run                       log the pod events, touch no container\n"
                "  --stop-pods-on-exit             stop all pods when the agent is stopped\n"
                "  -v N                            log verbosity (>= 4: debug)\n");
@@ -707,6 +728,24 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                 case ARG_STOP_PODS_ON_EXIT:
                         c->stop_pods_on_exit = true;
                         r = 0;
+                        break;
+                case ARG_IMAGE_CREDENTIAL_FILE:
+                        r = set_str(&c->image_credential_file, optarg);
+                        break;
+                case ARG_REGISTRIES_CONF:
+                        r = set_str(&c->registries_conf, optarg);
+                        break;
+                case ARG_REGISTRY_CERTS_DIR:
+                        r = set_str(&c->registry_certs_dir, optarg);
+                        break;
+                case ARG_INSECURE_REGISTRY:
+                        if (isempty(optarg) || strstr(optarg, "://") || strpbrk(optarg, "/ \t@")) {
+                                log_error("Invalid --insecure-registry \"%s\": expected "
+                                          "HOST[:PORT] without a scheme or path.",
+                                          optarg);
+                                return -EINVAL;
+                        }
+                        r = strv_extend(&c->insecure_registries, optarg);
                         break;
                 default:
                         /* getopt printed the problem */

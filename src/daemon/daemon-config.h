@@ -51,6 +51,11 @@ typedef struct NanoletConfig {
         int64_t image_gc_high_threshold;
         int64_t image_gc_low_threshold;
         bool serialize_image_pulls;
+        /* registry pulls (SPEC §7): flags only, no KubeletConfiguration field */
+        char *image_credential_file; /* docker config.json */
+        char *registries_conf;       /* containers-registries.conf(5) */
+        char *registry_certs_dir;    /* containers-certs.d(5) */
+        char **insecure_registries;  /* host[:port] */
 
         /* API */
         char *address;

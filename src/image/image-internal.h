@@ -35,6 +35,8 @@ struct ImageStore {
 #define INDEX_LOCK ".lock"
 #define GC_LOCK ".gc.lock"
 #define TMP_PREFIX ".tmp-"
+/* images/.tmp-partial-<hex>: a registry download in progress or interrupted. */
+#define PARTIAL_PREFIX TMP_PREFIX "partial-"
 
 /* image_store_open(); cleanup_stale false for a helper working for an agent
  * that has the store open (it cleaned up when it opened it). */

@@ -15,30 +15,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dirent-util.h"
 #include "fileio.h"
 #include "image-internal.h"
 #include "image-util.h"
 #include "log.h"
 #include "string-util.h"
 #include "strv.h"
-
-#if defined(__x86_64__)
-#define HOST_ARCH "amd64"
-#elif defined(__aarch64__)
-#define HOST_ARCH "arm64"
-#elif defined(__arm__)
-#define HOST_ARCH "arm"
-#elif defined(__i386__)
-#define HOST_ARCH "386"
-#elif defined(__powerpc64__)
-#define HOST_ARCH "ppc64le"
-#elif defined(__s390x__)
-#define HOST_ARCH "s390x"
-#elif defined(__riscv)
-#define HOST_ARCH "riscv64"
-#else
-#define HOST_ARCH "unknown"
-#endif
 
 #define MAX_ARCHIVE_ENTRIES 100000
 
@@ -463,18 +446,11 @@ static int oci_descriptor(Load *l, const ImageDescriptor *d, char **names, int d
                 if ((r = staged_read(l, st, &data, &size)) < 0 ||
                     (r = image_index_parse(data, size, &ds, &n, l->err)) < 0)
                         return r;
-                const ImageDescriptor *pick = NULL;
-                for (size_t i = 0; i < n && !pick; i++)
-                        if (ds[i].os && streq(ds[i].os, "linux") && ds[i].architecture &&
-                            streq(ds[i].architecture, HOST_ARCH))
-                                pick = &ds[i];
-                for (size_t i = 0; i < n && !pick; i++)
-                        if (!ds[i].architecture)
-                                pick = &ds[i];
+                const ImageDescriptor *pick = image_index_select_platform(ds, n, NULL, NULL);
                 if (!pick)
                         r = error_set(l->err, -ENOENT,
                                       "image index %s has no manifest for linux/%s", d->digest,
-                                      HOST_ARCH);
+                                      image_platform_native_arch());
                 else
                         r = oci_descriptor(l, pick, names, depth + 1);
                 image_descriptors_free(ds, n);
@@ -734,6 +710,65 @@ int image_store_load_fd(ImageStore *s, int fd, char ***ret_names, Error *err) {
         if (r < 0)
                 goto out;
         if ((r = unpack_layers(&l)) < 0)
+                goto out;
+        r = commit(&l, ret_names);
+out:
+        load_done(&l);
+        return r;
+}
+
+int image_store_load_staged(ImageStore *s, const char *stage_name, const ImageDescriptor *manifest,
+                            char **names, char ***ret_names, Error *err) {
+        _cleanup_close_ int gc = -EBADF;
+        _cleanup_strv_free_ char **norm = calloc(1, sizeof(char *));
+        Load l = { .s = s, .err = err, .stage_fd = -EBADF };
+        int r;
+
+        l.stage_name = strdup(stage_name);
+        if (!l.stage_name || !norm) {
+                free(l.stage_name);
+                return -ENOMEM;
+        }
+        if ((r = store_lock(s, GC_LOCK, LOCK_SH, &gc, err)) < 0)
+                goto out;
+        l.stage_fd =
+                openat(s->images_fd, l.stage_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (l.stage_fd < 0) {
+                r = error_set(err, -errno, "cannot open staging directory: %m");
+                goto out;
+        }
+        {
+                _cleanup_closedir_ DIR *d = NULL;
+                if ((r = opendir_fd(l.stage_fd, NULL, 0, &d)) < 0) {
+                        r = error_set(err, r, "cannot read staging directory: %s", strerror(-r));
+                        goto out;
+                }
+                FOREACH_DIRENT(de, d) {
+                        struct stat st;
+                        if (!image_hex_is_valid(de->d_name) ||
+                            fstatat(l.stage_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                            !S_ISREG(st.st_mode))
+                                continue;
+                        Staged *it = staged_add(&l);
+                        if (!it) {
+                                r = -ENOMEM;
+                                goto out;
+                        }
+                        it->path = strprintf("blobs/sha256/%s", de->d_name);
+                        it->file = strdup(de->d_name);
+                        memcpy(it->digest, "sha256:", 7);
+                        memcpy(it->digest + 7, de->d_name, 65);
+                        it->size = (uint64_t)st.st_size;
+                        if (!it->path || !it->file) {
+                                r = -ENOMEM;
+                                goto out;
+                        }
+                }
+        }
+        STRV_FOREACH(n, names)
+                if ((r = add_name(&norm, *n, err)) < 0)
+                        goto out;
+        if ((r = oci_descriptor(&l, manifest, norm, 0)) < 0 || (r = unpack_layers(&l)) < 0)
                 goto out;
         r = commit(&l, ret_names);
 out:

@@ -418,3 +418,66 @@ fail:
         image_docker_save_free(d, n);
         return r;
 }
+
+#if defined(__x86_64__)
+#define HOST_ARCH "amd64"
+#define HOST_VARIANT NULL
+#elif defined(__aarch64__)
+#define HOST_ARCH "arm64"
+#define HOST_VARIANT "v8"
+#elif defined(__arm__)
+#define HOST_ARCH "arm"
+#define HOST_VARIANT "v7"
+#elif defined(__i386__)
+#define HOST_ARCH "386"
+#define HOST_VARIANT NULL
+#elif defined(__powerpc64__)
+#define HOST_ARCH "ppc64le"
+#define HOST_VARIANT NULL
+#elif defined(__s390x__)
+#define HOST_ARCH "s390x"
+#define HOST_VARIANT NULL
+#elif defined(__riscv)
+#define HOST_ARCH "riscv64"
+#define HOST_VARIANT NULL
+#else
+#define HOST_ARCH "unknown"
+#define HOST_VARIANT NULL
+#endif
+
+const char *image_platform_native_arch(void) {
+        return HOST_ARCH;
+}
+
+const char *image_platform_native_variant(void) {
+        return HOST_VARIANT;
+}
+
+const ImageDescriptor *image_index_select_platform(const ImageDescriptor *ds, size_t n,
+                                                   const char *arch, const char *variant) {
+        if (!arch) {
+                arch = HOST_ARCH;
+                variant = HOST_VARIANT;
+        }
+        const ImageDescriptor *exact = NULL, *novariant = NULL, *anyvariant = NULL,
+                              *noplatform = NULL;
+        for (size_t i = 0; i < n; i++) {
+                const ImageDescriptor *d = &ds[i];
+                if (!d->architecture) {
+                        if (!noplatform && (!d->os || streq(d->os, "linux")))
+                                noplatform = d;
+                        continue;
+                }
+                if (!d->os || !streq(d->os, "linux") || !streq(d->architecture, arch))
+                        continue;
+                if (variant && d->variant && streq(d->variant, variant)) {
+                        if (!exact)
+                                exact = d;
+                } else if (!d->variant) {
+                        if (!novariant)
+                                novariant = d;
+                } else if (!anyvariant && !variant)
+                        anyvariant = d;
+        }
+        return exact ? exact : novariant ? novariant : anyvariant ? anyvariant : noplatform;
+}

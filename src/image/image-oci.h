@@ -81,3 +81,14 @@ void image_config_done(ImageConfig *c);
 int image_docker_save_parse(const char *json, size_t size, DockerSaveImage **ret, size_t *ret_n,
                             Error *err);
 void image_docker_save_free(DockerSaveImage *d, size_t n);
+
+/* The platform this binary runs on, in OCI terms ("amd64", "arm64"; the
+ * variant "v8", "v7" or NULL). */
+const char *image_platform_native_arch(void);
+const char *image_platform_native_variant(void);
+/* The index entry for linux/<arch>[/<variant>] (NULL arch/variant: the
+ * native platform): an exact variant match first, then an entry without a
+ * variant or any variant of that architecture; else an entry without any
+ * platform. NULL when none fits. */
+const ImageDescriptor *image_index_select_platform(const ImageDescriptor *ds, size_t n,
+                                                   const char *arch, const char *variant);

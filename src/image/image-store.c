@@ -53,14 +53,20 @@ int store_lock(ImageStore *s, const char *name, int op, int *ret_fd, Error *err)
         return 0;
 }
 
-static int remove_tmp_entries(int dir_fd, const char *prefix) {
+/* keep: a name prefix spared (NULL: none). */
+static int remove_tmp_entries(int dir_fd, const char *prefix, const char *keep,
+                              uint64_t *reclaimed) {
         _cleanup_closedir_ DIR *d = NULL;
         int r = opendir_fd(dir_fd, NULL, 0, &d);
         if (r < 0)
                 return r;
         int n = 0;
         FOREACH_DIRENT(de, d)
-                if (startswith(de->d_name, prefix)) {
+                if (startswith(de->d_name, prefix) && !(keep && startswith(de->d_name, keep))) {
+                        struct stat st;
+                        if (reclaimed &&
+                            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                                *reclaimed += (uint64_t)st.st_blocks * 512;
                         log_debug("Removing leftover \"%s\" of an interrupted operation",
                                   de->d_name);
                         (void)rm_rf_at(dirfd(d), de->d_name);
@@ -77,10 +83,11 @@ static int store_cleanup_stale(ImageStore *s, Error *err) {
                 return 0;
         if (r < 0)
                 return r;
-        int staged = remove_tmp_entries(s->images_fd, TMP_PREFIX);
-        (void)remove_tmp_entries(s->images_fd, "index.json.tmp.");
-        (void)remove_tmp_entries(s->blobs_fd, TMP_PREFIX);
-        (void)remove_tmp_entries(s->layers_fd, TMP_PREFIX);
+        /* Partial registry downloads stay for a resume; prune removes them. */
+        int staged = remove_tmp_entries(s->images_fd, TMP_PREFIX, PARTIAL_PREFIX, NULL);
+        (void)remove_tmp_entries(s->images_fd, "index.json.tmp.", NULL, NULL);
+        (void)remove_tmp_entries(s->blobs_fd, TMP_PREFIX, NULL, NULL);
+        (void)remove_tmp_entries(s->layers_fd, TMP_PREFIX, NULL, NULL);
         /* A load killed while committing may have left blobs/layers that no
          * index entry references yet: collect them now. */
         if (staged > 0)
@@ -674,6 +681,11 @@ int image_store_prune(ImageStore *s, const ImageUsers *users, char ***ret_remove
         r = store_gc_locked(s, ret_reclaimed, err);
         if (r < 0)
                 return r;
+        /* Partial downloads: no pull runs (they hold GC_LOCK shared). */
+        uint64_t partial = 0;
+        (void)remove_tmp_entries(s->images_fd, PARTIAL_PREFIX, NULL, &partial);
+        if (ret_reclaimed)
+                *ret_reclaimed += partial;
         if (ret_removed)
                 *ret_removed = TAKE_PTR(removed);
         return 0;

@@ -65,6 +65,17 @@ int image_store_load_fd(ImageStore *s, int fd, char ***ret_names, Error *err);
 /* path "-" reads stdin. */
 int image_store_load(ImageStore *s, const char *path, char ***ret_names, Error *err);
 
+/* Commits an image whose blobs a caller (the registry pull) staged in the
+ * directory images/<stage_name> (a name starting with ".tmp-", so an
+ * interrupted pull's leftovers are removed like a load's), each file named
+ * by the hex of its sha256 digest. The caller verified every file's digest
+ * while writing it (an image-pull.c invariant); from here on the image is
+ * checked, unpacked and committed by exactly the code `image load` uses.
+ * manifest is the manifest's (or index's) descriptor; names are tagged.
+ * The staging directory is removed in every case. */
+int image_store_load_staged(ImageStore *s, const char *stage_name, const ImageDescriptor *manifest,
+                            char **names, char ***ret_names, Error *err);
+
 /* Finds an image by reference (normalised), by manifest digest
  * ("sha256:<hex>") or by a unique hex prefix (>= 12) of the manifest or
  * config digest. -ENOENT when absent. Answers from the store's in-memory

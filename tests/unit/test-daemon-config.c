@@ -169,6 +169,45 @@ static void test_node_ip(void **state) {
         nanolet_config_deinit(&c);
 }
 
+static void test_registry_flags(void **state) {
+        NanoletConfig c;
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_string_equal(c.image_credential_file, "/var/lib/nanolet/config.json");
+        assert_string_equal(c.registries_conf, "/etc/containers/registries.conf");
+        assert_string_equal(c.registry_certs_dir, "/etc/containers/certs.d");
+        assert_null(c.insecure_registries);
+        char *argv[] = { "serve",
+                         "--image-credential-file",
+                         "/etc/nanolet/auth.json",
+                         "--registries-conf=/etc/nanolet/registries.conf",
+                         "--registry-certs-dir",
+                         "/etc/nanolet/certs.d",
+                         "--insecure-registry",
+                         "10.0.0.1:5000",
+                         "--insecure-registry=registry.lan",
+                         NULL };
+        assert_int_equal(nanolet_config_parse_argv(&c, (int)ELEMENTSOF(argv) - 1, argv), 0);
+        assert_string_equal(c.image_credential_file, "/etc/nanolet/auth.json");
+        assert_string_equal(c.registries_conf, "/etc/nanolet/registries.conf");
+        assert_string_equal(c.registry_certs_dir, "/etc/nanolet/certs.d");
+        assert_int_equal(strv_length(c.insecure_registries), 2);
+        assert_string_equal(c.insecure_registries[0], "10.0.0.1:5000");
+        assert_string_equal(c.insecure_registries[1], "registry.lan");
+        nanolet_config_deinit(&c);
+
+        char *bad1[] = { "serve", "--insecure-registry", "http://10.0.0.1:5000", NULL };
+        char *bad2[] = { "serve", "--insecure-registry", "host/ns", NULL };
+        char *bad3[] = { "serve", "--insecure-registry", "", NULL };
+        char *bad4[] = { "serve", "--registries-conf", NULL };
+        char **all[] = { bad1, bad2, bad3, bad4 };
+        for (size_t i = 0; i < ELEMENTSOF(all); i++) {
+                assert_int_equal(nanolet_config_init(&c), 0);
+                assert_int_equal(nanolet_config_parse_argv(&c, (int)strv_length(all[i]), all[i]),
+                                 -EINVAL);
+                nanolet_config_deinit(&c);
+        }
+}
+
 static void test_container_log_flags(void **state) {
         char path[] = "/tmp/nanolet-test-config-XXXXXX";
         int fd = mkstemp(path);
@@ -272,11 +311,12 @@ static void test_duration(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_defaults),    cmocka_unit_test(test_file),
-                cmocka_unit_test(test_file_errors), cmocka_unit_test(test_flags_override_file),
-                cmocka_unit_test(test_bad_flags),   cmocka_unit_test(test_node_name),
-                cmocka_unit_test(test_duration),    cmocka_unit_test(test_container_log_flags),
-                cmocka_unit_test(test_node_ip),     cmocka_unit_test(test_config_flag_spellings),
+                cmocka_unit_test(test_defaults),       cmocka_unit_test(test_file),
+                cmocka_unit_test(test_file_errors),    cmocka_unit_test(test_flags_override_file),
+                cmocka_unit_test(test_bad_flags),      cmocka_unit_test(test_node_name),
+                cmocka_unit_test(test_duration),       cmocka_unit_test(test_container_log_flags),
+                cmocka_unit_test(test_node_ip),        cmocka_unit_test(test_config_flag_spellings),
+                cmocka_unit_test(test_registry_flags),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

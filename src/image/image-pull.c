@@ -1,0 +1,1309 @@
+/* The registry client; see image-pull.h. One Registry per endpoint tried
+ * (a mirror or the registry itself) holds its transport settings and auth
+ * state; small documents (token, manifest, config) are fetched with
+ * blocking easy transfers, layers with a private curl multi so that up to
+ * max_parallel of them stream at once. */
+#include <ctype.h>
+#include "config.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "dirent-util.h"
+#include "event-curl.h"
+#include "fileio.h"
+#include "image-internal.h"
+#include "image-pull.h"
+#include "image-util.h"
+#include "log.h"
+#include "registry-auth.h"
+#include "registry-config.h"
+#include "self-helper.h"
+#include "string-util.h"
+#include "strv.h"
+#include "time-util.h"
+
+#define DOC_MAX (4U * 1024U * 1024U) /* manifest, index, config, token bodies */
+#define ERRBODY_MAX (16U * 1024U)
+#define SYSTEM_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+#define MANIFEST_ACCEPT                                                                            \
+        "Accept: " IMAGE_MT_OCI_MANIFEST ", " IMAGE_MT_DOCKER_MANIFEST ", " IMAGE_MT_OCI_INDEX     \
+        ", " IMAGE_MT_DOCKER_LIST
+
+typedef struct Registry {
+        const ImagePullOptions *o;
+        char *host; /* as configured: "docker.io", "127.0.0.1:5000" */
+        char *path; /* repository on that host */
+        bool insecure;
+        char *base; /* "https://registry-1.docker.io" */
+        char *user, *password;
+        bool have_creds;
+        char *auth; /* "Authorization: ..." or NULL */
+        char *realm, *service;
+        usec_t auth_expires;
+        char *ca_blob;
+        size_t ca_blob_len;
+        char *client_cert, *client_key;
+} Registry;
+
+static void registry_done(Registry *r) {
+        free(r->host);
+        free(r->path);
+        free(r->base);
+        free(r->user);
+        if (r->password)
+                explicit_bzero(r->password, strlen(r->password));
+        free(r->password);
+        if (r->auth)
+                explicit_bzero(r->auth, strlen(r->auth));
+        free(r->auth);
+        free(r->realm);
+        free(r->service);
+        free(r->ca_blob);
+        free(r->client_cert);
+        free(r->client_key);
+        *r = (Registry){};
+}
+
+typedef struct Response {
+        long code;
+        char *body;
+        size_t len, max;
+        bool too_big;
+        char *content_type;
+        char *www_auth;
+        char errbuf[CURL_ERROR_SIZE];
+} Response;
+
+static void response_done(Response *r) {
+        free(r->body);
+        free(r->content_type);
+        free(r->www_auth);
+        *r = (Response){};
+}
+
+static size_t body_cb(char *ptr, size_t size, size_t nmemb, void *userdata) {
+        Response *r = userdata;
+        size_t n = size * nmemb;
+        if (r->len + n > r->max) {
+                r->too_big = true;
+                return 0;
+        }
+        char *b = realloc(r->body, r->len + n + 1);
+        if (!b)
+                return 0;
+        memcpy(b + r->len, ptr, n);
+        r->len += n;
+        b[r->len] = 0;
+        r->body = b;
+        return n;
+}
+
+/* Keeps one header's value (of the last response, after redirects). */
+static void header_keep(char **slot, const char *line, size_t n, const char *name) {
+        size_t nl = strlen(name);
+        if (n <= nl || strncasecmp(line, name, nl) != 0)
+                return;
+        const char *v = line + nl, *end = line + n;
+        while (v < end && (*v == ' ' || *v == '\t'))
+                v++;
+        while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
+                end--;
+        free(*slot);
+        *slot = strndup_safe(v, (size_t)(end - v));
+}
+
+static size_t header_cb(char *ptr, size_t size, size_t nmemb, void *userdata) {
+        Response *r = userdata;
+        size_t n = size * nmemb;
+        if (n >= 5 && strneq(ptr, "HTTP/", 5)) { /* a new response (redirect): forget the old */
+                r->content_type = mfree(r->content_type);
+                r->www_auth = mfree(r->www_auth);
+        }
+        header_keep(&r->content_type, ptr, n, "content-type:");
+        header_keep(&r->www_auth, ptr, n, "www-authenticate:");
+        return n;
+}
+
+/* The registry's own explanation from an error body
+ * ({"errors":[{"code":..,"message":..}]}), or NULL. */
+static char *registry_error_text(const char *body, size_t len) {
+        if (!body || len == 0)
+                return NULL;
+        _cleanup_json_ json_t *j = json_loadb(body, len, 0, NULL);
+        json_t *e = json_array_get(json_object_get(j, "errors"), 0);
+        const char *code = json_string_value(json_object_get(e, "code"));
+        const char *msg = json_string_value(json_object_get(e, "message"));
+        if (!code && !msg)
+                return NULL;
+        return strprintf("%s%s%s", strempty(code), code && msg ? ": " : "", strempty(msg));
+}
+
+static bool host_is_docker_hub(const char *host) {
+        return streq(host, "docker.io") || streq(host, "index.docker.io");
+}
+
+/* containers-certs.d(5): every *.crt is a CA (added to the system ones),
+ * a *.cert + *.key pair a client certificate. */
+static int registry_load_certs(Registry *reg, Error *err) {
+        if (!reg->o->certs_dir)
+                return 0;
+        _cleanup_free_ char *dir = strprintf("%s/%s", reg->o->certs_dir, reg->host);
+        if (!dir)
+                return -ENOMEM;
+        _cleanup_closedir_ DIR *d = opendir(dir);
+        if (!d) {
+                if (errno == ENOENT)
+                        return 0;
+                return error_set(err, -errno, "cannot read %s: %m", dir);
+        }
+        _cleanup_free_ char *blob = NULL;
+        size_t len = 0, cap = 0;
+        int r;
+        FOREACH_DIRENT(de, d) {
+                if (endswith(de->d_name, ".crt")) {
+                        _cleanup_free_ char *data = NULL;
+                        size_t n;
+                        r = read_full_file_at(dirfd(d), de->d_name, DOC_MAX, &data, &n);
+                        if (r < 0)
+                                return error_set(err, r, "cannot read %s/%s: %s", dir, de->d_name,
+                                                 strerror(-r));
+                        if ((r = strbuf_append(&blob, &len, &cap, data, n)) < 0 ||
+                            (r = strbuf_append(&blob, &len, &cap, "\n", 1)) < 0)
+                                return r;
+                } else if (endswith(de->d_name, ".cert")) {
+                        _cleanup_free_ char *key = strndup_safe(de->d_name, strlen(de->d_name) - 5);
+                        if (!key)
+                                return -ENOMEM;
+                        free(reg->client_key);
+                        reg->client_key = strprintf("%s/%s.key", dir, key);
+                        free(reg->client_cert);
+                        reg->client_cert = strprintf("%s/%s", dir, de->d_name);
+                        if (!reg->client_key || !reg->client_cert)
+                                return -ENOMEM;
+                        if (access(reg->client_key, R_OK) < 0)
+                                return error_set(err, -ENOENT,
+                                                 "client certificate %s has no key %s",
+                                                 reg->client_cert, reg->client_key);
+                }
+        }
+        if (len == 0)
+                return 0;
+        /* CURLOPT_CAINFO_BLOB replaces the default bundle: keep the system CAs. */
+        _cleanup_free_ char *sys = NULL;
+        size_t sys_len = 0;
+        if (read_full_file_at(AT_FDCWD, SYSTEM_CA_BUNDLE, 16U * 1024U * 1024U, &sys, &sys_len) >=
+            0) {
+                if ((r = strbuf_append(&blob, &len, &cap, sys, sys_len)) < 0)
+                        return r;
+        }
+        reg->ca_blob = TAKE_PTR(blob);
+        reg->ca_blob_len = len;
+        return 0;
+}
+
+static int registry_load_creds(Registry *reg, Error *err) {
+        const char *host = reg->host;
+        int r = 0;
+        if (reg->o->extra_auths_json) {
+                r = registry_auth_lookup(reg->o->extra_auths_json, strlen(reg->o->extra_auths_json),
+                                         host, &reg->user, &reg->password, err);
+                if (r < 0)
+                        return error_prefix(err, r, "image pull secret");
+        }
+        if (r == 0 && reg->o->credential_file) {
+                _cleanup_free_ char *data = NULL;
+                size_t n;
+                int q = read_full_file_at(AT_FDCWD, reg->o->credential_file, 1024U * 1024U, &data,
+                                          &n);
+                if (q == -ENOENT)
+                        return 0;
+                if (q < 0)
+                        return error_set(err, q, "cannot read credential file %s: %s",
+                                         reg->o->credential_file, strerror(-q));
+                r = registry_auth_lookup(data, n, host, &reg->user, &reg->password, err);
+                if (data)
+                        explicit_bzero(data, n);
+                if (r < 0)
+                        return error_prefix(err, r, "%s", reg->o->credential_file);
+        }
+        reg->have_creds = r > 0;
+        return 0;
+}
+
+static int registry_init(Registry *reg, const ImagePullOptions *o, const RegistryEndpoint *ep,
+                         Error *err) {
+        *reg = (Registry){ .o = o, .insecure = ep->insecure };
+        reg->host = strdup(ep->host);
+        reg->path = strdup(ep->path);
+        if (!reg->host || !reg->path)
+                return -ENOMEM;
+        const char *contact = host_is_docker_hub(reg->host) ? "registry-1.docker.io" : reg->host;
+        reg->base = strprintf("%s://%s", reg->insecure ? "http" : "https", contact);
+        if (!reg->base)
+                return -ENOMEM;
+        int r = registry_load_certs(reg, err);
+        if (r < 0)
+                return r;
+        return registry_load_creds(reg, err);
+}
+
+static int easy_setup(Registry *reg, CURL *easy, const char *url, Response *resp) {
+        const char *protos = reg->insecure ? "http,https" : "https";
+        bool ok = curl_easy_setopt(easy, CURLOPT_URL, url) == CURLE_OK &&
+                  curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
+                  curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, protos) == CURLE_OK &&
+                  curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, protos) == CURLE_OK &&
+                  curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 1L) == CURLE_OK &&
+                  curl_easy_setopt(easy, CURLOPT_MAXREDIRS, 5L) == CURLE_OK &&
+                  curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT, 30L) == CURLE_OK &&
+                  curl_easy_setopt(easy, CURLOPT_LOW_SPEED_LIMIT, 1L) == CURLE_OK &&
+                  curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME, 60L) == CURLE_OK &&
+                  curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, resp->errbuf) == CURLE_OK &&
+                  curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, header_cb) == CURLE_OK &&
+                  curl_easy_setopt(easy, CURLOPT_HEADERDATA, resp) == CURLE_OK &&
+                  curl_easy_setopt(easy, CURLOPT_USERAGENT, "nanolet/" NANOLET_VERSION) == CURLE_OK;
+        if (ok && reg->ca_blob) {
+                struct curl_blob b = { .data = reg->ca_blob,
+                                       .len = reg->ca_blob_len,
+                                       .flags = CURL_BLOB_NOCOPY };
+                ok = curl_easy_setopt(easy, CURLOPT_CAINFO_BLOB, &b) == CURLE_OK;
+        }
+        if (ok && reg->client_cert)
+                ok = curl_easy_setopt(easy, CURLOPT_SSLCERT, reg->client_cert) == CURLE_OK &&
+                     curl_easy_setopt(easy, CURLOPT_SSLKEY, reg->client_key) == CURLE_OK;
+        if (ok && reg->insecure) /* insecure also means: do not verify its certificate */
+                ok = curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L) == CURLE_OK &&
+                     curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L) == CURLE_OK;
+        return ok ? 0 : -ENOMEM;
+}
+
+static int transport_error(Registry *reg, CURLcode c, const Response *resp, Error *err) {
+        const char *detail = resp->errbuf[0] ? resp->errbuf : curl_easy_strerror(c);
+        int e = -EIO;
+        if (c == CURLE_COULDNT_RESOLVE_HOST || c == CURLE_COULDNT_CONNECT)
+                e = -ECONNREFUSED;
+        else if (c == CURLE_OPERATION_TIMEDOUT)
+                e = -ETIMEDOUT;
+        else if (c == CURLE_PEER_FAILED_VERIFICATION || c == CURLE_SSL_CONNECT_ERROR ||
+                 c == CURLE_SSL_CERTPROBLEM || c == CURLE_SSL_CACERT_BADFILE)
+                e = -EPROTO;
+        if (c == CURLE_PEER_FAILED_VERIFICATION || c == CURLE_SSL_CONNECT_ERROR)
+                return error_set(err, e,
+                                 "TLS error talking to %s: %s (CA certificates for it go in "
+                                 "%s/%s/ca.crt)",
+                                 reg->host, detail, strna(reg->o->certs_dir), reg->host);
+        return error_set(err, e, "cannot reach registry %s: %s", reg->host, detail);
+}
+
+/* One blocking request with the current auth. */
+static int request_once(Registry *reg, const char *url, const char *accept, bool head, size_t max,
+                        Response *resp, Error *err) {
+        _cleanup_curl_easy_ CURL *easy = curl_easy_init();
+        _cleanup_curl_slist_ struct curl_slist *hdrs = NULL;
+        response_done(resp);
+        resp->max = max;
+        if (!easy || easy_setup(reg, easy, url, resp) < 0)
+                return -ENOMEM;
+        if (accept && !(hdrs = curl_slist_append(hdrs, accept)))
+                return -ENOMEM;
+        if (reg->auth) {
+                struct curl_slist *n = curl_slist_append(hdrs, reg->auth);
+                if (!n)
+                        return -ENOMEM;
+                hdrs = n;
+        }
+        if (curl_easy_setopt(easy, CURLOPT_HTTPHEADER, hdrs) != CURLE_OK ||
+            curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, body_cb) != CURLE_OK ||
+            curl_easy_setopt(easy, CURLOPT_WRITEDATA, resp) != CURLE_OK ||
+            (head && curl_easy_setopt(easy, CURLOPT_NOBODY, 1L) != CURLE_OK))
+                return -ENOMEM;
+        CURLcode c = curl_easy_perform(easy);
+        (void)curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &resp->code);
+        if (resp->too_big)
+                return error_set(err, -EFBIG, "%s: response larger than %zu bytes", url, max);
+        if (c != CURLE_OK)
+                return transport_error(reg, c, resp, err);
+        return 0;
+}
+
+/* Fetches a bearer token for the repository (Basic credentials if any). */
+static int fetch_token(Registry *reg, Error *err) {
+        _cleanup_curl_easy_ CURL *easy = curl_easy_init();
+        _cleanup_(response_done) Response resp = { .max = DOC_MAX };
+        _cleanup_free_ char *scope = strprintf("repository:%s:pull", reg->path);
+        _cleanup_free_ char *url = NULL;
+        if (!easy || !scope)
+                return -ENOMEM;
+        char *esc_scope = curl_easy_escape(easy, scope, 0);
+        char *esc_service = reg->service ? curl_easy_escape(easy, reg->service, 0) : NULL;
+        url = strprintf("%s%sscope=%s%s%s", reg->realm, strchr(reg->realm, '?') ? "&" : "?",
+                        strna(esc_scope), esc_service ? "&service=" : "", strempty(esc_service));
+        curl_free(esc_scope);
+        curl_free(esc_service);
+        if (!url)
+                return -ENOMEM;
+        if (!startswith(reg->realm, "https://") &&
+            !(reg->insecure && startswith(reg->realm, "http://")))
+                return error_set(err, -EPROTO,
+                                 "registry %s sends its token realm over plain HTTP (%s); "
+                                 "refused unless the registry is marked insecure",
+                                 reg->host, reg->realm);
+        if (easy_setup(reg, easy, url, &resp) < 0 ||
+            curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, reg->insecure ? "http,https" : "https") !=
+                    CURLE_OK ||
+            curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, body_cb) != CURLE_OK ||
+            curl_easy_setopt(easy, CURLOPT_WRITEDATA, &resp) != CURLE_OK)
+                return -ENOMEM;
+        if (reg->have_creds &&
+            (curl_easy_setopt(easy, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC) != CURLE_OK ||
+             curl_easy_setopt(easy, CURLOPT_USERNAME, reg->user) != CURLE_OK ||
+             curl_easy_setopt(easy, CURLOPT_PASSWORD, reg->password) != CURLE_OK))
+                return -ENOMEM;
+        CURLcode c = curl_easy_perform(easy);
+        (void)curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &resp.code);
+        if (c != CURLE_OK)
+                return transport_error(reg, c, &resp, err);
+        if (resp.code != 200) {
+                _cleanup_free_ char *t = registry_error_text(resp.body, resp.len);
+                return error_set(err, resp.code == 401 || resp.code == 403 ? -EACCES : -EIO,
+                                 "registry %s: token request failed: HTTP %ld%s%s%s", reg->host,
+                                 resp.code, t ? " (" : "", strempty(t), t ? ")" : "");
+        }
+        _cleanup_json_ json_t *j = json_loadb(resp.body ? resp.body : "", resp.len, 0, NULL);
+        const char *tok = json_string_value(json_object_get(j, "token"));
+        if (!tok)
+                tok = json_string_value(json_object_get(j, "access_token"));
+        if (!tok || !*tok || strpbrk(tok, "\r\n"))
+                return error_set(err, -EBADMSG, "registry %s: token response has no token",
+                                 reg->host);
+        json_int_t exp = json_integer_value(json_object_get(j, "expires_in"));
+        if (exp < 60) /* the distribution spec's default */
+                exp = 60;
+        free(reg->auth);
+        reg->auth = strprintf("Authorization: Bearer %s", tok);
+        if (!reg->auth)
+                return -ENOMEM;
+        /* Renew a little early so that a long blob does not start with a dying token. */
+        reg->auth_expires =
+                now_usec(CLOCK_MONOTONIC) + (usec_t)(exp > 30 ? exp - 10 : exp) * USEC_PER_SEC;
+        return 0;
+}
+
+/* Reacts to a 401: sets up Basic or fetches a Bearer token. 0 when a retry
+ * makes sense, else the error (naming the registry's explanation). */
+static int handle_unauthorized(Registry *reg, const Response *resp, Error *err) {
+        _cleanup_free_ char *text = registry_error_text(resp->body, resp->len);
+        RegistryChallenge *cs = NULL;
+        size_t n = 0;
+        int r;
+        if (!resp->www_auth)
+                return error_set(err, -EACCES, "registry %s: 401 Unauthorized%s%s%s", reg->host,
+                                 text ? " (" : "", strempty(text), text ? ")" : "");
+        r = registry_challenges_parse(resp->www_auth, strlen(resp->www_auth), &cs, &n, err);
+        if (r < 0)
+                return error_prefix(err, r, "registry %s", reg->host);
+        const RegistryChallenge *b = registry_challenge_find(cs, n, "bearer");
+        if (b && b->realm) {
+                free(reg->realm);
+                free(reg->service);
+                reg->realm = strdup(b->realm);
+                reg->service = b->service ? strdup(b->service) : NULL;
+                registry_challenges_free(cs, n);
+                if (!reg->realm)
+                        return -ENOMEM;
+                return fetch_token(reg, err);
+        }
+        bool basic = registry_challenge_find(cs, n, "basic");
+        registry_challenges_free(cs, n);
+        if (basic && reg->have_creds && !reg->auth) {
+                _cleanup_free_ char *pair = strprintf("%s:%s", reg->user, reg->password);
+                if (!pair)
+                        return -ENOMEM;
+                size_t pl = strlen(pair);
+                _cleanup_free_ char *b64 = malloc(4 * ((pl + 2) / 3) + 1);
+                if (!b64)
+                        return -ENOMEM;
+                (void)EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)pair, (int)pl);
+                explicit_bzero(pair, pl);
+                reg->auth = strprintf("Authorization: Basic %s", b64);
+                explicit_bzero(b64, strlen(b64));
+                return reg->auth ? 0 : -ENOMEM;
+        }
+        return error_set(err, -EACCES, "registry %s: 401 Unauthorized%s%s%s%s", reg->host,
+                         text ? " (" : "", strempty(text), text ? ")" : "",
+                         reg->have_creds ? "" : "; no credentials configured for it");
+}
+
+static int refresh_auth_if_expired(Registry *reg, Error *err) {
+        if (reg->realm && reg->auth && now_usec(CLOCK_MONOTONIC) >= reg->auth_expires)
+                return fetch_token(reg, err);
+        return 0;
+}
+
+/* A request with the auth dance: at most one retry after a 401 (two when
+ * the first 401 only told us the scheme and the token then expired). */
+static int request(Registry *reg, const char *url, const char *accept, bool head, size_t max,
+                   Response *resp, Error *err) {
+        int r = refresh_auth_if_expired(reg, err);
+        if (r < 0)
+                return r;
+        for (int attempt = 0;; attempt++) {
+                if ((r = request_once(reg, url, accept, head, max, resp, err)) < 0)
+                        return r;
+                if (resp->code != 401)
+                        return 0;
+                if (attempt >= 2)
+                        break;
+                bool had_auth = reg->auth != NULL;
+                if (had_auth && !reg->realm) /* Basic credentials rejected */
+                        break;
+                if ((r = handle_unauthorized(reg, resp, err)) < 0)
+                        return r;
+        }
+        _cleanup_free_ char *text = registry_error_text(resp->body, resp->len);
+        return error_set(err, -EACCES, "registry %s: 401 Unauthorized%s%s%s (credentials rejected)",
+                         reg->host, text ? " (" : "", strempty(text), text ? ")" : "");
+}
+
+static int http_status_error(Registry *reg, const char *what, const Response *resp, Error *err) {
+        _cleanup_free_ char *text = registry_error_text(resp->body, resp->len);
+        int e = resp->code == 404 ? -ENOENT : resp->code == 403 ? -EACCES : -EIO;
+        return error_set(err, e, "registry %s: %s: HTTP %ld%s%s%s", reg->host, what, resp->code,
+                         text ? " (" : "", strempty(text), text ? ")" : "");
+}
+
+/* ---- blobs ---- */
+
+typedef struct Pull Pull;
+
+typedef struct Blob {
+        Pull *pull;
+        const ImageDescriptor *desc;
+        const char *what;
+        unsigned index;
+        char hex[65];
+        char *partial;
+        int fd;
+        EVP_MD_CTX *md;
+        uint64_t have;
+        bool ranged; /* sent a Range header */
+        bool started_body;
+        bool oversize;
+        bool write_failed;
+        bool done;
+        int auth_retries;
+        CURL *easy;
+        struct curl_slist *hdrs;
+        Response resp; /* headers and an error body */
+        usec_t last_progress;
+} Blob;
+
+struct Pull {
+        ImageStore *s;
+        const ImagePullOptions *o;
+        Registry *reg;
+        Error *err;
+        int stage_fd;
+        char *stage_name;
+        Blob *blobs;
+        size_t n_blobs;
+};
+
+static void blob_done(Blob *b) {
+        if (b->easy)
+                curl_easy_cleanup(b->easy);
+        curl_slist_free_all(b->hdrs);
+        EVP_MD_CTX_free(b->md);
+        safe_close(b->fd);
+        free(b->partial);
+        response_done(&b->resp);
+}
+
+static void progress(Pull *p, ImagePullEvent ev, const Blob *b, uint64_t done) {
+        if (!p->o->progress)
+                return;
+        ImagePullProgress pp = { .event = ev,
+                                 .digest = b->desc->digest,
+                                 .what = b->what,
+                                 .index = b->index,
+                                 .n = (unsigned)p->n_blobs,
+                                 .done = done,
+                                 .total = b->desc->size >= 0 ? (uint64_t)b->desc->size : 0 };
+        p->o->progress(&pp, p->o->userdata);
+}
+
+static size_t blob_write_cb(char *ptr, size_t size, size_t nmemb, void *userdata) {
+        Blob *b = userdata;
+        size_t n = size * nmemb;
+        if (!b->started_body) {
+                b->started_body = true;
+                (void)curl_easy_getinfo(b->easy, CURLINFO_RESPONSE_CODE, &b->resp.code);
+                if (b->resp.code == 200 && b->have > 0) {
+                        /* The server ignored the Range: start over. */
+                        if (ftruncate(b->fd, 0) < 0 || lseek(b->fd, 0, SEEK_SET) < 0 ||
+                            EVP_DigestInit_ex(b->md, EVP_sha256(), NULL) != 1) {
+                                b->write_failed = true;
+                                return 0;
+                        }
+                        b->have = 0;
+                }
+        }
+        if (b->resp.code != 200 && b->resp.code != 206) {
+                b->resp.max = ERRBODY_MAX;
+                return body_cb(ptr, size, nmemb, &b->resp) == n || b->resp.too_big ? n : 0;
+        }
+        if (b->have + n > (uint64_t)b->desc->size) {
+                b->oversize = true;
+                return 0;
+        }
+        if (write_all(b->fd, ptr, n) < 0 || sha256_update(b->md, ptr, n) < 0) {
+                b->write_failed = true;
+                return 0;
+        }
+        b->have += n;
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        if (now - b->last_progress > 100 * USEC_PER_MSEC) {
+                b->last_progress = now;
+                progress(b->pull, IMAGE_PULL_BLOB_PROGRESS, b, b->have);
+        }
+        return n;
+}
+
+/* Opens (or creates) the partial file and hashes what it holds already.
+ * 1 when it already holds the whole verified blob. */
+static int blob_open_partial(Pull *p, Blob *b) {
+        int r;
+        b->partial = strprintf(PARTIAL_PREFIX "%s", b->hex);
+        if (!b->partial)
+                return -ENOMEM;
+        for (;;) {
+                b->fd = openat(p->s->images_fd, b->partial,
+                               O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (b->fd < 0)
+                        return error_set(p->err, -errno, "cannot create %s/%s: %m",
+                                         p->s->images_dir, b->partial);
+                /* Another pull of the same blob: wait for it, then look again. */
+                if (flock(b->fd, LOCK_EX) < 0)
+                        return error_set(p->err, -errno, "cannot lock %s: %m", b->partial);
+                struct stat a, c;
+                if (fstat(b->fd, &a) == 0 &&
+                    fstatat(p->s->images_fd, b->partial, &c, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    a.st_ino == c.st_ino && a.st_dev == c.st_dev)
+                        break;
+                b->fd = safe_close(b->fd); /* renamed away by the other pull */
+        }
+        if ((r = sha256_new(&b->md)) < 0)
+                return r;
+        struct stat st;
+        if (fstat(b->fd, &st) < 0)
+                return -errno;
+        if ((uint64_t)st.st_size > (uint64_t)b->desc->size) {
+                if (ftruncate(b->fd, 0) < 0)
+                        return -errno;
+                st.st_size = 0;
+        }
+        char buf[128 * 1024];
+        uint64_t off = 0;
+        while (off < (uint64_t)st.st_size) {
+                ssize_t n = pread(b->fd, buf, sizeof(buf), (off_t)off);
+                if (n <= 0)
+                        break;
+                if ((r = sha256_update(b->md, buf, (size_t)n)) < 0)
+                        return r;
+                off += (uint64_t)n;
+        }
+        b->have = off;
+        if (lseek(b->fd, (off_t)off, SEEK_SET) < 0 || ftruncate(b->fd, (off_t)off) < 0)
+                return -errno;
+        if (b->have == (uint64_t)b->desc->size && b->have > 0) {
+                char digest[72];
+                EVP_MD_CTX *copy = EVP_MD_CTX_new();
+                if (!copy || EVP_MD_CTX_copy_ex(copy, b->md) != 1) {
+                        EVP_MD_CTX_free(copy);
+                        return -ENOMEM;
+                }
+                r = sha256_final_digest(copy, digest);
+                EVP_MD_CTX_free(copy);
+                if (r < 0)
+                        return r;
+                if (streq(digest, b->desc->digest))
+                        return 1;
+                /* Complete but wrong (an earlier corrupt download): start over. */
+                if (ftruncate(b->fd, 0) < 0 || lseek(b->fd, 0, SEEK_SET) < 0 ||
+                    EVP_DigestInit_ex(b->md, EVP_sha256(), NULL) != 1)
+                        return -EIO;
+                b->have = 0;
+        }
+        return 0;
+}
+
+static int blob_stage(Pull *p, Blob *b) {
+        (void)fsync(b->fd);
+        if (renameat(p->s->images_fd, b->partial, p->stage_fd, b->hex) < 0)
+                return error_set(p->err, -errno, "cannot stage blob %s: %m", b->desc->digest);
+        b->done = true;
+        b->fd = safe_close(b->fd); /* drops the flock: a waiting pull reopens */
+        progress(p, IMAGE_PULL_BLOB_DONE, b, b->have);
+        return 0;
+}
+
+static int blob_start(Pull *p, Blob *b, CURLM *multi) {
+        _cleanup_free_ char *url =
+                strprintf("%s/v2/%s/blobs/%s", p->reg->base, p->reg->path, b->desc->digest);
+        int r;
+        if (!url)
+                return -ENOMEM;
+        if ((r = refresh_auth_if_expired(p->reg, p->err)) < 0)
+                return r;
+        if (b->easy)
+                curl_easy_cleanup(b->easy);
+        curl_slist_free_all(b->hdrs);
+        b->hdrs = NULL;
+        response_done(&b->resp);
+        b->started_body = false;
+        b->easy = curl_easy_init();
+        if (!b->easy || easy_setup(p->reg, b->easy, url, &b->resp) < 0)
+                return -ENOMEM;
+        if (p->reg->auth && !(b->hdrs = curl_slist_append(b->hdrs, p->reg->auth)))
+                return -ENOMEM;
+        b->ranged = b->have > 0;
+        if (b->ranged) {
+                char range[64];
+                (void)snprintf(range, sizeof(range), "Range: bytes=%llu-",
+                               (unsigned long long)b->have);
+                struct curl_slist *n = curl_slist_append(b->hdrs, range);
+                if (!n)
+                        return -ENOMEM;
+                b->hdrs = n;
+        }
+        if (curl_easy_setopt(b->easy, CURLOPT_HTTPHEADER, b->hdrs) != CURLE_OK ||
+            curl_easy_setopt(b->easy, CURLOPT_WRITEFUNCTION, blob_write_cb) != CURLE_OK ||
+            curl_easy_setopt(b->easy, CURLOPT_WRITEDATA, b) != CURLE_OK ||
+            curl_easy_setopt(b->easy, CURLOPT_PRIVATE, b) != CURLE_OK)
+                return -ENOMEM;
+        progress(p, IMAGE_PULL_BLOB_START, b, b->have);
+        if (curl_multi_add_handle(multi, b->easy) != CURLM_OK)
+                return -ENOMEM;
+        return 0;
+}
+
+/* A finished transfer: 1 when it must be started again (after a 401). */
+static int blob_finish(Pull *p, Blob *b, CURLcode c) {
+        char digest[72];
+        int r;
+        if (b->resp.code == 0)
+                (void)curl_easy_getinfo(b->easy, CURLINFO_RESPONSE_CODE, &b->resp.code);
+        if (b->oversize) {
+                (void)unlinkat(p->s->images_fd, b->partial, 0);
+                return error_set(p->err, -EBADMSG,
+                                 "%s %s: the registry sent more than the %lld bytes its "
+                                 "descriptor declares; refused",
+                                 b->what, b->desc->digest, (long long)b->desc->size);
+        }
+        if (b->write_failed)
+                return error_set(p->err, -EIO, "cannot write %s/%s: %m", p->s->images_dir,
+                                 b->partial);
+        if (b->resp.code == 401 && b->auth_retries++ < 2) {
+                if ((r = handle_unauthorized(p->reg, &b->resp, p->err)) < 0)
+                        return r;
+                return 1;
+        }
+        if (c != CURLE_OK && c != CURLE_WRITE_ERROR)
+                return transport_error(p->reg, c, &b->resp, p->err);
+        if (b->resp.code == 416 && b->ranged) {
+                /* The partial is not a prefix the server can continue: start over. */
+                if (ftruncate(b->fd, 0) < 0 || lseek(b->fd, 0, SEEK_SET) < 0 ||
+                    EVP_DigestInit_ex(b->md, EVP_sha256(), NULL) != 1)
+                        return -EIO;
+                b->have = 0;
+                return 1;
+        }
+        if (b->resp.code != 200 && b->resp.code != 206) {
+                _cleanup_free_ char *what = strprintf("%s %s", b->what, b->desc->digest);
+                return http_status_error(p->reg, what ? what : b->what, &b->resp, p->err);
+        }
+        if (b->have != (uint64_t)b->desc->size)
+                return error_set(p->err, -EBADMSG,
+                                 "%s %s: the registry sent %llu of %lld bytes (the partial "
+                                 "download is kept for a resume)",
+                                 b->what, b->desc->digest, (unsigned long long)b->have,
+                                 (long long)b->desc->size);
+        if ((r = sha256_final_digest(b->md, digest)) < 0)
+                return r;
+        if (!streq(digest, b->desc->digest)) {
+                (void)unlinkat(p->s->images_fd, b->partial, 0);
+                return error_set(p->err, -EBADMSG,
+                                 "%s %s: digest mismatch: the registry's content hashes to %s; "
+                                 "refused",
+                                 b->what, b->desc->digest, digest);
+        }
+        return blob_stage(p, b);
+}
+
+static int download_blobs(Pull *p) {
+        CURLM *multi = curl_multi_init();
+        unsigned max = p->o->max_parallel ? p->o->max_parallel : 3;
+        size_t next = 0, active = 0;
+        int r = 0;
+
+        if (!multi)
+                return -ENOMEM;
+        for (;;) {
+                while (r >= 0 && active < max && next < p->n_blobs) {
+                        Blob *b = &p->blobs[next++];
+                        if (b->done)
+                                continue;
+                        r = blob_start(p, b, multi);
+                        if (r >= 0)
+                                active++;
+                }
+                if (r < 0 || active == 0)
+                        break;
+                int running = 0;
+                if (curl_multi_perform(multi, &running) != CURLM_OK) {
+                        r = -EIO;
+                        break;
+                }
+                CURLMsg *m;
+                int left;
+                while (r >= 0 && (m = curl_multi_info_read(multi, &left))) {
+                        if (m->msg != CURLMSG_DONE)
+                                continue;
+                        Blob *b = NULL;
+                        CURLcode c = m->data.result;
+                        (void)curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&b);
+                        (void)curl_multi_remove_handle(multi, m->easy_handle);
+                        active--;
+                        r = blob_finish(p, b, c);
+                        if (r == 1) {
+                                r = blob_start(p, b, multi);
+                                if (r >= 0)
+                                        active++;
+                        }
+                }
+                if (r < 0)
+                        break;
+                if (active > 0 && curl_multi_poll(multi, NULL, 0, 1000, NULL) != CURLM_OK) {
+                        r = -EIO;
+                        break;
+                }
+        }
+        for (size_t i = 0; i < p->n_blobs; i++)
+                if (p->blobs[i].easy) {
+                        (void)curl_multi_remove_handle(multi, p->blobs[i].easy);
+                        curl_easy_cleanup(p->blobs[i].easy);
+                        p->blobs[i].easy = NULL;
+                }
+        curl_multi_cleanup(multi);
+        return r;
+}
+
+/* ---- manifest ---- */
+
+static int stage_bytes(Pull *p, const char *digest, const void *data, size_t size) {
+        _cleanup_close_ int fd =
+                openat(p->stage_fd, digest + 7,
+                       O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return error_set(p->err, -errno, "cannot write to the staging directory: %m");
+        int r = write_all(fd, data, size);
+        if (r < 0)
+                return error_set(p->err, r, "cannot write to the staging directory: %s",
+                                 strerror(-r));
+        return 0;
+}
+
+static int body_digest(const char *body, size_t len, char ret[static 72]) {
+        _cleanup_md_ EVP_MD_CTX *md = NULL;
+        int r = sha256_new(&md);
+        if (r < 0 || (r = sha256_update(md, body, len)) < 0)
+                return r;
+        return sha256_final_digest(md, ret);
+}
+
+/* The media type of a manifest response: the body's own field, else Content-Type. */
+static char *manifest_media_type(const Response *resp) {
+        _cleanup_json_ json_t *j = json_loadb(resp->body ? resp->body : "", resp->len, 0, NULL);
+        const char *mt = json_string_value(json_object_get(j, "mediaType"));
+        if (mt)
+                return strdup(mt);
+        if (resp->content_type) {
+                size_t n = strcspn(resp->content_type, ";");
+                return strndup_safe(resp->content_type, n);
+        }
+        /* OCI manifests may omit mediaType: an index has "manifests". */
+        return strdup(json_object_get(j, "manifests") ? IMAGE_MT_OCI_INDEX : IMAGE_MT_OCI_MANIFEST);
+}
+
+/* GETs a manifest by tag or digest; verifies a digest reference. */
+static int get_manifest(Registry *reg, const char *reference, Response *resp, char **ret_mt,
+                        char ret_digest[static 72], Error *err) {
+        _cleanup_free_ char *url =
+                strprintf("%s/v2/%s/manifests/%s", reg->base, reg->path, reference);
+        if (!url)
+                return -ENOMEM;
+        int r = request(reg, url, MANIFEST_ACCEPT, false, DOC_MAX, resp, err);
+        if (r < 0)
+                return r;
+        if (resp->code != 200) {
+                _cleanup_free_ char *what = strprintf("manifest %s:%s", reg->path, reference);
+                return http_status_error(reg, what ? what : "manifest", resp, err);
+        }
+        if ((r = body_digest(resp->body ? resp->body : "", resp->len, ret_digest)) < 0)
+                return r;
+        if (startswith(reference, "sha256:") && !streq(reference, ret_digest))
+                return error_set(err, -EBADMSG,
+                                 "registry %s: manifest %s: digest mismatch (content hashes to "
+                                 "%s)",
+                                 reg->host, reference, ret_digest);
+        *ret_mt = manifest_media_type(resp);
+        return *ret_mt ? 0 : -ENOMEM;
+}
+
+typedef struct Resolved {
+        char *media_type;
+        char digest[72];
+        char *body;
+        size_t len;
+} Resolved;
+
+/* The image manifest for this platform, following an index. */
+static int resolve(Registry *reg, const char *reference, Resolved *ret, Error *err) {
+        _cleanup_(response_done) Response resp = {};
+        _cleanup_free_ char *mt = NULL;
+        char digest[72];
+        int r = get_manifest(reg, reference, &resp, &mt, digest, err);
+        if (r < 0)
+                return r;
+        if (image_media_type_is_index(mt)) {
+                ImageDescriptor *ds = NULL;
+                size_t n = 0;
+                if ((r = image_index_parse(resp.body ? resp.body : "", resp.len, &ds, &n, err)) < 0)
+                        return error_prefix(err, r, "registry %s: image index %s", reg->host,
+                                            digest);
+                const ImageDescriptor *pick = image_index_select_platform(ds, n, NULL, NULL);
+                _cleanup_free_ char *child = pick ? strdup(pick->digest) : NULL;
+                image_descriptors_free(ds, n);
+                if (!pick)
+                        return error_set(err, -ENOENT,
+                                         "image index %s has no manifest for linux/%s%s%s", digest,
+                                         image_platform_native_arch(),
+                                         image_platform_native_variant() ? "/" : "",
+                                         strempty(image_platform_native_variant()));
+                if (!child)
+                        return -ENOMEM;
+                mt = mfree(mt);
+                if ((r = get_manifest(reg, child, &resp, &mt, digest, err)) < 0)
+                        return r;
+                if (image_media_type_is_index(mt))
+                        return error_set(err, -ELOOP, "image index %s points to another index",
+                                         child);
+        }
+        if (!image_media_type_is_manifest(mt))
+                return error_set(err, -EMEDIUMTYPE,
+                                 "registry %s: unsupported manifest media type \"%s\" (schema 1 "
+                                 "manifests are not supported)",
+                                 reg->host, mt);
+        ret->media_type = TAKE_PTR(mt);
+        memcpy(ret->digest, digest, sizeof(digest));
+        ret->body = TAKE_PTR(resp.body);
+        ret->len = resp.len;
+        return 0;
+}
+
+static int pull_config(Pull *p, const ImageDescriptor *d) {
+        Registry *reg = p->reg;
+        _cleanup_(response_done) Response resp = {};
+        char digest[72];
+        int r;
+        if (d->size < 0 || (uint64_t)d->size > DOC_MAX)
+                return error_set(p->err, -EFBIG, "config blob %s: size %lld over the %u byte cap",
+                                 d->digest, (long long)d->size, DOC_MAX);
+        if (linkat(p->s->blobs_fd, d->digest + 7, p->stage_fd, d->digest + 7, 0) == 0)
+                return 0;
+        _cleanup_free_ char *url = strprintf("%s/v2/%s/blobs/%s", reg->base, reg->path, d->digest);
+        if (!url)
+                return -ENOMEM;
+        if ((r = request(reg, url, NULL, false, (size_t)d->size, &resp, p->err)) < 0)
+                return r;
+        if (resp.code != 200) {
+                _cleanup_free_ char *what = strprintf("config blob %s", d->digest);
+                return http_status_error(reg, what ? what : "config", &resp, p->err);
+        }
+        if ((r = body_digest(resp.body ? resp.body : "", resp.len, digest)) < 0)
+                return r;
+        if (!streq(digest, d->digest))
+                return error_set(p->err, -EBADMSG,
+                                 "config blob %s: digest mismatch (content hashes to %s); "
+                                 "refused",
+                                 d->digest, digest);
+        return stage_bytes(p, d->digest, resp.body ? resp.body : "", resp.len);
+}
+
+static void pull_done(Pull *p) {
+        for (size_t i = 0; i < p->n_blobs; i++)
+                blob_done(&p->blobs[i]);
+        free(p->blobs);
+        safe_close(p->stage_fd);
+        if (p->stage_name)
+                (void)rm_rf_at(p->s->images_fd, p->stage_name);
+        free(p->stage_name);
+}
+
+/* Everything after the manifest: config, layers, commit. */
+static int pull_image(Pull *p, const Resolved *m, char **names, char ***ret_names) {
+        ImageManifest man = {};
+        char rnd[17];
+        int r;
+
+        if ((r = image_manifest_parse(m->body ? m->body : "", m->len, &man, p->err)) < 0)
+                return error_prefix(p->err, r, "manifest %s", m->digest);
+        if ((r = random_hex(rnd)) < 0)
+                goto out;
+        p->stage_name = strprintf(TMP_PREFIX "pull-%s", rnd);
+        if (!p->stage_name) {
+                r = -ENOMEM;
+                goto out;
+        }
+        if (mkdirat(p->s->images_fd, p->stage_name, 0700) < 0) {
+                r = error_set(p->err, -errno, "cannot create staging directory: %m");
+                p->stage_name = mfree(p->stage_name);
+                goto out;
+        }
+        p->stage_fd = openat(p->s->images_fd, p->stage_name,
+                             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (p->stage_fd < 0) {
+                r = error_set(p->err, -errno, "cannot open staging directory: %m");
+                goto out;
+        }
+        if ((r = stage_bytes(p, m->digest, m->body, m->len)) < 0 ||
+            (r = pull_config(p, &man.config)) < 0)
+                goto out;
+        p->blobs = calloc(man.n_layers + 1, sizeof(Blob));
+        if (!p->blobs) {
+                r = -ENOMEM;
+                goto out;
+        }
+        for (size_t i = 0; i < man.n_layers; i++) {
+                const ImageDescriptor *d = &man.layers[i];
+                bool dup = false;
+                for (size_t k = 0; k < p->n_blobs; k++)
+                        dup = dup || streq(p->blobs[k].desc->digest, d->digest);
+                if (dup)
+                        continue;
+                if (d->size < 0) {
+                        r = error_set(p->err, -EBADMSG, "layer %s has no size", d->digest);
+                        goto out;
+                }
+                Blob *b = &p->blobs[p->n_blobs++];
+                *b = (Blob){ .pull = p,
+                             .desc = d,
+                             .what = "layer",
+                             .index = (unsigned)i + 1,
+                             .fd = -EBADF };
+                memcpy(b->hex, d->digest + 7, 65);
+        }
+        for (size_t i = 0; i < p->n_blobs; i++) {
+                Blob *b = &p->blobs[i];
+                /* In the store already: never downloaded again. */
+                if (linkat(p->s->blobs_fd, b->hex, p->stage_fd, b->hex, 0) == 0) {
+                        b->done = true;
+                        progress(p, IMAGE_PULL_BLOB_EXISTS, b, (uint64_t)b->desc->size);
+                        continue;
+                }
+                if ((r = blob_open_partial(p, b)) < 0)
+                        goto out;
+                if (r == 1 && (r = blob_stage(p, b)) < 0)
+                        goto out;
+        }
+        if ((r = download_blobs(p)) < 0)
+                goto out;
+        if (p->o->progress) {
+                ImagePullProgress pp = { .event = IMAGE_PULL_COMMITTING, .digest = m->digest };
+                p->o->progress(&pp, p->o->userdata);
+        }
+        ImageDescriptor desc = { .media_type = m->media_type,
+                                 .digest = (char *)m->digest,
+                                 .size = (int64_t)m->len };
+        r = image_store_load_staged(p->s, p->stage_name, &desc, names, ret_names, p->err);
+        p->stage_name = mfree(p->stage_name); /* removed by image_store_load_staged() */
+out:
+        image_manifest_done(&man);
+        return r;
+}
+
+static int load_registries_conf(const ImagePullOptions *o, RegistryConfig *c, Error *err) {
+        *c = (RegistryConfig){};
+        if (o->registries_conf) {
+                _cleanup_free_ char *data = NULL;
+                size_t n = 0;
+                int r = read_full_file_at(AT_FDCWD, o->registries_conf, 1024U * 1024U, &data, &n);
+                if (r < 0 && r != -ENOENT)
+                        return error_set(err, r, "cannot read %s: %s", o->registries_conf,
+                                         strerror(-r));
+                if (r >= 0) {
+                        if ((r = registry_config_parse(data, n, o->registries_conf, c, err)) < 0)
+                                return r;
+                        STRV_FOREACH(note, c->notes)
+                                log_debug("%s", *note);
+                }
+        }
+        STRV_FOREACH(h, o->insecure_registries) {
+                int r = registry_config_add_insecure(c, *h);
+                if (r < 0)
+                        return error_set(err, r, "invalid insecure registry \"%s\"", *h);
+        }
+        return 0;
+}
+
+int image_pull_run(ImageStore *s, const char *refstr, const ImagePullOptions *o, char **ret_digest,
+                   Error *err) {
+        _cleanup_(registry_config_done) RegistryConfig conf = {};
+        _cleanup_free_ char *repo = NULL, *name = NULL, *tag = NULL;
+        _cleanup_close_ int gc = -EBADF;
+        RegistryEndpoint *eps = NULL;
+        size_t n_eps = 0;
+        ImageRef ref = {};
+        Error last = {};
+        int r;
+
+        if ((r = image_ref_parse(refstr, &ref, err)) < 0)
+                return r;
+        repo = image_ref_repository(&ref);
+        name = image_ref_to_string(&ref);
+        if (ref.tag && ref.digest)
+                tag = strprintf("%s:%s", strna(repo), ref.tag);
+        else if (ref.tag)
+                tag = strdup(strna(name));
+        if (!repo || !name || (ref.tag && !tag)) {
+                r = -ENOMEM;
+                goto out;
+        }
+        if ((r = load_registries_conf(o, &conf, err)) < 0 ||
+            (r = registry_config_endpoints(&conf, repo, ref.digest != NULL, &eps, &n_eps, err)) < 0)
+                goto out;
+        /* Partials and the staging dir must survive a concurrent prune. */
+        if ((r = store_lock(s, GC_LOCK, LOCK_SH, &gc, err)) < 0)
+                goto out;
+        const char *reference = ref.digest ? ref.digest : ref.tag;
+        for (size_t i = 0; i < n_eps; i++) {
+                Registry reg;
+                Resolved m = {};
+                Error e = {};
+                r = registry_init(&reg, o, &eps[i], &e);
+                if (r >= 0)
+                        r = resolve(&reg, reference, &m, &e);
+                if (r >= 0) {
+                        if (o->progress) {
+                                ImagePullProgress pp = { .event = IMAGE_PULL_RESOLVED,
+                                                         .digest = m.digest,
+                                                         .endpoint = reg.host };
+                                o->progress(&pp, o->userdata);
+                        }
+                        _cleanup_(image_freep) Image *have = NULL;
+                        if (image_store_get(s, m.digest, &have, NULL) >= 0) {
+                                /* Present: only the tag may be new. A digest
+                                 * reference resolves by digest already. */
+                                r = tag ? image_store_tag(s, m.digest, tag, &e) : 0;
+                                if (r >= 0)
+                                        r = 1;
+                        } else {
+                                Pull p = {
+                                        .s = s, .o = o, .reg = &reg, .err = &e, .stage_fd = -EBADF
+                                };
+                                char *names[] = { name, NULL };
+                                r = pull_image(&p, &m, names, NULL);
+                                pull_done(&p);
+                        }
+                        if (r >= 0 && ret_digest && !(*ret_digest = strdup(m.digest)))
+                                r = -ENOMEM;
+                }
+                free(m.media_type);
+                free(m.body);
+                registry_done(&reg);
+                if (r >= 0)
+                        goto out;
+                if (!e.message[0])
+                        (void)error_set(&e, r, "%s", strerror(-r));
+                if (eps[i].mirror)
+                        log_debug("Mirror %s/%s failed for %s: %s", eps[i].host, eps[i].path, name,
+                                  e.message);
+                last = e;
+                /* Only a manifest a mirror could not give is a reason to try
+                 * the next: a digest mismatch or a full disk is not. */
+                if (r == -EBADMSG || r == -ENOSPC)
+                        break;
+        }
+        if (err && !err->error)
+                *err = last;
+        if (r >= 0)
+                r = -ENOENT;
+out:
+        registry_endpoints_free(eps, n_eps);
+        image_ref_done(&ref);
+        return r;
+}
+
+/* ---- the agent's pulls: a helper process ---- */
+
+#define HELPER_OUTPUT_MAX (64U * 1024U)
+#define HELPER_JOB_MAX (4U * 1024U * 1024U)
+
+struct ImagePull {
+        Child *child;
+        image_pull_done_t done;
+        void *userdata;
+};
+
+static void pull_child_done(Child *c, void *userdata) {
+        ImagePull *pull = userdata;
+        int code = 0, status = 0;
+        size_t n = 0, en = 0;
+        const char *out = child_stdout(c, &n), *errout = child_stderr(c, &en);
+        _cleanup_json_ json_t *j = json_loadb(out, n, 0, NULL);
+        json_t *res = json_object_get(j, "result");
+        const char *digest = json_string_value(json_object_get(j, "digest"));
+        const char *msg = json_string_value(json_object_get(j, "error"));
+        char buf[512];
+        int r;
+
+        child_get_status(c, &code, &status);
+        if (en > 0)
+                log_debug("Image pull helper: %.*s", (int)MIN(en, (size_t)4096), errout);
+        if (json_is_integer(res)) {
+                r = (int)json_integer_value(res);
+                if (r < 0 && !msg)
+                        msg = strerror(-r);
+        } else {
+                if (code == CLD_KILLED || code == CLD_DUMPED)
+                        (void)snprintf(buf, sizeof(buf), "image pull helper killed by signal %d",
+                                       status);
+                else
+                        (void)snprintf(buf, sizeof(buf),
+                                       "image pull helper failed (exit status %d)", status);
+                r = -EIO;
+                msg = buf;
+        }
+        pull->child = child_free(c);
+        /* done() may cancel (free) the pull: nothing touches it afterwards. */
+        pull->done(pull, r, r >= 0 ? digest : NULL, r < 0 ? msg : NULL, pull->userdata);
+}
+
+static json_t *options_json(const char *ref, const ImagePullOptions *o) {
+        json_t *j = json_pack("{s:s, s:s?, s:s?, s:s?, s:s?, s:[]}", "ref", ref, "registries_conf",
+                              o->registries_conf, "certs_dir", o->certs_dir, "credential_file",
+                              o->credential_file, "extra_auths_json", o->extra_auths_json,
+                              "insecure_registries");
+        json_t *a = json_object_get(j, "insecure_registries");
+        STRV_FOREACH(h, o->insecure_registries)
+                if (json_array_append_new(a, json_string(*h)) < 0)
+                        return json_decref(j), NULL;
+        return j;
+}
+
+int image_pull_start(Event *e, const char *root_dir, const char *ref, const ImagePullOptions *o,
+                     image_pull_done_t done, void *userdata, ImagePull **ret, Error *err) {
+        _cleanup_strv_free_ char **env = NULL;
+        _cleanup_json_ json_t *job = options_json(ref, o);
+        _cleanup_free_ char *input = job ? json_dumps(job, JSON_COMPACT) : NULL;
+        _cleanup_free_ ImagePull *pull = calloc(1, sizeof(ImagePull));
+        int r;
+
+        if (!input || !pull || self_helper_env(&env) < 0)
+                return error_set(err, -ENOMEM, "out of memory");
+        if (strlen(input) > HELPER_JOB_MAX)
+                return error_set(err, -E2BIG, "image pull job too large");
+        char *const argv[] = { (char *)SELF_HELPER_EXE, (char *)SELF_HELPER_VERB,
+                               (char *)IMAGE_HELPER_PULL, (char *)root_dir, NULL };
+        /* The job (it may hold credentials) goes through a memfd on stdin,
+         * never argv: other users see a process's argv. */
+        ChildOptions co = { .argv = argv,
+                            .envp = env,
+                            .input = input,
+                            .input_size = strlen(input),
+                            .capture = CHILD_CAPTURE_SEPARATE,
+                            .stdout_max = HELPER_OUTPUT_MAX,
+                            .stderr_max = HELPER_OUTPUT_MAX };
+        pull->done = done;
+        pull->userdata = userdata;
+        r = child_spawn(e, &co, pull_child_done, pull, &pull->child);
+        explicit_bzero(input, strlen(input));
+        if (r < 0)
+                return error_set(err, r, "cannot start the image pull helper: %s", strerror(-r));
+        *ret = TAKE_PTR(pull);
+        return 0;
+}
+
+void image_pull_cancel(ImagePull *pull) {
+        if (!pull)
+                return;
+        child_free(pull->child); /* kills it; the loop reaps it */
+        free(pull);
+}
+
+static int helper_run(const char *root, json_t *job, char **ret_digest, Error *err) {
+        _cleanup_image_store_ ImageStore *s = NULL;
+        _cleanup_strv_free_ char **insecure = calloc(1, sizeof(char *));
+        const char *ref = json_string_value(json_object_get(job, "ref"));
+        size_t i;
+        json_t *v;
+        int r;
+
+        if (!insecure)
+                return -ENOMEM;
+        if (!ref)
+                return error_set(err, -EINVAL, "image pull job has no \"ref\"");
+        json_array_foreach(json_object_get(job, "insecure_registries"), i, v) {
+                if (!json_is_string(v) || (r = strv_extend(&insecure, json_string_value(v))) < 0)
+                        return error_set(err, -EINVAL, "image pull job: bad insecure_registries");
+        }
+        ImagePullOptions o = {
+                .registries_conf = json_string_value(json_object_get(job, "registries_conf")),
+                .certs_dir = json_string_value(json_object_get(job, "certs_dir")),
+                .credential_file = json_string_value(json_object_get(job, "credential_file")),
+                .extra_auths_json = json_string_value(json_object_get(job, "extra_auths_json")),
+                .insecure_registries = insecure,
+        };
+        /* The agent cleaned the store up when it opened it. */
+        if ((r = store_open(root, NULL, false, &s, err)) < 0)
+                return r;
+        return image_pull_run(s, ref, &o, ret_digest, err);
+}
+
+int image_pull_helper_main(int argc, char **argv) {
+        _cleanup_free_ char *input = NULL, *digest = NULL;
+        size_t n = 0;
+        Error e = {};
+        int r;
+
+        if (argc != 2 || !streq(argv[0], IMAGE_HELPER_PULL)) {
+                log_error("Internal helper mode \"%s\": wrong arguments.", argc > 0 ? argv[0] : "");
+                return EXIT_FAILURE;
+        }
+        r = read_full_fd(STDIN_FILENO, HELPER_JOB_MAX, &input, &n);
+        if (r < 0)
+                r = error_set(&e, r, "cannot read the image pull job: %s", strerror(-r));
+        else {
+                _cleanup_json_ json_t *job = json_loadb(input, n, 0, NULL);
+                explicit_bzero(input, n);
+                if (!json_is_object(job))
+                        r = error_set(&e, -EINVAL, "image pull job is not a JSON object");
+                else
+                        r = helper_run(argv[1], job, &digest, &e);
+        }
+        _cleanup_json_ json_t *res =
+                json_pack("{s:i, s:s?, s:s?}", "result", r, "digest", r >= 0 ? digest : NULL,
+                          "error", r < 0 ? (e.message[0] ? e.message : strerror(-r)) : NULL);
+        _cleanup_free_ char *out = res ? json_dumps(res, JSON_COMPACT) : NULL;
+        if (!out || write_all(STDOUT_FILENO, out, strlen(out)) < 0)
+                return EXIT_FAILURE;
+        return EXIT_SUCCESS;
+}
