@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "api-stats.h"
+#include "image-pull.h"
 #include "log.h"
 #include "sd-notify.h"
 #include "string-util.h"
@@ -150,6 +151,60 @@ static int daemon_setup_metrics(Daemon *d) {
         return 0;
 }
 
+/* ImagePulls' backend: image_pull_start(), a helper process per pull. */
+typedef struct PullJob {
+        ImagePull *pull;
+        image_pull_backend_done_t done;
+        void *pull_userdata;
+} PullJob;
+
+static void on_pull_job_done(ImagePull *pull, int r, const char *digest, const char *error,
+                             void *userdata) {
+        PullJob *job = userdata;
+        image_pull_backend_done_t done = job->done;
+        void *pull_userdata = job->pull_userdata;
+
+        free(job);
+        image_pull_cancel(pull); /* ended: this only frees it */
+        done(pull_userdata, r, digest, error);
+}
+
+static int pull_job_start(void *userdata, const char *ref, const char *auths_json,
+                          image_pull_backend_done_t done, void *pull_userdata, void **ret_handle,
+                          char **ret_error) {
+        Daemon *d = userdata;
+        NanoletConfig *c = d->config;
+        Error err = {};
+
+        PullJob *job = calloc(1, sizeof *job);
+        if (!job)
+                return -ENOMEM;
+        job->done = done;
+        job->pull_userdata = pull_userdata;
+        ImagePullOptions o = {
+                .registries_conf = c->registries_conf,
+                .certs_dir = c->registry_certs_dir,
+                .insecure_registries = c->insecure_registries,
+                .credential_file = c->image_credential_file,
+                .extra_auths_json = auths_json,
+        };
+        int r = image_pull_start(d->event, c->root_dir, ref, &o, on_pull_job_done, job, &job->pull,
+                                 &err);
+        if (r < 0) {
+                free(job);
+                *ret_error = strdup(err.message);
+                return r;
+        }
+        *ret_handle = job;
+        return 0;
+}
+
+static void pull_job_cancel(void *handle) {
+        PullJob *job = handle;
+        image_pull_cancel(job->pull);
+        free(job);
+}
+
 static int daemon_setup_runtime(Daemon *d) {
         NanoletConfig *c = d->config;
         Error ierr = {};
@@ -190,6 +245,15 @@ static int daemon_setup_runtime(Daemon *d) {
                                      "(set --node-ip): %m");
         if (c->node_ips && !d->node_ips)
                 return log_oom();
+        /* kubelet: serializeImagePulls (default) means one pull at a time;
+         * without it, maxParallelImagePulls or no bound (here: 100). */
+        ImagePullBackend pb = { .start = pull_job_start, .cancel = pull_job_cancel, .userdata = d };
+        unsigned parallel = c->serialize_image_pulls      ? 1
+                            : c->max_parallel_image_pulls ? (unsigned)c->max_parallel_image_pulls
+                                                          : 100;
+        r = image_pulls_new(&d->pulls, d->event, parallel, &pb);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up image pulls: %m");
         PodManagerOptions po = {
                 .root_dir = c->root_dir,
                 .run_dir = c->run_dir,
@@ -213,6 +277,8 @@ static int daemon_setup_runtime(Daemon *d) {
                 .cni_conf_dir = c->cni_conf_dir,
                 .pod_cidr = c->pod_cidr,
                 .config = d->pods,
+                .pulls = d->pulls,
+                .image_pull_never = c->image_pull_never,
                 .metrics = d->metrics,
                 .probe_metrics = d->probe_metrics,
         };
@@ -341,6 +407,7 @@ Daemon *daemon_free(Daemon *d) {
         api_server_free(d->read_only_api);
         api_server_free(d->healthz_api);
         pod_manager_free(d->pod_manager);
+        image_pulls_free(d->pulls);
         /* Children still running are SIGKILLed with their process group
          * and left to loop-owned child sources; event_free() below drops
          * those, so such a zombie lasts only until the agent exits, right

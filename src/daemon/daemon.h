@@ -7,6 +7,7 @@
 #include "daemon-config.h"
 #include "event.h"
 #include "image.h"
+#include "image-pulls.h"
 #include "metrics.h"
 #include "pod-manager.h"
 #include "runtime.h"
@@ -25,6 +26,7 @@ typedef struct Daemon {
         Runtime *runtime;
         CniRunner *cni;
         PodManager *pod_manager;
+        ImagePulls *pulls; /* registry pulls for the pods, in helper processes */
         /* --address:--read-only-port and --healthz-bind-address:--healthz-port;
          * NULL when disabled (port 0) and with --dry-run. */
         ApiServer *read_only_api, *healthz_api;

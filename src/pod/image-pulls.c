@@ -15,7 +15,7 @@ typedef struct Pull Pull;
 
 struct ImagePullWaiter {
         Pull *pull; /* NULL while its result is being delivered */
-        image_pull_done_t done;
+        image_pulls_done_t done;
         void *userdata;
         bool cancelled;
         ImagePullWaiter *prev, *next;
@@ -140,7 +140,7 @@ ImagePulls *image_pulls_free(ImagePulls *p) {
 }
 
 int image_pulls_request(ImagePulls *p, const char *ref, const char *auths_json,
-                        image_pull_done_t done, void *userdata, ImagePullWaiter **ret) {
+                        image_pulls_done_t done, void *userdata, ImagePullWaiter **ret) {
         Pull *pull = NULL;
 
         for (Pull *x = p->pulls; x; x = x->next)

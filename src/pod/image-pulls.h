@@ -43,14 +43,14 @@ ImagePulls *image_pulls_free(ImagePulls *p);
 
 /* The result for one waiter: as the backend's, plus how long the pull took
  * (from its start, not the request: queueing is not pulling). */
-typedef void (*image_pull_done_t)(int r, const char *digest, const char *error, usec_t duration,
-                                  void *userdata);
+typedef void (*image_pulls_done_t)(int r, const char *digest, const char *error, usec_t duration,
+                                   void *userdata);
 
 /* Asks for ref. Joins a pull of the same ref and credentials that is queued
  * or running, else queues one. done runs once, from the loop, never inside
  * this call; *ret (optional) cancels the request. 0 or -ENOMEM. */
 int image_pulls_request(ImagePulls *p, const char *ref, const char *auths_json,
-                        image_pull_done_t done, void *userdata, ImagePullWaiter **ret);
+                        image_pulls_done_t done, void *userdata, ImagePullWaiter **ret);
 /* done will not be called. A pull nobody waits for any more still runs to
  * its end (its image may serve the next start); a queued one is dropped. */
 void image_pull_waiter_cancel(ImagePullWaiter *w);

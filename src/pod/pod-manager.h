@@ -11,6 +11,7 @@
 #include "event.h"
 #include "cni.h"
 #include "image.h"
+#include "image-pulls.h"
 #include "metrics.h"
 #include "runtime.h"
 #include "source.h"
@@ -40,6 +41,8 @@ typedef struct PodManagerOptions {
         const char *cni_conf_dir;              /* --cni-conf-dir */
         const char *pod_cidr;                  /* --pod-cidr, for the built-in network */
         PodConfig *config;                     /* not owned: ConfigMap/Secret lookups */
+        ImagePulls *pulls;                     /* not owned; NULL: no registry pulls */
+        bool image_pull_never;                 /* --image-pull-policy-override=never */
         /* /metrics and /metrics/probes (not owned; NULL: nothing counted).
          * The manager adds a collector to metrics: format it only while the
          * manager lives. */

@@ -380,6 +380,10 @@ static bool worker_sync(PodWorker *w) {
                         worker_event(w, c, POD_EVENT_BACK_OFF,
                                      "Back-off restarting failed container %s in pod %s",
                                      c->spec->name, w->full_name);
+                if (streq_ptr(a.waiting[i].reason, "ImagePullBackOff") &&
+                    !streq_ptr(c->waiting_reason, "ImagePullBackOff"))
+                        worker_event(w, c, POD_EVENT_BACK_OFF, "Back-off pulling image \"%s\"",
+                                     c->spec->image);
                 container_set_waiting(c, a.waiting[i].reason, a.waiting[i].message);
         }
         if (a.deadline_exceeded && !w->state.deadline_exceeded) {
