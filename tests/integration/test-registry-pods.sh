@@ -16,7 +16,27 @@ require_root
 start_registry
 "$TEST_DATA_DIR/make-test-image.sh" "$WORK/images" >/dev/null || { fail "make-test-image.sh"; finish; }
 SRC="oci-archive:$WORK/images/nanolet-test.tar:docker.io/library/nanolet-test:latest"
-for t in app:v1 app:v2 shared:v1 mirrored/app:v1; do push "$SRC" "test/$t"; done
+for t in app:v1 app:v2 shared:v1 mirrored/app:v1 always:v1; do push "$SRC" "test/$t"; done
+# config_of ARCHIVE: the config digest of the OCI archive's image (imageID).
+config_of() {
+        python3 - "$1" <<'PY'
+import json, sys, tarfile
+t = tarfile.open(sys.argv[1])
+idx = json.load(t.extractfile("index.json"))
+m = json.load(t.extractfile("blobs/sha256/" + idx["manifests"][0]["digest"][7:]))
+print(m["config"]["digest"])
+PY
+}
+CONFIG_A=$(config_of "$WORK/images/nanolet-test.tar")
+CONFIG_B=$(config_of "$WORK/images/nanolet-test-layers.tar")
+SHARED_LAYER=$(python3 - "$WORK/images/nanolet-test.tar" <<'PY'
+import json, sys, tarfile
+t = tarfile.open(sys.argv[1])
+idx = json.load(t.extractfile("index.json"))
+m = json.load(t.extractfile("blobs/sha256/" + idx["manifests"][0]["digest"][7:]))
+print(m["layers"][0]["digest"])
+PY
+)
 
 cat >"$WORK/registries.conf" <<CONF
 [[registry]]
@@ -62,6 +82,7 @@ pod two "$REG/test/shared:v1" IfNotPresent good
 pod denied "$REG/test/app:v2" IfNotPresent bad
 pod never "$REG/test/app:v9" Never
 pod mirrored "localhost:1/test/mirrored/app:v1" Always good
+pod always "$REG/test/always:v1" Always good
 start_agent --stop-pods-on-exit --registry-certs-dir "$CERTS" --registries-conf "$WORK/registries.conf" \
         --image-credential-file "$WORK/no-such-config.json"
 
@@ -101,6 +122,31 @@ grep -q 'GET /v2/test/app/manifests/v9' "$REGLOG" && fail "Never pulled" || ok "
 # --- a mirror for a registry nothing listens on
 check_field "localhost:1 image served by the mirror" mirrored 'p["status"]["phase"]' Running 90
 grep -q 'GET /v2/test/mirrored/app/manifests/v1' "$REGLOG" && ok "the mirror was asked" || fail "mirror not asked"
+
+# --- Always: a re-push of the tag is used on the next container start only,
+# and layers the store has are not downloaded again.
+check_field "always runs" always 'p["status"]["phase"]' Running 90
+check_field "always runs image A" always '"'"$CONFIG_A"'" in p["status"]["containerStatuses"][0]["imageID"]' True 10
+push "oci-archive:$WORK/images/nanolet-test-layers.tar:docker.io/library/nanolet-test-layers:latest" test/always:v1
+served_before=$(grep -cE "GET /v2/test/always/blobs/$SHARED_LAYER HTTP/[0-9.]+\" 200" "$REGLOG" || true)
+blobs_before=$(grep -cE 'GET /v2/test/always/blobs/.* HTTP/[0-9.]+" 200' "$REGLOG" || true)
+sleep 2
+check_field "still image A until the container restarts" always \
+        '"'"$CONFIG_A"'" in p["status"]["containerStatuses"][0]["imageID"] and p["status"]["containerStatuses"][0]["restartCount"] == 0' True 5
+uid=$(pod_field always 'p["metadata"]["uid"]')
+for id in $(runc --root "$RUN/runc" list -q | grep "^$uid"); do
+        pid=$(runc --root "$RUN/runc" state "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+        kill -KILL "$pid"
+done
+check_field "restarted with image B" always \
+        '"'"$CONFIG_B"'" in p["status"]["containerStatuses"][0]["imageID"] and p["status"]["containerStatuses"][0]["restartCount"] == 1' True 60
+served_after=$(grep -cE "GET /v2/test/always/blobs/$SHARED_LAYER HTTP/[0-9.]+\" 200" "$REGLOG" || true)
+[ "$served_before" = "$served_after" ] && ok "the shared layer was not downloaded again ($served_after)" ||
+        fail "shared layer served $served_before then $served_after times"
+# B = A's layer + 2 new ones: the 2 and B's config, nothing else.
+blobs_after=$(grep -cE 'GET /v2/test/always/blobs/.* HTTP/[0-9.]+" 200' "$REGLOG" || true)
+[ $((blobs_after - blobs_before)) = 3 ] && ok "only the 2 new layers and the config were downloaded" ||
+        fail "blobs downloaded after the re-push: $((blobs_after - blobs_before)), want 3"
 
 stop_agent
 
