@@ -419,6 +419,7 @@ enum {
         ARG_SERIALIZE_IMAGE_PULLS,
         ARG_MAX_PARALLEL_IMAGE_PULLS,
         ARG_IMAGE_PULL_POLICY_OVERRIDE,
+        ARG_LOGGING_FORMAT,
 };
 
 static const struct option serve_options[] = {
@@ -467,6 +468,7 @@ static const struct option serve_options[] = {
         { "serialize-image-pulls", required_argument, NULL, ARG_SERIALIZE_IMAGE_PULLS },
         { "max-parallel-image-pulls", required_argument, NULL, ARG_MAX_PARALLEL_IMAGE_PULLS },
         { "image-pull-policy-override", required_argument, NULL, ARG_IMAGE_PULL_POLICY_OVERRIDE },
+        { "logging-format", required_argument, NULL, ARG_LOGGING_FORMAT },
         {}
 };
 
@@ -514,7 +516,8 @@ static void serve_help(void) {
                "  --image-pull-policy-override never  no registry pull at all (appliances)\n"
                "  --dry-run                       log the pod events, touch no container\n"
                "  --stop-pods-on-exit             stop all pods when the agent is stopped\n"
-               "  -v N                            log verbosity (>= 4: debug)\n");
+               "  -v N                            log verbosity (>= 4: debug)\n"
+               "  --logging-format text|json      klog's text lines or kubelet's JSON [text]\n");
 }
 
 /* "IP[,IP]": each an IPv4 or IPv6 address. */
@@ -782,6 +785,17 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                         c->image_pull_never = streq(optarg, "never");
                         r = 0;
                         break;
+                case ARG_LOGGING_FORMAT: {
+                        LogFormat format;
+                        if (log_format_from_string(optarg, &format) < 0) {
+                                log_error("Invalid --logging-format \"%s\": expected text or json.",
+                                          optarg);
+                                return -EINVAL;
+                        }
+                        c->log_json = format == LOG_FORMAT_JSON;
+                        r = 0;
+                        break;
+                }
                 default:
                         /* getopt printed the problem */
                         return -EINVAL;

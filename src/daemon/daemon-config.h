@@ -69,6 +69,7 @@ typedef struct NanoletConfig {
         bool dry_run;
         bool stop_pods_on_exit;
         int verbosity;
+        bool log_json; /* --logging-format=json */
         char *config_file;
 } NanoletConfig;
 
