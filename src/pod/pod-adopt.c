@@ -19,6 +19,7 @@
 #include "checkpoint.h"
 #include "cni.h"
 #include "container-config.h"
+#include "container-id.h"
 #include "fileio.h"
 #include "log.h"
 #include "mount-util.h"
@@ -33,6 +34,41 @@
 
 char *attempt_dir_of(const PodWorker *w, const ContainerState *c, unsigned attempt) {
         return strprintf("%s/containers/%s/%u", w->pod_dir, c->spec->name, attempt);
+}
+
+/* The runtime ID of an attempt: the legacy name when the runtime has a
+ * container by that name (started by an agent before 64-hex IDs), else the
+ * current scheme's. */
+static char *attempt_container_id(const PodWorker *w, const ContainerState *c, unsigned attempt,
+                                  char *const *ids) {
+        _cleanup_free_ char *legacy = container_legacy_id(w->object->uid, c->spec->name, attempt);
+        if (legacy && strv_contains(ids, legacy))
+                return TAKE_PTR(legacy);
+        return container_runtime_id(w->object->uid, c->spec->name, attempt);
+}
+
+/* Whether the runtime container id is one of this pod's attempts, in either
+ * scheme: the attempts are the pod's attempt directories. */
+static bool pod_owns_container_id(const PodWorker *w, const char *id) {
+        _cleanup_free_ char *prefix = strprintf("%s-", w->object->uid);
+        if (prefix && startswith(id, prefix))
+                return true;
+        for (size_t slot = 0; slot < w->n_ops; slot++) {
+                const ContainerState *c = op_container(w->ops[slot]);
+                _cleanup_free_ char *dir = strprintf("%s/containers/%s", w->pod_dir, c->spec->name);
+                _cleanup_(closedirp) DIR *d = dir ? opendir(dir) : NULL;
+                struct dirent *de;
+                while (d && (de = readdir(d))) {
+                        unsigned n;
+                        if (safe_atou(de->d_name, &n) < 0)
+                                continue;
+                        _cleanup_free_ char *mine =
+                                container_runtime_id(w->object->uid, c->spec->name, n);
+                        if (mine && streq(mine, id))
+                                return true;
+                }
+        }
+        return false;
 }
 
 /* The newest attempt number of a container: its attempt directories (in
@@ -68,7 +104,8 @@ static bool container_newest_attempt(const PodWorker *w, const ContainerState *c
         return found;
 }
 
-static void container_restore_last(PodWorker *w, ContainerState *c, unsigned attempt) {
+static void container_restore_last(PodWorker *w, ContainerState *c, unsigned attempt,
+                                   char *const *ids) {
         _cleanup_(attempt_record_done) AttemptRecord rec = { .exit_code = -1 };
         _cleanup_free_ char *dir = NULL;
 
@@ -82,7 +119,7 @@ static void container_restore_last(PodWorker *w, ContainerState *c, unsigned att
         free(c->last_exit_reason);
         c->last_exit_reason = TAKE_PTR(rec.reason);
         free(c->last_container_id);
-        c->last_container_id = strprintf("%s-%s-%u", w->object->uid, c->spec->name, attempt - 1);
+        c->last_container_id = attempt_container_id(w, c, attempt - 1, ids);
 }
 
 static void container_restore_exited(ContainerState *c, AttemptRecord *rec) {
@@ -110,10 +147,10 @@ static bool container_adopt(PodWorker *w, ContainerOp *op, ContainerState *c, ch
         bool have_rec = attempt_record_read(dir, &rec) >= 0;
         c->attempt = c->restart_count = n;
         free(c->container_id);
-        c->container_id = strprintf("%s-%s-%u", w->object->uid, c->spec->name, n);
+        c->container_id = attempt_container_id(w, c, n, ids);
         if (!c->container_id)
                 return false;
-        container_restore_last(w, c, n);
+        container_restore_last(w, c, n, ids);
 
         Image *image = NULL;
         Error ie = {};
@@ -262,9 +299,8 @@ bool worker_adopt(PodWorker *w) {
         }
         /* Containers of this pod the runtime still has but nobody adopted:
          * stale attempts, or an attempt created but never started. */
-        _cleanup_free_ char *prefix = strprintf("%s-", w->object->uid);
         STRV_FOREACH(id, ids) {
-                if (!prefix || !startswith(*id, prefix) || strv_contains(keep, *id))
+                if (strv_contains(keep, *id) || !pod_owns_container_id(w, *id))
                         continue;
                 bool exited_now = false;
                 for (size_t slot = 0; slot < w->n_ops; slot++) {

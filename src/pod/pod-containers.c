@@ -19,6 +19,7 @@
 #include "checkpoint.h"
 #include "cni.h"
 #include "container-config.h"
+#include "container-id.h"
 #include "fileio.h"
 #include "log.h"
 #include "mount-util.h"
@@ -423,7 +424,7 @@ static void container_start_with_image(ContainerOp *op) {
         (void)set_str(&c->image_id, op->image->config_digest);
         op->stop_signal = signal_from_string(op->image->config.stop_signal);
 
-        op->id = strprintf("%s-%s-%u", w->object->uid, c->spec->name, op->attempt);
+        op->id = container_runtime_id(w->object->uid, c->spec->name, op->attempt);
         op->attempt_dir = strprintf("%s/containers/%s/%u", w->pod_dir, c->spec->name, op->attempt);
         op->rootfs = op->attempt_dir ? strprintf("%s/rootfs", op->attempt_dir) : NULL;
         op->log_path = strprintf("%s/%s/%u.log", w->log_dir, c->spec->name, op->attempt);

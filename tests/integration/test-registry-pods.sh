@@ -134,7 +134,7 @@ sleep 2
 check_field "still image A until the container restarts" always \
         '"'"$CONFIG_A"'" in p["status"]["containerStatuses"][0]["imageID"] and p["status"]["containerStatuses"][0]["restartCount"] == 0' True 5
 uid=$(pod_field always 'p["metadata"]["uid"]')
-for id in $(runc --root "$RUN/runc" list -q | grep "^$uid"); do
+for id in $(pod_runc_ids "$uid"); do
         pid=$(runc --root "$RUN/runc" state "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
         kill -KILL "$pid"
 done
