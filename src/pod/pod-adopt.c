@@ -47,30 +47,6 @@ static char *attempt_container_id(const PodWorker *w, const ContainerState *c, u
         return container_runtime_id(w->object->uid, c->spec->name, attempt);
 }
 
-/* Whether the runtime container id is one of this pod's attempts, in either
- * scheme: the attempts are the pod's attempt directories. */
-static bool pod_owns_container_id(const PodWorker *w, const char *id) {
-        _cleanup_free_ char *prefix = strprintf("%s-", w->object->uid);
-        if (prefix && startswith(id, prefix))
-                return true;
-        for (size_t slot = 0; slot < w->n_ops; slot++) {
-                const ContainerState *c = op_container(w->ops[slot]);
-                _cleanup_free_ char *dir = strprintf("%s/containers/%s", w->pod_dir, c->spec->name);
-                _cleanup_(closedirp) DIR *d = dir ? opendir(dir) : NULL;
-                struct dirent *de;
-                while (d && (de = readdir(d))) {
-                        unsigned n;
-                        if (safe_atou(de->d_name, &n) < 0)
-                                continue;
-                        _cleanup_free_ char *mine =
-                                container_runtime_id(w->object->uid, c->spec->name, n);
-                        if (mine && streq(mine, id))
-                                return true;
-                }
-        }
-        return false;
-}
-
 /* The newest attempt number of a container: its attempt directories (in
  * <root-dir>, so they survive a reboot) and the runtime's IDs. */
 static bool container_newest_attempt(const PodWorker *w, const ContainerState *c, char **ids,
@@ -300,7 +276,7 @@ bool worker_adopt(PodWorker *w) {
         /* Containers of this pod the runtime still has but nobody adopted:
          * stale attempts, or an attempt created but never started. */
         STRV_FOREACH(id, ids) {
-                if (strv_contains(keep, *id) || !pod_owns_container_id(w, *id))
+                if (strv_contains(keep, *id) || !container_id_of_pod(*id, w->object->uid))
                         continue;
                 bool exited_now = false;
                 for (size_t slot = 0; slot < w->n_ops; slot++) {

@@ -15,6 +15,7 @@
 #include "container-id.h"
 #include "string-util.h"
 
+#define POD_MARK "bf7916257b8bb0e6"
 static void test_runtime_id(void **state) {
         (void)state;
         _cleanup_free_ char *a =
@@ -33,9 +34,19 @@ static void test_runtime_id(void **state) {
         assert_string_equal(a, b);
         assert_string_not_equal(a, c);
         assert_string_not_equal(a, d);
-        /* sha256("7ceca5b52857864ff720b6fad01b5ef8/main/0"), fixed forever:
-         * a changed derivation would orphan every running container. */
-        assert_string_equal(a, "b909ea6afbf45330ad47ccecc5f4e650330386e0bac2b59c29131eaa3a375a6e");
+        /* 48 digits of sha256("7ceca5b52857864ff720b6fad01b5ef8/main/0") and 16
+         * of sha256("7ceca5b52857864ff720b6fad01b5ef8"), fixed forever: a
+         * changed derivation would orphan every running container. */
+        assert_string_equal(a, "b909ea6afbf45330ad47ccecc5f4e650330386e0bac2b59c" POD_MARK);
+        /* Every container of the pod carries the pod's mark. */
+        assert_true(container_id_of_pod(a, "7ceca5b52857864ff720b6fad01b5ef8"));
+        assert_true(container_id_of_pod(c, "7ceca5b52857864ff720b6fad01b5ef8"));
+        assert_true(container_id_of_pod(d, "7ceca5b52857864ff720b6fad01b5ef8"));
+        assert_false(container_id_of_pod(a, "1afd52cd307f3d448b6a5831675112ac"));
+        assert_true(container_id_of_pod("7ceca5b52857864ff720b6fad01b5ef8-main-4",
+                                        "7ceca5b52857864ff720b6fad01b5ef8"));
+        assert_false(container_id_of_pod("7ceca5b52857864ff720b6fad01b5ef8-main-4", "7ceca5b5"));
+        assert_false(container_id_of_pod("short", "7ceca5b52857864ff720b6fad01b5ef8"));
 }
 
 static void test_legacy_id(void **state) {
