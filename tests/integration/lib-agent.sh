@@ -95,6 +95,16 @@ for c in json.load(sys.stdin) or []:
         print(c["id"])' "$@"
 }
 
+# free_ports N: N TCP ports free on 127.0.0.1 now, on one line (bound
+# together, so they differ).
+free_ports() {
+        python3 -c '
+import socket, sys
+s = [socket.socket() for _ in range(int(sys.argv[1]))]
+for x in s: x.bind(("127.0.0.1", 0))
+print(*(x.getsockname()[1] for x in s))' "$1"
+}
+
 # Loads the busybox test image (built from the distro's busybox-static).
 load_test_image() {
         "$TEST_DATA_DIR/make-test-image.sh" "$WORK/images" >/dev/null

@@ -19,11 +19,7 @@ if [ -z "$PROMTOOL" ]; then
 fi
 load_test_image || { fail "test image"; finish; }
 
-read -r RO_PORT URL_PORT < <("$PY" -c '
-import socket
-s = [socket.socket() for _ in range(2)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*(x.getsockname()[1] for x in s))')
+read -r RO_PORT URL_PORT < <(free_ports 2)
 RO=http://127.0.0.1:$RO_PORT
 
 # The manifest URL: Python's own file server on loopback (it answers

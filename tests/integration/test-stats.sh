@@ -14,11 +14,7 @@ require_root
 PY=/usr/bin/python3
 load_test_image || { fail "test image"; finish; }
 
-read -r RO_PORT HZ_PORT < <("$PY" -c '
-import socket
-s = [socket.socket() for _ in range(2)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*(x.getsockname()[1] for x in s))')
+read -r RO_PORT HZ_PORT < <(free_ports 2)
 RO=http://127.0.0.1:$RO_PORT
 HZ=http://127.0.0.1:$HZ_PORT
 
