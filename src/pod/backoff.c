@@ -15,12 +15,30 @@ usec_t backoff_next_delay(usec_t prev_delay, usec_t ran_for) {
         return MIN(prev_delay * 2, BACKOFF_MAX_USEC);
 }
 
+/* kubelet keeps one window per container (flowcontrol.Backoff): an exit
+ * with no window (the first, or the first after a long run) is not in
+ * back-off and opens a 10 s window; an exit inside a window waits it out
+ * and doubles it. */
 void backoff_on_exit(ContainerState *c, usec_t now_mono) {
         assert(c);
         usec_t ran_for = 0;
         if (c->running_since > 0 && now_mono > c->running_since)
                 ran_for = now_mono - c->running_since;
-        c->backoff_delay = backoff_next_delay(c->backoff_delay, ran_for);
+        if (c->backoff_window == 0 || ran_for >= BACKOFF_RESET_USEC) {
+                c->backoff_delay = 0;
+                c->backoff_window = BACKOFF_INITIAL_USEC;
+        } else {
+                c->backoff_delay = c->backoff_window;
+                c->backoff_window = backoff_next_delay(c->backoff_window, 0);
+        }
+        c->backoff_until = now_mono + c->backoff_delay;
+        c->running_since = 0;
+}
+
+void backoff_on_failed_start(ContainerState *c, usec_t now_mono) {
+        assert(c);
+        c->backoff_delay = c->backoff_window ? c->backoff_window : BACKOFF_INITIAL_USEC;
+        c->backoff_window = backoff_next_delay(c->backoff_delay, 0);
         c->backoff_until = now_mono + c->backoff_delay;
         c->running_since = 0;
 }

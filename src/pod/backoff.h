@@ -1,6 +1,9 @@
-/* Restart back-off (SPEC §6, kubelet's CrashLoopBackOff): the delay before a
- * container may restart starts at 10 s, doubles on each further exit up to
- * 300 s, and starts over at 10 s once an attempt has run for 10 minutes.
+/* Restart back-off (SPEC §6, kubelet's CrashLoopBackOff): as kubelet, a
+ * container that exits is restarted at once the first time; after the
+ * second exit it waits 10 s, then 20 s, doubling up to 300 s, and the count
+ * starts over once an attempt has run for 10 minutes. A start that failed
+ * (the image could not be pulled, the container not created) waits from the
+ * first failure: 10 s, 20 s, … as kubelet's image pull back-off.
  *
  * The worker records an exit with backoff_on_exit(); pod_compute_actions()
  * only compares backoff_until with the clock, so the policy lives here and
@@ -21,11 +24,13 @@
  * used last time (0 = none yet). */
 usec_t backoff_next_delay(usec_t prev_delay, usec_t ran_for);
 
-/* Call when a container attempt ends: it exited, or it could not be created
- * or started (then running_since is 0 and the attempt counts as having run
- * for no time). Sets backoff_delay and backoff_until = now_mono + delay and
- * clears running_since. */
+/* Call when a container attempt exited. Sets backoff_delay (0: restart
+ * now) and backoff_until = now_mono + delay, advances the window for the
+ * next exit and clears running_since. */
 void backoff_on_exit(ContainerState *c, usec_t now_mono);
+/* Call when an attempt could not be pulled, created or started: waits the
+ * current window (10 s the first time) and doubles it. */
+void backoff_on_failed_start(ContainerState *c, usec_t now_mono);
 
 /* Call when creating the pod sandbox failed: same schedule, pod-level
  * fields (sandbox_backoff_delay/until). */

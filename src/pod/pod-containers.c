@@ -74,7 +74,7 @@ static void start_failed(ContainerOp *op, const char *reason, const char *messag
         if (op->attempt_dir)
                 (void)container_subpaths_release(op->attempt_dir);
         c->state = op->state_before;
-        backoff_on_exit(c, now_usec(CLOCK_MONOTONIC));
+        backoff_on_failed_start(c, now_usec(CLOCK_MONOTONIC));
         op_clear_start(op);
         worker_op_done(w);
 }

@@ -46,7 +46,8 @@ typedef struct ContainerState {
         /* Back-off (SPEC §6): a restart may not happen before backoff_until
          * (CLOCK_MONOTONIC). backoff_delay is the delay used last (0 = none yet). */
         usec_t backoff_until;
-        usec_t backoff_delay;
+        usec_t backoff_delay;  /* the wait before the coming restart (0: none) */
+        usec_t backoff_window; /* kubelet's back-off entry: the next exit's wait; 0 = none */
         usec_t running_since; /* CLOCK_MONOTONIC of the current run's start, for the 10 min reset */
 
         /* Probe-driven flags (maintained by the probe issue; defaults make

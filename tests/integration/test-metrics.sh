@@ -152,7 +152,7 @@ check_metric "pod start durations observed" "$M" 'v == 3' kubelet_pod_start_dura
 check_metric "pod start within an hour" "$M" 'v == 3' kubelet_pod_start_duration_seconds_bucket le=3600
 check_metric "pod worker syncs timed" "$M" 'v >= 3' kubelet_pod_worker_duration_seconds_count operation_type=create
 check_metric "runc starts counted" "$M" 'v >= 4' kubelet_runtime_operations_total operation_type=start_container
-check_metric "conmon creates counted" "$M" 'v >= 5' kubelet_runtime_operations_duration_seconds_count operation_type=create_container
+check_metric "conmon creates counted" "$M" 'v >= 4' kubelet_runtime_operations_duration_seconds_count operation_type=create_container
 check_metric "sandboxes counted" "$M" 'v == 3' kubelet_runtime_operations_total operation_type=run_podsandbox
 check_none "no runtime errors" "$M" kubelet_runtime_operations_errors_total
 check_metric "PLEG relists timed" "$M" 'v >= 1' kubelet_pleg_relist_duration_seconds_count

@@ -13,7 +13,8 @@
 
 static void test_sequence(void **state) {
         (void)state;
-        static const unsigned expected[] = { 10, 20, 40, 80, 160, 300, 300, 300 };
+        /* kubelet: the first exit restarts at once, then 10 s, doubling to 300 s. */
+        static const unsigned expected[] = { 0, 10, 20, 40, 80, 160, 300, 300, 300 };
         ContainerState c = { .exit_code = -1 };
         usec_t now = 1000 * SEC;
 
@@ -25,6 +26,10 @@ static void test_sequence(void **state) {
                 assert_int_equal(c.backoff_delay, expected[i] * SEC);
                 assert_int_equal(c.backoff_until, now + expected[i] * SEC);
                 assert_int_equal(c.running_since, 0);
+                if (expected[i] == 0) {
+                        assert_false(backoff_active(&c, now));
+                        continue;
+                }
                 assert_true(backoff_active(&c, now));
                 assert_true(backoff_active(&c, c.backoff_until - 1));
                 assert_false(backoff_active(&c, c.backoff_until));
@@ -37,7 +42,7 @@ static void test_reset_after_long_run(void **state) {
         ContainerState c = {};
         usec_t now = 5000 * SEC;
 
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < 5; i++) {
                 c.running_since = now;
                 now += 2 * SEC;
                 backoff_on_exit(&c, now);
@@ -54,19 +59,29 @@ static void test_reset_after_long_run(void **state) {
         c.running_since = now;
         now += 600 * SEC;
         backoff_on_exit(&c, now);
+        assert_int_equal(c.backoff_delay, 0);
+        assert_int_equal(c.backoff_until, now);
+        c.running_since = now;
+        now += SEC;
+        backoff_on_exit(&c, now);
         assert_int_equal(c.backoff_delay, 10 * SEC);
-        assert_int_equal(c.backoff_until, now + 10 * SEC);
 }
 
 static void test_failed_start(void **state) {
         (void)state;
-        /* A start that failed never ran: no reset, normal doubling. */
+        /* A start that failed (image pull, create) waits from the first
+         * failure, as kubelet's image back-off: 10 s, 20 s, ... */
         ContainerState c = {};
-        backoff_on_exit(&c, 100 * SEC);
+        backoff_on_failed_start(&c, 100 * SEC);
         assert_int_equal(c.backoff_delay, 10 * SEC);
-        backoff_on_exit(&c, 200 * SEC);
+        assert_int_equal(c.backoff_until, 110 * SEC);
+        backoff_on_failed_start(&c, 200 * SEC);
         assert_int_equal(c.backoff_delay, 20 * SEC);
         assert_int_equal(c.backoff_until, 220 * SEC);
+        /* Started at last, then crashed: the window goes on doubling. */
+        c.running_since = 230 * SEC;
+        backoff_on_exit(&c, 231 * SEC);
+        assert_int_equal(c.backoff_delay, 40 * SEC);
 }
 
 static void test_next_delay(void **state) {

@@ -294,6 +294,14 @@ static void test_init_failed_never(void **state) {
         fx_done(&f);
 }
 
+/* An exit after an earlier one (kubelet restarts the first at once): the
+ * container waits its 10 s window. */
+static void crashed_again(ContainerState *c, usec_t now) {
+        if (c->backoff_window == 0)
+                c->backoff_window = BACKOFF_INITIAL_USEC;
+        backoff_on_exit(c, now);
+}
+
 static void test_init_failed_restart(void **state) {
         (void)state;
         Fixture f;
@@ -302,7 +310,7 @@ static void test_init_failed_restart(void **state) {
         ContainerState *i1 = C(&f, "i1");
         i1->running_since = 90 * SEC;
         set_exited(i1, 1);
-        backoff_on_exit(i1, 100 * SEC);
+        crashed_again(i1, 100 * SEC);
 
         /* Before the back-off expires: CrashLoopBackOff and a wake-up. */
         PodActions *a = fx_compute(&f, 105 * SEC);
@@ -360,7 +368,7 @@ static void test_sidecar_gates_next_init(void **state) {
          * restartPolicy Never, after its back-off, without blocking i1. */
         set_running(C(&f, "i1"), true);
         set_exited(C(&f, "sc1"), 1);
-        backoff_on_exit(C(&f, "sc1"), 103 * SEC);
+        crashed_again(C(&f, "sc1"), 103 * SEC);
         a = fx_compute(&f, 104 * SEC);
         assert_int_equal(a->n_starts, 0);
         assert_false(a->kill_pod);
@@ -397,7 +405,7 @@ static void test_sidecar_restart_after_init(void **state) {
         set_running(C(&f, "sc1"), true);
         set_exited(C(&f, "i1"), 0);
         set_exited(C(&f, "sc2"), 0); /* even exit 0: a sidecar always restarts */
-        backoff_on_exit(C(&f, "sc2"), 200 * SEC);
+        crashed_again(C(&f, "sc2"), 200 * SEC);
         set_running(C(&f, "a1"), true);
         set_running(C(&f, "a2"), true);
 
@@ -440,7 +448,7 @@ static void test_app_exit_table(void **state) {
                 f.s.sandbox = SANDBOX_READY;
                 set_running(C(&f, "a2"), true);
                 set_exited(C(&f, "a1"), rows[i].exit_code);
-                backoff_on_exit(C(&f, "a1"), 100 * SEC);
+                crashed_again(C(&f, "a1"), 100 * SEC);
 
                 /* In back-off: never started early. */
                 PodActions *a = fx_compute(&f, 101 * SEC);
@@ -512,7 +520,7 @@ static void test_kill_requested(void **state) {
         /* Once dead it restarts per policy (Always), with back-off. */
         set_exited(C(&f, "a1"), 137);
         C(&f, "a1")->kill_requested = false;
-        backoff_on_exit(C(&f, "a1"), 101 * SEC);
+        crashed_again(C(&f, "a1"), 101 * SEC);
         a = fx_compute(&f, 111 * SEC);
         assert_non_null(find_start(a, "a1"));
 
@@ -687,7 +695,7 @@ static void test_create_error_waits(void **state) {
         ContainerState *c = C(&f, "a1");
         /* The worker failed to create it: reason kept, retried after back-off. */
         c->waiting_reason = strdup("CreateContainerError");
-        backoff_on_exit(c, 100 * SEC);
+        backoff_on_failed_start(c, 100 * SEC);
         PodActions *a = fx_compute(&f, 105 * SEC);
         assert_int_equal(a->n_starts, 0);
         assert_int_equal(a->n_waiting, 0);
@@ -709,7 +717,7 @@ static void test_image_pull_back_off(void **state) {
          * back-off runs the container shows ImagePullBackOff with the cause. */
         c->waiting_reason = strdup("ErrImagePull");
         c->waiting_message = strdup("401 Unauthorized: authentication required");
-        backoff_on_exit(c, 100 * SEC);
+        backoff_on_failed_start(c, 100 * SEC);
         PodActions *a = fx_compute(&f, 101 * SEC);
         assert_int_equal(a->n_starts, 0);
         assert_int_equal(a->next_wakeup, 110 * SEC);
@@ -731,8 +739,34 @@ static void test_image_pull_back_off(void **state) {
         fx_done(&f);
 }
 
+static void test_first_restart_at_once(void **state) {
+        (void)state;
+        Fixture f;
+        fx_setup(&f, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n"
+                     "  containers:\n  - {name: a1, image: busybox}\n");
+        f.s.sandbox = SANDBOX_READY;
+        ContainerState *c = C(&f, "a1");
+        /* kubelet: the first exit is restarted at once, no CrashLoopBackOff. */
+        c->running_since = 99 * SEC;
+        set_exited(c, 1);
+        backoff_on_exit(c, 100 * SEC);
+        PodActions *a = fx_compute(&f, 100 * SEC);
+        assert_non_null(find_start(a, "a1"));
+        assert_true(find_start(a, "a1")->restart);
+        assert_null(find_waiting(a, "a1"));
+        /* The second exit waits 10 s, in CrashLoopBackOff. */
+        c->running_since = 100 * SEC;
+        backoff_on_exit(c, 101 * SEC);
+        a = fx_compute(&f, 101 * SEC);
+        assert_null(find_start(a, "a1"));
+        assert_string_equal(find_waiting(a, "a1")->reason, "CrashLoopBackOff");
+        assert_int_equal(a->next_wakeup, 111 * SEC);
+        fx_done(&f);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_first_restart_at_once),
                 cmocka_unit_test(test_image_pull_back_off),
                 cmocka_unit_test(test_sandbox),
                 cmocka_unit_test(test_init_order),
