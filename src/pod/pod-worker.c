@@ -124,6 +124,16 @@ PodWorker *pod_worker_take_successor(PodWorker *w) {
         return next;
 }
 
+char *pod_worker_cgroup_path(const PodWorker *w) {
+        return runtime_pod_cgroup_path(&w->ctx->o->cgroups, pod_cgroup_qos(w->object->pod),
+                                       w->object->uid);
+}
+
+char *pod_worker_container_cgroup_path(const PodWorker *w, const char *container_id) {
+        return runtime_container_cgroup_path(&w->ctx->o->cgroups, pod_cgroup_qos(w->object->pod),
+                                             w->object->uid, container_id);
+}
+
 char *const *pod_worker_wait_for(const PodWorker *w) {
         return w->wait_for;
 }
@@ -292,8 +302,9 @@ static bool worker_teardown(PodWorker *w) {
                         log_warning_errno(r, "Pod \"%s\": failed to remove %s: %m", w->full_name,
                                           w->pod_dir);
         }
-        _cleanup_free_ char *cgroup = runtime_pod_cgroup_path(w->object->uid);
-        int q = cgroup ? runtime_cgroup_remove("/sys/fs/cgroup", cgroup) : -ENOMEM;
+        _cleanup_free_ char *cgroup = pod_worker_cgroup_path(w);
+        int q = cgroup ? runtime_cgroup_remove(w->ctx->o->cgroup_fs ?: "/sys/fs/cgroup", cgroup)
+                       : -ENOMEM;
         if (q < 0)
                 log_warning_errno(q, "Pod \"%s\": failed to remove cgroup %s: %m", w->full_name,
                                   strna(cgroup));

@@ -72,6 +72,11 @@ const PodState *pod_worker_state(const PodWorker *w);
  * NULL before the first write or after a failed one. */
 const char *pod_worker_status_text(const PodWorker *w);
 
+/* The pod's cgroup directory below each hierarchy root, and a container's
+ * (cgroup.h); NULL on ENOMEM. */
+char *pod_worker_cgroup_path(const PodWorker *w);
+char *pod_worker_container_cgroup_path(const PodWorker *w, const char *container_id);
+
 /* pod_worker_terminate() was called: the worker is on its way out and no
  * longer counts as the live pod of its UID or name. */
 bool pod_worker_is_terminating(const PodWorker *w);

@@ -947,16 +947,15 @@ static void test_resources(void **state) {
         fx_init(&f, POD_HEAD "  containers:\n  - name: c\n    image: b\n    command: [x]\n"
                              "    resources:\n      requests: {cpu: 250m, memory: 1Gi}\n"
                              "      limits: {cpu: 500m, memory: 2Gi, hugepages-2Mi: 4Mi}\n");
-        f.ctx.pids_limit = 1024;
         fx_build_ok(&f);
-        char *want = strprintf("/nanolet/pod%s/uid1-c-0", f.node.pod_uid);
+        char *want = strprintf("/kubepods/burstable/pod%s/uid1-c-0", f.node.pod_uid);
         assert_string_equal(f.c.cgroups_path, want);
         free(want);
         assert_int_equal(f.c.resources.cpu_shares, 256);
         assert_int_equal(f.c.resources.cpu_period, 100000);
         assert_int_equal(f.c.resources.cpu_quota, 50000);
         assert_int_equal(f.c.resources.memory_limit, 2LL << 30);
-        assert_int_equal(f.c.resources.pids_limit, 1024);
+        assert_int_equal(f.c.resources.pids_limit, 0); /* the pod's, not the container's */
         assert_int_equal(f.c.resources.n_hugepages, 1);
         assert_string_equal(f.c.resources.hugepages[0].page_size, "2MB");
         assert_int_equal(f.c.resources.hugepages[0].limit, 4 << 20);
