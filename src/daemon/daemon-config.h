@@ -42,8 +42,8 @@ typedef struct NanoletConfig {
         char *resolv_conf;
         char *hairpin_mode;
         char *cgroup_driver;
-        char *cgroup_root;   /* --cgroup-root, "/" */
-        bool cpu_cfs_quota;  /* --cpu-cfs-quota, true */
+        char *cgroup_root;  /* --cgroup-root, "/" */
+        bool cpu_cfs_quota; /* --cpu-cfs-quota, true */
         /* --kube-reserved / --system-reserved (cpu=,memory=): subtracted
          * from the node's capacity to give its allocatable. 0 = none. */
         int64_t kube_reserved_milli_cpu, kube_reserved_memory;

@@ -249,8 +249,8 @@ static int daemon_setup_runtime(Daemon *d) {
         int64_t cap_mem = pages > 0 && psize > 0 ? (int64_t)pages * psize : 0;
         int64_t alloc_cpu = MAX(cap_cpu - c->kube_reserved_milli_cpu - c->system_reserved_milli_cpu,
                                 (int64_t)0);
-        int64_t alloc_mem = MAX(cap_mem - c->kube_reserved_memory - c->system_reserved_memory,
-                                (int64_t)0);
+        int64_t alloc_mem =
+                MAX(cap_mem - c->kube_reserved_memory - c->system_reserved_memory, (int64_t)0);
         bool reserved_cpu = c->kube_reserved_milli_cpu || c->system_reserved_milli_cpu;
         bool reserved_mem = c->kube_reserved_memory || c->system_reserved_memory;
         r = daemon_write_node(d, cap_cpu, cap_mem, alloc_cpu, alloc_mem);

@@ -1362,8 +1362,8 @@ static void pod_sums(const Pod *pod, PodSums *s) {
         *s = (PodSums){ .cpu_lim_all = true, .mem_lim_all = true };
         for (size_t i = 0; i < sp->n_init_containers + sp->n_containers; i++) {
                 bool init = i < sp->n_init_containers;
-                const Container *c = init ? &sp->init_containers[i]
-                                          : &sp->containers[i - sp->n_init_containers];
+                const Container *c =
+                        init ? &sp->init_containers[i] : &sp->containers[i - sp->n_init_containers];
                 const OptionalQuantity *rq = request_of(&c->resources, true);
                 const ResourceList *l = &c->resources.limits;
                 int64_t cr = rq ? rq->value.milli : 0;
@@ -1443,9 +1443,9 @@ int pod_cgroup_resources(const Pod *pod, bool cpu_cfs_quota, int64_t pids_limit,
                 res.cpu_shares = container_milli_cpu_to_shares(s.cpu_req);
                 if (s.cpu_lim_all) {
                         res.cpu_period = QUOTA_PERIOD;
-                        res.cpu_quota = cpu_cfs_quota
-                                                ? container_milli_cpu_to_quota(s.cpu_lim, QUOTA_PERIOD)
-                                                : -1;
+                        res.cpu_quota = cpu_cfs_quota ? container_milli_cpu_to_quota(s.cpu_lim,
+                                                                                     QUOTA_PERIOD)
+                                                      : -1;
                 }
                 if (s.mem_lim_all)
                         res.memory_limit = (uint64_t)s.mem_lim;
@@ -1477,9 +1477,8 @@ static int build_resources(const ContainerBuildContext *ctx, RuntimeContainerCon
         if (isempty(uid) || isempty(ctx->container_id))
                 return error_set(err, -EINVAL, "pod UID and container ID are required");
         const CgroupLayout def = { .driver = CGROUP_DRIVER_CGROUPFS, .root = "/" };
-        c->cgroups_path = runtime_container_cgroups_path(ctx->cgroups ?: &def,
-                                                         pod_cgroup_qos(ctx->pod), uid,
-                                                         ctx->container_id);
+        c->cgroups_path = runtime_container_cgroups_path(
+                ctx->cgroups ?: &def, pod_cgroup_qos(ctx->pod), uid, ctx->container_id);
         if (!c->cgroups_path)
                 return -ENOMEM;
 
@@ -1498,7 +1497,7 @@ static int build_resources(const ContainerBuildContext *ctx, RuntimeContainerCon
                         return -ENOMEM;
                 for (size_t i = 0; i < lim->n_hugepages; i++) {
                         r = container_hugepage_cgroup_name(lim->hugepages[i].page_size,
-                                               &res->hugepages[i].page_size);
+                                                           &res->hugepages[i].page_size);
                         if (r == -ENOMEM)
                                 return r;
                         if (r < 0)

@@ -34,10 +34,10 @@ typedef struct ContainerBuildContext {
         const PodNodeInfo *node;       /* node name, pod/host IPs, allocatable */
         const PodObjectLookup *lookup; /* local ConfigMaps/Secrets; NULL = none exist */
 
-        const char *container_id;  /* <pod-uid>-<name>-<attempt> */
-        unsigned attempt;          /* nanolet.io/attempt annotation */
-        const char *rootfs;        /* mounted rootfs (absolute) */
-        const char *attempt_dir;   /* the attempt's own; subPath mount points go below */
+        const char *container_id; /* <pod-uid>-<name>-<attempt> */
+        unsigned attempt;         /* nanolet.io/attempt annotation */
+        const char *rootfs;       /* mounted rootfs (absolute) */
+        const char *attempt_dir;  /* the attempt's own; subPath mount points go below */
         /* The pod's cgroup (cgroup.h): the container's cgroupsPath is below
          * it. NULL = the cgroupfs driver under "/". The pids limit is the
          * pod's (pod_cgroup_resources()), not the container's. */

@@ -364,8 +364,8 @@ static int worker_cgroup_create(PodWorker *w, Error *err) {
                 CgroupResources be = { .cpu_shares = 2 }; /* kubelet's MinShares */
                 perr = (Error){};
                 if (runtime_cgroup_create(fs, level, &be, &perr) < 0)
-                        log_warning("Pod \"%s\": cannot configure the cgroup %s: %s",
-                                    w->full_name, level, perr.message);
+                        log_warning("Pod \"%s\": cannot configure the cgroup %s: %s", w->full_name,
+                                    level, perr.message);
         }
         CgroupResources res;
         r = pod_cgroup_resources(w->state.pod, o->cpu_cfs_quota, o->pod_pids_limit, &res);

@@ -259,19 +259,17 @@ static int create_v1(const char *cgroup_root, const char *path, const CgroupReso
                                         return r;
                         }
                 } else if (streq(c, "memory")) {
-                        if (res->memory_limit > 0 &&
-                            (r = cg_write_u64(dir, "memory.limit_in_bytes", res->memory_limit,
-                                              err)) < 0)
+                        if (res->memory_limit > 0 && (r = cg_write_u64(dir, "memory.limit_in_bytes",
+                                                                       res->memory_limit, err)) < 0)
                                 return r;
                 } else if (streq(c, "pids")) {
                         if (res->pids_limit > 0 &&
-                            (r = cg_write_u64(dir, "pids.max", (uint64_t)res->pids_limit, err)) <
-                                    0)
+                            (r = cg_write_u64(dir, "pids.max", (uint64_t)res->pids_limit, err)) < 0)
                                 return r;
                 } else if (streq(c, "hugetlb")) {
                         for (size_t k = 0; k < res->n_hugepages; k++) {
-                                _cleanup_free_ char *f = strprintf(
-                                        "hugetlb.%s.limit_in_bytes", res->hugepages[k].page_size);
+                                _cleanup_free_ char *f = strprintf("hugetlb.%s.limit_in_bytes",
+                                                                   res->hugepages[k].page_size);
                                 if (!f)
                                         return -ENOMEM;
                                 if ((r = cg_write_u64(dir, f, res->hugepages[k].limit, err)) < 0)
