@@ -1350,44 +1350,52 @@ CgroupQos pod_cgroup_qos(const Pod *pod) {
         }
 }
 
-/* Sums of app containers, then the max with each init container (kubelet's
- * PodRequests/PodLimits without overhead, which static pods do not have). */
+/* kubelet's PodRequests/PodLimits without overhead (static pods have
+ * none): the app containers' sum, sidecars (init containers with
+ * restartPolicy Always) added to it, then the maximum with each other init
+ * container plus the sidecars started before it. */
 typedef struct PodSums {
-        int64_t cpu_req, cpu_lim, mem_lim;
+        int64_t v[3]; /* cpu request (milli), cpu limit (milli), memory limit */
         bool cpu_lim_all, mem_lim_all;
 } PodSums;
 
+static void container_amounts(const Container *c, int64_t v[3], PodSums *s) {
+        const OptionalQuantity *rq = request_of(&c->resources, true);
+        const ResourceList *l = &c->resources.limits;
+        v[0] = rq ? MAX(rq->value.milli, 0) : 0;
+        v[1] = l->cpu.set ? MAX(l->cpu.value.milli, 0) : 0;
+        v[2] = l->memory.set ? MAX(l->memory.value.value, 0) : 0;
+        if (v[1] == 0)
+                s->cpu_lim_all = false;
+        if (v[2] == 0)
+                s->mem_lim_all = false;
+}
+
 static void pod_sums(const Pod *pod, PodSums *s) {
         const PodSpec *sp = &pod->spec;
+        int64_t side[3] = {}, init_max[3] = {}, v[3];
+
         *s = (PodSums){ .cpu_lim_all = true, .mem_lim_all = true };
-        for (size_t i = 0; i < sp->n_init_containers + sp->n_containers; i++) {
-                bool init = i < sp->n_init_containers;
-                const Container *c =
-                        init ? &sp->init_containers[i] : &sp->containers[i - sp->n_init_containers];
-                const OptionalQuantity *rq = request_of(&c->resources, true);
-                const ResourceList *l = &c->resources.limits;
-                int64_t cr = rq ? rq->value.milli : 0;
-                int64_t cl = l->cpu.set ? l->cpu.value.milli : 0;
-                int64_t ml = l->memory.set ? l->memory.value.value : 0;
-                if (cl <= 0)
-                        s->cpu_lim_all = false;
-                if (ml <= 0)
-                        s->mem_lim_all = false;
-                if (init)
-                        continue; /* their maximum is taken below */
-                s->cpu_req += MAX(cr, 0);
-                s->cpu_lim += MAX(cl, 0);
-                s->mem_lim += MAX(ml, 0);
+        for (size_t i = 0; i < sp->n_containers; i++) {
+                container_amounts(&sp->containers[i], v, s);
+                for (int k = 0; k < 3; k++)
+                        s->v[k] += v[k];
         }
-        /* an init container runs alone: it needs only its own amount */
         for (size_t i = 0; i < sp->n_init_containers; i++) {
                 const Container *c = &sp->init_containers[i];
-                const OptionalQuantity *rq = request_of(&c->resources, true);
-                const ResourceList *l = &c->resources.limits;
-                s->cpu_req = MAX(s->cpu_req, rq ? rq->value.milli : 0);
-                s->cpu_lim = MAX(s->cpu_lim, l->cpu.set ? l->cpu.value.milli : 0);
-                s->mem_lim = MAX(s->mem_lim, l->memory.set ? l->memory.value.value : 0);
+                bool sidecar = c->restart_policy == RESTART_POLICY_ALWAYS;
+                container_amounts(c, v, s);
+                for (int k = 0; k < 3; k++) {
+                        if (sidecar) {
+                                s->v[k] += v[k];
+                                side[k] += v[k];
+                        }
+                        int64_t need = sidecar ? side[k] : v[k] + side[k];
+                        init_max[k] = MAX(init_max[k], need);
+                }
         }
+        for (int k = 0; k < 3; k++)
+                s->v[k] = MAX(s->v[k], init_max[k]);
 }
 
 static int add_hugepages(CgroupResources *res, const Container *c, bool init) {
@@ -1440,15 +1448,15 @@ int pod_cgroup_resources(const Pod *pod, bool cpu_cfs_quota, int64_t pids_limit,
         case _POD_QOS_CLASS_MAX:
         case _POD_QOS_CLASS_INVALID:
         default:
-                res.cpu_shares = container_milli_cpu_to_shares(s.cpu_req);
+                res.cpu_shares = container_milli_cpu_to_shares(s.v[0]);
                 if (s.cpu_lim_all) {
                         res.cpu_period = QUOTA_PERIOD;
-                        res.cpu_quota = cpu_cfs_quota ? container_milli_cpu_to_quota(s.cpu_lim,
-                                                                                     QUOTA_PERIOD)
-                                                      : -1;
+                        res.cpu_quota = cpu_cfs_quota
+                                                ? container_milli_cpu_to_quota(s.v[1], QUOTA_PERIOD)
+                                                : -1;
                 }
                 if (s.mem_lim_all)
-                        res.memory_limit = (uint64_t)s.mem_lim;
+                        res.memory_limit = (uint64_t)s.v[2];
                 break;
         }
         /* unlike cpu and memory, hugepages are limited whatever the class */

@@ -315,6 +315,10 @@ static bool worker_teardown(PodWorker *w) {
         if (q < 0)
                 log_warning_errno(q, "Pod \"%s\": failed to remove cgroup %s: %m", w->full_name,
                                   strna(cgroup));
+        /* where versions before the QoS hierarchy put it (adopted pods) */
+        _cleanup_free_ char *legacy = strprintf("/nanolet/pod%s", w->object->uid);
+        if (legacy)
+                (void)runtime_cgroup_remove(w->ctx->o->cgroup_fs ?: "/sys/fs/cgroup", legacy);
         (void)pod_status_remove(w->ctx->status_dir, w->object->uid);
         w->status_text = mfree(w->status_text); /* gone from the API's /pods too */
         (void)pod_events_remove(w->ctx->status_dir, w->object->uid);

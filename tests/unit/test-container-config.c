@@ -1110,6 +1110,28 @@ static void test_pod_cgroup_resources(void **state) {
         assert_int_equal(r.memory_limit, 256 << 20);
         pod_cgroup_resources_done(&r);
 
+        /* a sidecar adds to the sum, and to what later init containers need */
+        pod_res("  initContainers:\n"
+                "  - {name: s, image: b, command: [x], restartPolicy: Always, resources: "
+                "{limits: {cpu: 100m, memory: 16Mi}}}\n" CT(
+                        "i",
+                        "{limits: {cpu: 2, memory: 1Gi}}") "  containers:\n" CT("a",
+                                                                                "{limits: {cpu: "
+                                                                                "500m, memory: "
+                                                                                "128Mi}}"),
+                true, 0, &r, POD_QOS_GUARANTEED);
+        assert_int_equal(r.cpu_quota, 210000); /* max(100m + 500m, 2 + 100m) */
+        assert_int_equal(r.memory_limit, (1LL << 30) + (16 << 20));
+        pod_cgroup_resources_done(&r);
+        pod_res("  initContainers:\n"
+                "  - {name: s, image: b, command: [x], restartPolicy: Always, resources: "
+                "{limits: {cpu: 100m, memory: 16Mi}}}\n"
+                "  containers:\n" CT("a", "{limits: {cpu: 500m, memory: 128Mi}}"),
+                true, 0, &r, POD_QOS_GUARANTEED);
+        assert_int_equal(r.cpu_quota, 60000);
+        assert_int_equal(r.memory_limit, 144 << 20);
+        pod_cgroup_resources_done(&r);
+
         /* --cpu-cfs-quota=false: unlimited */
         pod_res("  containers:\n" CT("a", "{limits: {cpu: 200m, memory: 64Mi}}"), false, 0, &r,
                 POD_QOS_GUARANTEED);
