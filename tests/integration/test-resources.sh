@@ -47,7 +47,8 @@ HOG='x=$(head -c 100000000 /dev/zero | tr "\0" a); echo survived; sleep 1'
 pod_with oomnever Never '{limits: {memory: 32Mi}}' "$HOG" | put_manifest oomnever.yaml
 pod_with oomalways Always '{limits: {memory: 32Mi}}' "$HOG" | put_manifest oomalways.yaml
 
-start_agent --cgroup-root "$TEST_CGROUP_ROOT" --pod-pids-limit 100 -v 2
+start_agent --cgroup-root "$TEST_CGROUP_ROOT" --pod-pids-limit 100 \
+        --system-reserved cpu=500m,memory=1Gi --kube-reserved memory=256Mi -v 2
 
 for p in gua bur be; do
         check_field "$p runs" "$p" 'p["status"]["phase"]' Running
@@ -121,9 +122,18 @@ check_field "Always: lastState OOMKilled" oomalways \
 check_field "Always: lastState exit code 137" oomalways \
         'p["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"]' 137
 
-# node.json: capacity and allocatable
-v=$(nl node 2>&1 | grep -c -i allocatable || true)
-[ "$v" -ge 1 ] && ok "nanolet node shows allocatable" || fail "nanolet node: $(nl node 2>&1)"
+# allocatable = capacity - reserved: in `nanolet node` and as kubepods' limits
+ALLOC_MEM=$((MEMCAP - 1073741824 - 268435456))
+ALLOC_CPU=$(($(getconf _NPROCESSORS_ONLN) * 1000 - 500))
+v=$(nl node -o json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["allocatable"]["memory"], d["allocatable"]["cpu"], d["capacity"]["memory"])')
+[ "$v" = "$ALLOC_MEM ${ALLOC_CPU}m $MEMCAP" ] && ok "nanolet node: allocatable $v" || fail "nanolet node: '$v', want '$ALLOC_MEM ${ALLOC_CPU}m $MEMCAP'"
+nl node | grep -q '^Allocatable:' && ok "nanolet node prints Allocatable" || fail "nanolet node: $(nl node 2>&1)"
+v=$(cat "/sys/fs/cgroup/memory$TEST_CGROUP_ROOT/kubepods/memory.limit_in_bytes")
+[ "$v" = "$ALLOC_MEM" ] && ok "kubepods memory.limit_in_bytes = allocatable" || fail "kubepods memory limit $v, want $ALLOC_MEM"
+v=$(cat "/sys/fs/cgroup/cpu$TEST_CGROUP_ROOT/kubepods/cpu.shares")
+want=$((ALLOC_CPU * 1024 / 1000))
+[ "$want" -gt 262144 ] && want=262144
+[ "$v" = "$want" ] && ok "kubepods cpu.shares from allocatable ($v)" || fail "kubepods cpu.shares $v, want $want"
 
 # the pods go, their cgroups with them
 CGS=$(agent_pod_cgroups | wc -l)
