@@ -44,6 +44,7 @@ int nanolet_config_init(NanoletConfig *c) {
                 .image_gc_high_threshold = 85,
                 .image_gc_low_threshold = 80,
                 .serialize_image_pulls = true,
+                .cpu_cfs_quota = true,
                 .read_only_port = 10255,
                 .healthz_port = 10248,
         };
@@ -64,6 +65,7 @@ int nanolet_config_init(NanoletConfig *c) {
                 { offsetof(NanoletConfig, resolv_conf), "/etc/resolv.conf" },
                 { offsetof(NanoletConfig, hairpin_mode), "hairpin-veth" },
                 { offsetof(NanoletConfig, cgroup_driver), "cgroupfs" },
+                { offsetof(NanoletConfig, cgroup_root), "/" },
                 { offsetof(NanoletConfig, address), "127.0.0.1" },
                 { offsetof(NanoletConfig, healthz_bind_address), "127.0.0.1" },
                 { offsetof(NanoletConfig, image_credential_file), "/var/lib/nanolet/config.json" },
@@ -87,17 +89,29 @@ int nanolet_config_init(NanoletConfig *c) {
 
 void nanolet_config_deinit(NanoletConfig *c) {
         char **strings[] = {
-                &c->pod_manifest_path, &c->manifest_url,
-                &c->hostname_override, &c->node_name,
-                &c->root_dir,          &c->run_dir,
-                &c->pod_logs_dir,      &c->container_logs_dir,
-                &c->runtime,           &c->cni_conf_dir,
-                &c->cni_bin_dir,       &c->pod_cidr,
-                &c->cluster_domain,    &c->resolv_conf,
-                &c->hairpin_mode,      &c->cgroup_driver,
-                &c->address,           &c->healthz_bind_address,
-                &c->config_file,       &c->image_credential_file,
-                &c->registries_conf,   &c->registry_certs_dir,
+                &c->pod_manifest_path,
+                &c->manifest_url,
+                &c->hostname_override,
+                &c->node_name,
+                &c->root_dir,
+                &c->run_dir,
+                &c->pod_logs_dir,
+                &c->container_logs_dir,
+                &c->runtime,
+                &c->cni_conf_dir,
+                &c->cni_bin_dir,
+                &c->pod_cidr,
+                &c->cluster_domain,
+                &c->resolv_conf,
+                &c->hairpin_mode,
+                &c->cgroup_driver,
+                &c->cgroup_root,
+                &c->address,
+                &c->healthz_bind_address,
+                &c->config_file,
+                &c->image_credential_file,
+                &c->registries_conf,
+                &c->registry_certs_dir,
         };
         for (size_t i = 0; i < ELEMENTSOF(strings); i++) {
                 free(*strings[i]);
@@ -126,6 +140,41 @@ int nanolet_parse_duration(const char *s, usec_t *ret) {
         return go_duration_parse_usec(s, ret);
 }
 
+int nanolet_parse_reserved(const char *s, int64_t *ret_milli_cpu, int64_t *ret_memory,
+                           char **ret_error) {
+        _cleanup_free_ char *copy = strdup(s);
+        int64_t cpu = 0, mem = 0;
+        char *save = NULL;
+        if (!copy)
+                return -ENOMEM;
+        for (char *e = strtok_r(copy, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+                char *eq = strchr(e, '=');
+                Quantity q;
+                if (!eq) {
+                        *ret_error = strprintf("\"%s\" is not resource=quantity", e);
+                        return -EINVAL;
+                }
+                *eq = 0;
+                if (quantity_parse(eq + 1, &q) < 0 || q.value < 0) {
+                        *ret_error = strprintf("\"%s\" is not a quantity", eq + 1);
+                        return -EINVAL;
+                }
+                if (streq(e, "cpu"))
+                        cpu = q.milli;
+                else if (streq(e, "memory"))
+                        mem = q.value;
+                else if (!streq(e, "ephemeral-storage") && !streq(e, "pid")) {
+                        *ret_error = strprintf("unknown resource \"%s\" (cpu, memory, "
+                                               "ephemeral-storage, pid)",
+                                               e);
+                        return -EINVAL;
+                }
+        }
+        *ret_milli_cpu = cpu;
+        *ret_memory = mem;
+        return 0;
+}
+
 /* ---- KubeletConfiguration ---- */
 
 typedef enum ConfigFieldType {
@@ -137,6 +186,7 @@ typedef enum ConfigFieldType {
         FIELD_STRV,
         FIELD_HEADERS,  /* map[string][]string -> "Key: Value" list */
         FIELD_EVICTION, /* map[string]string -> "signal<value" list */
+        FIELD_RESERVED, /* map[string]string {cpu, memory} -> two int64 (milli-CPU, bytes) */
         FIELD_IGNORED,  /* a kubelet field that has no meaning without an apiserver */
 } ConfigFieldType;
 
@@ -168,6 +218,10 @@ static const ConfigField config_fields[] = {
         F("maxPods", FIELD_INT, max_pods),
         F("podPidsLimit", FIELD_INT, pod_pids_limit),
         F("cgroupDriver", FIELD_STRING, cgroup_driver),
+        F("cgroupRoot", FIELD_STRING, cgroup_root),
+        F("cpuCFSQuota", FIELD_BOOL, cpu_cfs_quota),
+        F("kubeReserved", FIELD_RESERVED, kube_reserved_milli_cpu),
+        F("systemReserved", FIELD_RESERVED, system_reserved_milli_cpu),
         F("containerLogMaxSize", FIELD_QUANTITY, container_log_max_size),
         F("containerLogMaxFiles", FIELD_INT, container_log_max_files),
         F("containerLogMonitorInterval", FIELD_DURATION, container_log_monitor_interval),
@@ -270,6 +324,31 @@ static int apply_field(NanoletConfig *c, const ConfigField *f, const YamlNode *v
                 }
                 strv_free(*(char ***)p);
                 *(char ***)p = TAKE_PTR(l);
+                return 0;
+        }
+        case FIELD_RESERVED: {
+                if (v->type != YAML_NODE_MAP)
+                        BAD("must be a map such as {cpu: 100m, memory: 256Mi}");
+                int64_t *cpu = p, *mem = cpu + 1;
+                *cpu = *mem = 0;
+                for (size_t i = 0; i < v->n; i++) {
+                        const YamlNode *val = v->pairs[i].value;
+                        const char *key = v->pairs[i].key->str;
+                        Quantity q;
+                        if (val->type == YAML_NODE_INT)
+                                q = (Quantity){ .value = val->i, .milli = val->i * 1000 };
+                        else if (!node_is_string(val) || quantity_parse(val->str, &q) < 0 ||
+                                 q.value < 0)
+                                BAD("values must be quantities such as \"100m\" or \"1Gi\"");
+                        if (streq(key, "cpu"))
+                                *cpu = q.milli;
+                        else if (streq(key, "memory"))
+                                *mem = q.value;
+                        else if (!streq(key, "ephemeral-storage") && !streq(key, "pid"))
+                                BAD("unknown resource \"%s\" (cpu, memory, ephemeral-storage, "
+                                    "pid)",
+                                    key);
+                }
                 return 0;
         }
         case FIELD_HEADERS:
@@ -410,6 +489,10 @@ enum {
         ARG_MAX_PODS,
         ARG_POD_PIDS_LIMIT,
         ARG_CGROUP_DRIVER,
+        ARG_CGROUP_ROOT,
+        ARG_CPU_CFS_QUOTA,
+        ARG_KUBE_RESERVED,
+        ARG_SYSTEM_RESERVED,
         ARG_DRY_RUN,
         ARG_STOP_PODS_ON_EXIT,
         ARG_IMAGE_CREDENTIAL_FILE,
@@ -459,6 +542,10 @@ static const struct option serve_options[] = {
         { "pod-max-pids", required_argument, NULL, ARG_POD_PIDS_LIMIT },
         { "pod-pids-limit", required_argument, NULL, ARG_POD_PIDS_LIMIT },
         { "cgroup-driver", required_argument, NULL, ARG_CGROUP_DRIVER },
+        { "cgroup-root", required_argument, NULL, ARG_CGROUP_ROOT },
+        { "cpu-cfs-quota", required_argument, NULL, ARG_CPU_CFS_QUOTA },
+        { "kube-reserved", required_argument, NULL, ARG_KUBE_RESERVED },
+        { "system-reserved", required_argument, NULL, ARG_SYSTEM_RESERVED },
         { "dry-run", no_argument, NULL, ARG_DRY_RUN },
         { "stop-pods-on-exit", no_argument, NULL, ARG_STOP_PODS_ON_EXIT },
         { "image-credential-file", required_argument, NULL, ARG_IMAGE_CREDENTIAL_FILE },
@@ -502,7 +589,13 @@ static void serve_help(void) {
                "off]\n"
                "  --healthz-bind-address IP, --healthz-port N  GET /healthz [127.0.0.1, 10248; 0: "
                "off]\n"
-               "  --max-pods N, --pod-pids-limit N, --cgroup-driver cgroupfs|systemd\n"
+               "  --max-pods N                    pods run at once; more wait (OutOfpods) "
+               "[110]\n"
+               "  --pod-pids-limit N              pids.max of each pod's cgroup [-1: none]\n"
+               "  --cgroup-driver cgroupfs|systemd  systemd only where it is PID 1 [cgroupfs]\n"
+               "  --cgroup-root PATH              parent of kubepods/ [/]\n"
+               "  --cpu-cfs-quota BOOL            CFS quota from cpu limits [true]\n"
+               "  --kube-reserved, --system-reserved cpu=Q,memory=Q  kept from allocatable\n"
                "  --image-credential-file FILE    registry credentials (docker config.json)\n"
                "                                  [/var/lib/nanolet/config.json]\n"
                "  --registries-conf FILE          mirrors, blocked and insecure registries\n"
@@ -734,6 +827,41 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                 case ARG_CGROUP_DRIVER:
                         r = set_str(&c->cgroup_driver, optarg);
                         break;
+                case ARG_CGROUP_ROOT:
+                        if (optarg[0] != '/' || strstr(optarg, "..")) {
+                                log_error("Invalid --cgroup-root \"%s\": expected an absolute "
+                                          "cgroup path such as \"/\".",
+                                          optarg);
+                                return -EINVAL;
+                        }
+                        r = set_str(&c->cgroup_root, optarg);
+                        break;
+                case ARG_CPU_CFS_QUOTA:
+                        if (!streq(optarg, "true") && !streq(optarg, "false")) {
+                                log_error("Invalid --cpu-cfs-quota \"%s\": expected true or "
+                                          "false.",
+                                          optarg);
+                                return -EINVAL;
+                        }
+                        c->cpu_cfs_quota = streq(optarg, "true");
+                        r = 0;
+                        break;
+                case ARG_KUBE_RESERVED:
+                case ARG_SYSTEM_RESERVED: {
+                        _cleanup_free_ char *msg = NULL;
+                        bool kube = opt == ARG_KUBE_RESERVED;
+                        r = nanolet_parse_reserved(
+                                optarg,
+                                kube ? &c->kube_reserved_milli_cpu : &c->system_reserved_milli_cpu,
+                                kube ? &c->kube_reserved_memory : &c->system_reserved_memory, &msg);
+                        if (r == -EINVAL) {
+                                log_error("Invalid --%s \"%s\": %s.",
+                                          kube ? "kube-reserved" : "system-reserved", optarg,
+                                          strna(msg));
+                                return r;
+                        }
+                        break;
+                }
                 case ARG_DRY_RUN:
                         c->dry_run = true;
                         r = 0;
@@ -838,6 +966,11 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                 /* kubelet's validation says the same. */
                 log_error("maxParallelImagePulls %lld needs serializeImagePulls false.",
                           (long long)c->max_parallel_image_pulls);
+                return -EINVAL;
+        }
+        if (isempty(c->cgroup_root) || c->cgroup_root[0] != '/' || strstr(c->cgroup_root, "..")) {
+                log_error("Invalid cgroupRoot \"%s\": expected an absolute cgroup path.",
+                          strempty(c->cgroup_root));
                 return -EINVAL;
         }
         if (!streq(c->cgroup_driver, "cgroupfs") && !streq(c->cgroup_driver, "systemd")) {

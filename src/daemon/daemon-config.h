@@ -42,6 +42,12 @@ typedef struct NanoletConfig {
         char *resolv_conf;
         char *hairpin_mode;
         char *cgroup_driver;
+        char *cgroup_root;  /* --cgroup-root, "/" */
+        bool cpu_cfs_quota; /* --cpu-cfs-quota, true */
+        /* --kube-reserved / --system-reserved (cpu=,memory=): subtracted
+         * from the node's capacity to give its allocatable. 0 = none. */
+        int64_t kube_reserved_milli_cpu, kube_reserved_memory;
+        int64_t system_reserved_milli_cpu, system_reserved_memory;
         int64_t max_pods;
         int64_t pod_pids_limit;
         int64_t container_log_max_size;
@@ -91,6 +97,12 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv);
 /* Resolves derived values: node name from --hostname-override or the
  * lowercase hostname. */
 int nanolet_config_finish(NanoletConfig *c);
+
+/* "cpu=100m,memory=256Mi" (kubelet's --kube-reserved form; also
+ * ephemeral-storage= and pid=, accepted and not counted) into milli-CPU and
+ * bytes; -EINVAL with a message in err for anything else. */
+int nanolet_parse_reserved(const char *s, int64_t *ret_milli_cpu, int64_t *ret_memory,
+                           char **ret_error);
 
 /* Go-style duration or bare seconds ("20s", "1m30s", "20"). */
 int nanolet_parse_duration(const char *s, usec_t *ret);

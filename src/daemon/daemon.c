@@ -4,12 +4,15 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "api-stats.h"
+#include "cgroup.h"
+#include "fileio.h"
 #include "image-pull.h"
 #include "log.h"
 #include "sd-notify.h"
@@ -205,11 +208,54 @@ static void pull_job_cancel(void *handle) {
         free(job);
 }
 
+/* The node's capacity and allocatable (capacity minus --kube-reserved and
+ * --system-reserved, as kubelet's Node status shows them), written to
+ * <run-dir>/node.json for `nanolet node`. */
+static int daemon_write_node(Daemon *d, int64_t milli_cpu, int64_t memory, int64_t alloc_cpu,
+                             int64_t alloc_mem) {
+        NanoletConfig *c = d->config;
+        _cleanup_free_ char *path = strprintf("%s/node.json", c->run_dir);
+        _cleanup_free_ char *text = strprintf(
+                "{\"name\":\"%s\",\"capacity\":{\"cpu\":\"%" PRId64 "m\",\"memory\":\"%" PRId64
+                "\",\"pods\":\"%" PRId64 "\"},\"allocatable\":{\"cpu\":\"%" PRId64
+                "m\",\"memory\":\"%" PRId64 "\",\"pods\":\"%" PRId64
+                "\"},\"cgroupDriver\":\"%s\",\"cgroupRoot\":\"%s\"}\n",
+                c->node_name, milli_cpu, memory, c->max_pods, alloc_cpu, alloc_mem, c->max_pods,
+                c->cgroup_driver, c->cgroup_root);
+        if (!path || !text)
+                return -ENOMEM;
+        int r = mkdir_p(c->run_dir, 0755);
+        if (r < 0)
+                return r;
+        return write_file_atomic(path, text, strlen(text), 0644);
+}
+
 static int daemon_setup_runtime(Daemon *d) {
         NanoletConfig *c = d->config;
         Error ierr = {};
         char host[256];
         int r;
+
+        /* runc's systemd cgroup manager needs systemd as PID 1: say so now
+         * rather than fail every container. */
+        CgroupDriver driver = cgroup_driver_from_string(c->cgroup_driver);
+        if (driver == CGROUP_DRIVER_SYSTEMD && !runtime_systemd_is_init("/", &ierr)) {
+                log_error("%s.", ierr.message);
+                return -EOPNOTSUPP;
+        }
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN), pages = sysconf(_SC_PHYS_PAGES),
+             psize = sysconf(_SC_PAGESIZE);
+        int64_t cap_cpu = ncpu > 0 ? (int64_t)ncpu * 1000 : 0;
+        int64_t cap_mem = pages > 0 && psize > 0 ? (int64_t)pages * psize : 0;
+        int64_t alloc_cpu = MAX(cap_cpu - c->kube_reserved_milli_cpu - c->system_reserved_milli_cpu,
+                                (int64_t)0);
+        int64_t alloc_mem =
+                MAX(cap_mem - c->kube_reserved_memory - c->system_reserved_memory, (int64_t)0);
+        bool reserved_cpu = c->kube_reserved_milli_cpu || c->system_reserved_milli_cpu;
+        bool reserved_mem = c->kube_reserved_memory || c->system_reserved_memory;
+        r = daemon_write_node(d, cap_cpu, cap_mem, alloc_cpu, alloc_mem);
+        if (r < 0)
+                log_warning_errno(r, "Cannot write %s/node.json: %m", c->run_dir);
 
         r = image_store_open(c->root_dir, NULL, &d->images, &ierr);
         if (r < 0)
@@ -268,6 +314,11 @@ static int daemon_setup_runtime(Daemon *d) {
                 .runtime_name =
                         strrchr(c->runtime, '/') ? strrchr(c->runtime, '/') + 1 : c->runtime,
                 .pod_pids_limit = c->pod_pids_limit,
+                .cgroups = { .driver = driver, .root = c->cgroup_root },
+                .cpu_cfs_quota = c->cpu_cfs_quota,
+                .allocatable_memory = reserved_mem ? (uint64_t)alloc_mem : 0,
+                .allocatable_milli_cpu = reserved_cpu ? alloc_cpu : 0,
+                .max_pods = c->max_pods,
                 .container_log_max_size = c->container_log_max_size,
                 .container_log_max_files = (unsigned)c->container_log_max_files,
                 .container_log_monitor_interval = c->container_log_monitor_interval,

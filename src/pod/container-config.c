@@ -1318,7 +1318,7 @@ int container_oom_score_adj(const Pod *pod, const Container *c, uint64_t memory_
 }
 
 /* "2Mi" -> "2MB", "1Gi" -> "1GB": the names the hugetlb cgroup uses. */
-static int hugepage_size_name(const char *page_size, char **ret) {
+int container_hugepage_cgroup_name(const char *page_size, char **ret) {
         Quantity q;
         if (quantity_parse(page_size, &q) < 0 || q.value <= 0)
                 return -EINVAL;
@@ -1336,6 +1336,144 @@ static int hugepage_size_name(const char *page_size, char **ret) {
         return 0;
 }
 
+CgroupQos pod_cgroup_qos(const Pod *pod) {
+        switch (pod_qos_class(pod)) {
+        case POD_QOS_GUARANTEED:
+                return CGROUP_QOS_GUARANTEED;
+        case POD_QOS_BEST_EFFORT:
+                return CGROUP_QOS_BEST_EFFORT;
+        case POD_QOS_BURSTABLE:
+        case _POD_QOS_CLASS_MAX:
+        case _POD_QOS_CLASS_INVALID:
+        default:
+                return CGROUP_QOS_BURSTABLE;
+        }
+}
+
+/* kubelet's PodRequests/PodLimits without overhead (static pods have
+ * none): the app containers' sum, sidecars (init containers with
+ * restartPolicy Always) added to it, then the maximum with each other init
+ * container plus the sidecars started before it. */
+typedef struct PodSums {
+        int64_t v[3]; /* cpu request (milli), cpu limit (milli), memory limit */
+        bool cpu_lim_all, mem_lim_all;
+} PodSums;
+
+static void container_amounts(const Container *c, int64_t v[3], PodSums *s) {
+        const OptionalQuantity *rq = request_of(&c->resources, true);
+        const ResourceList *l = &c->resources.limits;
+        v[0] = rq ? MAX(rq->value.milli, 0) : 0;
+        v[1] = l->cpu.set ? MAX(l->cpu.value.milli, 0) : 0;
+        v[2] = l->memory.set ? MAX(l->memory.value.value, 0) : 0;
+        if (v[1] == 0)
+                s->cpu_lim_all = false;
+        if (v[2] == 0)
+                s->mem_lim_all = false;
+}
+
+static void pod_sums(const Pod *pod, PodSums *s) {
+        const PodSpec *sp = &pod->spec;
+        int64_t side[3] = {}, init_max[3] = {}, v[3];
+
+        *s = (PodSums){ .cpu_lim_all = true, .mem_lim_all = true };
+        for (size_t i = 0; i < sp->n_containers; i++) {
+                container_amounts(&sp->containers[i], v, s);
+                for (int k = 0; k < 3; k++)
+                        s->v[k] += v[k];
+        }
+        for (size_t i = 0; i < sp->n_init_containers; i++) {
+                const Container *c = &sp->init_containers[i];
+                bool sidecar = c->restart_policy == RESTART_POLICY_ALWAYS;
+                container_amounts(c, v, s);
+                for (int k = 0; k < 3; k++) {
+                        if (sidecar) {
+                                s->v[k] += v[k];
+                                side[k] += v[k];
+                        }
+                        int64_t need = sidecar ? side[k] : v[k] + side[k];
+                        init_max[k] = MAX(init_max[k], need);
+                }
+        }
+        for (int k = 0; k < 3; k++)
+                s->v[k] = MAX(s->v[k], init_max[k]);
+}
+
+static int add_hugepages(CgroupResources *res, const Container *c, bool init) {
+        const ResourceList *l = &c->resources.limits;
+        for (size_t i = 0; i < l->n_hugepages; i++) {
+                _cleanup_free_ char *name = NULL;
+                int r = container_hugepage_cgroup_name(l->hugepages[i].page_size, &name);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        continue; /* the container's own config reports it */
+                uint64_t v = (uint64_t)MAX(l->hugepages[i].value.value, 0);
+                CgroupHugepageLimit *hp = (CgroupHugepageLimit *)res->hugepages;
+                size_t k;
+                for (k = 0; k < res->n_hugepages; k++)
+                        if (streq(hp[k].page_size, name))
+                                break;
+                if (k == res->n_hugepages) {
+                        hp = realloc(hp, (res->n_hugepages + 1) * sizeof *hp);
+                        if (!hp)
+                                return -ENOMEM;
+                        res->hugepages = hp;
+                        hp[res->n_hugepages++] = (CgroupHugepageLimit){ TAKE_PTR(name), 0 };
+                }
+                hp[k].limit = init ? MAX(hp[k].limit, v) : hp[k].limit + v;
+        }
+        return 0;
+}
+
+void pod_cgroup_resources_done(CgroupResources *res) {
+        for (size_t i = 0; i < res->n_hugepages; i++)
+                free((char *)res->hugepages[i].page_size);
+        free((CgroupHugepageLimit *)res->hugepages);
+        *res = (CgroupResources){};
+}
+
+int pod_cgroup_resources(const Pod *pod, bool cpu_cfs_quota, int64_t pids_limit,
+                         CgroupResources *ret) {
+        CgroupResources res = { .pids_limit = pids_limit > 0 ? pids_limit : 0 };
+        PodSums s;
+        int r;
+
+        pod_sums(pod, &s);
+        switch (pod_qos_class(pod)) {
+        case POD_QOS_BEST_EFFORT:
+                res.cpu_shares = MIN_SHARES;
+                break;
+        case POD_QOS_GUARANTEED:
+        case POD_QOS_BURSTABLE:
+        case _POD_QOS_CLASS_MAX:
+        case _POD_QOS_CLASS_INVALID:
+        default:
+                res.cpu_shares = container_milli_cpu_to_shares(s.v[0]);
+                if (s.cpu_lim_all) {
+                        res.cpu_period = QUOTA_PERIOD;
+                        res.cpu_quota = cpu_cfs_quota
+                                                ? container_milli_cpu_to_quota(s.v[1], QUOTA_PERIOD)
+                                                : -1;
+                }
+                if (s.mem_lim_all)
+                        res.memory_limit = (uint64_t)s.v[2];
+                break;
+        }
+        /* unlike cpu and memory, hugepages are limited whatever the class */
+        const PodSpec *sp = &pod->spec;
+        for (size_t i = 0; i < sp->n_containers; i++)
+                if ((r = add_hugepages(&res, &sp->containers[i], false)) < 0)
+                        goto fail;
+        for (size_t i = 0; i < sp->n_init_containers; i++)
+                if ((r = add_hugepages(&res, &sp->init_containers[i], true)) < 0)
+                        goto fail;
+        *ret = res;
+        return 0;
+fail:
+        pod_cgroup_resources_done(&res);
+        return r;
+}
+
 static int build_resources(const ContainerBuildContext *ctx, RuntimeContainerConfig *c,
                            Error *err) {
         const Container *ct = ctx->container;
@@ -1346,29 +1484,28 @@ static int build_resources(const ContainerBuildContext *ctx, RuntimeContainerCon
 
         if (isempty(uid) || isempty(ctx->container_id))
                 return error_set(err, -EINVAL, "pod UID and container ID are required");
-        c->cgroups_path = ctx->cgroup_parent
-                                  ? strprintf("%s/%s", ctx->cgroup_parent, ctx->container_id)
-                                  : strprintf("/nanolet/pod%s/%s", uid, ctx->container_id);
+        const CgroupLayout def = { .driver = CGROUP_DRIVER_CGROUPFS, .root = "/" };
+        c->cgroups_path = runtime_container_cgroups_path(
+                ctx->cgroups ?: &def, pod_cgroup_qos(ctx->pod), uid, ctx->container_id);
         if (!c->cgroups_path)
                 return -ENOMEM;
 
         const OptionalQuantity *cpu_req = request_of(&ct->resources, true);
         res->cpu_shares = container_milli_cpu_to_shares(cpu_req ? cpu_req->value.milli : 0);
-        if (lim->cpu.set && lim->cpu.value.milli > 0) {
+        if (lim->cpu.set && lim->cpu.value.milli > 0 && !ctx->no_cpu_quota) {
                 res->cpu_period = QUOTA_PERIOD;
                 res->cpu_quota = container_milli_cpu_to_quota(lim->cpu.value.milli, QUOTA_PERIOD);
         }
         if (lim->memory.set && lim->memory.value.value > 0)
                 res->memory_limit = lim->memory.value.value;
-        res->pids_limit = ctx->pids_limit > 0 ? ctx->pids_limit : 0;
 
         if (lim->n_hugepages > 0) {
                 res->hugepages = calloc(lim->n_hugepages, sizeof(*res->hugepages));
                 if (!res->hugepages)
                         return -ENOMEM;
                 for (size_t i = 0; i < lim->n_hugepages; i++) {
-                        r = hugepage_size_name(lim->hugepages[i].page_size,
-                                               &res->hugepages[i].page_size);
+                        r = container_hugepage_cgroup_name(lim->hugepages[i].page_size,
+                                                           &res->hugepages[i].page_size);
                         if (r == -ENOMEM)
                                 return r;
                         if (r < 0)

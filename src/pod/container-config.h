@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cgroup.h"
 #include "expansion.h"
 #include "image-oci.h"
 #include "pod-volumes.h"
@@ -33,12 +34,15 @@ typedef struct ContainerBuildContext {
         const PodNodeInfo *node;       /* node name, pod/host IPs, allocatable */
         const PodObjectLookup *lookup; /* local ConfigMaps/Secrets; NULL = none exist */
 
-        const char *container_id;  /* <pod-uid>-<name>-<attempt> */
-        unsigned attempt;          /* nanolet.io/attempt annotation */
-        const char *rootfs;        /* mounted rootfs (absolute) */
-        const char *attempt_dir;   /* the attempt's own; subPath mount points go below */
-        const char *cgroup_parent; /* NULL = "/nanolet/pod<uid>" */
-        int64_t pids_limit;        /* --pod-pids-limit; 0 = none */
+        const char *container_id; /* <pod-uid>-<name>-<attempt> */
+        unsigned attempt;         /* nanolet.io/attempt annotation */
+        const char *rootfs;       /* mounted rootfs (absolute) */
+        const char *attempt_dir;  /* the attempt's own; subPath mount points go below */
+        /* The pod's cgroup (cgroup.h): the container's cgroupsPath is below
+         * it. NULL = the cgroupfs driver under "/". The pids limit is the
+         * pod's (pod_cgroup_resources()), not the container's. */
+        const CgroupLayout *cgroups;
+        bool no_cpu_quota; /* --cpu-cfs-quota=false: no CFS quota from limits */
 
         /* Files the pod prepared (pod-etc-files.h, pod-volumes.h). A NULL
          * file is not mounted (and the image's own is kept). */
@@ -91,6 +95,23 @@ typedef enum PodQOSClass {
 const char *pod_qos_class_to_string(PodQOSClass q) _pure_;
 /* v1qos.GetPodQOS for the requests/limits the pod declares. */
 PodQOSClass pod_qos_class(const Pod *pod);
+/* The cgroup QoS level of a pod's class. */
+CgroupQos pod_cgroup_qos(const Pod *pod);
+/* kubelet's ResourceConfigForPod (cm/helpers_linux.go): the pod cgroup's
+ * limits. cpu shares from the sum of requests (BestEffort: 2); CFS quota
+ * from the sum of limits and the memory limit from the sum of limits, each
+ * only when every container (init containers included) sets that limit;
+ * an init container's larger value wins over the sum, as PodLimits and
+ * PodRequests compute. pids_limit > 0 is the pod's (--pod-pids-limit);
+ * cpu_cfs_quota false leaves the quota unlimited (-1). Hugepage limits
+ * (sums, by size) go to ret->hugepages, whose names the caller frees with
+ * pod_cgroup_resources_done(). */
+int pod_cgroup_resources(const Pod *pod, bool cpu_cfs_quota, int64_t pids_limit,
+                         CgroupResources *ret);
+void pod_cgroup_resources_done(CgroupResources *res);
+/* A hugepages resource's page size ("2Mi") as the hugetlb cgroup names it
+ * ("2MB"); -EINVAL for a size that is not a positive quantity. */
+int container_hugepage_cgroup_name(const char *page_size, char **ret);
 /* kubelet's GetContainerOOMScoreAdjust. */
 int container_oom_score_adj(const Pod *pod, const Container *c, uint64_t memory_capacity);
 /* kubelet's MilliCPUToShares / MilliCPUToQuota (period 100000 µs). */

@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -189,6 +190,10 @@ static void on_worker_finished(PodWorker *w, void *userdata) {
         PodWorker *next = pod_worker_take_successor(w);
         if (next)
                 pod_worker_request_sync(next);
+        /* A slot may be free now: pods waiting for one look again. */
+        for (size_t i = 0; i < m->n_workers; i++)
+                if (pod_worker_is_waiting(m->workers[i]))
+                        pod_worker_request_sync(m->workers[i]);
         /* Freed later in this iteration's dispatch would still reference it;
          * the worker's own defer source is the caller, so free on return. */
         pod_worker_free(w);
@@ -237,11 +242,32 @@ static bool wait_for_reaches(PodManager *m, PodWorker *w, PodWorker *start, unsi
         return false;
 }
 
+/* kubelet's admission of the pods resource: the pods that run (or may
+ * start) now, finished ones and w itself not counted. */
+static bool out_of_pods(PodManager *m, PodWorker *w, char **ret_reason, char **ret_message) {
+        int64_t used = 0;
+        if (m->o.max_pods <= 0)
+                return false;
+        for (size_t i = 0; i < m->n_workers; i++)
+                if (m->workers[i] != w && pod_worker_holds_slot(m->workers[i]))
+                        used++;
+        if (used < m->o.max_pods)
+                return false;
+        *ret_reason = strdup(POD_OUT_OF_PODS_REASON);
+        *ret_message = strprintf("Node didn't have enough resource: pods, requested: 1, used: "
+                                 "%" PRId64 ", capacity: %" PRId64,
+                                 used, m->o.max_pods);
+        return true;
+}
+
 static int wait_for_check(PodWorker *w, char **ret_reason, char **ret_message, void *userdata) {
         PodManager *m = userdata;
         _cleanup_strv_free_ char **cycle = NULL;
         _cleanup_free_ char *missing = NULL;
         size_t len = 0, cap = 0;
+
+        if (out_of_pods(m, w, ret_reason, ret_message))
+                return *ret_reason && *ret_message ? 0 : -ENOMEM;
 
         if (wait_for_reaches(m, w, w, 0, &cycle)) {
                 _cleanup_free_ char *chain = NULL;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "event.h"
+#include "cgroup.h"
 #include "cni.h"
 #include "image.h"
 #include "image-pulls.h"
@@ -32,6 +33,19 @@ typedef struct PodManagerOptions {
         const char *resolv_conf;
         const char *runtime_name; /* "runc"/"crun": containerID scheme */
         int64_t pod_pids_limit;
+        /* Pod cgroups (cgroup.h): driver and --cgroup-root; cgroup_fs is
+         * where the hierarchies are mounted (NULL = "/sys/fs/cgroup"). */
+        CgroupLayout cgroups;
+        const char *cgroup_fs;
+        bool cpu_cfs_quota; /* --cpu-cfs-quota: CFS quota from cpu limits */
+        /* The QoS parent "kubepods" gets the node's allocatable (capacity
+         * minus --kube-reserved and --system-reserved) as its limit when
+         * anything is reserved; 0 = leave unlimited. */
+        uint64_t allocatable_memory;
+        int64_t allocatable_milli_cpu;
+        /* maxPods: pods beyond it wait, with kubelet's OutOfpods reason,
+         * until one goes away; 0 = no bound. */
+        int64_t max_pods;
         int64_t container_log_max_size; /* rotation (SPEC §13); 0 = no rotation */
         unsigned container_log_max_files;
         usec_t container_log_monitor_interval; /* 0 = 10 s */

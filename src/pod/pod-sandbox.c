@@ -330,6 +330,52 @@ int worker_prepare(PodWorker *w, Error *err) {
         return 0;
 }
 
+/* The QoS parents (kubelet's: kubepods with the node's allocatable,
+ * besteffort with the minimum cpu shares) and the pod's own cgroup with
+ * the pod's limits, before the first container: runc creates each
+ * container's cgroup below it. A parent that cannot be configured (a
+ * memory limit below what pods use already) is a warning; the pod's own
+ * cgroup is not optional. The systemd driver leaves the slices to runc's
+ * systemd manager (see docs/resources.md). */
+static int worker_cgroup_create(PodWorker *w, Error *err) {
+        const PodManagerOptions *o = w->ctx->o;
+        const char *fs = o->cgroup_fs ?: "/sys/fs/cgroup";
+        CgroupQos qos = pod_cgroup_qos(w->state.pod);
+        Error perr = {};
+        int r;
+
+        if (o->cgroups.driver == CGROUP_DRIVER_SYSTEMD)
+                return 0;
+        _cleanup_free_ char *top = runtime_qos_cgroup_path(&o->cgroups, CGROUP_QOS_GUARANTEED);
+        _cleanup_free_ char *level = runtime_qos_cgroup_path(&o->cgroups, qos);
+        _cleanup_free_ char *path = pod_worker_cgroup_path(w);
+        if (!top || !level || !path)
+                return error_set(err, -ENOMEM, "out of memory");
+        CgroupResources top_res = {
+                .memory_limit = o->allocatable_memory,
+                .cpu_shares = o->allocatable_milli_cpu > 0
+                                      ? container_milli_cpu_to_shares(o->allocatable_milli_cpu)
+                                      : 0,
+        };
+        if (runtime_cgroup_create(fs, top, &top_res, &perr) < 0)
+                log_warning("Pod \"%s\": cannot configure the cgroup %s: %s", w->full_name, top,
+                            perr.message);
+        if (qos == CGROUP_QOS_BEST_EFFORT) {
+                CgroupResources be = { .cpu_shares = 2 }; /* kubelet's MinShares */
+                perr = (Error){};
+                if (runtime_cgroup_create(fs, level, &be, &perr) < 0)
+                        log_warning("Pod \"%s\": cannot configure the cgroup %s: %s", w->full_name,
+                                    level, perr.message);
+        }
+        CgroupResources res;
+        r = pod_cgroup_resources(w->state.pod, o->cpu_cfs_quota, o->pod_pids_limit, &res);
+        if (r < 0)
+                return error_set(err, r, "out of memory");
+        r = runtime_cgroup_create(fs, path, &res, err);
+        pod_cgroup_resources_done(&res);
+        return r;
+}
+
 void worker_create_sandbox(PodWorker *w) {
         Error err = {};
         int r;
@@ -344,6 +390,8 @@ void worker_create_sandbox(PodWorker *w) {
                 err = (Error){};
         }
         r = worker_prepare(w, &err);
+        if (r >= 0)
+                r = worker_cgroup_create(w, &err);
         if (r < 0) {
                 log_warning("Failed to prepare pod \"%s\": %s", w->full_name, err.message);
                 worker_event(w, NULL, POD_EVENT_FAILED_CREATE_POD_SANDBOX,

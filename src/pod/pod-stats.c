@@ -427,8 +427,7 @@ static bool container_listed(const ContainerState *c) {
 /* The cgroupsPath the container was created with (container-config.c):
  * the pod's cgroup and the container ID. */
 static char *container_cgroup(const PodWorker *w, const ContainerState *c) {
-        _cleanup_free_ char *pod = runtime_pod_cgroup_path(pod_worker_uid(w));
-        return pod ? strprintf("%s/%s", pod, c->container_id) : NULL;
+        return pod_worker_container_cgroup_path(w, c->container_id);
 }
 
 static char *container_upper(const PodWorker *w, const ContainerState *c) {
@@ -466,7 +465,7 @@ void pod_stats_sample(PodStats *s, PodWorker *const *workers, size_t n) {
                 PodWorker *w = workers[i];
                 if (!worker_listed(w))
                         continue;
-                _cleanup_free_ char *pod_cg = runtime_pod_cgroup_path(pod_worker_uid(w));
+                _cleanup_free_ char *pod_cg = pod_worker_cgroup_path(w);
                 if (pod_cg)
                         sample_cgroup(s, pod_cg, now);
                 const PodState *st = pod_worker_state(w);
@@ -595,7 +594,7 @@ int pod_stats_summary_json(PodStats *s, PodWorker *const *workers, size_t n, cha
                                    .namespace = o->namespace,
                                    .uid = o->uid,
                                    .start_time = st->start_time };
-                _cleanup_free_ char *pod_cg = runtime_pod_cgroup_path(o->uid);
+                _cleanup_free_ char *pod_cg = pod_worker_cgroup_path(w);
                 if (!pod_cg) {
                         r = -ENOMEM;
                         break;

@@ -5,8 +5,8 @@
  * Sources: node cpu from the root cgroup (or /proc/stat), node memory from
  * /proc/meminfo, node fs = statfs(--root-dir), runtime.imageFs =
  * statfs(<root-dir>/images) with usedBytes = the usage of <root-dir>/images
- * and <root-dir>/layers; per pod its cgroup /nanolet/pod<uid>, per running
- * container its cgroup /nanolet/pod<uid>/<container id> (the cgroupsPath
+ * and <root-dir>/layers; per pod its cgroup kubepods/.../pod<uid> (cgroup.h), per running
+ * container its cgroup .../pod<uid>/<container id> (the cgroupsPath
  * runc was given), rootfs = the attempt's writable layer
  * <pod-dir>/containers/<name>/<attempt>/upper, logs = its log directory
  * <pod-log-dir>/<name>; a pod's ephemeral-storage is the sum of its

@@ -68,6 +68,9 @@ struct PodWorker {
         PodWorker *successor;
         PodWorker *predecessor;
         bool waiting_for_predecessor;
+        /* Passed the manager's admission (maxPods, wait-for) once: it is
+         * never held back again, and counts against maxPods. */
+        bool admitted;
         bool torn_down;
 
         ContainerOp **ops;

@@ -124,6 +124,23 @@ PodWorker *pod_worker_take_successor(PodWorker *w) {
         return next;
 }
 
+bool pod_worker_holds_slot(const PodWorker *w) {
+        if (!w->admitted && w->state.sandbox == SANDBOX_NONE)
+                return false;
+        PodPhase p = pod_phase(&w->state);
+        return p != POD_PHASE_SUCCEEDED && p != POD_PHASE_FAILED;
+}
+
+char *pod_worker_cgroup_path(const PodWorker *w) {
+        return runtime_pod_cgroup_path(&w->ctx->o->cgroups, pod_cgroup_qos(w->object->pod),
+                                       w->object->uid);
+}
+
+char *pod_worker_container_cgroup_path(const PodWorker *w, const char *container_id) {
+        return runtime_container_cgroup_path(&w->ctx->o->cgroups, pod_cgroup_qos(w->object->pod),
+                                             w->object->uid, container_id);
+}
+
 char *const *pod_worker_wait_for(const PodWorker *w) {
         return w->wait_for;
 }
@@ -292,11 +309,16 @@ static bool worker_teardown(PodWorker *w) {
                         log_warning_errno(r, "Pod \"%s\": failed to remove %s: %m", w->full_name,
                                           w->pod_dir);
         }
-        _cleanup_free_ char *cgroup = runtime_pod_cgroup_path(w->object->uid);
-        int q = cgroup ? runtime_cgroup_remove("/sys/fs/cgroup", cgroup) : -ENOMEM;
+        _cleanup_free_ char *cgroup = pod_worker_cgroup_path(w);
+        int q = cgroup ? runtime_cgroup_remove(w->ctx->o->cgroup_fs ?: "/sys/fs/cgroup", cgroup)
+                       : -ENOMEM;
         if (q < 0)
                 log_warning_errno(q, "Pod \"%s\": failed to remove cgroup %s: %m", w->full_name,
                                   strna(cgroup));
+        /* where versions before the QoS hierarchy put it (adopted pods) */
+        _cleanup_free_ char *legacy = strprintf("/nanolet/pod%s", w->object->uid);
+        if (legacy)
+                (void)runtime_cgroup_remove(w->ctx->o->cgroup_fs ?: "/sys/fs/cgroup", legacy);
         (void)pod_status_remove(w->ctx->status_dir, w->object->uid);
         w->status_text = mfree(w->status_text); /* gone from the API's /pods too */
         (void)pod_events_remove(w->ctx->status_dir, w->object->uid);
@@ -346,22 +368,41 @@ static bool worker_sync(PodWorker *w) {
         }
         if (!w->adopt_checked && worker_adopt(w))
                 return false; /* removals in flight; they request the next sync */
-        if (w->wait_for && w->state.sandbox == SANDBOX_NONE && !w->state.terminating) {
+        if (w->state.sandbox != SANDBOX_NONE)
+                w->admitted = true; /* adopted, or started */
+        if (!w->admitted && !w->state.terminating) {
                 _cleanup_free_ char *reason = NULL, *message = NULL;
                 if (w->ctx->wait_for_check(w, &reason, &message, w->ctx->userdata) < 0)
                         return false;
-                if (!streq_ptr(reason, w->state.wait_reason) && reason)
+                if (!streq_ptr(reason, w->state.wait_reason) && reason) {
                         log_info("Pod \"%s\" waits: %s", w->full_name, strna(message));
-                else if (!reason && w->state.wait_reason)
-                        log_info("Pod \"%s\": the pods it waits for are Ready, starting it.",
-                                 w->full_name);
+                        if (streq(reason, POD_OUT_OF_PODS_REASON))
+                                worker_event(w, NULL, POD_EVENT_OUT_OF_PODS, "%s", strna(message));
+                } else if (!reason && w->state.wait_reason)
+                        log_info("Pod \"%s\" may start now (it waited: %s).", w->full_name,
+                                 w->state.wait_reason);
+                /* OutOfpods is also the pod's own reason, as kubelet's
+                 * admission failure shows it */
+                if (streq_ptr(reason, POD_OUT_OF_PODS_REASON)) {
+                        (void)set_str(&w->state.reason, reason);
+                        (void)set_str(&w->state.message, message);
+                } else if (streq_ptr(w->state.reason, POD_OUT_OF_PODS_REASON)) {
+                        w->state.reason = mfree(w->state.reason);
+                        w->state.message = mfree(w->state.message);
+                }
                 free(w->state.wait_reason);
                 free(w->state.wait_message);
                 w->state.wait_reason = TAKE_PTR(reason);
                 w->state.wait_message = TAKE_PTR(message);
+                if (!w->state.wait_reason)
+                        w->admitted = true;
         } else if (w->state.wait_reason) {
                 w->state.wait_reason = mfree(w->state.wait_reason);
                 w->state.wait_message = mfree(w->state.wait_message);
+                if (streq_ptr(w->state.reason, POD_OUT_OF_PODS_REASON)) {
+                        w->state.reason = mfree(w->state.reason);
+                        w->state.message = mfree(w->state.message);
+                }
         }
         r = pod_compute_actions(&w->state, now, &a);
         if (r < 0) {

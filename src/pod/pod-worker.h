@@ -17,6 +17,9 @@
 
 typedef struct PodWorker PodWorker;
 
+/* kubelet's admission failure reason when maxPods pods run already. */
+#define POD_OUT_OF_PODS_REASON "OutOfpods"
+
 /* The manager's side, as workers see it. */
 typedef struct PodManagerContext {
         Event *event;
@@ -31,8 +34,10 @@ typedef struct PodManagerContext {
         bool oom_warned;         /* the clamp below the floor is reported once */
         EventCurl *curl;         /* HTTP/gRPC probes of all pods; made on first use */
         PodMetrics metrics;      /* families are NULL when nothing is counted */
-        /* nanolet.io/wait-for: 0 when every pod w waits for is Ready, else
-         * the waiting reason and a message naming what it waits for. */
+        /* Admission of a pod that has not started yet: maxPods, then
+         * nanolet.io/wait-for. 0 with NULLs when w may start, else the
+         * waiting reason ("OutOfpods", "WaitingForPods", "WaitForCycle")
+         * and a message. */
         int (*wait_for_check)(PodWorker *w, char **ret_reason, char **ret_message, void *userdata);
         /* Called when a worker has torn its pod down completely. */
         void (*worker_finished)(PodWorker *w, void *userdata);
@@ -72,6 +77,11 @@ const PodState *pod_worker_state(const PodWorker *w);
  * NULL before the first write or after a failed one. */
 const char *pod_worker_status_text(const PodWorker *w);
 
+/* The pod's cgroup directory below each hierarchy root, and a container's
+ * (cgroup.h); NULL on ENOMEM. */
+char *pod_worker_cgroup_path(const PodWorker *w);
+char *pod_worker_container_cgroup_path(const PodWorker *w, const char *container_id);
+
 /* pod_worker_terminate() was called: the worker is on its way out and no
  * longer counts as the live pod of its UID or name. */
 bool pod_worker_is_terminating(const PodWorker *w);
@@ -99,5 +109,8 @@ PodWorker *pod_worker_take_successor(PodWorker *w);
  * held back by the pods it waits for (the manager re-syncs such workers on
  * every relist so they notice a target becoming Ready). */
 char *const *pod_worker_wait_for(const PodWorker *w);
+/* Admitted (started, or allowed to start) and not finished (Succeeded or
+ * Failed): what counts against maxPods. */
+bool pod_worker_holds_slot(const PodWorker *w);
 bool pod_worker_is_ready(const PodWorker *w);
 bool pod_worker_is_waiting(const PodWorker *w);

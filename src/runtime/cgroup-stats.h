@@ -38,7 +38,7 @@ typedef struct CgroupStats {
         uint64_t memory_available;
 } CgroupStats;
 
-/* Reads the cgroup at path ("/nanolet/pod<uid>/<id>", "/" for the root)
+/* Reads the cgroup at path ("/kubepods/pod<uid>/<id>", "/" for the root)
  * below cgroup_root (normally "/sys/fs/cgroup"): one tree when
  * cgroup_root/cgroup.controllers exists (v2), else the v1 controllers
  * cgroup_root/cpuacct (or cpu,cpuacct) and cgroup_root/memory. Either half

@@ -1,11 +1,104 @@
-/* Pod-level cgroups. runc creates and removes each container's own cgroup
- * (cgroupsPath "/nanolet/pod<uid>/<id>"); the pod's parent cgroup is
- * nanolet's to remove once the pod is gone, in every hierarchy: each cgroup
- * v1 controller, or the single v2 tree. */
+/* Pod-level cgroups: kubelet's QoS hierarchy and the pod cgroup below it.
+ *
+ * Layout (cgroupfs driver), relative to each hierarchy root (every cgroup
+ * v1 controller, or the single v2 tree), under --cgroup-root (default "/"):
+ *   <root>/kubepods/pod<uid>              Guaranteed pods
+ *   <root>/kubepods/burstable/pod<uid>    Burstable pods
+ *   <root>/kubepods/besteffort/pod<uid>   BestEffort pods
+ *   .../pod<uid>/<container id>           each container (runc creates it)
+ * systemd driver (only where systemd is PID 1): the same levels as slices,
+ * kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice
+ * (dashes in the UID become '_'), and the container as runc's scope
+ * nanolet-<id>.scope (cgroupsPath "<pod slice>:nanolet:<id>").
+ *
+ * nanolet creates and configures the pod cgroup before the first container
+ * starts (runtime_cgroup_create()) and removes it once the pod is gone
+ * (runtime_cgroup_remove()); the QoS levels stay. */
 #pragma once
 
-/* The pod's cgroup path below each hierarchy root: "/nanolet/pod<uid>". */
-char *runtime_pod_cgroup_path(const char *uid);
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+typedef enum CgroupDriver {
+        CGROUP_DRIVER_CGROUPFS,
+        CGROUP_DRIVER_SYSTEMD,
+        _CGROUP_DRIVER_MAX,
+        _CGROUP_DRIVER_INVALID = -EINVAL,
+} CgroupDriver;
+
+/* The QoS level a pod's cgroup is placed in (the pod layer maps its
+ * PodQOSClass onto it). */
+typedef enum CgroupQos {
+        CGROUP_QOS_GUARANTEED,
+        CGROUP_QOS_BURSTABLE,
+        CGROUP_QOS_BEST_EFFORT,
+        _CGROUP_QOS_MAX,
+        _CGROUP_QOS_INVALID = -EINVAL,
+} CgroupQos;
+
+typedef struct CgroupLayout {
+        CgroupDriver driver;
+        /* --cgroup-root: "/" (default) or a cgroup path ("/nodes/a"); with
+         * the systemd driver a slice path such as "/edge.slice". NULL = "/". */
+        const char *root;
+} CgroupLayout;
+
+/* "cgroupfs"/"systemd" <-> CgroupDriver. */
+CgroupDriver cgroup_driver_from_string(const char *s);
+
+/* The pod's cgroup directory below each hierarchy root, e.g.
+ * "/kubepods/burstable/pod<uid>" or, with systemd,
+ * "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice".
+ * qos_level: the QoS level alone ("/kubepods/burstable"). NULL on ENOMEM. */
+char *runtime_pod_cgroup_path(const CgroupLayout *l, CgroupQos qos, const char *uid);
+char *runtime_qos_cgroup_path(const CgroupLayout *l, CgroupQos qos);
+/* The cgroupsPath runc gets for container id of the pod, and the directory
+ * runc makes of it (for stats). */
+char *runtime_container_cgroups_path(const CgroupLayout *l, CgroupQos qos, const char *uid,
+                                     const char *id);
+char *runtime_container_cgroup_path(const CgroupLayout *l, CgroupQos qos, const char *uid,
+                                    const char *id);
+
+/* The systemd driver drives runc's systemd cgroup manager, which talks to
+ * systemd as PID 1. sysroot is "/" normally, a fixture tree in tests: true
+ * when <sysroot>/run/systemd/system is a directory (sd_booted()) and
+ * <sysroot>/proc/1/comm says "systemd". Otherwise false with err naming
+ * what PID 1 is. */
+bool runtime_systemd_is_init(const char *sysroot, Error *err);
+
+/* Limits of one cgroup. 0 leaves a value at the kernel's default. */
+typedef struct CgroupHugepageLimit {
+        const char *page_size; /* the hugetlb name: "2MB", "1GB" */
+        uint64_t limit;        /* bytes */
+} CgroupHugepageLimit;
+
+typedef struct CgroupResources {
+        uint64_t cpu_shares; /* v1 cpu.shares; v2 cpu.weight from it (kubelet's mapping) */
+        int64_t cpu_quota;   /* µs per cpu_period; -1 = unlimited ("max") */
+        uint64_t cpu_period; /* µs; used with cpu_quota */
+        uint64_t memory_limit;
+        int64_t pids_limit;
+        const CgroupHugepageLimit *hugepages;
+        size_t n_hugepages;
+} CgroupResources;
+
+/* kubelet's CpuSharesToCpuWeight: shares 2..262144 -> weight 1..10000. */
+uint64_t cgroup_cpu_shares_to_weight(uint64_t shares);
+
+/* Creates the cgroup at path (absolute, relative to each hierarchy, as
+ * runtime_pod_cgroup_path() returns) below cgroup_root (normally
+ * "/sys/fs/cgroup"; cgroup v2 when cgroup_root/cgroup.controllers exists)
+ * with its parents, and writes res into it. v1: in the cpu, cpuacct,
+ * memory and pids controllers (and hugetlb when limited); v2: the
+ * controllers are enabled in each parent's cgroup.subtree_control. An
+ * existing cgroup is updated. Idempotent; 0 or a negative errno with err
+ * naming the file. */
+int runtime_cgroup_create(const char *cgroup_root, const char *path, const CgroupResources *res,
+                          Error *err);
 
 /* Removes the cgroup at path (relative to each hierarchy) and any child
  * cgroups left behind, depth first, under cgroup_root (normally

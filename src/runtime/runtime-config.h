@@ -90,7 +90,7 @@ typedef struct RuntimeContainerConfig {
         char *seccomp_profile_path;
         char **sysctls; /* "key=value" */
 
-        char *cgroups_path; /* e.g. "/nanolet/pod<uid>/<container id>" */
+        char *cgroups_path; /* e.g. "/kubepods/burstable/pod<uid>/<id>" */
         RuntimeResources resources;
         int oom_score_adj;
         bool oom_score_adj_set;

@@ -65,13 +65,29 @@ agent_cleanup() {
                 umount -l "$m" 2>/dev/null || true
         done
         ip link del "$TEST_BRIDGE" 2>/dev/null || true
-        # Pod cgroups of this agent's pods, should it have been killed mid-way.
-        for uid in $(agent_pod_uids); do
-                for m in /sys/fs/cgroup/*/nanolet/pod"$uid" /sys/fs/cgroup/nanolet/pod"$uid"; do
+        # Pod cgroups of this agent's pods, should it have been killed mid-way
+        # (kubepods/[burstable|besteffort/]pod<uid> under any --cgroup-root),
+        # and a test's own --cgroup-root tree (TEST_CGROUP_ROOT) whole.
+        for m in $(agent_pod_cgroups); do
+                find "$m" -depth -type d -exec rmdir {} \; 2>/dev/null
+        done
+        if [ -n "${TEST_CGROUP_ROOT:-}" ]; then
+                for m in /sys/fs/cgroup/*"$TEST_CGROUP_ROOT" /sys/fs/cgroup"$TEST_CGROUP_ROOT"; do
                         [ -d "$m" ] && find "$m" -depth -type d -exec rmdir {} \; 2>/dev/null
                 done
-        done
+        fi
         cleanup
+}
+
+# The cgroup directories of this agent's pods that exist now, in every
+# hierarchy: pod<uid> below a kubepods level (any --cgroup-root), or the old
+# nanolet/pod<uid>.
+agent_pod_cgroups() {
+        local uid
+        for uid in $(agent_pod_uids); do
+                find /sys/fs/cgroup -maxdepth 8 -type d -name "pod$uid" 2>/dev/null |
+                        grep -E '/(kubepods|burstable|besteffort|nanolet)/pod' || true
+        done
 }
 
 # UIDs of every pod this test's agent was asked to run.
@@ -215,10 +231,8 @@ check_no_leftovers() {
         n=$(find "$RUN/ns" -mindepth 1 2>/dev/null | wc -l)
         [ "$n" -eq 0 ] && ok "no namespace pins left" || fail "pins left: $(find "$RUN/ns" -mindepth 1)"
         # Only this agent's pods count: other instances may run at the same time.
-        local uid left=
-        for uid in $(agent_pod_uids); do
-                left+=$(ls -d /sys/fs/cgroup/*/nanolet/pod"$uid" 2>/dev/null || true)
-        done
+        local left
+        left=$(agent_pod_cgroups)
         [ -z "$left" ] && ok "no pod cgroups left" || fail "pod cgroups left: $left"
         n=$(find "$WORK/leases" -type f ! -name lock ! -name 'last_reserved_ip*' 2>/dev/null | wc -l)
         [ "$n" -eq 0 ] && ok "no IP leases left" || fail "leases left: $(find "$WORK/leases" -type f)"

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,11 +40,224 @@ static void rm_root(const char *root) {
         assert_int_equal(system(cmd), 0);
 }
 
+static const CgroupLayout cgfs = { .driver = CGROUP_DRIVER_CGROUPFS, .root = "/" };
+static const CgroupLayout sysd = { .driver = CGROUP_DRIVER_SYSTEMD, .root = "/" };
+
+#define assert_path(expr, want)                                                                    \
+        do {                                                                                       \
+                char *_p = (expr);                                                                 \
+                assert_non_null(_p);                                                               \
+                assert_string_equal(_p, want);                                                     \
+                free(_p);                                                                          \
+        } while (0)
+
 static void test_path(void **state) {
-        _cleanup_free_ char *p = runtime_pod_cgroup_path("abc");
-        assert_string_equal(p, "/nanolet/podabc");
+        assert_path(runtime_pod_cgroup_path(&cgfs, CGROUP_QOS_GUARANTEED, "abc"),
+                    "/kubepods/podabc");
+        assert_path(runtime_pod_cgroup_path(&cgfs, CGROUP_QOS_BURSTABLE, "abc"),
+                    "/kubepods/burstable/podabc");
+        assert_path(runtime_pod_cgroup_path(&cgfs, CGROUP_QOS_BEST_EFFORT, "abc"),
+                    "/kubepods/besteffort/podabc");
+        assert_path(runtime_qos_cgroup_path(&cgfs, CGROUP_QOS_GUARANTEED), "/kubepods");
+        assert_path(runtime_qos_cgroup_path(&cgfs, CGROUP_QOS_BEST_EFFORT), "/kubepods/besteffort");
+        assert_path(runtime_container_cgroups_path(&cgfs, CGROUP_QOS_BURSTABLE, "abc", "abc-c-0"),
+                    "/kubepods/burstable/podabc/abc-c-0");
+        assert_path(runtime_container_cgroup_path(&cgfs, CGROUP_QOS_BURSTABLE, "abc", "abc-c-0"),
+                    "/kubepods/burstable/podabc/abc-c-0");
+        /* --cgroup-root */
+        CgroupLayout nested = { .driver = CGROUP_DRIVER_CGROUPFS, .root = "/edge/node1/" };
+        assert_path(runtime_pod_cgroup_path(&nested, CGROUP_QOS_BEST_EFFORT, "u"),
+                    "/edge/node1/kubepods/besteffort/podu");
+        CgroupLayout null_root = { .driver = CGROUP_DRIVER_CGROUPFS };
+        assert_path(runtime_pod_cgroup_path(&null_root, CGROUP_QOS_GUARANTEED, "u"),
+                    "/kubepods/podu");
+        assert_null(runtime_pod_cgroup_path(&cgfs, CGROUP_QOS_GUARANTEED, ""));
+        assert_null(runtime_pod_cgroup_path(&cgfs, CGROUP_QOS_GUARANTEED, "a/b"));
+
         assert_int_equal(runtime_cgroup_remove("/nonexistent", "relative"), -EINVAL);
         assert_int_equal(runtime_cgroup_remove("/nonexistent", "/nanolet/../x"), -EINVAL);
+        assert_int_equal(cgroup_driver_from_string("cgroupfs"), CGROUP_DRIVER_CGROUPFS);
+        assert_int_equal(cgroup_driver_from_string("systemd"), CGROUP_DRIVER_SYSTEMD);
+        assert_int_equal(cgroup_driver_from_string("docker"), _CGROUP_DRIVER_INVALID);
+}
+
+/* kubelet's systemd names: each level a slice named after all levels
+ * above it, '-' in a name escaped as '_'. */
+static void test_systemd_names(void **state) {
+        const char *uid = "0f3b6c1e-aa-bb";
+        assert_path(runtime_pod_cgroup_path(&sysd, CGROUP_QOS_GUARANTEED, uid),
+                    "/kubepods.slice/kubepods-pod0f3b6c1e_aa_bb.slice");
+        assert_path(runtime_pod_cgroup_path(&sysd, CGROUP_QOS_BURSTABLE, uid),
+                    "/kubepods.slice/kubepods-burstable.slice/"
+                    "kubepods-burstable-pod0f3b6c1e_aa_bb.slice");
+        assert_path(runtime_pod_cgroup_path(&sysd, CGROUP_QOS_BEST_EFFORT, "u1"),
+                    "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-podu1.slice");
+        assert_path(runtime_qos_cgroup_path(&sysd, CGROUP_QOS_GUARANTEED), "/kubepods.slice");
+        /* runc's systemd cgroupsPath: slice:prefix:name */
+        assert_path(runtime_container_cgroups_path(&sysd, CGROUP_QOS_BEST_EFFORT, "u1", "u1-c-0"),
+                    "kubepods-besteffort-podu1.slice:nanolet:u1-c-0");
+        assert_path(runtime_container_cgroup_path(&sysd, CGROUP_QOS_BEST_EFFORT, "u1", "u1-c-0"),
+                    "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-podu1.slice/"
+                    "nanolet-u1-c-0.scope");
+        /* a slice root, as kubelet parses it */
+        CgroupLayout edge = { .driver = CGROUP_DRIVER_SYSTEMD, .root = "/edge.slice" };
+        assert_path(runtime_pod_cgroup_path(&edge, CGROUP_QOS_BURSTABLE, "u1"),
+                    "/edge.slice/edge-kubepods.slice/edge-kubepods-burstable.slice/"
+                    "edge-kubepods-burstable-podu1.slice");
+        CgroupLayout deep = { .driver = CGROUP_DRIVER_SYSTEMD, .root = "/a.slice/a-b.slice" };
+        assert_path(runtime_qos_cgroup_path(&deep, CGROUP_QOS_GUARANTEED),
+                    "/a.slice/a-b.slice/a-b-kubepods.slice");
+}
+
+static void write_rel(const char *root, const char *rel, const char *content) {
+        _cleanup_free_ char *p = strprintf("%s/%s", root, rel);
+        _cleanup_free_ char *dir = strdup(p);
+        *strrchr(dir, '/') = 0;
+        assert_int_equal(mkdir_p(dir, 0755), 0);
+        assert_int_equal(write_file_atomic(p, content, strlen(content), 0644), 0);
+}
+
+static void test_systemd_detection(void **state) {
+        _cleanup_free_ char *root = make_root();
+        Error err = {};
+
+        /* nothing: not systemd */
+        assert_false(runtime_systemd_is_init(root, &err));
+        assert_int_equal(err.error, -EOPNOTSUPP);
+        assert_non_null(strstr(err.message, "use --cgroup-driver cgroupfs"));
+        assert_non_null(strstr(err.message, "\"unknown\""));
+
+        /* another init, e.g. in a container or tini */
+        write_rel(root, "proc/1/comm", "tini\n");
+        err = (Error){};
+        assert_false(runtime_systemd_is_init(root, &err));
+        assert_non_null(strstr(err.message, "PID 1 is \"tini\""));
+        assert_non_null(strstr(err.message, "/run/systemd/system does not exist"));
+
+        /* /run/systemd/system without systemd as PID 1 (a leftover) */
+        mk(root, "run/systemd/system");
+        err = (Error){};
+        assert_false(runtime_systemd_is_init(root, &err));
+        assert_null(strstr(err.message, "does not exist"));
+
+        write_rel(root, "proc/1/comm", "systemd\n");
+        err = (Error){};
+        assert_true(runtime_systemd_is_init(root, &err));
+        rm_root(root);
+}
+
+static char *read_rel(const char *root, const char *rel) {
+        _cleanup_free_ char *p = strprintf("%s/%s", root, rel);
+        char *data = NULL;
+        size_t size;
+        if (read_full_file_at(AT_FDCWD, p, 4096, &data, &size) < 0)
+                return NULL;
+        return data;
+}
+
+#define assert_file(root, rel, want)                                                               \
+        do {                                                                                       \
+                char *_d = read_rel(root, rel);                                                    \
+                assert_non_null(_d);                                                               \
+                assert_string_equal(_d, want);                                                     \
+                free(_d);                                                                          \
+        } while (0)
+
+static void test_create_v1(void **state) {
+        _cleanup_free_ char *root = make_root();
+        static const char *const ctl[] = { "cpu,cpuacct", "memory", "pids", "hugetlb" };
+        for (size_t i = 0; i < 4; i++)
+                mk(root, ctl[i]);
+        _cleanup_free_ char *l1 = strprintf("%s/cpu", root), *l2 = strprintf("%s/cpuacct", root);
+        assert_int_equal(symlink("cpu,cpuacct", l1), 0);
+        assert_int_equal(symlink("cpu,cpuacct", l2), 0);
+
+        const CgroupHugepageLimit hp[] = { { "2MB", 4 << 20 } };
+        CgroupResources res = { .cpu_shares = 512,
+                                .cpu_quota = 150000,
+                                .cpu_period = 100000,
+                                .memory_limit = 64 << 20,
+                                .pids_limit = 100,
+                                .hugepages = hp,
+                                .n_hugepages = 1 };
+        _cleanup_free_ char *path = runtime_pod_cgroup_path(&cgfs, CGROUP_QOS_BURSTABLE, "u1");
+        Error err = {};
+        assert_int_equal(runtime_cgroup_create(root, path, &res, &err), 0);
+        assert_file(root, "cpu/kubepods/burstable/podu1/cpu.shares", "512");
+        assert_file(root, "cpu/kubepods/burstable/podu1/cpu.cfs_period_us", "100000");
+        assert_file(root, "cpu/kubepods/burstable/podu1/cpu.cfs_quota_us", "150000");
+        assert_file(root, "memory/kubepods/burstable/podu1/memory.limit_in_bytes", "67108864");
+        assert_file(root, "pids/kubepods/burstable/podu1/pids.max", "100");
+        assert_file(root, "hugetlb/kubepods/burstable/podu1/hugetlb.2MB.limit_in_bytes", "4194304");
+
+        /* unset values are not written; an unlimited quota is -1 */
+        CgroupResources be = { .cpu_shares = 2, .cpu_quota = -1, .cpu_period = 100000 };
+        _cleanup_free_ char *bp = runtime_pod_cgroup_path(&cgfs, CGROUP_QOS_BEST_EFFORT, "u2");
+        assert_int_equal(runtime_cgroup_create(root, bp, &be, &err), 0);
+        assert_file(root, "cpu/kubepods/besteffort/podu2/cpu.shares", "2");
+        assert_file(root, "cpu/kubepods/besteffort/podu2/cpu.cfs_quota_us", "-1");
+        assert_false(exists(root, "memory/kubepods/besteffort/podu2/memory.limit_in_bytes"));
+        assert_false(exists(root, "pids/kubepods/besteffort/podu2/pids.max"));
+        assert_true(exists(root, "pids/kubepods/besteffort/podu2"));
+        assert_false(exists(root, "hugetlb/kubepods/besteffort")); /* not limited: not made */
+
+        assert_int_equal(runtime_cgroup_create(root, "relative", &res, &err), -EINVAL);
+        assert_int_equal(runtime_cgroup_create(root, "/a/../b", &res, &err), -EINVAL);
+
+        rm_root(root);
+}
+
+static void test_create_v1_missing_controller(void **state) {
+        _cleanup_free_ char *root = make_root();
+        mk(root, "cpu");
+        mk(root, "memory"); /* no pids */
+        CgroupResources res = { .pids_limit = 5 };
+        Error err = {};
+        assert_int_equal(runtime_cgroup_create(root, "/kubepods/podx", &res, &err), -ENOENT);
+        assert_non_null(strstr(err.message, "pids"));
+        rm_root(root);
+}
+
+static void test_create_v2(void **state) {
+        _cleanup_free_ char *root = make_root();
+        write_rel(root, "cgroup.controllers", "cpuset cpu io memory pids\n");
+        const CgroupHugepageLimit hp[] = { { "1GB", 1ULL << 30 } };
+        CgroupResources res = { .cpu_shares = 1024,
+                                .cpu_quota = 50000,
+                                .cpu_period = 100000,
+                                .memory_limit = 32 << 20,
+                                .pids_limit = 64,
+                                .hugepages = hp,
+                                .n_hugepages = 1 };
+        _cleanup_free_ char *path = runtime_pod_cgroup_path(&cgfs, CGROUP_QOS_BURSTABLE, "u1");
+        Error err = {};
+        assert_int_equal(runtime_cgroup_create(root, path, &res, &err), 0);
+        /* the root has no hugetlb: only what it offers is enabled there */
+        assert_file(root, "cgroup.subtree_control", "+cpu +memory +pids");
+        /* below, without a cgroup.controllers file in the fixture, all */
+        assert_file(root, "kubepods/cgroup.subtree_control", "+cpu +memory +pids +hugetlb");
+        assert_file(root, "kubepods/burstable/cgroup.subtree_control",
+                    "+cpu +memory +pids +hugetlb");
+        assert_file(root, "kubepods/burstable/podu1/cpu.weight", "39");
+        assert_file(root, "kubepods/burstable/podu1/cpu.max", "50000 100000");
+        assert_file(root, "kubepods/burstable/podu1/memory.max", "33554432");
+        assert_file(root, "kubepods/burstable/podu1/pids.max", "64");
+        assert_file(root, "kubepods/burstable/podu1/hugetlb.1GB.max", "1073741824");
+
+        CgroupResources g = { .cpu_shares = 2, .cpu_quota = -1, .cpu_period = 100000 };
+        assert_int_equal(runtime_cgroup_create(root, "/kubepods/podg", &g, &err), 0);
+        assert_file(root, "kubepods/podg/cpu.weight", "1");
+        assert_file(root, "kubepods/podg/cpu.max", "max 100000");
+        assert_false(exists(root, "kubepods/podg/memory.max"));
+        rm_root(root);
+}
+
+static void test_weight(void **state) {
+        assert_int_equal(cgroup_cpu_shares_to_weight(2), 1);
+        assert_int_equal(cgroup_cpu_shares_to_weight(1024), 39);
+        assert_int_equal(cgroup_cpu_shares_to_weight(262144), 10000);
+        assert_int_equal(cgroup_cpu_shares_to_weight(0), 1);
+        assert_int_equal(cgroup_cpu_shares_to_weight(1000000), 10000);
 }
 
 static void test_v1(void **state) {
@@ -80,6 +294,12 @@ static void test_v2(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_path),
+                cmocka_unit_test(test_systemd_names),
+                cmocka_unit_test(test_systemd_detection),
+                cmocka_unit_test(test_create_v1),
+                cmocka_unit_test(test_create_v1_missing_controller),
+                cmocka_unit_test(test_create_v2),
+                cmocka_unit_test(test_weight),
                 cmocka_unit_test(test_v1),
                 cmocka_unit_test(test_v2),
         };

@@ -947,16 +947,15 @@ static void test_resources(void **state) {
         fx_init(&f, POD_HEAD "  containers:\n  - name: c\n    image: b\n    command: [x]\n"
                              "    resources:\n      requests: {cpu: 250m, memory: 1Gi}\n"
                              "      limits: {cpu: 500m, memory: 2Gi, hugepages-2Mi: 4Mi}\n");
-        f.ctx.pids_limit = 1024;
         fx_build_ok(&f);
-        char *want = strprintf("/nanolet/pod%s/uid1-c-0", f.node.pod_uid);
+        char *want = strprintf("/kubepods/burstable/pod%s/uid1-c-0", f.node.pod_uid);
         assert_string_equal(f.c.cgroups_path, want);
         free(want);
         assert_int_equal(f.c.resources.cpu_shares, 256);
         assert_int_equal(f.c.resources.cpu_period, 100000);
         assert_int_equal(f.c.resources.cpu_quota, 50000);
         assert_int_equal(f.c.resources.memory_limit, 2LL << 30);
-        assert_int_equal(f.c.resources.pids_limit, 1024);
+        assert_int_equal(f.c.resources.pids_limit, 0); /* the pod's, not the container's */
         assert_int_equal(f.c.resources.n_hugepages, 1);
         assert_string_equal(f.c.resources.hugepages[0].page_size, "2MB");
         assert_int_equal(f.c.resources.hugepages[0].limit, 4 << 20);
@@ -1029,6 +1028,169 @@ static void test_oom_score_adj(void **state) {
                 POD_QOS_BEST_EFFORT, -997);
 }
 
+/* ---- the pod cgroup (kubelet's ResourceConfigForPod) ---- */
+
+static void pod_res(const char *spec, bool cfs, int64_t pids, CgroupResources *ret,
+                    PodQOSClass qos) {
+        Fixture f;
+        char *yaml = strprintf(POD_HEAD "%s", spec);
+        fx_init(&f, yaml);
+        assert_int_equal(pod_qos_class(f.pod), qos);
+        assert_int_equal(pod_cgroup_qos(f.pod), qos == POD_QOS_GUARANTEED ? CGROUP_QOS_GUARANTEED
+                                                : qos == POD_QOS_BURSTABLE
+                                                        ? CGROUP_QOS_BURSTABLE
+                                                        : CGROUP_QOS_BEST_EFFORT);
+        assert_int_equal(pod_cgroup_resources(f.pod, cfs, pids, ret), 0);
+        fx_done(&f);
+        free(yaml);
+}
+
+#define CT(name, res) "  - {name: " name ", image: b, command: [x], resources: " res "}\n"
+
+static void test_pod_cgroup_resources(void **state) {
+        (void)state;
+        CgroupResources r;
+
+        /* Guaranteed: sums of the limits (= requests) */
+        pod_res("  containers:\n" CT("a", "{limits: {cpu: 200m, memory: 64Mi}}")
+                        CT("b", "{limits: {cpu: 300m, memory: 32Mi}}"),
+                true, 100, &r, POD_QOS_GUARANTEED);
+        assert_int_equal(r.cpu_shares, 512);
+        assert_int_equal(r.cpu_period, 100000);
+        assert_int_equal(r.cpu_quota, 50000);
+        assert_int_equal(r.memory_limit, 96 << 20);
+        assert_int_equal(r.pids_limit, 100);
+        assert_int_equal(r.n_hugepages, 0);
+        pod_cgroup_resources_done(&r);
+
+        /* Burstable, one container without a memory limit: no pod memory
+         * limit; every container limits cpu: the quota is set */
+        pod_res("  containers:\n" CT("a", "{requests: {cpu: 100m}, limits: {cpu: 500m, memory: "
+                                          "64Mi}}") CT("b", "{limits: {cpu: 250m}}"),
+                true, 0, &r, POD_QOS_BURSTABLE);
+        assert_int_equal(r.cpu_shares, 358); /* (100m + 250m) * 1024 / 1000 */
+        assert_int_equal(r.cpu_quota, 75000);
+        assert_int_equal(r.memory_limit, 0);
+        assert_int_equal(r.pids_limit, 0);
+        pod_cgroup_resources_done(&r);
+
+        /* Burstable without any cpu limit: no quota, shares from requests */
+        pod_res("  containers:\n" CT("a", "{requests: {cpu: '1', memory: 1Gi}, limits: {memory: "
+                                          "2Gi}}"),
+                true, 0, &r, POD_QOS_BURSTABLE);
+        assert_int_equal(r.cpu_shares, 1024);
+        assert_int_equal(r.cpu_quota, 0);
+        assert_int_equal(r.memory_limit, 2LL << 30);
+        pod_cgroup_resources_done(&r);
+
+        /* an init container larger than the sum wins (PodLimits/PodRequests) */
+        pod_res("  initContainers:\n" CT(
+                        "i",
+                        "{limits: {cpu: '2', memory: 1Gi}}") "  containers:\n" CT("a",
+                                                                                  "{limits: {cpu: "
+                                                                                  "500m, memory: "
+                                                                                  "128Mi}}")
+                        CT("b", "{limits: {cpu: 500m, memory: 128Mi}}"),
+                true, 0, &r, POD_QOS_GUARANTEED);
+        assert_int_equal(r.cpu_shares, 2048);
+        assert_int_equal(r.cpu_quota, 200000);
+        assert_int_equal(r.memory_limit, 1LL << 30);
+        pod_cgroup_resources_done(&r);
+        /* ... and a smaller one does not count */
+        pod_res("  initContainers:\n" CT(
+                        "i",
+                        "{limits: {cpu: 100m, memory: 16Mi}}") "  containers:\n" CT("a",
+                                                                                    "{limits: "
+                                                                                    "{cpu: 500m, "
+                                                                                    "memory: "
+                                                                                    "128Mi}}")
+                        CT("b", "{limits: {cpu: 500m, memory: 128Mi}}"),
+                true, 0, &r, POD_QOS_GUARANTEED);
+        assert_int_equal(r.cpu_quota, 100000);
+        assert_int_equal(r.memory_limit, 256 << 20);
+        pod_cgroup_resources_done(&r);
+
+        /* a sidecar adds to the sum, and to what later init containers need */
+        pod_res("  initContainers:\n"
+                "  - {name: s, image: b, command: [x], restartPolicy: Always, resources: "
+                "{limits: {cpu: 100m, memory: 16Mi}}}\n" CT(
+                        "i",
+                        "{limits: {cpu: 2, memory: 1Gi}}") "  containers:\n" CT("a",
+                                                                                "{limits: {cpu: "
+                                                                                "500m, memory: "
+                                                                                "128Mi}}"),
+                true, 0, &r, POD_QOS_GUARANTEED);
+        assert_int_equal(r.cpu_quota, 210000); /* max(100m + 500m, 2 + 100m) */
+        assert_int_equal(r.memory_limit, (1LL << 30) + (16 << 20));
+        pod_cgroup_resources_done(&r);
+        pod_res("  initContainers:\n"
+                "  - {name: s, image: b, command: [x], restartPolicy: Always, resources: "
+                "{limits: {cpu: 100m, memory: 16Mi}}}\n"
+                "  containers:\n" CT("a", "{limits: {cpu: 500m, memory: 128Mi}}"),
+                true, 0, &r, POD_QOS_GUARANTEED);
+        assert_int_equal(r.cpu_quota, 60000);
+        assert_int_equal(r.memory_limit, 144 << 20);
+        pod_cgroup_resources_done(&r);
+
+        /* --cpu-cfs-quota=false: unlimited */
+        pod_res("  containers:\n" CT("a", "{limits: {cpu: 200m, memory: 64Mi}}"), false, 0, &r,
+                POD_QOS_GUARANTEED);
+        assert_int_equal(r.cpu_quota, -1);
+        assert_int_equal(r.memory_limit, 64 << 20);
+        pod_cgroup_resources_done(&r);
+
+        /* BestEffort: minimum shares only, the pids limit still applies */
+        pod_res("  containers:\n  - {name: a, image: b, command: [x]}\n", true, 42, &r,
+                POD_QOS_BEST_EFFORT);
+        assert_int_equal(r.cpu_shares, 2);
+        assert_int_equal(r.cpu_quota, 0);
+        assert_int_equal(r.memory_limit, 0);
+        assert_int_equal(r.pids_limit, 42);
+        pod_cgroup_resources_done(&r);
+
+        /* hugepages summed by size */
+        pod_res("  containers:\n" CT("a", "{limits: {cpu: 1, memory: 1Gi, hugepages-2Mi: 4Mi}}")
+                        CT("b", "{limits: {cpu: 1, memory: 1Gi, hugepages-2Mi: 6Mi, "
+                                "hugepages-1Gi: 1Gi}}"),
+                true, 0, &r, POD_QOS_GUARANTEED);
+        assert_int_equal(r.n_hugepages, 2);
+        assert_string_equal(r.hugepages[0].page_size, "2MB");
+        assert_int_equal(r.hugepages[0].limit, 10 << 20);
+        assert_string_equal(r.hugepages[1].page_size, "1GB");
+        assert_int_equal(r.hugepages[1].limit, 1LL << 30);
+        pod_cgroup_resources_done(&r);
+}
+
+/* The container's cgroupsPath follows the pod's QoS level and the layout;
+ * --cpu-cfs-quota=false drops the container's quota too. */
+static void test_cgroups_path(void **state) {
+        (void)state;
+        Fixture f;
+        fx_init(&f, POD_HEAD "  containers:\n" CT("c", "{limits: {cpu: 200m, memory: 64Mi}}"));
+        CgroupLayout l = { .driver = CGROUP_DRIVER_CGROUPFS, .root = "/edge" };
+        f.ctx.cgroups = &l;
+        f.ctx.no_cpu_quota = true;
+        fx_build_ok(&f);
+        char *want = strprintf("/edge/kubepods/pod%s/uid1-c-0", f.node.pod_uid);
+        assert_string_equal(f.c.cgroups_path, want);
+        free(want);
+        assert_int_equal(f.c.resources.cpu_quota, 0);
+        assert_int_equal(f.c.resources.memory_limit, 64 << 20);
+        fx_done(&f);
+
+        fx_init(&f, POD_HEAD "  containers:\n  - {name: c, image: b, command: [x]}\n");
+        CgroupLayout sd = { .driver = CGROUP_DRIVER_SYSTEMD, .root = "/" };
+        f.ctx.cgroups = &sd;
+        fx_build_ok(&f);
+        want = strprintf("kubepods-besteffort-pod%s.slice:nanolet:uid1-c-0", f.node.pod_uid);
+        for (char *p = strstr(want, "-pod") + 4; *p != '.'; p++)
+                if (*p == '-')
+                        *p = '_';
+        assert_string_equal(f.c.cgroups_path, want);
+        free(want);
+        fx_done(&f);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_argv_precedence),
@@ -1051,6 +1213,8 @@ int main(void) {
                 cmocka_unit_test(test_security_defaults),
                 cmocka_unit_test(test_resources),
                 cmocka_unit_test(test_oom_score_adj),
+                cmocka_unit_test(test_pod_cgroup_resources),
+                cmocka_unit_test(test_cgroups_path),
         };
         return cmocka_run_group_tests(tests, enter_mount_namespace, NULL);
 }

@@ -343,14 +343,104 @@ static void test_duration(void **state) {
         assert_true(nanolet_parse_duration("", &u) < 0);
 }
 
+static void test_resource_flags(void **state) {
+        NanoletConfig c;
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_string_equal(c.cgroup_root, "/");
+        assert_true(c.cpu_cfs_quota);
+        assert_int_equal(c.max_pods, 110);
+        assert_int_equal(c.kube_reserved_memory, 0);
+        char *argv[] = { "serve",
+                         "--cgroup-root",
+                         "/edge",
+                         "--cpu-cfs-quota=false",
+                         "--max-pods",
+                         "2",
+                         "--kube-reserved",
+                         "cpu=100m,memory=256Mi,ephemeral-storage=1Gi",
+                         "--system-reserved=cpu=1,memory=1Gi",
+                         "--pod-pids-limit",
+                         "1024",
+                         "--cgroup-driver",
+                         "systemd",
+                         NULL };
+        assert_int_equal(nanolet_config_parse_argv(&c, (int)ELEMENTSOF(argv) - 1, argv), 0);
+        assert_string_equal(c.cgroup_root, "/edge");
+        assert_false(c.cpu_cfs_quota);
+        assert_int_equal(c.max_pods, 2);
+        assert_int_equal(c.kube_reserved_milli_cpu, 100);
+        assert_int_equal(c.kube_reserved_memory, 256 << 20);
+        assert_int_equal(c.system_reserved_milli_cpu, 1000);
+        assert_int_equal(c.system_reserved_memory, 1 << 30);
+        assert_int_equal(c.pod_pids_limit, 1024);
+        assert_string_equal(c.cgroup_driver, "systemd");
+        nanolet_config_deinit(&c);
+
+        char *bad1[] = { "serve", "--cgroup-root", "relative", NULL };
+        char *bad2[] = { "serve", "--cpu-cfs-quota", "yes", NULL };
+        char *bad3[] = { "serve", "--kube-reserved", "gpu=1", NULL };
+        char *bad4[] = { "serve", "--system-reserved", "memory", NULL };
+        char *bad5[] = { "serve", "--kube-reserved", "memory=lots", NULL };
+        char *bad6[] = { "serve", "--max-pods", "0", NULL };
+        char *bad7[] = { "serve", "--cgroup-driver", "docker", NULL };
+        char **all[] = { bad1, bad2, bad3, bad4, bad5, bad6, bad7 };
+        for (size_t i = 0; i < ELEMENTSOF(all); i++) {
+                assert_int_equal(nanolet_config_init(&c), 0);
+                assert_int_equal(nanolet_config_parse_argv(&c, (int)strv_length(all[i]), all[i]),
+                                 -EINVAL);
+                nanolet_config_deinit(&c);
+        }
+
+        static const char file[] = "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                   "kind: KubeletConfiguration\n"
+                                   "maxPods: 7\n"
+                                   "cgroupRoot: /nodes/a\n"
+                                   "cpuCFSQuota: false\n"
+                                   "kubeReserved: {cpu: 200m, memory: 128Mi}\n"
+                                   "systemReserved: {memory: 1Gi, pid: \"100\"}\n";
+        Diagnostics d;
+        diagnostics_init(&d);
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_int_equal(nanolet_config_load_buffer(&c, file, strlen(file), "kc.yaml", &d), 0);
+        assert_int_equal(d.n_warnings, 0);
+        assert_int_equal(c.max_pods, 7);
+        assert_string_equal(c.cgroup_root, "/nodes/a");
+        assert_false(c.cpu_cfs_quota);
+        assert_int_equal(c.kube_reserved_milli_cpu, 200);
+        assert_int_equal(c.kube_reserved_memory, 128 << 20);
+        assert_int_equal(c.system_reserved_milli_cpu, 0);
+        assert_int_equal(c.system_reserved_memory, 1 << 30);
+        nanolet_config_deinit(&c);
+        diagnostics_deinit(&d);
+
+        static const char badfile[] = "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                      "kind: KubeletConfiguration\n"
+                                      "kubeReserved: {gpu: 1}\n"
+                                      "systemReserved: 5\n";
+        diagnostics_init(&d);
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_int_equal(nanolet_config_load_buffer(&c, badfile, strlen(badfile), "kc.yaml", &d),
+                         -EINVAL);
+        assert_int_equal(d.n_errors, 2);
+        nanolet_config_deinit(&c);
+        diagnostics_deinit(&d);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_defaults),       cmocka_unit_test(test_file),
-                cmocka_unit_test(test_file_errors),    cmocka_unit_test(test_flags_override_file),
-                cmocka_unit_test(test_bad_flags),      cmocka_unit_test(test_node_name),
-                cmocka_unit_test(test_duration),       cmocka_unit_test(test_container_log_flags),
-                cmocka_unit_test(test_node_ip),        cmocka_unit_test(test_config_flag_spellings),
-                cmocka_unit_test(test_registry_flags), cmocka_unit_test(test_pull_flags),
+                cmocka_unit_test(test_resource_flags),
+                cmocka_unit_test(test_defaults),
+                cmocka_unit_test(test_file),
+                cmocka_unit_test(test_file_errors),
+                cmocka_unit_test(test_flags_override_file),
+                cmocka_unit_test(test_bad_flags),
+                cmocka_unit_test(test_node_name),
+                cmocka_unit_test(test_duration),
+                cmocka_unit_test(test_container_log_flags),
+                cmocka_unit_test(test_node_ip),
+                cmocka_unit_test(test_config_flag_spellings),
+                cmocka_unit_test(test_registry_flags),
+                cmocka_unit_test(test_pull_flags),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
