@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # nanolet image pull against Debian's reference registry (docker-registry)
 # started on 127.0.0.1 with TLS from a throwaway CA (trusted only through a
-# certs.d dir) and htpasswd auth; images pushed with skopeo. Pulls by tag and
+# certs.d dir) and htpasswd auth, plus a second instance on the same storage
+# with Bearer token auth (a token server issuing RS256 JWTs); images pushed
+# with skopeo. Pulls by tag and
 # by digest, gzip/zstd layers, a multi-arch index, wrong password, untrusted
 # CA, a blocked registry, a mirror for a name nothing listens on, a resume
 # from a partial download (a Range request in the registry's log), a
@@ -215,6 +217,91 @@ printf '{"ref": "%s", "certs_dir": "%s"}' "$REG/test/nope:v1" "$CERTS" >"$WORK/j
 "$NANOLET" internal-helper image-pull "$ROOT" <"$WORK/job.json" >"$WORK/helper.json" 2>&1 || true
 grep -q '"result":-13' "$WORK/helper.json" && grep -q "no credentials configured" "$WORK/helper.json" &&
         ok "helper reports a failure as JSON" || fail "helper failure: $(cat "$WORK/helper.json")"
+
+# --- Bearer tokens: a second registry on the same storage with token auth,
+# and a token server (RS256 JWTs signed with openssl) checking Basic credentials
+TPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+BPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+BREG=127.0.0.1:$BPORT
+(
+        cd "$REGDIR"
+        openssl req -x509 -newkey rsa:2048 -nodes -keyout token.key -out token.crt -days 2 \
+                -subj /CN=nanolet-test-token-signer 2>/dev/null
+)
+sed -e "s|addr: $REG|addr: $BREG|" -e '/^auth:/,$d' "$REGDIR/config.yml" >"$REGDIR/bearer.yml"
+cat >>"$REGDIR/bearer.yml" <<YAML
+auth:
+  token:
+    realm: https://127.0.0.1:$TPORT/token
+    service: nanolet-test-registry
+    issuer: nanolet-test-issuer
+    rootcertbundle: $REGDIR/token.crt
+YAML
+cat >"$REGDIR/token-server.py" <<'PY'
+import base64, http.server, json, ssl, subprocess, sys, time, urllib.parse
+port, regdir, log = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+def b64(b): return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+der = subprocess.run(["openssl", "x509", "-in", regdir + "/token.crt", "-outform", "DER"],
+                     capture_output=True, check=True).stdout
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self):
+        q = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
+        auth = self.headers.get("Authorization", "")
+        ok = auth == "Basic " + base64.b64encode(b"tester:s3cret").decode()
+        with open(log, "a") as f:
+            f.write("token scope=%s service=%s auth=%s\n" % (q.get("scope", [""])[0], q.get("service", [""])[0], "ok" if ok else "bad"))
+        if not ok:
+            self.send_response(401); self.send_header("Content-Type", "application/json"); self.end_headers()
+            self.wfile.write(b'{"errors":[{"code":"UNAUTHORIZED","message":"token server: bad credentials"}]}')
+            return
+        access = []
+        for sc in q.get("scope", []):
+            typ, name, actions = sc.split(":")
+            access.append({"type": typ, "name": name, "actions": actions.split(",")})
+        now = int(time.time())
+        hdr = {"alg": "RS256", "typ": "JWT", "x5c": [base64.b64encode(der).decode()]}
+        claims = {"iss": "nanolet-test-issuer", "sub": "tester", "aud": q.get("service", [""])[0],
+                  "exp": now + 300, "nbf": now - 10, "iat": now, "jti": str(now), "access": access}
+        signing = (b64(json.dumps(hdr).encode()) + "." + b64(json.dumps(claims).encode())).encode()
+        sig = subprocess.run(["openssl", "dgst", "-sha256", "-sign", regdir + "/token.key"],
+                             input=signing, capture_output=True, check=True).stdout
+        body = json.dumps({"token": signing.decode() + "." + b64(sig), "expires_in": 300}).encode()
+        self.send_response(200); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+srv = http.server.HTTPServer(("127.0.0.1", port), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(regdir + "/server.crt", regdir + "/server.key")
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+srv.serve_forever()
+PY
+python3 "$REGDIR/token-server.py" "$TPORT" "$REGDIR" "$WORK/token.log" 2>>"$WORK/token-server.err" &
+PIDS+=("$!")
+docker-registry serve "$REGDIR/bearer.yml" >>"$WORK/bearer-registry.log" 2>&1 &
+PIDS+=("$!")
+for ((i = 0; i < 100; i++)); do
+        [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$REGDIR/ca.crt" "https://$BREG/v2/")" = 401 ] &&
+                [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$REGDIR/ca.crt" "https://127.0.0.1:$TPORT/token")" = 401 ] && break
+        sleep 0.1
+done
+mkdir -p "$CERTS/$BREG"
+cp "$REGDIR/ca.crt" "$CERTS/$BREG/ca.crt"
+echo "{\"auths\": {\"$BREG\": {\"auth\": \"$(printf tester:s3cret | base64)\"}}}" >"$WORK/bearer.json"
+if img pull --registry-certs-dir "$CERTS" --credential-file "$WORK/bearer.json" "$BREG/test/big:v1" >"$WORK/out" 2>&1; then
+        [ "$(grep -c "layer sha256:.*: verified" "$WORK/out")" = 3 ] && ok "bearer token pull (3 layers downloaded)" ||
+                fail "bearer: $(cat "$WORK/out")"
+        [ "$(grep -c "scope=repository:test/big:pull service=nanolet-test-registry auth=ok" "$WORK/token.log")" = 1 ] &&
+                ok "one token for the whole pull (realm, service, scope from the challenge)" ||
+                fail "token requests: $(cat "$WORK/token.log")"
+else fail "bearer pull: $(cat "$WORK/out" "$WORK/token-server.err" 2>/dev/null)"; fi
+img rm "$BREG/test/big:v1" >/dev/null && img prune >/dev/null || fail "rm + prune after the bearer pull"
+echo "{\"auths\": {\"$BREG\": {\"username\": \"tester\", \"password\": \"nope\"}}}" >"$WORK/bearer-bad.json"
+if img pull --registry-certs-dir "$CERTS" --credential-file "$WORK/bearer-bad.json" "$BREG/test/zstd:v1" >"$WORK/out" 2>&1; then
+        fail "bearer pull with a wrong password"
+else
+        grep -q "token request failed: HTTP 401 (UNAUTHORIZED: token server: bad credentials)" "$WORK/out" &&
+                ok "bearer: wrong password names the token server's 401" || fail "bearer wrong password: $(cat "$WORK/out")"
+fi
 
 # --- wrong password, no credentials
 if img pull --registry-certs-dir "$CERTS" --credential-file "$WORK/bad.json" "$REG/test/zstd:v1" >"$WORK/out" 2>&1; then
