@@ -3,9 +3,9 @@
 # started on 127.0.0.1 with TLS from a throwaway CA (trusted only through a
 # certs.d dir) and htpasswd auth, plus a second instance on the same storage
 # with Bearer token auth (a token server issuing RS256 JWTs); images pushed
-# with skopeo. Pulls by tag and
-# by digest, gzip/zstd layers, a multi-arch index, wrong password, untrusted
-# CA, a blocked registry, a mirror for a name nothing listens on, a resume
+# with skopeo. Pulls by tag and by digest, gzip/zstd layers, a multi-arch
+# index, the helper mode the agent uses, wrong password, untrusted CA, a
+# blocked registry, a mirror for a name nothing listens on, a resume
 # from a partial download (a Range request in the registry's log), a
 # SIGKILLed pull that commits nothing, a corrupted blob refused with nothing
 # committed. Network: 127.0.0.1 only.
