@@ -259,7 +259,9 @@ static int registry_init(Registry *reg, const ImagePullOptions *o, const Registr
             curl_share_setopt(reg->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS) != CURLSHE_OK)
                 return -ENOMEM;
         const char *contact = host_is_docker_hub(reg->host) ? "registry-1.docker.io" : reg->host;
-        reg->base = strprintf("%s://%s", reg->insecure ? "http" : "https", contact);
+        /* An insecure registry is tried with TLS (unverified) first, then
+         * plain HTTP (resolve_endpoint()), as containers/image does. */
+        reg->base = strprintf("https://%s", contact);
         if (!reg->base)
                 return -ENOMEM;
         int r = registry_load_certs(reg, err);
@@ -965,6 +967,25 @@ static int pull_config(Pull *p, const ImageDescriptor *d) {
         return stage_bytes(p, d->digest, resp.body ? resp.body : "", resp.len);
 }
 
+/* resolve(), and for an insecure registry whose TLS handshake fails (it
+ * may speak plain HTTP only) the same over http://. */
+static int resolve_endpoint(Registry *reg, const char *reference, Resolved *ret, Error *err) {
+        Error first = {};
+        int r = resolve(reg, reference, ret, &first);
+        if (r != -EPROTO || !reg->insecure || !startswith(reg->base, "https://")) {
+                if (r < 0 && err && !err->error)
+                        *err = first;
+                return r;
+        }
+        log_debug("Insecure registry %s: %s; trying plain HTTP", reg->host, first.message);
+        _cleanup_free_ char *http = strprintf("http://%s", reg->base + strlen("https://"));
+        if (!http)
+                return -ENOMEM;
+        free(reg->base);
+        reg->base = TAKE_PTR(http);
+        return resolve(reg, reference, ret, err);
+}
+
 static void pull_done(Pull *p) {
         for (size_t i = 0; i < p->n_blobs; i++)
                 blob_done(&p->blobs[i]);
@@ -1124,7 +1145,7 @@ int image_pull_run(ImageStore *s, const char *refstr, const ImagePullOptions *o,
                 Error e = {};
                 r = registry_init(&reg, o, &eps[i], &e);
                 if (r >= 0)
-                        r = resolve(&reg, reference, &m, &e);
+                        r = resolve_endpoint(&reg, reference, &m, &e);
                 if (r >= 0) {
                         if (o->progress) {
                                 ImagePullProgress pp = { .event = IMAGE_PULL_RESOLVED,

@@ -321,6 +321,34 @@ else
                 fail "untrusted CA message: $(cat "$WORK/out")"
 fi
 
+# --- insecure registries: TLS without verification, and plain HTTP (a third
+# instance on the same storage, no TLS, no auth)
+if img pull -q --registry-certs-dir "$WORK/empty-certs.d" --credential-file "$CREDS" \
+        --insecure-registry "$REG" "$REG/test/nanolet-test:v1" >"$WORK/out" 2>&1; then
+        ok "--insecure-registry: unverified TLS"
+else fail "insecure TLS: $(cat "$WORK/out")"; fi
+HPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+HREG=127.0.0.1:$HPORT
+sed -e "s|addr: $REG|addr: $HREG|" -e '/^  tls:/,/^    key:/d' -e '/^auth:/,$d' "$REGDIR/config.yml" >"$REGDIR/http.yml"
+docker-registry serve "$REGDIR/http.yml" >>"$WORK/http-registry.log" 2>&1 &
+PIDS+=("$!")
+for ((i = 0; i < 100; i++)); do
+        [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$HREG/v2/")" = 200 ] && break
+        sleep 0.1
+done
+if img pull "$HREG/test/zstd:v1" >"$WORK/out" 2>&1; then
+        fail "plain HTTP registry used without --insecure-registry"
+else grep -qi "TLS error" "$WORK/out" && ok "plain HTTP refused unless insecure" || fail "http refusal: $(cat "$WORK/out")"; fi
+cat >"$WORK/insecure.conf" <<CONF
+[[registry]]
+location = "$HREG"
+insecure = true
+CONF
+if img pull -q --registries-conf "$WORK/insecure.conf" "$HREG/test/zstd:v1" >"$WORK/out" 2>&1; then
+        grep -q "GET /v2/test/zstd/manifests/v1" "$WORK/http-registry.log" &&
+                ok "insecure = true in registries.conf: plain HTTP" || fail "http registry not contacted"
+else fail "insecure HTTP pull: $(cat "$WORK/out")"; fi
+
 # --- registries.conf: blocked, mirror for a registry nothing listens on
 cat >"$WORK/registries.conf" <<CONF
 unqualified-search-registries = ["docker.io"]
