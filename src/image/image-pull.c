@@ -9,10 +9,14 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "child.h"
@@ -26,6 +30,7 @@
 #include "registry-auth.h"
 #include "registry-config.h"
 #include "self-helper.h"
+#include "spawn.h"
 #include "string-util.h"
 #include "strv.h"
 #include "time-util.h"
@@ -522,6 +527,14 @@ typedef struct Blob {
         struct curl_slist *hdrs;
         Response resp; /* headers and an error body */
         usec_t last_progress;
+        /* Early unpacking (see unpack_start()): for the blob's first
+         * position in the manifest. */
+        const char *diff_id, *chain_id;
+        bool unpack_wanted;
+        pid_t unpack_pid; /* > 0 while the helper runs */
+        int unpack_fd;    /* its result pipe */
+        char unpack_buf[sizeof(((Error *)NULL)->message) + 32];
+        size_t unpack_len;
 } Blob;
 
 struct Pull {
@@ -533,9 +546,23 @@ struct Pull {
         char *stage_name;
         Blob *blobs;
         size_t n_blobs;
+        ImageConfig config;
+        char **chain_ids;
+        char **unpacked; /* chain ID, layers/ temp dir, ...: unpacked early */
+        unsigned unpacking;
 };
 
+static void unpack_kill(Blob *b) {
+        if (b->unpack_pid > 0) {
+                (void)kill(b->unpack_pid, SIGKILL);
+                (void)waitpid(b->unpack_pid, NULL, 0);
+                b->unpack_pid = 0;
+        }
+        b->unpack_fd = safe_close(b->unpack_fd);
+}
+
 static void blob_done(Blob *b) {
+        unpack_kill(b);
         if (b->easy)
                 curl_easy_cleanup(b->easy);
         curl_slist_free_all(b->hdrs);
@@ -767,6 +794,93 @@ static int blob_finish(Pull *p, Blob *b, CURLcode c) {
         return blob_stage(p, b);
 }
 
+/* Early unpacking: a layer whose blob is verified is unpacked by a helper
+ * process (`internal-helper unpack-layer`, store_layer_unpack_tmp(), the
+ * function `image load` uses) while later blobs download; the temp layer
+ * dirs then go to image_store_load_staged(), which commits them with the
+ * rest or removes them. An exec and not a fork: libcurl may run resolver
+ * threads (self-helper.h). */
+#define MAX_UNPACKERS 2
+
+static int unpack_start(Pull *p, Blob *b) {
+        _cleanup_close_pair_ int fds[2] = { -EBADF, -EBADF };
+        _cleanup_strv_free_ char **env = NULL;
+        char fd_arg[16];
+        int r;
+
+        if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0)
+                return error_set(p->err, -errno, "cannot create a pipe: %m");
+        if (self_helper_env(&env) < 0)
+                return -ENOMEM;
+        (void)snprintf(fd_arg, sizeof(fd_arg), "%d", fds[1]);
+        char *const argv[] = { (char *)SELF_HELPER_EXE,
+                               (char *)SELF_HELPER_VERB,
+                               (char *)IMAGE_HELPER_UNPACK_LAYER,
+                               fd_arg,
+                               p->s->root,
+                               p->stage_name,
+                               b->hex,
+                               (char *)b->diff_id,
+                               (char *)b->chain_id,
+                               NULL };
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        o.argv = argv;
+        o.envp = env;
+        o.stderr_fd = STDERR_FILENO; /* its log lines; stdout may be a result channel */
+        o.keep_fds = &fds[1];
+        o.n_keep_fds = 1;
+        r = spawn(&o, &b->unpack_pid, NULL);
+        if (r < 0)
+                return error_set(p->err, r, "cannot start the layer unpack helper: %s",
+                                 strerror(-r));
+        b->unpack_fd = TAKE_FD(fds[0]);
+        b->unpack_wanted = false;
+        b->unpack_len = 0;
+        p->unpacking++;
+        return 0;
+}
+
+/* Reads the helper's result once it closed the pipe: 1 when it has not yet. */
+static int unpack_collect(Pull *p, Blob *b) {
+        for (;;) {
+                ssize_t n = read(b->unpack_fd, b->unpack_buf + b->unpack_len,
+                                 sizeof(b->unpack_buf) - 1 - b->unpack_len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return 1;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        break;
+                b->unpack_len += (size_t)n;
+                if (b->unpack_len >= sizeof(b->unpack_buf) - 1)
+                        break;
+        }
+        int status = 0;
+        while (waitpid(b->unpack_pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        b->unpack_pid = 0;
+        b->unpack_fd = safe_close(b->unpack_fd);
+        p->unpacking--;
+        b->unpack_buf[b->unpack_len] = 0;
+        char *end;
+        long code = strtol(b->unpack_buf, &end, 10);
+        if (b->unpack_len == 0 || *end != ' ')
+                return error_set(p->err, -EIO, "layer unpack helper failed (status 0x%x)", status);
+        if (code < 0)
+                return error_set(p->err, (int)code, "%s", end + 1);
+        if (strv_extend(&p->unpacked, b->chain_id) < 0 || strv_extend(&p->unpacked, end + 1) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static void unpacked_remove(Pull *p) {
+        for (size_t i = 0; p->unpacked && p->unpacked[i] && p->unpacked[i + 1]; i += 2)
+                (void)rm_rf_at(p->s->layers_fd, p->unpacked[i + 1]);
+        p->unpacked = strv_free(p->unpacked);
+}
+
 static int download_blobs(Pull *p) {
         CURLM *multi = curl_multi_init();
         unsigned max = p->o->max_parallel ? p->o->max_parallel : 3;
@@ -784,7 +898,20 @@ static int download_blobs(Pull *p) {
                         if (r >= 0)
                                 active++;
                 }
-                if (r < 0 || active == 0)
+                struct curl_waitfd waits[MAX_UNPACKERS];
+                unsigned n_waits = 0;
+                for (size_t i = 0; r >= 0 && i < p->n_blobs; i++) {
+                        Blob *b = &p->blobs[i];
+                        if (b->unpack_pid > 0 && (r = unpack_collect(p, b)) == 1)
+                                r = 0;
+                        if (r >= 0 && b->done && b->unpack_wanted && p->unpacking < MAX_UNPACKERS)
+                                r = unpack_start(p, b);
+                        if (r >= 0 && b->unpack_pid > 0 && n_waits < MAX_UNPACKERS)
+                                waits[n_waits++] =
+                                        (struct curl_waitfd){ .fd = b->unpack_fd,
+                                                              .events = CURL_WAIT_POLLIN };
+                }
+                if (r < 0 || (active == 0 && n_waits == 0))
                         break;
                 int running = 0;
                 if (curl_multi_perform(multi, &running) != CURLM_OK) {
@@ -810,7 +937,8 @@ static int download_blobs(Pull *p) {
                 }
                 if (r < 0)
                         break;
-                if (active > 0 && curl_multi_poll(multi, NULL, 0, 1000, NULL) != CURLM_OK) {
+                if ((active > 0 || n_waits > 0) &&
+                    curl_multi_poll(multi, waits, n_waits, 1000, NULL) != CURLM_OK) {
                         r = -EIO;
                         break;
                 }
@@ -990,6 +1118,9 @@ static void pull_done(Pull *p) {
         for (size_t i = 0; i < p->n_blobs; i++)
                 blob_done(&p->blobs[i]);
         free(p->blobs);
+        unpacked_remove(p);
+        image_config_done(&p->config);
+        strv_free(p->chain_ids);
         safe_close(p->stage_fd);
         if (p->stage_name)
                 (void)rm_rf_at(p->s->images_fd, p->stage_name);
@@ -1025,6 +1156,18 @@ static int pull_image(Pull *p, const Resolved *m, char **names, char ***ret_name
         if ((r = stage_bytes(p, m->digest, m->body, m->len)) < 0 ||
             (r = pull_config(p, &man.config)) < 0)
                 goto out;
+        {
+                _cleanup_free_ char *cdata = NULL;
+                size_t csize;
+                if (read_full_file_at(p->stage_fd, man.config.digest + 7, DOC_MAX, &cdata,
+                                      &csize) >= 0 &&
+                    image_config_parse(cdata, csize, &p->config, NULL) >= 0 &&
+                    strv_length(p->config.diff_ids) == man.n_layers &&
+                    image_chain_ids(p->config.diff_ids, &p->chain_ids) < 0) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+        }
         p->blobs = calloc(man.n_layers + 1, sizeof(Blob));
         if (!p->blobs) {
                 r = -ENOMEM;
@@ -1046,7 +1189,15 @@ static int pull_image(Pull *p, const Resolved *m, char **names, char ***ret_name
                              .desc = d,
                              .what = "layer",
                              .index = (unsigned)i + 1,
-                             .fd = -EBADF };
+                             .fd = -EBADF,
+                             .unpack_fd = -EBADF };
+                /* Chain IDs from the config (when it is consistent; if not,
+                 * the load path reports it). */
+                if (p->chain_ids && !store_layer_exists(p->s, p->chain_ids[i])) {
+                        b->diff_id = p->config.diff_ids[i];
+                        b->chain_id = p->chain_ids[i];
+                        b->unpack_wanted = true;
+                }
                 memcpy(b->hex, d->digest + 7, 65);
         }
         for (size_t i = 0; i < p->n_blobs; i++) {
@@ -1066,6 +1217,7 @@ static int pull_image(Pull *p, const Resolved *m, char **names, char ***ret_name
         if ((r = download_blobs(p)) < 0)
                 goto out;
         usec_t t1 = now_usec(CLOCK_MONOTONIC);
+        size_t n_early = strv_length(p->unpacked) / 2;
         if (p->o->progress) {
                 ImagePullProgress pp = { .event = IMAGE_PULL_COMMITTING, .digest = m->digest };
                 p->o->progress(&pp, p->o->userdata);
@@ -1073,12 +1225,14 @@ static int pull_image(Pull *p, const Resolved *m, char **names, char ***ret_name
         ImageDescriptor desc = { .media_type = m->media_type,
                                  .digest = (char *)m->digest,
                                  .size = (int64_t)m->len };
-        r = image_store_load_staged(p->s, p->stage_name, &desc, names, ret_names, p->err);
+        r = image_store_load_staged(p->s, p->stage_name, &desc, names, p->unpacked, ret_names,
+                                    p->err);
         p->stage_name = mfree(p->stage_name); /* removed by image_store_load_staged() */
+        p->unpacked = strv_free(p->unpacked); /* committed or removed by it too */
         /* For bench/pull.sh (NANOLET_LOG_LEVEL=7): where the time went. */
-        log_debug("Pull of %s: blobs downloaded and verified in %.3fs, unpacked and committed in "
-                  "%.3fs",
-                  m->digest, (double)(t1 - t0) / 1e6,
+        log_debug("Pull of %s: blobs downloaded and verified (%zu layers unpacked meanwhile) in "
+                  "%.3fs, rest unpacked and committed in %.3fs",
+                  m->digest, n_early, (double)(t1 - t0) / 1e6,
                   (double)(now_usec(CLOCK_MONOTONIC) - t1) / 1e6);
 out:
         image_manifest_done(&man);
@@ -1323,11 +1477,53 @@ static int helper_run(const char *root, json_t *job, char **ret_digest, Error *e
         return image_pull_run(s, ref, &o, ret_digest, err);
 }
 
+static int helper_unpack_layer(char **argv, char **ret_tmp, Error *err) {
+        _cleanup_image_store_ ImageStore *s = NULL;
+        _cleanup_close_ int gc = -EBADF, fd = -EBADF;
+        const char *root = argv[2], *stage = argv[3], *hex = argv[4], *diff_id = argv[5],
+                   *chain_id = argv[6];
+        char digest[72];
+        int r;
+
+        if (!startswith(stage, TMP_PREFIX "pull-") || strchr(stage, '/') ||
+            !image_hex_is_valid(hex) || !image_digest_is_valid(diff_id) ||
+            !image_digest_is_valid(chain_id))
+                return error_set(err, -EINVAL, "layer unpack helper: invalid arguments");
+        /* The pull that started it has the store open (and cleaned up). */
+        if ((r = store_open(root, NULL, false, &s, err)) < 0 ||
+            (r = store_lock(s, GC_LOCK, LOCK_SH, &gc, err)) < 0)
+                return r;
+        _cleanup_free_ char *path = strprintf("%s/%s", stage, hex);
+        if (!path)
+                return -ENOMEM;
+        fd = openat(s->images_fd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return error_set(err, -errno, "cannot open staged layer %s: %m", hex);
+        (void)snprintf(digest, sizeof(digest), "sha256:%s", hex);
+        uint64_t budget = s->limits.max_total_size;
+        return store_layer_unpack_tmp(s, fd, digest, diff_id, chain_id, &budget, ret_tmp, err);
+}
+
 int image_pull_helper_main(int argc, char **argv) {
         _cleanup_free_ char *input = NULL, *digest = NULL;
         size_t n = 0;
         Error e = {};
         int r;
+
+        if (argc == 7 && streq(argv[0], IMAGE_HELPER_UNPACK_LAYER)) {
+                _cleanup_free_ char *tmp = NULL, *msg = NULL;
+                unsigned fd;
+                if (safe_atou(argv[1], &fd) < 0 || fd < 3 || fd > INT_MAX) {
+                        log_error("Internal helper mode \"%s\": wrong arguments.", argv[0]);
+                        return EXIT_FAILURE;
+                }
+                r = helper_unpack_layer(argv, &tmp, &e);
+                msg = r < 0 ? strprintf("%d %s", r, e.message[0] ? e.message : strerror(-r))
+                            : strprintf("0 %s", tmp);
+                if (!msg || write_all((int)fd, msg, strlen(msg)) < 0)
+                        return EXIT_FAILURE;
+                return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        }
 
         if (argc != 2 || !streq(argv[0], IMAGE_HELPER_PULL)) {
                 log_error("Internal helper mode \"%s\": wrong arguments.", argc > 0 ? argv[0] : "");
