@@ -1128,7 +1128,12 @@ static void pull_done(Pull *p) {
 }
 
 /* Everything after the manifest: config, layers, commit. */
+static int blob_hex_cmp(const void *a, const void *b) {
+        return strcmp((*(Blob *const *)a)->hex, (*(Blob *const *)b)->hex);
+}
+
 static int pull_image(Pull *p, const Resolved *m, char **names, char ***ret_names) {
+        _cleanup_free_ Blob **order = NULL;
         ImageManifest man = {};
         char rnd[17];
         int r;
@@ -1200,8 +1205,18 @@ static int pull_image(Pull *p, const Resolved *m, char **names, char ***ret_name
                 }
                 memcpy(b->hex, d->digest + 7, 65);
         }
+        /* Partials are locked in digest order: two pulls sharing blobs in
+         * different manifest orders must not wait for each other in a cycle. */
+        order = calloc(p->n_blobs + 1, sizeof(Blob *));
+        if (!order) {
+                r = -ENOMEM;
+                goto out;
+        }
+        for (size_t i = 0; i < p->n_blobs; i++)
+                order[i] = &p->blobs[i];
+        qsort(order, p->n_blobs, sizeof(Blob *), blob_hex_cmp);
         for (size_t i = 0; i < p->n_blobs; i++) {
-                Blob *b = &p->blobs[i];
+                Blob *b = order[i];
                 /* In the store already: never downloaded again. */
                 if (linkat(p->s->blobs_fd, b->hex, p->stage_fd, b->hex, 0) == 0) {
                         b->done = true;
