@@ -8,9 +8,12 @@
 # blocked registry, a mirror for a name nothing listens on, a resume
 # from a partial download (a Range request in the registry's log), a
 # SIGKILLed pull that commits nothing, a corrupted blob refused with nothing
-# committed. Network: 127.0.0.1 only.
+# committed; a pod of the real agent runs a pulled image. Network: 127.0.0.1
+# only.
 . "$(dirname "$0")/lib.sh"
 require_root
+# The agent's dirs and cleanup, for a pod running a pulled image.
+. "$(dirname "$0")/lib-agent.sh"
 for p in docker-registry skopeo htpasswd openssl python3; do
         command -v "$p" >/dev/null || { fail "$p is not installed (contrib/install-deps.sh)"; finish; }
 done
@@ -171,6 +174,30 @@ if img mount "$REG/test/nanolet-test:v1" "$WORK/mnt" "$WORK/upper" "$WORK/work" 
         [ -x "$WORK/mnt/bin/busybox" ] && ok "pulled rootfs mounts" || fail "rootfs lacks busybox"
         img umount "$WORK/mnt" || fail "umount"
 else fail "mount pulled image"; fi
+# a pod of the real agent runs the pulled image
+start_agent
+put_manifest pulled.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: pulled, namespace: default}
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: $REG/test/nanolet-test:v1
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "cat /etc/passwd >/dev/null && exec sleep 3600"]
+YAML
+check_field "a pod runs the pulled image" pulled 'p["status"]["phase"]' Running
+image_id=$(img inspect "$REG/test/nanolet-test:v1" | python3 -c 'import json,sys; j = json.load(sys.stdin); j = j[0] if isinstance(j, list) else j; print(j["id"])')
+check_field "its imageID is the pulled image's" pulled 'p["status"]["containerStatuses"][0]["imageID"]' "$image_id" 5
+rm -f "$MAN/pulled.yaml"
+expect "pod removed" "$AGENT_LOG" 'Pod "pulled-node1_default\([0-9a-f]+\)" is gone' 1 30
+stop_agent
+set +e # a hostNetwork-only test has no bridge for check_no_leftovers' ip query
+check_no_leftovers
+set -e
 # again: nothing downloaded
 pull "$REG/test/nanolet-test:v1" >"$WORK/out" 2>&1 && grep -q "up to date" "$WORK/out" &&
         ok "second pull: already present" || fail "second pull: $(cat "$WORK/out")"
