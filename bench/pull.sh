@@ -109,7 +109,7 @@ for ((r = 0; r < RUNS; r++)); do
         rm -rf "$WORK/root" "$WORK/oci"
         t0=$(now)
         NANOLET_LOG_LEVEL=7 "$NANOLET" image --root-dir "$WORK/root" pull -q --registry-certs-dir "$CERTS" \
-                --credential-file "$WORK/config.json" --registries-conf "$WORK/none.conf" "$REG/bench/big:v1" \
+                --credential-file "$WORK/config.json" --registries-conf /dev/null "$REG/bench/big:v1" \
                 2>"$WORK/pull.log"
         t1=$(now)
         phases=$(sed -n 's/.*meanwhile) in \([0-9.]*\)s, rest unpacked and committed in \([0-9.]*\)s.*/\1 \2/p' "$WORK/pull.log")

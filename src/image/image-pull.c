@@ -248,7 +248,7 @@ static int registry_load_creds(Registry *reg, Error *err) {
                 if (r < 0)
                         return error_prefix(err, r, "image pull secret");
         }
-        if (r == 0 && reg->o->credential_file) {
+        if (r == 0 && reg->o->credential_file && !streq(reg->o->credential_file, "/dev/null")) {
                 _cleanup_free_ char *data = NULL;
                 size_t n;
                 int q = read_full_file_at(AT_FDCWD, reg->o->credential_file, 1024U * 1024U, &data,
@@ -1278,7 +1278,8 @@ out:
 
 static int load_registries_conf(const ImagePullOptions *o, RegistryConfig *c, Error *err) {
         *c = (RegistryConfig){};
-        if (o->registries_conf) {
+        /* /dev/null, as for other tools, means "no configuration". */
+        if (o->registries_conf && !streq(o->registries_conf, "/dev/null")) {
                 _cleanup_free_ char *data = NULL;
                 size_t n = 0;
                 int r = read_full_file_at(AT_FDCWD, o->registries_conf, 1024U * 1024U, &data, &n);
