@@ -64,9 +64,27 @@ static int on_pods(const ApiRequest *req, ApiResponse *resp, void *userdata) {
         return r < 0 ? r : 0;
 }
 
+/* Prometheus' text format, version 0.0.4, as kubelet serves it. */
+static int serve_metrics(Metrics *m, ApiResponse *resp) {
+        resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+        return metrics_format(m, &resp->body, &resp->body_size);
+}
+
+static int on_metrics(const ApiRequest *req, ApiResponse *resp, void *userdata) {
+        return serve_metrics(((ApiNodeContext *)userdata)->metrics, resp);
+}
+
+static int on_probe_metrics(const ApiRequest *req, ApiResponse *resp, void *userdata) {
+        return serve_metrics(((ApiNodeContext *)userdata)->probe_metrics, resp);
+}
+
 int api_node_add_routes(ApiServer *s, ApiNodeContext *ctx, bool with_pods) {
         int r = api_server_add_route(s, "/healthz", on_healthz, ctx);
         if (r >= 0 && with_pods)
                 r = api_server_add_route(s, "/pods", on_pods, ctx);
+        if (r >= 0 && with_pods && ctx->metrics)
+                r = api_server_add_route(s, "/metrics", on_metrics, ctx);
+        if (r >= 0 && with_pods && ctx->probe_metrics)
+                r = api_server_add_route(s, "/metrics/probes", on_probe_metrics, ctx);
         return r;
 }

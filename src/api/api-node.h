@@ -6,14 +6,18 @@
 #include <stdbool.h>
 
 #include "api-server.h"
+#include "metrics.h"
 #include "pod-manager.h"
 
 typedef struct ApiNodeContext {
         Event *event;
         PodManager *pod_manager; /* not owned */
+        Metrics *metrics;        /* /metrics; not owned, NULL: 404 */
+        Metrics *probe_metrics;  /* /metrics/probes; not owned, NULL: 404 */
 } ApiNodeContext;
 
-/* /healthz, and /pods too when with_pods. ctx must outlive s. */
+/* /healthz, and /pods, /metrics and /metrics/probes too when with_pods.
+ * ctx must outlive s. */
 int api_node_add_routes(ApiServer *s, ApiNodeContext *ctx, bool with_pods);
 
 /* The health rule: the relist ran within 2 × period of now (all

@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static int max_level = LOG_INFO;
 static int journal = -1;
+static LogFormat log_format = LOG_FORMAT_TEXT;
 
 void log_set_max_level(int level) {
         max_level = level < LOG_EMERG ? LOG_EMERG : level > LOG_DEBUG ? LOG_DEBUG : level;
@@ -35,31 +37,82 @@ void log_setup(void) {
                 journal = getenv("JOURNAL_STREAM") != NULL;
 }
 
-static const char level_letter[] = { 'F', 'A', 'C', 'E', 'W', 'N', 'I', 'D' };
+void log_set_format(LogFormat format) {
+        log_format = format;
+}
+
+int log_format_from_string(const char *s, LogFormat *ret) {
+        if (s && strcmp(s, "text") == 0)
+                *ret = LOG_FORMAT_TEXT;
+        else if (s && strcmp(s, "json") == 0)
+                *ret = LOG_FORMAT_JSON;
+        else
+                return -EINVAL;
+        return 0;
+}
+
+/* klog knows Info, Warning, Error and Fatal (which exits: never used). */
+static char klog_severity(int level) {
+        return level <= LOG_ERR ? 'E' : level == LOG_WARNING ? 'W' : 'I';
+}
+
+static const char *basename_of(const char *file) {
+        const char *slash = file ? strrchr(file, '/') : NULL;
+        return slash ? slash + 1 : file ? file : "?";
+}
+
+/* A JSON string body (no quotes) of s, as Go's encoder writes it. */
+static void fput_json_string(const char *s, FILE *f) {
+        for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+                if (*p == '"' || *p == '\\')
+                        fprintf(f, "\\%c", *p);
+                else if (*p == '\n')
+                        fputs("\\n", f);
+                else if (*p == '\t')
+                        fputs("\\t", f);
+                else if (*p < 0x20 || *p == 0x7f)
+                        fprintf(f, "\\u%04x", *p);
+                else
+                        fputc(*p, f);
+        }
+}
 
 int log_internalv(int level, int error, const char *file, int line, const char *func,
                   const char *format, va_list ap) {
         int saved = errno;
         char msg[4096];
         int r = error < 0 ? -error : error;
+        struct timespec ts;
 
         errno = r; /* lets %m in the format refer to the error passed in */
         vsnprintf(msg, sizeof msg, format, ap);
+        clock_gettime(CLOCK_REALTIME, &ts);
 
-        if (journal > 0)
+        /* One line, one write: flockfile keeps lines whole if a helper
+         * thread ever logs too. */
+        flockfile(stderr);
+        if (log_format == LOG_FORMAT_JSON) {
+                fprintf(stderr, "{\"ts\":%lld.%06ld,\"caller\":\"%s:%d\",\"msg\":\"",
+                        (long long)ts.tv_sec, ts.tv_nsec / 1000, basename_of(file), line);
+                fput_json_string(msg, stderr);
+                fputc('"', stderr);
+                if (level <= LOG_ERR) {
+                        fputs(",\"err\":\"", stderr);
+                        fput_json_string(r ? strerror(r) : msg, stderr);
+                        fputc('"', stderr);
+                } else
+                        fprintf(stderr, ",\"v\":%d", level >= LOG_DEBUG ? 4 : 0);
+                fputs("}\n", stderr);
+        } else if (journal > 0)
                 fprintf(stderr, "<%d>%s\n", level, msg);
         else {
-                /* klog-like prefix so lines read like kubelet's */
-                struct timespec ts;
                 struct tm tm;
-                clock_gettime(CLOCK_REALTIME, &ts);
                 localtime_r(&ts.tv_sec, &tm);
-                fprintf(stderr, "%c%02d%02d %02d:%02d:%02d.%06ld %s\n", level_letter[level & 7],
-                        tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                        ts.tv_nsec / 1000, msg);
+                fprintf(stderr, "%c%02d%02d %02d:%02d:%02d.%06ld %7d %s:%d] %s\n",
+                        klog_severity(level), tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                        tm.tm_sec, ts.tv_nsec / 1000, (int)getpid(), basename_of(file), line, msg);
         }
-        (void)file;
-        (void)line;
+        funlockfile(stderr);
         (void)func;
         errno = saved;
         return -r;

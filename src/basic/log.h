@@ -1,6 +1,12 @@
-/* Logging to stderr with syslog levels. Under systemd (JOURNAL_STREAM set)
- * lines carry "<N>" prefixes so journald keeps the level. log_*_errno()
- * returns -abs(error) so callers can "return log_error_errno(r, ...)". */
+/* Logging to stderr with syslog levels, in klog's text format
+ * ("I1126 10:04:45.948430   12345 pod-worker.c:123] msg": severity I, W or
+ * E, date, time, pid, source file and line), which kubelet's log parsers
+ * and shippers read, or in kubelet's JSON format (--logging-format=json:
+ * {"ts":<seconds>,"caller":"file:line","msg":…,"v":N}, "err" on errors).
+ * Under systemd (JOURNAL_STREAM set) text lines carry "<N>" prefixes
+ * instead of the header, so journald keeps the level and adds its own
+ * time. log_*_errno() returns -abs(error) so callers can
+ * "return log_error_errno(r, ...)". */
 #pragma once
 
 #include <stdarg.h>
@@ -13,6 +19,14 @@
 void log_set_max_level(int level);
 int log_get_max_level(void);
 void log_set_target_journal(int on);
+
+typedef enum LogFormat {
+        LOG_FORMAT_TEXT, /* klog's header */
+        LOG_FORMAT_JSON, /* kubelet's --logging-format=json */
+} LogFormat;
+void log_set_format(LogFormat format);
+/* "text" or "json"; -EINVAL for anything else. */
+int log_format_from_string(const char *s, LogFormat *ret);
 /* Open the logger from the environment (JOURNAL_STREAM, NANOLET_LOG_LEVEL). */
 void log_setup(void);
 

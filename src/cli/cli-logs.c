@@ -40,7 +40,7 @@ static void help(FILE *f) {
                    "      --tail N          only the last N lines (-1: all)\n"
                    "      --since DURATION  only lines newer than this (5s, 2m, 3h)\n"
                    "      --since-time TIME only lines at or after this RFC3339 time\n"
-                   "      --timestamps      prefix each line with its RFC3339Nano "
+                   "  -t, --timestamps      prefix each line with its RFC3339Nano "
                    "time\n" CLI_COMMON_HELP);
 }
 
@@ -384,7 +384,6 @@ int cli_logs(int argc, char **argv) {
                 ARG_TAIL = _CLI_ARG_COMMON_MAX,
                 ARG_SINCE,
                 ARG_SINCE_TIME,
-                ARG_TIMESTAMPS
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -394,7 +393,7 @@ int cli_logs(int argc, char **argv) {
                 { "tail", required_argument, NULL, ARG_TAIL },
                 { "since", required_argument, NULL, ARG_SINCE },
                 { "since-time", required_argument, NULL, ARG_SINCE_TIME },
-                { "timestamps", no_argument, NULL, ARG_TIMESTAMPS },
+                { "timestamps", no_argument, NULL, 't' },
                 CLI_COMMON_OPTIONS,
                 {},
         };
@@ -414,7 +413,7 @@ int cli_logs(int argc, char **argv) {
 
         cli_common_init(&c, "nanolet logs");
         optind = 0;
-        while ((opt = getopt_long(argc, argv, "hc:fp", options, NULL)) >= 0) {
+        while ((opt = getopt_long(argc, argv, "hc:fpt", options, NULL)) >= 0) {
                 if (cli_common_option(&c, opt, optarg))
                         continue;
                 switch (opt) {
@@ -458,7 +457,7 @@ int cli_logs(int argc, char **argv) {
                                 return EXIT_USAGE;
                         }
                         break;
-                case ARG_TIMESTAMPS:
+                case 't': /* crictl logs -t */
                         timestamps = true;
                         break;
                 default:

@@ -15,12 +15,14 @@ typedef enum PodsOutput {
         PODS_OUTPUT_WIDE,
         PODS_OUTPUT_JSON,
         PODS_OUTPUT_YAML,
+        PODS_OUTPUT_NAME,
 } PodsOutput;
 
 static void help(FILE *f) {
         fprintf(f, "Usage: nanolet pods [OPTIONS]\n\n"
                    "List the static pods with their status, as `kubectl get pods` would.\n\n"
-                   "  -o, --output FORMAT  wide, json (a v1 PodList) or yaml\n"
+                   "  -o, --output FORMAT  wide, json (a v1 PodList), yaml or name\n"
+                   "                       (pod/NAME, one a line, as kubectl)\n"
                    "  -n, --namespace NS   only pods of this namespace\n"
                    "  -A, --all-namespaces all namespaces (the default)\n" CLI_COMMON_HELP);
 }
@@ -160,9 +162,12 @@ int cli_pods(int argc, char **argv) {
                                 output = PODS_OUTPUT_JSON;
                         else if (streq(optarg, "yaml"))
                                 output = PODS_OUTPUT_YAML;
+                        else if (streq(optarg, "name"))
+                                output = PODS_OUTPUT_NAME;
                         else {
                                 fprintf(stderr,
-                                        "%s: unknown output format \"%s\" (wide, json, yaml)\n",
+                                        "%s: unknown output format \"%s\" (wide, json, yaml, "
+                                        "name)\n",
                                         c.prog, optarg);
                                 return EXIT_USAGE;
                         }
@@ -191,15 +196,21 @@ int cli_pods(int argc, char **argv) {
 
         if (output == PODS_OUTPUT_TABLE || output == PODS_OUTPUT_WIDE)
                 r = print_table(&l, ns, output == PODS_OUTPUT_WIDE);
-        else
+        else if (output == PODS_OUTPUT_NAME) {
+                for (size_t i = 0; i < l.n; i++)
+                        if (!ns || streq(l.pods[i].namespace, ns))
+                                printf("pod/%s\n", l.pods[i].name);
+                r = 0;
+        } else
                 r = print_list(&l, ns, output);
         if (r < 0) {
                 fprintf(stderr, "%s: %s\n", c.prog, strerror(-r));
                 return EXIT_ERROR;
         }
         /* Machine-readable output stays parseable: errors go to stderr then. */
-        print_source_errors(
-                errors, output == PODS_OUTPUT_JSON || output == PODS_OUTPUT_YAML ? stderr : stdout);
+        print_source_errors(errors, output == PODS_OUTPUT_TABLE || output == PODS_OUTPUT_WIDE
+                                            ? stdout
+                                            : stderr);
         if (fflush(stdout) != 0) {
                 fprintf(stderr, "%s: cannot write output: %m\n", c.prog);
                 return EXIT_ERROR;

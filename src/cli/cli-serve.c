@@ -19,6 +19,8 @@ int cli_serve(int argc, char **argv) {
                 return EXIT_USAGE;
         if (config.verbosity >= 4)
                 log_set_max_level(LOG_DEBUG);
+        if (config.log_json)
+                log_set_format(LOG_FORMAT_JSON);
         r = nanolet_config_finish(&config);
         if (r < 0)
                 return EXIT_ERROR;

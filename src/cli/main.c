@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "disk-usage.h"
 #include "image-pull.h"
 #include "image.h"
 #include "log-rotate.h"
@@ -38,6 +39,8 @@ static int internal_helper(int argc, char **argv) {
                 return image_pull_helper_main(argc, argv);
         if (argc > 0 && streq(argv[0], LOG_ROTATE_HELPER_MODE))
                 return log_rotate_helper_main(argc, argv);
+        if (argc > 0 && streq(argv[0], DISK_USAGE_HELPER_MODE))
+                return disk_usage_helper_main(argc, argv);
         fprintf(stderr, "nanolet: unknown helper mode \"%s\"\n", argc > 0 ? argv[0] : "");
         return EXIT_USAGE;
 }

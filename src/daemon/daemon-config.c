@@ -175,6 +175,7 @@ static const ConfigField config_fields[] = {
         F("imageGCHighThresholdPercent", FIELD_INT, image_gc_high_threshold),
         F("imageGCLowThresholdPercent", FIELD_INT, image_gc_low_threshold),
         F("serializeImagePulls", FIELD_BOOL, serialize_image_pulls),
+        F("maxParallelImagePulls", FIELD_INT, max_parallel_image_pulls),
         F("hairpinMode", FIELD_STRING, hairpin_mode),
         /* kubeadm writes these; they are about the apiserver connection or
          * features nanolet does not have, so they are accepted and ignored */
@@ -415,6 +416,10 @@ enum {
         ARG_REGISTRIES_CONF,
         ARG_REGISTRY_CERTS_DIR,
         ARG_INSECURE_REGISTRY,
+        ARG_SERIALIZE_IMAGE_PULLS,
+        ARG_MAX_PARALLEL_IMAGE_PULLS,
+        ARG_IMAGE_PULL_POLICY_OVERRIDE,
+        ARG_LOGGING_FORMAT,
 };
 
 static const struct option serve_options[] = {
@@ -460,6 +465,10 @@ static const struct option serve_options[] = {
         { "registries-conf", required_argument, NULL, ARG_REGISTRIES_CONF },
         { "registry-certs-dir", required_argument, NULL, ARG_REGISTRY_CERTS_DIR },
         { "insecure-registry", required_argument, NULL, ARG_INSECURE_REGISTRY },
+        { "serialize-image-pulls", required_argument, NULL, ARG_SERIALIZE_IMAGE_PULLS },
+        { "max-parallel-image-pulls", required_argument, NULL, ARG_MAX_PARALLEL_IMAGE_PULLS },
+        { "image-pull-policy-override", required_argument, NULL, ARG_IMAGE_PULL_POLICY_OVERRIDE },
+        { "logging-format", required_argument, NULL, ARG_LOGGING_FORMAT },
         {}
 };
 
@@ -502,9 +511,13 @@ static void serve_help(void) {
                "                                  [/etc/containers/certs.d]\n"
                "  --insecure-registry HOST[:PORT] allow plain HTTP / unverified TLS "
                "(repeatable)\n"
+               "  --serialize-image-pulls BOOL    one registry pull at a time [true]\n"
+               "  --max-parallel-image-pulls N    pulls at once when not serialized [no bound]\n"
+               "  --image-pull-policy-override never  no registry pull at all (appliances)\n"
                "  --dry-run                       log the pod events, touch no container\n"
                "  --stop-pods-on-exit             stop all pods when the agent is stopped\n"
-               "  -v N                            log verbosity (>= 4: debug)\n");
+               "  -v N                            log verbosity (>= 4: debug)\n"
+               "  --logging-format text|json      klog's text lines or kubelet's JSON [text]\n");
 }
 
 /* "IP[,IP]": each an IPv4 or IPv6 address. */
@@ -747,6 +760,42 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                         }
                         r = strv_extend(&c->insecure_registries, optarg);
                         break;
+                case ARG_SERIALIZE_IMAGE_PULLS:
+                        if (streq(optarg, "true") || streq(optarg, "false")) {
+                                c->serialize_image_pulls = streq(optarg, "true");
+                                r = 0;
+                        } else {
+                                log_error("Invalid --serialize-image-pulls \"%s\": expected true "
+                                          "or false.",
+                                          optarg);
+                                return -EINVAL;
+                        }
+                        break;
+                case ARG_MAX_PARALLEL_IMAGE_PULLS:
+                        r = parse_int_arg("max-parallel-image-pulls", optarg, 1, 100,
+                                          &c->max_parallel_image_pulls);
+                        break;
+                case ARG_IMAGE_PULL_POLICY_OVERRIDE:
+                        if (!streq(optarg, "never") && !streq(optarg, "")) {
+                                log_error("Invalid --image-pull-policy-override \"%s\": the only "
+                                          "override is \"never\" (no pulls at all).",
+                                          optarg);
+                                return -EINVAL;
+                        }
+                        c->image_pull_never = streq(optarg, "never");
+                        r = 0;
+                        break;
+                case ARG_LOGGING_FORMAT: {
+                        LogFormat format;
+                        if (log_format_from_string(optarg, &format) < 0) {
+                                log_error("Invalid --logging-format \"%s\": expected text or json.",
+                                          optarg);
+                                return -EINVAL;
+                        }
+                        c->log_json = format == LOG_FORMAT_JSON;
+                        r = 0;
+                        break;
+                }
                 default:
                         /* getopt printed the problem */
                         return -EINVAL;
@@ -778,6 +827,17 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
             c->healthz_port > 65535) {
                 log_error("Invalid readOnlyPort %lld or healthzPort %lld: expected 0..65535.",
                           (long long)c->read_only_port, (long long)c->healthz_port);
+                return -EINVAL;
+        }
+        if (c->max_parallel_image_pulls < 0 || c->max_parallel_image_pulls > 100) {
+                log_error("Invalid maxParallelImagePulls %lld: expected 1..100.",
+                          (long long)c->max_parallel_image_pulls);
+                return -EINVAL;
+        }
+        if (c->max_parallel_image_pulls > 1 && c->serialize_image_pulls) {
+                /* kubelet's validation says the same. */
+                log_error("maxParallelImagePulls %lld needs serializeImagePulls false.",
+                          (long long)c->max_parallel_image_pulls);
                 return -EINVAL;
         }
         if (!streq(c->cgroup_driver, "cgroupfs") && !streq(c->cgroup_driver, "systemd")) {

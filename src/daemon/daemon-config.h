@@ -51,6 +51,8 @@ typedef struct NanoletConfig {
         int64_t image_gc_high_threshold;
         int64_t image_gc_low_threshold;
         bool serialize_image_pulls;
+        int64_t max_parallel_image_pulls; /* with serializeImagePulls false; 0 = no bound */
+        bool image_pull_never;            /* --image-pull-policy-override=never */
         /* registry pulls (SPEC §7): flags only, no KubeletConfiguration field */
         char *image_credential_file; /* docker config.json */
         char *registries_conf;       /* containers-registries.conf(5) */
@@ -67,6 +69,7 @@ typedef struct NanoletConfig {
         bool dry_run;
         bool stop_pods_on_exit;
         int verbosity;
+        bool log_json; /* --logging-format=json */
         char *config_file;
 } NanoletConfig;
 

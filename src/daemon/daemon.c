@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api-stats.h"
+#include "image-pull.h"
 #include "log.h"
 #include "sd-notify.h"
 #include "string-util.h"
@@ -114,6 +116,95 @@ static int on_watchdog(EventSource *s, usec_t now, void *userdata) {
         return event_source_set_time_relative(s, sd_watchdog_interval() / 2);
 }
 
+/* The store answers from its in-memory index: cheap on every scrape. */
+static int collect_image_metrics(Metrics *m, void *userdata) {
+        Daemon *d = userdata;
+        Image **images = NULL;
+        size_t n = 0;
+        uint64_t bytes = 0;
+        Error err = {};
+
+        if (!d->images || image_store_list(d->images, &images, &n, &err) < 0)
+                return 0; /* the last values stay; the store logs its own trouble */
+        for (size_t i = 0; i < n; i++)
+                bytes += images[i]->size;
+        image_list_free(images, n);
+        metric_set(d->images_count, NULL, (double)n);
+        metric_set(d->image_bytes, NULL, (double)bytes);
+        return 0;
+}
+
+static int daemon_setup_metrics(Daemon *d) {
+        int r;
+
+        if ((r = metrics_new(&d->metrics)) < 0 || (r = metrics_new(&d->probe_metrics)) < 0 ||
+            (r = metrics_add_process_collector(d->metrics)) < 0 ||
+            (r = metrics_register(d->metrics, &d->images_count, METRIC_GAUGE, "nanolet_images",
+                                  "Images in the local store.", NULL, NULL, 0)) < 0 ||
+            (r = metrics_register(d->metrics, &d->image_bytes, METRIC_GAUGE,
+                                  "nanolet_image_store_bytes",
+                                  "Size of the images in the local store (manifests, configs and "
+                                  "compressed layers), in bytes.",
+                                  NULL, NULL, 0)) < 0 ||
+            (r = metrics_add_collector(d->metrics, collect_image_metrics, d)) < 0)
+                return log_error_errno(r, "Failed to set up metrics: %m");
+        return 0;
+}
+
+/* ImagePulls' backend: image_pull_start(), a helper process per pull. */
+typedef struct PullJob {
+        ImagePull *pull;
+        image_pull_backend_done_t done;
+        void *pull_userdata;
+} PullJob;
+
+static void on_pull_job_done(ImagePull *pull, int r, const char *digest, const char *error,
+                             void *userdata) {
+        PullJob *job = userdata;
+        image_pull_backend_done_t done = job->done;
+        void *pull_userdata = job->pull_userdata;
+
+        free(job);
+        image_pull_cancel(pull); /* ended: this only frees it */
+        done(pull_userdata, r, digest, error);
+}
+
+static int pull_job_start(void *userdata, const char *ref, const char *auths_json,
+                          image_pull_backend_done_t done, void *pull_userdata, void **ret_handle,
+                          char **ret_error) {
+        Daemon *d = userdata;
+        NanoletConfig *c = d->config;
+        Error err = {};
+
+        PullJob *job = calloc(1, sizeof *job);
+        if (!job)
+                return -ENOMEM;
+        job->done = done;
+        job->pull_userdata = pull_userdata;
+        ImagePullOptions o = {
+                .registries_conf = c->registries_conf,
+                .certs_dir = c->registry_certs_dir,
+                .insecure_registries = c->insecure_registries,
+                .credential_file = c->image_credential_file,
+                .extra_auths_json = auths_json,
+        };
+        int r = image_pull_start(d->event, c->root_dir, ref, &o, on_pull_job_done, job, &job->pull,
+                                 &err);
+        if (r < 0) {
+                free(job);
+                *ret_error = strdup(err.message);
+                return r;
+        }
+        *ret_handle = job;
+        return 0;
+}
+
+static void pull_job_cancel(void *handle) {
+        PullJob *job = handle;
+        image_pull_cancel(job->pull);
+        free(job);
+}
+
 static int daemon_setup_runtime(Daemon *d) {
         NanoletConfig *c = d->config;
         Error ierr = {};
@@ -124,7 +215,10 @@ static int daemon_setup_runtime(Daemon *d) {
         if (r < 0)
                 return log_error_errno(r, "Failed to open the image store in \"%s\": %s",
                                        c->root_dir, ierr.message);
-        RuntimeOptions ro = { .runtime = c->runtime, .run_dir = c->run_dir };
+        r = daemon_setup_metrics(d);
+        if (r < 0)
+                return r;
+        RuntimeOptions ro = { .runtime = c->runtime, .run_dir = c->run_dir, .metrics = d->metrics };
         r = runtime_new(&d->runtime, d->event, &ro);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the container runtime \"%s\": %m",
@@ -132,7 +226,9 @@ static int daemon_setup_runtime(Daemon *d) {
         _cleanup_free_ char *cni_cache = strprintf("%s/cni", c->run_dir);
         if (!cni_cache)
                 return log_oom();
-        CniRunnerOptions co = { .bin_dirs = c->cni_bin_dir, .cache_dir = cni_cache };
+        CniRunnerOptions co = { .bin_dirs = c->cni_bin_dir,
+                                .cache_dir = cni_cache,
+                                .metrics = d->metrics };
         r = cni_runner_new(d->event, &co, &d->cni);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up CNI: %m");
@@ -149,6 +245,15 @@ static int daemon_setup_runtime(Daemon *d) {
                                      "(set --node-ip): %m");
         if (c->node_ips && !d->node_ips)
                 return log_oom();
+        /* kubelet: serializeImagePulls (default) means one pull at a time;
+         * without it, maxParallelImagePulls or no bound (here: 100). */
+        ImagePullBackend pb = { .start = pull_job_start, .cancel = pull_job_cancel, .userdata = d };
+        unsigned parallel = c->serialize_image_pulls      ? 1
+                            : c->max_parallel_image_pulls ? (unsigned)c->max_parallel_image_pulls
+                                                          : 100;
+        r = image_pulls_new(&d->pulls, d->event, parallel, &pb);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up image pulls: %m");
         PodManagerOptions po = {
                 .root_dir = c->root_dir,
                 .run_dir = c->run_dir,
@@ -172,6 +277,10 @@ static int daemon_setup_runtime(Daemon *d) {
                 .cni_conf_dir = c->cni_conf_dir,
                 .pod_cidr = c->pod_cidr,
                 .config = d->pods,
+                .pulls = d->pulls,
+                .image_pull_never = c->image_pull_never,
+                .metrics = d->metrics,
+                .probe_metrics = d->probe_metrics,
         };
         r = pod_manager_new(&d->pod_manager, d->event, &po);
         if (r < 0)
@@ -204,11 +313,18 @@ static int daemon_setup_api(Daemon *d) {
         NanoletConfig *c = d->config;
         int r;
 
-        d->api_ctx = (ApiNodeContext){ .event = d->event, .pod_manager = d->pod_manager };
+        d->api_ctx = (ApiNodeContext){
+                .event = d->event,
+                .pod_manager = d->pod_manager,
+                .metrics = d->metrics,
+                .probe_metrics = d->probe_metrics,
+        };
         r = daemon_listen(d, &d->read_only_api, "read-only API", c->address, c->read_only_port,
                           true);
         if (r < 0)
                 return r;
+        if (d->read_only_api && (r = api_stats_add_routes(d->read_only_api, d->pod_manager)) < 0)
+                return log_error_errno(r, "Failed to set up the read-only API: %m");
         return daemon_listen(d, &d->healthz_api, "health endpoint", c->healthz_bind_address,
                              c->healthz_port, false);
 }
@@ -272,6 +388,7 @@ int daemon_new(Daemon **ret, NanoletConfig *config) {
                         .max_body = config->max_manifest_size,
                         .synced = on_url_synced,
                         .synced_userdata = d,
+                        .metrics = d->metrics,
                 };
                 r = url_source_new(&d->url_source, d->event, d->pods, &o);
                 if (r < 0)
@@ -290,6 +407,7 @@ Daemon *daemon_free(Daemon *d) {
         api_server_free(d->read_only_api);
         api_server_free(d->healthz_api);
         pod_manager_free(d->pod_manager);
+        image_pulls_free(d->pulls);
         /* Children still running are SIGKILLed with their process group
          * and left to loop-owned child sources; event_free() below drops
          * those, so such a zombie lasts only until the agent exits, right
@@ -297,6 +415,9 @@ Daemon *daemon_free(Daemon *d) {
         cni_runner_free(d->cni);
         runtime_free(d->runtime);
         image_store_free(d->images);
+        /* After everything that counts into them. */
+        metrics_free(d->metrics);
+        metrics_free(d->probe_metrics);
         free(d->node_hostname);
         strv_free(d->node_ips);
         pod_config_free(d->pods);

@@ -7,6 +7,8 @@
 #include "daemon-config.h"
 #include "event.h"
 #include "image.h"
+#include "image-pulls.h"
+#include "metrics.h"
 #include "pod-manager.h"
 #include "runtime.h"
 #include "source.h"
@@ -24,10 +26,14 @@ typedef struct Daemon {
         Runtime *runtime;
         CniRunner *cni;
         PodManager *pod_manager;
+        ImagePulls *pulls; /* registry pulls for the pods, in helper processes */
         /* --address:--read-only-port and --healthz-bind-address:--healthz-port;
          * NULL when disabled (port 0) and with --dry-run. */
         ApiServer *read_only_api, *healthz_api;
         ApiNodeContext api_ctx;
+        /* /metrics and /metrics/probes (kubelet's split); NULL with --dry-run. */
+        Metrics *metrics, *probe_metrics;
+        MetricFamily *images_count, *image_bytes;
         char *node_hostname;
         char **node_ips; /* --node-ip or detected: status.hostIP */
         bool stopping;

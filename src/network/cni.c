@@ -37,13 +37,15 @@ struct CniRunner {
         usec_t plugin_timeout;
         unsigned max_parallel;
         OpQueue *queue;
+        MetricFamily *operations, *operation_errors, *operation_duration; /* {operation} */
 };
 
 struct CniOp {
         OpQueueItem item; /* first: the queue's hooks cast back */
         CniRunner *runner;
-        CniCommand cmd;   /* what the caller asked for */
-        CniCommand phase; /* what the chain does now: ADD, DEL (also cleanup), CHECK */
+        CniCommand cmd;      /* what the caller asked for */
+        CniCommand phase;    /* what the chain does now: ADD, DEL (also cleanup), CHECK */
+        usec_t requested_at; /* CLOCK_MONOTONIC, for the duration metric */
         CniConfig *config;
         char *container_id, *netns, *ifname, *args;
         json_t *port_mappings;
@@ -338,8 +340,21 @@ int cni_runner_new(Event *e, const CniRunnerOptions *o, CniRunner **ret) {
         runner->cache_dir = strdup(o->cache_dir);
         runner->plugin_timeout = o->plugin_timeout > 0 ? o->plugin_timeout : DEFAULT_PLUGIN_TIMEOUT;
         runner->max_parallel = o->max_parallel > 0 ? o->max_parallel : DEFAULT_MAX_PARALLEL;
+        static const char *const labels[] = { "operation", NULL };
         int r = -ENOMEM;
         if (!runner->bin_dirs || !runner->cache_dir ||
+            (r = metrics_register(o->metrics, &runner->operations, METRIC_COUNTER,
+                                  "nanolet_cni_operations_total",
+                                  "CNI operations (ADD, DEL, CHECK) of whole plugin chains.",
+                                  labels, NULL, 0)) < 0 ||
+            (r = metrics_register(o->metrics, &runner->operation_errors, METRIC_COUNTER,
+                                  "nanolet_cni_operations_errors_total",
+                                  "CNI operations that failed.", labels, NULL, 0)) < 0 ||
+            (r = metrics_register(o->metrics, &runner->operation_duration, METRIC_HISTOGRAM,
+                                  "nanolet_cni_operation_duration_seconds",
+                                  "Duration in seconds of CNI operations, queueing included.",
+                                  labels, metrics_buckets_default,
+                                  sizeof metrics_buckets_default / sizeof(double))) < 0 ||
             (r = op_queue_new(e, runner->max_parallel, &cni_queue_ops, "cni-kick",
                               &runner->queue)) < 0) {
                 cni_runner_free(runner);
@@ -395,6 +410,12 @@ static void op_complete(CniOp *op) {
         void *userdata = op->userdata;
 
         op->err = (CniError){};
+        const char *const labels[] = { cni_command_to_string(op->cmd), NULL };
+        metric_inc(runner->operations, labels);
+        if (r < 0)
+                metric_inc(runner->operation_errors, labels);
+        metric_observe(runner->operation_duration, labels,
+                       (double)(now_usec(CLOCK_MONOTONIC) - op->requested_at) / USEC_PER_SEC);
         log_debug("cni: %s for %s done: %d%s%s", cni_command_to_string(op->cmd), op->container_id,
                   r, r < 0 ? ": " : "", r < 0 ? err.base.message : "");
         op_queue_complete(&op->item); /* frees op */
@@ -747,6 +768,7 @@ static int op_new(CniRunner *runner, CniCommand cmd, CniConfig *config, const Cn
         if (!op)
                 return -ENOMEM;
         op->runner = runner;
+        op->requested_at = now_usec(CLOCK_MONOTONIC);
         op->cmd = op->phase = cmd;
         op->config = cni_config_ref(config);
         op->done = done;

@@ -19,6 +19,7 @@
 #include "cleanup.h"
 #include "error.h"
 #include "event.h"
+#include "metrics.h"
 #include "time-util.h"
 
 #define CNI_DEFAULT_CONF_DIR "/etc/cni/net.d"
@@ -134,6 +135,9 @@ typedef struct CniRunnerOptions {
         const char *cache_dir; /* required: <run-dir>/cni */
         usec_t plugin_timeout; /* per plugin run; default 60 s */
         unsigned max_parallel; /* operations at once; default 8 */
+        /* nanolet_cni_operations_total / _errors_total / _duration_seconds
+         * {operation} (not owned; NULL: not counted). */
+        Metrics *metrics;
 } CniRunnerOptions;
 
 int cni_runner_new(Event *e, const CniRunnerOptions *o, CniRunner **ret);

@@ -225,6 +225,19 @@ static int try_start(Ctx *x, const ContainerState *c) {
         }
         wakeup_at(x->a, c->backoff_until);
         x->touched[slot_of(x, c)] = true;
+        if (streq_ptr(c->waiting_reason, "ErrImagePull") ||
+            streq_ptr(c->waiting_reason, "ImagePullBackOff")) {
+                /* kubelet: the failed pull was ErrImagePull; while its
+                 * back-off runs the container shows ImagePullBackOff, and
+                 * (as kubelet 1.30 on) why the last pull failed. */
+                char *msg = streq(c->waiting_reason, "ImagePullBackOff")
+                                    ? strdup(strempty(c->waiting_message))
+                                    : strprintf("Back-off pulling image \"%s\": ErrImagePull: %s",
+                                                c->spec->image, strempty(c->waiting_message));
+                if (!msg)
+                        return -ENOMEM;
+                return set_waiting(x, c, "ImagePullBackOff", msg);
+        }
         if (!restart)
                 return 0;
 

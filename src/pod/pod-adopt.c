@@ -19,6 +19,7 @@
 #include "checkpoint.h"
 #include "cni.h"
 #include "container-config.h"
+#include "container-id.h"
 #include "fileio.h"
 #include "log.h"
 #include "mount-util.h"
@@ -33,6 +34,17 @@
 
 char *attempt_dir_of(const PodWorker *w, const ContainerState *c, unsigned attempt) {
         return strprintf("%s/containers/%s/%u", w->pod_dir, c->spec->name, attempt);
+}
+
+/* The runtime ID of an attempt: the legacy name when the runtime has a
+ * container by that name (started by an agent before 64-hex IDs), else the
+ * current scheme's. */
+static char *attempt_container_id(const PodWorker *w, const ContainerState *c, unsigned attempt,
+                                  char *const *ids) {
+        _cleanup_free_ char *legacy = container_legacy_id(w->object->uid, c->spec->name, attempt);
+        if (legacy && strv_contains(ids, legacy))
+                return TAKE_PTR(legacy);
+        return container_runtime_id(w->object->uid, c->spec->name, attempt);
 }
 
 /* The newest attempt number of a container: its attempt directories (in
@@ -68,7 +80,8 @@ static bool container_newest_attempt(const PodWorker *w, const ContainerState *c
         return found;
 }
 
-static void container_restore_last(PodWorker *w, ContainerState *c, unsigned attempt) {
+static void container_restore_last(PodWorker *w, ContainerState *c, unsigned attempt,
+                                   char *const *ids) {
         _cleanup_(attempt_record_done) AttemptRecord rec = { .exit_code = -1 };
         _cleanup_free_ char *dir = NULL;
 
@@ -82,7 +95,7 @@ static void container_restore_last(PodWorker *w, ContainerState *c, unsigned att
         free(c->last_exit_reason);
         c->last_exit_reason = TAKE_PTR(rec.reason);
         free(c->last_container_id);
-        c->last_container_id = strprintf("%s-%s-%u", w->object->uid, c->spec->name, attempt - 1);
+        c->last_container_id = attempt_container_id(w, c, attempt - 1, ids);
 }
 
 static void container_restore_exited(ContainerState *c, AttemptRecord *rec) {
@@ -110,10 +123,10 @@ static bool container_adopt(PodWorker *w, ContainerOp *op, ContainerState *c, ch
         bool have_rec = attempt_record_read(dir, &rec) >= 0;
         c->attempt = c->restart_count = n;
         free(c->container_id);
-        c->container_id = strprintf("%s-%s-%u", w->object->uid, c->spec->name, n);
+        c->container_id = attempt_container_id(w, c, n, ids);
         if (!c->container_id)
                 return false;
-        container_restore_last(w, c, n);
+        container_restore_last(w, c, n, ids);
 
         Image *image = NULL;
         Error ie = {};
@@ -262,9 +275,8 @@ bool worker_adopt(PodWorker *w) {
         }
         /* Containers of this pod the runtime still has but nobody adopted:
          * stale attempts, or an attempt created but never started. */
-        _cleanup_free_ char *prefix = strprintf("%s-", w->object->uid);
         STRV_FOREACH(id, ids) {
-                if (!prefix || !startswith(*id, prefix) || strv_contains(keep, *id))
+                if (strv_contains(keep, *id) || !container_id_of_pod(*id, w->object->uid))
                         continue;
                 bool exited_now = false;
                 for (size_t slot = 0; slot < w->n_ops; slot++) {

@@ -19,6 +19,7 @@
 #include "checkpoint.h"
 #include "cni.h"
 #include "container-config.h"
+#include "container-id.h"
 #include "fileio.h"
 #include "log.h"
 #include "mount-util.h"
@@ -36,6 +37,8 @@ void op_clear_start(ContainerOp *op) {
         free(op->log_path);
         op->id = op->attempt_dir = op->rootfs = op->log_path = NULL;
         op->image = image_free(op->image);
+        image_pull_waiter_cancel(TAKE_PTR(op->pull));
+        op->pulled = false;
         op->iw_source = event_source_free(op->iw_source);
         if (op->iw.pid > 0)
                 image_worker_abort(&op->iw);
@@ -60,6 +63,8 @@ static void start_failed(ContainerOp *op, const char *reason, const char *messag
         log_warning("Failed to start container \"%s\" of pod \"%s\": %s: %s", c->spec->name,
                     w->full_name, reason, message);
         worker_event(w, c, POD_EVENT_FAILED, "Error: %s: %s", reason, message);
+        metric_inc(w->ctx->metrics.started_containers_errors,
+                   METRIC_LABELS(reason, pod_metrics_container_type(c->is_init)));
         container_set_waiting(c, reason, message);
         if (op->rootfs_mounted) {
                 Error ie = {};
@@ -285,18 +290,20 @@ int signal_from_string(const char *s) {
         return SIGTERM;
 }
 
+static void container_start_image(ContainerOp *op);
+
 void container_start(PodWorker *w, const ContainerStartAction *a) {
         ContainerOp *op = worker_op(w, a->is_init, a->index);
         ContainerState *c = pod_actions_target(&w->state, a->is_init, a->index);
-        ImageStore *store = w->ctx->o->images;
-        Error ierr = {};
-        int r;
 
         if (!op || !c || op->starting || op->killing)
                 return;
         op->starting = true;
         op->state_before = c->state;
         w->busy++;
+        /* As kubelet: every attempt counts, its failures count again below. */
+        metric_inc(w->ctx->metrics.started_containers,
+                   METRIC_LABELS(pod_metrics_container_type(c->is_init)));
         op->attempt = c->state == CONTAINER_NONE && !c->container_id ? 0 : c->attempt + 1;
         if (c->state == CONTAINER_EXITED) {
                 /* The exited attempt becomes lastState. */
@@ -310,26 +317,114 @@ void container_start(PodWorker *w, const ContainerStartAction *a) {
                 c->last_container_id = c->container_id ? strdup(c->container_id) : NULL;
         }
 
-        /* Images come from the local store only in this milestone (archives
-         * loaded with `nanolet image load`); registry pulls come later. */
-        r = image_store_get(store, c->spec->image, &op->image, &ierr);
+        container_start_image(op);
+}
+
+static void container_start_with_image(ContainerOp *op);
+
+static void on_image_pulled(int r, const char *digest, const char *error, usec_t duration,
+                            void *userdata) {
+        ContainerOp *op = userdata;
+        PodWorker *w = op->w;
+        ContainerState *c = op_container(op);
+
+        op->pull = NULL; /* delivered: no longer ours to cancel */
         if (r < 0) {
-                bool never = c->spec->image_pull_policy == PULL_POLICY_NEVER;
+                worker_event(w, c, POD_EVENT_FAILED, "Failed to pull image \"%s\": %s",
+                             c->spec->image, error);
+                start_failed(op, "ErrImagePull", error);
+                return;
+        }
+        worker_event(w, c, POD_EVENT_PULLED,
+                     "Successfully pulled image \"%s\" in %llu.%03llus (%s)", c->spec->image,
+                     (unsigned long long)(duration / USEC_PER_SEC),
+                     (unsigned long long)(duration % USEC_PER_SEC / USEC_PER_MSEC),
+                     r == 1 ? "already present, digest unchanged" : strna(digest));
+        op->pulled = true;
+        container_start_image(op);
+}
+
+/* The image, as the pull policy says (SPEC §7): Never and IfNotPresent use
+ * the store's copy, Always asks the registry for the tag's digest on every
+ * start (a pull of an unchanged image downloads no blob) and
+ * --image-pull-policy-override=never forbids every pull. */
+static void container_start_image(ContainerOp *op) {
+        PodWorker *w = op->w;
+        ContainerState *c = op_container(op);
+        const PodManagerOptions *o = w->ctx->o;
+        Error ierr = {};
+        int r;
+
+        _cleanup_free_ char *normalized = NULL;
+        r = image_ref_normalize(c->spec->image, &normalized, &ierr);
+        if (r == -ENOMEM) {
+                start_failed(op, "ErrImagePull", "out of memory");
+                return;
+        }
+        if (r < 0) {
+                /* kubelet's words for a reference it cannot parse. */
+                _cleanup_free_ char *msg = strprintf("Failed to apply default image tag \"%s\": %s",
+                                                     c->spec->image, ierr.message);
+                start_failed(op, "InvalidImageName", msg ? msg : ierr.message);
+                return;
+        }
+        PullPolicy policy = o->image_pull_never ? PULL_POLICY_NEVER : c->spec->image_pull_policy;
+        r = image_store_get(o->images, c->spec->image, &op->image, &ierr);
+        bool present = r >= 0;
+        bool want_pull = !op->pulled && policy != PULL_POLICY_NEVER &&
+                         (!present || policy == PULL_POLICY_ALWAYS);
+        if (want_pull && o->pulls) {
+                _cleanup_free_ char *auths = NULL, *error = NULL;
+                op->image = image_free(op->image);
+                r = worker_pull_auths(w, &auths, &error);
+                if (r < 0) {
+                        start_failed(op, "ErrImagePull", error ? error : strerror(-r));
+                        return;
+                }
+                worker_event(w, c, POD_EVENT_PULLING, "Pulling image \"%s\"", c->spec->image);
+                r = image_pulls_request(o->pulls, normalized, auths, on_image_pulled, op,
+                                        &op->pull);
+                if (r < 0)
+                        start_failed(op, "ErrImagePull", "out of memory");
+                return; /* on_image_pulled() goes on */
+        }
+        if (!present) {
+                bool never = policy == PULL_POLICY_NEVER;
                 _cleanup_free_ char *msg = strprintf(
                         "image \"%s\" is not present in the local store%s", c->spec->image,
-                        never ? " with pull policy of Never"
-                              : "; load it with 'nanolet image load' (registry pulls are not "
-                                "available in this version)");
+                        never ? (o->image_pull_never
+                                         ? " and --image-pull-policy-override=never forbids pulls"
+                                         : " with pull policy of Never")
+                              : " and registry pulls are not set up");
                 start_failed(op, never ? "ErrImageNeverPull" : "ErrImagePull",
                              msg ? msg : "image missing");
                 return;
         }
+        if (!op->pulled)
+                worker_event(w, c, POD_EVENT_PULLED,
+                             "Container image \"%s\" already present on machine", c->spec->image);
+        container_start_with_image(op);
+}
+
+/* The rest of the start, once op->image is the store's copy. */
+static void container_start_with_image(ContainerOp *op) {
+        PodWorker *w = op->w;
+        ContainerState *c = op_container(op);
+        ImageStore *store = w->ctx->o->images;
+        Error ierr = {};
+        int r;
+
+        if (!op->image) {
+                r = image_store_get(store, c->spec->image, &op->image, &ierr);
+                if (r < 0) {
+                        start_failed(op, "ErrImagePull", ierr.message);
+                        return;
+                }
+        }
         (void)set_str(&c->image_id, op->image->config_digest);
-        worker_event(w, c, POD_EVENT_PULLED, "Container image \"%s\" already present on machine",
-                     c->spec->image);
         op->stop_signal = signal_from_string(op->image->config.stop_signal);
 
-        op->id = strprintf("%s-%s-%u", w->object->uid, c->spec->name, op->attempt);
+        op->id = container_runtime_id(w->object->uid, c->spec->name, op->attempt);
         op->attempt_dir = strprintf("%s/containers/%s/%u", w->pod_dir, c->spec->name, op->attempt);
         op->rootfs = op->attempt_dir ? strprintf("%s/rootfs", op->attempt_dir) : NULL;
         op->log_path = strprintf("%s/%s/%u.log", w->log_dir, c->spec->name, op->attempt);

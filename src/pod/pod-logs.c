@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "container-id.h"
 #include "dirent-util.h"
 #include "container-config.h"
 #include "fileio.h"
@@ -111,12 +112,19 @@ static void remove_attempt_dir(PodWorker *w, const ContainerState *c, int dir_fd
         if (!links)
                 return;
         const ManifestObject *o = pod_worker_object(w);
-        _cleanup_free_ char *link = strprintf("%s_%s_%s-%s-%s-%u.log", o->name, o->namespace,
-                                              c->spec->name, o->uid, c->spec->name, attempt);
         _cleanup_close_ int links_fd = open(links, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        /* unlinkat() removes a symlink, never its target. */
-        if (link && links_fd >= 0)
-                (void)unlinkat(links_fd, link, 0);
+        /* Either ID scheme (container-id.h); unlinkat() removes a symlink,
+         * never its target. */
+        char *(*const schemes[])(const char *, const char *, unsigned) = { container_runtime_id,
+                                                                           container_legacy_id };
+        for (size_t i = 0; links_fd >= 0 && i < ELEMENTSOF(schemes); i++) {
+                _cleanup_free_ char *id = schemes[i](o->uid, c->spec->name, attempt);
+                _cleanup_free_ char *link =
+                        id ? strprintf("%s_%s_%s-%s.log", o->name, o->namespace, c->spec->name, id)
+                           : NULL;
+                if (link)
+                        (void)unlinkat(links_fd, link, 0);
+        }
 }
 
 /* unlinkat() removes a planted symlink itself, never what it points to;

@@ -13,6 +13,8 @@
 #include "cgroup.h"
 #include "log.h"
 #include "pod-logs.h"
+#include "pod-metrics.h"
+#include "pod-stats.h"
 #include "pod-worker.h"
 #include "string-util.h"
 #include "strv.h"
@@ -36,6 +38,8 @@ struct PodManager {
         EventSource *log_timer;
         bool sources_ready;
         SourceErrors *source_errors; /* status/sources.json */
+        PodStats *stats;             /* /stats/summary: CPU samples, directory usage */
+        EventSource *stats_timer;
 
         void (*stopped)(void *userdata);
         void *stopped_userdata;
@@ -311,6 +315,10 @@ void pod_manager_handle_source_event(PodManager *m, const SourceEvent *ev) {
                         pod_worker_claim(w); /* adopted from its checkpoint */
                         return;
                 }
+                if (w)
+                        /* Removed and added back with the same content: kubelet
+                         * counts such a static pod as restarted. */
+                        metric_inc(m->ctx.metrics.restarted_pods, METRIC_LABELS("true"));
                 if (!w && (w = find_unclaimed_same_pod(m, ev)))
                         pod_worker_terminate(w, "its manifest changed while the agent was down");
                 /* A terminating predecessor (removed and re-added, or
@@ -496,10 +504,17 @@ static void relist_all(PodManager *m) {
 
 static int on_relist(EventSource *s, usec_t now, void *userdata) {
         PodManager *m = userdata;
+        usec_t begin = now_usec(CLOCK_MONOTONIC);
+
+        if (m->last_relist > 0)
+                metric_observe(m->ctx.metrics.pleg_relist_interval, NULL,
+                               (double)(now - m->last_relist) / USEC_PER_SEC);
         /* The iteration's start, not the clock now: a loop stopped in the
          * middle of this iteration still shows the stop. */
         m->last_relist = now;
         relist_all(m);
+        metric_observe(m->ctx.metrics.pleg_relist_duration, NULL,
+                       (double)(now_usec(CLOCK_MONOTONIC) - begin) / USEC_PER_SEC);
         return event_source_set_time_relative(s, RELIST_PERIOD_USEC);
 }
 
@@ -518,10 +533,28 @@ static int on_log_timer(EventSource *s, usec_t now, void *userdata) {
         return event_source_set_time_relative(s, m->o.container_log_monitor_interval);
 }
 
+static int on_stats_timer(EventSource *s, usec_t now, void *userdata) {
+        PodManager *m = userdata;
+        pod_stats_sample(m->stats, m->workers, m->n_workers);
+        return event_source_set_time_relative(s, POD_STATS_SAMPLE_PERIOD);
+}
+
+int pod_manager_stats_summary_json(PodManager *m, char **ret, size_t *ret_size) {
+        return pod_stats_summary_json(m->stats, m->workers, m->n_workers, ret, ret_size);
+}
+
 /* conmon writes an exit file the moment a container exits: seeing it through
  * inotify makes exits (and restarts) immediate instead of up to 1 s late. */
 static int on_exit_file(EventSource *s, const struct inotify_event *ev, void *userdata) {
         relist_all(userdata);
+        return 0;
+}
+
+/* /metrics and /metrics/probes are scraped separately and each scrape sets
+ * all the scrape-time families of both: one cheap pass over the workers. */
+static int collect_metrics(Metrics *metrics, void *userdata) {
+        PodManager *m = userdata;
+        pod_metrics_collect(&m->ctx.metrics, m->workers, m->n_workers, m->source_errors);
         return 0;
 }
 
@@ -565,7 +598,18 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
             (r = mkdir_p(m->ctx.sandboxes_dir, 0700)) < 0 ||
             (r = mkdir_p(m->ctx.ns_dir, 0755)) < 0 || (r = mkdir_p(o->pod_logs_dir, 0755)) < 0)
                 return log_error_errno(r, "Failed to create the agent's directories: %m");
+        r = pod_metrics_register(&m->ctx.metrics, o->metrics, o->probe_metrics);
+        if (r >= 0 && o->metrics)
+                r = metrics_add_collector(o->metrics, collect_metrics, m);
+        if (r >= 0 && o->probe_metrics)
+                r = metrics_add_collector(o->probe_metrics, collect_metrics, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the pod metrics: %m");
         r = source_errors_new(&m->source_errors, m->ctx.status_dir);
+        if (r < 0)
+                return log_oom();
+        PodStatsOptions so = { .node_name = o->node_name, .root_dir = o->root_dir };
+        r = pod_stats_new(&m->stats, e, &so);
         if (r < 0)
                 return log_oom();
         /* An earlier run's errors are not this run's: the sources report
@@ -588,6 +632,12 @@ int pod_manager_start(PodManager *m) {
         m->last_relist = event_now(m->event);
         r = event_add_time_relative(m->event, &m->relist_timer, RELIST_PERIOD_USEC,
                                     100 * USEC_PER_MSEC, on_relist, m);
+        if (r < 0)
+                return r;
+        /* The first sample at once: the node has a CPU rate a second after
+         * start, the pods from their first request or tick on. */
+        r = event_add_time_relative(m->event, &m->stats_timer, 0, 100 * USEC_PER_MSEC,
+                                    on_stats_timer, m);
         if (r < 0)
                 return r;
         if (m->log_rotator) {
@@ -637,6 +687,8 @@ PodManager *pod_manager_free(PodManager *m) {
         event_source_free(m->log_timer);
         log_rotator_free(m->log_rotator);
         source_errors_free(m->source_errors);
+        event_source_free(m->stats_timer);
+        pod_stats_free(m->stats);
         free(m->ctx.status_dir);
         free(m->ctx.pods_dir);
         free(m->ctx.ns_dir);

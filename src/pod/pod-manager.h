@@ -11,6 +11,8 @@
 #include "event.h"
 #include "cni.h"
 #include "image.h"
+#include "image-pulls.h"
+#include "metrics.h"
 #include "runtime.h"
 #include "source.h"
 #include "source-errors.h"
@@ -39,6 +41,13 @@ typedef struct PodManagerOptions {
         const char *cni_conf_dir;              /* --cni-conf-dir */
         const char *pod_cidr;                  /* --pod-cidr, for the built-in network */
         PodConfig *config;                     /* not owned: ConfigMap/Secret lookups */
+        ImagePulls *pulls;                     /* not owned; NULL: no registry pulls */
+        bool image_pull_never;                 /* --image-pull-policy-override=never */
+        /* /metrics and /metrics/probes (not owned; NULL: nothing counted).
+         * The manager adds a collector to metrics: format it only while the
+         * manager lives. */
+        Metrics *metrics;
+        Metrics *probe_metrics;
 } PodManagerOptions;
 
 int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o);
@@ -67,6 +76,13 @@ unsigned pod_manager_count(PodManager *m);
  * nothing is rebuilt or re-read. A pod whose status was never written yet is
  * left out. ret is a malloc'd NUL-terminated string; 0 or -ENOMEM. */
 int pod_manager_pod_list_json(PodManager *m, char **ret, size_t *ret_size);
+
+/* GET /stats/summary: kubelet's Summary (stats/v1alpha1) of the node and of
+ * the pods of pod_manager_pod_list_json(), from cgroups, statfs and the
+ * directory usage last measured (pod-stats.h says what comes from where and
+ * how CPU rates are sampled). Reads a few small kernel files per container,
+ * never blocks. ret is malloc'd and NUL-terminated; 0 or -ENOMEM. */
+int pod_manager_stats_summary_json(PodManager *m, char **ret, size_t *ret_size);
 
 /* The sync loop's heartbeat is the relist (every
  * POD_MANAGER_RELIST_PERIOD_USEC). When it last ran (event loop time,

@@ -53,12 +53,14 @@ static void sandbox_failed(PodWorker *w, const char *message) {
         w->state.sandbox = SANDBOX_FAILED;
         (void)set_str(&w->state.sandbox_message, message);
         backoff_sandbox_failed(&w->state, now_usec(CLOCK_MONOTONIC));
+        metric_inc(w->ctx->metrics.started_pods_errors, NULL);
 }
 
 static void sandbox_ready(PodWorker *w) {
         log_info("Sandbox of pod \"%s\" is ready%s%s.", w->full_name,
                  w->state.pod_ip ? ", IP " : "", strempty(w->state.pod_ip));
         w->state.sandbox = SANDBOX_READY;
+        metric_inc(w->ctx->metrics.started_pods, NULL);
         (void)set_str(&w->state.sandbox_message, NULL);
         w->state.sandbox_backoff_until = w->state.sandbox_backoff_delay = 0;
         SandboxRecord rec = { .pod_ips = w->state.pod_ips, .network = w->network_added };
@@ -349,12 +351,14 @@ void worker_create_sandbox(PodWorker *w) {
                 w->state.sandbox = SANDBOX_FAILED;
                 (void)set_str(&w->state.sandbox_message, err.message);
                 backoff_sandbox_failed(&w->state, now_usec(CLOCK_MONOTONIC));
+                metric_inc(w->ctx->metrics.started_pods_errors, NULL);
                 worker_mark_status(w);
                 return;
         }
         unsigned ns = sandbox_namespaces(w->state.pod);
         if (ns == 0) {
                 w->state.sandbox = SANDBOX_READY;
+                metric_inc(w->ctx->metrics.started_pods, NULL);
                 worker_mark_status(w);
                 return;
         }

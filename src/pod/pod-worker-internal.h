@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "image.h"
+#include "image-pulls.h"
 #include "pod-actions.h"
 #include "pod-etc-files.h"
 #include "pod-events.h"
@@ -73,6 +74,13 @@ struct PodWorker {
         size_t n_ops;
         PodProbes *probes; /* probes and hooks (pod-probes.c) */
 
+        /* kubelet_pod_start_duration_seconds: from the worker's creation
+         * (kubelet's "first seen") to the first Running status. Adopted
+         * pods were started by an earlier run and are not measured. */
+        usec_t first_seen; /* CLOCK_MONOTONIC */
+        bool start_measured;
+        bool synced_once; /* kubelet_pod_worker_duration_seconds: "create", then "sync" */
+
         PodEvents events;  /* kubelet-style events (worker_event()) */
         bool events_dirty; /* status/events/<uid>.json is written after the sync */
 };
@@ -91,6 +99,8 @@ struct ContainerOp {
         char *rootfs;
         char *log_path;
         Image *image;
+        ImagePullWaiter *pull; /* a registry pull this attempt waits for */
+        bool pulled;           /* this attempt pulled (policy Always: once per attempt) */
         ImageWorker iw;
         EventSource *iw_source;
         RuntimeOp *rop;
@@ -147,6 +157,11 @@ char *attempt_dir_of(const PodWorker *w, const ContainerState *c, unsigned attem
 /* The first sync of a pod: adopts what an earlier agent run left. Returns
  * true when removals are in flight (the sync continues when they finish). */
 bool worker_adopt(PodWorker *w);
+
+/* pod-pull-auths.c: the pod's imagePullSecrets as one docker config.json
+ * document (*ret_json NULL when there is none). -EINVAL with *ret_error
+ * for a Secret whose credentials do not parse; -ENOMEM. */
+int worker_pull_auths(PodWorker *w, char **ret_json, char **ret_error);
 
 /* pod-containers.c */
 void op_clear_start(ContainerOp *op);

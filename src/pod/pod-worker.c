@@ -75,6 +75,10 @@ const char *pod_worker_pod_dir(const PodWorker *w) {
         return w->pod_dir;
 }
 
+const char *pod_worker_log_dir(const PodWorker *w) {
+        return w->log_dir;
+}
+
 const PodManagerOptions *pod_worker_options(const PodWorker *w) {
         return w->ctx->o;
 }
@@ -178,6 +182,11 @@ static void worker_write_status(PodWorker *w) {
         if (w->torn_down)
                 return;
         (void)pod_status_update_conditions(&w->state, now_usec(CLOCK_REALTIME));
+        if (!w->start_measured && pod_phase(&w->state) == POD_PHASE_RUNNING) {
+                w->start_measured = true;
+                metric_observe(w->ctx->metrics.pod_start_duration, NULL,
+                               (double)(now_usec(CLOCK_MONOTONIC) - w->first_seen) / USEC_PER_SEC);
+        }
         PodStatusContext sc = {
                 .canonical_json = w->object->canonical_json,
                 .node_name = w->ctx->o->node_name,
@@ -296,6 +305,25 @@ static bool worker_teardown(PodWorker *w) {
         return true;
 }
 
+/* Replaced or removed before it ever started: it made nothing but its
+ * status and events files. One that shares its UID with the pod it waited
+ * for (a manifest removed and put back) shares that pod's directories,
+ * namespaces, cgroup and files too, and must leave them to it: that pod is
+ * still stopping. */
+static bool worker_finish_unstarted(PodWorker *w) {
+        bool shared = w->predecessor && streq(w->predecessor->object->uid, w->object->uid);
+
+        w->torn_down = true;
+        if (!shared) {
+                (void)pod_status_remove(w->ctx->status_dir, w->object->uid);
+                (void)pod_events_remove(w->ctx->status_dir, w->object->uid);
+        }
+        w->status_text = mfree(w->status_text);
+        log_info("Pod \"%s\" is gone (it never started).", w->full_name);
+        w->ctx->worker_finished(w, w->ctx->userdata);
+        return true;
+}
+
 /* ---- the sync ---- */
 
 static int on_wakeup(EventSource *s, usec_t now, void *userdata) {
@@ -314,8 +342,7 @@ static bool worker_sync(PodWorker *w) {
         if (w->waiting_for_predecessor) {
                 if (!w->state.terminating)
                         return false;
-                /* Replaced or removed before it ever started: nothing to stop. */
-                return worker_teardown(w);
+                return worker_finish_unstarted(w);
         }
         if (!w->adopt_checked && worker_adopt(w))
                 return false; /* removals in flight; they request the next sync */
@@ -353,6 +380,10 @@ static bool worker_sync(PodWorker *w) {
                         worker_event(w, c, POD_EVENT_BACK_OFF,
                                      "Back-off restarting failed container %s in pod %s",
                                      c->spec->name, w->full_name);
+                if (streq_ptr(a.waiting[i].reason, "ImagePullBackOff") &&
+                    !streq_ptr(c->waiting_reason, "ImagePullBackOff"))
+                        worker_event(w, c, POD_EVENT_BACK_OFF, "Back-off pulling image \"%s\"",
+                                     c->spec->image);
                 container_set_waiting(c, a.waiting[i].reason, a.waiting[i].message);
         }
         if (a.deadline_exceeded && !w->state.deadline_exceeded) {
@@ -400,8 +431,16 @@ static int on_sync_defer(EventSource *s, usec_t now, void *userdata) {
         PodWorker *w = userdata;
 
         if (w->sync_requested) {
+                const char *operation = w->synced_once ? "sync" : "create";
+                MetricFamily *duration = w->ctx->metrics.pod_worker_duration;
+                usec_t begin = now_usec(CLOCK_MONOTONIC);
                 w->sync_requested = false;
-                if (worker_sync(w))
+                w->synced_once = true;
+                bool freed = worker_sync(w);
+                /* The sync's own work: what it started runs on after it. */
+                metric_observe(duration, METRIC_LABELS(operation),
+                               (double)(now_usec(CLOCK_MONOTONIC) - begin) / USEC_PER_SEC);
+                if (freed)
                         return 0; /* w is freed */
         }
         if (w->status_dirty && !w->torn_down)
@@ -437,6 +476,7 @@ int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *obje
         if (!w)
                 return -ENOMEM;
         w->ctx = ctx;
+        w->first_seen = now_usec(CLOCK_MONOTONIC);
         pod_events_init(&w->events);
         w->object = manifest_object_ref(object);
         w->source = strdup(source);
@@ -560,6 +600,7 @@ int pod_worker_new_from_checkpoint(PodWorker **ret, PodManagerContext *ctx, cons
         if (r < 0)
                 return r;
         w->from_checkpoint = true;
+        w->start_measured = true;
         *ret = w;
         return 0;
 }

@@ -11,6 +11,7 @@
 #include "event.h"
 #include "manifest.h"
 #include "pod-manager.h"
+#include "pod-metrics.h"
 #include "pod-state.h"
 #include "pod-volumes.h"
 
@@ -29,6 +30,7 @@ typedef struct PodManagerContext {
         int oom_score_adj_floor; /* runtime_oom_score_adj_floor() at start */
         bool oom_warned;         /* the clamp below the floor is reported once */
         EventCurl *curl;         /* HTTP/gRPC probes of all pods; made on first use */
+        PodMetrics metrics;      /* families are NULL when nothing is counted */
         /* nanolet.io/wait-for: 0 when every pod w waits for is Ready, else
          * the waiting reason and a message naming what it waits for. */
         int (*wait_for_check)(PodWorker *w, char **ret_reason, char **ret_message, void *userdata);
@@ -62,6 +64,7 @@ const char *pod_worker_source(const PodWorker *w);  /* "file" | "http" */
 const char *pod_worker_origin(const PodWorker *w);  /* the file or URL */
 const char *pod_worker_name(const PodWorker *w);    /* "<name>_<namespace>(<uid>)", for logs */
 const char *pod_worker_pod_dir(const PodWorker *w); /* <root-dir>/pods/<uid> */
+const char *pod_worker_log_dir(const PodWorker *w); /* <pod-logs-dir>/<ns>_<name>_<uid> */
 const PodManagerOptions *pod_worker_options(const PodWorker *w);
 /* The observed state, read only (the containers for log rotation). */
 const PodState *pod_worker_state(const PodWorker *w);

@@ -48,6 +48,9 @@ struct Runtime {
 
         bool warned_ns_private;
 
+        /* {operation_type}: kubelet's CRI names for what runc and conmon do */
+        MetricFamily *operations, *operation_errors, *operation_duration;
+
         /* The PLEG relist asks for every container's state every second:
          * runc's state.json (which embeds the whole OCI config) is parsed
          * again only when it changed (inode, size or mtime). */
@@ -65,6 +68,7 @@ struct RuntimeOp {
         Runtime *rt;
         RuntimeOpKind kind;
         char *id;
+        usec_t requested_at; /* CLOCK_MONOTONIC, for the operation's duration */
 
         union {
                 runtime_done_t done;

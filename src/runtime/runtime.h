@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "event.h"
+#include "metrics.h"
 #include "runtime-config.h"
 #include "string-util.h"
 #include "time-util.h"
@@ -33,6 +34,9 @@ typedef struct RuntimeOptions {
         unsigned max_parallel; /* runtime/conmon children at once; default 2 x cores */
         usec_t op_timeout;     /* a runtime command taking longer is killed; default 60 s */
         bool systemd_cgroup;
+        /* kubelet_runtime_operations_{total,errors_total,duration_seconds}
+         * (not owned; NULL: not counted). */
+        Metrics *metrics;
 } RuntimeOptions;
 
 int runtime_new(Runtime **ret, Event *e, const RuntimeOptions *o);

@@ -88,7 +88,7 @@ struct DirSource {
         EventSource *rescan_timer;
         EventSource *debounce_timer;
 
-        DirFile **files;
+        DirFile **files; /* sorted by name: a rescan of 1,000 files looks each up by bsearch */
         size_t n_files;
         char **ignored_logged; /* ignored names already logged */
         bool missing_logged;
@@ -172,20 +172,39 @@ static DirFile *dir_file_free(DirFile *f) {
         return NULL;
 }
 
+/* The index where name is, or where it would be inserted. */
+static size_t dir_source_file_index(const DirSource *s, const char *name, bool *ret_found) {
+        size_t lo = 0, hi = s->n_files;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int c = strcmp(s->files[mid]->name, name);
+                if (c == 0) {
+                        *ret_found = true;
+                        return mid;
+                }
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        *ret_found = false;
+        return lo;
+}
+
 static DirFile *dir_source_find_file(DirSource *s, const char *name) {
-        for (size_t i = 0; i < s->n_files; i++)
-                if (streq(s->files[i]->name, name))
-                        return s->files[i];
-        return NULL;
+        bool found;
+        size_t i = dir_source_file_index(s, name, &found);
+        return found ? s->files[i] : NULL;
 }
 
 static int dir_source_add_file(DirSource *s, const char *name, DirFile **ret) {
-        DirFile *f = dir_source_find_file(s, name);
-        if (f) {
-                *ret = f;
+        bool found;
+        size_t at = dir_source_file_index(s, name, &found);
+        if (found) {
+                *ret = s->files[at];
                 return 0;
         }
-        f = calloc(1, sizeof *f);
+        DirFile *f = calloc(1, sizeof *f);
         if (!f)
                 return -ENOMEM;
         f->name = strdup(name);
@@ -196,17 +215,21 @@ static int dir_source_add_file(DirSource *s, const char *name, DirFile **ret) {
                 return -ENOMEM;
         }
         s->files = n;
-        s->files[s->n_files++] = f;
+        memmove(s->files + at + 1, s->files + at, sizeof *n * (s->n_files - at));
+        s->files[at] = f;
+        s->n_files++;
         *ret = f;
         return 0;
 }
 
+/* Keeps the order; the callers that drop while walking walk backwards. */
 static void dir_source_drop_file(DirSource *s, DirFile *f) {
-        for (size_t i = 0; i < s->n_files; i++)
-                if (s->files[i] == f) {
-                        s->files[i] = s->files[--s->n_files];
-                        break;
-                }
+        bool found;
+        size_t i = dir_source_file_index(s, f->name, &found);
+        if (found && s->files[i] == f) {
+                memmove(s->files + i, s->files + i + 1, sizeof *s->files * (s->n_files - i - 1));
+                s->n_files--;
+        }
         dir_file_free(f);
 }
 

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "event.h"
+#include "metrics.h"
 #include "manifest.h"
 
 typedef enum SourceEventType {
@@ -125,6 +126,9 @@ typedef struct UrlSourceOptions {
          * outcome): from then on the URL's pods are known. */
         void (*synced)(void *userdata);
         void *synced_userdata;
+        /* nanolet_manifest_url_fetches_total{result="200|304|error"}
+         * (not owned; NULL: not counted). */
+        Metrics *metrics;
 } UrlSourceOptions;
 
 int url_source_new(UrlSource **ret, Event *e, PodConfig *config, const UrlSourceOptions *opts);

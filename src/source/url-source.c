@@ -49,6 +49,7 @@ struct UrlSource {
         void (*synced)(void *userdata);
         void *synced_userdata;
         bool synced_once;
+        MetricFamily *fetches; /* {result} */
 
         EventCurl *curl;
         CURL *easy;                     /* the GET in flight; NULL between polls */
@@ -337,6 +338,12 @@ static void url_source_handle_body(UrlSource *s) {
 }
 
 static void url_source_finish(UrlSource *s, CURL *easy, CURLcode result) {
+        long code = 0;
+        if (result == CURLE_OK)
+                (void)curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
+        metric_inc(s->fetches, METRIC_LABELS(code == 304                  ? "304"
+                                             : code >= 200 && code <= 299 ? "200"
+                                                                          : "error"));
         if (result != CURLE_OK) {
                 if (s->body_too_large || result == CURLE_FILESIZE_EXCEEDED)
                         url_source_failf(s, "response body is larger than the limit of %zu bytes",
@@ -602,7 +609,15 @@ int url_source_new(UrlSource **ret, Event *e, PodConfig *config, const UrlSource
                         return -ENOMEM;
         }
 
-        int r = event_curl_new(e, &s->curl);
+        int r = metrics_register(opts->metrics, &s->fetches, METRIC_COUNTER,
+                                 "nanolet_manifest_url_fetches_total",
+                                 "Polls of the manifest URL by result: 200 (any 2xx with a body), "
+                                 "304 (not modified) or error (transport error, timeout, other "
+                                 "status).",
+                                 (const char *const[]){ "result", NULL }, NULL, 0);
+        if (r < 0)
+                return r;
+        r = event_curl_new(e, &s->curl);
         if (r < 0)
                 return r;
 

@@ -82,6 +82,29 @@ agent_pod_uids() {
 }
 trap agent_cleanup EXIT
 
+# pod_runc_ids UID...: the runtime IDs of those pods' containers, one a
+# line. Container IDs are 64 hex digits that do not show the pod (or, from
+# agents before that scheme, "<uid>-<name>-<attempt>"): a container belongs
+# to the pod whose directory holds its bundle.
+pod_runc_ids() {
+        runc --root "$RUN/runc" list -f json 2>/dev/null | python3 -c '
+import json, sys
+uids = sys.argv[1:]
+for c in json.load(sys.stdin) or []:
+    if any("/pods/%s/" % u in c["bundle"] for u in uids):
+        print(c["id"])' "$@"
+}
+
+# free_ports N: N TCP ports free on 127.0.0.1 now, on one line (bound
+# together, so they differ).
+free_ports() {
+        python3 -c '
+import socket, sys
+s = [socket.socket() for _ in range(int(sys.argv[1]))]
+for x in s: x.bind(("127.0.0.1", 0))
+print(*(x.getsockname()[1] for x in s))' "$1"
+}
+
 # Loads the busybox test image (built from the distro's busybox-static).
 load_test_image() {
         "$TEST_DATA_DIR/make-test-image.sh" "$WORK/images" >/dev/null

@@ -102,10 +102,10 @@ check_field "victim's exit code while the agent was down: 143" victim 'p["status
 for ((i = 0; i < 100; i++)); do [ "$(cat "$HOSTDIR/version" 2>/dev/null)" = v2 ] && break; sleep 0.2; done
 [ "$(cat "$HOSTDIR/version")" = v2 ] && ok "manifest changed while down: pod recreated" || fail "changed pod not recreated"
 for ((i = 0; i < 100; i++)); do
-        [ -z "$(runc --root "$RUN/runc" list -q | grep -E "^($gone_uid|$changed_uid)-")" ] && break
+        [ -z "$(pod_runc_ids "$gone_uid" "$changed_uid")" ] && break
         sleep 0.2
 done
-[ -z "$(runc --root "$RUN/runc" list -q | grep -E "^($gone_uid|$changed_uid)-")" ] && ok "removed and replaced pods terminated" \
+[ -z "$(pod_runc_ids "$gone_uid" "$changed_uid")" ] && ok "removed and replaced pods terminated" \
         || fail "old containers remain: $(runc --root "$RUN/runc" list -q)"
 [ ! -e "$ROOT/pods/$gone_uid" ] && ok "removed pod's directory gone" || fail "pod dir of removed pod remains"
 snapshot multi withinit >"$WORK/after"
@@ -155,7 +155,7 @@ kill -9 "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null || true; AGENT_PID=
 start_agent
 check_field "late pod Running after kill -9 mid-creation" late 'p["status"]["phase"]' Running 60
 late_uid=$(pod_field late 'p["metadata"]["uid"]')
-n=$(runc --root "$RUN/runc" list -q | grep -c "^$late_uid-" || true)
+n=$(pod_runc_ids "$late_uid" | wc -l)
 [ "$n" = 1 ] && ok "one container for the late pod" || fail "late pod containers: $n"
 n=$(ip -o link show master "$TEST_BRIDGE" 2>/dev/null | wc -l)
 [ "$n" = 5 ] && ok "one veth per pod on the bridge" || fail "$n veths for 5 pods"

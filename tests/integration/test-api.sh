@@ -16,12 +16,7 @@ if ! "$PY" -c 'import kubernetes' 2>/dev/null; then
 fi
 load_test_image || { fail "test image"; finish; }
 
-# Two ports free on 127.0.0.1 now (held together, so they differ).
-read -r RO_PORT HZ_PORT < <("$PY" -c '
-import socket
-s = [socket.socket() for _ in range(2)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*(x.getsockname()[1] for x in s))')
+read -r RO_PORT HZ_PORT < <(free_ports 2)
 
 sleep_pod web | put_manifest web.yaml
 sleep_pod db | put_manifest db.yaml

@@ -206,6 +206,8 @@ assert y == j, "yaml and json differ"
                 echo "note: python3-yaml missing, YAML not parsed back"
         fi
 fi
+run 0 pods -o name && { [ "$(sort "$out" | tr '\n' ' ')" = "pod/etcd-node1 pod/job-node1 pod/shell-node1 pod/web-node1 " ] &&
+        ok "pods -o name" || fail "pods -o name: $(cat "$out")"; }
 run 2 pods -o xml
 run 2 pods --bogus
 mv "$STATUS" "$STATUS.x"
@@ -225,6 +227,22 @@ if run 0 ps -a; then
         has "ps -a previous app attempt" "$out" ' Exited +app +3 +uid-web +web-node1$'
 fi
 run 0 ps -q && has "ps -q full ids" "$out" "^$CID\$"
+if run 0 ps -a -o json; then
+        python3 - "$out" "$CID" <<'PYEOF' && ok "ps -o json: crictl's shape" || fail "ps -o json: $(cat "$out")"
+import json, sys
+d = json.load(open(sys.argv[1]))["containers"]
+ids = [c["id"] for c in d]
+assert sys.argv[2] in ids, ids
+etcd = [c for c in d if c["metadata"]["name"] == "etcd" and c["state"] == "CONTAINER_RUNNING"][0]
+assert etcd["metadata"]["attempt"] == 2 and etcd["podSandboxId"] == "uid-etcd", etcd
+assert etcd["labels"]["io.kubernetes.pod.name"] == "etcd-node1", etcd
+assert etcd["labels"]["io.kubernetes.pod.namespace"] == "kube-system", etcd
+assert etcd["image"]["image"] == "docker.io/library/busybox:1.36", etcd
+assert any(c["state"] == "CONTAINER_EXITED" for c in d)
+PYEOF
+fi
+run 0 ps -o yaml && has "ps -o yaml" "$out" '^containers:'
+run 2 ps -o xml
 
 # -- logs --------------------------------------------------------------------
 if run 0 logs etcd; then
@@ -236,7 +254,7 @@ run 0 logs kube-system/etcd-node1 --tail 2 && { [ "$(cat "$out")" = "$(printf 'j
 run 0 logs etcd --tail 0 && { [ -s "$out" ] && fail "logs --tail 0 printed lines" || ok "logs --tail 0"; }
 run 0 logs etcd -p && { [ "$(cat "$out")" = "$(printf 'attempt1 rotated line\nattempt1 line1\nattempt1 line2')" ] &&
         ok "logs -p reads the previous attempt with its rotated file" || fail "logs -p: $(cat "$out")"; }
-run 0 logs etcd --timestamps --tail 1 &&
+run 0 logs etcd -t --tail 1 &&
         has "logs --timestamps" "$out" '^20[0-9-]+T[0-9:]+\.[0-9]{9}Z recent line$'
 run 0 logs etcd --timestamps -p --tail 1 &&
         has "logs --timestamps keeps the record's time" "$out" '^2020-01-01T00:00:02\.000000000Z attempt1 line2$'

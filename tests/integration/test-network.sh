@@ -396,7 +396,7 @@ no_sandbox() {
         [ "$(ip -o link show master "$TEST_BRIDGE" | wc -l)" = "$veths_before" ] || left+=" veth-on-$TEST_BRIDGE"
         [ "$(ip -o link show master "$BRIDGE2" 2>/dev/null | wc -l)" = 0 ] || left+=" veth-on-$BRIDGE2"
         [ ! -e "$RUN/cni/$uid.json" ] || left+=" cni-cache"
-        [ "$(runc --root "$RUN/runc" list -q | grep -c "^$uid-" || true)" = 0 ] || left+=" containers"
+        [ -z "$(pod_runc_ids "$uid")" ] || left+=" containers"
         [ -z "$left" ] || { echo "$1 left:$left" >&2; return 1; }
 }
 late_pod() { # late_pod NAME: a pod created while the conf dir is broken

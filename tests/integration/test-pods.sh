@@ -67,6 +67,18 @@ python3 -c 'import ipaddress,sys; sys.exit(0 if ipaddress.ip_address(sys.argv[1]
 grep -q "stdout F ip=$podip\$" "$LOGS"/default_simple-node1_*/main/0.log && ok "status.podIP in the container's env" || fail "POD_IP env"
 [ "$(cat "$HOSTDIR/hosts")" = 1 ] && ok "/etc/hosts names the pod IP" || fail "/etc/hosts: $(cat "$HOSTDIR/hosts")"
 [ -L "$CLOGS/simple-node1_default_main-$cid.log" ] && ok "/var/log/containers-style symlink" || fail "no log symlink in $CLOGS: $(ls "$CLOGS")"
+# The shapes log shippers and kubelet's own parsers expect: containerd's
+# 64-hex IDs behind the runtime's scheme, and Fluent Bit's kubernetes filter
+# regex (its kube.var.log.containers tag) on the symlink's name.
+check_field "containerID is <runtime>://<64 hex>" simple \
+        'bool(__import__("re").fullmatch(r"(runc|crun)://[0-9a-f]{64}", p["status"]["containerStatuses"][0]["containerID"]))' True 5
+python3 - "$CLOGS/simple-node1_default_main-$cid.log" <<'PYEOF' && ok "the symlink name matches Fluent Bit's regex" || fail "Fluent Bit's regex does not match the symlink"
+import os, re, sys
+# fluent-bit plugins/filter_kubernetes/kube_regex.h, KUBE_TAG_TO_REGEX's file part
+r = re.compile(r"(?P<pod_name>[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)_(?P<namespace_name>[^_]+)_(?P<container_name>.+)-(?P<docker_id>[a-z0-9]{64})\.log$")
+m = r.match(os.path.basename(sys.argv[1]))
+sys.exit(0 if m and m["pod_name"] == "simple-node1" and m["namespace_name"] == "default" and m["container_name"] == "main" else 1)
+PYEOF
 
 # --- init containers run in order, then the app; emptyDir shared
 put init.yaml <<'YAML'
@@ -300,7 +312,7 @@ start_agent
 wait_for "$AGENT_LOG" 'Adopted running container "main" of pod "simple-node1' 1 20 \
         && ok "restarted agent adopted the running container" || fail "no adoption logged"
 sleep 2
-n=$(runc --root "$RUN/runc" list -q | grep -c "^$(pod_field simple 'p["metadata"]["uid"]')-main-" || true)
+n=$(pod_runc_ids "$(pod_field simple 'p["metadata"]["uid"]')" | wc -l)
 [ "$n" = 1 ] && ok "after kill -9 of the agent: one container for the pod" || fail "containers of simple after restart: $n"
 kill -0 "$pid" 2>/dev/null && ok "the container's process survived the agent restart" || fail "pid $pid is gone"
 check_field "same container after adoption" simple 'p["status"]["containerStatuses"][0]["containerID"]' "runc://$cid"

@@ -153,19 +153,21 @@ check_field "adopt pod Running" adopt 'p["status"]["phase"]' Running 60
 uid=$(pod_field adopt 'p["metadata"]["uid"]')
 attempt_mounts() { mounts_under "$ROOT/pods/$uid/containers/app/$1/subpaths"; }
 [ -n "$(attempt_mounts 0)" ] && ok "subPath mount point of the running attempt" || fail "no subPath mount for attempt 0"
+cid0=$(pod_field adopt 'p["status"]["containerStatuses"][0]["containerID"].split("://")[1]')
 kill -9 "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null || true; AGENT_PID=
 rm -f "$VOL/d/started"
-for ((i = 0; i < 100; i++)); do [ -e "$RUN/exits/$uid-app-0" ] && break; sleep 0.1; done
-[ -e "$RUN/exits/$uid-app-0" ] || fail "attempt 0 did not exit while the agent was down"
+for ((i = 0; i < 100; i++)); do [ -e "$RUN/exits/$cid0" ] && break; sleep 0.1; done
+[ -e "$RUN/exits/$cid0" ] || fail "attempt 0 did not exit while the agent was down"
 start_agent
 expect "exit found on adoption" "$AGENT_LOG" "Container \"app\" of pod \"adopt-node1_default\($uid\)\" exited with code 0" 1 30
 check_field "restarted as attempt 1" adopt 'p["status"]["containerStatuses"][0]["restartCount"] == 1 and "running" in p["status"]["containerStatuses"][0]["state"]' True 60
 [ -z "$(attempt_mounts 0)" ] && ok "attempt 0's subPath mount released on adoption" || fail "attempt 0 still mounted: $(attempt_mounts 0)"
 [ -n "$(attempt_mounts 1)" ] && ok "attempt 1 has its own subPath mount" || fail "no subPath mount for attempt 1"
 
+cid1=$(pod_field adopt 'p["status"]["containerStatuses"][0]["containerID"].split("://")[1]')
 stop_agent
 for id in $(runc --root "$RUN/runc" list -q); do runc --root "$RUN/runc" kill "$id" KILL 2>/dev/null || true; done
-for ((i = 0; i < 50; i++)); do [ -e "$RUN/exits/$uid-app-1" ] && break; sleep 0.1; done
+for ((i = 0; i < 50; i++)); do [ -e "$RUN/exits/$cid1" ] && break; sleep 0.1; done
 for id in $(runc --root "$RUN/runc" list -q); do runc --root "$RUN/runc" delete --force "$id" 2>/dev/null || true; done
 pkill -9 -f "conmon.*$RUN" 2>/dev/null || true
 for m in $(awk -v w="$WORK" 'index($2, w) == 1 {print $2}' /proc/mounts | sort -r); do umount -l "$m"; done

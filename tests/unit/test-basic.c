@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <regex.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
@@ -630,6 +632,75 @@ static void test_error_first_wins(void **state) {
         assert_string_equal(e.message, "");
 }
 
+/* What the logger writes to stderr while f runs, NUL-terminated. */
+static char *capture_log(void (*f)(void)) {
+        char path[] = "/tmp/nanolet-test-log-XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        (void)unlink(path);
+        fflush(stderr);
+        int saved = dup(STDERR_FILENO);
+        assert_true(dup2(fd, STDERR_FILENO) >= 0);
+        f();
+        fflush(stderr);
+        assert_true(dup2(saved, STDERR_FILENO) >= 0);
+        close(saved);
+        char *out = NULL;
+        assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+        assert_int_equal(read_full_fd(fd, 1 << 16, &out, NULL), 0);
+        close(fd);
+        return out;
+}
+
+static void log_three(void) {
+        log_info("hello \"quoted\"\tand tab");
+        log_warning("careful");
+        (void)log_error_errno(-ENOENT, "failed: %m");
+}
+
+static void assert_matches(const char *text, const char *pattern) {
+        regex_t re;
+        assert_int_equal(regcomp(&re, pattern, REG_EXTENDED | REG_NEWLINE), 0);
+        int r = regexec(&re, text, 0, NULL, 0);
+        regfree(&re);
+        if (r != 0)
+                fail_msg("\"%s\" does not match /%s/", text, pattern);
+}
+
+/* klog's header, exactly: Lmmdd hh:mm:ss.uuuuuu PID file:line] msg, as
+ * Fluent Bit's and kubelet's own klog parsers read it. */
+static void test_log_klog_text(void **state) {
+        (void)state;
+        log_set_target_journal(0);
+        log_set_format(LOG_FORMAT_TEXT);
+        _cleanup_free_ char *out = capture_log(log_three);
+        assert_matches(out, "^I[0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{6} +[0-9]+ "
+                            "test-basic\\.c:[0-9]+\\] hello \"quoted\"\tand tab$");
+        assert_matches(out, "^W[0-9]{4} [0-9:.]{15} +[0-9]+ test-basic\\.c:[0-9]+\\] careful$");
+        assert_matches(out, "^E[0-9]{4} [0-9:.]{15} +[0-9]+ test-basic\\.c:[0-9]+\\] failed: "
+                            "No such file or directory$");
+        char pid[32];
+        snprintf(pid, sizeof pid, " %7d ", (int)getpid());
+        assert_non_null(strstr(out, pid));
+}
+
+/* kubelet's --logging-format=json shape: ts, caller, msg, and v or err. */
+static void test_log_json(void **state) {
+        (void)state;
+        log_set_format(LOG_FORMAT_JSON);
+        _cleanup_free_ char *out = capture_log(log_three);
+        log_set_format(LOG_FORMAT_TEXT);
+        assert_matches(out, "^\\{\"ts\":[0-9]+\\.[0-9]{6},\"caller\":\"test-basic\\.c:[0-9]+\","
+                            "\"msg\":\"hello \\\\\"quoted\\\\\"\\\\tand tab\",\"v\":0\\}$");
+        assert_matches(out, "\"msg\":\"careful\",\"v\":0\\}$");
+        assert_matches(out, "\"msg\":\"failed: No such file or directory\",\"err\":\"No such "
+                            "file or directory\"\\}$");
+        LogFormat f;
+        assert_int_equal(log_format_from_string("json", &f), 0);
+        assert_int_equal(f, LOG_FORMAT_JSON);
+        assert_int_equal(log_format_from_string("JSON", &f), -EINVAL);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_error_first_wins),
@@ -649,6 +720,8 @@ int main(void) {
                 cmocka_unit_test(test_go_duration),
                 cmocka_unit_test(test_umount_below),
                 cmocka_unit_test(test_sd_notify),
+                cmocka_unit_test(test_log_klog_text),
+                cmocka_unit_test(test_log_json),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

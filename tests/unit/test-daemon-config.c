@@ -208,6 +208,40 @@ static void test_registry_flags(void **state) {
         }
 }
 
+static void test_pull_flags(void **state) {
+        NanoletConfig c;
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_true(c.serialize_image_pulls);
+        assert_int_equal(c.max_parallel_image_pulls, 0);
+        assert_false(c.image_pull_never);
+        char *argv[] = { "serve", "--serialize-image-pulls=false", "--max-parallel-image-pulls",
+                         "4",     "--image-pull-policy-override",  "never",
+                         NULL };
+        assert_int_equal(nanolet_config_parse_argv(&c, (int)ELEMENTSOF(argv) - 1, argv), 0);
+        assert_false(c.serialize_image_pulls);
+        assert_int_equal(c.max_parallel_image_pulls, 4);
+        assert_true(c.image_pull_never);
+        nanolet_config_deinit(&c);
+
+        /* kubelet's rule: a parallel bound needs serializeImagePulls false. */
+        char *serial[] = { "serve", "--max-parallel-image-pulls", "3", NULL };
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_int_equal(nanolet_config_parse_argv(&c, (int)ELEMENTSOF(serial) - 1, serial),
+                         -EINVAL);
+        nanolet_config_deinit(&c);
+
+        char *bad1[] = { "serve", "--image-pull-policy-override", "always", NULL };
+        char *bad2[] = { "serve", "--serialize-image-pulls", "yes", NULL };
+        char *bad3[] = { "serve", "--max-parallel-image-pulls", "0", NULL };
+        char **all[] = { bad1, bad2, bad3 };
+        for (size_t i = 0; i < ELEMENTSOF(all); i++) {
+                assert_int_equal(nanolet_config_init(&c), 0);
+                assert_int_equal(nanolet_config_parse_argv(&c, (int)strv_length(all[i]), all[i]),
+                                 -EINVAL);
+                nanolet_config_deinit(&c);
+        }
+}
+
 static void test_container_log_flags(void **state) {
         char path[] = "/tmp/nanolet-test-config-XXXXXX";
         int fd = mkstemp(path);
@@ -316,7 +350,7 @@ int main(void) {
                 cmocka_unit_test(test_bad_flags),      cmocka_unit_test(test_node_name),
                 cmocka_unit_test(test_duration),       cmocka_unit_test(test_container_log_flags),
                 cmocka_unit_test(test_node_ip),        cmocka_unit_test(test_config_flag_spellings),
-                cmocka_unit_test(test_registry_flags),
+                cmocka_unit_test(test_registry_flags), cmocka_unit_test(test_pull_flags),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -698,8 +698,42 @@ static void test_create_error_waits(void **state) {
         fx_done(&f);
 }
 
+static void test_image_pull_back_off(void **state) {
+        (void)state;
+        Fixture f;
+        fx_setup(&f, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n"
+                     "  containers:\n  - {name: a1, image: reg.example:5000/app:1}\n");
+        f.s.sandbox = SANDBOX_READY;
+        ContainerState *c = C(&f, "a1");
+        /* The pull failed (ErrImagePull, set by the worker): while the
+         * back-off runs the container shows ImagePullBackOff with the cause. */
+        c->waiting_reason = strdup("ErrImagePull");
+        c->waiting_message = strdup("401 Unauthorized: authentication required");
+        backoff_on_exit(c, 100 * SEC);
+        PodActions *a = fx_compute(&f, 101 * SEC);
+        assert_int_equal(a->n_starts, 0);
+        assert_int_equal(a->next_wakeup, 110 * SEC);
+        const ContainerWaitingUpdate *w = find_waiting(a, "a1");
+        assert_non_null(w);
+        assert_string_equal(w->reason, "ImagePullBackOff");
+        assert_string_equal(w->message, "Back-off pulling image \"reg.example:5000/app:1\": "
+                                        "ErrImagePull: 401 Unauthorized: authentication required");
+        /* Once shown, it stays as it is (no update, no new event). */
+        free(c->waiting_reason);
+        free(c->waiting_message);
+        c->waiting_reason = strdup("ImagePullBackOff");
+        c->waiting_message = strdup(w->message);
+        a = fx_compute(&f, 105 * SEC);
+        assert_int_equal(a->n_waiting, 0);
+        /* Expired: the start (and with it the pull) is tried again. */
+        a = fx_compute(&f, 110 * SEC);
+        assert_non_null(find_start(a, "a1"));
+        fx_done(&f);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_image_pull_back_off),
                 cmocka_unit_test(test_sandbox),
                 cmocka_unit_test(test_init_order),
                 cmocka_unit_test(test_init_rerun_after_reboot),

@@ -1,0 +1,643 @@
+#include "pod-stats.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "cgroup.h"
+#include "child.h"
+#include "cleanup.h"
+#include "json-util.h"
+#include "log.h"
+#include "self-helper.h"
+#include "string-util.h"
+#include "strv.h"
+
+/* ---- CPU samples ---- */
+
+typedef struct CpuSample {
+        char *key;
+        usec_t time[2]; /* [0] newest; 0 = none */
+        uint64_t usage[2];
+        bool recorded; /* since the last sweep */
+} CpuSample;
+
+struct CpuSamples {
+        CpuSample *v;
+        size_t n, cap;
+};
+
+CpuSamples *cpu_samples_new(void) {
+        return calloc(1, sizeof(CpuSamples));
+}
+
+CpuSamples *cpu_samples_free(CpuSamples *s) {
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < s->n; i++)
+                free(s->v[i].key);
+        free(s->v);
+        free(s);
+        return NULL;
+}
+
+static CpuSample *sample_find(const CpuSamples *s, const char *key) {
+        for (size_t i = 0; i < s->n; i++)
+                if (streq(s->v[i].key, key))
+                        return &s->v[i];
+        return NULL;
+}
+
+bool cpu_samples_has(const CpuSamples *s, const char *key) {
+        return sample_find(s, key) != NULL;
+}
+
+int cpu_samples_record(CpuSamples *s, const char *key, uint64_t usage_ns, usec_t now) {
+        CpuSample *e = sample_find(s, key);
+        if (!e) {
+                if (s->n == s->cap) {
+                        size_t cap = s->cap ? 2 * s->cap : 16;
+                        CpuSample *v = reallocarray(s->v, cap, sizeof *v);
+                        if (!v)
+                                return -ENOMEM;
+                        s->v = v;
+                        s->cap = cap;
+                }
+                char *k = strdup(key);
+                if (!k)
+                        return -ENOMEM;
+                e = &s->v[s->n++];
+                *e = (CpuSample){ .key = k };
+        }
+        e->time[1] = e->time[0];
+        e->usage[1] = e->usage[0];
+        e->time[0] = now;
+        e->usage[0] = usage_ns;
+        e->recorded = true;
+        return 0;
+}
+
+void cpu_samples_sweep(CpuSamples *s) {
+        size_t j = 0;
+        for (size_t i = 0; i < s->n; i++) {
+                if (!s->v[i].recorded) {
+                        free(s->v[i].key);
+                        continue;
+                }
+                s->v[i].recorded = false;
+                s->v[j++] = s->v[i];
+        }
+        s->n = j;
+}
+
+int cpu_samples_nano_cores(const CpuSamples *s, const char *key, uint64_t usage_ns, usec_t now,
+                           uint64_t *ret) {
+        const CpuSample *e = sample_find(s, key);
+        if (!e)
+                return -ENODATA;
+        for (size_t i = 0; i < 2; i++)
+                if (e->time[i] > 0 && e->time[i] + POD_STATS_MIN_WINDOW <= now)
+                        return cgroup_stats_nano_cores(e->usage[i], e->time[i], usage_ns, now,
+                                                       ret) < 0
+                                       ? -ENODATA
+                                       : 0;
+        return -ENODATA;
+}
+
+/* ---- the JSON ---- */
+
+typedef struct JsonBuild {
+        bool oom;
+} JsonBuild;
+
+static void put(JsonBuild *b, json_t *o, const char *key, json_t *v) {
+        if (!o || !v || json_object_set_new(o, key, v) < 0)
+                b->oom = true;
+}
+
+static void put_u64(JsonBuild *b, json_t *o, const char *key, uint64_t v) {
+        /* json_int_t is signed 64: counters never get near 2^63. */
+        put(b, o, key, json_integer((json_int_t)(v > INT64_MAX ? INT64_MAX : v)));
+}
+
+static void put_time(JsonBuild *b, json_t *o, const char *key, usec_t t) {
+        char buf[32];
+        put(b, o, key, json_string(format_rfc3339(buf, sizeof buf, t)));
+}
+
+static json_t *fs_json(JsonBuild *b, const StatsFs *f) {
+        json_t *o = json_object();
+        put_time(b, o, "time", f->time);
+        put_u64(b, o, "availableBytes", f->fs.available);
+        put_u64(b, o, "capacityBytes", f->fs.capacity);
+        if (f->used.valid)
+                put_u64(b, o, "usedBytes", f->used.bytes);
+        put_u64(b, o, "inodesFree", f->fs.inodes_free);
+        put_u64(b, o, "inodes", f->fs.inodes);
+        if (f->used.valid)
+                put_u64(b, o, "inodesUsed", f->used.inodes);
+        return o;
+}
+
+static void usage_json(JsonBuild *b, json_t *parent, const StatsUsage *u) {
+        if (u->time == 0)
+                return;
+        if (u->cg.has_cpu) {
+                json_t *cpu = json_object();
+                put_time(b, cpu, "time", u->time);
+                if (u->has_nano_cores)
+                        put_u64(b, cpu, "usageNanoCores", u->nano_cores);
+                put_u64(b, cpu, "usageCoreNanoSeconds", u->cg.cpu_usage_ns);
+                put(b, parent, "cpu", cpu);
+        }
+        if (u->cg.has_memory) {
+                json_t *mem = json_object();
+                put_time(b, mem, "time", u->time);
+                if (u->cg.has_memory_available)
+                        put_u64(b, mem, "availableBytes", u->cg.memory_available);
+                put_u64(b, mem, "usageBytes", u->cg.memory_usage);
+                put_u64(b, mem, "workingSetBytes", u->cg.memory_working_set);
+                put_u64(b, mem, "rssBytes", u->cg.memory_rss);
+                put_u64(b, mem, "pageFaults", u->cg.memory_pgfault);
+                put_u64(b, mem, "majorPageFaults", u->cg.memory_pgmajfault);
+                put(b, parent, "memory", mem);
+        }
+}
+
+static json_t *container_json(JsonBuild *b, const ContainerSummary *c) {
+        json_t *o = json_object();
+        put(b, o, "name", json_string(c->name));
+        put_time(b, o, "startTime", c->start_time);
+        usage_json(b, o, &c->usage);
+        if (c->rootfs.time > 0)
+                put(b, o, "rootfs", fs_json(b, &c->rootfs));
+        if (c->logs.time > 0)
+                put(b, o, "logs", fs_json(b, &c->logs));
+        return o;
+}
+
+static json_t *pod_json(JsonBuild *b, const PodSummary *p) {
+        json_t *o = json_object(), *containers = json_array();
+        put(b, o, "podRef",
+            json_pack("{s:s, s:s, s:s}", "name", p->name, "namespace", p->namespace, "uid",
+                      p->uid));
+        put_time(b, o, "startTime", p->start_time);
+        for (size_t i = 0; i < p->n_containers; i++)
+                if (!containers ||
+                    json_array_append_new(containers, container_json(b, &p->containers[i])) < 0)
+                        b->oom = true;
+        put(b, o, "containers", containers);
+        usage_json(b, o, &p->usage);
+        if (p->ephemeral_storage.time > 0)
+                put(b, o, "ephemeral-storage", fs_json(b, &p->ephemeral_storage));
+        return o;
+}
+
+int pod_stats_summary_format(const NodeSummary *node, const PodSummary *pods, size_t n_pods,
+                             char **ret, size_t *ret_size) {
+        JsonBuild b = {};
+        _cleanup_json_ json_t *root = json_object();
+        json_t *n = json_object(), *list = json_array();
+
+        put(&b, n, "nodeName", json_string(node->node_name));
+        put_time(&b, n, "startTime", node->start_time);
+        usage_json(&b, n, &node->usage);
+        if (node->fs.time > 0)
+                put(&b, n, "fs", fs_json(&b, &node->fs));
+        if (node->image_fs.time > 0) {
+                json_t *rt = json_object();
+                put(&b, rt, "imageFs", fs_json(&b, &node->image_fs));
+                put(&b, n, "runtime", rt);
+        }
+        put(&b, root, "node", n);
+        for (size_t i = 0; i < n_pods; i++)
+                if (!list || json_array_append_new(list, pod_json(&b, &pods[i])) < 0)
+                        b.oom = true;
+        put(&b, root, "pods", list);
+        if (b.oom)
+                return -ENOMEM;
+        char *s = json_dumps(root, JSON_COMPACT);
+        if (!s)
+                return -ENOMEM;
+        size_t len = strlen(s);
+        char *t = realloc(s, len + 2);
+        if (!t) {
+                free(s);
+                return -ENOMEM;
+        }
+        t[len] = '\n';
+        t[len + 1] = 0;
+        *ret = t;
+        *ret_size = len + 1;
+        return 0;
+}
+
+/* ---- directory usage, in a helper process ---- */
+
+typedef struct DuEntry {
+        char *path;
+        DiskUsage du; /* last result; !valid: none yet, or not walkable */
+        bool wanted;  /* seen by the current sample pass */
+} DuEntry;
+
+struct PodStats {
+        Event *event;
+        char *node_name;
+        char *root_dir;
+        char *images_dir, *layers_dir;
+        char *cgroup_root;
+        char *proc_dir;
+        usec_t boot_time; /* CLOCK_REALTIME; 0 unknown */
+
+        CpuSamples *cpu;
+
+        DuEntry *du;
+        size_t n_du, cap_du;
+        Child *du_child;
+        char **du_running; /* the paths the running helper walks, in order */
+        usec_t du_last;    /* CLOCK_MONOTONIC when the last run started */
+        /* A summary was asked for: only then are directories walked (an
+         * agent nobody asks costs no helper processes). */
+        bool requested;
+};
+
+PodStats *pod_stats_free(PodStats *s) {
+        if (!s)
+                return NULL;
+        child_free(s->du_child);
+        strv_free(s->du_running);
+        for (size_t i = 0; i < s->n_du; i++)
+                free(s->du[i].path);
+        free(s->du);
+        cpu_samples_free(s->cpu);
+        free(s->node_name);
+        free(s->root_dir);
+        free(s->images_dir);
+        free(s->layers_dir);
+        free(s->cgroup_root);
+        free(s->proc_dir);
+        free(s);
+        return NULL;
+}
+
+int pod_stats_new(PodStats **ret, Event *e, const PodStatsOptions *o) {
+        _cleanup_(pod_stats_freep) PodStats *s = calloc(1, sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        s->event = e;
+        s->node_name = strdup(o->node_name ?: "");
+        s->root_dir = strdup(o->root_dir);
+        s->images_dir = strprintf("%s/images", o->root_dir);
+        s->layers_dir = strprintf("%s/layers", o->root_dir);
+        s->cgroup_root = strdup(o->cgroup_root ?: "/sys/fs/cgroup");
+        s->proc_dir = strdup(o->proc_dir ?: "/proc");
+        s->cpu = cpu_samples_new();
+        if (!s->node_name || !s->root_dir || !s->images_dir || !s->layers_dir || !s->cgroup_root ||
+            !s->proc_dir || !s->cpu)
+                return -ENOMEM;
+        if (cgroup_stats_read_boot_time(s->proc_dir, &s->boot_time) < 0)
+                s->boot_time = 0;
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+static DuEntry *du_find(PodStats *s, const char *path) {
+        for (size_t i = 0; i < s->n_du; i++)
+                if (streq(s->du[i].path, path))
+                        return &s->du[i];
+        return NULL;
+}
+
+/* Marks path as one the next run walks. true when it is new. */
+static bool du_want(PodStats *s, const char *path) {
+        DuEntry *e = du_find(s, path);
+        if (e) {
+                e->wanted = true;
+                return false;
+        }
+        if (s->n_du == s->cap_du) {
+                size_t cap = s->cap_du ? 2 * s->cap_du : 16;
+                DuEntry *v = reallocarray(s->du, cap, sizeof *v);
+                if (!v)
+                        return false;
+                s->du = v;
+                s->cap_du = cap;
+        }
+        char *p = strdup(path);
+        if (!p)
+                return false;
+        s->du[s->n_du++] = (DuEntry){ .path = p, .wanted = true };
+        return true;
+}
+
+static DiskUsage du_get(PodStats *s, const char *path) {
+        DuEntry *e = du_find(s, path);
+        return e ? e->du : (DiskUsage){};
+}
+
+static void on_du_done(Child *c, void *userdata) {
+        PodStats *s = userdata;
+        int code, status;
+        size_t n = strv_length(s->du_running);
+
+        child_get_status(c, &code, &status);
+        const char *out = child_stdout(c, NULL);
+        _cleanup_free_ DiskUsage *res = calloc(n ?: 1, sizeof *res);
+        if (!res)
+                (void)log_oom();
+        else if (code != CLD_EXITED || status != 0)
+                log_warning("Disk usage helper for the stats summary failed (%s %d%s): %s",
+                            code == CLD_EXITED ? "exit status" : "signal", status,
+                            child_timed_out(c) ? ", timed out" : "", child_stderr(c, NULL));
+        else if (disk_usage_parse_output(out, n, res) < 0)
+                log_warning("Disk usage helper for the stats summary printed something else than "
+                            "%zu lines of usage; ignoring it.",
+                            n);
+        else
+                for (size_t i = 0; i < n; i++) {
+                        DuEntry *e = du_find(s, s->du_running[i]);
+                        if (e) /* else forgotten while the helper ran */
+                                e->du = res[i];
+                }
+        s->du_running = strv_free(s->du_running);
+        s->du_child = child_free(s->du_child);
+}
+
+/* Forgets the directories this pass did not see, then starts a run over
+ * the rest when one is due. */
+static void du_refresh(PodStats *s, bool new_dirs, usec_t now) {
+        size_t j = 0;
+        for (size_t i = 0; i < s->n_du; i++) {
+                if (!s->du[i].wanted) {
+                        free(s->du[i].path);
+                        continue;
+                }
+                s->du[i].wanted = false;
+                s->du[j++] = s->du[i];
+        }
+        s->n_du = j;
+
+        if (!s->requested || s->du_child || s->n_du == 0)
+                return;
+        if (!new_dirs && s->du_last > 0 && now < s->du_last + POD_STATS_DISK_USAGE_PERIOD)
+                return;
+
+        _cleanup_strv_free_ char **env = NULL, **paths = NULL;
+        _cleanup_free_ char **argv = calloc(3 + s->n_du + 1, sizeof(char *));
+        paths = calloc(s->n_du + 1, sizeof(char *));
+        if (!argv || !paths || self_helper_env(&env) < 0)
+                return;
+        size_t k = 0;
+        argv[k++] = (char *)SELF_HELPER_EXE;
+        argv[k++] = (char *)SELF_HELPER_VERB;
+        argv[k++] = (char *)DISK_USAGE_HELPER_MODE;
+        for (size_t i = 0; i < s->n_du; i++) {
+                if (!(paths[i] = strdup(s->du[i].path)))
+                        return;
+                argv[k++] = paths[i];
+        }
+        ChildOptions o = {
+                .argv = argv,
+                .envp = env,
+                .capture = CHILD_CAPTURE_SEPARATE,
+                .stdout_max = 48 * s->n_du + 64, /* two u64 and a space per line */
+                .stderr_max = 4096,
+                .timeout = 5 * 60 * USEC_PER_SEC,
+        };
+        int r = child_spawn(s->event, &o, on_du_done, s, &s->du_child);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to start the disk usage helper: %m");
+                return;
+        }
+        s->du_running = TAKE_PTR(paths);
+        s->du_last = now;
+}
+
+/* ---- what a pod has ---- */
+
+static bool worker_listed(const PodWorker *w) {
+        return pod_worker_status_text(w) != NULL;
+}
+
+static bool container_listed(const ContainerState *c) {
+        return c->state == CONTAINER_RUNNING && c->container_id;
+}
+
+/* The cgroupsPath the container was created with (container-config.c):
+ * the pod's cgroup and the container ID. */
+static char *container_cgroup(const PodWorker *w, const ContainerState *c) {
+        _cleanup_free_ char *pod = runtime_pod_cgroup_path(pod_worker_uid(w));
+        return pod ? strprintf("%s/%s", pod, c->container_id) : NULL;
+}
+
+static char *container_upper(const PodWorker *w, const ContainerState *c) {
+        return strprintf("%s/containers/%s/%u/upper", pod_worker_pod_dir(w), c->spec->name,
+                         c->attempt);
+}
+
+static char *container_log_dir(const PodWorker *w, const ContainerState *c) {
+        return strprintf("%s/%s", pod_worker_log_dir(w), c->spec->name);
+}
+
+/* The i-th container of st (init containers first), or NULL when it is not
+ * one the summary lists. */
+static const ContainerState *listed_container(const PodState *st, size_t i) {
+        const ContainerState *c = i < st->n_init ? &st->init[i] : &st->app[i - st->n_init];
+        return container_listed(c) ? c : NULL;
+}
+
+static void sample_cgroup(PodStats *s, const char *path, usec_t now) {
+        CgroupStats cg;
+        if (cgroup_stats_read(s->cgroup_root, path, &cg) >= 0 && cg.has_cpu)
+                (void)cpu_samples_record(s->cpu, path, cg.cpu_usage_ns, now);
+}
+
+void pod_stats_sample(PodStats *s, PodWorker *const *workers, size_t n) {
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        bool new_dirs = false;
+        uint64_t node_ns;
+
+        if (cgroup_stats_read_node_cpu(s->cgroup_root, s->proc_dir, &node_ns) >= 0)
+                (void)cpu_samples_record(s->cpu, "/", node_ns, now);
+        new_dirs |= du_want(s, s->images_dir);
+        new_dirs |= du_want(s, s->layers_dir);
+        for (size_t i = 0; i < n; i++) {
+                PodWorker *w = workers[i];
+                if (!worker_listed(w))
+                        continue;
+                _cleanup_free_ char *pod_cg = runtime_pod_cgroup_path(pod_worker_uid(w));
+                if (pod_cg)
+                        sample_cgroup(s, pod_cg, now);
+                const PodState *st = pod_worker_state(w);
+                for (size_t k = 0; k < st->n_init + st->n_app; k++) {
+                        const ContainerState *c = listed_container(st, k);
+                        if (!c)
+                                continue;
+                        _cleanup_free_ char *cg = container_cgroup(w, c);
+                        _cleanup_free_ char *upper = container_upper(w, c);
+                        _cleanup_free_ char *logs = container_log_dir(w, c);
+                        if (cg)
+                                sample_cgroup(s, cg, now);
+                        if (upper)
+                                new_dirs |= du_want(s, upper);
+                        if (logs)
+                                new_dirs |= du_want(s, logs);
+                }
+        }
+        cpu_samples_sweep(s->cpu);
+        du_refresh(s, new_dirs, now);
+}
+
+/* ---- the summary ---- */
+
+static void usage_read(PodStats *s, const char *cgroup, usec_t now, usec_t realtime,
+                       StatsUsage *ret) {
+        StatsUsage u = { .time = realtime };
+        if (cgroup_stats_read(s->cgroup_root, cgroup, &u.cg) < 0)
+                return;
+        if (u.cg.has_cpu) {
+                u.has_nano_cores = cpu_samples_nano_cores(s->cpu, cgroup, u.cg.cpu_usage_ns, now,
+                                                          &u.nano_cores) >= 0;
+                /* A baseline for the next request when the timer has not
+                 * seen this cgroup yet. */
+                if (!cpu_samples_has(s->cpu, cgroup))
+                        (void)cpu_samples_record(s->cpu, cgroup, u.cg.cpu_usage_ns, now);
+        }
+        *ret = u;
+}
+
+static void fs_read(PodStats *s, const char *dir, usec_t realtime, StatsFs *ret) {
+        StatsFs f = { .time = realtime };
+        if (disk_usage_statfs(dir, &f.fs) < 0)
+                return;
+        f.used = du_get(s, dir);
+        *ret = f;
+}
+
+static int pod_summary_compare(const void *a, const void *b) {
+        const PodSummary *x = a, *y = b;
+        int k = strcmp(x->namespace, y->namespace);
+        return k != 0 ? k : strcmp(x->name, y->name);
+}
+
+static void pod_summaries_free(PodSummary *p, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(p[i].containers);
+        free(p);
+}
+
+int pod_stats_summary_json(PodStats *s, PodWorker *const *workers, size_t n, char **ret,
+                           size_t *ret_size) {
+        usec_t now = now_usec(CLOCK_MONOTONIC), realtime = now_usec(CLOCK_REALTIME);
+        NodeSummary node = { .node_name = s->node_name, .start_time = s->boot_time };
+        PodSummary *pods = NULL;
+        size_t n_pods = 0;
+        int r = 0;
+
+        /* The first request starts the directory usage runs now rather than
+         * at the next tick. */
+        if (!s->requested) {
+                s->requested = true;
+                pod_stats_sample(s, workers, n);
+        }
+
+        /* The node: its cpu counter, memory from /proc/meminfo. */
+        uint64_t node_ns;
+        if (cgroup_stats_read_node_cpu(s->cgroup_root, s->proc_dir, &node_ns) >= 0) {
+                node.usage.time = realtime;
+                node.usage.cg.has_cpu = true;
+                node.usage.cg.cpu_usage_ns = node_ns;
+                node.usage.has_nano_cores = cpu_samples_nano_cores(s->cpu, "/", node_ns, now,
+                                                                   &node.usage.nano_cores) >= 0;
+                if (!cpu_samples_has(s->cpu, "/"))
+                        (void)cpu_samples_record(s->cpu, "/", node_ns, now);
+        }
+        CgroupStats mem;
+        if (cgroup_stats_read_node_memory(s->proc_dir, &mem) >= 0) {
+                node.usage.time = realtime;
+                node.usage.cg.has_memory = true;
+                node.usage.cg.memory_usage = mem.memory_usage;
+                node.usage.cg.memory_working_set = mem.memory_working_set;
+                node.usage.cg.memory_rss = mem.memory_rss;
+                node.usage.cg.memory_pgfault = mem.memory_pgfault;
+                node.usage.cg.memory_pgmajfault = mem.memory_pgmajfault;
+                node.usage.cg.has_memory_available = mem.has_memory_available;
+                node.usage.cg.memory_available = mem.memory_available;
+        }
+        /* The node's fs reports the filesystem's own usage. */
+        if (disk_usage_statfs(s->root_dir, &node.fs.fs) >= 0) {
+                node.fs.time = realtime;
+                node.fs.used = (DiskUsage){ .valid = true,
+                                            .bytes = node.fs.fs.used,
+                                            .inodes = node.fs.fs.inodes - node.fs.fs.inodes_free };
+        }
+        if (disk_usage_statfs(s->images_dir, &node.image_fs.fs) >= 0) {
+                DiskUsage a = du_get(s, s->images_dir), b = du_get(s, s->layers_dir);
+                node.image_fs.time = realtime;
+                if (a.valid && b.valid)
+                        node.image_fs.used = (DiskUsage){ .valid = true,
+                                                          .bytes = a.bytes + b.bytes,
+                                                          .inodes = a.inodes + b.inodes };
+        }
+
+        if (n > 0 && !(pods = calloc(n, sizeof *pods)))
+                return -ENOMEM;
+        /* Names below point into the workers, alive for this call. */
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                PodWorker *w = workers[i];
+                const PodState *st = pod_worker_state(w);
+                const ManifestObject *o = pod_worker_object(w);
+                if (!worker_listed(w))
+                        continue;
+                PodSummary *p = &pods[n_pods++];
+                *p = (PodSummary){ .name = o->name,
+                                   .namespace = o->namespace,
+                                   .uid = o->uid,
+                                   .start_time = st->start_time };
+                _cleanup_free_ char *pod_cg = runtime_pod_cgroup_path(o->uid);
+                if (!pod_cg) {
+                        r = -ENOMEM;
+                        break;
+                }
+                usage_read(s, pod_cg, now, realtime, &p->usage);
+                size_t max = st->n_init + st->n_app;
+                if (max > 0 && !(p->containers = calloc(max, sizeof *p->containers))) {
+                        r = -ENOMEM;
+                        break;
+                }
+                DiskUsage eph = { .valid = true };
+                for (size_t k = 0; r >= 0 && k < max; k++) {
+                        const ContainerState *c = listed_container(st, k);
+                        if (!c)
+                                continue;
+                        ContainerSummary *cs = &p->containers[p->n_containers++];
+                        _cleanup_free_ char *cg = container_cgroup(w, c);
+                        _cleanup_free_ char *upper = container_upper(w, c);
+                        _cleanup_free_ char *logs = container_log_dir(w, c);
+                        if (!cg || !upper || !logs) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        *cs = (ContainerSummary){ .name = c->spec->name,
+                                                  .start_time = c->started_at };
+                        usage_read(s, cg, now, realtime, &cs->usage);
+                        fs_read(s, upper, realtime, &cs->rootfs);
+                        fs_read(s, logs, realtime, &cs->logs);
+                        eph.valid = eph.valid && cs->rootfs.used.valid && cs->logs.used.valid;
+                        eph.bytes += cs->rootfs.used.bytes + cs->logs.used.bytes;
+                        eph.inodes += cs->rootfs.used.inodes + cs->logs.used.inodes;
+                        if (p->ephemeral_storage.time == 0 && cs->rootfs.time > 0)
+                                p->ephemeral_storage = cs->rootfs;
+                }
+                if (p->ephemeral_storage.time > 0)
+                        p->ephemeral_storage.used = eph;
+        }
+        if (r >= 0) {
+                if (n_pods > 1)
+                        qsort(pods, n_pods, sizeof *pods, pod_summary_compare);
+                r = pod_stats_summary_format(&node, pods, n_pods, ret, ret_size);
+        }
+        pod_summaries_free(pods, n_pods);
+        return r;
+}

@@ -1,0 +1,48 @@
+/* Filesystem figures for the Summary API (SPEC §12): statfs() of a
+ * filesystem (capacity, free space and inodes: one syscall, fine on the
+ * loop) and du-style usage of a directory tree (a container's writable
+ * layer, a log directory), which is a walk of unbounded length and so runs
+ * in a helper process: this binary re-executed in DISK_USAGE_HELPER_MODE
+ * (self-helper.h), one line of output per directory, parsed by
+ * disk_usage_parse_output(). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct FsInfo {
+        uint64_t capacity;  /* bytes */
+        uint64_t used;      /* bytes in use (blocks − free blocks), as cAdvisor counts */
+        uint64_t available; /* bytes an unprivileged user may still use */
+        uint64_t inodes;
+        uint64_t inodes_free;
+} FsInfo;
+
+/* statfs(path). 0 or -errno. */
+int disk_usage_statfs(const char *path, FsInfo *ret);
+
+typedef struct DiskUsage {
+        bool valid;      /* false: the directory could not be walked */
+        uint64_t bytes;  /* allocated blocks × 512, as du counts */
+        uint64_t inodes; /* entries, the directory itself included */
+} DiskUsage;
+
+/* Walks path (not following symlinks, not crossing into other
+ * filesystems, each hard-linked inode counted once per walk); entries
+ * that vanish meanwhile are skipped, directories nested deeper than
+ * DISK_USAGE_MAX_DEPTH below path are counted but not entered. Blocking:
+ * for helpers and tests. */
+#define DISK_USAGE_MAX_DEPTH 512
+int disk_usage_walk(const char *path, DiskUsage *ret);
+
+#define DISK_USAGE_HELPER_MODE "disk-usage"
+
+/* The helper's main (argv after SELF_HELPER_VERB: the mode, then the
+ * directories): prints "BYTES INODES\n", or "-\n" for a directory it could
+ * not walk, per directory in argument order. */
+int disk_usage_helper_main(int argc, char **argv);
+
+/* Parses the helper's output for n directories into ret[0..n-1].
+ * -EBADMSG when it does not have n well-formed lines. */
+int disk_usage_parse_output(const char *out, size_t n, DiskUsage *ret);

@@ -1,0 +1,258 @@
+/* The Summary API's pure parts: CPU samples (which sample a rate is taken
+ * from, forgetting gone cgroups) and the JSON (kubelet's v1alpha1 field
+ * names, optional fields left out when unknown). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "json-util.h"
+#include "pod-stats.h"
+
+#define S USEC_PER_SEC
+
+static void test_samples(void **state) {
+        _cleanup_(cpu_samples_freep) CpuSamples *s = cpu_samples_new();
+        uint64_t r;
+
+        assert_non_null(s);
+        assert_int_equal(cpu_samples_nano_cores(s, "/a", 100, 10 * S, &r), -ENODATA);
+        assert_false(cpu_samples_has(s, "/a"));
+
+        assert_int_equal(cpu_samples_record(s, "/a", 0, 100 * S), 0);
+        assert_true(cpu_samples_has(s, "/a"));
+        /* Too young a sample gives no rate: the window would be noise. */
+        assert_int_equal(cpu_samples_nano_cores(s, "/a", 1000, 100 * S + S / 2, &r), -ENODATA);
+        /* Half a core over 2 s. */
+        assert_int_equal(cpu_samples_nano_cores(s, "/a", 1000000000ULL, 102 * S, &r), 0);
+        assert_int_equal(r, 500000000ULL);
+
+        /* A timer sample just before the request: the older one is used. */
+        assert_int_equal(cpu_samples_record(s, "/a", 10000000000ULL, 110 * S), 0);
+        assert_int_equal(cpu_samples_nano_cores(s, "/a", 10000000000ULL + 100000000ULL,
+                                                110 * S + S / 10, &r),
+                         0);
+        /* (10.1e9 − 0) ns over 10.1 s */
+        assert_int_equal(r, 1000000000ULL);
+        /* Once it is old enough, the newest one. */
+        assert_int_equal(cpu_samples_nano_cores(s, "/a", 12000000000ULL, 114 * S, &r), 0);
+        assert_int_equal(r, 500000000ULL);
+
+        /* A counter that went backwards (a recreated cgroup): no rate. */
+        assert_int_equal(cpu_samples_nano_cores(s, "/a", 5, 120 * S, &r), -ENODATA);
+
+        /* Sweeps forget what was not recorded since the previous sweep. */
+        assert_int_equal(cpu_samples_record(s, "/b", 1, 100 * S), 0);
+        cpu_samples_sweep(s); /* both recorded: kept */
+        assert_true(cpu_samples_has(s, "/a"));
+        assert_true(cpu_samples_has(s, "/b"));
+        assert_int_equal(cpu_samples_record(s, "/b", 2, 110 * S), 0);
+        cpu_samples_sweep(s);
+        assert_false(cpu_samples_has(s, "/a"));
+        assert_true(cpu_samples_has(s, "/b"));
+
+        /* Many keys (the table grows). */
+        for (unsigned i = 0; i < 100; i++) {
+                char k[32];
+                snprintf(k, sizeof k, "/k%u", i);
+                assert_int_equal(cpu_samples_record(s, k, i, S), 0);
+        }
+        assert_true(cpu_samples_has(s, "/k99"));
+        assert_int_equal(cpu_samples_nano_cores(s, "/k99", 99 + 1000000000ULL, 2 * S, &r), 0);
+        assert_int_equal(r, 1000000000ULL);
+}
+
+static json_t *get(json_t *o, const char *path) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", path);
+        for (char *save = NULL, *k = strtok_r(buf, ".", &save); k; k = strtok_r(NULL, ".", &save)) {
+                if (json_is_array(o))
+                        o = json_array_get(o, strtoul(k, NULL, 10));
+                else
+                        o = json_object_get(o, k);
+                if (!o)
+                        return NULL;
+        }
+        return o;
+}
+
+static long long num(json_t *o, const char *path) {
+        json_t *v = get(o, path);
+        assert_non_null(v);
+        assert_true(json_is_integer(v));
+        return json_integer_value(v);
+}
+
+static const char *str(json_t *o, const char *path) {
+        json_t *v = get(o, path);
+        assert_non_null(v);
+        assert_true(json_is_string(v));
+        return json_string_value(v);
+}
+
+static void assert_keys(json_t *o, const char *const *keys) {
+        size_t n = 0;
+        assert_true(json_is_object(o));
+        for (; keys[n]; n++)
+                if (!json_object_get(o, keys[n]))
+                        fail_msg("missing key %s", keys[n]);
+        if (json_object_size(o) != n) {
+                const char *k;
+                json_t *v;
+                json_object_foreach(o, k, v) fprintf(stderr, "key: %s\n", k);
+                fail_msg("%zu keys, expected %zu", json_object_size(o), n);
+        }
+}
+
+static void test_format(void **state) {
+        usec_t t = 1700000000ULL * S; /* 2023-11-14T22:13:20Z */
+        FsInfo fs = { .capacity = 1000000,
+                      .used = 400000,
+                      .available = 500000,
+                      .inodes = 1000,
+                      .inodes_free = 900 };
+        ContainerSummary c[2] = {
+                { .name = "main",
+                  .start_time = t + 5 * S,
+                  .usage = { .time = t + 60 * S,
+                             .cg = { .has_cpu = true,
+                                     .cpu_usage_ns = 12345678901ULL,
+                                     .has_memory = true,
+                                     .memory_usage = 300,
+                                     .memory_working_set = 200,
+                                     .memory_rss = 150,
+                                     .memory_pgfault = 10,
+                                     .memory_pgmajfault = 1,
+                                     .has_memory_available = true,
+                                     .memory_available = 800 },
+                             .has_nano_cores = true,
+                             .nano_cores = 999 },
+                  .rootfs = { .time = t + 60 * S, .fs = fs, .used = { true, 8192, 3 } },
+                  .logs = { .time = t + 60 * S, .fs = fs } },
+                /* a container whose cgroup could not be read, no rate yet */
+                { .name = "side", .start_time = t + 6 * S },
+        };
+        PodSummary p[1] = { {
+                .name = "web-node1",
+                .namespace = "default",
+                .uid = "0123",
+                .start_time = t,
+                .containers = c,
+                .n_containers = 2,
+                .usage = { .time = t + 60 * S, .cg = { .has_cpu = true, .cpu_usage_ns = 5 } },
+                .ephemeral_storage = { .time = t + 60 * S, .fs = fs, .used = { true, 9000, 4 } },
+        } };
+        NodeSummary node = {
+                .node_name = "node1",
+                .start_time = t - 3600 * S,
+                .usage = { .time = t + 60 * S,
+                           .cg = { .has_cpu = true,
+                                   .cpu_usage_ns = 7,
+                                   .has_memory = true,
+                                   .memory_usage = 5,
+                                   .has_memory_available = true,
+                                   .memory_available = 6 },
+                           .has_nano_cores = true,
+                           .nano_cores = 8 },
+                .fs = { .time = t + 60 * S, .fs = fs, .used = { true, 400000, 100 } },
+                .image_fs = { .time = t + 60 * S, .fs = fs },
+        };
+        _cleanup_free_ char *out = NULL;
+        size_t size = 0;
+        assert_int_equal(pod_stats_summary_format(&node, p, 1, &out, &size), 0);
+        assert_int_equal(size, strlen(out));
+        assert_true(out[size - 1] == '\n');
+        json_error_t err;
+        _cleanup_json_ json_t *j = json_loads(out, 0, &err);
+        assert_non_null(j);
+
+        assert_keys(j, (const char *const[]){ "node", "pods", NULL });
+        json_t *n = get(j, "node");
+        assert_keys(n, (const char *const[]){ "nodeName", "startTime", "cpu", "memory", "fs",
+                                              "runtime", NULL });
+        assert_string_equal(str(n, "nodeName"), "node1");
+        assert_string_equal(str(n, "startTime"), "2023-11-14T21:13:20Z");
+        assert_keys(get(n, "cpu"), (const char *const[]){ "time", "usageNanoCores",
+                                                          "usageCoreNanoSeconds", NULL });
+        assert_string_equal(str(n, "cpu.time"), "2023-11-14T22:14:20Z");
+        assert_int_equal(num(n, "cpu.usageNanoCores"), 8);
+        assert_int_equal(num(n, "cpu.usageCoreNanoSeconds"), 7);
+        assert_keys(get(n, "memory"),
+                    (const char *const[]){ "time", "availableBytes", "usageBytes",
+                                           "workingSetBytes", "rssBytes", "pageFaults",
+                                           "majorPageFaults", NULL });
+        assert_int_equal(num(n, "memory.availableBytes"), 6);
+        const char *const fs_keys[] = { "time",          "availableBytes",
+                                        "capacityBytes", "usedBytes",
+                                        "inodesFree",    "inodes",
+                                        "inodesUsed",    NULL };
+        assert_keys(get(n, "fs"), fs_keys);
+        assert_int_equal(num(n, "fs.capacityBytes"), 1000000);
+        assert_int_equal(num(n, "fs.availableBytes"), 500000);
+        assert_int_equal(num(n, "fs.usedBytes"), 400000);
+        assert_int_equal(num(n, "fs.inodes"), 1000);
+        assert_int_equal(num(n, "fs.inodesFree"), 900);
+        assert_int_equal(num(n, "fs.inodesUsed"), 100);
+        assert_keys(get(n, "runtime"), (const char *const[]){ "imageFs", NULL });
+        /* image fs without a usage measurement yet: no usedBytes/inodesUsed */
+        assert_keys(get(n, "runtime.imageFs"),
+                    (const char *const[]){ "time", "availableBytes", "capacityBytes", "inodesFree",
+                                           "inodes", NULL });
+
+        assert_int_equal(json_array_size(get(j, "pods")), 1);
+        json_t *pod = get(j, "pods.0");
+        assert_keys(pod, (const char *const[]){ "podRef", "startTime", "containers", "cpu",
+                                                "ephemeral-storage", NULL });
+        assert_keys(get(pod, "podRef"), (const char *const[]){ "name", "namespace", "uid", NULL });
+        assert_string_equal(str(pod, "podRef.name"), "web-node1");
+        assert_string_equal(str(pod, "podRef.namespace"), "default");
+        assert_string_equal(str(pod, "podRef.uid"), "0123");
+        assert_string_equal(str(pod, "startTime"), "2023-11-14T22:13:20Z");
+        /* no rate: usageNanoCores left out, as kubelet's omitempty */
+        assert_keys(get(pod, "cpu"), (const char *const[]){ "time", "usageCoreNanoSeconds", NULL });
+        assert_int_equal(num(pod, "ephemeral-storage.usedBytes"), 9000);
+
+        assert_int_equal(json_array_size(get(pod, "containers")), 2);
+        json_t *m = get(pod, "containers.0");
+        assert_keys(m, (const char *const[]){ "name", "startTime", "cpu", "memory", "rootfs",
+                                              "logs", NULL });
+        assert_string_equal(str(m, "name"), "main");
+        assert_string_equal(str(m, "startTime"), "2023-11-14T22:13:25Z");
+        assert_int_equal(num(m, "cpu.usageNanoCores"), 999);
+        assert_int_equal(num(m, "cpu.usageCoreNanoSeconds"), 12345678901LL);
+        assert_int_equal(num(m, "memory.usageBytes"), 300);
+        assert_int_equal(num(m, "memory.workingSetBytes"), 200);
+        assert_int_equal(num(m, "memory.rssBytes"), 150);
+        assert_int_equal(num(m, "memory.pageFaults"), 10);
+        assert_int_equal(num(m, "memory.majorPageFaults"), 1);
+        assert_int_equal(num(m, "memory.availableBytes"), 800);
+        assert_keys(get(m, "rootfs"), fs_keys);
+        assert_int_equal(num(m, "rootfs.usedBytes"), 8192);
+        assert_int_equal(num(m, "rootfs.inodesUsed"), 3);
+        assert_null(get(m, "logs.usedBytes"));
+        assert_int_equal(num(m, "logs.capacityBytes"), 1000000);
+        assert_keys(get(pod, "containers.1"), (const char *const[]){ "name", "startTime", NULL });
+
+        /* No pods: an empty list, not null. */
+        free(out);
+        out = NULL;
+        assert_int_equal(pod_stats_summary_format(&node, NULL, 0, &out, &size), 0);
+        _cleanup_json_ json_t *e = json_loads(out, 0, &err);
+        assert_non_null(e);
+        assert_true(json_is_array(get(e, "pods")));
+        assert_int_equal(json_array_size(get(e, "pods")), 0);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_samples),
+                cmocka_unit_test(test_format),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
