@@ -32,7 +32,10 @@ fi
 WORK=$(mktemp -d /tmp/nanolet-bench-pull.XXXXXX)
 REG_PID=
 cleanup() {
-        [ -n "$REG_PID" ] && kill "$REG_PID" 2>/dev/null && wait "$REG_PID" 2>/dev/null
+        if [ -n "$REG_PID" ]; then
+                kill "$REG_PID" 2>/dev/null || true
+                wait "$REG_PID" 2>/dev/null || true
+        fi
         [ -n "${BENCH_KEEP:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
