@@ -201,10 +201,12 @@ static void pull_progress(const ImagePullProgress *p, void *userdata) {
         PullView *v = userdata;
         if (p->event == IMAGE_PULL_RESOLVED) {
                 printf("Resolved %s from %s\n", p->digest, strna(p->endpoint));
+                fflush(stdout);
                 return;
         }
         if (p->event == IMAGE_PULL_COMMITTING) {
                 printf("Unpacking and storing %s\n", p->digest);
+                fflush(stdout);
                 return;
         }
         PullLine *l = NULL;

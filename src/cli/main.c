@@ -35,7 +35,8 @@ static const struct {
 static int internal_helper(int argc, char **argv) {
         if (argc > 0 && streq(argv[0], IMAGE_HELPER_UNPACK_ROOTFS))
                 return image_helper_main(argc, argv);
-        if (argc > 0 && streq(argv[0], IMAGE_HELPER_PULL))
+        if (argc > 0 &&
+            (streq(argv[0], IMAGE_HELPER_PULL) || streq(argv[0], IMAGE_HELPER_UNPACK_LAYER)))
                 return image_pull_helper_main(argc, argv);
         if (argc > 0 && streq(argv[0], LOG_ROTATE_HELPER_MODE))
                 return log_rotate_helper_main(argc, argv);

@@ -718,7 +718,7 @@ out:
 }
 
 int image_store_load_staged(ImageStore *s, const char *stage_name, const ImageDescriptor *manifest,
-                            char **names, char ***ret_names, Error *err) {
+                            char **names, char **unpacked, char ***ret_names, Error *err) {
         _cleanup_close_ int gc = -EBADF;
         _cleanup_strv_free_ char **norm = calloc(1, sizeof(char *));
         Load l = { .s = s, .err = err, .stage_fd = -EBADF };
@@ -764,6 +764,25 @@ int image_store_load_staged(ImageStore *s, const char *stage_name, const ImageDe
                                 goto out;
                         }
                 }
+        }
+        /* Layers the caller unpacked already: owned (removed on failure,
+         * committed on success) exactly as the ones unpack_layers() makes. */
+        for (size_t i = 0; unpacked && unpacked[i] && unpacked[i + 1]; i += 2) {
+                TmpLayer *n = reallocarray(l.tmps, l.n_tmps + 1, sizeof(TmpLayer));
+                if (!n) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+                l.tmps = n;
+                n[l.n_tmps] = (TmpLayer){ .chain_id = strdup(unpacked[i]),
+                                          .tmp = strdup(unpacked[i + 1]) };
+                if (!n[l.n_tmps].chain_id || !n[l.n_tmps].tmp) {
+                        free(n[l.n_tmps].chain_id);
+                        free(n[l.n_tmps].tmp);
+                        r = -ENOMEM;
+                        goto out;
+                }
+                l.n_tmps++;
         }
         STRV_FOREACH(n, names)
                 if ((r = add_name(&norm, *n, err)) < 0)

@@ -72,9 +72,13 @@ int image_store_load(ImageStore *s, const char *path, char ***ret_names, Error *
  * while writing it (an image-pull.c invariant); from here on the image is
  * checked, unpacked and committed by exactly the code `image load` uses.
  * manifest is the manifest's (or index's) descriptor; names are tagged.
- * The staging directory is removed in every case. */
+ * unpacked (may be NULL): chain ID, layers/ temp dir name, ... of layers the
+ * caller already unpacked with store_layer_unpack_tmp(), the function the
+ * load uses (the pull does it while later blobs download); they are
+ * committed with the rest, or removed. The staging directory is removed in
+ * every case. */
 int image_store_load_staged(ImageStore *s, const char *stage_name, const ImageDescriptor *manifest,
-                            char **names, char ***ret_names, Error *err);
+                            char **names, char **unpacked, char ***ret_names, Error *err);
 
 /* Finds an image by reference (normalised), by manifest digest
  * ("sha256:<hex>") or by a unique hex prefix (>= 12) of the manifest or

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # nanolet image pull against Debian's reference registry (docker-registry)
 # started on 127.0.0.1 with TLS from a throwaway CA (trusted only through a
-# certs.d dir) and htpasswd auth; images pushed with skopeo. Pulls by tag and
-# by digest, gzip/zstd layers, a multi-arch index, wrong password, untrusted
-# CA, a blocked registry, a mirror for a name nothing listens on, a resume
+# certs.d dir) and htpasswd auth, plus a second instance on the same storage
+# with Bearer token auth (a token server issuing RS256 JWTs); images pushed
+# with skopeo. Pulls by tag and by digest, gzip/zstd layers, a multi-arch
+# index, the helper mode the agent uses, wrong password, untrusted CA, a
+# blocked registry, a mirror for a name nothing listens on, a resume
 # from a partial download (a Range request in the registry's log), a
 # SIGKILLed pull that commits nothing, a corrupted blob refused with nothing
-# committed. Network: 127.0.0.1 only.
+# committed; a pod of the real agent runs a pulled image. Network: 127.0.0.1
+# only.
 . "$(dirname "$0")/lib.sh"
 require_root
+# The agent's dirs and cleanup, for a pod running a pulled image.
+. "$(dirname "$0")/lib-agent.sh"
 for p in docker-registry skopeo htpasswd openssl python3; do
         command -v "$p" >/dev/null || { fail "$p is not installed (contrib/install-deps.sh)"; finish; }
 done
@@ -169,6 +174,30 @@ if img mount "$REG/test/nanolet-test:v1" "$WORK/mnt" "$WORK/upper" "$WORK/work" 
         [ -x "$WORK/mnt/bin/busybox" ] && ok "pulled rootfs mounts" || fail "rootfs lacks busybox"
         img umount "$WORK/mnt" || fail "umount"
 else fail "mount pulled image"; fi
+# a pod of the real agent runs the pulled image
+start_agent
+put_manifest pulled.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: pulled, namespace: default}
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: $REG/test/nanolet-test:v1
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "cat /etc/passwd >/dev/null && exec sleep 3600"]
+YAML
+check_field "a pod runs the pulled image" pulled 'p["status"]["phase"]' Running
+image_id=$(img inspect "$REG/test/nanolet-test:v1" | python3 -c 'import json,sys; j = json.load(sys.stdin); j = j[0] if isinstance(j, list) else j; print(j["id"])')
+check_field "its imageID is the pulled image's" pulled 'p["status"]["containerStatuses"][0]["imageID"]' "$image_id" 5
+rm -f "$MAN/pulled.yaml"
+expect "pod removed" "$AGENT_LOG" 'Pod "pulled-node1_default\([0-9a-f]+\)" is gone' 1 30
+stop_agent
+set +e # a hostNetwork-only test has no bridge for check_no_leftovers' ip query
+check_no_leftovers
+set -e
 # again: nothing downloaded
 pull "$REG/test/nanolet-test:v1" >"$WORK/out" 2>&1 && grep -q "up to date" "$WORK/out" &&
         ok "second pull: already present" || fail "second pull: $(cat "$WORK/out")"
@@ -216,6 +245,91 @@ printf '{"ref": "%s", "certs_dir": "%s"}' "$REG/test/nope:v1" "$CERTS" >"$WORK/j
 grep -q '"result":-13' "$WORK/helper.json" && grep -q "no credentials configured" "$WORK/helper.json" &&
         ok "helper reports a failure as JSON" || fail "helper failure: $(cat "$WORK/helper.json")"
 
+# --- Bearer tokens: a second registry on the same storage with token auth,
+# and a token server (RS256 JWTs signed with openssl) checking Basic credentials
+TPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+BPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+BREG=127.0.0.1:$BPORT
+(
+        cd "$REGDIR"
+        openssl req -x509 -newkey rsa:2048 -nodes -keyout token.key -out token.crt -days 2 \
+                -subj /CN=nanolet-test-token-signer 2>/dev/null
+)
+sed -e "s|addr: $REG|addr: $BREG|" -e '/^auth:/,$d' "$REGDIR/config.yml" >"$REGDIR/bearer.yml"
+cat >>"$REGDIR/bearer.yml" <<YAML
+auth:
+  token:
+    realm: https://127.0.0.1:$TPORT/token
+    service: nanolet-test-registry
+    issuer: nanolet-test-issuer
+    rootcertbundle: $REGDIR/token.crt
+YAML
+cat >"$REGDIR/token-server.py" <<'PY'
+import base64, http.server, json, ssl, subprocess, sys, time, urllib.parse
+port, regdir, log = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+def b64(b): return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+der = subprocess.run(["openssl", "x509", "-in", regdir + "/token.crt", "-outform", "DER"],
+                     capture_output=True, check=True).stdout
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self):
+        q = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
+        auth = self.headers.get("Authorization", "")
+        ok = auth == "Basic " + base64.b64encode(b"tester:s3cret").decode()
+        with open(log, "a") as f:
+            f.write("token scope=%s service=%s auth=%s\n" % (q.get("scope", [""])[0], q.get("service", [""])[0], "ok" if ok else "bad"))
+        if not ok:
+            self.send_response(401); self.send_header("Content-Type", "application/json"); self.end_headers()
+            self.wfile.write(b'{"errors":[{"code":"UNAUTHORIZED","message":"token server: bad credentials"}]}')
+            return
+        access = []
+        for sc in q.get("scope", []):
+            typ, name, actions = sc.split(":")
+            access.append({"type": typ, "name": name, "actions": actions.split(",")})
+        now = int(time.time())
+        hdr = {"alg": "RS256", "typ": "JWT", "x5c": [base64.b64encode(der).decode()]}
+        claims = {"iss": "nanolet-test-issuer", "sub": "tester", "aud": q.get("service", [""])[0],
+                  "exp": now + 300, "nbf": now - 10, "iat": now, "jti": str(now), "access": access}
+        signing = (b64(json.dumps(hdr).encode()) + "." + b64(json.dumps(claims).encode())).encode()
+        sig = subprocess.run(["openssl", "dgst", "-sha256", "-sign", regdir + "/token.key"],
+                             input=signing, capture_output=True, check=True).stdout
+        body = json.dumps({"token": signing.decode() + "." + b64(sig), "expires_in": 300}).encode()
+        self.send_response(200); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+srv = http.server.HTTPServer(("127.0.0.1", port), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(regdir + "/server.crt", regdir + "/server.key")
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+srv.serve_forever()
+PY
+python3 "$REGDIR/token-server.py" "$TPORT" "$REGDIR" "$WORK/token.log" 2>>"$WORK/token-server.err" &
+PIDS+=("$!")
+docker-registry serve "$REGDIR/bearer.yml" >>"$WORK/bearer-registry.log" 2>&1 &
+PIDS+=("$!")
+for ((i = 0; i < 100; i++)); do
+        [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$REGDIR/ca.crt" "https://$BREG/v2/")" = 401 ] &&
+                [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$REGDIR/ca.crt" "https://127.0.0.1:$TPORT/token")" = 401 ] && break
+        sleep 0.1
+done
+mkdir -p "$CERTS/$BREG"
+cp "$REGDIR/ca.crt" "$CERTS/$BREG/ca.crt"
+echo "{\"auths\": {\"$BREG\": {\"auth\": \"$(printf tester:s3cret | base64)\"}}}" >"$WORK/bearer.json"
+if img pull --registry-certs-dir "$CERTS" --credential-file "$WORK/bearer.json" "$BREG/test/big:v1" >"$WORK/out" 2>&1; then
+        [ "$(grep -c "layer sha256:.*: verified" "$WORK/out")" = 3 ] && ok "bearer token pull (3 layers downloaded)" ||
+                fail "bearer: $(cat "$WORK/out")"
+        [ "$(grep -c "scope=repository:test/big:pull service=nanolet-test-registry auth=ok" "$WORK/token.log")" = 1 ] &&
+                ok "one token for the whole pull (realm, service, scope from the challenge)" ||
+                fail "token requests: $(cat "$WORK/token.log")"
+else fail "bearer pull: $(cat "$WORK/out" "$WORK/token-server.err" 2>/dev/null)"; fi
+img rm "$BREG/test/big:v1" >/dev/null && img prune >/dev/null || fail "rm + prune after the bearer pull"
+echo "{\"auths\": {\"$BREG\": {\"username\": \"tester\", \"password\": \"nope\"}}}" >"$WORK/bearer-bad.json"
+if img pull --registry-certs-dir "$CERTS" --credential-file "$WORK/bearer-bad.json" "$BREG/test/zstd:v1" >"$WORK/out" 2>&1; then
+        fail "bearer pull with a wrong password"
+else
+        grep -q "token request failed: HTTP 401 (UNAUTHORIZED: token server: bad credentials)" "$WORK/out" &&
+                ok "bearer: wrong password names the token server's 401" || fail "bearer wrong password: $(cat "$WORK/out")"
+fi
+
 # --- wrong password, no credentials
 if img pull --registry-certs-dir "$CERTS" --credential-file "$WORK/bad.json" "$REG/test/zstd:v1" >"$WORK/out" 2>&1; then
         fail "wrong password accepted"
@@ -233,6 +347,34 @@ else
         grep -qi "TLS error.*certificate" "$WORK/out" && ok "untrusted CA: $(grep -o 'TLS error[^(]*' "$WORK/out")" ||
                 fail "untrusted CA message: $(cat "$WORK/out")"
 fi
+
+# --- insecure registries: TLS without verification, and plain HTTP (a third
+# instance on the same storage, no TLS, no auth)
+if img pull -q --registry-certs-dir "$WORK/empty-certs.d" --credential-file "$CREDS" \
+        --insecure-registry "$REG" "$REG/test/nanolet-test:v1" >"$WORK/out" 2>&1; then
+        ok "--insecure-registry: unverified TLS"
+else fail "insecure TLS: $(cat "$WORK/out")"; fi
+HPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+HREG=127.0.0.1:$HPORT
+sed -e "s|addr: $REG|addr: $HREG|" -e '/^  tls:/,/^    key:/d' -e '/^auth:/,$d' "$REGDIR/config.yml" >"$REGDIR/http.yml"
+docker-registry serve "$REGDIR/http.yml" >>"$WORK/http-registry.log" 2>&1 &
+PIDS+=("$!")
+for ((i = 0; i < 100; i++)); do
+        [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$HREG/v2/")" = 200 ] && break
+        sleep 0.1
+done
+if img pull "$HREG/test/zstd:v1" >"$WORK/out" 2>&1; then
+        fail "plain HTTP registry used without --insecure-registry"
+else grep -qi "TLS error" "$WORK/out" && ok "plain HTTP refused unless insecure" || fail "http refusal: $(cat "$WORK/out")"; fi
+cat >"$WORK/insecure.conf" <<CONF
+[[registry]]
+location = "$HREG"
+insecure = true
+CONF
+if img pull -q --registries-conf "$WORK/insecure.conf" "$HREG/test/zstd:v1" >"$WORK/out" 2>&1; then
+        grep -q "GET /v2/test/zstd/manifests/v1" "$WORK/http-registry.log" &&
+                ok "insecure = true in registries.conf: plain HTTP" || fail "http registry not contacted"
+else fail "insecure HTTP pull: $(cat "$WORK/out")"; fi
 
 # --- registries.conf: blocked, mirror for a registry nothing listens on
 cat >"$WORK/registries.conf" <<CONF
