@@ -14,72 +14,16 @@
 require_root
 # The agent's dirs and cleanup, for a pod running a pulled image.
 . "$(dirname "$0")/lib-agent.sh"
-for p in docker-registry skopeo htpasswd openssl python3; do
-        command -v "$p" >/dev/null || { fail "$p is not installed (contrib/install-deps.sh)"; finish; }
-done
+# The registry (TLS from a throwaway CA trusted through $CERTS, htpasswd).
+. "$(dirname "$0")/lib-registry.sh"
 
 # Under the ASan/UBSan build, reports of pulls expected to fail are kept too.
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$WORK/sanitizer
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$WORK/sanitizer
 ROOT=$WORK/root
 IMAGES=$WORK/images
-CERTS=$WORK/certs.d
-REGDIR=$WORK/registry
-REGLOG=$WORK/registry.log
 CREDS=$WORK/config.json
-mkdir -p "$ROOT" "$REGDIR/data"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-REG=127.0.0.1:$PORT
-
-# --- a CA, a server certificate for 127.0.0.1, htpasswd
-(
-        cd "$REGDIR"
-        openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 \
-                -subj /CN=nanolet-test-ca 2>/dev/null
-        openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr \
-                -subj /CN=127.0.0.1 2>/dev/null
-        printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >ext.cnf
-        openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
-                -out server.crt -days 2 -extfile ext.cnf 2>/dev/null
-) || { fail "certificates"; finish; }
-mkdir -p "$CERTS/$REG" "$WORK/empty-certs.d"
-cp "$REGDIR/ca.crt" "$CERTS/$REG/ca.crt"
-htpasswd -Bbn tester s3cret >"$REGDIR/htpasswd" 2>/dev/null
-cat >"$REGDIR/config.yml" <<YAML
-version: 0.1
-log:
-  level: info
-  formatter: text
-  accesslog:
-    disabled: false
-storage:
-  filesystem:
-    rootdirectory: $REGDIR/data
-  delete:
-    enabled: true
-http:
-  addr: $REG
-  tls:
-    certificate: $REGDIR/server.crt
-    key: $REGDIR/server.key
-auth:
-  htpasswd:
-    realm: nanolet-test
-    path: $REGDIR/htpasswd
-YAML
-start_registry() {
-        docker-registry serve "$REGDIR/config.yml" >>"$REGLOG" 2>&1 &
-        REG_PID=$!
-        PIDS+=("$REG_PID")
-        local i
-        for ((i = 0; i < 100; i++)); do
-                [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$REGDIR/ca.crt" "https://$REG/v2/")" = 401 ] && return 0
-                sleep 0.1
-        done
-        fail "registry did not start"
-        cat "$REGLOG" >&2
-        finish
-}
+mkdir -p "$ROOT" "$WORK/empty-certs.d"
 start_registry
 echo "{\"auths\": {\"$REG\": {\"auth\": \"$(printf tester:s3cret | base64)\"}}}" >"$CREDS"
 echo "{\"auths\": {\"https://$REG/v1/\": {\"username\": \"tester\", \"password\": \"wrong\"}}}" >"$WORK/bad.json"
@@ -140,10 +84,6 @@ layout(work + "/big", b, [m])
 open(work + "/big-layer", "w").write(sha(bl[1]))
 PY
 
-push() { # SRC DEST [skopeo options]
-        skopeo copy -q --dest-creds tester:s3cret --dest-cert-dir "$CERTS/$REG" "${@:3}" "$1" "docker://$REG/$2" \
-                >>"$WORK/skopeo.log" 2>&1 || { fail "skopeo push $2"; cat "$WORK/skopeo.log" >&2; }
-}
 push "oci-archive:$IMAGES/nanolet-test.tar:docker.io/library/nanolet-test:latest" test/nanolet-test:v1
 push "oci-archive:$IMAGES/nanolet-test-gzip.tar:localhost/nanolet-test-gzip:latest" test/gzip:v1
 push "oci-archive:$IMAGES/nanolet-test-zstd.tar:localhost/nanolet-test-zstd:latest" test/zstd:v1
