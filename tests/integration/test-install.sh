@@ -242,8 +242,9 @@ else
         fail "dpkg -P nanolet"
 fi
 if [ "$(pkg_status)" = not-installed ] && [ ! -e /usr/sbin/nanolet ] && [ ! -e "$WANTS" ] &&
-        [ ! -e /etc/default/nanolet ] && [ ! -e /lib/systemd/system/nanolet.service ]; then
-        ok "purged: no package, binary, unit, enable link or /etc/default/nanolet left"
+        [ ! -e /etc/default/nanolet ] && [ ! -e /lib/systemd/system/nanolet.service ] &&
+        [ -z "$(find /var/lib/systemd/deb-systemd-helper-enabled -name 'nanolet*' 2>/dev/null)" ]; then
+        ok "purged: no package, binary, unit, enable link, deb-systemd-helper state or /etc/default/nanolet left"
 else
         fail "purge left files behind"
 fi
