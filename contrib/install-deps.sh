@@ -20,6 +20,8 @@ PACKAGES=(
         curl python3-kubernetes         # API test: /pods decoded by the official client
         prometheus                      # metrics test: promtool check metrics
         docker-registry apache2-utils   # registry tests: the reference registry, htpasswd
+        debhelper dpkg-dev fakeroot     # install test: the .deb (contrib/build-deb.sh)
+        systemd                         # install test: systemd-analyze verify, systemd.pc
         # runtime
         runc conmon containernetworking-plugins iproute2 iptables ca-certificates
         busybox-static                  # the local demo image is built from it
