@@ -67,7 +67,8 @@ typedef struct ContainerState {
          * "ImagePullBackOff", ... and a message. */
         char *waiting_reason;
         char *waiting_message;
-        char *image_id; /* resolved image digest, for status */
+        char *image_id;     /* resolved image digest, for status */
+        char *image_digest; /* manifest digest the current attempt runs (attempt.json) */
 } ContainerState;
 
 typedef enum SandboxRunState {
