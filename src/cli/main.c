@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "disk-usage.h"
+#include "image-gc.h"
 #include "image-pull.h"
 #include "image.h"
 #include "log-rotate.h"
@@ -40,6 +41,8 @@ static int internal_helper(int argc, char **argv) {
                 return log_rotate_helper_main(argc, argv);
         if (argc > 0 && streq(argv[0], DISK_USAGE_HELPER_MODE))
                 return disk_usage_helper_main(argc, argv);
+        if (argc > 0 && streq(argv[0], IMAGE_GC_HELPER_MODE))
+                return image_gc_helper_main(argc, argv);
         fprintf(stderr, "nanolet: unknown helper mode \"%s\"\n", argc > 0 ? argv[0] : "");
         return EXIT_USAGE;
 }

@@ -43,6 +43,7 @@ int nanolet_config_init(NanoletConfig *c) {
                 .container_log_monitor_interval = 10 * USEC_PER_SEC,
                 .image_gc_high_threshold = 85,
                 .image_gc_low_threshold = 80,
+                .image_minimum_gc_age = 2 * 60 * USEC_PER_SEC,
                 .serialize_image_pulls = true,
                 .read_only_port = 10255,
                 .healthz_port = 10248,
@@ -108,6 +109,7 @@ void nanolet_config_deinit(NanoletConfig *c) {
         c->node_ips = strv_free(c->node_ips);
         c->eviction_hard = strv_free(c->eviction_hard);
         c->insecure_registries = strv_free(c->insecure_registries);
+        c->pinned_images = strv_free(c->pinned_images);
 }
 
 int nanolet_parse_duration(const char *s, usec_t *ret) {
@@ -174,6 +176,8 @@ static const ConfigField config_fields[] = {
         F("evictionHard", FIELD_EVICTION, eviction_hard),
         F("imageGCHighThresholdPercent", FIELD_INT, image_gc_high_threshold),
         F("imageGCLowThresholdPercent", FIELD_INT, image_gc_low_threshold),
+        F("imageMinimumGCAge", FIELD_DURATION, image_minimum_gc_age),
+        F("pinnedImages", FIELD_STRV, pinned_images), /* nanolet's, as --pinned-images */
         F("serializeImagePulls", FIELD_BOOL, serialize_image_pulls),
         F("maxParallelImagePulls", FIELD_INT, max_parallel_image_pulls),
         F("hairpinMode", FIELD_STRING, hairpin_mode),
@@ -185,7 +189,6 @@ static const ConfigField config_fields[] = {
         IGN("containerRuntimeEndpoint"),
         IGN("cpuManagerReconcilePeriod"),
         IGN("evictionPressureTransitionPeriod"),
-        IGN("imageMinimumGCAge"),
         IGN("logging"),
         IGN("memorySwap"),
         IGN("nodeStatusReportFrequency"),
@@ -419,6 +422,10 @@ enum {
         ARG_SERIALIZE_IMAGE_PULLS,
         ARG_MAX_PARALLEL_IMAGE_PULLS,
         ARG_IMAGE_PULL_POLICY_OVERRIDE,
+        ARG_IMAGE_GC_HIGH_THRESHOLD,
+        ARG_IMAGE_GC_LOW_THRESHOLD,
+        ARG_IMAGE_MINIMUM_GC_AGE,
+        ARG_PINNED_IMAGES,
 };
 
 static const struct option serve_options[] = {
@@ -467,6 +474,10 @@ static const struct option serve_options[] = {
         { "serialize-image-pulls", required_argument, NULL, ARG_SERIALIZE_IMAGE_PULLS },
         { "max-parallel-image-pulls", required_argument, NULL, ARG_MAX_PARALLEL_IMAGE_PULLS },
         { "image-pull-policy-override", required_argument, NULL, ARG_IMAGE_PULL_POLICY_OVERRIDE },
+        { "image-gc-high-threshold", required_argument, NULL, ARG_IMAGE_GC_HIGH_THRESHOLD },
+        { "image-gc-low-threshold", required_argument, NULL, ARG_IMAGE_GC_LOW_THRESHOLD },
+        { "image-minimum-gc-age", required_argument, NULL, ARG_IMAGE_MINIMUM_GC_AGE },
+        { "pinned-images", required_argument, NULL, ARG_PINNED_IMAGES },
         {}
 };
 
@@ -512,6 +523,11 @@ static void serve_help(void) {
                "  --serialize-image-pulls BOOL    one registry pull at a time [true]\n"
                "  --max-parallel-image-pulls N    pulls at once when not serialized [no bound]\n"
                "  --image-pull-policy-override never  no registry pull at all (appliances)\n"
+               "  --image-gc-high-threshold PCT   image GC starts above this disk usage [85; "
+               "100: off]\n"
+               "  --image-gc-low-threshold PCT    image GC frees down to this usage [80]\n"
+               "  --image-minimum-gc-age D        images stored more recently are kept [2m]\n"
+               "  --pinned-images REF[,REF]       never removed by image GC (repeatable)\n"
                "  --dry-run                       log the pod events, touch no container\n"
                "  --stop-pods-on-exit             stop all pods when the agent is stopped\n"
                "  -v N                            log verbosity (>= 4: debug)\n");
@@ -782,6 +798,35 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                         c->image_pull_never = streq(optarg, "never");
                         r = 0;
                         break;
+                case ARG_IMAGE_GC_HIGH_THRESHOLD:
+                        r = parse_int_arg("image-gc-high-threshold", optarg, 0, 100,
+                                          &c->image_gc_high_threshold);
+                        break;
+                case ARG_IMAGE_GC_LOW_THRESHOLD:
+                        r = parse_int_arg("image-gc-low-threshold", optarg, 0, 100,
+                                          &c->image_gc_low_threshold);
+                        break;
+                case ARG_IMAGE_MINIMUM_GC_AGE:
+                        /* 0 is allowed: no minimum age. */
+                        if (nanolet_parse_duration(optarg, &c->image_minimum_gc_age) < 0) {
+                                log_error("Invalid value \"%s\" for --image-minimum-gc-age: "
+                                          "expected a duration such as \"2m\".",
+                                          optarg);
+                                return -EINVAL;
+                        }
+                        r = 0;
+                        break;
+                case ARG_PINNED_IMAGES: {
+                        _cleanup_free_ char *copy = strdup(optarg);
+                        char *save = NULL;
+                        if (!copy)
+                                return -ENOMEM;
+                        r = 0;
+                        for (char *e = strtok_r(copy, ",", &save); e && r >= 0;
+                             e = strtok_r(NULL, ",", &save))
+                                r = strv_extend(&c->pinned_images, e);
+                        break;
+                }
                 default:
                         /* getopt printed the problem */
                         return -EINVAL;
@@ -824,6 +869,17 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                 /* kubelet's validation says the same. */
                 log_error("maxParallelImagePulls %lld needs serializeImagePulls false.",
                           (long long)c->max_parallel_image_pulls);
+                return -EINVAL;
+        }
+        /* kubelet's validation of the image GC thresholds. */
+        if (c->image_gc_high_threshold < 0 || c->image_gc_high_threshold > 100 ||
+            c->image_gc_low_threshold < 0 || c->image_gc_low_threshold > 100 ||
+            (c->image_gc_high_threshold < 100 &&
+             c->image_gc_low_threshold >= c->image_gc_high_threshold)) {
+                log_error("Invalid image GC thresholds: low %lld%% must be below high %lld%% "
+                          "(both 0..100; high 100 turns image GC off).",
+                          (long long)c->image_gc_low_threshold,
+                          (long long)c->image_gc_high_threshold);
                 return -EINVAL;
         }
         if (!streq(c->cgroup_driver, "cgroupfs") && !streq(c->cgroup_driver, "systemd")) {

@@ -50,6 +50,8 @@ typedef struct NanoletConfig {
         char **eviction_hard;                  /* "signal<value" */
         int64_t image_gc_high_threshold;
         int64_t image_gc_low_threshold;
+        usec_t image_minimum_gc_age; /* imageMinimumGCAge [2m] */
+        char **pinned_images;        /* --pinned-images: never removed by image GC */
         bool serialize_image_pulls;
         int64_t max_parallel_image_pulls; /* with serializeImagePulls false; 0 = no bound */
         bool image_pull_never;            /* --image-pull-policy-override=never */

@@ -6,6 +6,7 @@
 #include "api-server.h"
 #include "daemon-config.h"
 #include "event.h"
+#include "image-gc.h"
 #include "image.h"
 #include "image-pulls.h"
 #include "metrics.h"
@@ -27,6 +28,7 @@ typedef struct Daemon {
         CniRunner *cni;
         PodManager *pod_manager;
         ImagePulls *pulls; /* registry pulls for the pods, in helper processes */
+        ImageGc *image_gc; /* SPEC §14: image GC above imageGCHighThresholdPercent */
         /* --address:--read-only-port and --healthz-bind-address:--healthz-port;
          * NULL when disabled (port 0) and with --dry-run. */
         ApiServer *read_only_api, *healthz_api;
