@@ -18,3 +18,4 @@ int cli_inspect(int argc, char **argv);
 int cli_events(int argc, char **argv);
 int cli_logs(int argc, char **argv);
 int cli_exec(int argc, char **argv);
+int cli_node(int argc, char **argv);

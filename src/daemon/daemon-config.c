@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "eviction.h"
 #include "fileio.h"
 #include "log.h"
 #include "quantity.h"
@@ -44,6 +45,7 @@ int nanolet_config_init(NanoletConfig *c) {
                 .image_gc_high_threshold = 85,
                 .image_gc_low_threshold = 80,
                 .image_minimum_gc_age = 2 * 60 * USEC_PER_SEC,
+                .eviction_pressure_transition_period = 5 * 60 * USEC_PER_SEC,
                 .serialize_image_pulls = true,
                 .read_only_port = 10255,
                 .healthz_port = 10248,
@@ -110,6 +112,9 @@ void nanolet_config_deinit(NanoletConfig *c) {
         c->eviction_hard = strv_free(c->eviction_hard);
         c->insecure_registries = strv_free(c->insecure_registries);
         c->pinned_images = strv_free(c->pinned_images);
+        c->eviction_soft = strv_free(c->eviction_soft);
+        c->eviction_soft_grace_period = strv_free(c->eviction_soft_grace_period);
+        c->eviction_minimum_reclaim = strv_free(c->eviction_minimum_reclaim);
 }
 
 int nanolet_parse_duration(const char *s, usec_t *ret) {
@@ -137,9 +142,10 @@ typedef enum ConfigFieldType {
         FIELD_BOOL,
         FIELD_QUANTITY,
         FIELD_STRV,
-        FIELD_HEADERS,  /* map[string][]string -> "Key: Value" list */
-        FIELD_EVICTION, /* map[string]string -> "signal<value" list */
-        FIELD_IGNORED,  /* a kubelet field that has no meaning without an apiserver */
+        FIELD_HEADERS,    /* map[string][]string -> "Key: Value" list */
+        FIELD_EVICTION,   /* map[string]string -> "signal<value" list */
+        FIELD_SIGNAL_MAP, /* map[string]string -> "signal=value" list */
+        FIELD_IGNORED,    /* a kubelet field that has no meaning without an apiserver */
 } ConfigFieldType;
 
 typedef struct ConfigField {
@@ -174,6 +180,10 @@ static const ConfigField config_fields[] = {
         F("containerLogMaxFiles", FIELD_INT, container_log_max_files),
         F("containerLogMonitorInterval", FIELD_DURATION, container_log_monitor_interval),
         F("evictionHard", FIELD_EVICTION, eviction_hard),
+        F("evictionSoft", FIELD_EVICTION, eviction_soft),
+        F("evictionSoftGracePeriod", FIELD_SIGNAL_MAP, eviction_soft_grace_period),
+        F("evictionMinimumReclaim", FIELD_SIGNAL_MAP, eviction_minimum_reclaim),
+        F("evictionPressureTransitionPeriod", FIELD_DURATION, eviction_pressure_transition_period),
         F("imageGCHighThresholdPercent", FIELD_INT, image_gc_high_threshold),
         F("imageGCLowThresholdPercent", FIELD_INT, image_gc_low_threshold),
         F("imageMinimumGCAge", FIELD_DURATION, image_minimum_gc_age),
@@ -188,7 +198,6 @@ static const ConfigField config_fields[] = {
         IGN("cgroupsPerQOS"),
         IGN("containerRuntimeEndpoint"),
         IGN("cpuManagerReconcilePeriod"),
-        IGN("evictionPressureTransitionPeriod"),
         IGN("logging"),
         IGN("memorySwap"),
         IGN("nodeStatusReportFrequency"),
@@ -276,6 +285,7 @@ static int apply_field(NanoletConfig *c, const ConfigField *f, const YamlNode *v
                 return 0;
         }
         case FIELD_HEADERS:
+        case FIELD_SIGNAL_MAP:
         case FIELD_EVICTION: {
                 if (v->type != YAML_NODE_MAP)
                         BAD("must be a map");
@@ -283,10 +293,13 @@ static int apply_field(NanoletConfig *c, const ConfigField *f, const YamlNode *v
                 for (size_t i = 0; i < v->n; i++) {
                         const YamlNode *val = v->pairs[i].value;
                         const char *key = v->pairs[i].key->str;
-                        if (f->type == FIELD_EVICTION) {
+                        if (f->type == FIELD_EVICTION || f->type == FIELD_SIGNAL_MAP) {
                                 if (!node_is_string(val))
                                         BAD("values must be strings such as \"100Mi\"");
-                                r = strv_consume(&l, strprintf("%s<%s", key, val->str));
+                                r = strv_consume(&l,
+                                                 strprintf("%s%c%s", key,
+                                                           f->type == FIELD_EVICTION ? '<' : '=',
+                                                           val->str));
                                 if (r < 0)
                                         return r;
                                 continue;
@@ -426,6 +439,11 @@ enum {
         ARG_IMAGE_GC_LOW_THRESHOLD,
         ARG_IMAGE_MINIMUM_GC_AGE,
         ARG_PINNED_IMAGES,
+        ARG_EVICTION_HARD,
+        ARG_EVICTION_SOFT,
+        ARG_EVICTION_SOFT_GRACE_PERIOD,
+        ARG_EVICTION_MINIMUM_RECLAIM,
+        ARG_EVICTION_PRESSURE_TRANSITION_PERIOD,
 };
 
 static const struct option serve_options[] = {
@@ -478,6 +496,12 @@ static const struct option serve_options[] = {
         { "image-gc-low-threshold", required_argument, NULL, ARG_IMAGE_GC_LOW_THRESHOLD },
         { "image-minimum-gc-age", required_argument, NULL, ARG_IMAGE_MINIMUM_GC_AGE },
         { "pinned-images", required_argument, NULL, ARG_PINNED_IMAGES },
+        { "eviction-hard", required_argument, NULL, ARG_EVICTION_HARD },
+        { "eviction-soft", required_argument, NULL, ARG_EVICTION_SOFT },
+        { "eviction-soft-grace-period", required_argument, NULL, ARG_EVICTION_SOFT_GRACE_PERIOD },
+        { "eviction-minimum-reclaim", required_argument, NULL, ARG_EVICTION_MINIMUM_RECLAIM },
+        { "eviction-pressure-transition-period", required_argument, NULL,
+          ARG_EVICTION_PRESSURE_TRANSITION_PERIOD },
         {}
 };
 
@@ -528,6 +552,11 @@ static void serve_help(void) {
                "  --image-gc-low-threshold PCT    image GC frees down to this usage [80]\n"
                "  --image-minimum-gc-age D        images stored more recently are kept [2m]\n"
                "  --pinned-images REF[,REF]       never removed by image GC (repeatable)\n"
+               "  --eviction-hard S<V[,S<V]       hard eviction thresholds (replace the defaults)\n"
+               "  --eviction-soft S<V[,S<V]       soft eviction thresholds\n"
+               "  --eviction-soft-grace-period S=D[,S=D]  how long a soft one must hold\n"
+               "  --eviction-minimum-reclaim S=V[,S=V]    reclaim beyond the threshold\n"
+               "  --eviction-pressure-transition-period D  pressure conditions stay [5m]\n"
                "  --dry-run                       log the pod events, touch no container\n"
                "  --stop-pods-on-exit             stop all pods when the agent is stopped\n"
                "  -v N                            log verbosity (>= 4: debug)\n");
@@ -816,6 +845,38 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                         }
                         r = 0;
                         break;
+                case ARG_EVICTION_HARD:
+                case ARG_EVICTION_SOFT:
+                case ARG_EVICTION_SOFT_GRACE_PERIOD:
+                case ARG_EVICTION_MINIMUM_RECLAIM: {
+                        /* The flag's list replaces the file's (and the defaults), as kubelet. */
+                        char ***l = opt == ARG_EVICTION_HARD   ? &c->eviction_hard
+                                    : opt == ARG_EVICTION_SOFT ? &c->eviction_soft
+                                    : opt == ARG_EVICTION_SOFT_GRACE_PERIOD
+                                            ? &c->eviction_soft_grace_period
+                                            : &c->eviction_minimum_reclaim;
+                        _cleanup_free_ char *copy = strdup(optarg);
+                        char *save = NULL;
+                        if (!copy)
+                                return -ENOMEM;
+                        *l = strv_free(*l);
+                        r = 0;
+                        for (char *e = strtok_r(copy, ",", &save); e && r >= 0;
+                             e = strtok_r(NULL, ",", &save))
+                                r = strv_extend(l, e);
+                        break;
+                }
+                case ARG_EVICTION_PRESSURE_TRANSITION_PERIOD:
+                        if (nanolet_parse_duration(optarg,
+                                                   &c->eviction_pressure_transition_period) < 0) {
+                                log_error("Invalid value \"%s\" for "
+                                          "--eviction-pressure-transition-period: expected a "
+                                          "duration such as \"5m\".",
+                                          optarg);
+                                return -EINVAL;
+                        }
+                        r = 0;
+                        break;
                 case ARG_PINNED_IMAGES: {
                         _cleanup_free_ char *copy = strdup(optarg);
                         char *save = NULL;
@@ -870,6 +931,19 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                 log_error("maxParallelImagePulls %lld needs serializeImagePulls false.",
                           (long long)c->max_parallel_image_pulls);
                 return -EINVAL;
+        }
+        {
+                EvictionConfig ec;
+                _cleanup_free_ char *msg = NULL;
+                r = eviction_config_parse(c->eviction_hard, c->eviction_soft,
+                                          c->eviction_soft_grace_period,
+                                          c->eviction_minimum_reclaim,
+                                          c->eviction_pressure_transition_period, &ec, &msg);
+                if (r < 0) {
+                        log_error("Invalid eviction settings: %s.", msg ? msg : strerror(-r));
+                        return r;
+                }
+                eviction_config_done(&ec);
         }
         /* kubelet's validation of the image GC thresholds. */
         if (c->image_gc_high_threshold < 0 || c->image_gc_high_threshold > 100 ||

@@ -302,6 +302,26 @@ static int daemon_setup_runtime(Daemon *d) {
         r = image_gc_new(&d->image_gc, d->event, &go);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up image GC: %m");
+        _cleanup_(eviction_config_done) EvictionConfig ec = {};
+        _cleanup_free_ char *msg = NULL,
+                            *node_status = strprintf("%s/status/node.json", c->run_dir);
+        if (!node_status)
+                return log_oom();
+        r = eviction_config_parse(c->eviction_hard, c->eviction_soft, c->eviction_soft_grace_period,
+                                  c->eviction_minimum_reclaim,
+                                  c->eviction_pressure_transition_period, &ec, &msg);
+        if (r < 0)
+                return log_error_errno(r, "Invalid eviction settings: %s", msg ? msg : "?");
+        EvictionManagerOptions eo = {
+                .root_dir = c->root_dir,
+                .status_path = node_status,
+                .config = &ec,
+                .image_gc = d->image_gc,
+                .metrics = d->metrics,
+        };
+        r = eviction_manager_new(&d->eviction, d->event, &eo);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up eviction: %m");
         return 0;
 }
 
@@ -423,6 +443,7 @@ Daemon *daemon_free(Daemon *d) {
         dir_source_free(d->dir_source);
         api_server_free(d->read_only_api);
         api_server_free(d->healthz_api);
+        eviction_manager_free(d->eviction);
         image_gc_free(d->image_gc);
         pod_manager_free(d->pod_manager);
         image_pulls_free(d->pulls);

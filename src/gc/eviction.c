@@ -106,21 +106,24 @@ static int parse_value(const char *signal, const char *s, EvictionValue *ret, ch
                 char *end;
                 double p = strtod(s, &end);
                 if (end != s + len - 1 || end == s)
-                        return set_error(ret_error, "eviction threshold %s: invalid percentage \"%s\"",
-                                         signal, s);
-                if (p < 0 || p > 100)
                         return set_error(ret_error,
-                                         "eviction percentage threshold %s must be within 0%%..100%%: %s",
-                                         signal, s);
+                                         "eviction threshold %s: invalid percentage \"%s\"", signal,
+                                         s);
+                if (p < 0 || p > 100)
+                        return set_error(
+                                ret_error,
+                                "eviction percentage threshold %s must be within 0%%..100%%: %s",
+                                signal, s);
                 *ret = (EvictionValue){ .percentage = p / 100 };
                 return 1;
         }
         Quantity q;
         if (quantity_parse(s, &q) < 0)
-                return set_error(ret_error, "eviction threshold %s: invalid quantity \"%s\"", signal,
-                                 s);
+                return set_error(ret_error, "eviction threshold %s: invalid quantity \"%s\"",
+                                 signal, s);
         if (q.value <= 0)
-                return set_error(ret_error, "eviction threshold %s must be positive: %s", signal, s);
+                return set_error(ret_error, "eviction threshold %s must be positive: %s", signal,
+                                 s);
         *ret = (EvictionValue){ .quantity = (uint64_t)q.value };
         return 1;
 }
@@ -147,8 +150,8 @@ static int split(char *s, char op, char **ret_value, EvictionSignal *ret_signal,
 }
 
 int eviction_config_parse(char *const *hard, char *const *soft, char *const *grace_periods,
-                          char *const *min_reclaims, usec_t transition_period,
-                          EvictionConfig *ret, char **ret_error) {
+                          char *const *min_reclaims, usec_t transition_period, EvictionConfig *ret,
+                          char **ret_error) {
         EvictionConfig c = { .pressure_transition_period = transition_period };
         int r = 0;
 
@@ -192,8 +195,9 @@ int eviction_config_parse(char *const *hard, char *const *soft, char *const *gra
                 if ((r = split(copy, '=', &value, &sig, ret_error)) < 0)
                         break;
                 if (go_duration_parse_usec(value, &u) < 0) {
-                        r = set_error(ret_error, "eviction grace period %s: invalid duration \"%s\"",
-                                      copy, value);
+                        r = set_error(ret_error,
+                                      "eviction grace period %s: invalid duration \"%s\"", copy,
+                                      value);
                         break;
                 }
                 EvictionThreshold *t = find(&c, sig, true);
@@ -225,13 +229,14 @@ int eviction_config_parse(char *const *hard, char *const *soft, char *const *gra
                                 any = true;
                         }
                 if (!any)
-                        r = set_error(ret_error, "eviction minimum reclaim for %s without a threshold",
-                                      copy);
+                        r = set_error(ret_error,
+                                      "eviction minimum reclaim for %s without a threshold", copy);
         }
         for (size_t i = 0; i < c.n && r >= 0; i++)
                 if (c.thresholds[i].soft && c.thresholds[i].grace_period == 0)
-                        r = set_error(ret_error, "soft eviction threshold %s needs a grace period "
-                                                 "(--eviction-soft-grace-period)",
+                        r = set_error(ret_error,
+                                      "soft eviction threshold %s needs a grace period "
+                                      "(--eviction-soft-grace-period)",
                                       eviction_signal_to_string(c.thresholds[i].signal));
         if (r < 0) {
                 eviction_config_done(&c);
@@ -294,6 +299,7 @@ char *eviction_message(EvictionSignal s, uint64_t threshold, uint64_t available)
         char t[32], a[32];
         format_quantity(threshold, t, sizeof t);
         format_quantity(available, a, sizeof a);
-        return strprintf("The node was low on resource: %s. Threshold quantity: %s, available: %s. ",
-                         strna(eviction_signal_resource(s)), t, a);
+        return strprintf(
+                "The node was low on resource: %s. Threshold quantity: %s, available: %s. ",
+                strna(eviction_signal_resource(s)), t, a);
 }

@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cleanup.h"
+#include "event.h"
 #include "time-util.h"
 
 typedef enum EvictionSignal {
@@ -87,8 +89,8 @@ void eviction_config_done(EvictionConfig *c);
  * grace period or minimum reclaim for a signal without threshold is an
  * error. On error, ret_error (may be NULL) gets a sentence. */
 int eviction_config_parse(char *const *hard, char *const *soft, char *const *grace_periods,
-                          char *const *min_reclaims, usec_t transition_period,
-                          EvictionConfig *ret, char **ret_error);
+                          char *const *min_reclaims, usec_t transition_period, EvictionConfig *ret,
+                          char **ret_error);
 
 /* What a threshold value means for a capacity: quantity, or percentage of
  * capacity (rounded down). */
@@ -126,3 +128,33 @@ size_t eviction_rank(const EvictionCandidate *c, size_t n, size_t *ret);
  * quantity: <q>, available: <a>. " (quantities as Kubernetes prints them,
  * e.g. "6553Ki"). */
 char *eviction_message(EvictionSignal s, uint64_t threshold, uint64_t available);
+
+/* ---- the agent's side ---- */
+
+typedef struct ImageGc ImageGc;
+typedef struct Metrics Metrics;
+typedef struct EvictionManager EvictionManager;
+
+typedef struct EvictionManagerOptions {
+        const char *root_dir;         /* nodefs: statfs(root_dir); imagefs: root_dir/images */
+        const char *status_path;      /* <run-dir>/status/node.json */
+        const EvictionConfig *config; /* copied */
+        ImageGc *image_gc;            /* reclaims unused images under disk pressure; may be NULL */
+        Metrics *metrics;             /* may be NULL */
+        usec_t period;                /* 0: 10 s, as kubelet's housekeeping */
+} EvictionManagerOptions;
+
+/* Observes the signals every period (statfs(), /proc/meminfo, /proc/loadavg:
+ * cheap, on the loop), keeps the node conditions (a condition is True while
+ * a threshold of its signals is met, hard at once, soft after its grace
+ * period, and for pressure_transition_period after the last one cleared),
+ * asks image GC to remove every unused image when a disk threshold is met,
+ * and rewrites status_path when a condition changes (and every minute, with
+ * the observations): {"conditions": [{"type", "status", "reason",
+ * "message", "lastTransitionTime"}], "signals": {"<signal>": {"available",
+ * "capacity"}}, "evictions": N}. */
+int eviction_manager_new(EvictionManager **ret, Event *e, const EvictionManagerOptions *o);
+EvictionManager *eviction_manager_free(EvictionManager *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(EvictionManager *, eviction_manager_free)
+/* Whether a node condition is True now. */
+bool eviction_manager_condition(const EvictionManager *m, NodeCondition c);

@@ -25,7 +25,8 @@ struct ImageGc {
         usec_t period;
         EventSource *timer;
         Child *child;
-        bool again; /* a check was asked for while the helper ran */
+        bool again;       /* a check was asked for while the helper ran */
+        bool reclaim_all; /* ... or a reclaim of every unused image */
         unsigned removed;
         MetricFamily *collected; /* kubelet_image_garbage_collected_total{reason} */
         MetricFamily *freed;     /* nanolet_image_gc_freed_bytes_total */
@@ -68,18 +69,22 @@ static void on_helper_done(Child *c, void *userdata) {
                 }
         }
         g->child = child_free(g->child);
-        if (g->again) {
+        if (g->reclaim_all) {
+                g->reclaim_all = g->again = false;
+                image_gc_reclaim_all(g);
+        } else if (g->again) {
                 g->again = false;
                 image_gc_check(g);
         }
 }
 
-static void start_helper(ImageGc *g) {
+static void start_helper(ImageGc *g, bool all) {
         _cleanup_strv_free_ char **env = NULL, **argv = NULL;
         char high[16], low[16], age[32];
 
-        snprintf(high, sizeof high, "%u", g->policy.high_percent);
-        snprintf(low, sizeof low, "%u", g->policy.low_percent);
+        /* 0 and 0: any usage is above, and everything must go. */
+        snprintf(high, sizeof high, "%u", all ? 0 : g->policy.high_percent);
+        snprintf(low, sizeof low, "%u", all ? 0 : g->policy.low_percent);
         snprintf(age, sizeof age, "%" PRIu64, (uint64_t)g->policy.min_age);
         if (strv_extend(&argv, SELF_HELPER_EXE) < 0 || strv_extend(&argv, SELF_HELPER_VERB) < 0 ||
             strv_extend(&argv, IMAGE_GC_HELPER_MODE) < 0 || strv_extend(&argv, g->root_dir) < 0 ||
@@ -127,7 +132,18 @@ void image_gc_check(ImageGc *g) {
         log_info("Image GC: the image filesystem is above %u%% (%" PRIu64 " of %" PRIu64
                  " bytes available); freeing %" PRIu64 " bytes down to %u%%.",
                  g->policy.high_percent, avail, cap, to_free, g->policy.low_percent);
-        start_helper(g);
+        start_helper(g, false);
+}
+
+void image_gc_reclaim_all(ImageGc *g) {
+        if (!g)
+                return;
+        if (g->child) {
+                g->reclaim_all = true;
+                return;
+        }
+        log_info("Image GC: removing every unused image (disk pressure).");
+        start_helper(g, true);
 }
 
 static int on_timer(EventSource *s, usec_t now, void *userdata) {

@@ -87,5 +87,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ImageGc *, image_gc_free)
 /* Looks at the filesystem now (after a pull or load) and starts the helper
  * when it is above the high threshold and none runs. */
 void image_gc_check(ImageGc *g);
+/* Eviction's node-level reclaim (eviction.h): removes every unused image
+ * (in use, pinned and younger than min_age still stay), whatever the
+ * thresholds; queued behind a running helper. */
+void image_gc_reclaim_all(ImageGc *g);
 /* Helpers run so far and images they removed (for tests and logs). */
 unsigned image_gc_removed_count(const ImageGc *g);

@@ -20,8 +20,8 @@ static void test_parse_defaults(void **state) {
                          "imagefs.available<15%", NULL };
         EvictionConfig c;
         char *err = NULL;
-        assert_int_equal(eviction_config_parse(hard, NULL, NULL, NULL, 300 * USEC_PER_SEC, &c, &err),
-                         0);
+        assert_int_equal(
+                eviction_config_parse(hard, NULL, NULL, NULL, 300 * USEC_PER_SEC, &c, &err), 0);
         assert_null(err);
         assert_int_equal(c.n, 4);
         assert_int_equal(c.thresholds[0].signal, EVICTION_SIGNAL_MEMORY_AVAILABLE);
@@ -106,9 +106,11 @@ static void test_parse_zero_percent_drops(void **state) {
 static void test_met(void **state) {
         (void)state;
         EvictionObservation obs[_EVICTION_SIGNAL_MAX] = {
-                [EVICTION_SIGNAL_MEMORY_AVAILABLE] = { .valid = true, .available = 99 * MI,
+                [EVICTION_SIGNAL_MEMORY_AVAILABLE] = { .valid = true,
+                                                       .available = 99 * MI,
                                                        .capacity = 1024 * MI },
-                [EVICTION_SIGNAL_NODEFS_AVAILABLE] = { .valid = true, .available = 10 * MI,
+                [EVICTION_SIGNAL_NODEFS_AVAILABLE] = { .valid = true,
+                                                       .available = 10 * MI,
                                                        .capacity = 100 * MI },
         };
         EvictionThreshold mem = { .signal = EVICTION_SIGNAL_MEMORY_AVAILABLE,
@@ -126,9 +128,9 @@ static void test_met(void **state) {
         assert_false(eviction_threshold_met(&pid, obs));
         assert_int_equal(eviction_signal_condition(EVICTION_SIGNAL_IMAGEFS_INODES_FREE),
                          NODE_CONDITION_DISK_PRESSURE);
-        assert_string_equal(node_condition_to_string(eviction_signal_condition(
-                                    EVICTION_SIGNAL_PID_AVAILABLE)),
-                            "PIDPressure");
+        assert_string_equal(
+                node_condition_to_string(eviction_signal_condition(EVICTION_SIGNAL_PID_AVAILABLE)),
+                "PIDPressure");
 }
 
 static void test_rank(void **state) {

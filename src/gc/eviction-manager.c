@@ -1,0 +1,294 @@
+/* Node-pressure eviction on the agent's loop (eviction.h): observations,
+ * node conditions, node-level reclaim and the node status file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statfs.h>
+
+#include "eviction.h"
+#include "fileio.h"
+#include "image-gc.h"
+#include "log.h"
+#include "metrics.h"
+#include "string-util.h"
+
+#define STATUS_REWRITE_PERIOD (60 * USEC_PER_SEC)
+
+typedef struct ConditionState {
+        bool status;
+        usec_t last_met;        /* CLOCK_MONOTONIC; 0 never */
+        usec_t last_transition; /* CLOCK_REALTIME */
+        char *message;
+} ConditionState;
+
+struct EvictionManager {
+        Event *event;
+        char *root_dir, *images_dir, *status_path;
+        EvictionConfig config;
+        usec_t *soft_since; /* per threshold: CLOCK_MONOTONIC when a soft one was first met */
+        ImageGc *image_gc;
+        usec_t period;
+        EventSource *timer;
+        EvictionObservation obs[_EVICTION_SIGNAL_MAX];
+        ConditionState cond[_NODE_CONDITION_MAX];
+        bool disk_reclaimed; /* image GC asked during this disk-pressure episode */
+        usec_t last_write;
+        MetricFamily *evictions; /* kubelet_evictions_total{eviction_signal} */
+};
+
+static void observe_fs(const char *path, EvictionObservation *bytes, EvictionObservation *inodes) {
+        struct statfs sf;
+        if (statfs(path, &sf) < 0) {
+                bytes->valid = inodes->valid = false;
+                return;
+        }
+        *bytes = (EvictionObservation){ .valid = true,
+                                        .capacity = (uint64_t)sf.f_blocks * sf.f_frsize,
+                                        .available = (uint64_t)sf.f_bavail * sf.f_frsize };
+        /* tmpfs without nr_inodes and some filesystems report no inode
+         * counts: nothing to observe then. */
+        *inodes = (EvictionObservation){ .valid = sf.f_files > 0,
+                                         .capacity = sf.f_files,
+                                         .available = sf.f_ffree };
+}
+
+static void observe_memory(EvictionObservation *o) {
+        _cleanup_free_ char *text = NULL;
+        size_t size;
+        uint64_t total = 0, avail = 0;
+        o->valid = false;
+        if (read_full_file_at(AT_FDCWD, "/proc/meminfo", 1 << 16, &text, &size) < 0)
+                return;
+        const char *p = strstr(text, "MemTotal:");
+        const char *q = strstr(text, "MemAvailable:");
+        if (!p || !q || sscanf(p, "MemTotal: %" SCNu64, &total) != 1 ||
+            sscanf(q, "MemAvailable: %" SCNu64, &avail) != 1)
+                return;
+        *o = (EvictionObservation){ .valid = true,
+                                    .capacity = total * 1024,
+                                    .available = avail * 1024 };
+}
+
+static void observe_pids(EvictionObservation *o) {
+        _cleanup_free_ char *max = NULL, *load = NULL;
+        size_t size;
+        uint64_t pid_max = 0, threads = 0;
+        unsigned long running;
+        o->valid = false;
+        if (read_full_file_at(AT_FDCWD, "/proc/sys/kernel/pid_max", 64, &max, &size) < 0 ||
+            read_full_file_at(AT_FDCWD, "/proc/loadavg", 256, &load, &size) < 0 ||
+            sscanf(max, "%" SCNu64, &pid_max) != 1 ||
+            sscanf(load, "%*s %*s %*s %lu/%" SCNu64, &running, &threads) != 2)
+                return;
+        *o = (EvictionObservation){ .valid = true,
+                                    .capacity = pid_max,
+                                    .available = pid_max > threads ? pid_max - threads : 0 };
+}
+
+static int write_status(EvictionManager *m) {
+        json_t *conds = json_array(), *signals = json_object();
+        json_t *o = json_pack("{s:o, s:o}", "conditions", conds ? conds : json_null(), "signals",
+                              signals ? signals : json_null());
+        if (!o || !conds || !signals) {
+                json_decref(o);
+                return -ENOMEM;
+        }
+        for (int c = 0; c < _NODE_CONDITION_MAX; c++) {
+                const ConditionState *s = &m->cond[c];
+                char when[64] = "";
+                time_t t = (time_t)(s->last_transition / USEC_PER_SEC);
+                struct tm tm;
+                if (s->last_transition && gmtime_r(&t, &tm))
+                        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+                const char *name = node_condition_to_string((NodeCondition)c);
+                static const char *const reasons[_NODE_CONDITION_MAX][2] = {
+                        [NODE_CONDITION_MEMORY_PRESSURE] = { "KubeletHasSufficientMemory",
+                                                             "KubeletHasInsufficientMemory" },
+                        [NODE_CONDITION_DISK_PRESSURE] = { "KubeletHasNoDiskPressure",
+                                                           "KubeletHasDiskPressure" },
+                        [NODE_CONDITION_PID_PRESSURE] = { "KubeletHasSufficientPID",
+                                                          "KubeletHasInsufficientPID" },
+                };
+                const char *reason = reasons[c][s->status];
+                if (json_array_append_new(conds, json_pack("{s:s, s:s, s:s, s:s, s:s}", "type",
+                                                           name, "status",
+                                                           s->status ? "True" : "False", "reason",
+                                                           reason, "message", strempty(s->message),
+                                                           "lastTransitionTime", when)) < 0) {
+                        json_decref(o);
+                        return -ENOMEM;
+                }
+        }
+        for (int i = 0; i < _EVICTION_SIGNAL_MAX; i++)
+                if (m->obs[i].valid)
+                        (void)json_object_set_new(
+                                signals, eviction_signal_to_string((EvictionSignal)i),
+                                json_pack("{s:I, s:I}", "available",
+                                          (json_int_t)m->obs[i].available, "capacity",
+                                          (json_int_t)m->obs[i].capacity));
+        _cleanup_free_ char *text = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);
+        json_decref(o);
+        if (!text)
+                return -ENOMEM;
+        return write_file_atomic(m->status_path, text, strlen(text), 0644);
+}
+
+static const char *const pressure_reason[_NODE_CONDITION_MAX] = {
+        [NODE_CONDITION_MEMORY_PRESSURE] = "kubelet has insufficient memory available",
+        [NODE_CONDITION_DISK_PRESSURE] = "kubelet has disk pressure",
+        [NODE_CONDITION_PID_PRESSURE] = "kubelet has insufficient PID available",
+};
+static const char *const ok_reason[_NODE_CONDITION_MAX] = {
+        [NODE_CONDITION_MEMORY_PRESSURE] = "kubelet has sufficient memory available",
+        [NODE_CONDITION_DISK_PRESSURE] = "kubelet has no disk pressure",
+        [NODE_CONDITION_PID_PRESSURE] = "kubelet has sufficient PID available",
+};
+
+static void evaluate(EvictionManager *m) {
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        bool met_cond[_NODE_CONDITION_MAX] = {};
+        _cleanup_free_ char *what[_NODE_CONDITION_MAX] = {};
+
+        observe_memory(&m->obs[EVICTION_SIGNAL_MEMORY_AVAILABLE]);
+        observe_fs(m->root_dir, &m->obs[EVICTION_SIGNAL_NODEFS_AVAILABLE],
+                   &m->obs[EVICTION_SIGNAL_NODEFS_INODES_FREE]);
+        observe_fs(m->images_dir, &m->obs[EVICTION_SIGNAL_IMAGEFS_AVAILABLE],
+                   &m->obs[EVICTION_SIGNAL_IMAGEFS_INODES_FREE]);
+        observe_pids(&m->obs[EVICTION_SIGNAL_PID_AVAILABLE]);
+
+        for (size_t i = 0; i < m->config.n; i++) {
+                const EvictionThreshold *t = &m->config.thresholds[i];
+                bool met = eviction_threshold_met(t, m->obs);
+                if (t->soft) {
+                        if (!met)
+                                m->soft_since[i] = 0;
+                        else if (m->soft_since[i] == 0)
+                                m->soft_since[i] = now;
+                        met = met && now - m->soft_since[i] >= t->grace_period;
+                }
+                if (!met)
+                        continue;
+                NodeCondition c = eviction_signal_condition(t->signal);
+                met_cond[c] = true;
+                if (!what[c]) {
+                        const EvictionObservation *o = &m->obs[t->signal];
+                        what[c] = eviction_message(t->signal,
+                                                   eviction_value_resolve(&t->value, o->capacity),
+                                                   o->available);
+                        log_warning("Eviction threshold met: %s (%s%s).", strna(what[c]),
+                                    eviction_signal_to_string(t->signal), t->soft ? ", soft" : "");
+                }
+        }
+
+        bool changed = false;
+        for (int c = 0; c < _NODE_CONDITION_MAX; c++) {
+                ConditionState *s = &m->cond[c];
+                if (met_cond[c])
+                        s->last_met = now;
+                bool status =
+                        s->last_met != 0 &&
+                        (met_cond[c] || now - s->last_met < m->config.pressure_transition_period);
+                if (met_cond[c] && what[c]) {
+                        free(s->message);
+                        s->message = TAKE_PTR(what[c]);
+                }
+                if (status == s->status)
+                        continue;
+                s->status = status;
+                s->last_transition = now_usec(CLOCK_REALTIME);
+                if (!status) {
+                        free(s->message);
+                        s->message = strdup(ok_reason[c]);
+                }
+                changed = true;
+                log_full(status ? LOG_WARNING : LOG_INFO, "Node condition %s is now %s%s%s.",
+                         node_condition_to_string((NodeCondition)c), status ? "True" : "False",
+                         status ? ": " : "", status ? pressure_reason[c] : "");
+        }
+        /* Node-level reclaim first, as kubelet: unused images (dead
+         * containers' attempts are already kept to the last one per
+         * container, SPEC §14). */
+        if (met_cond[NODE_CONDITION_DISK_PRESSURE] && !m->disk_reclaimed) {
+                m->disk_reclaimed = true;
+                image_gc_reclaim_all(m->image_gc);
+        }
+        if (!m->cond[NODE_CONDITION_DISK_PRESSURE].status)
+                m->disk_reclaimed = false;
+        usec_t mono = now_usec(CLOCK_MONOTONIC);
+        if (changed || m->last_write == 0 || mono - m->last_write >= STATUS_REWRITE_PERIOD) {
+                int r = write_status(m);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot write \"%s\": %m", m->status_path);
+                m->last_write = mono;
+        }
+}
+
+static int on_timer(EventSource *s, usec_t now, void *userdata) {
+        EvictionManager *m = userdata;
+        evaluate(m);
+        return event_source_set_time_relative(s, m->period);
+}
+
+int eviction_manager_new(EvictionManager **ret, Event *e, const EvictionManagerOptions *o) {
+        _cleanup_(eviction_manager_freep) EvictionManager *m = calloc(1, sizeof *m);
+        int r;
+
+        if (!m)
+                return -ENOMEM;
+        m->event = e;
+        m->image_gc = o->image_gc;
+        m->period = o->period ?: 10 * USEC_PER_SEC;
+        m->root_dir = strdup(o->root_dir);
+        m->images_dir = strprintf("%s/images", o->root_dir);
+        m->status_path = strdup(o->status_path);
+        if (!m->root_dir || !m->images_dir || !m->status_path)
+                return -ENOMEM;
+        m->config = *o->config;
+        m->config.thresholds = NULL;
+        if (o->config->n > 0) {
+                m->config.thresholds = calloc(o->config->n, sizeof *m->config.thresholds);
+                m->soft_since = calloc(o->config->n, sizeof *m->soft_since);
+                if (!m->config.thresholds || !m->soft_since)
+                        return -ENOMEM;
+                memcpy(m->config.thresholds, o->config->thresholds,
+                       o->config->n * sizeof *m->config.thresholds);
+        }
+        for (int c = 0; c < _NODE_CONDITION_MAX; c++)
+                if (!(m->cond[c].message = strdup(ok_reason[c])))
+                        return -ENOMEM;
+        r = metrics_register(o->metrics, &m->evictions, METRIC_COUNTER, "kubelet_evictions_total",
+                             "Pods evicted by node-pressure eviction, by eviction signal "
+                             "(kubelet's kubelet_evictions, with the _total suffix counters "
+                             "carry).",
+                             METRIC_LABELS("eviction_signal"), NULL, 0);
+        if (r < 0)
+                return r;
+        r = event_add_time_relative(e, &m->timer, 0, USEC_PER_SEC, on_timer, m);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+EvictionManager *eviction_manager_free(EvictionManager *m) {
+        if (!m)
+                return NULL;
+        event_source_free(m->timer);
+        eviction_config_done(&m->config);
+        free(m->soft_since);
+        for (int c = 0; c < _NODE_CONDITION_MAX; c++)
+                free(m->cond[c].message);
+        free(m->root_dir);
+        free(m->images_dir);
+        free(m->status_path);
+        free(m);
+        return NULL;
+}
+
+bool eviction_manager_condition(const EvictionManager *m, NodeCondition c) {
+        return m && c >= 0 && c < _NODE_CONDITION_MAX && m->cond[c].status;
+}
