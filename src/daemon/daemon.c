@@ -317,6 +317,7 @@ static int daemon_setup_runtime(Daemon *d) {
                 .status_path = node_status,
                 .config = &ec,
                 .image_gc = d->image_gc,
+                .pods = d->pod_manager,
                 .metrics = d->metrics,
         };
         r = eviction_manager_new(&d->eviction, d->event, &eo);

@@ -12,8 +12,12 @@
 #include "eviction.h"
 #include "fileio.h"
 #include "image-gc.h"
+#include "json-util.h"
 #include "log.h"
+#include "macro.h"
 #include "metrics.h"
+#include "pod-manager.h"
+#include "quantity.h"
 #include "string-util.h"
 
 #define STATUS_REWRITE_PERIOD (60 * USEC_PER_SEC)
@@ -31,6 +35,8 @@ struct EvictionManager {
         EvictionConfig config;
         usec_t *soft_since; /* per threshold: CLOCK_MONOTONIC when a soft one was first met */
         ImageGc *image_gc;
+        PodManager *pods;
+        usec_t next_eviction; /* CLOCK_MONOTONIC: one pod per period */
         usec_t period;
         EventSource *timer;
         EvictionObservation obs[_EVICTION_SIGNAL_MAX];
@@ -123,6 +129,9 @@ static int write_status(EvictionManager *m) {
                         return -ENOMEM;
                 }
         }
+        if (m->pods)
+                (void)json_object_set_new(o, "evicted",
+                                          json_integer(pod_manager_evicted_count(m->pods)));
         for (int i = 0; i < _EVICTION_SIGNAL_MAX; i++)
                 if (m->obs[i].valid)
                         (void)json_object_set_new(
@@ -148,9 +157,252 @@ static const char *const ok_reason[_NODE_CONDITION_MAX] = {
         [NODE_CONDITION_PID_PRESSURE] = "kubelet has sufficient PID available",
 };
 
+/* ---- choosing and evicting a pod ---- */
+
+static int32_t spec_priority(json_t *spec) {
+        json_t *p = json_object_get(spec, "priority");
+        if (json_is_integer(p))
+                return (int32_t)json_integer_value(p);
+        /* The built-in classes, as the API server resolves them. */
+        const char *pc = json_string_value(json_object_get(spec, "priorityClassName"));
+        if (pc && streq(pc, "system-node-critical"))
+                return 2000001000;
+        if (pc && streq(pc, "system-cluster-critical"))
+                return 2000000000;
+        return 0;
+}
+
+/* Sum of the containers' requests of resource (a limit alone counts as the
+ * request, as the API server defaults it). */
+static uint64_t spec_requests(json_t *spec, const char *resource) {
+        uint64_t sum = 0;
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(spec, "containers"), i, c) {
+                json_t *res = json_object_get(c, "resources");
+                json_t *v = json_object_get(json_object_get(res, "requests"), resource);
+                if (!v)
+                        v = json_object_get(json_object_get(res, "limits"), resource);
+                Quantity q;
+                if (json_is_string(v) && quantity_parse(json_string_value(v), &q) >= 0 &&
+                    q.value > 0)
+                        sum += (uint64_t)q.value;
+                else if (json_is_integer(v) && json_integer_value(v) > 0)
+                        sum += (uint64_t)json_integer_value(v);
+        }
+        return sum;
+}
+
+static uint64_t summary_usage(json_t *summary, const char *uid, bool memory) {
+        size_t i;
+        json_t *p;
+        json_array_foreach(json_object_get(summary, "pods"), i, p) {
+                const char *u =
+                        json_string_value(json_object_get(json_object_get(p, "podRef"), "uid"));
+                if (!u || !streq(u, uid))
+                        continue;
+                json_t *o = json_object_get(p, memory ? "memory" : "ephemeral-storage");
+                json_t *v = json_object_get(o, memory ? "workingSetBytes" : "usedBytes");
+                return json_is_integer(v) && json_integer_value(v) > 0
+                               ? (uint64_t)json_integer_value(v)
+                               : 0;
+        }
+        return 0;
+}
+
+/* Evicts the first pod in kubelet's order for the threshold t. */
+static void evict_one(EvictionManager *m, const EvictionThreshold *t) {
+        _cleanup_free_ char *list_text = NULL, *summary_text = NULL;
+        _cleanup_free_ EvictionCandidate *cand = NULL;
+        _cleanup_free_ size_t *order = NULL;
+        _cleanup_free_ const char **uids = NULL, **names = NULL;
+        size_t size;
+        bool memory = t->signal == EVICTION_SIGNAL_MEMORY_AVAILABLE;
+
+        if (pod_manager_pod_list_json(m->pods, &list_text, &size) < 0 ||
+            pod_manager_stats_summary_json(m->pods, &summary_text, &size) < 0) {
+                (void)log_oom();
+                return;
+        }
+        _cleanup_json_ json_t *list = json_loads(list_text, 0, NULL);
+        _cleanup_json_ json_t *summary = json_loads(summary_text, 0, NULL);
+        json_t *items = json_object_get(list, "items");
+        size_t n = json_array_size(items), k = 0;
+        cand = calloc(n ?: 1, sizeof *cand);
+        order = calloc(n ?: 1, sizeof *order);
+        uids = calloc(n ?: 1, sizeof *uids);
+        names = calloc(n ?: 1, sizeof *names);
+        if (!cand || !order || !uids || !names) {
+                (void)log_oom();
+                return;
+        }
+        size_t i;
+        json_t *pod;
+        json_array_foreach(items, i, pod) {
+                json_t *meta = json_object_get(pod, "metadata"),
+                       *spec = json_object_get(pod, "spec"),
+                       *status = json_object_get(pod, "status");
+                const char *uid = json_string_value(json_object_get(meta, "uid"));
+                const char *phase = json_string_value(json_object_get(status, "phase"));
+                const char *reason = json_string_value(json_object_get(status, "reason"));
+                if (!uid || (phase && (streq(phase, "Succeeded") || streq(phase, "Failed"))) ||
+                    (reason && streq(reason, "Evicted")))
+                        continue;
+                uids[k] = uid;
+                names[k] = json_string_value(json_object_get(meta, "name"));
+                cand[k++] = (EvictionCandidate){
+                        .priority = spec_priority(spec),
+                        .usage = summary_usage(summary, uid, memory),
+                        .requests = spec_requests(spec, memory ? "memory" : "ephemeral-storage"),
+                };
+        }
+        size_t r = eviction_rank(cand, k, order);
+        if (r == 0) {
+                log_warning("Eviction threshold %s met, but no pod can be evicted (only critical "
+                            "pods, or none, run).",
+                            eviction_signal_to_string(t->signal));
+                return;
+        }
+        const EvictionObservation *o = &m->obs[t->signal];
+        _cleanup_free_ char *msg = eviction_message(
+                t->signal, eviction_value_resolve(&t->value, o->capacity), o->available);
+        if (!msg || pod_manager_evict(m->pods, uids[order[0]], msg) < 0)
+                return;
+        log_warning("Evicted pod \"%s\" (priority %d, %s usage %" PRIu64 ", requests %" PRIu64
+                    ") for %s.",
+                    strna(names[order[0]]), cand[order[0]].priority, memory ? "memory" : "disk",
+                    cand[order[0]].usage, cand[order[0]].requests,
+                    eviction_signal_to_string(t->signal));
+        metric_inc(m->evictions, METRIC_LABELS(eviction_signal_to_string(t->signal)));
+}
+
+/* ---- local storage limits (kubelet's localStorageEviction) ---- */
+
+static json_t *find_by_name(json_t *array, const char *name) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(array, i, e) {
+                const char *n = json_string_value(json_object_get(e, "name"));
+                if (n && streq(n, name))
+                        return e;
+        }
+        return NULL;
+}
+
+static bool parse_limit(json_t *v, uint64_t *ret) {
+        Quantity q;
+        if (!json_is_string(v) || quantity_parse(json_string_value(v), &q) < 0 || q.value <= 0)
+                return false;
+        *ret = (uint64_t)q.value;
+        return true;
+}
+
+static uint64_t used_bytes(json_t *fs) {
+        json_t *v = json_object_get(fs, "usedBytes");
+        return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v)
+                                                               : 0;
+}
+
+/* The message kubelet gives when pod (summary entry ps, spec) is over one
+ * of its local storage limits, and the metric's signal; NULL if none. */
+static char *local_limit_exceeded(json_t *ps, json_t *spec, const char **ret_signal) {
+        size_t i;
+        json_t *e;
+        /* emptyDir.sizeLimit */
+        json_array_foreach(json_object_get(ps, "volume"), i, e) {
+                const char *name = json_string_value(json_object_get(e, "name"));
+                json_t *v = name ? find_by_name(json_object_get(spec, "volumes"), name) : NULL;
+                json_t *lim = json_object_get(json_object_get(v, "emptyDir"), "sizeLimit");
+                uint64_t limit;
+                if (parse_limit(lim, &limit) && used_bytes(e) > limit) {
+                        *ret_signal = "emptydirfs.limit";
+                        return strprintf("Usage of EmptyDir volume \"%s\" exceeds the limit "
+                                         "\"%s\". ",
+                                         name, json_string_value(lim));
+                }
+        }
+        /* A container's limits.ephemeral-storage: its writable layer and logs. */
+        uint64_t total_limit = 0;
+        bool all_limited = json_array_size(json_object_get(spec, "containers")) > 0;
+        json_array_foreach(json_object_get(spec, "containers"), i, e) {
+                json_t *lim =
+                        json_object_get(json_object_get(json_object_get(e, "resources"), "limits"),
+                                        "ephemeral-storage");
+                uint64_t limit;
+                if (!parse_limit(lim, &limit)) {
+                        all_limited = false;
+                        continue;
+                }
+                total_limit += limit;
+                const char *name = json_string_value(json_object_get(e, "name"));
+                json_t *cs = name ? find_by_name(json_object_get(ps, "containers"), name) : NULL;
+                if (cs && used_bytes(json_object_get(cs, "rootfs")) +
+                                          used_bytes(json_object_get(cs, "logs")) >
+                                  limit) {
+                        *ret_signal = "ephemeralcontainerfs.limit";
+                        return strprintf("Container %s exceeded its local ephemeral storage limit "
+                                         "\"%s\". ",
+                                         name, json_string_value(lim));
+                }
+        }
+        /* The pod as a whole, when every container has a limit (kubelet). */
+        if (all_limited && used_bytes(json_object_get(ps, "ephemeral-storage")) > total_limit) {
+                char q[32];
+                snprintf(q, sizeof q, "%" PRIu64, total_limit);
+                *ret_signal = "ephemeralpodfs.limit";
+                return strprintf("Pod ephemeral local storage usage exceeds the total limit of "
+                                 "containers %s. ",
+                                 q);
+        }
+        return NULL;
+}
+
+/* Every period, whatever the node's pressure: the usage comes from the
+ * disk-usage helper's last walk (pod-stats.h), never from the loop. */
+static void check_local_limits(EvictionManager *m) {
+        _cleanup_free_ char *list_text = NULL, *summary_text = NULL;
+        size_t size;
+
+        if (pod_manager_pod_list_json(m->pods, &list_text, &size) < 0 ||
+            pod_manager_stats_summary_json(m->pods, &summary_text, &size) < 0) {
+                (void)log_oom();
+                return;
+        }
+        _cleanup_json_ json_t *list = json_loads(list_text, 0, NULL);
+        _cleanup_json_ json_t *summary = json_loads(summary_text, 0, NULL);
+        size_t i;
+        json_t *pod;
+        json_array_foreach(json_object_get(list, "items"), i, pod) {
+                json_t *meta = json_object_get(pod, "metadata"),
+                       *status = json_object_get(pod, "status");
+                const char *uid = json_string_value(json_object_get(meta, "uid"));
+                const char *reason = json_string_value(json_object_get(status, "reason"));
+                const char *phase = json_string_value(json_object_get(status, "phase"));
+                if (!uid || (reason && streq(reason, "Evicted")) ||
+                    (phase && (streq(phase, "Succeeded") || streq(phase, "Failed"))))
+                        continue;
+                size_t j;
+                json_t *ps, *found = NULL;
+                json_array_foreach(json_object_get(summary, "pods"), j, ps) {
+                        const char *u = json_string_value(
+                                json_object_get(json_object_get(ps, "podRef"), "uid"));
+                        if (u && streq(u, uid))
+                                found = ps;
+                }
+                const char *signal = NULL;
+                _cleanup_free_ char *msg =
+                        found ? local_limit_exceeded(found, json_object_get(pod, "spec"), &signal)
+                              : NULL;
+                if (!msg || pod_manager_evict(m->pods, uid, msg) < 0)
+                        continue;
+                metric_inc(m->evictions, METRIC_LABELS(signal));
+        }
+}
+
 static void evaluate(EvictionManager *m) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
         bool met_cond[_NODE_CONDITION_MAX] = {};
+        const EvictionThreshold *first_met[_NODE_CONDITION_MAX] = {};
         _cleanup_free_ char *what[_NODE_CONDITION_MAX] = {};
 
         observe_memory(&m->obs[EVICTION_SIGNAL_MEMORY_AVAILABLE]);
@@ -174,6 +426,8 @@ static void evaluate(EvictionManager *m) {
                         continue;
                 NodeCondition c = eviction_signal_condition(t->signal);
                 met_cond[c] = true;
+                if (!first_met[c])
+                        first_met[c] = t;
                 if (!what[c]) {
                         const EvictionObservation *o = &m->obs[t->signal];
                         what[c] = eviction_message(t->signal,
@@ -212,12 +466,39 @@ static void evaluate(EvictionManager *m) {
         /* Node-level reclaim first, as kubelet: unused images (dead
          * containers' attempts are already kept to the last one per
          * container, SPEC §14). */
+        bool reclaim_now = false;
         if (met_cond[NODE_CONDITION_DISK_PRESSURE] && !m->disk_reclaimed) {
-                m->disk_reclaimed = true;
+                m->disk_reclaimed = reclaim_now = true;
                 image_gc_reclaim_all(m->image_gc);
         }
         if (!m->cond[NODE_CONDITION_DISK_PRESSURE].status)
                 m->disk_reclaimed = false;
+        /* Then pods, one per period: what the reclaim freed shows in the next
+         * observation. PID pressure sets its condition only. */
+        if (m->pods && now >= m->next_eviction) {
+                const EvictionThreshold *t = first_met[NODE_CONDITION_MEMORY_PRESSURE];
+                if (!t && !reclaim_now)
+                        t = first_met[NODE_CONDITION_DISK_PRESSURE];
+                if (t) {
+                        evict_one(m, t);
+                        m->next_eviction = now + m->period;
+                }
+        }
+        if (m->pods)
+                check_local_limits(m);
+        /* The pressure is over (transition period included): evicted pods
+         * may start again. */
+        bool any = false;
+        for (int c = 0; c < _NODE_CONDITION_MAX; c++)
+                any = any || m->cond[c].status;
+        if (m->pods && !any) {
+                /* The back-off: an evicted pod waits at least the transition
+                 * period (and one period) before it may start again. */
+                unsigned n = pod_manager_unevict_all(
+                        m->pods, MAX(m->config.pressure_transition_period, m->period));
+                if (n > 0)
+                        log_info("Node pressure is over: %u evicted pod(s) may start again.", n);
+        }
         usec_t mono = now_usec(CLOCK_MONOTONIC);
         if (changed || m->last_write == 0 || mono - m->last_write >= STATUS_REWRITE_PERIOD) {
                 int r = write_status(m);
@@ -241,6 +522,7 @@ int eviction_manager_new(EvictionManager **ret, Event *e, const EvictionManagerO
                 return -ENOMEM;
         m->event = e;
         m->image_gc = o->image_gc;
+        m->pods = o->pods;
         m->period = o->period ?: 10 * USEC_PER_SEC;
         m->root_dir = strdup(o->root_dir);
         m->images_dir = strprintf("%s/images", o->root_dir);

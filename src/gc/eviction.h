@@ -133,6 +133,7 @@ char *eviction_message(EvictionSignal s, uint64_t threshold, uint64_t available)
 
 typedef struct ImageGc ImageGc;
 typedef struct Metrics Metrics;
+typedef struct PodManager PodManager;
 typedef struct EvictionManager EvictionManager;
 
 typedef struct EvictionManagerOptions {
@@ -140,6 +141,7 @@ typedef struct EvictionManagerOptions {
         const char *status_path;      /* <run-dir>/status/node.json */
         const EvictionConfig *config; /* copied */
         ImageGc *image_gc;            /* reclaims unused images under disk pressure; may be NULL */
+        PodManager *pods;             /* evicts pods; NULL: conditions only */
         Metrics *metrics;             /* may be NULL */
         usec_t period;                /* 0: 10 s, as kubelet's housekeeping */
 } EvictionManagerOptions;
@@ -149,10 +151,16 @@ typedef struct EvictionManagerOptions {
  * a threshold of its signals is met, hard at once, soft after its grace
  * period, and for pressure_transition_period after the last one cleared),
  * asks image GC to remove every unused image when a disk threshold is met,
- * and rewrites status_path when a condition changes (and every minute, with
- * the observations): {"conditions": [{"type", "status", "reason",
- * "message", "lastTransitionTime"}], "signals": {"<signal>": {"available",
- * "capacity"}}, "evictions": N}. */
+ * then, while a memory or disk threshold stays met, evicts one pod per
+ * period in eviction_rank() order (usage from the pods' stats summary,
+ * requests and priority from their specs; a pod already evicted or no
+ * longer running is skipped), counting kubelet_evictions_total; once no
+ * condition is True any more, every evicted pod may start again
+ * (pod_manager_unevict_all(): the transition period is the back-off). It
+ * rewrites status_path when a condition changes (and every minute, with the
+ * observations): {"conditions": [{"type", "status", "reason", "message",
+ * "lastTransitionTime"}], "signals": {"<signal>": {"available",
+ * "capacity"}}, "evicted": N}. */
 int eviction_manager_new(EvictionManager **ret, Event *e, const EvictionManagerOptions *o);
 EvictionManager *eviction_manager_free(EvictionManager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(EvictionManager *, eviction_manager_free)
