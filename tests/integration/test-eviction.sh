@@ -32,7 +32,7 @@ wait_cond() {
         return 1
 }
 start_agent --eviction-hard 'nodefs.available<10%,memory.available<1Ki' \
-        --eviction-pressure-transition-period 2s --read-only-port "$PORT"
+        --eviction-pressure-transition-period 2s --read-only-port "$PORT" --pinned-images nanolet-test
 wait_cond DiskPressure '^False' && ok "DiskPressure False on an empty root" || fail "no DiskPressure False"
 cond MemoryPressure | grep -q '^False' && ok "MemoryPressure False" || fail "MemoryPressure: $(cond MemoryPressure)"
 nl node >"$WORK/node" 2>&1 && grep -qE '^DiskPressure +False' "$WORK/node" && grep -qE '^nodefs.available ' "$WORK/node" &&
