@@ -433,8 +433,8 @@ static void evaluate(EvictionManager *m) {
                         what[c] = eviction_message(t->signal,
                                                    eviction_value_resolve(&t->value, o->capacity),
                                                    o->available);
-                        log_warning("Eviction threshold met: %s (%s%s).", strna(what[c]),
-                                    eviction_signal_to_string(t->signal), t->soft ? ", soft" : "");
+                        log_debug("Eviction threshold met: %s (%s%s).", strna(what[c]),
+                                  eviction_signal_to_string(t->signal), t->soft ? ", soft" : "");
                 }
         }
 
@@ -459,9 +459,10 @@ static void evaluate(EvictionManager *m) {
                         s->message = strdup(ok_reason[c]);
                 }
                 changed = true;
-                log_full(status ? LOG_WARNING : LOG_INFO, "Node condition %s is now %s%s%s.",
+                log_full(status ? LOG_WARNING : LOG_INFO, "Node condition %s is now %s%s%s%s%s.",
                          node_condition_to_string((NodeCondition)c), status ? "True" : "False",
-                         status ? ": " : "", status ? pressure_reason[c] : "");
+                         status ? ": " : "", status ? pressure_reason[c] : "", status ? ": " : "",
+                         status ? strempty(s->message) : "");
         }
         /* Node-level reclaim first, as kubelet: unused images (dead
          * containers' attempts are already kept to the last one per
@@ -475,7 +476,9 @@ static void evaluate(EvictionManager *m) {
                 m->disk_reclaimed = false;
         /* Then pods, one per period: what the reclaim freed shows in the next
          * observation. PID pressure sets its condition only. */
-        if (m->pods && now >= m->next_eviction) {
+        /* kubelet waits for an evicted pod to be cleaned up before the next:
+         * its emptyDir may be what frees the disk. */
+        if (m->pods && now >= m->next_eviction && pod_manager_evictions_in_progress(m->pods) == 0) {
                 const EvictionThreshold *t = first_met[NODE_CONDITION_MEMORY_PRESSURE];
                 if (!t && !reclaim_now)
                         t = first_met[NODE_CONDITION_DISK_PRESSURE];

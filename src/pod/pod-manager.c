@@ -725,3 +725,11 @@ unsigned pod_manager_evicted_count(PodManager *m) {
                 n += pod_worker_is_evicted(m->workers[i]);
         return n;
 }
+
+unsigned pod_manager_evictions_in_progress(PodManager *m) {
+        unsigned n = 0;
+        for (size_t i = 0; i < m->n_workers; i++)
+                n += pod_worker_is_evicted(m->workers[i]) &&
+                     !pod_worker_eviction_done(m->workers[i], 0);
+        return n;
+}

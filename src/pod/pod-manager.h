@@ -91,8 +91,10 @@ int pod_manager_evict(PodManager *m, const char *uid, const char *message);
  * stopped, its volumes are gone) and at least min_age old (the back-off) may
  * start again (pod_worker_unevict()). Returns how many. */
 unsigned pod_manager_unevict_all(PodManager *m, usec_t min_age);
-/* How many pods are evicted now. */
+/* How many pods are evicted now, and how many of them still run or hold
+ * their volumes. */
 unsigned pod_manager_evicted_count(PodManager *m);
+unsigned pod_manager_evictions_in_progress(PodManager *m);
 
 /* The sync loop's heartbeat is the relist (every
  * POD_MANAGER_RELIST_PERIOD_USEC). When it last ran (event loop time,
