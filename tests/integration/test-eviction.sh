@@ -8,7 +8,8 @@
 #   kubelet_evictions_total), a system-node-critical pod beside it keeps
 #   running, and the evicted pod starts again once the pressure is gone (its
 #   emptyDir went with the eviction);
-# - an emptyDir over its sizeLimit is evicted with kubelet's sizeLimit message.
+# - an emptyDir over its sizeLimit, and a container over its ephemeral-storage
+#   limit, are evicted with kubelet's messages.
 . "$(dirname "$0")/lib.sh"
 require_root
 . "$(dirname "$0")/lib-agent.sh"
@@ -120,11 +121,27 @@ spec:
     command: [sh, -c, "dd if=/dev/zero of=/scratch/big bs=1M count=3; exec sleep 3600"]
     volumeMounts: [{name: scratch, mountPath: /scratch}]
 YAML
+put_manifest greedy.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: greedy}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: nanolet-test
+    imagePullPolicy: Never
+    resources: {limits: {ephemeral-storage: 1Mi}}
+    command: [sh, -c, "dd if=/dev/zero of=/big bs=1M count=3; exec sleep 3600"]
+YAML
 check_field "emptyDir over its sizeLimit evicted" limited \
         'p["status"]["phase"] + "/" + p["status"].get("reason", "") + "/" + p["status"].get("message", "")' \
         'Failed/Evicted/Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". ' 90
+check_field "container over its ephemeral-storage limit evicted" greedy \
+        'p["status"]["phase"] + "/" + p["status"].get("reason", "") + "/" + p["status"].get("message", "")' \
+        'Failed/Evicted/Container main exceeded its local ephemeral storage limit "1Mi". ' 90
 check_field "the critical pod still runs" critical 'p["status"]["phase"]' Running
-for f in critical filler limited; do rm -f "$MAN/$f.yaml"; done
-expect "pods removed" "$AGENT_LOG" 'Pod "(critical|filler|limited)-node1_[a-z-]+\([0-9a-f]+\)" is gone' 3 60
+for f in critical filler limited greedy; do rm -f "$MAN/$f.yaml"; done
+expect "pods removed" "$AGENT_LOG" 'Pod "(critical|filler|limited|greedy)-node1_[a-z-]+\([0-9a-f]+\)" is gone' 4 60
 stop_agent
 finish
