@@ -37,8 +37,10 @@ has() { "$NANOLET" image --root-dir "$ROOT" inspect "$1" >/dev/null 2>&1; }
 
 for i in 0 1 2 3 4 5 6; do mkimage gcfill$i 4 || fail "mkimage gcfill$i"; done
 
+# Eviction's own reclaim (imagefs.available<15% by default: every unused
+# image) would act at the same usage: thresholds it does not reach here.
 start_agent --image-gc-high-threshold 85 --image-gc-low-threshold 80 --image-minimum-gc-age 0 \
-        --pinned-images localhost/gcfill0
+        --pinned-images localhost/gcfill0 --eviction-hard 'nodefs.available<1%,imagefs.available<1%'
 put_manifest inuse.yaml < <(sleep_pod inuse)
 check_field "pod using nanolet-test Running" inuse 'p["status"]["phase"]' Running
 
