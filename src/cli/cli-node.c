@@ -1,6 +1,10 @@
-/* nanolet node: the node's capacity and allocatable (capacity minus
- * --kube-reserved and --system-reserved) as the running agent recorded them
- * in <run-dir>/node.json at start (docs/resources.md). */
+/* nanolet node: what the running agent recorded of the node, as `kubectl
+ * describe node` shows it: capacity and allocatable (capacity minus
+ * --kube-reserved and --system-reserved) from <run-dir>/node.json, written
+ * at start (docs/resources.md), then the pressure conditions
+ * (MemoryPressure, DiskPressure, PIDPressure) and the eviction signals from
+ * <run-dir>/status/node.json, kept current by the eviction manager
+ * (docs/eviction.md). */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -15,9 +19,69 @@
 
 static void help(FILE *f) {
         fprintf(f, "Usage: nanolet node [OPTIONS]\n\n"
-                   "Print the node's capacity and allocatable (cpu, memory, pods) and the\n"
-                   "cgroup driver and root the agent runs with.\n\n"
-                   "  -o json             print the agent's record as it is\n" CLI_COMMON_HELP);
+                   "Print the node's capacity and allocatable (cpu, memory, pods), the cgroup\n"
+                   "driver and root the agent runs with, its pressure conditions and the\n"
+                   "eviction signals it observed last.\n\n"
+                   "  -o json             both records as one object\n" CLI_COMMON_HELP);
+}
+
+/* The JSON object in run_dir/name; NULL with a message when it cannot be
+ * read (quiet when missing and !required). */
+static json_t *load_record(const CliCommon *c, const char *name, bool required) {
+        _cleanup_free_ char *path = strprintf("%s/%s", c->run_dir, name), *data = NULL;
+        size_t size;
+
+        if (!path)
+                return NULL;
+        int r = read_full_file_at(AT_FDCWD, path, 1 << 20, &data, &size);
+        if (r < 0) {
+                if (required || r != -ENOENT)
+                        fprintf(stderr, "%s: cannot read %s (is the agent running?): %s\n", c->prog,
+                                path, strerror(-r));
+                return NULL;
+        }
+        json_t *j = json_loadb(data, size, 0, NULL);
+        if (!json_is_object(j)) {
+                json_decref(j);
+                fprintf(stderr, "%s: %s is not a node record\n", c->prog, path);
+                return NULL;
+        }
+        return j;
+}
+
+static void print_resources(const json_t *j) {
+        static const char *const sections[] = { "capacity", "Capacity", "allocatable",
+                                                "Allocatable" };
+
+        printf("Name:           %s\n", strempty(cli_json_str(j, "name")));
+        printf("Cgroup driver:  %s, root %s\n", strempty(cli_json_str(j, "cgroupDriver")),
+               strempty(cli_json_str(j, "cgroupRoot")));
+        for (size_t i = 0; i < ELEMENTSOF(sections); i += 2) {
+                json_t *s = json_object_get(j, sections[i]);
+                printf("%s:\n", sections[i + 1]);
+                printf("  cpu:     %s\n", strempty(cli_json_str(s, "cpu")));
+                printf("  memory:  %s\n", strempty(cli_json_str(s, "memory")));
+                printf("  pods:    %s\n", strempty(cli_json_str(s, "pods")));
+        }
+}
+
+static void print_pressure(const json_t *j) {
+        const char *key;
+        size_t i;
+        json_t *e, *v;
+
+        printf("\n%-16s %-6s %-22s %-32s %s\n", "CONDITION", "STATUS", "LAST TRANSITION", "REASON",
+               "MESSAGE");
+        json_array_foreach(json_object_get(j, "conditions"), i, e)
+                printf("%-16s %-6s %-22s %-32s %s\n", strempty(cli_json_str(e, "type")),
+                       strempty(cli_json_str(e, "status")),
+                       strempty(cli_json_str(e, "lastTransitionTime")),
+                       strempty(cli_json_str(e, "reason")), strempty(cli_json_str(e, "message")));
+        printf("\n%-20s %20s %20s\n", "SIGNAL", "AVAILABLE", "CAPACITY");
+        json_object_foreach(json_object_get(j, "signals"), key, v)
+                printf("%-20s %20lld %20lld\n", key,
+                       (long long)json_integer_value(json_object_get(v, "available")),
+                       (long long)json_integer_value(json_object_get(v, "capacity")));
 }
 
 int cli_node(int argc, char **argv) {
@@ -27,6 +91,7 @@ int cli_node(int argc, char **argv) {
                 CLI_COMMON_OPTIONS,
                 {},
         };
+        _cleanup_json_ json_t *resources = NULL, *pressure = NULL;
         CliCommon c;
         bool json = false;
         int opt;
@@ -42,7 +107,7 @@ int cli_node(int argc, char **argv) {
                         return EXIT_OK;
                 case 'o':
                         if (!streq(optarg, "json")) {
-                                fprintf(stderr, "%s: unknown output format \"%s\"\n", c.prog,
+                                fprintf(stderr, "%s: unknown output format \"%s\" (json)\n", c.prog,
                                         optarg);
                                 return EXIT_USAGE;
                         }
@@ -56,37 +121,21 @@ int cli_node(int argc, char **argv) {
                 fprintf(stderr, "%s: unexpected argument \"%s\"\n", c.prog, argv[optind]);
                 return EXIT_USAGE;
         }
-        _cleanup_free_ char *path = strprintf("%s/node.json", c.run_dir), *data = NULL;
-        size_t size;
-        if (!path)
+        resources = load_record(&c, "node.json", true);
+        if (!resources)
                 return EXIT_ERROR;
-        int r = read_full_file_at(AT_FDCWD, path, 65536, &data, &size);
-        if (r < 0) {
-                fprintf(stderr, "%s: cannot read %s (is the agent running?): %s\n", c.prog, path,
-                        strerror(-r));
-                return EXIT_ERROR;
-        }
+        /* Written by the eviction manager's first pass, seconds after start. */
+        pressure = load_record(&c, "status/node.json", false);
         if (json) {
-                fputs(data, stdout);
+                if (pressure && json_object_update(resources, pressure) < 0)
+                        return EXIT_ERROR;
+                if (json_dumpf(resources, stdout, JSON_INDENT(2)) < 0)
+                        return EXIT_ERROR;
+                putchar('\n');
                 return EXIT_OK;
         }
-        json_t *j = json_loads(data, 0, NULL);
-        if (!j) {
-                fprintf(stderr, "%s: %s is not valid JSON\n", c.prog, path);
-                return EXIT_ERROR;
-        }
-        printf("Name:           %s\n", strempty(cli_json_str(j, "name")));
-        printf("Cgroup driver:  %s, root %s\n", strempty(cli_json_str(j, "cgroupDriver")),
-               strempty(cli_json_str(j, "cgroupRoot")));
-        static const char *const sections[] = { "capacity", "Capacity", "allocatable",
-                                                "Allocatable" };
-        for (size_t i = 0; i < 4; i += 2) {
-                json_t *s = json_object_get(j, sections[i]);
-                printf("%s:\n", sections[i + 1]);
-                printf("  cpu:     %s\n", strempty(cli_json_str(s, "cpu")));
-                printf("  memory:  %s\n", strempty(cli_json_str(s, "memory")));
-                printf("  pods:    %s\n", strempty(cli_json_str(s, "pods")));
-        }
-        json_decref(j);
-        return EXIT_OK;
+        print_resources(resources);
+        if (pressure)
+                print_pressure(pressure);
+        return fflush(stdout) == 0 ? EXIT_OK : EXIT_ERROR;
 }

@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "disk-usage.h"
+#include "image-gc.h"
 #include "image-pull.h"
 #include "image.h"
 #include "log-rotate.h"
@@ -27,7 +28,7 @@ static const struct {
         { "events", cli_events, "list (or watch) the pods' events" },
         { "logs", cli_logs, "print (or follow) a container's logs" },
         { "exec", cli_exec, "run a command in a running container" },
-        { "node", cli_node, "print the node's capacity and allocatable" },
+        { "node", cli_node, "print the node's capacity and allocatable, pressure conditions and eviction signals" },
 };
 
 /* Internal, not in help(): the agent re-executes itself for blocking file
@@ -42,6 +43,8 @@ static int internal_helper(int argc, char **argv) {
                 return log_rotate_helper_main(argc, argv);
         if (argc > 0 && streq(argv[0], DISK_USAGE_HELPER_MODE))
                 return disk_usage_helper_main(argc, argv);
+        if (argc > 0 && streq(argv[0], IMAGE_GC_HELPER_MODE))
+                return image_gc_helper_main(argc, argv);
         fprintf(stderr, "nanolet: unknown helper mode \"%s\"\n", argc > 0 ? argv[0] : "");
         return EXIT_USAGE;
 }

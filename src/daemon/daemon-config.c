@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "eviction.h"
 #include "fileio.h"
 #include "log.h"
 #include "quantity.h"
@@ -43,6 +44,8 @@ int nanolet_config_init(NanoletConfig *c) {
                 .container_log_monitor_interval = 10 * USEC_PER_SEC,
                 .image_gc_high_threshold = 85,
                 .image_gc_low_threshold = 80,
+                .image_minimum_gc_age = 2 * 60 * USEC_PER_SEC,
+                .eviction_pressure_transition_period = 5 * 60 * USEC_PER_SEC,
                 .serialize_image_pulls = true,
                 .cpu_cfs_quota = true,
                 .read_only_port = 10255,
@@ -122,6 +125,10 @@ void nanolet_config_deinit(NanoletConfig *c) {
         c->node_ips = strv_free(c->node_ips);
         c->eviction_hard = strv_free(c->eviction_hard);
         c->insecure_registries = strv_free(c->insecure_registries);
+        c->pinned_images = strv_free(c->pinned_images);
+        c->eviction_soft = strv_free(c->eviction_soft);
+        c->eviction_soft_grace_period = strv_free(c->eviction_soft_grace_period);
+        c->eviction_minimum_reclaim = strv_free(c->eviction_minimum_reclaim);
 }
 
 int nanolet_parse_duration(const char *s, usec_t *ret) {
@@ -184,10 +191,11 @@ typedef enum ConfigFieldType {
         FIELD_BOOL,
         FIELD_QUANTITY,
         FIELD_STRV,
-        FIELD_HEADERS,  /* map[string][]string -> "Key: Value" list */
-        FIELD_EVICTION, /* map[string]string -> "signal<value" list */
-        FIELD_RESERVED, /* map[string]string {cpu, memory} -> two int64 (milli-CPU, bytes) */
-        FIELD_IGNORED,  /* a kubelet field that has no meaning without an apiserver */
+        FIELD_HEADERS,    /* map[string][]string -> "Key: Value" list */
+        FIELD_EVICTION,   /* map[string]string -> "signal<value" list */
+        FIELD_SIGNAL_MAP, /* map[string]string -> "signal=value" list */
+        FIELD_RESERVED,   /* map[string]string {cpu, memory} -> two int64 (milli-CPU, bytes) */
+        FIELD_IGNORED,    /* a kubelet field that has no meaning without an apiserver */
 } ConfigFieldType;
 
 typedef struct ConfigField {
@@ -226,8 +234,14 @@ static const ConfigField config_fields[] = {
         F("containerLogMaxFiles", FIELD_INT, container_log_max_files),
         F("containerLogMonitorInterval", FIELD_DURATION, container_log_monitor_interval),
         F("evictionHard", FIELD_EVICTION, eviction_hard),
+        F("evictionSoft", FIELD_EVICTION, eviction_soft),
+        F("evictionSoftGracePeriod", FIELD_SIGNAL_MAP, eviction_soft_grace_period),
+        F("evictionMinimumReclaim", FIELD_SIGNAL_MAP, eviction_minimum_reclaim),
+        F("evictionPressureTransitionPeriod", FIELD_DURATION, eviction_pressure_transition_period),
         F("imageGCHighThresholdPercent", FIELD_INT, image_gc_high_threshold),
         F("imageGCLowThresholdPercent", FIELD_INT, image_gc_low_threshold),
+        F("imageMinimumGCAge", FIELD_DURATION, image_minimum_gc_age),
+        F("pinnedImages", FIELD_STRV, pinned_images), /* nanolet's, as --pinned-images */
         F("serializeImagePulls", FIELD_BOOL, serialize_image_pulls),
         F("maxParallelImagePulls", FIELD_INT, max_parallel_image_pulls),
         F("hairpinMode", FIELD_STRING, hairpin_mode),
@@ -238,8 +252,6 @@ static const ConfigField config_fields[] = {
         IGN("cgroupsPerQOS"),
         IGN("containerRuntimeEndpoint"),
         IGN("cpuManagerReconcilePeriod"),
-        IGN("evictionPressureTransitionPeriod"),
-        IGN("imageMinimumGCAge"),
         IGN("logging"),
         IGN("memorySwap"),
         IGN("nodeStatusReportFrequency"),
@@ -352,6 +364,7 @@ static int apply_field(NanoletConfig *c, const ConfigField *f, const YamlNode *v
                 return 0;
         }
         case FIELD_HEADERS:
+        case FIELD_SIGNAL_MAP:
         case FIELD_EVICTION: {
                 if (v->type != YAML_NODE_MAP)
                         BAD("must be a map");
@@ -359,10 +372,13 @@ static int apply_field(NanoletConfig *c, const ConfigField *f, const YamlNode *v
                 for (size_t i = 0; i < v->n; i++) {
                         const YamlNode *val = v->pairs[i].value;
                         const char *key = v->pairs[i].key->str;
-                        if (f->type == FIELD_EVICTION) {
+                        if (f->type == FIELD_EVICTION || f->type == FIELD_SIGNAL_MAP) {
                                 if (!node_is_string(val))
                                         BAD("values must be strings such as \"100Mi\"");
-                                r = strv_consume(&l, strprintf("%s<%s", key, val->str));
+                                r = strv_consume(&l,
+                                                 strprintf("%s%c%s", key,
+                                                           f->type == FIELD_EVICTION ? '<' : '=',
+                                                           val->str));
                                 if (r < 0)
                                         return r;
                                 continue;
@@ -503,6 +519,15 @@ enum {
         ARG_MAX_PARALLEL_IMAGE_PULLS,
         ARG_IMAGE_PULL_POLICY_OVERRIDE,
         ARG_LOGGING_FORMAT,
+        ARG_IMAGE_GC_HIGH_THRESHOLD,
+        ARG_IMAGE_GC_LOW_THRESHOLD,
+        ARG_IMAGE_MINIMUM_GC_AGE,
+        ARG_PINNED_IMAGES,
+        ARG_EVICTION_HARD,
+        ARG_EVICTION_SOFT,
+        ARG_EVICTION_SOFT_GRACE_PERIOD,
+        ARG_EVICTION_MINIMUM_RECLAIM,
+        ARG_EVICTION_PRESSURE_TRANSITION_PERIOD,
 };
 
 static const struct option serve_options[] = {
@@ -556,6 +581,16 @@ static const struct option serve_options[] = {
         { "max-parallel-image-pulls", required_argument, NULL, ARG_MAX_PARALLEL_IMAGE_PULLS },
         { "image-pull-policy-override", required_argument, NULL, ARG_IMAGE_PULL_POLICY_OVERRIDE },
         { "logging-format", required_argument, NULL, ARG_LOGGING_FORMAT },
+        { "image-gc-high-threshold", required_argument, NULL, ARG_IMAGE_GC_HIGH_THRESHOLD },
+        { "image-gc-low-threshold", required_argument, NULL, ARG_IMAGE_GC_LOW_THRESHOLD },
+        { "image-minimum-gc-age", required_argument, NULL, ARG_IMAGE_MINIMUM_GC_AGE },
+        { "pinned-images", required_argument, NULL, ARG_PINNED_IMAGES },
+        { "eviction-hard", required_argument, NULL, ARG_EVICTION_HARD },
+        { "eviction-soft", required_argument, NULL, ARG_EVICTION_SOFT },
+        { "eviction-soft-grace-period", required_argument, NULL, ARG_EVICTION_SOFT_GRACE_PERIOD },
+        { "eviction-minimum-reclaim", required_argument, NULL, ARG_EVICTION_MINIMUM_RECLAIM },
+        { "eviction-pressure-transition-period", required_argument, NULL,
+          ARG_EVICTION_PRESSURE_TRANSITION_PERIOD },
         {}
 };
 
@@ -607,6 +642,16 @@ static void serve_help(void) {
                "  --serialize-image-pulls BOOL    one registry pull at a time [true]\n"
                "  --max-parallel-image-pulls N    pulls at once when not serialized [no bound]\n"
                "  --image-pull-policy-override never  no registry pull at all (appliances)\n"
+               "  --image-gc-high-threshold PCT   image GC starts above this disk usage [85; "
+               "100: off]\n"
+               "  --image-gc-low-threshold PCT    image GC frees down to this usage [80]\n"
+               "  --image-minimum-gc-age D        images stored more recently are kept [2m]\n"
+               "  --pinned-images REF[,REF]       never removed by image GC (repeatable)\n"
+               "  --eviction-hard S<V[,S<V]       hard eviction thresholds (replace the defaults)\n"
+               "  --eviction-soft S<V[,S<V]       soft eviction thresholds\n"
+               "  --eviction-soft-grace-period S=D[,S=D]  how long a soft one must hold\n"
+               "  --eviction-minimum-reclaim S=V[,S=V]    reclaim beyond the threshold\n"
+               "  --eviction-pressure-transition-period D  pressure conditions stay [5m]\n"
                "  --dry-run                       log the pod events, touch no container\n"
                "  --stop-pods-on-exit             stop all pods when the agent is stopped\n"
                "  -v N                            log verbosity (>= 4: debug)\n"
@@ -924,6 +969,67 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                         r = 0;
                         break;
                 }
+                case ARG_IMAGE_GC_HIGH_THRESHOLD:
+                        r = parse_int_arg("image-gc-high-threshold", optarg, 0, 100,
+                                          &c->image_gc_high_threshold);
+                        break;
+                case ARG_IMAGE_GC_LOW_THRESHOLD:
+                        r = parse_int_arg("image-gc-low-threshold", optarg, 0, 100,
+                                          &c->image_gc_low_threshold);
+                        break;
+                case ARG_IMAGE_MINIMUM_GC_AGE:
+                        /* 0 is allowed: no minimum age. */
+                        if (nanolet_parse_duration(optarg, &c->image_minimum_gc_age) < 0) {
+                                log_error("Invalid value \"%s\" for --image-minimum-gc-age: "
+                                          "expected a duration such as \"2m\".",
+                                          optarg);
+                                return -EINVAL;
+                        }
+                        r = 0;
+                        break;
+                case ARG_EVICTION_HARD:
+                case ARG_EVICTION_SOFT:
+                case ARG_EVICTION_SOFT_GRACE_PERIOD:
+                case ARG_EVICTION_MINIMUM_RECLAIM: {
+                        /* The flag's list replaces the file's (and the defaults), as kubelet. */
+                        char ***l = opt == ARG_EVICTION_HARD   ? &c->eviction_hard
+                                    : opt == ARG_EVICTION_SOFT ? &c->eviction_soft
+                                    : opt == ARG_EVICTION_SOFT_GRACE_PERIOD
+                                            ? &c->eviction_soft_grace_period
+                                            : &c->eviction_minimum_reclaim;
+                        _cleanup_free_ char *copy = strdup(optarg);
+                        char *save = NULL;
+                        if (!copy)
+                                return -ENOMEM;
+                        *l = strv_free(*l);
+                        r = 0;
+                        for (char *e = strtok_r(copy, ",", &save); e && r >= 0;
+                             e = strtok_r(NULL, ",", &save))
+                                r = strv_extend(l, e);
+                        break;
+                }
+                case ARG_EVICTION_PRESSURE_TRANSITION_PERIOD:
+                        if (nanolet_parse_duration(optarg,
+                                                   &c->eviction_pressure_transition_period) < 0) {
+                                log_error("Invalid value \"%s\" for "
+                                          "--eviction-pressure-transition-period: expected a "
+                                          "duration such as \"5m\".",
+                                          optarg);
+                                return -EINVAL;
+                        }
+                        r = 0;
+                        break;
+                case ARG_PINNED_IMAGES: {
+                        _cleanup_free_ char *copy = strdup(optarg);
+                        char *save = NULL;
+                        if (!copy)
+                                return -ENOMEM;
+                        r = 0;
+                        for (char *e = strtok_r(copy, ",", &save); e && r >= 0;
+                             e = strtok_r(NULL, ",", &save))
+                                r = strv_extend(&c->pinned_images, e);
+                        break;
+                }
                 default:
                         /* getopt printed the problem */
                         return -EINVAL;
@@ -971,6 +1077,30 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
         if (isempty(c->cgroup_root) || c->cgroup_root[0] != '/' || strstr(c->cgroup_root, "..")) {
                 log_error("Invalid cgroupRoot \"%s\": expected an absolute cgroup path.",
                           strempty(c->cgroup_root));
+                return -EINVAL;
+        }
+        {
+                EvictionConfig ec;
+                _cleanup_free_ char *msg = NULL;
+                r = eviction_config_parse(c->eviction_hard, c->eviction_soft,
+                                          c->eviction_soft_grace_period,
+                                          c->eviction_minimum_reclaim,
+                                          c->eviction_pressure_transition_period, &ec, &msg);
+                if (r < 0) {
+                        log_error("Invalid eviction settings: %s.", msg ? msg : strerror(-r));
+                        return r;
+                }
+                eviction_config_done(&ec);
+        }
+        /* kubelet's validation of the image GC thresholds. */
+        if (c->image_gc_high_threshold < 0 || c->image_gc_high_threshold > 100 ||
+            c->image_gc_low_threshold < 0 || c->image_gc_low_threshold > 100 ||
+            (c->image_gc_high_threshold < 100 &&
+             c->image_gc_low_threshold >= c->image_gc_high_threshold)) {
+                log_error("Invalid image GC thresholds: low %lld%% must be below high %lld%% "
+                          "(both 0..100; high 100 turns image GC off).",
+                          (long long)c->image_gc_low_threshold,
+                          (long long)c->image_gc_high_threshold);
                 return -EINVAL;
         }
         if (!streq(c->cgroup_driver, "cgroupfs") && !streq(c->cgroup_driver, "systemd")) {

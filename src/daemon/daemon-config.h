@@ -52,10 +52,16 @@ typedef struct NanoletConfig {
         int64_t pod_pids_limit;
         int64_t container_log_max_size;
         int64_t container_log_max_files;
-        usec_t container_log_monitor_interval; /* how often log sizes are checked */
-        char **eviction_hard;                  /* "signal<value" */
+        usec_t container_log_monitor_interval;      /* how often log sizes are checked */
+        char **eviction_hard;                       /* "signal<value" */
+        char **eviction_soft;                       /* "signal<value" */
+        char **eviction_soft_grace_period;          /* "signal=duration" */
+        char **eviction_minimum_reclaim;            /* "signal=value" */
+        usec_t eviction_pressure_transition_period; /* [5m] */
         int64_t image_gc_high_threshold;
         int64_t image_gc_low_threshold;
+        usec_t image_minimum_gc_age; /* imageMinimumGCAge [2m] */
+        char **pinned_images;        /* --pinned-images: never removed by image GC */
         bool serialize_image_pulls;
         int64_t max_parallel_image_pulls; /* with serializeImagePulls false; 0 = no bound */
         bool image_pull_never;            /* --image-pull-policy-override=never */

@@ -156,6 +156,7 @@ static int daemon_setup_metrics(Daemon *d) {
 
 /* ImagePulls' backend: image_pull_start(), a helper process per pull. */
 typedef struct PullJob {
+        Daemon *daemon;
         ImagePull *pull;
         image_pull_backend_done_t done;
         void *pull_userdata;
@@ -167,9 +168,13 @@ static void on_pull_job_done(ImagePull *pull, int r, const char *digest, const c
         image_pull_backend_done_t done = job->done;
         void *pull_userdata = job->pull_userdata;
 
+        Daemon *d = job->daemon;
         free(job);
         image_pull_cancel(pull); /* ended: this only frees it */
         done(pull_userdata, r, digest, error);
+        /* SPEC §14: after each pull, not only on the timer. */
+        if (r >= 0)
+                image_gc_check(d->image_gc);
 }
 
 static int pull_job_start(void *userdata, const char *ref, const char *auths_json,
@@ -182,6 +187,7 @@ static int pull_job_start(void *userdata, const char *ref, const char *auths_jso
         PullJob *job = calloc(1, sizeof *job);
         if (!job)
                 return -ENOMEM;
+        job->daemon = d;
         job->done = done;
         job->pull_userdata = pull_userdata;
         ImagePullOptions o = {
@@ -336,6 +342,38 @@ static int daemon_setup_runtime(Daemon *d) {
         r = pod_manager_new(&d->pod_manager, d->event, &po);
         if (r < 0)
                 return r;
+        ImageGcOptions go = {
+                .root_dir = c->root_dir,
+                .policy = { .high_percent = (unsigned)c->image_gc_high_threshold,
+                            .low_percent = (unsigned)c->image_gc_low_threshold,
+                            .min_age = c->image_minimum_gc_age },
+                .pinned_images = c->pinned_images,
+                .metrics = d->metrics,
+        };
+        r = image_gc_new(&d->image_gc, d->event, &go);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up image GC: %m");
+        _cleanup_(eviction_config_done) EvictionConfig ec = {};
+        _cleanup_free_ char *msg = NULL,
+                            *node_status = strprintf("%s/status/node.json", c->run_dir);
+        if (!node_status)
+                return log_oom();
+        r = eviction_config_parse(c->eviction_hard, c->eviction_soft, c->eviction_soft_grace_period,
+                                  c->eviction_minimum_reclaim,
+                                  c->eviction_pressure_transition_period, &ec, &msg);
+        if (r < 0)
+                return log_error_errno(r, "Invalid eviction settings: %s", msg ? msg : "?");
+        EvictionManagerOptions eo = {
+                .root_dir = c->root_dir,
+                .status_path = node_status,
+                .config = &ec,
+                .image_gc = d->image_gc,
+                .pods = d->pod_manager,
+                .metrics = d->metrics,
+        };
+        r = eviction_manager_new(&d->eviction, d->event, &eo);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up eviction: %m");
         return 0;
 }
 
@@ -457,6 +495,8 @@ Daemon *daemon_free(Daemon *d) {
         dir_source_free(d->dir_source);
         api_server_free(d->read_only_api);
         api_server_free(d->healthz_api);
+        eviction_manager_free(d->eviction);
+        image_gc_free(d->image_gc);
         pod_manager_free(d->pod_manager);
         image_pulls_free(d->pulls);
         /* Children still running are SIGKILLed with their process group

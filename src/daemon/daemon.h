@@ -6,6 +6,8 @@
 #include "api-server.h"
 #include "daemon-config.h"
 #include "event.h"
+#include "eviction.h"
+#include "image-gc.h"
 #include "image.h"
 #include "image-pulls.h"
 #include "metrics.h"
@@ -26,7 +28,9 @@ typedef struct Daemon {
         Runtime *runtime;
         CniRunner *cni;
         PodManager *pod_manager;
-        ImagePulls *pulls; /* registry pulls for the pods, in helper processes */
+        ImagePulls *pulls;         /* registry pulls for the pods, in helper processes */
+        ImageGc *image_gc;         /* SPEC §14: image GC above imageGCHighThresholdPercent */
+        EvictionManager *eviction; /* SPEC §14: signals, node conditions, reclaim */
         /* --address:--read-only-port and --healthz-bind-address:--healthz-port;
          * NULL when disabled (port 0) and with --dry-run. */
         ApiServer *read_only_api, *healthz_api;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dirent-util.h"
@@ -17,6 +18,9 @@
 #include "mount-util.h"
 #include "string-util.h"
 #include "strv.h"
+
+/* images/last-used/<hex>: image GC's last-used marks. */
+#define LAST_USED_DIR "last-used"
 
 static const char oci_layout[] = "{\"imageLayoutVersion\":\"1.0.0\"}";
 
@@ -787,8 +791,58 @@ int store_gc_locked(ImageStore *s, uint64_t *ret_reclaimed, Error *err) {
                                 log_debug("GC: cannot remove \"%s\": %s", de->d_name, strerror(-r));
                 }
         }
+        /* Last-used marks of images no longer stored. */
+        _cleanup_closedir_ DIR *used = NULL;
+        if (opendir_fd(s->images_fd, LAST_USED_DIR, O_NOFOLLOW, &used) >= 0)
+                FOREACH_DIRENT(de, used)
+                        if (de->d_name[0] != '.' && !strv_contains(keep_blobs, de->d_name))
+                                (void)unlinkat(dirfd(used), de->d_name, 0);
         if (ret_reclaimed)
                 *ret_reclaimed = reclaimed;
+        return 0;
+}
+
+int image_store_mark_used(ImageStore *s, const char *digest, usec_t now) {
+        if (!image_digest_is_valid(digest))
+                return -EINVAL;
+        if (mkdirat(s->images_fd, LAST_USED_DIR, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        _cleanup_free_ char *p = strprintf(LAST_USED_DIR "/%s", digest + 7);
+        if (!p)
+                return -ENOMEM;
+        _cleanup_close_ int fd =
+                openat(s->images_fd, p, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -errno;
+        struct timespec ts[2] = {
+                { .tv_sec = (time_t)(now / USEC_PER_SEC),
+                  .tv_nsec = (long)(now % USEC_PER_SEC) * 1000 },
+        };
+        ts[1] = ts[0];
+        return futimens(fd, ts) < 0 ? -errno : 0;
+}
+
+static usec_t mtime_usec(const struct stat *st) {
+        return (usec_t)st->st_mtim.tv_sec * USEC_PER_SEC + (usec_t)st->st_mtim.tv_nsec / 1000;
+}
+
+int image_store_times(ImageStore *s, const char *digest, usec_t *ret_first_seen,
+                      usec_t *ret_last_used) {
+        struct stat st;
+        if (!image_digest_is_valid(digest))
+                return -EINVAL;
+        if (fstatat(s->blobs_fd, digest + 7, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        usec_t first = mtime_usec(&st), last = 0;
+        _cleanup_free_ char *p = strprintf(LAST_USED_DIR "/%s", digest + 7);
+        if (!p)
+                return -ENOMEM;
+        if (fstatat(s->images_fd, p, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                last = mtime_usec(&st);
+        if (ret_first_seen)
+                *ret_first_seen = first;
+        if (ret_last_used)
+                *ret_last_used = last;
         return 0;
 }
 

@@ -28,6 +28,7 @@
 #include "image-layer.h"
 #include "image-oci.h"
 #include "image-ref.h"
+#include "time-util.h"
 
 typedef struct ImageStore ImageStore;
 
@@ -118,6 +119,17 @@ int image_store_remove(ImageStore *s, const char *ref, const ImageUsers *users, 
  * images' names/digests. */
 int image_store_prune(ImageStore *s, const ImageUsers *users, char ***ret_removed,
                       uint64_t *ret_reclaimed, Error *err);
+/* Image GC's clock (SPEC §14): image_store_mark_used() records that a
+ * container is being created from the image with manifest digest now (the
+ * mtime of images/last-used/<hex>: one open and futimens, fine on the loop);
+ * image_store_times() reads it back as ret_last_used (0: never used) and,
+ * as ret_first_seen, when the image was stored (its manifest blob's mtime:
+ * kubelet's "first detected", which --image-minimum-gc-age counts from).
+ * Marks of removed images go with the store's garbage collection. */
+int image_store_mark_used(ImageStore *s, const char *digest, usec_t now);
+int image_store_times(ImageStore *s, const char *digest, usec_t *ret_first_seen,
+                      usec_t *ret_last_used);
+
 /* Makes sure every layer of the image is unpacked (from its stored blob). */
 int image_store_unpack(ImageStore *s, const char *ref, Error *err);
 /* Path of a layer dir: <root>/layers/<chain-hex>. */

@@ -143,6 +143,41 @@ static int pod_image_users(const Pod *pod, const char *user, ImageUsers *users) 
         return r;
 }
 
+/* imageDigest of every attempt under <pod_dir>/containers/<name>/<n>/. */
+static int pod_attempt_image_users(const char *pod_dir, const char *user, ImageUsers *users) {
+        _cleanup_free_ char *cdir = strprintf("%s/containers", pod_dir);
+        if (!cdir)
+                return -ENOMEM;
+        _cleanup_closedir_ DIR *d = opendir(cdir);
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                _cleanup_free_ char *name_dir = strprintf("%s/%s", cdir, de->d_name);
+                if (!name_dir)
+                        return -ENOMEM;
+                _cleanup_closedir_ DIR *a = opendir(name_dir);
+                struct dirent *ae;
+                while (a && (ae = readdir(a))) {
+                        _cleanup_(attempt_record_done) AttemptRecord rec = { .exit_code = -1 };
+                        if (ae->d_name[0] == '.')
+                                continue;
+                        _cleanup_free_ char *adir = strprintf("%s/%s", name_dir, ae->d_name);
+                        if (!adir)
+                                return -ENOMEM;
+                        int r = attempt_record_read(adir, &rec);
+                        if (r == -ENOMEM)
+                                return r;
+                        if (r < 0 || !rec.image_digest)
+                                continue;
+                        r = image_users_add(users, rec.image_digest, user);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
 int pod_checkpoints_image_users(const char *pods_dir, ImageUsers *ret) {
         _cleanup_(image_users_done) ImageUsers users = {};
         _cleanup_closedir_ DIR *d = opendir(pods_dir);
@@ -175,6 +210,8 @@ int pod_checkpoints_image_users(const char *pods_dir, ImageUsers *ret) {
                 if (!user)
                         return -ENOMEM;
                 r = pod_image_users(o->pod, user, &users);
+                if (r >= 0)
+                        r = pod_attempt_image_users(dir, user, &users);
                 if (r < 0)
                         return r;
         }
@@ -213,6 +250,7 @@ static int write_json_file(const char *path, json_t *o) {
 void attempt_record_done(AttemptRecord *r) {
         free(r->reason);
         free(r->message);
+        free(r->image_digest);
         *r = (AttemptRecord){ .exit_code = -1 };
 }
 
@@ -226,10 +264,11 @@ int attempt_record_write(const char *attempt_dir, const AttemptRecord *r) {
                 r->message ? utf8_make_valid(r->message, strlen(r->message)) : NULL;
         if (!path || (r->reason && !reason) || (r->message && !message))
                 return -ENOMEM;
-        return write_json_file(path, json_pack("{s:I, s:I, s:i, s:s?, s:s?}", "startedAt",
+        return write_json_file(path, json_pack("{s:I, s:I, s:i, s:s?, s:s?, s:s?}", "startedAt",
                                                (json_int_t)r->started_at, "finishedAt",
                                                (json_int_t)r->finished_at, "exitCode", r->exit_code,
-                                               "reason", reason, "message", message));
+                                               "reason", reason, "message", message, "imageDigest",
+                                               r->image_digest));
 }
 
 int attempt_record_read(const char *attempt_dir, AttemptRecord *ret) {
@@ -249,10 +288,12 @@ int attempt_record_read(const char *attempt_dir, AttemptRecord *ret) {
         r.exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
         const char *s = json_string_value(json_object_get(o, "reason"));
         const char *m = json_string_value(json_object_get(o, "message"));
+        const char *d = json_string_value(json_object_get(o, "imageDigest"));
         r.reason = s ? strdup(s) : NULL;
         r.message = m ? strdup(m) : NULL;
+        r.image_digest = d ? strdup(d) : NULL;
         json_decref(o);
-        if ((s && !r.reason) || (m && !r.message)) {
+        if ((s && !r.reason) || (m && !r.message) || (d && !r.image_digest)) {
                 attempt_record_done(&r);
                 return -ENOMEM;
         }

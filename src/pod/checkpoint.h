@@ -32,11 +32,16 @@ int pod_checkpoint_read(const char *pod_dir, PodCheckpoint *ret);
  * file was). node_name as the agent's --hostname-override. */
 int pod_checkpoint_parse(const PodCheckpoint *c, const char *node_name, ManifestObject **ret);
 
-/* The images the checkpointed pods under pods_dir (<root-dir>/pods) use:
- * every container, init container and image volume reference, as the pod
- * names it, with user "pod \"<namespace>/<name>\"". A pod directory without a
- * checkpoint has no container yet; an unreadable one is skipped with a
- * warning, as the agent skips it. */
+/* The images the checkpointed pods under pods_dir (<root-dir>/pods) use, with
+ * user "pod \"<namespace>/<name>\"": the manifest digest every container
+ * attempt that still has its directory was created from (attempt.json's
+ * imageDigest: what runs, or ran and may be restarted or inspected, whatever
+ * the tags do), and every container, init container and image volume
+ * reference as the pod names it (what the pod's next start needs; for
+ * attempts recorded before the digest was, the only record). A pod directory
+ * without a checkpoint has no container yet; an unreadable one is skipped
+ * with a warning, as the agent skips it. The one answer to "is this image in
+ * use" for `image rm`, `image prune` and image GC. */
 int pod_checkpoints_image_users(const char *pods_dir, ImageUsers *ret);
 
 /* What the agent knows about one container attempt, kept next to its bundle
@@ -50,6 +55,11 @@ typedef struct AttemptRecord {
         int exit_code;      /* -1 unknown */
         char *reason;       /* "Completed", "Error", "OOMKilled", ... */
         char *message;      /* termination message */
+        /* The manifest digest the attempt's root filesystem was built from
+         * ("sha256:<hex>"), recorded before the rootfs is built: what keeps
+         * the image in use (pod_checkpoints_image_users()) whatever its tags
+         * do meanwhile. NULL in records of agents before it was recorded. */
+        char *image_digest;
 } AttemptRecord;
 
 void attempt_record_done(AttemptRecord *r);

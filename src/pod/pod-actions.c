@@ -32,6 +32,7 @@ static const char *const kill_reason_table[_KILL_REASON_MAX] = {
         [KILL_REASON_DEADLINE_EXCEEDED] = "DeadlineExceeded",
         [KILL_REASON_POD_COMPLETED] = "PodCompleted",
         [KILL_REASON_INIT_FAILED] = "InitContainerFailed",
+        [KILL_REASON_EVICTED] = "Evicted",
 };
 
 const char *kill_reason_to_string(KillReason r) {
@@ -161,6 +162,9 @@ static int add_kill(Ctx *x, const ContainerState *c, KillReason reason) {
                 break;
         case KILL_REASON_POD_COMPLETED:
                 msg = strprintf("Stopping sidecar container %s: app containers completed", name);
+                break;
+        case KILL_REASON_EVICTED:
+                msg = strprintf("Stopping container %s: the pod is evicted", name);
                 break;
         case KILL_REASON_INIT_FAILED:
         case _KILL_REASON_INVALID:
@@ -496,6 +500,9 @@ static int compute(Ctx *x) {
 
         if (s->terminating)
                 return stop_pod(x, KILL_REASON_TERMINATING, _POD_PHASE_INVALID);
+
+        if (s->evicted)
+                return stop_pod(x, KILL_REASON_EVICTED, POD_PHASE_FAILED);
 
         if (init_failed_for_good(s) && !any_app_started(s))
                 return stop_pod(x, KILL_REASON_INIT_FAILED, POD_PHASE_FAILED);

@@ -12,6 +12,7 @@
  *
  * Order of evaluation:
  *   1. terminating           -> kill in stages, pod_done when nothing runs
+ *   1b. evicted              -> kill in stages, phase Failed (reason Evicted)
  *   2. init failed (Never)   -> kill in stages, phase Failed
  *   3. all apps completed    -> (restartPolicy Never/OnFailure) stop sidecars, Succeeded/Failed
  *   4. activeDeadlineSeconds -> kill in stages, phase Failed, reason DeadlineExceeded
@@ -40,11 +41,13 @@ typedef enum KillReason {
         KILL_REASON_DEADLINE_EXCEEDED, /* activeDeadlineSeconds */
         KILL_REASON_POD_COMPLETED,     /* sidecars stopping after the app containers completed */
         KILL_REASON_INIT_FAILED, /* a regular init container failed under restartPolicy Never */
+        KILL_REASON_EVICTED,     /* node-pressure eviction (src/gc/eviction.h) */
         _KILL_REASON_MAX,
         _KILL_REASON_INVALID = -EINVAL,
 } KillReason;
 
-/* "Unhealthy", "Terminating", "DeadlineExceeded", "PodCompleted", "InitContainerFailed" */
+/* "Unhealthy", "Terminating", "DeadlineExceeded", "PodCompleted", "InitContainerFailed",
+ * "Evicted" */
 const char *kill_reason_to_string(KillReason r);
 
 typedef struct ContainerStartAction {

@@ -130,7 +130,12 @@ static bool container_adopt(PodWorker *w, ContainerOp *op, ContainerState *c, ch
 
         Image *image = NULL;
         Error ie = {};
-        if (image_store_get(w->ctx->o->images, c->spec->image, &image, &ie) >= 0) {
+        /* The digest the attempt was created from, where recorded: the tag may
+         * have moved since. */
+        if (have_rec && rec.image_digest)
+                (void)set_str(&c->image_digest, rec.image_digest);
+        if (image_store_get(w->ctx->o->images, c->image_digest ? c->image_digest : c->spec->image,
+                            &image, &ie) >= 0) {
                 (void)set_str(&c->image_id, image->config_digest);
                 op->stop_signal = signal_from_string(image->config.stop_signal);
                 image_free(image);

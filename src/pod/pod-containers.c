@@ -104,7 +104,9 @@ static void on_container_started(Runtime *rt, int r, const Error *err, void *use
         log_info("Started container \"%s\" of pod \"%s\" (%s).", c->spec->name, w->full_name,
                  op->id);
         worker_event(w, c, POD_EVENT_STARTED, "Started container %s", c->spec->name);
-        AttemptRecord rec = { .started_at = c->started_at, .exit_code = -1 };
+        AttemptRecord rec = { .started_at = c->started_at,
+                              .exit_code = -1,
+                              .image_digest = c->image_digest };
         r = attempt_record_write(op->attempt_dir, &rec);
         if (r < 0)
                 log_warning_errno(r, "Container \"%s\" of pod \"%s\": cannot record its start: %m",
@@ -456,6 +458,20 @@ static void container_start_with_image(ContainerOp *op) {
                 pod_worker_gc_attempts(w, c, op->attempt - 1);
         container_set_waiting(c, "ContainerCreating", NULL);
 
+        /* In use from here on, before the rootfs helper looks the image up:
+         * `image prune`/`rm` and image GC read the attempt's record
+         * (pod_checkpoints_image_users()); the store's last-used mark orders
+         * image GC. */
+        (void)set_str(&c->image_digest, op->image->digest);
+        AttemptRecord rec = { .exit_code = -1, .image_digest = c->image_digest };
+        r = attempt_record_write(op->attempt_dir, &rec);
+        if (r < 0)
+                log_warning_errno(r, "Container \"%s\" of pod \"%s\": cannot record its image: %m",
+                                  c->spec->name, w->full_name);
+        r = image_store_mark_used(store, op->image->digest, now_usec(CLOCK_REALTIME));
+        if (r < 0)
+                log_debug_errno(r, "Cannot mark image %s as used: %m", op->image->digest);
+
         /* The digest resolved above, as config.json uses it: a re-tag from
          * now on does not change what this attempt runs. */
         ImageRootfsJob job = { .digest = op->image->digest,
@@ -618,6 +634,7 @@ void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,
                 .exit_code = c->exit_code,
                 .reason = c->exit_reason,
                 .message = c->exit_message,
+                .image_digest = c->image_digest,
         };
         int r = attempt_dir ? attempt_record_write(attempt_dir, &rec) : -ENOMEM;
         if (r < 0)

@@ -723,3 +723,39 @@ PodManager *pod_manager_free(PodManager *m) {
         free(m);
         return NULL;
 }
+
+int pod_manager_evict(PodManager *m, const char *uid, const char *message) {
+        for (size_t i = 0; i < m->n_workers; i++) {
+                PodWorker *w = m->workers[i];
+                if (pod_worker_is_terminating(w) || !streq(pod_worker_uid(w), uid))
+                        continue;
+                pod_worker_evict(w, message);
+                return 0;
+        }
+        return -ENOENT;
+}
+
+unsigned pod_manager_unevict_all(PodManager *m, usec_t min_age) {
+        unsigned n = 0;
+        for (size_t i = 0; i < m->n_workers; i++)
+                if (pod_worker_eviction_done(m->workers[i], min_age)) {
+                        pod_worker_unevict(m->workers[i]);
+                        n++;
+                }
+        return n;
+}
+
+unsigned pod_manager_evicted_count(PodManager *m) {
+        unsigned n = 0;
+        for (size_t i = 0; i < m->n_workers; i++)
+                n += pod_worker_is_evicted(m->workers[i]);
+        return n;
+}
+
+unsigned pod_manager_evictions_in_progress(PodManager *m) {
+        unsigned n = 0;
+        for (size_t i = 0; i < m->n_workers; i++)
+                n += pod_worker_is_evicted(m->workers[i]) &&
+                     !pod_worker_eviction_done(m->workers[i], 0);
+        return n;
+}

@@ -98,6 +98,18 @@ int pod_manager_pod_list_json(PodManager *m, char **ret, size_t *ret_size);
  * never blocks. ret is malloc'd and NUL-terminated; 0 or -ENOMEM. */
 int pod_manager_stats_summary_json(PodManager *m, char **ret, size_t *ret_size);
 
+/* Node-pressure eviction (src/gc/eviction.h) of the pod with this UID
+ * (pod_worker_evict()); -ENOENT when no live worker has it. */
+int pod_manager_evict(PodManager *m, const char *uid, const char *message);
+/* The pressure cleared: every evicted pod whose eviction is complete (it
+ * stopped, its volumes are gone) and at least min_age old (the back-off) may
+ * start again (pod_worker_unevict()). Returns how many. */
+unsigned pod_manager_unevict_all(PodManager *m, usec_t min_age);
+/* How many pods are evicted now, and how many of them still run or hold
+ * their volumes. */
+unsigned pod_manager_evicted_count(PodManager *m);
+unsigned pod_manager_evictions_in_progress(PodManager *m);
+
 /* The sync loop's heartbeat is the relist (every
  * POD_MANAGER_RELIST_PERIOD_USEC). When it last ran (event loop time,
  * CLOCK_MONOTONIC), 0 before pod_manager_start(). */

@@ -46,6 +46,7 @@ static void container_state_done(ContainerState *c) {
         free(c->waiting_reason);
         free(c->waiting_message);
         free(c->image_id);
+        free(c->image_digest);
 }
 
 static int container_states_new(const Container *specs, size_t n, bool is_init,

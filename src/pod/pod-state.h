@@ -68,7 +68,8 @@ typedef struct ContainerState {
          * "ImagePullBackOff", ... and a message. */
         char *waiting_reason;
         char *waiting_message;
-        char *image_id; /* resolved image digest, for status */
+        char *image_id;     /* resolved image digest, for status */
+        char *image_digest; /* manifest digest the current attempt runs (attempt.json) */
 } ContainerState;
 
 typedef enum SandboxRunState {
@@ -107,6 +108,9 @@ typedef struct PodState {
         usec_t start_monotonic; /* for activeDeadlineSeconds */
         bool terminating;       /* removal or replacement in progress: kill everything */
         bool deadline_exceeded;
+        /* Node-pressure eviction (pod_worker_evict()): everything is stopped,
+         * phase Failed, reason "Evicted"; cleared by pod_worker_unevict(). */
+        bool evicted;
         /* The pod got a new sandbox after a reboot: its init containers run
          * again before the app containers, whatever ran before (kubelet does
          * the same for a recreated sandbox). */

@@ -191,6 +191,16 @@ static json_t *pod_json(JsonBuild *b, const PodSummary *p) {
         usage_json(b, o, &p->usage);
         if (p->ephemeral_storage.time > 0)
                 put(b, o, "ephemeral-storage", fs_json(b, &p->ephemeral_storage));
+        if (p->n_volumes > 0) {
+                json_t *vols = json_array();
+                for (size_t i = 0; i < p->n_volumes; i++) {
+                        json_t *v = fs_json(b, &p->volumes[i].fs);
+                        put(b, v, "name", json_string(p->volumes[i].name));
+                        if (!vols || json_array_append_new(vols, v) < 0)
+                                b->oom = true;
+                }
+                put(b, o, "volume", vols);
+        }
         return o;
 }
 
@@ -435,6 +445,14 @@ static char *container_upper(const PodWorker *w, const ContainerState *c) {
                          c->attempt);
 }
 
+/* A disk-backed emptyDir's directory (pod-volumes.c's layout), or NULL for
+ * any other volume (a Memory emptyDir is memory, as kubelet counts it). */
+static char *empty_dir_path(const PodWorker *w, const Volume *v) {
+        if (v->type != VOLUME_EMPTY_DIR || v->empty_dir.medium != STORAGE_MEDIUM_DEFAULT)
+                return NULL;
+        return strprintf("%s/volumes/kubernetes.io~empty-dir/%s", pod_worker_pod_dir(w), v->name);
+}
+
 static char *container_log_dir(const PodWorker *w, const ContainerState *c) {
         return strprintf("%s/%s", pod_worker_log_dir(w), c->spec->name);
 }
@@ -469,6 +487,11 @@ void pod_stats_sample(PodStats *s, PodWorker *const *workers, size_t n) {
                 if (pod_cg)
                         sample_cgroup(s, pod_cg, now);
                 const PodState *st = pod_worker_state(w);
+                for (size_t k = 0; st->pod && k < st->pod->spec.n_volumes; k++) {
+                        _cleanup_free_ char *ed = empty_dir_path(w, &st->pod->spec.volumes[k]);
+                        if (ed)
+                                new_dirs |= du_want(s, ed);
+                }
                 for (size_t k = 0; k < st->n_init + st->n_app; k++) {
                         const ContainerState *c = listed_container(st, k);
                         if (!c)
@@ -521,8 +544,10 @@ static int pod_summary_compare(const void *a, const void *b) {
 }
 
 static void pod_summaries_free(PodSummary *p, size_t n) {
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 free(p[i].containers);
+                free(p[i].volumes);
+        }
         free(p);
 }
 
@@ -628,6 +653,26 @@ int pod_stats_summary_json(PodStats *s, PodWorker *const *workers, size_t n, cha
                         eph.inodes += cs->rootfs.used.inodes + cs->logs.used.inodes;
                         if (p->ephemeral_storage.time == 0 && cs->rootfs.time > 0)
                                 p->ephemeral_storage = cs->rootfs;
+                }
+                size_t nv = st->pod ? st->pod->spec.n_volumes : 0;
+                if (nv > 0 && !(p->volumes = calloc(nv, sizeof *p->volumes))) {
+                        r = -ENOMEM;
+                        break;
+                }
+                for (size_t k = 0; k < nv; k++) {
+                        const Volume *v = &st->pod->spec.volumes[k];
+                        _cleanup_free_ char *ed = empty_dir_path(w, v);
+                        if (!ed)
+                                continue;
+                        VolumeSummary *vs = &p->volumes[p->n_volumes];
+                        vs->name = v->name;
+                        fs_read(s, ed, realtime, &vs->fs);
+                        if (vs->fs.time == 0)
+                                continue; /* not there (yet) */
+                        p->n_volumes++;
+                        eph.valid = eph.valid && vs->fs.used.valid;
+                        eph.bytes += vs->fs.used.bytes;
+                        eph.inodes += vs->fs.used.inodes;
                 }
                 if (p->ephemeral_storage.time > 0)
                         p->ephemeral_storage.used = eph;

@@ -88,6 +88,14 @@ typedef struct ContainerSummary {
         StatsFs rootfs, logs;
 } ContainerSummary;
 
+/* A disk-backed emptyDir (kubelet's VolumeStats): its usage counts into the
+ * pod's ephemeral storage, and emptyDir.sizeLimit is checked against it
+ * (src/gc/eviction.h). */
+typedef struct VolumeSummary {
+        const char *name;
+        StatsFs fs;
+} VolumeSummary;
+
 typedef struct PodSummary {
         const char *name, *namespace, *uid;
         usec_t start_time;
@@ -95,6 +103,8 @@ typedef struct PodSummary {
         size_t n_containers;
         StatsUsage usage;
         StatsFs ephemeral_storage;
+        VolumeSummary *volumes;
+        size_t n_volumes;
 } PodSummary;
 
 typedef struct NodeSummary {

@@ -44,10 +44,12 @@ struct PodWorker {
         bool claimed;
         char **wait_for; /* "namespace/name" of pods to wait for (annotation) */
         bool sandbox_pending;
-        bool sandbox_released; /* a finished pod's namespaces were removed */
-        CniConfig *cni_config; /* the network the pod was added to */
-        CniOp *cni_op;         /* ADD or DEL in flight */
-        bool network_added;    /* an ADD may have left state to DEL */
+        bool sandbox_released;         /* a finished pod's namespaces were removed */
+        bool evicted_volumes_released; /* an evicted pod's volumes were removed */
+        usec_t evicted_at;             /* CLOCK_MONOTONIC */
+        CniConfig *cni_config;         /* the network the pod was added to */
+        CniOp *cni_op;                 /* ADD or DEL in flight */
+        bool network_added;            /* an ADD may have left state to DEL */
 
         unsigned busy; /* operations in flight */
         bool sync_requested;

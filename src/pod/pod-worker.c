@@ -445,6 +445,16 @@ static bool worker_sync(PodWorker *w) {
                         pod_actions_done(&a);
                         return worker_teardown(w);
                 }
+                /* An evicted pod gives its volumes back: what filled the disk
+                 * is often an emptyDir. */
+                if (w->state.evicted && !w->evicted_volumes_released) {
+                        Error err = {};
+                        if (pod_volumes_cleanup(w->pod_dir, &err) < 0)
+                                log_warning("Pod \"%s\": cannot remove its volumes after the "
+                                            "eviction: %s",
+                                            w->full_name, err.message);
+                        w->evicted_volumes_released = true;
+                }
                 /* A finished pod (Succeeded/Failed) keeps its status and logs
                  * but not its namespaces. */
                 if (!w->sandbox_released && sandbox_namespaces(w->state.pod) &&
@@ -466,6 +476,46 @@ static bool worker_sync(PodWorker *w) {
         pod_actions_done(&a);
         w->status_dirty = true;
         return false;
+}
+
+void pod_worker_evict(PodWorker *w, const char *message) {
+        if (w->state.evicted || w->state.terminating)
+                return;
+        w->state.evicted = true;
+        w->evicted_volumes_released = false;
+        w->evicted_at = now_usec(CLOCK_MONOTONIC);
+        (void)set_str(&w->state.reason, "Evicted");
+        (void)set_str(&w->state.message, message);
+        log_warning("Evicting pod \"%s\": %s", w->full_name, message);
+        worker_event(w, NULL, POD_EVENT_EVICTED, "%s", message);
+        w->status_dirty = true;
+        pod_worker_request_sync(w);
+}
+
+void pod_worker_unevict(PodWorker *w) {
+        if (!w->state.evicted)
+                return;
+        w->state.evicted = false;
+        free(w->state.reason);
+        free(w->state.message);
+        w->state.reason = w->state.message = NULL;
+        if (w->sandbox_released) {
+                /* Namespaces and volumes are made again. */
+                w->state.sandbox = SANDBOX_NONE;
+                w->sandbox_released = false;
+        }
+        log_info("Pod \"%s\" may start again: the node is no longer under pressure.", w->full_name);
+        w->status_dirty = true;
+        pod_worker_request_sync(w);
+}
+
+bool pod_worker_is_evicted(const PodWorker *w) {
+        return w->state.evicted;
+}
+
+bool pod_worker_eviction_done(const PodWorker *w, usec_t min_age) {
+        return w->state.evicted && w->evicted_volumes_released &&
+               now_usec(CLOCK_MONOTONIC) >= w->evicted_at + min_age;
 }
 
 static int on_sync_defer(EventSource *s, usec_t now, void *userdata) {

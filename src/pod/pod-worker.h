@@ -81,6 +81,18 @@ const char *pod_worker_status_text(const PodWorker *w);
  * (cgroup.h); NULL on ENOMEM. */
 char *pod_worker_cgroup_path(const PodWorker *w);
 char *pod_worker_container_cgroup_path(const PodWorker *w, const char *container_id);
+/* Node-pressure eviction (src/gc/eviction.h): stops every container (grace
+ * periods honoured), reports phase Failed, reason "Evicted" and message,
+ * records an Evicted event, and once nothing runs releases the namespaces
+ * and removes the pod's volumes (emptyDir contents go, as kubelet's volume
+ * cleanup of a failed pod). pod_worker_unevict() lets the pod start again:
+ * a new sandbox, fresh volumes, containers restarted per their restart
+ * policy and back-off (restartPolicy Never: the pod stays Failed). */
+void pod_worker_evict(PodWorker *w, const char *message);
+void pod_worker_unevict(PodWorker *w);
+bool pod_worker_is_evicted(const PodWorker *w);
+/* Evicted at least min_age ago, and nothing of it runs any more. */
+bool pod_worker_eviction_done(const PodWorker *w, usec_t min_age);
 
 /* pod_worker_terminate() was called: the worker is on its way out and no
  * longer counts as the live pod of its UID or name. */

@@ -165,6 +165,27 @@ for l in $lowers; do [ -d "$l" ] && [ -n "$(ls -A "$l")" ] || left+=" $l"; done
         ok "the container still runs" || fail "container $cid no longer runs"
 check_field "the pod is still Running, not restarted" inuse \
         'p["status"]["phase"] + "/" + str(p["status"]["containerStatuses"][0]["restartCount"])' Running/0
+# The checkpoint holds the digest the container was created from.
+att=$(ls "$ROOT"/pods/*/containers/main/0/attempt.json 2>/dev/null | head -1)
+[ -n "$att" ] && python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["imageDigest"] != sys.argv[2])' "$att" "$digest" &&
+        ok "attempt.json records the image digest" || fail "attempt.json lacks imageDigest $digest: $(cat "$att" 2>/dev/null)"
+[ -f "$ROOT/images/last-used/${digest#sha256:}" ] && ok "the image's last use is recorded" || fail "no last-used mark"
+put_manifest inuse2.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: inuse2, namespace: default}
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: nanolet-test-layers
+    imagePullPolicy: Never
+    command: ["sleep", "3600"]
+YAML
+check_field "a new pod from the same image starts after prune" inuse2 'p["status"]["phase"]' Running
+rm -f "$MAN/inuse2.yaml"
+expect "second pod removed" "$AGENT_LOG" 'Pod "inuse2-node1_default\([0-9a-f]+\)" is gone' 1 30
 rm -f "$MAN/inuse.yaml"
 expect "pod removed" "$AGENT_LOG" 'Pod "inuse-node1_default\([0-9a-f]+\)" is gone' 1 30
 # By digest: skopeo's copies share it, and all its names go.
@@ -194,9 +215,16 @@ rootfs=$(runc --root "$RUN/runc" state "$cid" | python3 -c 'import json,sys; pri
 lowers=$(awk -v m="$rootfs" '$2 == m && $3 == "overlay" {print $4}' /proc/mounts | tr ',' '\n' |
         sed -n 's/^lowerdir=//p' | tr ':' ' ')
 img tag nanolet-test-config localhost/moving:v1 || fail "moving the tag"
-# The pod now names nanolet-test-config: nanolet-test-layers is no pod's image any more.
-img rm "$digest" >"$WORK/out" 2>&1 && ok "rm of the image the tag moved away from" || fail "rm: $(cat "$WORK/out")"
+# The pod now names nanolet-test-config, but its container was created from
+# nanolet-test-layers (the digest its attempt recorded): still in use.
+rc=0
+img rm "$digest" >"$WORK/out" 2>&1 || rc=$?
+[ "$rc" = 1 ] && grep -q 'is in use by pod "default/moved-node1"' "$WORK/out" &&
+        ok "rm of the image a container was created from refused after the tag moved" ||
+        fail "rm of the moved-from image: rc=$rc $(cat "$WORK/out")"
 img prune >/dev/null 2>&1 || fail "prune after the tag moved"
+img inspect "$digest" >/dev/null 2>&1 && ok "prune keeps the image by its recorded digest" ||
+        fail "prune removed the image a running container was created from"
 left=
 for l in $lowers; do [ -d "$l" ] && [ -n "$(ls -A "$l")" ] || left+=" $l"; done
 [ -n "$lowers" ] && [ -z "$left" ] && ok "the running container's lowers survive rm and prune" ||
@@ -206,6 +234,8 @@ for l in $lowers; do [ -d "$l" ] && [ -n "$(ls -A "$l")" ] || left+=" $l"; done
 rm -f "$MAN/moved.yaml"
 expect "pod of the moved tag removed" "$AGENT_LOG" 'Pod "moved-node1_default\([0-9a-f]+\)" is gone' 1 30
 img prune >/dev/null 2>&1 || fail "prune after the pod"
+! img inspect "$digest" >/dev/null 2>&1 && ok "prune removes the moved-from image once the pod is gone" ||
+        fail "moved-from image kept after its pod went"
 [ -z "$(ls "$ROOT/layers")" ] && ok "prune removes them once unmounted" || fail "layers kept: $(ls "$ROOT/layers" | tr '\n' ' ')"
 stop_agent
 

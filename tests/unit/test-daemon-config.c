@@ -242,6 +242,52 @@ static void test_pull_flags(void **state) {
         }
 }
 
+static void test_gc_eviction_flags(void **state) {
+        NanoletConfig c;
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_int_equal(c.image_minimum_gc_age, 120 * USEC_PER_SEC);
+        assert_int_equal(c.eviction_pressure_transition_period, 300 * USEC_PER_SEC);
+        assert_int_equal(strv_length(c.eviction_hard), 4);
+        char *argv[] = { "serve",
+                         "--image-gc-high-threshold=90",
+                         "--image-gc-low-threshold",
+                         "70",
+                         "--image-minimum-gc-age=0",
+                         "--pinned-images",
+                         "a:1,b",
+                         "--pinned-images=c",
+                         "--eviction-hard",
+                         "nodefs.available<5%,memory.available<50Mi",
+                         "--eviction-soft=nodefs.available<20%",
+                         "--eviction-soft-grace-period=nodefs.available=30s",
+                         "--eviction-pressure-transition-period=1m",
+                         NULL };
+        assert_int_equal(nanolet_config_parse_argv(&c, (int)ELEMENTSOF(argv) - 1, argv), 0);
+        assert_int_equal(c.image_gc_high_threshold, 90);
+        assert_int_equal(c.image_gc_low_threshold, 70);
+        assert_int_equal(c.image_minimum_gc_age, 0);
+        assert_int_equal(strv_length(c.pinned_images), 3);
+        assert_string_equal(c.pinned_images[2], "c");
+        /* The flag replaces the defaults. */
+        assert_int_equal(strv_length(c.eviction_hard), 2);
+        assert_string_equal(c.eviction_hard[1], "memory.available<50Mi");
+        assert_int_equal(c.eviction_pressure_transition_period, 60 * USEC_PER_SEC);
+        nanolet_config_deinit(&c);
+
+        char *bad1[] = { "serve", "--image-gc-low-threshold=85", NULL };
+        char *bad2[] = { "serve", "--image-gc-high-threshold=101", NULL };
+        char *bad3[] = { "serve", "--eviction-hard=disk.available<1Gi", NULL };
+        char *bad4[] = { "serve", "--eviction-soft=memory.available<1Gi", NULL };
+        char *bad5[] = { "serve", "--eviction-hard=memory.available<0", NULL };
+        char **all[] = { bad1, bad2, bad3, bad4, bad5 };
+        for (size_t i = 0; i < ELEMENTSOF(all); i++) {
+                assert_int_equal(nanolet_config_init(&c), 0);
+                assert_int_equal(nanolet_config_parse_argv(&c, (int)strv_length(all[i]), all[i]),
+                                 -EINVAL);
+                nanolet_config_deinit(&c);
+        }
+}
+
 static void test_container_log_flags(void **state) {
         char path[] = "/tmp/nanolet-test-config-XXXXXX";
         int fd = mkstemp(path);
@@ -441,6 +487,7 @@ int main(void) {
                 cmocka_unit_test(test_config_flag_spellings),
                 cmocka_unit_test(test_registry_flags),
                 cmocka_unit_test(test_pull_flags),
+                cmocka_unit_test(test_gc_eviction_flags),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -636,6 +636,40 @@ static void test_deadline(void **state) {
         fx_done(&f);
 }
 
+static void test_evicted(void **state) {
+        (void)state;
+        Fixture f;
+        fx_setup(&f, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n"
+                     "  terminationGracePeriodSeconds: 5\n"
+                     "  containers:\n  - {name: a1, image: busybox}\n");
+        f.s.sandbox = SANDBOX_READY;
+        set_running(C(&f, "a1"), true);
+        f.s.evicted = true;
+        PodActions *a = fx_compute(&f, 20 * SEC);
+        assert_true(a->kill_pod);
+        assert_int_equal(a->kill_pod_reason, KILL_REASON_EVICTED);
+        assert_string_equal(kill_reason_to_string(KILL_REASON_EVICTED), "Evicted");
+        assert_int_equal(a->phase, POD_PHASE_FAILED);
+        assert_int_equal(a->n_kills, 1);
+        assert_int_equal(a->kills[0].grace_period_seconds, 5);
+        assert_int_equal(pod_phase(&f.s), POD_PHASE_FAILED);
+
+        /* Stopped: no restart while evicted, even with restartPolicy Always. */
+        set_exited(C(&f, "a1"), 137);
+        a = fx_compute(&f, 30 * SEC);
+        assert_int_equal(a->n_starts, 0);
+        assert_true(a->pod_done);
+
+        /* Un-evicted with a new sandbox to make: the sandbox first, then the
+         * container restarts per its policy. */
+        f.s.evicted = false;
+        f.s.sandbox = SANDBOX_NONE;
+        a = fx_compute(&f, 31 * SEC);
+        assert_true(a->create_sandbox);
+        assert_int_equal(a->n_starts, 0);
+        fx_done(&f);
+}
+
 static void test_completion_stops_sidecars(void **state) {
         (void)state;
         static const struct {
@@ -782,6 +816,7 @@ int main(void) {
                 cmocka_unit_test(test_terminating_order),
                 cmocka_unit_test(test_terminating_during_init),
                 cmocka_unit_test(test_deadline),
+                cmocka_unit_test(test_evicted),
                 cmocka_unit_test(test_completion_stops_sidecars),
                 cmocka_unit_test(test_created_is_in_progress),
                 cmocka_unit_test(test_create_error_waits),

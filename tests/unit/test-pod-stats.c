@@ -138,6 +138,10 @@ static void test_format(void **state) {
                 /* a container whose cgroup could not be read, no rate yet */
                 { .name = "side", .start_time = t + 6 * S },
         };
+        VolumeSummary v[1] = {
+                { .name = "data",
+                  .fs = { .time = t + 60 * S, .fs = fs, .used = { true, 4096, 2 } } }
+        };
         PodSummary p[1] = { {
                 .name = "web-node1",
                 .namespace = "default",
@@ -147,6 +151,8 @@ static void test_format(void **state) {
                 .n_containers = 2,
                 .usage = { .time = t + 60 * S, .cg = { .has_cpu = true, .cpu_usage_ns = 5 } },
                 .ephemeral_storage = { .time = t + 60 * S, .fs = fs, .used = { true, 9000, 4 } },
+                .volumes = v,
+                .n_volumes = 1,
         } };
         NodeSummary node = {
                 .node_name = "node1",
@@ -208,7 +214,12 @@ static void test_format(void **state) {
         assert_int_equal(json_array_size(get(j, "pods")), 1);
         json_t *pod = get(j, "pods.0");
         assert_keys(pod, (const char *const[]){ "podRef", "startTime", "containers", "cpu",
-                                                "ephemeral-storage", NULL });
+                                                "ephemeral-storage", "volume", NULL });
+        /* kubelet's VolumeStats: the fs figures and the volume's name. */
+        assert_int_equal(json_array_size(get(pod, "volume")), 1);
+        assert_string_equal(str(pod, "volume.0.name"), "data");
+        assert_int_equal(num(pod, "volume.0.usedBytes"), 4096);
+        assert_int_equal(num(pod, "volume.0.inodesUsed"), 2);
         assert_keys(get(pod, "podRef"), (const char *const[]){ "name", "namespace", "uid", NULL });
         assert_string_equal(str(pod, "podRef.name"), "web-node1");
         assert_string_equal(str(pod, "podRef.namespace"), "default");

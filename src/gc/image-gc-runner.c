@@ -1,0 +1,202 @@
+/* Image GC on the agent's loop (image-gc.h): a timer and a statfs(); the
+ * helper does the rest, one at a time, and its report is logged and
+ * counted here. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+
+#include "child.h"
+#include "image-gc.h"
+#include "log.h"
+#include "self-helper.h"
+#include "string-util.h"
+#include "strv.h"
+
+struct ImageGc {
+        Event *event;
+        char *root_dir;
+        char *images_dir;
+        ImageGcPolicy policy;
+        char **pinned_images;
+        usec_t period;
+        EventSource *timer;
+        Child *child;
+        bool again;       /* a check was asked for while the helper ran */
+        bool reclaim_all; /* ... or a reclaim of every unused image */
+        unsigned removed;
+        MetricFamily *collected; /* kubelet_image_garbage_collected_total{reason} */
+        MetricFamily *freed;     /* nanolet_image_gc_freed_bytes_total */
+};
+
+static void on_helper_done(Child *c, void *userdata) {
+        ImageGc *g = userdata;
+        int code, status;
+
+        child_get_status(c, &code, &status);
+        if (code != CLD_EXITED || status != 0)
+                log_warning("Image GC helper failed (%s %d%s): %s",
+                            code == CLD_EXITED ? "exit status" : "signal", status,
+                            child_timed_out(c) ? ", timed out" : "", child_stderr(c, NULL));
+        _cleanup_free_ char *out = strdup(child_stdout(c, NULL));
+        char *save = NULL;
+        for (char *line = out ? strtok_r(out, "\n", &save) : NULL; line;
+             line = strtok_r(NULL, "\n", &save)) {
+                char digest[80], name[512];
+                uint64_t size, cap, before, after;
+                if (sscanf(line, "removed %79s %" SCNu64 " %511s", digest, &size, name) == 3) {
+                        g->removed++;
+                        metric_inc(g->collected, METRIC_LABELS("space"));
+                        log_info("Image GC: removed image \"%s\" (%s, %" PRIu64 " bytes), least "
+                                 "recently used.",
+                                 name, digest, size);
+                } else if (sscanf(line, "done %" SCNu64 " %" SCNu64 " %" SCNu64, &cap, &before,
+                                  &after) == 3 &&
+                           after != before) {
+                        if (after > before)
+                                metric_add(g->freed, NULL, (double)(after - before));
+                        uint64_t target = cap / 100 * (100 - g->policy.low_percent);
+                        log_full(after >= target ? LOG_INFO : LOG_WARNING,
+                                 "Image GC: %" PRIu64 " bytes available of %" PRIu64
+                                 " (were %" PRIu64 ")%s.",
+                                 after, cap, before,
+                                 after >= target ? ""
+                                                 : "; still above the low threshold: the rest is "
+                                                   "in use, pinned or too recent");
+                }
+        }
+        g->child = child_free(g->child);
+        if (g->reclaim_all) {
+                g->reclaim_all = g->again = false;
+                image_gc_reclaim_all(g);
+        } else if (g->again) {
+                g->again = false;
+                image_gc_check(g);
+        }
+}
+
+static void start_helper(ImageGc *g, bool all) {
+        _cleanup_strv_free_ char **env = NULL, **argv = NULL;
+        char high[16], low[16], age[32];
+
+        /* 0 and 0: any usage is above, and everything must go. */
+        snprintf(high, sizeof high, "%u", all ? 0 : g->policy.high_percent);
+        snprintf(low, sizeof low, "%u", all ? 0 : g->policy.low_percent);
+        snprintf(age, sizeof age, "%" PRIu64, (uint64_t)g->policy.min_age);
+        if (strv_extend(&argv, SELF_HELPER_EXE) < 0 || strv_extend(&argv, SELF_HELPER_VERB) < 0 ||
+            strv_extend(&argv, IMAGE_GC_HELPER_MODE) < 0 || strv_extend(&argv, g->root_dir) < 0 ||
+            strv_extend(&argv, high) < 0 || strv_extend(&argv, low) < 0 ||
+            strv_extend(&argv, age) < 0 || self_helper_env(&env) < 0) {
+                (void)log_oom();
+                return;
+        }
+        STRV_FOREACH(p, g->pinned_images)
+                if (strv_extend(&argv, *p) < 0) {
+                        (void)log_oom();
+                        return;
+                }
+        ChildOptions o = {
+                .argv = argv,
+                .envp = env,
+                .capture = CHILD_CAPTURE_SEPARATE,
+                .stdout_max = 256 * 1024,
+                .stderr_max = 4096,
+                .timeout = 30 * 60 * USEC_PER_SEC,
+        };
+        int r = child_spawn(g->event, &o, on_helper_done, g, &g->child);
+        if (r < 0)
+                log_warning_errno(r, "Failed to start the image GC helper: %m");
+}
+
+void image_gc_check(ImageGc *g) {
+        struct statfs sf;
+
+        if (!g || g->policy.high_percent >= 100)
+                return;
+        if (g->child) {
+                g->again = true;
+                return;
+        }
+        if (statfs(g->images_dir, &sf) < 0) {
+                log_debug_errno(errno, "Image GC: cannot statfs \"%s\": %m", g->images_dir);
+                return;
+        }
+        uint64_t cap = (uint64_t)sf.f_blocks * (uint64_t)sf.f_frsize;
+        uint64_t avail = (uint64_t)sf.f_bavail * (uint64_t)sf.f_frsize;
+        uint64_t to_free = image_gc_bytes_to_free(&g->policy, cap, avail);
+        if (to_free == 0)
+                return;
+        log_info("Image GC: the image filesystem is above %u%% (%" PRIu64 " of %" PRIu64
+                 " bytes available); freeing %" PRIu64 " bytes down to %u%%.",
+                 g->policy.high_percent, avail, cap, to_free, g->policy.low_percent);
+        start_helper(g, false);
+}
+
+void image_gc_reclaim_all(ImageGc *g) {
+        if (!g)
+                return;
+        if (g->child) {
+                g->reclaim_all = true;
+                return;
+        }
+        log_info("Image GC: removing every unused image (disk pressure).");
+        start_helper(g, true);
+}
+
+static int on_timer(EventSource *s, usec_t now, void *userdata) {
+        ImageGc *g = userdata;
+        image_gc_check(g);
+        return event_source_set_time_relative(s, g->period);
+}
+
+int image_gc_new(ImageGc **ret, Event *e, const ImageGcOptions *o) {
+        _cleanup_(image_gc_freep) ImageGc *g = calloc(1, sizeof *g);
+        int r;
+
+        if (!g)
+                return -ENOMEM;
+        g->event = e;
+        g->policy = o->policy;
+        g->period = o->period ?: IMAGE_GC_DEFAULT_PERIOD;
+        g->root_dir = strdup(o->root_dir);
+        g->images_dir = strprintf("%s/images", o->root_dir);
+        if (!g->root_dir || !g->images_dir)
+                return -ENOMEM;
+        if (o->pinned_images && !(g->pinned_images = strv_copy(o->pinned_images)))
+                return -ENOMEM;
+        if ((r = metrics_register(o->metrics, &g->collected, METRIC_COUNTER,
+                                  "kubelet_image_garbage_collected_total",
+                                  "Images removed by image GC, by reason (space: the image "
+                                  "filesystem was above imageGCHighThresholdPercent).",
+                                  METRIC_LABELS("reason"), NULL, 0)) < 0 ||
+            (r = metrics_register(
+                     o->metrics, &g->freed, METRIC_COUNTER, "nanolet_image_gc_freed_bytes_total",
+                     "Bytes the image filesystem gained through image GC.", NULL, NULL, 0)) < 0)
+                return r;
+        if (g->policy.high_percent < 100) {
+                r = event_add_time_relative(e, &g->timer, g->period, USEC_PER_SEC, on_timer, g);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(g);
+        return 0;
+}
+
+ImageGc *image_gc_free(ImageGc *g) {
+        if (!g)
+                return NULL;
+        event_source_free(g->timer);
+        child_free(g->child);
+        strv_free(g->pinned_images);
+        free(g->root_dir);
+        free(g->images_dir);
+        free(g);
+        return NULL;
+}
+
+unsigned image_gc_removed_count(const ImageGc *g) {
+        return g ? g->removed : 0;
+}

@@ -1,0 +1,95 @@
+/* Image garbage collection (SPEC §7, §14), kubelet's policy: when the image
+ * filesystem (the one holding <root-dir>/images) is more than
+ * high_percent full, unused images are removed, least recently used first
+ * (never-used ones before used ones; then the earliest stored), until it is
+ * at most low_percent full. Never removed: images in use (the pods'
+ * checkpoints and attempts, pod_checkpoints_image_users()), images stored
+ * less than min_age ago (kubelet's imageMinimumGCAge, counted from when the
+ * image was stored), images pinned by a label of their config
+ * (IMAGE_GC_LABEL_CONTAINERD = "pinned" as containerd's CRI pins them, or
+ * IMAGE_GC_LABEL_NANOLET = "true") or named by --pinned-images.
+ *
+ * Three parts: the decision (image_gc_bytes_to_free(), image_gc_select():
+ * pure, unit-tested), the work (IMAGE_GC_HELPER_MODE: listing, resolving the
+ * users and removing blobs and layers walks the disk, so it runs in this
+ * binary re-executed as a helper, one at a time) and the agent's side
+ * (ImageGc: a statfs() every period and after each pull, which is one
+ * syscall and fine on the loop, and the helper's report turned into log
+ * lines and the kubelet_image_garbage_collected_total counter). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cleanup.h"
+#include "event.h"
+#include "metrics.h"
+#include "time-util.h"
+
+#define IMAGE_GC_LABEL_CONTAINERD "io.cri-containerd.pinned"
+#define IMAGE_GC_LABEL_NANOLET "nanolet.io/pinned"
+#define IMAGE_GC_DEFAULT_PERIOD (10 * USEC_PER_SEC)
+
+typedef struct ImageGcPolicy {
+        unsigned high_percent; /* 100: image GC off, as kubelet */
+        unsigned low_percent;  /* < high_percent */
+        usec_t min_age;
+} ImageGcPolicy;
+
+/* kubelet's arithmetic: usage = 100 - available*100/capacity (integer
+ * percent); above high, the bytes to free are capacity*(100-low)/100 -
+ * available. 0: nothing to do (below high, high 100, capacity 0). */
+uint64_t image_gc_bytes_to_free(const ImageGcPolicy *p, uint64_t capacity, uint64_t available);
+
+typedef struct ImageGcCandidate {
+        const char *digest;
+        uint64_t size;     /* an estimate; the helper measures with statfs() */
+        usec_t first_seen; /* when stored (CLOCK_REALTIME) */
+        usec_t last_used;  /* last container created from it; 0 never */
+        bool in_use;
+        bool pinned;
+} ImageGcCandidate;
+
+/* The removal order: indices into c of the removable candidates (not in
+ * use, not pinned, first_seen + min_age <= now), least recently used first
+ * (last_used, then first_seen, then digest: a stable order), cut after the
+ * one whose cumulated size reaches bytes_to_free (UINT64_MAX: all of them).
+ * ret has room for n. Returns the count. */
+size_t image_gc_select(const ImageGcPolicy *p, const ImageGcCandidate *c, size_t n, usec_t now,
+                       uint64_t bytes_to_free, size_t *ret);
+
+/* True when the config labels (key, value, ... NULL) pin the image. */
+bool image_gc_labels_pinned(char *const *labels);
+
+/* The helper: `SELF_HELPER_VERB IMAGE_GC_HELPER_MODE ROOT_DIR HIGH LOW
+ * MIN_AGE_USEC [PINNED_REF...]`. Prints one line per removed image,
+ * "removed <digest> <size> <name or digest>", and a last line "done
+ * <capacity> <available before> <available after>"; errors on stderr, exit
+ * status 1. Removes nothing when the filesystem is below HIGH. */
+#define IMAGE_GC_HELPER_MODE "image-gc"
+int image_gc_helper_main(int argc, char **argv);
+
+/* The agent's side. */
+typedef struct ImageGc ImageGc;
+typedef struct ImageGcOptions {
+        const char *root_dir;
+        ImageGcPolicy policy;
+        char **pinned_images; /* references, as --pinned-images; copied */
+        usec_t period;        /* 0: IMAGE_GC_DEFAULT_PERIOD */
+        Metrics *metrics;     /* may be NULL */
+} ImageGcOptions;
+
+int image_gc_new(ImageGc **ret, Event *e, const ImageGcOptions *o);
+/* A running helper is killed and left to the loop to reap. */
+ImageGc *image_gc_free(ImageGc *g);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ImageGc *, image_gc_free)
+/* Looks at the filesystem now (after a pull or load) and starts the helper
+ * when it is above the high threshold and none runs. */
+void image_gc_check(ImageGc *g);
+/* Eviction's node-level reclaim (eviction.h): removes every unused image
+ * (in use, pinned and younger than min_age still stay), whatever the
+ * thresholds; queued behind a running helper. */
+void image_gc_reclaim_all(ImageGc *g);
+/* Helpers run so far and images they removed (for tests and logs). */
+unsigned image_gc_removed_count(const ImageGc *g);

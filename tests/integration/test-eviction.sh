@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Node-pressure eviction (SPEC §14) with --root-dir on a 64 MiB tmpfs:
+# - filling it past nodefs.available<10% makes DiskPressure True in
+#   <run-dir>/status/node.json (`nanolet node`) with kubelet's message, and
+#   False again once the space is freed and the transition period is over;
+# - a BestEffort pod filling an emptyDir past the threshold is evicted (phase
+#   Failed, reason Evicted, kubelet's message, an Evicted event, counted in
+#   kubelet_evictions_total), a system-node-critical pod beside it keeps
+#   running, and the evicted pod starts again once the pressure is gone (its
+#   emptyDir went with the eviction);
+# - an emptyDir over its sizeLimit, and a container over its ephemeral-storage
+#   limit, are evicted with kubelet's messages.
+. "$(dirname "$0")/lib.sh"
+require_root
+. "$(dirname "$0")/lib-agent.sh"
+
+mount -t tmpfs -o size=64M nanolet-test-ev "$ROOT" || { fail "mount tmpfs"; finish; }
+load_test_image || fail "load the test image"
+PORT=$((20000 + RANDOM % 20000))
+cond() {
+        python3 -c 'import json,sys
+j = json.load(open(sys.argv[1]))
+print([c["status"] + ":" + c["message"] for c in j["conditions"] if c["type"] == sys.argv[2]][0])' \
+                "$RUN/status/node.json" "$1" 2>/dev/null
+}
+wait_cond() {
+        local i
+        for ((i = 0; i < ${3:-30} * 5; i++)); do
+                cond "$1" | grep -qE -- "$2" && return 0
+                sleep 0.2
+        done
+        echo "--- $1: $(cond "$1")" >&2
+        return 1
+}
+start_agent --eviction-hard 'nodefs.available<10%,memory.available<1Ki' \
+        --eviction-pressure-transition-period 2s --read-only-port "$PORT" --pinned-images nanolet-test
+wait_cond DiskPressure '^False' && ok "DiskPressure False on an empty root" || fail "no DiskPressure False"
+cond MemoryPressure | grep -q '^False' && ok "MemoryPressure False" || fail "MemoryPressure: $(cond MemoryPressure)"
+nl node >"$WORK/node" 2>&1 && grep -qE '^DiskPressure +False' "$WORK/node" && grep -qE '^nodefs.available ' "$WORK/node" &&
+        ok "nanolet node lists the conditions and signals" || fail "nanolet node: $(cat "$WORK/node")"
+# Leave about 5 % free.
+avail=$(df -B1 --output=avail "$ROOT" | tail -1)
+fallocate -l $((avail - 3 * 1024 * 1024)) "$ROOT/filler" || fail "fill"
+wait_cond DiskPressure '^True:The node was low on resource: ephemeral-storage\. Threshold quantity: [0-9]+[KMi]*, available: [0-9]+[KMi]*\. $' &&
+        ok "DiskPressure True with kubelet's message" || fail "DiskPressure not True"
+expect "the pressure is logged" "$AGENT_LOG" 'Node condition DiskPressure is now True' 1 5
+expect "image GC asked to reclaim" "$AGENT_LOG" 'Image GC: removing every unused image' 1 5
+rm -f "$ROOT/filler"
+wait_cond DiskPressure '^False' 20 && ok "DiskPressure False again after the space is freed" || fail "DiskPressure stays"
+expect "the relief is logged" "$AGENT_LOG" 'Node condition DiskPressure is now False' 1 5
+
+# --- a BestEffort pod filling an emptyDir is evicted; the critical one stays
+mkdir -p "$WORK/flag"
+put_manifest critical.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: critical, namespace: kube-system}
+spec:
+  priorityClassName: system-node-critical
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: main, image: nanolet-test, imagePullPolicy: Never, command: [sleep, "3600"]}
+YAML
+# It fills its emptyDir on its first run only (the flag is on the host).
+put_manifest filler.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: filler}
+spec:
+  terminationGracePeriodSeconds: 1
+  volumes:
+  - {name: data, emptyDir: {}}
+  - {name: flag, hostPath: {path: $WORK/flag}}
+  containers:
+  - name: main
+    image: nanolet-test
+    imagePullPolicy: Never
+    command: [sh, -c, "if [ ! -e /flag/filled ]; then touch /flag/filled; dd if=/dev/zero of=/data/fill bs=1M count=60 || true; fi; exec sleep 3600"]
+    volumeMounts: [{name: data, mountPath: /data}, {name: flag, mountPath: /flag}]
+YAML
+check_field "critical pod Running" critical 'p["status"]["phase"]' Running
+check_field "filler evicted: Failed/Evicted" filler 'p["status"]["phase"] + "/" + p["status"].get("reason", "")' Failed/Evicted 90
+msg=$(pod_field filler 'p["status"].get("message", "")')
+echo "$msg" | grep -qE '^The node was low on resource: ephemeral-storage\. Threshold quantity: [0-9]+[KMGi]*, available: [0-9]+[KMGi]*\. $' &&
+        ok "eviction message as kubelet's: $msg" || fail "eviction message: '$msg'"
+uid=$(pod_field filler 'p["metadata"]["uid"]')
+python3 - "$RUN/status/events/$uid.json" <<'PY' && ok "an Evicted event (Warning)" || fail "no Evicted event: $(cat "$RUN/status/events/$uid.json" 2>/dev/null)"
+import json, sys
+items = json.load(open(sys.argv[1]))["items"]
+sys.exit(0 if any(e["reason"] == "Evicted" and e["type"] == "Warning" and
+                  "low on resource: ephemeral-storage" in e["message"] for e in items) else 1)
+PY
+grep -q 'Evicting pod "filler-node1_default' "$AGENT_LOG" && ok "the eviction is logged" || fail "no eviction log line"
+curl -s "http://127.0.0.1:$PORT/metrics" >"$WORK/metrics" || fail "GET /metrics"
+grep -qE '^kubelet_evictions_total\{eviction_signal="nodefs.available"\} 1$' "$WORK/metrics" &&
+        ok "kubelet_evictions_total counts it" || fail "metric: $(grep evictions "$WORK/metrics")"
+out=$(promtool check metrics <"$WORK/metrics" 2>&1) && ok "promtool check metrics clean" || fail "promtool: $out"
+check_field "the critical pod still runs, not restarted" critical \
+        'p["status"]["phase"] + "/" + str(p["status"]["containerStatuses"][0]["restartCount"])' Running/0
+# The eviction removed the emptyDir: the pressure goes, and the pod comes back.
+wait_cond DiskPressure '^False' 60 && ok "DiskPressure False once the evicted pod's emptyDir is gone" || fail "DiskPressure stays"
+check_field "the evicted pod starts again" filler \
+        'p["status"]["phase"] + "/" + str(p["status"].get("reason")) + "/" + str(p["status"]["containerStatuses"][0]["state"].get("running") is not None)' Running/None/True 90
+grep -q 'may start again' "$AGENT_LOG" && ok "the restart is logged" || fail "no restart log line"
+check_field "the critical pod was never touched" critical \
+        'p["status"]["phase"] + "/" + str(p["status"]["containerStatuses"][0]["restartCount"])' Running/0
+
+# --- emptyDir.sizeLimit
+put_manifest limited.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: limited}
+spec:
+  terminationGracePeriodSeconds: 1
+  volumes:
+  - {name: scratch, emptyDir: {sizeLimit: 1Mi}}
+  containers:
+  - name: main
+    image: nanolet-test
+    imagePullPolicy: Never
+    command: [sh, -c, "dd if=/dev/zero of=/scratch/big bs=1M count=3; exec sleep 3600"]
+    volumeMounts: [{name: scratch, mountPath: /scratch}]
+YAML
+put_manifest greedy.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: greedy}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: nanolet-test
+    imagePullPolicy: Never
+    resources: {limits: {ephemeral-storage: 1Mi}}
+    command: [sh, -c, "dd if=/dev/zero of=/big bs=1M count=3; exec sleep 3600"]
+YAML
+check_field "emptyDir over its sizeLimit evicted" limited \
+        'p["status"]["phase"] + "/" + p["status"].get("reason", "") + "/" + p["status"].get("message", "")' \
+        'Failed/Evicted/Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". ' 90
+check_field "container over its ephemeral-storage limit evicted" greedy \
+        'p["status"]["phase"] + "/" + p["status"].get("reason", "") + "/" + p["status"].get("message", "")' \
+        'Failed/Evicted/Container main exceeded its local ephemeral storage limit "1Mi". ' 90
+check_field "the critical pod still runs" critical 'p["status"]["phase"]' Running
+for f in critical filler limited greedy; do rm -f "$MAN/$f.yaml"; done
+expect "pods removed" "$AGENT_LOG" 'Pod "(critical|filler|limited|greedy)-node1_[a-z-]+\([0-9a-f]+\)" is gone' 4 60
+stop_agent
+finish
