@@ -414,7 +414,8 @@ static void evaluate(EvictionManager *m) {
 
         for (size_t i = 0; i < m->config.n; i++) {
                 const EvictionThreshold *t = &m->config.thresholds[i];
-                bool met = eviction_threshold_met(t, m->obs);
+                bool met = eviction_threshold_met(
+                        t, m->obs, m->cond[eviction_signal_condition(t->signal)].status);
                 if (t->soft) {
                         if (!met)
                                 m->soft_since[i] = 0;

@@ -252,11 +252,15 @@ uint64_t eviction_value_resolve(const EvictionValue *v, uint64_t capacity) {
         return (uint64_t)((double)capacity * v->percentage);
 }
 
-bool eviction_threshold_met(const EvictionThreshold *t, const EvictionObservation *obs) {
+bool eviction_threshold_met(const EvictionThreshold *t, const EvictionObservation *obs,
+                            bool under_pressure) {
         const EvictionObservation *o = &obs[t->signal];
         if (!o->valid)
                 return false;
-        return o->available < eviction_value_resolve(&t->value, o->capacity);
+        uint64_t v = eviction_value_resolve(&t->value, o->capacity);
+        if (under_pressure)
+                v += eviction_value_resolve(&t->min_reclaim, o->capacity);
+        return o->available < v;
 }
 
 static int cmp_rank(const void *a, const void *b, void *userdata) {

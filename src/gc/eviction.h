@@ -103,8 +103,12 @@ typedef struct EvictionObservation {
 } EvictionObservation;
 
 /* Whether threshold t is met by observations obs[_EVICTION_SIGNAL_MAX]:
- * available < the threshold's value. An invalid observation meets nothing. */
-bool eviction_threshold_met(const EvictionThreshold *t, const EvictionObservation *obs);
+ * available < the threshold's value, plus its minimum reclaim while
+ * under_pressure (kubelet: once acted on, a threshold is resolved only when
+ * min_reclaim more than it is available). An invalid observation meets
+ * nothing. */
+bool eviction_threshold_met(const EvictionThreshold *t, const EvictionObservation *obs,
+                            bool under_pressure);
 
 /* A pod as the ranking sees it, for one resource. */
 typedef struct EvictionCandidate {

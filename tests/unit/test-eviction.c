@@ -119,13 +119,20 @@ static void test_met(void **state) {
                                    .value = { .percentage = 0.10 } };
         EvictionThreshold pid = { .signal = EVICTION_SIGNAL_PID_AVAILABLE,
                                   .value = { .quantity = 1000 } };
-        assert_true(eviction_threshold_met(&mem, obs));
+        assert_true(eviction_threshold_met(&mem, obs, false));
         /* Exactly 10% available is not below 10%. */
-        assert_false(eviction_threshold_met(&disk, obs));
+        assert_false(eviction_threshold_met(&disk, obs, false));
         obs[EVICTION_SIGNAL_NODEFS_AVAILABLE].available = 10 * MI - 1;
-        assert_true(eviction_threshold_met(&disk, obs));
+        assert_true(eviction_threshold_met(&disk, obs, false));
+        /* Under pressure, the minimum reclaim counts: 10% + 5% of 100 MiB. */
+        disk.min_reclaim = (EvictionValue){ .percentage = 0.05 };
+        obs[EVICTION_SIGNAL_NODEFS_AVAILABLE].available = 14 * MI;
+        assert_false(eviction_threshold_met(&disk, obs, false));
+        assert_true(eviction_threshold_met(&disk, obs, true));
+        obs[EVICTION_SIGNAL_NODEFS_AVAILABLE].available = 15 * MI;
+        assert_false(eviction_threshold_met(&disk, obs, true));
         /* Not observed: never met. */
-        assert_false(eviction_threshold_met(&pid, obs));
+        assert_false(eviction_threshold_met(&pid, obs, false));
         assert_int_equal(eviction_signal_condition(EVICTION_SIGNAL_IMAGEFS_INODES_FREE),
                          NODE_CONDITION_DISK_PRESSURE);
         assert_string_equal(
