@@ -28,7 +28,7 @@ static const struct {
         { "events", cli_events, "list (or watch) the pods' events" },
         { "logs", cli_logs, "print (or follow) a container's logs" },
         { "exec", cli_exec, "run a command in a running container" },
-        { "node", cli_node, "print the node's capacity and allocatable, pressure conditions and eviction signals" },
+        { "node", cli_node, "print the node's capacity, allocatable and pressure conditions" },
 };
 
 /* Internal, not in help(): the agent re-executes itself for blocking file
