@@ -690,8 +690,10 @@ static int parse_int_arg(const char *name, const char *s, int64_t min, int64_t m
         return 0;
 }
 
-static int parse_duration_arg(const char *name, const char *s, usec_t *ret) {
-        if (nanolet_parse_duration(s, ret) < 0 || *ret == 0) {
+/* allow_zero: 0 means "none" for this flag (a minimum age, a period that
+ * may be off). */
+static int parse_duration_arg(const char *name, const char *s, bool allow_zero, usec_t *ret) {
+        if (nanolet_parse_duration(s, ret) < 0 || (*ret == 0 && !allow_zero)) {
                 log_error("Invalid value \"%s\" for --%s: expected a duration such as \"20s\".", s,
                           name);
                 return -EINVAL;
@@ -766,15 +768,15 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                         r = strv_extend(&c->manifest_url_headers, optarg);
                         break;
                 case ARG_FILE_CHECK_FREQUENCY:
-                        r = parse_duration_arg("file-check-frequency", optarg,
+                        r = parse_duration_arg("file-check-frequency", optarg, false,
                                                &c->file_check_frequency);
                         break;
                 case ARG_HTTP_CHECK_FREQUENCY:
-                        r = parse_duration_arg("http-check-frequency", optarg,
+                        r = parse_duration_arg("http-check-frequency", optarg, false,
                                                &c->http_check_frequency);
                         break;
                 case ARG_SYNC_FREQUENCY:
-                        r = parse_duration_arg("sync-frequency", optarg, &c->sync_frequency);
+                        r = parse_duration_arg("sync-frequency", optarg, false, &c->sync_frequency);
                         break;
                 case ARG_HOSTNAME_OVERRIDE:
                         r = set_str(&c->hostname_override, optarg);
@@ -822,7 +824,7 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                                           &c->container_log_max_files);
                         break;
                 case ARG_CONTAINER_LOG_MONITOR_INTERVAL:
-                        r = parse_duration_arg("container-log-monitor-interval", optarg,
+                        r = parse_duration_arg("container-log-monitor-interval", optarg, false,
                                                &c->container_log_monitor_interval);
                         break;
                 case ARG_RUNTIME:
@@ -979,13 +981,8 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                         break;
                 case ARG_IMAGE_MINIMUM_GC_AGE:
                         /* 0 is allowed: no minimum age. */
-                        if (nanolet_parse_duration(optarg, &c->image_minimum_gc_age) < 0) {
-                                log_error("Invalid value \"%s\" for --image-minimum-gc-age: "
-                                          "expected a duration such as \"2m\".",
-                                          optarg);
-                                return -EINVAL;
-                        }
-                        r = 0;
+                        r = parse_duration_arg("image-minimum-gc-age", optarg, true,
+                                               &c->image_minimum_gc_age);
                         break;
                 case ARG_EVICTION_HARD:
                 case ARG_EVICTION_SOFT:
@@ -1009,15 +1006,8 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                         break;
                 }
                 case ARG_EVICTION_PRESSURE_TRANSITION_PERIOD:
-                        if (nanolet_parse_duration(optarg,
-                                                   &c->eviction_pressure_transition_period) < 0) {
-                                log_error("Invalid value \"%s\" for "
-                                          "--eviction-pressure-transition-period: expected a "
-                                          "duration such as \"5m\".",
-                                          optarg);
-                                return -EINVAL;
-                        }
-                        r = 0;
+                        r = parse_duration_arg("eviction-pressure-transition-period", optarg, true,
+                                               &c->eviction_pressure_transition_period);
                         break;
                 case ARG_PINNED_IMAGES: {
                         _cleanup_free_ char *copy = strdup(optarg);

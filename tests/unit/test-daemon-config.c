@@ -14,6 +14,17 @@
 #include "string-util.h"
 #include "strv.h"
 
+/* Each argv of all is refused with -EINVAL. */
+static void assert_all_rejected(char **const *all, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                NanoletConfig c;
+                assert_int_equal(nanolet_config_init(&c), 0);
+                assert_int_equal(nanolet_config_parse_argv(&c, (int)strv_length(all[i]), all[i]),
+                                 -EINVAL);
+                nanolet_config_deinit(&c);
+        }
+}
+
 static void test_defaults(void **state) {
         NanoletConfig c;
         assert_int_equal(nanolet_config_init(&c), 0);
@@ -148,13 +159,7 @@ static void test_bad_flags(void **state) {
         char *argv5[] = { "serve", "--node-ip", "10.0.0.300", NULL };
         char *argv6[] = { "serve", "--node-ip", "", NULL };
         char **all[] = { argv1, argv2, argv3, argv4, argv5, argv6 };
-        for (size_t i = 0; i < ELEMENTSOF(all); i++) {
-                NanoletConfig c;
-                assert_int_equal(nanolet_config_init(&c), 0);
-                assert_int_equal(nanolet_config_parse_argv(&c, (int)strv_length(all[i]), all[i]),
-                                 -EINVAL);
-                nanolet_config_deinit(&c);
-        }
+        assert_all_rejected(all, ELEMENTSOF(all));
 }
 
 static void test_node_ip(void **state) {
@@ -200,12 +205,7 @@ static void test_registry_flags(void **state) {
         char *bad3[] = { "serve", "--insecure-registry", "", NULL };
         char *bad4[] = { "serve", "--registries-conf", NULL };
         char **all[] = { bad1, bad2, bad3, bad4 };
-        for (size_t i = 0; i < ELEMENTSOF(all); i++) {
-                assert_int_equal(nanolet_config_init(&c), 0);
-                assert_int_equal(nanolet_config_parse_argv(&c, (int)strv_length(all[i]), all[i]),
-                                 -EINVAL);
-                nanolet_config_deinit(&c);
-        }
+        assert_all_rejected(all, ELEMENTSOF(all));
 }
 
 static void test_pull_flags(void **state) {
@@ -234,12 +234,7 @@ static void test_pull_flags(void **state) {
         char *bad2[] = { "serve", "--serialize-image-pulls", "yes", NULL };
         char *bad3[] = { "serve", "--max-parallel-image-pulls", "0", NULL };
         char **all[] = { bad1, bad2, bad3 };
-        for (size_t i = 0; i < ELEMENTSOF(all); i++) {
-                assert_int_equal(nanolet_config_init(&c), 0);
-                assert_int_equal(nanolet_config_parse_argv(&c, (int)strv_length(all[i]), all[i]),
-                                 -EINVAL);
-                nanolet_config_deinit(&c);
-        }
+        assert_all_rejected(all, ELEMENTSOF(all));
 }
 
 static void test_gc_eviction_flags(void **state) {
@@ -280,12 +275,7 @@ static void test_gc_eviction_flags(void **state) {
         char *bad4[] = { "serve", "--eviction-soft=memory.available<1Gi", NULL };
         char *bad5[] = { "serve", "--eviction-hard=memory.available<0", NULL };
         char **all[] = { bad1, bad2, bad3, bad4, bad5 };
-        for (size_t i = 0; i < ELEMENTSOF(all); i++) {
-                assert_int_equal(nanolet_config_init(&c), 0);
-                assert_int_equal(nanolet_config_parse_argv(&c, (int)strv_length(all[i]), all[i]),
-                                 -EINVAL);
-                nanolet_config_deinit(&c);
-        }
+        assert_all_rejected(all, ELEMENTSOF(all));
 }
 
 static void test_container_log_flags(void **state) {
@@ -318,12 +308,7 @@ static void test_container_log_flags(void **state) {
         char *bad3[] = { "serve", "--container-log-max-files", "1", NULL };
         char *bad4[] = { "serve", "--container-log-max-files", "x", NULL };
         char **all[] = { bad1, bad2, bad3, bad4 };
-        for (size_t i = 0; i < ELEMENTSOF(all); i++) {
-                assert_int_equal(nanolet_config_init(&c), 0);
-                assert_int_equal(nanolet_config_parse_argv(&c, (int)strv_length(all[i]), all[i]),
-                                 -EINVAL);
-                nanolet_config_deinit(&c);
-        }
+        assert_all_rejected(all, ELEMENTSOF(all));
 
         /* containerLogMaxFiles: 1 in the file is refused as kubelet does */
         static const char one_file[] = "apiVersion: kubelet.config.k8s.io/v1beta1\n"
@@ -430,12 +415,7 @@ static void test_resource_flags(void **state) {
         char *bad6[] = { "serve", "--max-pods", "0", NULL };
         char *bad7[] = { "serve", "--cgroup-driver", "docker", NULL };
         char **all[] = { bad1, bad2, bad3, bad4, bad5, bad6, bad7 };
-        for (size_t i = 0; i < ELEMENTSOF(all); i++) {
-                assert_int_equal(nanolet_config_init(&c), 0);
-                assert_int_equal(nanolet_config_parse_argv(&c, (int)strv_length(all[i]), all[i]),
-                                 -EINVAL);
-                nanolet_config_deinit(&c);
-        }
+        assert_all_rejected(all, ELEMENTSOF(all));
 
         static const char file[] = "apiVersion: kubelet.config.k8s.io/v1beta1\n"
                                    "kind: KubeletConfiguration\n"
