@@ -80,6 +80,15 @@ int find_executable(const char *name, char **ret_path) {
         return r == -EACCES ? r : q;
 }
 
+/* The kernel's struct sigaction (asm-generic and x86: handler, flags,
+ * restorer, mask), for the signals glibc keeps to itself. */
+struct kernel_sigaction {
+        void (*handler)(int);
+        unsigned long flags;
+        void (*restorer)(void);
+        unsigned long mask;
+};
+
 void spawn_reset_signals(void) {
         struct sigaction sa = { .sa_handler = SIG_DFL };
         sigset_t all;
@@ -87,7 +96,14 @@ void spawn_reset_signals(void) {
         for (int sig = 1; sig < _NSIG; sig++) {
                 if (sig == SIGKILL || sig == SIGSTOP)
                         continue;
-                (void)sigaction(sig, &sa, NULL); /* EINVAL for libc-reserved ones */
+                if (sigaction(sig, &sa, NULL) < 0 && errno == EINVAL) {
+                        /* glibc refuses its reserved signals (32, 33), but a
+                         * parent such as make may have left them ignored, and
+                         * an ignored signal stays ignored across exec: the
+                         * kernel is asked directly. */
+                        struct kernel_sigaction ksa = { .handler = SIG_DFL };
+                        (void)syscall(SYS_rt_sigaction, sig, &ksa, NULL, sizeof(ksa.mask));
+                }
         }
         (void)sigemptyset(&all);
         (void)sigprocmask(SIG_SETMASK, &all, NULL);
