@@ -3,7 +3,7 @@
  * --kube-reserved and --system-reserved) from <run-dir>/node.json, written
  * at start (docs/resources.md), then the pressure conditions
  * (MemoryPressure, DiskPressure, PIDPressure) and the eviction signals from
- * <run-dir>/status/node.json, kept current by the eviction manager
+ * <run-dir>/node-conditions.json, kept current by the eviction manager
  * (docs/eviction.md). */
 #include <errno.h>
 #include <fcntl.h>
@@ -125,7 +125,7 @@ int cli_node(int argc, char **argv) {
         if (!resources)
                 return EXIT_ERROR;
         /* Written by the eviction manager's first pass, seconds after start. */
-        pressure = load_record(&c, "status/node.json", false);
+        pressure = load_record(&c, "node-conditions.json", false);
         if (json) {
                 if (pressure && json_object_update(resources, pressure) < 0)
                         return EXIT_ERROR;

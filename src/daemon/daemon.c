@@ -355,7 +355,7 @@ static int daemon_setup_runtime(Daemon *d) {
                 return log_error_errno(r, "Failed to set up image GC: %m");
         _cleanup_(eviction_config_done) EvictionConfig ec = {};
         _cleanup_free_ char *msg = NULL,
-                            *node_status = strprintf("%s/status/node.json", c->run_dir);
+                            *node_status = strprintf("%s/node-conditions.json", c->run_dir);
         if (!node_status)
                 return log_oom();
         r = eviction_config_parse(c->eviction_hard, c->eviction_soft, c->eviction_soft_grace_period,

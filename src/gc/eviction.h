@@ -11,7 +11,7 @@
  * the signals cheaply (statfs() of <root-dir> for nodefs and of
  * <root-dir>/images for imagefs, /proc/meminfo's MemAvailable for memory),
  * reclaims node-level resources first (unused images, through image GC),
- * and publishes the conditions in <run-dir>/status/node.json (`nanolet
+ * and publishes the conditions in <run-dir>/node-conditions.json (`nanolet
  * node`).
  *
  * Differences from kubelet, on purpose: memory.available is MemAvailable
@@ -142,7 +142,7 @@ typedef struct EvictionManager EvictionManager;
 
 typedef struct EvictionManagerOptions {
         const char *root_dir;         /* nodefs: statfs(root_dir); imagefs: root_dir/images */
-        const char *status_path;      /* <run-dir>/status/node.json */
+        const char *status_path;      /* <run-dir>/node-conditions.json */
         const EvictionConfig *config; /* copied */
         ImageGc *image_gc;            /* reclaims unused images under disk pressure; may be NULL */
         PodManager *pods;             /* evicts pods; NULL: conditions only */

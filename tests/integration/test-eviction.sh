@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Node-pressure eviction (SPEC §14) with --root-dir on a 64 MiB tmpfs:
 # - filling it past nodefs.available<10% makes DiskPressure True in
-#   <run-dir>/status/node.json (`nanolet node`) with kubelet's message, and
+#   <run-dir>/node-conditions.json (`nanolet node`) with kubelet's message, and
 #   False again once the space is freed and the transition period is over;
 # - a BestEffort pod filling an emptyDir past the threshold is evicted (phase
 #   Failed, reason Evicted, kubelet's message, an Evicted event, counted in
@@ -21,7 +21,7 @@ cond() {
         python3 -c 'import json,sys
 j = json.load(open(sys.argv[1]))
 print([c["status"] + ":" + c["message"] for c in j["conditions"] if c["type"] == sys.argv[2]][0])' \
-                "$RUN/status/node.json" "$1" 2>/dev/null
+                "$RUN/node-conditions.json" "$1" 2>/dev/null
 }
 wait_cond() {
         local i
