@@ -92,6 +92,7 @@ typedef struct Response {
         bool too_big;
         char *content_type;
         char *www_auth;
+        char *content_digest; /* Docker-Content-Digest */
         char errbuf[CURL_ERROR_SIZE];
 } Response;
 
@@ -99,6 +100,7 @@ static void response_done(Response *r) {
         free(r->body);
         free(r->content_type);
         free(r->www_auth);
+        free(r->content_digest);
         *r = (Response){};
 }
 
@@ -139,9 +141,11 @@ static size_t header_cb(char *ptr, size_t size, size_t nmemb, void *userdata) {
         if (n >= 5 && strneq(ptr, "HTTP/", 5)) { /* a new response (redirect): forget the old */
                 r->content_type = mfree(r->content_type);
                 r->www_auth = mfree(r->www_auth);
+                r->content_digest = mfree(r->content_digest);
         }
         header_keep(&r->content_type, ptr, n, "content-type:");
         header_keep(&r->www_auth, ptr, n, "www-authenticate:");
+        header_keep(&r->content_digest, ptr, n, "docker-content-digest:");
         return n;
 }
 
@@ -1044,6 +1048,24 @@ typedef struct Resolved {
         size_t len;
 } Resolved;
 
+/* The digest a tag points to now, from a HEAD of its manifest (the
+ * registry's Docker-Content-Digest), as kubelet's Always policy asks on
+ * every start: a manifest the store already has needs no GET. 0 and the
+ * digest, or -ENOENT when the registry does not say (then GET). */
+static int head_manifest_digest(Registry *reg, const char *tag, char ret[static 72]) {
+        _cleanup_(response_done) Response resp = {};
+        Error ignored = {};
+        _cleanup_free_ char *url = strprintf("%s/v2/%s/manifests/%s", reg->base, reg->path, tag);
+        if (!url)
+                return -ENOMEM;
+        int r = request(reg, url, MANIFEST_ACCEPT, true, 0, &resp, &ignored);
+        if (r < 0 || resp.code != 200 || !resp.content_digest ||
+            !image_digest_is_valid(resp.content_digest))
+                return -ENOENT;
+        snprintf(ret, 72, "%s", resp.content_digest);
+        return 0;
+}
+
 /* The image manifest for this platform, following an index. */
 static int resolve(Registry *reg, const char *reference, Resolved *ret, Error *err) {
         _cleanup_(response_done) Response resp = {};
@@ -1336,6 +1358,29 @@ int image_pull_run(ImageStore *s, const char *refstr, const ImagePullOptions *o,
                 Resolved m = {};
                 Error e = {};
                 r = registry_init(&reg, o, &eps[i], &e);
+                char head_digest[72];
+                _cleanup_(image_freep) Image *known = NULL;
+                if (r >= 0 && !ref.digest &&
+                    head_manifest_digest(&reg, reference, head_digest) >= 0 &&
+                    image_store_get(s, head_digest, &known, NULL) >= 0) {
+                        /* Unchanged: tag it (it may be new here) and done. */
+                        if (o->progress) {
+                                ImagePullProgress pp = { .event = IMAGE_PULL_RESOLVED,
+                                                         .digest = head_digest,
+                                                         .endpoint = reg.host };
+                                o->progress(&pp, o->userdata);
+                        }
+                        r = tag ? image_store_tag(s, head_digest, tag, &e) : 0;
+                        if (r >= 0 && ret_digest && !(*ret_digest = strdup(head_digest)))
+                                r = -ENOMEM;
+                        registry_done(&reg);
+                        if (r >= 0) {
+                                r = 1;
+                                goto out;
+                        }
+                        last = e;
+                        continue;
+                }
                 if (r >= 0)
                         r = resolve_endpoint(&reg, reference, &m, &e);
                 if (r >= 0) {

@@ -97,9 +97,10 @@ grep -q "^$REG/test/app  *v1 " "$WORK/ls" && ok "the image is in the store" || f
 # --- one pull for two pods
 check_field "one runs" one 'p["status"]["phase"]' Running 90
 check_field "two runs" two 'p["status"]["phase"]' Running 90
-# (a 401 challenge first is part of the one pull: count what was served)
-n=$(grep -cE 'GET /v2/test/shared/manifests/v1 HTTP/[0-9.]+" 200' "$REGLOG" || true)
-[ "$n" = 1 ] && ok "two pods, one pull (one manifest served)" ||
+# (a 401 challenge first is part of the one pull: count what was served;
+# shared:v1 is app:v1's manifest, already in the store: a HEAD finds it)
+n=$(grep -cE '(GET|HEAD) /v2/test/shared/manifests/v1 HTTP/[0-9.]+" 200' "$REGLOG" || true)
+[ "$n" = 1 ] && ok "two pods, one pull (one manifest request served)" ||
         fail "shared image: $n manifests served: $(grep 'test/shared/manifests' "$REGLOG")"
 
 # --- wrong credentials: ErrImagePull (401), ImagePullBackOff, then fixed
@@ -121,7 +122,7 @@ grep -q 'GET /v2/test/app/manifests/v9' "$REGLOG" && fail "Never pulled" || ok "
 
 # --- a mirror for a registry nothing listens on
 check_field "localhost:1 image served by the mirror" mirrored 'p["status"]["phase"]' Running 90
-grep -q 'GET /v2/test/mirrored/app/manifests/v1' "$REGLOG" && ok "the mirror was asked" || fail "mirror not asked"
+grep -qE '(GET|HEAD) /v2/test/mirrored/app/manifests/v1' "$REGLOG" && ok "the mirror was asked" || fail "mirror not asked"
 
 # --- Always: a re-push of the tag is used on the next container start only,
 # and layers the store has are not downloaded again.
@@ -143,6 +144,22 @@ check_field "restarted with image B" always \
 served_after=$(grep -cE "GET /v2/test/always/blobs/$SHARED_LAYER HTTP/[0-9.]+\" 200" "$REGLOG" || true)
 [ "$served_before" = "$served_after" ] && ok "the shared layer was not downloaded again ($served_after)" ||
         fail "shared layer served $served_before then $served_after times"
+# Once more with the tag unchanged: a HEAD tells the digest is known, no
+# manifest or blob is fetched (kubelet's Always on an unchanged tag).
+gets_before=$(grep -cE 'GET /v2/test/always/(manifests|blobs)/' "$REGLOG" || true)
+heads_before=$(grep -cE 'HEAD /v2/test/always/manifests/v1 HTTP/[0-9.]+" 200' "$REGLOG" || true)
+for id in $(pod_runc_ids "$uid"); do
+        st=$(runc --root "$RUN/runc" state "$id" 2>/dev/null) || continue
+        [ "$(echo "$st" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" = running ] &&
+                kill -KILL "$(echo "$st" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')"
+done
+check_field "restarted again with image B" always \
+        '"'"$CONFIG_B"'" in p["status"]["containerStatuses"][0]["imageID"] and p["status"]["containerStatuses"][0]["restartCount"] == 2 and "running" in p["status"]["containerStatuses"][0]["state"]' True 60
+gets_after=$(grep -cE 'GET /v2/test/always/(manifests|blobs)/' "$REGLOG" || true)
+heads_after=$(grep -cE 'HEAD /v2/test/always/manifests/v1 HTTP/[0-9.]+" 200' "$REGLOG" || true)
+[ "$gets_before" = "$gets_after" ] && [ "$heads_after" -gt "$heads_before" ] &&
+        ok "unchanged tag: a HEAD, no GET" || fail "unchanged tag: GETs $gets_before -> $gets_after, HEADs $heads_before -> $heads_after"
+
 # B = A's layer + 2 new ones: the 2 and B's config, nothing else.
 blobs_after=$(grep -cE 'GET /v2/test/always/blobs/.* HTTP/[0-9.]+" 200' "$REGLOG" || true)
 [ $((blobs_after - blobs_before)) = 3 ] && ok "only the 2 new layers and the config were downloaded" ||
