@@ -3,7 +3,6 @@
 #include "settings.h"
 
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,7 +183,8 @@ const Setting settings_table[] = {
           "node name", .shown_default = "the lowercase hostname"),
 
         /* ---- files on the node ---- */
-        H("root-dir", NULL, SETTING_STRING, root_dir, "/var/lib/nanolet", "DIR", "state"),
+        H("root-dir", NULL, SETTING_STRING, root_dir, "/var/lib/nanolet", "DIR",
+          "agent state (images, pod records)"),
         H("run-dir", NULL, SETTING_STRING, run_dir, "/run/nanolet", "DIR",
           "runtime state (pod status files, sockets)"),
         H("pod-logs-dir", "podLogsDir", SETTING_STRING, pod_logs_dir, "/var/log/pods", "DIR",
@@ -894,18 +894,19 @@ static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, co
                 return 0;
         }
 
+        const char *value = v->str;
+        if ((s->flags & SETTING_FILE_ZERO_IS_DEFAULT) && s->value) {
+                usec_t u;
+                if ((s->type == SETTING_DURATION && nanolet_parse_duration(value, &u) >= 0 &&
+                     u == 0) ||
+                    (s->type == SETTING_INT && v->i == 0))
+                        value = s->value;
+        }
         /* a scalar: the flag's parser, so both sources accept the same values */
-        r = apply_scalar(c, s, v->str, true, &error);
+        r = apply_scalar(c, s, value, true, &error);
         if (r == -EINVAL)
                 BAD("%s", strna(error));
-        if (r < 0)
-                return r;
-        if ((s->flags & SETTING_FILE_ZERO_IS_DEFAULT) && s->value) {
-                bool zero = s->type == SETTING_DURATION ? *(usec_t *)p == 0 : *(int64_t *)p == 0;
-                if (zero)
-                        return apply_scalar(c, s, s->value, true, &error);
-        }
-        return 0;
+        return r;
 #undef BAD
 }
 
@@ -1006,6 +1007,15 @@ static void print_flag_list(FILE *f, SettingDisposition d) {
         fputs("\n", f);
 }
 
+/* scdoc text: * and _ would start bold and underline */
+static void fputs_scdoc(const char *text, FILE *f) {
+        for (const char *p = text; *p; p++) {
+                if (strchr("*_\\", *p))
+                        fputc('\\', f);
+                fputc(*p, f);
+        }
+}
+
 static void print_man_entry(FILE *f, const Setting *s, bool key_first) {
         if (key_first)
                 fprintf(f, "*%s* (%s)\n", s->key, setting_type_to_string(s->type));
@@ -1014,12 +1024,17 @@ static void print_man_entry(FILE *f, const Setting *s, bool key_first) {
                         s->metavar);
         else
                 fprintf(f, "*%s%s*\n", strlen(s->flag) == 1 ? "-" : "--", s->flag);
-        fprintf(f, "\t%c%s.", toupper((unsigned char)s->help[0]), s->help + 1);
+        fputc('\t', f);
+        fputs_scdoc(s->help, f);
+        fputc('.', f);
         if (key_first && s->flag)
                 fprintf(f, " Flag: *--%s*.", s->flag);
         const char *def = shown_default(s);
-        if (def)
-                fprintf(f, " Default: %s.", def);
+        if (def) {
+                fputs(" Default: ", f);
+                fputs_scdoc(def, f);
+                fputc('.', f);
+        }
         fputs("\n\n", f);
 }
 
@@ -1040,9 +1055,12 @@ void settings_print_man(FILE *f) {
               f);
         for (size_t i = 0; i < settings_table_size; i++) {
                 const Setting *s = &settings_table[i];
-                if (s->key && s->disposition == SETTING_IGNORED)
-                        fprintf(f, "- *%s*%s%s%s: %s.\n", s->key, s->flag ? " (*--" : "",
-                                strempty(s->flag), s->flag ? "*)" : "", s->help);
+                if (s->key && s->disposition == SETTING_IGNORED) {
+                        fprintf(f, "- *%s*%s%s%s: ", s->key, s->flag ? " (*--" : "",
+                                strempty(s->flag), s->flag ? "*)" : "");
+                        fputs_scdoc(s->help, f);
+                        fputs(".\n", f);
+                }
         }
 
         fputs("\n# REJECTED FIELDS\n\n"
@@ -1050,9 +1068,11 @@ void settings_print_man(FILE *f) {
               f);
         for (size_t i = 0; i < settings_table_size; i++) {
                 const Setting *s = &settings_table[i];
-                if (s->disposition == SETTING_REJECTED)
-                        fprintf(f, "- *%s* (*--%s*), default %s: %s.\n", s->key, s->flag,
-                                s->value, s->help);
+                if (s->disposition == SETTING_REJECTED) {
+                        fprintf(f, "- *%s* (*--%s*), default %s: ", s->key, s->flag, s->value);
+                        fputs_scdoc(s->help, f);
+                        fputs(".\n", f);
+                }
         }
 
         fputs("\n# FLAGS WITHOUT A FIELD\n\n"
@@ -1069,8 +1089,11 @@ void settings_print_man(FILE *f) {
               f);
         for (size_t i = 0; i < settings_table_size; i++) {
                 const Setting *s = &settings_table[i];
-                if (!s->key && s->flag && s->disposition == SETTING_IGNORED)
-                        fprintf(f, "- *--%s*: %s.\n", s->flag, s->help);
+                if (!s->key && s->flag && s->disposition == SETTING_IGNORED) {
+                        fprintf(f, "- *--%s*: ", s->flag);
+                        fputs_scdoc(s->help, f);
+                        fputs(".\n", f);
+                }
         }
         fputs("\n", f);
 }
