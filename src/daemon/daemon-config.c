@@ -23,7 +23,6 @@
 
 #define MIB (1024LL * 1024LL)
 
-
 int nanolet_config_init(NanoletConfig *c) {
         *c = (NanoletConfig){};
         /* every default is in the settings table, where --help shows it */
@@ -151,7 +150,8 @@ int nanolet_config_load_buffer(NanoletConfig *c, const char *buf, size_t size, c
         if (!kind || kind->type != YAML_NODE_STRING || !streq(kind->str, "KubeletConfiguration"))
                 diagnostics_add(diag, DIAG_ERROR, filename, doc->line, doc->column, "kind",
                                 "must be \"KubeletConfiguration\"");
-        if (!api || api->type != YAML_NODE_STRING || !streq(api->str, "kubelet.config.k8s.io/v1beta1"))
+        if (!api || api->type != YAML_NODE_STRING ||
+            !streq(api->str, "kubelet.config.k8s.io/v1beta1"))
                 diagnostics_add(diag, DIAG_ERROR, filename, doc->line, doc->column, "apiVersion",
                                 "must be \"kubelet.config.k8s.io/v1beta1\"");
 

@@ -58,7 +58,7 @@ typedef struct NanoletConfig {
         int64_t pod_pids_limit;
         int64_t container_log_max_size;
         int64_t container_log_max_files;
-        int64_t container_log_max_workers; /* containerLogMaxWorkers [1] */
+        int64_t container_log_max_workers;          /* containerLogMaxWorkers [1] */
         usec_t container_log_monitor_interval;      /* how often log sizes are checked */
         char **eviction_hard;                       /* "signal<value" */
         char **eviction_soft;                       /* "signal<value" */

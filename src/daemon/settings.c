@@ -93,8 +93,7 @@ static int check_cgroup_driver(NanoletConfig *c, const Setting *s, const char *v
         return 0;
 }
 
-static int check_runtime(NanoletConfig *c, const Setting *s, const char *value,
-                         char **ret_error) {
+static int check_runtime(NanoletConfig *c, const Setting *s, const char *value, char **ret_error) {
         (void)c, (void)s;
         if (!streq(value, "runc") && !streq(value, "crun") && !strchr(value, '/')) {
                 *ret_error = strdup("expected runc, crun or a path");
@@ -134,7 +133,7 @@ static int check_header(NanoletConfig *c, const Setting *s, const char *value, c
 
 #define NO_APISERVER "nanolet has no apiserver"
 #define NO_SERVER                                                                                  \
-        "nanolet has no authenticated kubelet API (port 10250); its read-only API is "            \
+        "nanolet has no authenticated kubelet API (port 10250); its read-only API is "             \
         "--address/--read-only-port"
 #define NO_CRI "nanolet runs runc or crun itself, not through a CRI runtime (see --runtime)"
 #define NO_MANAGER "nanolet has no CPU, memory, topology or device manager"
@@ -143,8 +142,11 @@ static int check_header(NanoletConfig *c, const Setting *s, const char *value, c
 
 const Setting settings_table[] = {
         /* ---- the agent itself ---- */
-        { .flag = "config", .type = SETTING_STRING, .disposition = SETTING_HONOURED,
-          .offset = OFF(config_file), .metavar = "FILE",
+        { .flag = "config",
+          .type = SETTING_STRING,
+          .disposition = SETTING_HONOURED,
+          .offset = OFF(config_file),
+          .metavar = "FILE",
           .help = "KubeletConfiguration file (kubelet.config.k8s.io/v1beta1); flags override "
                   "it" },
         H("v", NULL, SETTING_CUSTOM, verbosity, NULL, "N", "log verbosity (4 and more: debug)",
@@ -179,8 +181,8 @@ const Setting settings_table[] = {
           "largest manifest accepted"),
         H("allow-insecure-manifests", NULL, SETTING_BOOL, allow_insecure_manifests, "false", NULL,
           "accept manifests not owned by root or writable by others"),
-        H("hostname-override", NULL, SETTING_STRING, hostname_override, NULL, "NAME",
-          "node name", .shown_default = "the lowercase hostname"),
+        H("hostname-override", NULL, SETTING_STRING, hostname_override, NULL, "NAME", "node name",
+          .shown_default = "the lowercase hostname"),
 
         /* ---- files on the node ---- */
         H("root-dir", NULL, SETTING_STRING, root_dir, "/var/lib/nanolet", "DIR",
@@ -191,16 +193,13 @@ const Setting settings_table[] = {
           "container logs"),
         H("container-logs-dir", NULL, SETTING_STRING, container_logs_dir, "/var/log/containers",
           "DIR", "log symlinks for log shippers"),
-        H("container-log-max-size", "containerLogMaxSize", SETTING_QUANTITY,
-          container_log_max_size, "10Mi", "SIZE",
-          "a running container's log is rotated once it reaches this size"),
+        H("container-log-max-size", "containerLogMaxSize", SETTING_QUANTITY, container_log_max_size,
+          "10Mi", "SIZE", "a running container's log is rotated once it reaches this size"),
         H("container-log-max-files", "containerLogMaxFiles", SETTING_INT, container_log_max_files,
-          "5", "N",
-          "log files kept per container, the live one included (older ones gzipped)", .min = 2,
-          .max = 1000),
+          "5", "N", "log files kept per container, the live one included (older ones gzipped)",
+          .min = 2, .max = 1000),
         H("container-log-max-workers", "containerLogMaxWorkers", SETTING_INT,
-          container_log_max_workers, "1", "N", "log rotations done at once", .min = 1,
-          .max = 64),
+          container_log_max_workers, "1", "N", "log rotations done at once", .min = 1, .max = 64),
         H("container-log-monitor-interval", "containerLogMonitorInterval", SETTING_DURATION,
           container_log_monitor_interval, "10s", "D", "how often log sizes are checked",
           .min = 100 * USEC_PER_MSEC),
@@ -220,8 +219,7 @@ const Setting settings_table[] = {
           .flags = SETTING_ZERO_ALLOWED),
         H(NULL, "shutdownGracePeriodCriticalPods", SETTING_DURATION,
           shutdown_grace_period_critical_pods, "0s", NULL,
-          "the part of shutdownGracePeriod kept for critical pods",
-          .flags = SETTING_ZERO_ALLOWED),
+          "the part of shutdownGracePeriod kept for critical pods", .flags = SETTING_ZERO_ALLOWED),
 
         /* ---- cgroups and resources ---- */
         H("cgroup-driver", "cgroupDriver", SETTING_STRING, cgroup_driver, "cgroupfs",
@@ -250,8 +248,8 @@ const Setting settings_table[] = {
         /* ---- networking ---- */
         H("cni-conf-dir", NULL, SETTING_STRING, cni_conf_dir, "/etc/cni/net.d", "DIR",
           "CNI network configurations"),
-        H("cni-bin-dir", NULL, SETTING_STRING, cni_bin_dir, "/opt/cni/bin:/usr/lib/cni",
-          "PATH", "CNI plugin directories"),
+        H("cni-bin-dir", NULL, SETTING_STRING, cni_bin_dir, "/opt/cni/bin:/usr/lib/cni", "PATH",
+          "CNI plugin directories"),
         H("pod-cidr", "podCIDR", SETTING_STRING, pod_cidr, "10.86.0.0/16", "CIDR",
           "pod network of the built-in CNI configuration"),
         H("cluster-dns", "clusterDNS", SETTING_STRV, cluster_dns, NULL, "IP[,IP]",
@@ -263,8 +261,8 @@ const Setting settings_table[] = {
           "host resolver file used for dnsPolicy Default"),
         H("node-ip", NULL, SETTING_STRV, node_ips, NULL, "IP[,IP]", "status.hostIP",
           .shown_default = "the default route's address", .parse = check_ip),
-        H("hairpin-mode", "hairpinMode", SETTING_STRING, hairpin_mode, "hairpin-veth",
-          "MODE", "hairpin-veth, promiscuous-bridge or none (the built-in bridge network)"),
+        H("hairpin-mode", "hairpinMode", SETTING_STRING, hairpin_mode, "hairpin-veth", "MODE",
+          "hairpin-veth, promiscuous-bridge or none (the built-in bridge network)"),
 
         /* ---- HTTP API ---- */
         H("address", "address", SETTING_STRING, address, "127.0.0.1", "IP",
@@ -282,17 +280,16 @@ const Setting settings_table[] = {
           "/var/lib/nanolet/config.json", "FILE", "registry credentials (docker config.json)"),
         H("registries-conf", NULL, SETTING_STRING, registries_conf,
           "/etc/containers/registries.conf", "FILE", "mirrors, blocked and insecure registries"),
-        H("registry-certs-dir", NULL, SETTING_STRING, registry_certs_dir,
-          "/etc/containers/certs.d", "DIR", "per-registry CAs and client certificates"),
+        H("registry-certs-dir", NULL, SETTING_STRING, registry_certs_dir, "/etc/containers/certs.d",
+          "DIR", "per-registry CAs and client certificates"),
         H("insecure-registry", NULL, SETTING_STRV, insecure_registries, NULL, "HOST[:PORT]",
           "allow plain HTTP / unverified TLS (repeatable)", .flags = SETTING_REPEATABLE,
           .parse = check_insecure_registry),
         H("serialize-image-pulls", "serializeImagePulls", SETTING_BOOL, serialize_image_pulls,
           "true", "BOOL", "one registry pull at a time"),
         H("max-parallel-image-pulls", "maxParallelImagePulls", SETTING_INT,
-          max_parallel_image_pulls, NULL, "N",
-          "pulls at once when serializeImagePulls is false", .min = 1, .max = 100,
-          .shown_default = "no bound"),
+          max_parallel_image_pulls, NULL, "N", "pulls at once when serializeImagePulls is false",
+          .min = 1, .max = 100, .shown_default = "no bound"),
         H("image-pull-policy-override", NULL, SETTING_CUSTOM, image_pull_never, NULL, "never",
           "no registry pull at all (appliances)", .parse = parse_pull_override),
         H("image-gc-high-threshold", "imageGCHighThresholdPercent", SETTING_INT,
@@ -301,8 +298,8 @@ const Setting settings_table[] = {
         H("image-gc-low-threshold", "imageGCLowThresholdPercent", SETTING_INT,
           image_gc_low_threshold, "80", "PCT", "image GC frees down to this use", .min = 0,
           .max = 100),
-        H("image-minimum-gc-age", "imageMinimumGCAge", SETTING_DURATION, image_minimum_gc_age,
-          "2m", "D", "images stored more recently are never removed by image GC",
+        H("image-minimum-gc-age", "imageMinimumGCAge", SETTING_DURATION, image_minimum_gc_age, "2m",
+          "D", "images stored more recently are never removed by image GC",
           .flags = SETTING_FILE_ZERO_IS_DEFAULT | SETTING_ZERO_ALLOWED),
         H(NULL, "imageMaximumGCAge", SETTING_DURATION, image_maximum_gc_age, "0s", NULL,
           "an image unused for longer is removed by image GC (0: off)",
@@ -365,9 +362,11 @@ const Setting settings_table[] = {
         IGN("vmodule", NULL, SETTING_STRING, "nanolet has one verbosity, -v"),
         IGN("log-flush-frequency", NULL, SETTING_DURATION, "nanolet writes log lines unbuffered"),
         IGN("log-json-split-stream", NULL, SETTING_BOOL, "nanolet logs to stderr only"),
-        IGN("log-json-info-buffer-size", NULL, SETTING_STRING, "nanolet writes log lines unbuffered"),
+        IGN("log-json-info-buffer-size", NULL, SETTING_STRING,
+            "nanolet writes log lines unbuffered"),
         IGN("log-text-split-stream", NULL, SETTING_BOOL, "nanolet logs to stderr only"),
-        IGN("log-text-info-buffer-size", NULL, SETTING_STRING, "nanolet writes log lines unbuffered"),
+        IGN("log-text-info-buffer-size", NULL, SETTING_STRING,
+            "nanolet writes log lines unbuffered"),
         IGN("enable-server", "enableServer", SETTING_BOOL, NO_SERVER),
         IGN("port", "port", SETTING_INT, NO_SERVER),
         IGN("tls-cert-file", "tlsCertFile", SETTING_STRING, NO_TLS),
@@ -403,8 +402,8 @@ const Setting settings_table[] = {
             "nanolet has no profiling endpoint"),
         IGN("oom-score-adj", "oomScoreAdj", SETTING_INT,
             "set the agent's OOMScoreAdjust in its service unit"),
-        IGN("streaming-connection-idle-timeout", "streamingConnectionIdleTimeout",
-            SETTING_DURATION, "nanolet has no streaming server (exec and logs are local)"),
+        IGN("streaming-connection-idle-timeout", "streamingConnectionIdleTimeout", SETTING_DURATION,
+            "nanolet has no streaming server (exec and logs are local)"),
         IGN("node-status-update-frequency", "nodeStatusUpdateFrequency", SETTING_DURATION,
             NO_APISERVER),
         IGN(NULL, "nodeStatusReportFrequency", SETTING_DURATION, NO_APISERVER),
@@ -584,8 +583,8 @@ static int parse_reserved_into(const Setting *s, NanoletConfig *c, const char *v
 
 /* Appends the comma-separated elements of value to *l; with sep, each must
  * hold it ('<' for thresholds, '=' for signal maps). */
-static int append_list(const Setting *s, NanoletConfig *c, char ***l, const char *value,
-                       char sep, char **ret_error) {
+static int append_list(const Setting *s, NanoletConfig *c, char ***l, const char *value, char sep,
+                       char **ret_error) {
         _cleanup_free_ char *copy = strdup(value);
         char *save = NULL;
         int r;
@@ -845,10 +844,10 @@ static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, co
                         if (s->type != SETTING_HEADERS) {
                                 if (!node_is_string(val) && val->type != YAML_NODE_INT)
                                         BAD("%s", file_type_hint(s));
-                                r = strv_consume(&l, strprintf("%s%c%s", key,
-                                                               s->type == SETTING_EVICTION ? '<'
-                                                                                           : '=',
-                                                               val->str));
+                                r = strv_consume(&l,
+                                                 strprintf("%s%c%s", key,
+                                                           s->type == SETTING_EVICTION ? '<' : '=',
+                                                           val->str));
                                 if (r < 0)
                                         return r;
                                 continue;
@@ -858,8 +857,7 @@ static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, co
                         for (size_t j = 0; j < val->n; j++) {
                                 if (!node_is_string(val->items[j]))
                                         BAD("%s", file_type_hint(s));
-                                r = strv_consume(&l,
-                                                 strprintf("%s: %s", key, val->items[j]->str));
+                                r = strv_consume(&l, strprintf("%s: %s", key, val->items[j]->str));
                                 if (r < 0)
                                         return r;
                         }
@@ -975,8 +973,8 @@ void settings_print_help(FILE *f) {
                         continue;
                 char left[64];
                 const char *mv = s->type == SETTING_BOOL ? (s->metavar ? "[=BOOL]" : "") : NULL;
-                snprintf(left, sizeof left, "%s%s%s%s", strlen(s->flag) == 1 ? "-" : "--",
-                         s->flag, mv ? "" : " ", mv ? mv : strempty(s->metavar));
+                snprintf(left, sizeof left, "%s%s%s%s", strlen(s->flag) == 1 ? "-" : "--", s->flag,
+                         mv ? "" : " ", mv ? mv : strempty(s->metavar));
                 const char *def = shown_default(s);
                 fprintf(f, "  %-34s %s", left, s->help);
                 if (def && !streq(def, "false"))
@@ -1020,8 +1018,7 @@ static void print_man_entry(FILE *f, const Setting *s, bool key_first) {
         if (key_first)
                 fprintf(f, "*%s* (%s)\n", s->key, setting_type_to_string(s->type));
         else if (s->metavar && s->type != SETTING_BOOL)
-                fprintf(f, "*%s%s* _%s_\n", strlen(s->flag) == 1 ? "-" : "--", s->flag,
-                        s->metavar);
+                fprintf(f, "*%s%s* _%s_\n", strlen(s->flag) == 1 ? "-" : "--", s->flag, s->metavar);
         else
                 fprintf(f, "*%s%s*\n", strlen(s->flag) == 1 ? "-" : "--", s->flag);
         fputc('\t', f);

@@ -75,11 +75,11 @@ struct Setting {
         SettingType type;
         SettingDisposition disposition;
         unsigned flags;
-        size_t offset;     /* into NanoletConfig (honoured only) */
-        int64_t min, max;  /* SETTING_INT bounds; SETTING_DURATION minimum in usec */
-        const char *value; /* default, parsed as a flag value by nanolet_config_init()
-                            * (NULL: none, or set by code); for a rejected setting,
-                            * kubelet's default, the only value accepted */
+        size_t offset;             /* into NanoletConfig (honoured only) */
+        int64_t min, max;          /* SETTING_INT bounds; SETTING_DURATION minimum in usec */
+        const char *value;         /* default, parsed as a flag value by nanolet_config_init()
+                                    * (NULL: none, or set by code); for a rejected setting,
+                                    * kubelet's default, the only value accepted */
         const char *shown_default; /* how --help and the man page show the default when
                                     * it is not `value` (e.g. "the lowercase hostname") */
         const char *metavar;       /* flag argument in --help */
