@@ -29,7 +29,7 @@ KUBELET_EXTRA_ARGS="--root-dir=$ROOT --run-dir=$RUN --pod-logs-dir=$LOGS --conta
 
 # What the table says about each setting: the generated man page sections.
 "$NANOLET" serve --print-settings-man >"$WORK/settings.scd"
-ignored_keys=$(awk '/^# IGNORED FIELDS/ {s = 1; next} /^# / {s = 0} s && /^- \*/ {gsub(/[*]/, "", $2); print $2}' "$WORK/settings.scd")
+ignored_keys=$(awk '/^# IGNORED FIELDS/ {s = 1; next} /^# / {s = 0} s && /^- \*/ {gsub(/[*:]/, "", $2); print $2}' "$WORK/settings.scd")
 [ "$(wc -l <<<"$ignored_keys")" -gt 50 ] || fail "could not read the ignored fields from the table"
 want_keys=()
 for key in $(grep -oE '^[a-zA-Z]+' "$WORK/config.yaml"); do
