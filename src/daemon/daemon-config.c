@@ -42,6 +42,8 @@ int nanolet_config_init(NanoletConfig *c) {
                 .container_log_max_size = 10 * MIB,
                 .container_log_max_files = 5,
                 .container_log_monitor_interval = 10 * USEC_PER_SEC,
+                .container_log_max_workers = 1,
+                .seccomp_default = true, /* SPEC §10; kubelet: false */
                 .image_gc_high_threshold = 85,
                 .image_gc_low_threshold = 80,
                 .image_minimum_gc_age = 2 * 60 * USEC_PER_SEC,
@@ -126,6 +128,7 @@ void nanolet_config_deinit(NanoletConfig *c) {
         c->eviction_hard = strv_free(c->eviction_hard);
         c->insecure_registries = strv_free(c->insecure_registries);
         c->pinned_images = strv_free(c->pinned_images);
+        c->allowed_unsafe_sysctls = strv_free(c->allowed_unsafe_sysctls);
         c->eviction_soft = strv_free(c->eviction_soft);
         c->eviction_soft_grace_period = strv_free(c->eviction_soft_grace_period);
         c->eviction_minimum_reclaim = strv_free(c->eviction_minimum_reclaim);
@@ -233,6 +236,12 @@ static const ConfigField config_fields[] = {
         F("containerLogMaxSize", FIELD_QUANTITY, container_log_max_size),
         F("containerLogMaxFiles", FIELD_INT, container_log_max_files),
         F("containerLogMonitorInterval", FIELD_DURATION, container_log_monitor_interval),
+        F("containerLogMaxWorkers", FIELD_INT, container_log_max_workers),
+        F("podLogsDir", FIELD_STRING, pod_logs_dir),
+        F("seccompDefault", FIELD_BOOL, seccomp_default),
+        F("allowedUnsafeSysctls", FIELD_STRV, allowed_unsafe_sysctls),
+        F("shutdownGracePeriod", FIELD_DURATION, shutdown_grace_period),
+        F("shutdownGracePeriodCriticalPods", FIELD_DURATION, shutdown_grace_period_critical_pods),
         F("evictionHard", FIELD_EVICTION, eviction_hard),
         F("evictionSoft", FIELD_EVICTION, eviction_soft),
         F("evictionSoftGracePeriod", FIELD_SIGNAL_MAP, eviction_soft_grace_period),
@@ -241,6 +250,7 @@ static const ConfigField config_fields[] = {
         F("imageGCHighThresholdPercent", FIELD_INT, image_gc_high_threshold),
         F("imageGCLowThresholdPercent", FIELD_INT, image_gc_low_threshold),
         F("imageMinimumGCAge", FIELD_DURATION, image_minimum_gc_age),
+        F("imageMaximumGCAge", FIELD_DURATION, image_maximum_gc_age),
         F("pinnedImages", FIELD_STRV, pinned_images), /* nanolet's, as --pinned-images */
         F("serializeImagePulls", FIELD_BOOL, serialize_image_pulls),
         F("maxParallelImagePulls", FIELD_INT, max_parallel_image_pulls),
@@ -258,8 +268,6 @@ static const ConfigField config_fields[] = {
         IGN("nodeStatusUpdateFrequency"),
         IGN("rotateCertificates"),
         IGN("runtimeRequestTimeout"),
-        IGN("shutdownGracePeriod"),
-        IGN("shutdownGracePeriodCriticalPods"),
         IGN("streamingConnectionIdleTimeout"),
         IGN("volumeStatsAggPeriod"),
         IGN("tlsCertFile"),
@@ -523,6 +531,9 @@ enum {
         ARG_IMAGE_GC_LOW_THRESHOLD,
         ARG_IMAGE_MINIMUM_GC_AGE,
         ARG_PINNED_IMAGES,
+        ARG_IMAGE_MAXIMUM_GC_AGE,
+        ARG_SECCOMP_DEFAULT,
+        ARG_ALLOWED_UNSAFE_SYSCTLS,
         ARG_EVICTION_HARD,
         ARG_EVICTION_SOFT,
         ARG_EVICTION_SOFT_GRACE_PERIOD,
@@ -585,6 +596,9 @@ static const struct option serve_options[] = {
         { "image-gc-low-threshold", required_argument, NULL, ARG_IMAGE_GC_LOW_THRESHOLD },
         { "image-minimum-gc-age", required_argument, NULL, ARG_IMAGE_MINIMUM_GC_AGE },
         { "pinned-images", required_argument, NULL, ARG_PINNED_IMAGES },
+        { "image-maximum-gc-age", required_argument, NULL, ARG_IMAGE_MAXIMUM_GC_AGE },
+        { "seccomp-default", optional_argument, NULL, ARG_SECCOMP_DEFAULT },
+        { "allowed-unsafe-sysctls", required_argument, NULL, ARG_ALLOWED_UNSAFE_SYSCTLS },
         { "eviction-hard", required_argument, NULL, ARG_EVICTION_HARD },
         { "eviction-soft", required_argument, NULL, ARG_EVICTION_SOFT },
         { "eviction-soft-grace-period", required_argument, NULL, ARG_EVICTION_SOFT_GRACE_PERIOD },
@@ -647,6 +661,12 @@ static void serve_help(void) {
                "  --image-gc-low-threshold PCT    image GC frees down to this usage [80]\n"
                "  --image-minimum-gc-age D        images stored more recently are kept [2m]\n"
                "  --pinned-images REF[,REF]       never removed by image GC (repeatable)\n"
+               "  --image-maximum-gc-age D        unused images older than this are removed "
+               "[0: off]\n"
+               "  --seccomp-default[=BOOL]        RuntimeDefault seccomp unless a profile is set "
+               "[true]\n"
+               "  --allowed-unsafe-sysctls S[,S]  sysctls (or prefix*) allowed beyond the safe "
+               "set\n"
                "  --eviction-hard S<V[,S<V]       hard eviction thresholds (replace the defaults)\n"
                "  --eviction-soft S<V[,S<V]       soft eviction thresholds\n"
                "  --eviction-soft-grace-period S=D[,S=D]  how long a soft one must hold\n"
@@ -1009,7 +1029,11 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                         r = parse_duration_arg("eviction-pressure-transition-period", optarg, true,
                                                &c->eviction_pressure_transition_period);
                         break;
-                case ARG_PINNED_IMAGES: {
+                case ARG_PINNED_IMAGES:
+                case ARG_ALLOWED_UNSAFE_SYSCTLS: {
+                        /* Repeatable lists, as kubelet's string slices. */
+                        char ***l = opt == ARG_PINNED_IMAGES ? &c->pinned_images
+                                                             : &c->allowed_unsafe_sysctls;
                         _cleanup_free_ char *copy = strdup(optarg);
                         char *save = NULL;
                         if (!copy)
@@ -1017,9 +1041,24 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                         r = 0;
                         for (char *e = strtok_r(copy, ",", &save); e && r >= 0;
                              e = strtok_r(NULL, ",", &save))
-                                r = strv_extend(&c->pinned_images, e);
+                                r = strv_extend(l, e);
                         break;
                 }
+                case ARG_IMAGE_MAXIMUM_GC_AGE:
+                        r = parse_duration_arg("image-maximum-gc-age", optarg, true,
+                                               &c->image_maximum_gc_age);
+                        break;
+                case ARG_SECCOMP_DEFAULT:
+                        /* A bool flag as kubelet's: bare, or =true/=false. */
+                        if (optarg && !streq(optarg, "true") && !streq(optarg, "false")) {
+                                log_error("Invalid --seccomp-default \"%s\": expected true or "
+                                          "false.",
+                                          optarg);
+                                return -EINVAL;
+                        }
+                        c->seccomp_default = !optarg || streq(optarg, "true");
+                        r = 0;
+                        break;
                 default:
                         /* getopt printed the problem */
                         return -EINVAL;
@@ -1091,6 +1130,26 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                           "(both 0..100; high 100 turns image GC off).",
                           (long long)c->image_gc_low_threshold,
                           (long long)c->image_gc_high_threshold);
+                return -EINVAL;
+        }
+        /* kubelet's validation of the settings below. */
+        if (c->image_maximum_gc_age != 0 && c->image_minimum_gc_age > c->image_maximum_gc_age) {
+                log_error("Invalid imageMaximumGCAge: it must be greater than imageMinimumGCAge.");
+                return -EINVAL;
+        }
+        if (c->container_log_max_workers < 1) {
+                log_error("Invalid containerLogMaxWorkers %lld: expected at least 1.",
+                          (long long)c->container_log_max_workers);
+                return -EINVAL;
+        }
+        if (c->shutdown_grace_period_critical_pods > c->shutdown_grace_period) {
+                log_error("Invalid shutdownGracePeriodCriticalPods: it must not be greater than "
+                          "shutdownGracePeriod.");
+                return -EINVAL;
+        }
+        if (isempty(c->pod_logs_dir) || c->pod_logs_dir[0] != '/') {
+                log_error("Invalid podLogsDir \"%s\": expected an absolute path.",
+                          strempty(c->pod_logs_dir));
                 return -EINVAL;
         }
         if (!streq(c->cgroup_driver, "cgroupfs") && !streq(c->cgroup_driver, "systemd")) {

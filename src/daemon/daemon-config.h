@@ -44,6 +44,14 @@ typedef struct NanoletConfig {
         char *cgroup_driver;
         char *cgroup_root;  /* --cgroup-root, "/" */
         bool cpu_cfs_quota; /* --cpu-cfs-quota, true */
+        /* seccompDefault: RuntimeDefault for containers without a
+         * seccompProfile. kubelet's default is false (Unconfined);
+         * nanolet's is true (SPEC §10). */
+        bool seccomp_default;
+        char **allowed_unsafe_sysctls; /* names or "prefix*" beyond the safe set */
+        /* graceful node shutdown: needs systemd-logind, warned about */
+        usec_t shutdown_grace_period;
+        usec_t shutdown_grace_period_critical_pods;
         /* --kube-reserved / --system-reserved (cpu=,memory=): subtracted
          * from the node's capacity to give its allocatable. 0 = none. */
         int64_t kube_reserved_milli_cpu, kube_reserved_memory;
@@ -53,6 +61,7 @@ typedef struct NanoletConfig {
         int64_t container_log_max_size;
         int64_t container_log_max_files;
         usec_t container_log_monitor_interval;      /* how often log sizes are checked */
+        int64_t container_log_max_workers;          /* [1]; rotation has one worker */
         char **eviction_hard;                       /* "signal<value" */
         char **eviction_soft;                       /* "signal<value" */
         char **eviction_soft_grace_period;          /* "signal=duration" */
@@ -61,6 +70,7 @@ typedef struct NanoletConfig {
         int64_t image_gc_high_threshold;
         int64_t image_gc_low_threshold;
         usec_t image_minimum_gc_age; /* imageMinimumGCAge [2m] */
+        usec_t image_maximum_gc_age; /* imageMaximumGCAge; 0 = off */
         char **pinned_images;        /* --pinned-images: never removed by image GC */
         bool serialize_image_pulls;
         int64_t max_parallel_image_pulls; /* with serializeImagePulls false; 0 = no bound */

@@ -322,6 +322,8 @@ static int daemon_setup_runtime(Daemon *d) {
                 .pod_pids_limit = c->pod_pids_limit,
                 .cgroups = { .driver = driver, .root = c->cgroup_root },
                 .cpu_cfs_quota = c->cpu_cfs_quota,
+                .no_seccomp_default = !c->seccomp_default,
+                .allowed_unsafe_sysctls = c->allowed_unsafe_sysctls,
                 .allocatable_memory = reserved_mem ? (uint64_t)alloc_mem : 0,
                 .allocatable_milli_cpu = reserved_cpu ? alloc_cpu : 0,
                 .max_pods = c->max_pods,

@@ -38,6 +38,13 @@ typedef struct PodManagerOptions {
         CgroupLayout cgroups;
         const char *cgroup_fs;
         bool cpu_cfs_quota; /* --cpu-cfs-quota: CFS quota from cpu limits */
+        /* --seccomp-default=false (kubelet's default): containers without a
+         * seccompProfile run Unconfined; false here keeps RuntimeDefault. */
+        bool no_seccomp_default;
+        /* allowedUnsafeSysctls: names or "prefix*" allowed beyond the safe
+         * set (pod-sysctls.h); a pod with any other sysctl is rejected,
+         * SysctlForbidden. pod_manager_new() fails on an invalid entry. */
+        char *const *allowed_unsafe_sysctls;
         /* The QoS parent "kubepods" gets the node's allocatable (capacity
          * minus --kube-reserved and --system-reserved) as its limit when
          * anything is reserved; 0 = leave unlimited. */

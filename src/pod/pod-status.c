@@ -131,7 +131,7 @@ PodPhase pod_phase(const PodState *s) {
         assert(s);
         if (!s->pod)
                 return POD_PHASE_UNKNOWN;
-        if (s->deadline_exceeded || s->evicted)
+        if (s->deadline_exceeded || s->evicted || s->rejected)
                 return POD_PHASE_FAILED;
 
         unsigned pending_init = 0, failed_init = 0;
