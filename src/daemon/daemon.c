@@ -329,6 +329,7 @@ static int daemon_setup_runtime(Daemon *d) {
                 .max_pods = c->max_pods,
                 .container_log_max_size = c->container_log_max_size,
                 .container_log_max_files = (unsigned)c->container_log_max_files,
+                .container_log_max_workers = (unsigned)c->container_log_max_workers,
                 .container_log_monitor_interval = c->container_log_monitor_interval,
                 .images = d->images,
                 .runtime = d->runtime,
@@ -348,7 +349,8 @@ static int daemon_setup_runtime(Daemon *d) {
                 .root_dir = c->root_dir,
                 .policy = { .high_percent = (unsigned)c->image_gc_high_threshold,
                             .low_percent = (unsigned)c->image_gc_low_threshold,
-                            .min_age = c->image_minimum_gc_age },
+                            .min_age = c->image_minimum_gc_age,
+                            .max_age = c->image_maximum_gc_age },
                 .pinned_images = c->pinned_images,
                 .metrics = d->metrics,
         };

@@ -623,7 +623,8 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
                 m->o.container_log_monitor_interval = 10 * USEC_PER_SEC;
         if (o->container_log_max_size > 0) {
                 LogRotatePolicy lp = { .max_size = o->container_log_max_size,
-                                       .max_files = o->container_log_max_files };
+                                       .max_files = o->container_log_max_files,
+                                       .max_workers = o->container_log_max_workers };
                 r = log_rotator_new(&m->log_rotator, e, &lp);
                 if (r < 0)
                         return log_error_errno(r, "Failed to set up container log rotation: %m");

@@ -55,6 +55,7 @@ typedef struct PodManagerOptions {
         int64_t max_pods;
         int64_t container_log_max_size; /* rotation (SPEC §13); 0 = no rotation */
         unsigned container_log_max_files;
+        unsigned container_log_max_workers;    /* rotation workers at once; 0 = 1 */
         usec_t container_log_monitor_interval; /* 0 = 10 s */
         ImageStore *images;                    /* not owned */
         Runtime *runtime;                      /* not owned */
