@@ -422,6 +422,21 @@ static int daemon_setup_api(Daemon *d) {
                              c->healthz_port, false);
 }
 
+/* kubelet's graceful node shutdown takes a systemd-logind delay inhibitor
+ * and stops the pods on PrepareForShutdown, over D-Bus. nanolet has no D-Bus
+ * client and often runs where logind does not (PID 1 not systemd), so the
+ * setting is accepted and said to have no effect, once. */
+static void daemon_warn_unsupported(const NanoletConfig *c) {
+        if (c->shutdown_grace_period > 0 || c->shutdown_grace_period_critical_pods > 0)
+                log_warning("shutdownGracePeriod %" PRIu64
+                            "s, shutdownGracePeriodCriticalPods %" PRIu64
+                            "s: graceful node shutdown needs systemd-logind; not implemented: pods "
+                            "are not stopped before shutdown (--stop-pods-on-exit stops them when "
+                            "the agent itself is stopped).",
+                            (uint64_t)(c->shutdown_grace_period / USEC_PER_SEC),
+                            (uint64_t)(c->shutdown_grace_period_critical_pods / USEC_PER_SEC));
+}
+
 int daemon_new(Daemon **ret, NanoletConfig *config) {
         _cleanup_(daemon_freep) Daemon *d = calloc(1, sizeof *d);
         int r;
@@ -451,6 +466,7 @@ int daemon_new(Daemon **ret, NanoletConfig *config) {
         if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
                 return -errno;
 
+        daemon_warn_unsupported(config);
         if (!config->dry_run) {
                 r = daemon_setup_runtime(d);
                 if (r < 0)
