@@ -381,13 +381,14 @@ static bool worker_sync(PodWorker *w) {
                         return false;
                 }
                 if (r < 0) {
+                        /* kubelet's rejectPod: the event has the message,
+                         * the status says it was a rejection. */
                         log_warning("Pod \"%s\" rejected: %s", w->full_name, message);
                         w->state.rejected = true;
                         (void)set_str(&w->state.reason, POD_SYSCTL_FORBIDDEN_REASON);
                         free(w->state.message);
-                        w->state.message = TAKE_PTR(message);
-                        worker_event(w, NULL, POD_EVENT_SYSCTL_FORBIDDEN, "%s",
-                                     strna(w->state.message));
+                        w->state.message = strprintf("Pod was rejected: %s", message);
+                        worker_event(w, NULL, POD_EVENT_SYSCTL_FORBIDDEN, "%s", message);
                         w->status_dirty = true;
                         return false;
                 }

@@ -59,14 +59,16 @@ bundle=$(grep -l '"net.ipv4.ip_local_port_range"' "$ROOT"/pods/*/containers/*/*/
 check_field "the unsafe sysctl's pod fails admission" unsafe \
         'p["status"]["phase"] + "/" + p["status"].get("reason", "")' Failed/SysctlForbidden
 check_field "with kubelet's message" unsafe 'p["status"].get("message")' \
-        'forbidden sysctl: "net.core.somaxconn" not allowlisted'
+        'Pod was rejected: forbidden sysctl: "net.core.somaxconn" not allowlisted'
+check_field "and kubelet's status of a rejected pod (no container statuses)" unsafe \
+        '",".join(sorted(p["status"]))' 'message,phase,qosClass,reason'
 wait_event unsafe SysctlForbidden && ok "a SysctlForbidden event" || fail "no SysctlForbidden event"
 nl events unsafe >"$WORK/out" 2>&1
 grep -qE 'Warning +SysctlForbidden +pod/unsafe-node1 +forbidden sysctl' "$WORK/out" &&
         ok "nanolet events shows it" || fail "nanolet events: $(cat "$WORK/out")"
 check_field "a hostNetwork pod may not set a net.* sysctl" hostnet \
         'p["status"]["phase"] + "/" + p["status"].get("reason", "") + "/" + p["status"].get("message", "")' \
-        'Failed/SysctlForbidden/forbidden sysctl: "net.ipv4.ip_local_port_range" not allowed with host net enabled'
+        'Failed/SysctlForbidden/Pod was rejected: forbidden sysctl: "net.ipv4.ip_local_port_range" not allowed with host net enabled'
 uid=$(pod_field unsafe 'p["metadata"]["uid"]')
 [ -n "$uid" ] && [ -z "$(pod_runc_ids "$uid")" ] && [ ! -e "$RUN/ns/$uid" ] &&
         ok "nothing of the rejected pod was created" || fail "the rejected pod has containers or namespaces"
