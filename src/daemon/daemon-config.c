@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -1133,8 +1134,11 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                 return -EINVAL;
         }
         /* kubelet's validation of the settings below. */
-        if (c->image_maximum_gc_age != 0 && c->image_minimum_gc_age > c->image_maximum_gc_age) {
-                log_error("Invalid imageMaximumGCAge: it must be greater than imageMinimumGCAge.");
+        if (c->image_maximum_gc_age != 0 && c->image_maximum_gc_age <= c->image_minimum_gc_age) {
+                log_error("Invalid imageMaximumGCAge %" PRIu64 "s: it must be greater than "
+                          "imageMinimumGCAge %" PRIu64 "s.",
+                          (uint64_t)(c->image_maximum_gc_age / USEC_PER_SEC),
+                          (uint64_t)(c->image_minimum_gc_age / USEC_PER_SEC));
                 return -EINVAL;
         }
         if (c->container_log_max_workers < 1) {

@@ -214,7 +214,8 @@ static void test_kubelet_settings(void **state) {
         char *bad2[] = { "serve", "--image-maximum-gc-age=1m", NULL };
         char *bad3[] = { "serve", "--pod-logs-dir=relative/logs", NULL };
         char *bad4[] = { "serve", "--image-maximum-gc-age=soon", NULL };
-        char **all[] = { bad1, bad2, bad3, bad4 };
+        char *bad5[] = { "serve", "--image-maximum-gc-age=2m", NULL }; /* equal: not greater */
+        char **all[] = { bad1, bad2, bad3, bad4, bad5 };
         assert_all_rejected(all, ELEMENTSOF(all));
 
         /* The file's values are validated as the flags are. */
@@ -294,7 +295,8 @@ static void test_registry_flags(void **state) {
         char *bad2[] = { "serve", "--insecure-registry", "host/ns", NULL };
         char *bad3[] = { "serve", "--insecure-registry", "", NULL };
         char *bad4[] = { "serve", "--registries-conf", NULL };
-        char **all[] = { bad1, bad2, bad3, bad4 };
+        char *bad5[] = { "serve", "--image-maximum-gc-age=2m", NULL }; /* equal: not greater */
+        char **all[] = { bad1, bad2, bad3, bad4, bad5 };
         assert_all_rejected(all, ELEMENTSOF(all));
 }
 
@@ -397,7 +399,8 @@ static void test_container_log_flags(void **state) {
         char *bad2[] = { "serve", "--container-log-max-size", "lots", NULL };
         char *bad3[] = { "serve", "--container-log-max-files", "1", NULL };
         char *bad4[] = { "serve", "--container-log-max-files", "x", NULL };
-        char **all[] = { bad1, bad2, bad3, bad4 };
+        char *bad5[] = { "serve", "--image-maximum-gc-age=2m", NULL }; /* equal: not greater */
+        char **all[] = { bad1, bad2, bad3, bad4, bad5 };
         assert_all_rejected(all, ELEMENTSOF(all));
 
         /* containerLogMaxFiles: 1 in the file is refused as kubelet does */
