@@ -26,7 +26,8 @@ spec:
   securityContext:
     sysctls: [{name: $2, value: "$3"}]
   containers:
-  - {name: main, image: nanolet-test, imagePullPolicy: Never, command: [sleep, "3600"]}
+  - {name: main, image: nanolet-test, imagePullPolicy: Never,
+     command: [sh, -c, 'echo "$2 is \$(cat /proc/sys/$(echo $2 | tr . /))"; exec sleep 3600']}
 YAML
 }
 
@@ -52,6 +53,17 @@ check_field "the safe sysctl's pod runs" safe 'p["status"]["phase"]' Running
 out=$(nl exec safe -- cat /proc/sys/net/ipv4/ip_local_port_range 2>&1)
 [ "$(echo $out)" = "40000 50000" ] && ok "the container's netns has the safe sysctl's value" ||
         fail "ip_local_port_range in the container: $out"
+# The log went to the non-default --pod-logs-dir (lib-agent.sh's $LOGS), the
+# /var/log/containers-style symlink points there, and `nanolet logs` reads it.
+uid=$(pod_field safe 'p["metadata"]["uid"]')
+expect "the container's log is in --pod-logs-dir" "$LOGS/default_safe-node1_$uid/main/0.log" \
+        'net.ipv4.ip_local_port_range is 40000.50000' 1 20
+link=$(ls "$CLOGS"/safe-node1_default_main-*.log 2>/dev/null | head -1)
+[ -n "$link" ] && [ "$(readlink -f "$link")" = "$(readlink -f "$LOGS/default_safe-node1_$uid/main/0.log")" ] &&
+        ok "the container-logs symlink points into --pod-logs-dir" || fail "symlink: $link -> $(readlink "$link")"
+nl logs safe >"$WORK/out" 2>&1
+grep -q 'ip_local_port_range is 40000.50000' "$WORK/out" && ok "nanolet logs --pod-logs-dir reads it" ||
+        fail "nanolet logs: $(cat "$WORK/out")"
 bundle=$(grep -l '"net.ipv4.ip_local_port_range"' "$ROOT"/pods/*/containers/*/*/bundle/config.json 2>/dev/null | head -1)
 [ -n "$bundle" ] && python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); assert c["linux"]["sysctl"] == {"net.ipv4.ip_local_port_range": "40000 50000"}' "$bundle" &&
         ok "config.json carries it in linux.sysctl" || fail "no linux.sysctl in the bundle's config.json"
