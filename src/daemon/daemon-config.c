@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -288,6 +289,18 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
         if (c->shutdown_grace_period_critical_pods > c->shutdown_grace_period) {
                 log_error("shutdownGracePeriodCriticalPods must not exceed "
                           "shutdownGracePeriod (kubelet's rule).");
+                return -EINVAL;
+        }
+        if (c->image_maximum_gc_age != 0 && c->image_maximum_gc_age <= c->image_minimum_gc_age) {
+                log_error("Invalid imageMaximumGCAge %" PRIu64 "s: it must be greater than "
+                          "imageMinimumGCAge %" PRIu64 "s (kubelet's rule).",
+                          (uint64_t)(c->image_maximum_gc_age / USEC_PER_SEC),
+                          (uint64_t)(c->image_minimum_gc_age / USEC_PER_SEC));
+                return -EINVAL;
+        }
+        if (isempty(c->pod_logs_dir) || c->pod_logs_dir[0] != '/') {
+                log_error("Invalid podLogsDir \"%s\": expected an absolute path.",
+                          strempty(c->pod_logs_dir));
                 return -EINVAL;
         }
         {

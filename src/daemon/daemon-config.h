@@ -35,7 +35,7 @@ typedef struct NanoletConfig {
 
         /* runtime and networking (used by later subsystems) */
         char *runtime;
-        bool seccomp_default;          /* seccompDefault [false] */
+        bool seccomp_default;          /* seccompDefault [true; kubelet: false] */
         char **allowed_unsafe_sysctls; /* allowedUnsafeSysctls */
         usec_t shutdown_grace_period;  /* shutdownGracePeriod [0: off] */
         usec_t shutdown_grace_period_critical_pods;

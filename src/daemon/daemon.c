@@ -322,11 +322,14 @@ static int daemon_setup_runtime(Daemon *d) {
                 .pod_pids_limit = c->pod_pids_limit,
                 .cgroups = { .driver = driver, .root = c->cgroup_root },
                 .cpu_cfs_quota = c->cpu_cfs_quota,
+                .no_seccomp_default = !c->seccomp_default,
+                .allowed_unsafe_sysctls = c->allowed_unsafe_sysctls,
                 .allocatable_memory = reserved_mem ? (uint64_t)alloc_mem : 0,
                 .allocatable_milli_cpu = reserved_cpu ? alloc_cpu : 0,
                 .max_pods = c->max_pods,
                 .container_log_max_size = c->container_log_max_size,
                 .container_log_max_files = (unsigned)c->container_log_max_files,
+                .container_log_max_workers = (unsigned)c->container_log_max_workers,
                 .container_log_monitor_interval = c->container_log_monitor_interval,
                 .images = d->images,
                 .runtime = d->runtime,
@@ -346,7 +349,8 @@ static int daemon_setup_runtime(Daemon *d) {
                 .root_dir = c->root_dir,
                 .policy = { .high_percent = (unsigned)c->image_gc_high_threshold,
                             .low_percent = (unsigned)c->image_gc_low_threshold,
-                            .min_age = c->image_minimum_gc_age },
+                            .min_age = c->image_minimum_gc_age,
+                            .max_age = c->image_maximum_gc_age },
                 .pinned_images = c->pinned_images,
                 .metrics = d->metrics,
         };
@@ -418,6 +422,21 @@ static int daemon_setup_api(Daemon *d) {
                              c->healthz_port, false);
 }
 
+/* kubelet's graceful node shutdown takes a systemd-logind delay inhibitor
+ * and stops the pods on PrepareForShutdown, over D-Bus. nanolet has no D-Bus
+ * client and often runs where logind does not (PID 1 not systemd), so the
+ * setting is accepted and said to have no effect, once. */
+static void daemon_warn_unsupported(const NanoletConfig *c) {
+        if (c->shutdown_grace_period > 0 || c->shutdown_grace_period_critical_pods > 0)
+                log_warning("shutdownGracePeriod %" PRIu64
+                            "s, shutdownGracePeriodCriticalPods %" PRIu64
+                            "s: graceful node shutdown needs systemd-logind; not implemented: pods "
+                            "are not stopped before shutdown (--stop-pods-on-exit stops them when "
+                            "the agent itself is stopped).",
+                            (uint64_t)(c->shutdown_grace_period / USEC_PER_SEC),
+                            (uint64_t)(c->shutdown_grace_period_critical_pods / USEC_PER_SEC));
+}
+
 int daemon_new(Daemon **ret, NanoletConfig *config) {
         _cleanup_(daemon_freep) Daemon *d = calloc(1, sizeof *d);
         int r;
@@ -447,6 +466,7 @@ int daemon_new(Daemon **ret, NanoletConfig *config) {
         if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
                 return -errno;
 
+        daemon_warn_unsupported(config);
         if (!config->dry_run) {
                 r = daemon_setup_runtime(d);
                 if (r < 0)

@@ -207,15 +207,16 @@ const Setting settings_table[] = {
         /* ---- runtime ---- */
         H("runtime", NULL, SETTING_STRING, runtime, "runc", "runc|crun|PATH", "OCI runtime",
           .parse = check_runtime),
-        H("seccomp-default", "seccompDefault", SETTING_BOOL, seccomp_default, "false", "BOOL",
-          "RuntimeDefault seccomp profile for containers that name none"),
+        H("seccomp-default", "seccompDefault", SETTING_BOOL, seccomp_default, "true", "BOOL",
+          "RuntimeDefault seccomp profile for containers that name none (kubelet's default is "
+          "false; nanolet confines by default, SPEC §10)"),
         H("allowed-unsafe-sysctls", "allowedUnsafeSysctls", SETTING_STRV, allowed_unsafe_sysctls,
           NULL, "S[,S]",
           "unsafe sysctls (or patterns ending in *) pods may set, beyond Kubernetes' safe set",
           .flags = SETTING_REPEATABLE),
         H(NULL, "shutdownGracePeriod", SETTING_DURATION, shutdown_grace_period, "0s", NULL,
-          "on node shutdown, time given to pods to stop (0: pods are not stopped for a "
-          "shutdown)",
+          "accepted and validated, not honoured: graceful node shutdown needs systemd-logind; a "
+          "non-zero value is warned about at start",
           .flags = SETTING_ZERO_ALLOWED),
         H(NULL, "shutdownGracePeriodCriticalPods", SETTING_DURATION,
           shutdown_grace_period_critical_pods, "0s", NULL,
@@ -301,7 +302,7 @@ const Setting settings_table[] = {
         H("image-minimum-gc-age", "imageMinimumGCAge", SETTING_DURATION, image_minimum_gc_age, "2m",
           "D", "images stored more recently are never removed by image GC",
           .flags = SETTING_FILE_ZERO_IS_DEFAULT | SETTING_ZERO_ALLOWED),
-        H(NULL, "imageMaximumGCAge", SETTING_DURATION, image_maximum_gc_age, "0s", NULL,
+        H("image-maximum-gc-age", "imageMaximumGCAge", SETTING_DURATION, image_maximum_gc_age, "0s", "D",
           "an image unused for longer is removed by image GC (0: off)",
           .flags = SETTING_ZERO_ALLOWED),
         H("pinned-images", "pinnedImages", SETTING_STRV, pinned_images, NULL, "REF[,REF]",

@@ -45,6 +45,21 @@ static char *resolve(ImageStore *s, const char *ref) {
         return strdup(im->digest);
 }
 
+/* Removes one image and reports it on stdout with the line's kind. */
+static int remove_one(ImageStore *s, const Image *im, const ImageUsers *users, const char *kind) {
+        Error rerr = {};
+        int r = image_store_remove(s, im->digest, users, &rerr);
+        if (r == -EBUSY)
+                return r; /* a pod started meanwhile */
+        if (r < 0) {
+                log_warning("Image GC: cannot remove %s: %s", im->digest, rerr.message);
+                return r;
+        }
+        printf("%s %s %" PRIu64 " %s\n", kind, im->digest, im->size,
+               im->names && im->names[0] ? im->names[0] : im->digest);
+        return 0;
+}
+
 static int run(const char *root, const ImageGcPolicy *policy, char **pinned_refs) {
         _cleanup_(image_store_freep) ImageStore *s = NULL;
         _cleanup_(image_users_done) ImageUsers users = {};
@@ -69,7 +84,7 @@ static int run(const char *root, const ImageGcPolicy *policy, char **pinned_refs
                 return log_error_errno(r, "Cannot statfs \"%s\": %m", images_dir);
         available = before;
         uint64_t to_free = image_gc_bytes_to_free(policy, capacity, before);
-        if (to_free == 0)
+        if (to_free == 0 && policy->max_age == 0)
                 goto done;
         r = pod_checkpoints_image_users(pods_dir, &users);
         if (r < 0)
@@ -109,21 +124,21 @@ static int run(const char *root, const ImageGcPolicy *policy, char **pinned_refs
                 if (image_store_times(s, im->digest, &cand[i].first_seen, &cand[i].last_used) < 0)
                         cand[i].in_use = true; /* cannot tell its age: keep it */
         }
-        size_t k = image_gc_select(policy, cand, n, now_usec(CLOCK_REALTIME), UINT64_MAX, order);
-        uint64_t target = before + to_free;
-        for (size_t i = 0; i < k && available < target; i++) {
-                Image *im = images[order[i]];
-                Error rerr = {};
-                r = image_store_remove(s, im->digest, &users, &rerr);
-                if (r == -EBUSY)
-                        continue; /* a pod started meanwhile */
-                if (r < 0) {
-                        log_warning("Image GC: cannot remove %s: %s", im->digest, rerr.message);
-                        continue;
+        usec_t now = now_usec(CLOCK_REALTIME);
+        /* kubelet's order: the age pass, then the space pass over what is
+         * left (a removed candidate is marked in use: not selected again). */
+        size_t k = image_gc_select_expired(policy, cand, n, now, order);
+        for (size_t i = 0; i < k; i++)
+                if (remove_one(s, images[order[i]], &users, "expired") >= 0) {
+                        cand[order[i]].in_use = true;
+                        (void)fs_space(images_dir, &capacity, &available);
                 }
-                printf("removed %s %" PRIu64 " %s\n", im->digest, im->size,
-                       im->names && im->names[0] ? im->names[0] : im->digest);
-                (void)fs_space(images_dir, &capacity, &available);
+        if (to_free > 0) {
+                k = image_gc_select(policy, cand, n, now, UINT64_MAX, order);
+                uint64_t target = before + to_free;
+                for (size_t i = 0; i < k && available < target; i++)
+                        if (remove_one(s, images[order[i]], &users, "removed") >= 0)
+                                (void)fs_space(images_dir, &capacity, &available);
         }
         image_list_free(images, n);
 done:
@@ -132,15 +147,18 @@ done:
 }
 
 int image_gc_helper_main(int argc, char **argv) {
-        uint64_t high, low, min_age;
-        if (argc < 5 || parse_u64(argv[2], &high) < 0 || parse_u64(argv[3], &low) < 0 ||
-            parse_u64(argv[4], &min_age) < 0 || high > 100 || low > high) {
-                fprintf(stderr, "usage: %s ROOT_DIR HIGH LOW MIN_AGE_USEC [PINNED_REF...]\n",
+        uint64_t high, low, min_age, max_age;
+        if (argc < 6 || parse_u64(argv[2], &high) < 0 || parse_u64(argv[3], &low) < 0 ||
+            parse_u64(argv[4], &min_age) < 0 || parse_u64(argv[5], &max_age) < 0 || high > 100 ||
+            low > high) {
+                fprintf(stderr,
+                        "usage: %s ROOT_DIR HIGH LOW MIN_AGE_USEC MAX_AGE_USEC [PINNED_REF...]\n",
                         IMAGE_GC_HELPER_MODE);
                 return 2;
         }
         ImageGcPolicy p = { .high_percent = (unsigned)high,
                             .low_percent = (unsigned)low,
-                            .min_age = min_age };
-        return run(argv[1], &p, argv + 5) < 0 ? 1 : 0;
+                            .min_age = min_age,
+                            .max_age = max_age };
+        return run(argv[1], &p, argv + 6) < 0 ? 1 : 0;
 }

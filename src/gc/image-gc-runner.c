@@ -25,8 +25,10 @@ struct ImageGc {
         usec_t period;
         EventSource *timer;
         Child *child;
-        bool again;       /* a check was asked for while the helper ran */
-        bool reclaim_all; /* ... or a reclaim of every unused image */
+        bool space;        /* the running helper was started to free space */
+        usec_t last_start; /* CLOCK_MONOTONIC: the last helper (age pass) */
+        bool again;        /* a check was asked for while the helper ran */
+        bool reclaim_all;  /* ... or a reclaim of every unused image */
         unsigned removed;
         MetricFamily *collected; /* kubelet_image_garbage_collected_total{reason} */
         MetricFamily *freed;     /* nanolet_image_gc_freed_bytes_total */
@@ -47,7 +49,14 @@ static void on_helper_done(Child *c, void *userdata) {
              line = strtok_r(NULL, "\n", &save)) {
                 char digest[80], name[512];
                 uint64_t size, cap, before, after;
-                if (sscanf(line, "removed %79s %" SCNu64 " %511s", digest, &size, name) == 3) {
+                if (sscanf(line, "expired %79s %" SCNu64 " %511s", digest, &size, name) == 3) {
+                        g->removed++;
+                        metric_inc(g->collected, METRIC_LABELS("age"));
+                        log_info("Image GC: removed image \"%s\" (%s, %" PRIu64 " bytes), unused "
+                                 "for longer than imageMaximumGCAge (%" PRIu64 "s).",
+                                 name, digest, size, (uint64_t)(g->policy.max_age / USEC_PER_SEC));
+                } else if (sscanf(line, "removed %79s %" SCNu64 " %511s", digest, &size, name) ==
+                           3) {
                         g->removed++;
                         metric_inc(g->collected, METRIC_LABELS("space"));
                         log_info("Image GC: removed image \"%s\" (%s, %" PRIu64 " bytes), least "
@@ -55,7 +64,7 @@ static void on_helper_done(Child *c, void *userdata) {
                                  name, digest, size);
                 } else if (sscanf(line, "done %" SCNu64 " %" SCNu64 " %" SCNu64, &cap, &before,
                                   &after) == 3 &&
-                           after != before) {
+                           after != before && g->space) {
                         if (after > before)
                                 metric_add(g->freed, NULL, (double)(after - before));
                         uint64_t target = cap / 100 * (100 - g->policy.low_percent);
@@ -78,18 +87,22 @@ static void on_helper_done(Child *c, void *userdata) {
         }
 }
 
-static void start_helper(ImageGc *g, bool all) {
+/* all: every unused image (eviction's reclaim); space: started because the
+ * filesystem is above the high threshold. Any run also does the age pass. */
+static void start_helper(ImageGc *g, bool all, bool space) {
         _cleanup_strv_free_ char **env = NULL, **argv = NULL;
-        char high[16], low[16], age[32];
+        char high[16], low[16], age[32], max_age[32];
 
         /* 0 and 0: any usage is above, and everything must go. */
         snprintf(high, sizeof high, "%u", all ? 0 : g->policy.high_percent);
         snprintf(low, sizeof low, "%u", all ? 0 : g->policy.low_percent);
         snprintf(age, sizeof age, "%" PRIu64, (uint64_t)g->policy.min_age);
+        snprintf(max_age, sizeof max_age, "%" PRIu64, (uint64_t)g->policy.max_age);
         if (strv_extend(&argv, SELF_HELPER_EXE) < 0 || strv_extend(&argv, SELF_HELPER_VERB) < 0 ||
             strv_extend(&argv, IMAGE_GC_HELPER_MODE) < 0 || strv_extend(&argv, g->root_dir) < 0 ||
             strv_extend(&argv, high) < 0 || strv_extend(&argv, low) < 0 ||
-            strv_extend(&argv, age) < 0 || self_helper_env(&env) < 0) {
+            strv_extend(&argv, age) < 0 || strv_extend(&argv, max_age) < 0 ||
+            self_helper_env(&env) < 0) {
                 (void)log_oom();
                 return;
         }
@@ -109,6 +122,8 @@ static void start_helper(ImageGc *g, bool all) {
         int r = child_spawn(g->event, &o, on_helper_done, g, &g->child);
         if (r < 0)
                 log_warning_errno(r, "Failed to start the image GC helper: %m");
+        g->space = all || space;
+        g->last_start = now_usec(CLOCK_MONOTONIC);
 }
 
 void image_gc_check(ImageGc *g) {
@@ -132,7 +147,7 @@ void image_gc_check(ImageGc *g) {
         log_info("Image GC: the image filesystem is above %u%% (%" PRIu64 " of %" PRIu64
                  " bytes available); freeing %" PRIu64 " bytes down to %u%%.",
                  g->policy.high_percent, avail, cap, to_free, g->policy.low_percent);
-        start_helper(g, false);
+        start_helper(g, false, true);
 }
 
 void image_gc_reclaim_all(ImageGc *g) {
@@ -143,12 +158,27 @@ void image_gc_reclaim_all(ImageGc *g) {
                 return;
         }
         log_info("Image GC: removing every unused image (disk pressure).");
-        start_helper(g, true);
+        start_helper(g, true, true);
+}
+
+/* imageMaximumGCAge: listing the images walks the disk, so the age pass
+ * runs in the helper, at most every IMAGE_GC_AGE_PERIOD (or max_age when
+ * shorter), and with every run started for space. */
+static void age_check(ImageGc *g) {
+        usec_t every = MIN(g->policy.max_age, (usec_t)IMAGE_GC_AGE_PERIOD);
+        if (g->policy.max_age == 0 || g->child)
+                return;
+        if (g->last_start != 0 && now_usec(CLOCK_MONOTONIC) < g->last_start + every)
+                return;
+        log_debug("Image GC: looking for images unused for longer than %" PRIu64 "s.",
+                  (uint64_t)(g->policy.max_age / USEC_PER_SEC));
+        start_helper(g, false, false);
 }
 
 static int on_timer(EventSource *s, usec_t now, void *userdata) {
         ImageGc *g = userdata;
         image_gc_check(g);
+        age_check(g);
         return event_source_set_time_relative(s, g->period);
 }
 
@@ -170,13 +200,14 @@ int image_gc_new(ImageGc **ret, Event *e, const ImageGcOptions *o) {
         if ((r = metrics_register(o->metrics, &g->collected, METRIC_COUNTER,
                                   "kubelet_image_garbage_collected_total",
                                   "Images removed by image GC, by reason (space: the image "
-                                  "filesystem was above imageGCHighThresholdPercent).",
+                                  "filesystem was above imageGCHighThresholdPercent; age: "
+                                  "unused for longer than imageMaximumGCAge).",
                                   METRIC_LABELS("reason"), NULL, 0)) < 0 ||
             (r = metrics_register(
                      o->metrics, &g->freed, METRIC_COUNTER, "nanolet_image_gc_freed_bytes_total",
                      "Bytes the image filesystem gained through image GC.", NULL, NULL, 0)) < 0)
                 return r;
-        if (g->policy.high_percent < 100) {
+        if (g->policy.high_percent < 100 || g->policy.max_age > 0) {
                 r = event_add_time_relative(e, &g->timer, g->period, USEC_PER_SEC, on_timer, g);
                 if (r < 0)
                         return r;

@@ -53,6 +53,23 @@ size_t image_gc_select(const ImageGcPolicy *p, const ImageGcCandidate *c, size_t
         return k;
 }
 
+size_t image_gc_select_expired(const ImageGcPolicy *p, const ImageGcCandidate *c, size_t n,
+                               usec_t now, size_t *ret) {
+        size_t k = 0;
+        if (p->max_age == 0)
+                return 0;
+        for (size_t i = 0; i < n; i++) {
+                if (c[i].in_use || c[i].pinned)
+                        continue;
+                usec_t since = c[i].last_used ?: c[i].first_seen;
+                if (since > now || now - since <= p->max_age)
+                        continue;
+                ret[k++] = i;
+        }
+        qsort_r(ret, k, sizeof *ret, cmp_lru, (void *)c);
+        return k;
+}
+
 bool image_gc_labels_pinned(char *const *labels) {
         for (size_t i = 0; labels && labels[i] && labels[i + 1]; i += 2) {
                 if (streq(labels[i], IMAGE_GC_LABEL_CONTAINERD) &&

@@ -9,6 +9,16 @@
  * (IMAGE_GC_LABEL_CONTAINERD = "pinned" as containerd's CRI pins them, or
  * IMAGE_GC_LABEL_NANOLET = "true") or named by --pinned-images.
  *
+ * imageMaximumGCAge (kubelet 1.30+, max_age): besides, whatever the disk
+ * usage, an image not in use and not pinned is removed once it has been
+ * unused for longer than max_age. Unused is counted from its last use (the
+ * last container created from it) or, never used, from when it was stored.
+ * kubelet keeps those times in memory only, so after its own restart it
+ * waits max_age before removing anything by age; nanolet's store keeps
+ * them on disk, so it needs no such wait. The age pass runs before the
+ * space pass, as kubelet's, and at least every IMAGE_GC_AGE_PERIOD (or
+ * max_age, when shorter).
+ *
  * Three parts: the decision (image_gc_bytes_to_free(), image_gc_select():
  * pure, unit-tested), the work (IMAGE_GC_HELPER_MODE: listing, resolving the
  * users and removing blobs and layers walks the disk, so it runs in this
@@ -30,11 +40,13 @@
 #define IMAGE_GC_LABEL_CONTAINERD "io.cri-containerd.pinned"
 #define IMAGE_GC_LABEL_NANOLET "nanolet.io/pinned"
 #define IMAGE_GC_DEFAULT_PERIOD (10 * USEC_PER_SEC)
+#define IMAGE_GC_AGE_PERIOD (5 * 60 * USEC_PER_SEC) /* kubelet's ImageGCPeriod */
 
 typedef struct ImageGcPolicy {
         unsigned high_percent; /* 100: image GC off, as kubelet */
         unsigned low_percent;  /* < high_percent */
         usec_t min_age;
+        usec_t max_age; /* imageMaximumGCAge; 0 = off */
 } ImageGcPolicy;
 
 /* kubelet's arithmetic: usage = 100 - available*100/capacity (integer
@@ -59,14 +71,23 @@ typedef struct ImageGcCandidate {
 size_t image_gc_select(const ImageGcPolicy *p, const ImageGcCandidate *c, size_t n, usec_t now,
                        uint64_t bytes_to_free, size_t *ret);
 
+/* The age pass: indices into c of the candidates not in use, not pinned,
+ * and unused (since last_used, or first_seen when never used) for longer
+ * than p->max_age at now, least recently used first. 0 when max_age is 0.
+ * ret has room for n. Returns the count. */
+size_t image_gc_select_expired(const ImageGcPolicy *p, const ImageGcCandidate *c, size_t n,
+                               usec_t now, size_t *ret);
+
 /* True when the config labels (key, value, ... NULL) pin the image. */
 bool image_gc_labels_pinned(char *const *labels);
 
 /* The helper: `SELF_HELPER_VERB IMAGE_GC_HELPER_MODE ROOT_DIR HIGH LOW
- * MIN_AGE_USEC [PINNED_REF...]`. Prints one line per removed image,
- * "removed <digest> <size> <name or digest>", and a last line "done
- * <capacity> <available before> <available after>"; errors on stderr, exit
- * status 1. Removes nothing when the filesystem is below HIGH. */
+ * MIN_AGE_USEC MAX_AGE_USEC [PINNED_REF...]`. Prints one line per image
+ * removed by age, "expired <digest> <size> <name or digest>", then one per
+ * image removed for space, "removed <digest> <size> <name or digest>", and
+ * a last line "done <capacity> <available before> <available after>";
+ * errors on stderr, exit status 1. Removes nothing for space when the
+ * filesystem is below HIGH, and nothing by age when MAX_AGE_USEC is 0. */
 #define IMAGE_GC_HELPER_MODE "image-gc"
 int image_gc_helper_main(int argc, char **argv);
 
@@ -91,5 +112,6 @@ void image_gc_check(ImageGc *g);
  * (in use, pinned and younger than min_age still stay), whatever the
  * thresholds; queued behind a running helper. */
 void image_gc_reclaim_all(ImageGc *g);
-/* Helpers run so far and images they removed (for tests and logs). */
+/* Images the helpers removed so far, for space or by age (for tests and
+ * logs). */
 unsigned image_gc_removed_count(const ImageGc *g);

@@ -1149,8 +1149,15 @@ static int build_seccomp(const ContainerBuildContext *ctx, RuntimeContainerConfi
                 c->seccomp = RUNTIME_SECCOMP_UNCONFINED;
                 return 0;
         }
-        if (!sp || sp->type == SECCOMP_PROFILE_RUNTIME_DEFAULT) {
-                c->seccomp = RUNTIME_SECCOMP_RUNTIME_DEFAULT; /* SPEC §10: the default */
+        /* No profile: kubelet's seccompDefault decides. nanolet's default
+         * is RuntimeDefault (SPEC §10), kubelet's Unconfined. */
+        if (!sp) {
+                c->seccomp = ctx->no_seccomp_default ? RUNTIME_SECCOMP_UNCONFINED
+                                                     : RUNTIME_SECCOMP_RUNTIME_DEFAULT;
+                return 0;
+        }
+        if (sp->type == SECCOMP_PROFILE_RUNTIME_DEFAULT) {
+                c->seccomp = RUNTIME_SECCOMP_RUNTIME_DEFAULT;
                 return 0;
         }
         if (sp->type == SECCOMP_PROFILE_UNCONFINED) {

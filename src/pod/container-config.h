@@ -58,6 +58,9 @@ typedef struct ContainerBuildContext {
         const char *node_hostname; /* for hostNetwork pods (the host's) */
 
         const char *seccomp_dir; /* <root-dir>/seccomp, for Localhost profiles */
+        /* seccompDefault false (kubelet's default): a container without a
+         * seccompProfile runs Unconfined instead of RuntimeDefault. */
+        bool no_seccomp_default;
 
         /* Optional: non-fatal problems are appended (invalid envFrom keys,
          * as kubelet's warning event); the caller logs them once. */

@@ -504,6 +504,12 @@ static int compute(Ctx *x) {
         if (s->evicted)
                 return stop_pod(x, KILL_REASON_EVICTED, POD_PHASE_FAILED);
 
+        /* Rejected at admission: nothing of it was ever created. */
+        if (s->rejected) {
+                a->phase = POD_PHASE_FAILED;
+                return 0;
+        }
+
         if (init_failed_for_good(s) && !any_app_started(s))
                 return stop_pod(x, KILL_REASON_INIT_FAILED, POD_PHASE_FAILED);
 

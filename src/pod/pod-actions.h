@@ -13,6 +13,7 @@
  * Order of evaluation:
  *   1. terminating           -> kill in stages, pod_done when nothing runs
  *   1b. evicted              -> kill in stages, phase Failed (reason Evicted)
+ *   1c. rejected (admission) -> nothing at all, phase Failed
  *   2. init failed (Never)   -> kill in stages, phase Failed
  *   3. all apps completed    -> (restartPolicy Never/OnFailure) stop sidecars, Succeeded/Failed
  *   4. activeDeadlineSeconds -> kill in stages, phase Failed, reason DeadlineExceeded

@@ -194,6 +194,7 @@ static void container_create(ContainerOp *op) {
                 .ns_pid = ns_pid,
                 .node_hostname = o->node_hostname,
                 .seccomp_dir = w->ctx->seccomp_dir,
+                .no_seccomp_default = o->no_seccomp_default,
         };
         _cleanup_strv_free_ char **warnings = NULL;
         bc.warnings = &warnings;

@@ -29,6 +29,7 @@ static const char *const reason_table[_POD_EVENT_REASON_MAX] = {
         [POD_EVENT_FAILED_CREATE_POD_SANDBOX] = "FailedCreatePodSandBox",
         [POD_EVENT_EVICTED] = "Evicted",
         [POD_EVENT_OUT_OF_PODS] = "OutOfpods",
+        [POD_EVENT_SYSCTL_FORBIDDEN] = "SysctlForbidden",
 };
 
 const char *pod_event_reason_to_string(PodEventReason r) {
@@ -60,6 +61,7 @@ const char *pod_event_reason_type(PodEventReason r) {
         case POD_EVENT_FAILED_CREATE_POD_SANDBOX:
         case POD_EVENT_EVICTED:
         case POD_EVENT_OUT_OF_PODS:
+        case POD_EVENT_SYSCTL_FORBIDDEN:
                 return "Warning";
         case _POD_EVENT_REASON_MAX:
         case _POD_EVENT_REASON_INVALID:

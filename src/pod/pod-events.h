@@ -44,6 +44,7 @@ typedef enum PodEventReason {
         POD_EVENT_FAILED_CREATE_POD_SANDBOX, /* Warning */
         POD_EVENT_EVICTED,                   /* Warning: reserved for eviction */
         POD_EVENT_OUT_OF_PODS,               /* Warning: maxPods reached, the pod waits */
+        POD_EVENT_SYSCTL_FORBIDDEN,          /* Warning: admission refused a sysctl */
         _POD_EVENT_REASON_MAX,
         _POD_EVENT_REASON_INVALID = -EINVAL,
 } PodEventReason;

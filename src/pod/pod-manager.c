@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/utsname.h>
 
 #include "fileio.h"
 #include "list.h"
@@ -608,11 +609,22 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
             !m->ctx.sandboxes_dir)
                 return -ENOMEM;
         int r;
+        {
+                _cleanup_free_ char *msg = NULL;
+                struct utsname u;
+                r = pod_sysctl_allowlist_init(&m->ctx.sysctls, uname(&u) >= 0 ? u.release : NULL,
+                                              o->allowed_unsafe_sysctls, &msg);
+                if (r == -EINVAL)
+                        return log_error_errno(r, "Invalid allowedUnsafeSysctls: %s.", msg);
+                if (r < 0)
+                        return r;
+        }
         if (m->o.container_log_monitor_interval == 0)
                 m->o.container_log_monitor_interval = 10 * USEC_PER_SEC;
         if (o->container_log_max_size > 0) {
                 LogRotatePolicy lp = { .max_size = o->container_log_max_size,
-                                       .max_files = o->container_log_max_files };
+                                       .max_files = o->container_log_max_files,
+                                       .max_workers = o->container_log_max_workers };
                 r = log_rotator_new(&m->log_rotator, e, &lp);
                 if (r < 0)
                         return log_error_errno(r, "Failed to set up container log rotation: %m");
@@ -719,6 +731,7 @@ PodManager *pod_manager_free(PodManager *m) {
         free(m->ctx.pods_dir);
         free(m->ctx.ns_dir);
         free(m->ctx.seccomp_dir);
+        pod_sysctl_allowlist_done(&m->ctx.sysctls);
         free(m->ctx.sandboxes_dir);
         free(m);
         return NULL;

@@ -38,6 +38,13 @@ typedef struct PodManagerOptions {
         CgroupLayout cgroups;
         const char *cgroup_fs;
         bool cpu_cfs_quota; /* --cpu-cfs-quota: CFS quota from cpu limits */
+        /* --seccomp-default=false (kubelet's default): containers without a
+         * seccompProfile run Unconfined; false here keeps RuntimeDefault. */
+        bool no_seccomp_default;
+        /* allowedUnsafeSysctls: names or "prefix*" allowed beyond the safe
+         * set (pod-sysctls.h); a pod with any other sysctl is rejected,
+         * SysctlForbidden. pod_manager_new() fails on an invalid entry. */
+        char *const *allowed_unsafe_sysctls;
         /* The QoS parent "kubepods" gets the node's allocatable (capacity
          * minus --kube-reserved and --system-reserved) as its limit when
          * anything is reserved; 0 = leave unlimited. */
@@ -48,6 +55,7 @@ typedef struct PodManagerOptions {
         int64_t max_pods;
         int64_t container_log_max_size; /* rotation (SPEC §13); 0 = no rotation */
         unsigned container_log_max_files;
+        unsigned container_log_max_workers;    /* rotation workers at once; 0 = 1 */
         usec_t container_log_monitor_interval; /* 0 = 10 s */
         ImageStore *images;                    /* not owned */
         Runtime *runtime;                      /* not owned */

@@ -111,6 +111,9 @@ typedef struct PodState {
         /* Node-pressure eviction (pod_worker_evict()): everything is stopped,
          * phase Failed, reason "Evicted"; cleared by pod_worker_unevict(). */
         bool evicted;
+        /* Admission refused it (SysctlForbidden): nothing was created and
+         * nothing will be; phase Failed with reason and message. */
+        bool rejected;
         /* The pod got a new sandbox after a reboot: its init containers run
          * again before the app containers, whatever ran before (kubelet does
          * the same for a recreated sandbox). */

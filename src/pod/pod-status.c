@@ -131,7 +131,7 @@ PodPhase pod_phase(const PodState *s) {
         assert(s);
         if (!s->pod)
                 return POD_PHASE_UNKNOWN;
-        if (s->deadline_exceeded || s->evicted)
+        if (s->deadline_exceeded || s->evicted || s->rejected)
                 return POD_PHASE_FAILED;
 
         unsigned pending_init = 0, failed_init = 0;
@@ -600,6 +600,19 @@ static int status_to_json(const PodState *s, const char *scheme, json_t **ret) {
                 reason = "DeadlineExceeded";
                 message =
                         message ?: "Pod was active on the node longer than the specified deadline";
+        }
+
+        /* kubelet's rejectPod: a status of phase, reason, message and QoS
+         * class only; nothing of the pod ever existed to report on. */
+        if (s->rejected) {
+                if ((r = jset_str(st, "phase", pod_phase_to_string(pod_phase(s)))) < 0 ||
+                    (r = jset_str(st, "message", message)) < 0 ||
+                    (r = jset_str(st, "reason", reason)) < 0 ||
+                    (r = jset_str(st, "qosClass", pod_qos_class_to_string(pod_qos_class(s->pod)))) <
+                            0)
+                        return r;
+                *ret = TAKE_PTR(st);
+                return 0;
         }
 
         /* hostNetwork pods have the node's addresses, as kubelet reports. */

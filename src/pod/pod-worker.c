@@ -370,8 +370,28 @@ static bool worker_sync(PodWorker *w) {
                 return false; /* removals in flight; they request the next sync */
         if (w->state.sandbox != SANDBOX_NONE)
                 w->admitted = true; /* adopted, or started */
-        if (!w->admitted && !w->state.terminating) {
+        if (!w->admitted && !w->state.terminating && !w->state.rejected) {
                 _cleanup_free_ char *reason = NULL, *message = NULL;
+                /* kubelet's sysctl admission: a refusal is final (the pod
+                 * is Failed and nothing of it is created), unlike maxPods
+                 * and wait-for below, which only hold the pod back. */
+                r = pod_sysctl_admit(&w->ctx->sysctls, w->state.pod, &message);
+                if (r == -ENOMEM) {
+                        log_oom();
+                        return false;
+                }
+                if (r < 0) {
+                        /* kubelet's rejectPod: the event has the message,
+                         * the status says it was a rejection. */
+                        log_warning("Pod \"%s\" rejected: %s", w->full_name, message);
+                        w->state.rejected = true;
+                        (void)set_str(&w->state.reason, POD_SYSCTL_FORBIDDEN_REASON);
+                        free(w->state.message);
+                        w->state.message = strprintf("Pod was rejected: %s", message);
+                        worker_event(w, NULL, POD_EVENT_SYSCTL_FORBIDDEN, "%s", message);
+                        w->status_dirty = true;
+                        return false;
+                }
                 if (w->ctx->wait_for_check(w, &reason, &message, w->ctx->userdata) < 0)
                         return false;
                 if (!streq_ptr(reason, w->state.wait_reason) && reason) {

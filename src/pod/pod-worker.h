@@ -13,6 +13,7 @@
 #include "pod-manager.h"
 #include "pod-metrics.h"
 #include "pod-state.h"
+#include "pod-sysctls.h"
 #include "pod-volumes.h"
 
 typedef struct PodWorker PodWorker;
@@ -24,16 +25,17 @@ typedef struct PodWorker PodWorker;
 typedef struct PodManagerContext {
         Event *event;
         const PodManagerOptions *o;
-        char *status_dir;        /* <run-dir>/status */
-        char *pods_dir;          /* <root-dir>/pods */
-        char *ns_dir;            /* <run-dir>/ns */
-        char *seccomp_dir;       /* <root-dir>/seccomp */
-        char *sandboxes_dir;     /* <run-dir>/sandboxes: SandboxRecord per pod */
-        PodObjectLookup lookup;  /* local ConfigMaps/Secrets from PodConfig */
-        int oom_score_adj_floor; /* runtime_oom_score_adj_floor() at start */
-        bool oom_warned;         /* the clamp below the floor is reported once */
-        EventCurl *curl;         /* HTTP/gRPC probes of all pods; made on first use */
-        PodMetrics metrics;      /* families are NULL when nothing is counted */
+        char *status_dir;           /* <run-dir>/status */
+        char *pods_dir;             /* <root-dir>/pods */
+        char *ns_dir;               /* <run-dir>/ns */
+        char *seccomp_dir;          /* <root-dir>/seccomp */
+        char *sandboxes_dir;        /* <run-dir>/sandboxes: SandboxRecord per pod */
+        PodObjectLookup lookup;     /* local ConfigMaps/Secrets from PodConfig */
+        int oom_score_adj_floor;    /* runtime_oom_score_adj_floor() at start */
+        bool oom_warned;            /* the clamp below the floor is reported once */
+        EventCurl *curl;            /* HTTP/gRPC probes of all pods; made on first use */
+        PodMetrics metrics;         /* families are NULL when nothing is counted */
+        PodSysctlAllowlist sysctls; /* kubelet's sysctl admission (pod-sysctls.h) */
         /* Admission of a pod that has not started yet: maxPods, then
          * nanolet.io/wait-for. 0 with NULLs when w may start, else the
          * waiting reason ("OutOfpods", "WaitingForPods", "WaitForCycle")

@@ -470,13 +470,19 @@ typedef struct RotateJob {
         char *ctl_path;
 } RotateJob;
 
+typedef struct RotateWorker {
+        LogRotator *rotator;
+        pid_t pid; /* 0: idle */
+        EventSource *source;
+} RotateWorker;
+
 struct LogRotator {
         Event *event;
         LogRotatePolicy policy;
         RotateJob *jobs;
         size_t n_jobs;
-        pid_t worker;
-        EventSource *worker_source;
+        RotateWorker *workers; /* policy.max_workers of them */
+        unsigned n_busy;
 };
 
 static void jobs_clear(LogRotator *r) {
@@ -491,13 +497,14 @@ static void jobs_clear(LogRotator *r) {
 }
 
 /* Kills a worker still running; the loop reaps it, nothing here waits. */
-static void worker_abort(LogRotator *r) {
-        r->worker_source = event_source_free(r->worker_source);
-        if (r->worker <= 0)
+static void worker_abort(RotateWorker *w) {
+        w->source = event_source_free(w->source);
+        if (w->pid <= 0)
                 return;
-        (void)kill(r->worker, SIGKILL);
-        event_reap_later(r->event, r->worker);
-        r->worker = 0;
+        (void)kill(w->pid, SIGKILL);
+        event_reap_later(w->rotator->event, w->pid);
+        w->pid = 0;
+        w->rotator->n_busy--;
 }
 
 int log_rotator_new(LogRotator **ret, Event *e, const LogRotatePolicy *p) {
@@ -508,6 +515,15 @@ int log_rotator_new(LogRotator **ret, Event *e, const LogRotatePolicy *p) {
                 return -ENOMEM;
         r->event = e;
         r->policy = *p;
+        if (r->policy.max_workers == 0)
+                r->policy.max_workers = 1;
+        r->workers = calloc(r->policy.max_workers, sizeof(RotateWorker));
+        if (!r->workers) {
+                free(r);
+                return -ENOMEM;
+        }
+        for (unsigned i = 0; i < r->policy.max_workers; i++)
+                r->workers[i].rotator = r;
         *ret = r;
         return 0;
 }
@@ -515,14 +531,16 @@ int log_rotator_new(LogRotator **ret, Event *e, const LogRotatePolicy *p) {
 LogRotator *log_rotator_free(LogRotator *r) {
         if (!r)
                 return NULL;
-        worker_abort(r);
+        for (unsigned i = 0; i < r->policy.max_workers; i++)
+                worker_abort(&r->workers[i]);
         jobs_clear(r);
+        free(r->workers);
         free(r);
         return NULL;
 }
 
 bool log_rotator_busy(const LogRotator *r) {
-        return r && r->worker > 0;
+        return r && r->n_busy > 0;
 }
 
 int log_rotator_consider(LogRotator *r, const char *logs_root, const char *log_path,
@@ -532,7 +550,7 @@ int log_rotator_consider(LogRotator *r, const char *logs_root, const char *log_p
 
         if (!r || !logs_root || !log_path || !ctl_path)
                 return -EINVAL;
-        if (r->worker > 0)
+        if (r->n_busy > 0)
                 return 0;
         full = strprintf("%s/%s", logs_root, log_path);
         if (!full)
@@ -559,13 +577,14 @@ int log_rotator_consider(LogRotator *r, const char *logs_root, const char *log_p
 }
 
 static int on_worker_exit(EventSource *s, const siginfo_t *si, void *userdata) {
-        LogRotator *r = userdata;
+        RotateWorker *w = userdata;
 
         if (si->si_code != CLD_EXITED || si->si_status != 0)
-                log_warning("Container log rotation worker %d failed (%s %d).", (int)r->worker,
+                log_warning("Container log rotation worker %d failed (%s %d).", (int)w->pid,
                             si->si_code == CLD_EXITED ? "exit status" : "signal", si->si_status);
-        r->worker = 0;
-        r->worker_source = event_source_free(r->worker_source);
+        w->pid = 0;
+        w->source = event_source_free(w->source);
+        w->rotator->n_busy--;
         return 0;
 }
 
@@ -607,7 +626,8 @@ int log_rotate_helper_main(int argc, char **argv) {
         return EXIT_SUCCESS;
 }
 
-static int worker_spawn(LogRotator *r, pid_t *ret) {
+/* A worker for the jobs first, first + step, ... */
+static int worker_spawn(LogRotator *r, size_t first, size_t step, pid_t *ret) {
         _cleanup_strv_free_ char **env = NULL;
         _cleanup_free_ char **argv = NULL;
         char max_size[24], max_files[16], now[24];
@@ -628,7 +648,7 @@ static int worker_spawn(LogRotator *r, pid_t *ret) {
         argv[n++] = max_size;
         argv[n++] = max_files;
         argv[n++] = now;
-        for (size_t i = 0; i < r->n_jobs; i++) {
+        for (size_t i = first; i < r->n_jobs; i += step) {
                 argv[n++] = r->jobs[i].logs_root;
                 argv[n++] = r->jobs[i].log_path;
                 argv[n++] = r->jobs[i].ctl_path;
@@ -650,25 +670,31 @@ static int worker_spawn(LogRotator *r, pid_t *ret) {
 }
 
 int log_rotator_run(LogRotator *r) {
-        pid_t pid;
-
         if (!r)
                 return -EINVAL;
-        if (r->n_jobs == 0 || r->worker > 0) {
+        if (r->n_jobs == 0 || r->n_busy > 0) {
                 jobs_clear(r);
                 return 0;
         }
-        int k = worker_spawn(r, &pid);
-        jobs_clear(r);
-        if (k < 0)
-                return k;
-        r->worker = pid;
-        k = event_add_child(r->event, &r->worker_source, pid, on_worker_exit, r);
-        if (k < 0) {
-                /* Unwatched, nobody would reap it or know it ended: stop it
-                 * (the next pass cleans up its half-done file). */
-                worker_abort(r);
-                return k;
+        /* Dealt out in turn, so that each worker gets a share of the logs,
+         * not the next one in the list only. */
+        size_t n = MIN((size_t)r->policy.max_workers, r->n_jobs);
+        int k = 0;
+        for (size_t i = 0; i < n && k >= 0; i++) {
+                RotateWorker *w = &r->workers[i];
+                pid_t pid;
+                k = worker_spawn(r, i, n, &pid);
+                if (k < 0)
+                        break;
+                w->pid = pid;
+                r->n_busy++;
+                k = event_add_child(r->event, &w->source, pid, on_worker_exit, w);
+                if (k < 0)
+                        /* Unwatched, nobody would reap it or know it ended:
+                         * stop it (the next pass cleans up its half-done
+                         * file). */
+                        worker_abort(w);
         }
-        return 1;
+        jobs_clear(r);
+        return k < 0 ? k : (int)n;
 }

@@ -17,7 +17,8 @@
  *
  * This lives in runtime/ because the files and the FIFO are conmon's: the
  * pod layer only says which containers run (log path, bundle directory) and
- * when to look. The file work (stat aside) runs in a worker, this binary
+ * when to look. The file work (stat aside) runs in workers (at most
+ * containerLogMaxWorkers at once, as kubelet's), this binary
  * re-executed in its LOG_ROTATE_HELPER_MODE (self-helper.h), so the event
  * loop never waits on gzip or the disk. Readers (`nanolet logs`) use
  * container_log_list_rotated() and container_log_read() so that they see
@@ -34,6 +35,9 @@
 typedef struct LogRotatePolicy {
         int64_t max_size;   /* bytes; the live file is rotated once it is at least this big */
         unsigned max_files; /* >= 2: files kept per container attempt, the live one included */
+        /* containerLogMaxWorkers: the logs due in one pass are shared out
+         * to at most this many workers that run at once; 0 = 1. */
+        unsigned max_workers;
 } LogRotatePolicy;
 
 /* ---- synchronous steps (the worker's; also for readers and tests) ---- */
@@ -113,9 +117,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(LogRotator *, log_rotator_free)
  * happens here. */
 int log_rotator_consider(LogRotator *r, const char *logs_root, const char *log_path,
                          const char *ctl_path);
-/* Starts a worker that rotates the noted logs and returns 1; 0 when nothing
- * was noted or a worker still runs (the notes are dropped: the next pass
- * looks again); or a negative errno. */
+/* Starts the workers that rotate the noted logs (as many as there are logs
+ * due, at most max_workers, the logs dealt out in turn) and returns how many
+ * started; 0 when nothing was noted or a worker of the last pass still runs
+ * (the notes are dropped: the next pass looks again); or a negative errno
+ * (workers already started keep running). */
 int log_rotator_run(LogRotator *r);
 bool log_rotator_busy(const LogRotator *r);
 

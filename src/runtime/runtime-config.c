@@ -722,18 +722,12 @@ static int build_resources(const RuntimeContainerConfig *c, json_t *linux_, Erro
         return obj_set(linux_, "resources", TAKE_PTR(o)) < 0 ? oom(err) : 0;
 }
 
-/* The Kubernetes "safe" sysctls (kernel.shm_rmid_forced,
- * net.ipv4.ip_local_port_range, net.ipv4.tcp_syncookies,
- * net.ipv4.ping_group_range, net.ipv4.ip_unprivileged_port_start,
- * net.ipv4.ip_local_reserved_ports, net.ipv4.tcp_keepalive_time,
- * net.ipv4.tcp_fin_timeout, net.ipv4.tcp_keepalive_intvl,
- * net.ipv4.tcp_keepalive_probes) need no special treatment: they are all
- * namespaced, and the rule below admits every namespaced sysctl, because
- * nanolet is the node admin's own tool and has no separate allowlist. A
- * namespaced sysctl is still refused when the container shares that
- * namespace with the host, safe or not: it would change the node (and runc
- * refuses net.* in the host's network namespace anyway). Anything not
- * namespaced is refused. */
+/* Which sysctls a pod may set is decided before anything is created, by
+ * kubelet's admission (safe set plus allowedUnsafeSysctls, src/pod/
+ * pod-sysctls.h). This is the runtime's own last check, as containerd and
+ * runc make one: a sysctl that no namespace of the container isolates, or
+ * one whose namespace the container shares with the host, would change the
+ * node, and is refused whatever the admission said. */
 typedef enum SysctlNs {
         SYSCTL_NS_NONE,
         SYSCTL_NS_IPC,

@@ -2,6 +2,7 @@
 # Image GC (SPEC §14) with --root-dir on a 64 MiB tmpfs: loading images past
 # 85 % makes the agent remove unused ones, least recently used first, down to
 # 80 %; never the image a running pod uses, never a --pinned-images one.
+# Then --image-maximum-gc-age removes unused images whatever the disk usage.
 . "$(dirname "$0")/lib.sh"
 require_root
 . "$(dirname "$0")/lib-agent.sh"
@@ -75,6 +76,23 @@ for i in $removed; do
         grep -q "Image GC: removed image \"localhost/$i:latest\"" "$AGENT_LOG" || fail "no log line for $i"
 done
 [ "$(runc --root "$RUN/runc" list -q | wc -l)" = 1 ] && ok "its container is still there" || fail "runc containers: $(runc --root "$RUN/runc" list -q)"
+check_field "the pod still runs, not restarted" inuse \
+        'p["status"]["phase"] + "/" + str(p["status"]["containerStatuses"][0]["restartCount"])' Running/0
+stop_agent
+
+# imageMaximumGCAge (kubelet 1.30+): with the disk thresholds off (high 100),
+# every image unused for longer than the maximum age goes; the running pod's
+# and the pinned one stay. gcfill1 is loaded again now, gcfill6 is still
+# there from above.
+start_agent --image-gc-high-threshold 100 --image-minimum-gc-age 0 --image-maximum-gc-age 3s \
+        --pinned-images localhost/gcfill0 --eviction-hard 'nodefs.available<1%,imagefs.available<1%'
+"$NANOLET" image --root-dir "$ROOT" load "$WORK/gcfill1.tar" >/dev/null || fail "load gcfill1 again"
+expect "an unused image removed by age" "$AGENT_LOG" \
+        'Image GC: removed image "localhost/gcfill1:latest".*unused for longer than imageMaximumGCAge' 1 60
+has localhost/gcfill1 && fail "gcfill1 is still in the store" || ok "gcfill1 is gone from the store"
+has localhost/gcfill6 && fail "gcfill6 (unused, older) was kept" || ok "gcfill6 is gone too"
+has nanolet-test && ok "the image of the running pod is kept" || fail "age GC removed the image a pod runs"
+has localhost/gcfill0 && ok "the pinned image is kept" || fail "age GC removed a pinned image"
 check_field "the pod still runs, not restarted" inuse \
         'p["status"]["phase"] + "/" + str(p["status"]["containerStatuses"][0]["restartCount"])' Running/0
 stop_agent

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "container-config.h"
+#include "json-util.h"
 #include "fileio.h"
 #include "manifest.h"
 #include "string-util.h"
@@ -939,6 +940,53 @@ static void test_security_defaults(void **state) {
         fx_done(&f);
 }
 
+/* seccompDefault as config.json shows it: with it (nanolet's default) a
+ * container without a profile gets the RuntimeDefault filter, without it
+ * (kubelet's default) none; an explicit profile wins either way. */
+static bool json_has_seccomp(Fixture *f) {
+        json_t *spec = NULL;
+        Error err = {};
+        assert_int_equal(runtime_config_to_json(&f->c, &spec, &err), 0);
+        json_t *s = json_object_get(json_object_get(spec, "linux"), "seccomp");
+        bool has = s != NULL;
+        if (has)
+                assert_string_equal(json_string_value(json_object_get(s, "defaultAction")),
+                                    "SCMP_ACT_ERRNO");
+        json_decref(spec);
+        return has;
+}
+
+static void test_seccomp_default(void **state) {
+        (void)state;
+        Fixture f;
+        fx_init(&f, POD_HEAD "  containers:\n  - {name: c, image: b, command: [x]}\n"
+                             "  - name: d\n    image: b\n    command: [x]\n"
+                             "    securityContext:\n"
+                             "      seccompProfile: {type: RuntimeDefault}\n");
+        fx_build_ok(&f);
+        assert_int_equal(f.c.seccomp, RUNTIME_SECCOMP_RUNTIME_DEFAULT);
+        assert_true(json_has_seccomp(&f));
+
+        f.ctx.no_seccomp_default = true;
+        fx_build_ok(&f);
+        assert_int_equal(f.c.seccomp, RUNTIME_SECCOMP_UNCONFINED);
+        assert_false(json_has_seccomp(&f));
+
+        f.ctx.container = &f.pod->spec.containers[1];
+        fx_build_ok(&f);
+        assert_int_equal(f.c.seccomp, RUNTIME_SECCOMP_RUNTIME_DEFAULT);
+        assert_true(json_has_seccomp(&f));
+        fx_done(&f);
+
+        /* A pod-level profile is not "no profile". */
+        fx_init(&f, POD_HEAD "  securityContext:\n    seccompProfile: {type: RuntimeDefault}\n"
+                             "  containers:\n  - {name: c, image: b, command: [x]}\n");
+        f.ctx.no_seccomp_default = true;
+        fx_build_ok(&f);
+        assert_true(json_has_seccomp(&f));
+        fx_done(&f);
+}
+
 /* ---- resources ---- */
 
 static void test_resources(void **state) {
@@ -1211,6 +1259,7 @@ int main(void) {
                 cmocka_unit_test(test_subpath_escape),
                 cmocka_unit_test(test_subpath_swap),
                 cmocka_unit_test(test_security_defaults),
+                cmocka_unit_test(test_seccomp_default),
                 cmocka_unit_test(test_resources),
                 cmocka_unit_test(test_oom_score_adj),
                 cmocka_unit_test(test_pod_cgroup_resources),

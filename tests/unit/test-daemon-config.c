@@ -157,6 +157,99 @@ static void test_flags_override_file(void **state) {
         unlink(path);
 }
 
+/* issue 17's kubelet settings: read from the file, overridden by flags,
+ * kubelet's validation. */
+static const char kubelet_settings[] = "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                       "kind: KubeletConfiguration\n"
+                                       "seccompDefault: false\n"
+                                       "podLogsDir: /srv/pod-logs\n"
+                                       "allowedUnsafeSysctls: [kernel.msg*]\n"
+                                       "shutdownGracePeriod: 30s\n"
+                                       "shutdownGracePeriodCriticalPods: 10s\n"
+                                       "containerLogMaxWorkers: 3\n"
+                                       "imageMaximumGCAge: 1h\n";
+
+static void test_kubelet_settings(void **state) {
+        NanoletConfig c;
+        Diagnostics d;
+        diagnostics_init(&d);
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_true(c.seccomp_default); /* SPEC §10: RuntimeDefault, unlike kubelet */
+        assert_int_equal(c.container_log_max_workers, 1);
+        assert_true(c.image_maximum_gc_age == 0);
+        assert_true(c.shutdown_grace_period == 0);
+        assert_null(c.allowed_unsafe_sysctls);
+        assert_int_equal(nanolet_config_load_buffer(&c, kubelet_settings, strlen(kubelet_settings),
+                                                    "k.yaml", &d),
+                         0);
+        assert_int_equal(d.n_errors + d.n_warnings, 0);
+        diagnostics_deinit(&d);
+        assert_false(c.seccomp_default);
+        assert_string_equal(c.pod_logs_dir, "/srv/pod-logs");
+        assert_int_equal(strv_length(c.allowed_unsafe_sysctls), 1);
+        assert_string_equal(c.allowed_unsafe_sysctls[0], "kernel.msg*");
+        assert_true(c.shutdown_grace_period == 30 * USEC_PER_SEC);
+        assert_true(c.shutdown_grace_period_critical_pods == 10 * USEC_PER_SEC);
+        assert_int_equal(c.container_log_max_workers, 3);
+        assert_true(c.image_maximum_gc_age == 3600 * USEC_PER_SEC);
+
+        char *argv[] = { "serve",
+                         "--seccomp-default",
+                         "--allowed-unsafe-sysctls=net.core.*,kernel.shmmax",
+                         "--allowed-unsafe-sysctls",
+                         "fs.mqueue.*",
+                         "--image-maximum-gc-age",
+                         "10m",
+                         "--pod-logs-dir",
+                         "/srv/other",
+                         NULL };
+        assert_int_equal(nanolet_config_parse_argv(&c, (int)ELEMENTSOF(argv) - 1, argv), 0);
+        assert_true(c.seccomp_default);
+        /* a list flag replaces the file's list, as kubelet's flags do */
+        assert_int_equal(strv_length(c.allowed_unsafe_sysctls), 3);
+        assert_false(strv_contains(c.allowed_unsafe_sysctls, "kernel.msg*"));
+        assert_true(strv_contains(c.allowed_unsafe_sysctls, "net.core.*"));
+        assert_true(strv_contains(c.allowed_unsafe_sysctls, "fs.mqueue.*"));
+        assert_true(c.image_maximum_gc_age == 600 * USEC_PER_SEC);
+        assert_string_equal(c.pod_logs_dir, "/srv/other");
+        char *off[] = { "serve", "--seccomp-default=false", NULL };
+        assert_int_equal(nanolet_config_parse_argv(&c, 2, off), 0);
+        assert_false(c.seccomp_default);
+        nanolet_config_deinit(&c);
+
+        char *bad1[] = { "serve", "--seccomp-default=maybe", NULL };
+        /* kubelet: the maximum age must be above the minimum (2m). */
+        char *bad2[] = { "serve", "--image-maximum-gc-age=1m", NULL };
+        char *bad3[] = { "serve", "--pod-logs-dir=relative/logs", NULL };
+        char *bad4[] = { "serve", "--image-maximum-gc-age=soon", NULL };
+        char *bad5[] = { "serve", "--image-maximum-gc-age=2m", NULL }; /* equal: not greater */
+        char **all[] = { bad1, bad2, bad3, bad4, bad5 };
+        assert_all_rejected(all, ELEMENTSOF(all));
+
+        /* The file's values are validated as the flags are. */
+        static const char *const bad_files[] = {
+                "containerLogMaxWorkers: 0\n",
+                "shutdownGracePeriod: 10s\nshutdownGracePeriodCriticalPods: 20s\n",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad_files); i++) {
+                char path[] = "/tmp/nanolet-test-config-XXXXXX";
+                int fd = mkstemp(path);
+                assert_true(fd >= 0);
+                close(fd);
+                char *text = strprintf("apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                       "kind: KubeletConfiguration\n%s",
+                                       bad_files[i]);
+                assert_non_null(text);
+                assert_int_equal(write_file_atomic(path, text, strlen(text), 0644), 0);
+                free(text);
+                char *a[] = { "serve", "--config", path, NULL };
+                assert_int_equal(nanolet_config_init(&c), 0);
+                assert_int_equal(nanolet_config_parse_argv(&c, 3, a), -EINVAL);
+                nanolet_config_deinit(&c);
+                unlink(path);
+        }
+}
+
 static void test_bad_flags(void **state) {
         char *argv1[] = { "serve", "--read-only-port", "70000", NULL };
         char *argv2[] = { "serve", "--file-check-frequency", "often", NULL };
@@ -210,7 +303,8 @@ static void test_registry_flags(void **state) {
         char *bad2[] = { "serve", "--insecure-registry", "host/ns", NULL };
         char *bad3[] = { "serve", "--insecure-registry", "", NULL };
         char *bad4[] = { "serve", "--registries-conf", NULL };
-        char **all[] = { bad1, bad2, bad3, bad4 };
+        char *bad5[] = { "serve", "--image-maximum-gc-age=2m", NULL }; /* equal: not greater */
+        char **all[] = { bad1, bad2, bad3, bad4, bad5 };
         assert_all_rejected(all, ELEMENTSOF(all));
 }
 
@@ -313,7 +407,8 @@ static void test_container_log_flags(void **state) {
         char *bad2[] = { "serve", "--container-log-max-size", "lots", NULL };
         char *bad3[] = { "serve", "--container-log-max-files", "1", NULL };
         char *bad4[] = { "serve", "--container-log-max-files", "x", NULL };
-        char **all[] = { bad1, bad2, bad3, bad4 };
+        char *bad5[] = { "serve", "--image-maximum-gc-age=2m", NULL }; /* equal: not greater */
+        char **all[] = { bad1, bad2, bad3, bad4, bad5 };
         assert_all_rejected(all, ELEMENTSOF(all));
 
         /* containerLogMaxFiles: 1 in the file is refused as kubelet does */
@@ -827,13 +922,13 @@ static void test_null_and_zero(void **state) {
                                    "readOnlyPort: 0\n"
                                    "shutdownGracePeriod: 30s\n"
                                    "shutdownGracePeriodCriticalPods: 10s\n"
-                                   "seccompDefault: true\n"
+                                   "seccompDefault: false\n"
                                    "podLogsDir: /srv/pod-logs\n";
         NanoletConfig c;
         Diagnostics d;
         diagnostics_init(&d);
         assert_int_equal(nanolet_config_init(&c), 0);
-        assert_false(c.seccomp_default);
+        assert_true(c.seccomp_default); /* SPEC §10; kubelet's default is false */
         assert_int_equal(c.container_log_max_workers, 1);
         assert_int_equal(c.image_maximum_gc_age, 0);
         assert_int_equal(nanolet_config_load_buffer(&c, file, strlen(file), "kc.yaml", &d), 0);
@@ -850,7 +945,7 @@ static void test_null_and_zero(void **state) {
         assert_int_equal(c.read_only_port, 0); /* 0 means off here, as in kubelet */
         assert_true(c.shutdown_grace_period == 30 * USEC_PER_SEC);
         assert_true(c.shutdown_grace_period_critical_pods == 10 * USEC_PER_SEC);
-        assert_true(c.seccomp_default);
+        assert_false(c.seccomp_default);
         assert_string_equal(c.pod_logs_dir, "/srv/pod-logs");
         nanolet_config_deinit(&c);
         diagnostics_deinit(&d);
@@ -956,6 +1051,7 @@ int main(void) {
                 cmocka_unit_test(test_file_errors),
                 cmocka_unit_test(test_flags_override_file),
                 cmocka_unit_test(test_bad_flags),
+                cmocka_unit_test(test_kubelet_settings),
                 cmocka_unit_test(test_node_name),
                 cmocka_unit_test(test_duration),
                 cmocka_unit_test(test_container_log_flags),

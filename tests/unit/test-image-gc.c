@@ -90,6 +90,39 @@ static void test_kept(void **state) {
         assert_int_equal(order[1], 2);
 }
 
+/* imageMaximumGCAge: unused for longer than max_age, counted from the last
+ * use or, never used, from when it was stored; in-use and pinned images
+ * stay whatever their age; 0 turns it off. */
+static void test_max_age(void **state) {
+        (void)state;
+        usec_t now = 100000 * SEC;
+        ImageGcPolicy p = policy;
+        p.max_age = 3600 * SEC;
+        ImageGcCandidate c[] = {
+                /* stored long ago, used 30 min ago: kept */
+                { .digest = "sha256:recent", .first_seen = SEC, .last_used = now - 1800 * SEC },
+                /* used 2 h ago */
+                { .digest = "sha256:stale", .first_seen = SEC, .last_used = now - 7200 * SEC },
+                /* never used, stored 3 h ago */
+                { .digest = "sha256:never", .first_seen = now - 3 * 3600 * SEC },
+                /* never used, stored 10 min ago: kept */
+                { .digest = "sha256:new", .first_seen = now - 600 * SEC },
+                { .digest = "sha256:used", .first_seen = SEC, .in_use = true },
+                { .digest = "sha256:pinned", .first_seen = SEC, .pinned = true },
+                /* exactly max_age: not longer, kept (kubelet's ">") */
+                { .digest = "sha256:edge", .first_seen = SEC, .last_used = now - 3600 * SEC },
+        };
+        size_t order[7];
+        size_t k = image_gc_select_expired(&p, c, 7, now, order);
+        assert_int_equal(k, 2);
+        /* least recently used first: never used (stored 3 h ago) before the
+         * one used 2 h ago */
+        assert_int_equal(order[0], 2);
+        assert_int_equal(order[1], 1);
+        p.max_age = 0;
+        assert_int_equal(image_gc_select_expired(&p, c, 7, now, order), 0);
+}
+
 static void test_labels(void **state) {
         (void)state;
         char *containerd[] = { "a", "b", IMAGE_GC_LABEL_CONTAINERD, "pinned", NULL };
@@ -105,10 +138,9 @@ static void test_labels(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_bytes_to_free),
-                cmocka_unit_test(test_lru_order),
-                cmocka_unit_test(test_kept),
-                cmocka_unit_test(test_labels),
+                cmocka_unit_test(test_bytes_to_free), cmocka_unit_test(test_lru_order),
+                cmocka_unit_test(test_kept),          cmocka_unit_test(test_labels),
+                cmocka_unit_test(test_max_age),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

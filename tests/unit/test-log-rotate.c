@@ -465,9 +465,37 @@ static void test_rotator_async(void **state) {
         assert_int_equal(container_log_list_rotated(d.fd, "3.log", &l), 0);
         assert_int_equal(strv_length(l), 1);
         strv_free(l);
-        char buf[16];
+        char buf[32];
         assert_int_equal(read(rd, buf, sizeof(buf)), 6);
+
+        /* containerLogMaxWorkers 2: three logs due go to two workers at
+         * once, and every one of them is rotated. */
+        log_rotator_free(r);
+        p.max_workers = 2;
+        assert_int_equal(log_rotator_new(&r, e, &p), 0);
+        const char *three[] = { "5.log", "6.log", "7.log" };
+        for (size_t i = 0; i < 3; i++) {
+                put(&d, three[i], "more than ten bytes\n");
+                assert_int_equal(log_rotator_consider(r, d.path, three[i], ctl), 0);
+        }
+        assert_int_equal(log_rotator_run(r), 2);
+        assert_true(log_rotator_busy(r));
+        assert_int_equal(log_rotator_run(r), 0); /* a pass at a time */
+        for (int i = 0; i < 500 && log_rotator_busy(r); i++)
+                assert_int_equal(event_run(e, 20 * USEC_PER_MSEC), 0);
+        assert_false(log_rotator_busy(r));
+        for (size_t i = 0; i < 3; i++) {
+                assert_false(exists(&d, three[i]));
+                l = NULL;
+                assert_int_equal(container_log_list_rotated(d.fd, three[i], &l), 0);
+                assert_int_equal(strv_length(l), 1);
+                strv_free(l);
+        }
+        /* conmon was told three times */
+        assert_int_equal(read(rd, buf, sizeof(buf)), 18);
         close(rd);
+        log_rotator_free(r);
+        r = NULL;
 
         assert_int_equal(
                 log_rotator_new(&r, e, &(LogRotatePolicy){ .max_size = 1, .max_files = 1 }),

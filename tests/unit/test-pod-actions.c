@@ -636,6 +636,27 @@ static void test_deadline(void **state) {
         fx_done(&f);
 }
 
+/* Rejected at admission (SysctlForbidden): Failed, and nothing is made or
+ * started, not even the sandbox; removal still finishes the pod. */
+static void test_rejected(void **state) {
+        (void)state;
+        Fixture f;
+        fx_setup(&f, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n"
+                     "  containers:\n  - {name: a1, image: busybox}\n");
+        f.s.rejected = true;
+        PodActions *a = fx_compute(&f, 20 * SEC);
+        assert_false(a->create_sandbox);
+        assert_int_equal(a->n_starts, 0);
+        assert_int_equal(a->n_kills, 0);
+        assert_false(a->pod_done);
+        assert_int_equal(a->phase, POD_PHASE_FAILED);
+        assert_int_equal(pod_phase(&f.s), POD_PHASE_FAILED);
+        f.s.terminating = true;
+        a = fx_compute(&f, 21 * SEC);
+        assert_true(a->pod_done);
+        fx_done(&f);
+}
+
 static void test_evicted(void **state) {
         (void)state;
         Fixture f;
@@ -817,6 +838,7 @@ int main(void) {
                 cmocka_unit_test(test_terminating_during_init),
                 cmocka_unit_test(test_deadline),
                 cmocka_unit_test(test_evicted),
+                cmocka_unit_test(test_rejected),
                 cmocka_unit_test(test_completion_stops_sidecars),
                 cmocka_unit_test(test_created_is_in_progress),
                 cmocka_unit_test(test_create_error_waits),

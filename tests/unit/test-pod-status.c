@@ -560,6 +560,30 @@ static void test_sandbox_failed(void **state) {
         fx_done(&f);
 }
 
+/* Rejected at admission: kubelet's rejectPod status, nothing else. */
+static void test_rejected(void **state) {
+        (void)state;
+        Fixture f;
+        fx_setup(&f, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: s\nspec:\n"
+                     "  containers:\n  - {name: a, image: busybox}\n");
+        f.s.rejected = true;
+        f.s.reason = strdup("SysctlForbidden");
+        f.s.message =
+                strdup("Pod was rejected: forbidden sysctl: \"kernel.msgmax\" not allowlisted");
+        PodStatusContext ctx = { .canonical_json = f.objs[0]->canonical_json, .node_name = "n" };
+        json_t *j = NULL;
+        assert_int_equal(pod_status_to_json(&f.s, &ctx, &j), 0);
+        assert_string_equal(jstr(j, "status.phase"), "Failed");
+        assert_string_equal(jstr(j, "status.reason"), "SysctlForbidden");
+        assert_string_equal(
+                jstr(j, "status.message"),
+                "Pod was rejected: forbidden sysctl: \"kernel.msgmax\" not allowlisted");
+        assert_string_equal(jstr(j, "status.qosClass"), "BestEffort");
+        assert_int_equal(json_object_size(jpath(j, "status")), 4);
+        json_decref(j);
+        fx_done(&f);
+}
+
 static void test_write(void **state) {
         (void)state;
         char dir[] = "/tmp/test-pod-status-XXXXXX";
@@ -617,6 +641,7 @@ int main(void) {
                 cmocka_unit_test(test_json_defaults),
                 cmocka_unit_test(test_write),
                 cmocka_unit_test(test_sandbox_failed),
+                cmocka_unit_test(test_rejected),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
