@@ -86,7 +86,7 @@ static void start_helper(ImageGc *g, bool all) {
         snprintf(high, sizeof high, "%u", all ? 0 : g->policy.high_percent);
         snprintf(low, sizeof low, "%u", all ? 0 : g->policy.low_percent);
         snprintf(age, sizeof age, "%" PRIu64, (uint64_t)g->policy.min_age);
-        if (strv_extend(&argv, SELF_HELPER_EXE) < 0 || strv_extend(&argv, SELF_HELPER_VERB) < 0 ||
+        if (strv_extend(&argv, self_helper_exe()) < 0 || strv_extend(&argv, SELF_HELPER_VERB) < 0 ||
             strv_extend(&argv, IMAGE_GC_HELPER_MODE) < 0 || strv_extend(&argv, g->root_dir) < 0 ||
             strv_extend(&argv, high) < 0 || strv_extend(&argv, low) < 0 ||
             strv_extend(&argv, age) < 0 || self_helper_env(&env) < 0) {
