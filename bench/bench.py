@@ -671,7 +671,10 @@ exec RUNC_PATH "$@"
         self.agent.wait()
         t0_wall = time.time_ns()
         t0 = time.monotonic_ns()
-        self.start_agent()
+        # RESTART_LOG_LEVEL=7: the restarted agent logs its adoption step by
+        # step (slower; for a look at the timeline, with KEEP_AGENT_LOG).
+        lvl = os.environ.get("RESTART_LOG_LEVEL")
+        self.start_agent(env=dict(os.environ, NANOLET_LOG_LEVEL=lvl) if lvl else None)
         deadline = time.monotonic() + SCALE_TIMEOUT
         converged = None
         while time.monotonic() < deadline:
