@@ -4,7 +4,8 @@
 # Knobs (environment): RUNS=10 SCALE_PODS=100 IDLE_SECONDS=60 RESCAN_MANIFESTS=1000
 #   SKIP_PODMAN=1 SKIP_CNI=1 SKIP_SCALE=1 SKIP_RESTART=1 SKIP_RESCAN=1
 #   BENCH_BUILD_DIR=build-bench  BENCH_TIMEOUT=60 (s per pod start) SCALE_TIMEOUT=300
-#   BENCH_NO_LOCK=1 (do not take /tmp/nanolet-itest.lock; only on a machine of your own)
+#   BENCH_NO_LOCK=1 (do not take /tmp/nanolet-itest.lock: a machine of your own, or a caller holding it)
+#   KEEP_AGENT_LOG=FILE RESTART_LOG_LEVEL=7 (the agent restart's timeline, docs/BENCHMARKS.md)
 # Builds a non-sanitized optimized tree, installs podman (Debian) if missing,
 # holds the shared integration-test lock for the whole run, and leaves nothing
 # behind (containers, pods, netns, leases, bridges, iptables rules, mounts)
