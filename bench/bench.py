@@ -174,6 +174,17 @@ def proc_rss_split_kib(pid):
     return res
 
 
+def pod_status_files(d):
+    """The pods' status files in <run-dir>/status: <uid>.json, not the
+    directory's other entries (sources.json, the events/ directory)."""
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return []
+    return [f for f in names if f.endswith(".json") and f != "sources.json"
+            and os.path.isfile(f"{d}/{f}")]
+
+
 def proc_mem_kib(pid):
     """RSS, PSS and anonymous memory from /proc/<pid>/smaps_rollup: RSS counts
     every shared library page in full, PSS divides shared pages among their
@@ -418,7 +429,7 @@ spec:
             busy = run(self.runc_agent("list", "-q"), check=False,
                        stdout=subprocess.PIPE).stdout.strip()
             pins = [p for p in os.listdir(f"{self.w}/run/ns")] if os.path.isdir(f"{self.w}/run/ns") else []
-            st = os.listdir(f"{self.w}/run/status") if os.path.isdir(f"{self.w}/run/status") else []
+            st = pod_status_files(f"{self.w}/run/status")
             if not busy and not pins and not st:
                 return
             time.sleep(0.1)
@@ -615,12 +626,14 @@ exec RUNC_PATH "$@"
         """{pod name: (status file mtime ns, running container id or None)}"""
         res = {}
         d = f"{self.w}/run/status"
-        for f in os.listdir(d) if os.path.isdir(d) else []:
+        for f in pod_status_files(d):
             try:
                 st = os.stat(f"{d}/{f}")
                 with open(f"{d}/{f}") as fh:
                     p = json.load(fh)
             except (OSError, ValueError):
+                continue
+            if "metadata" not in p:
                 continue
             name = p["metadata"]["name"].removesuffix("-node1")
             cs = p.get("status", {}).get("containerStatuses") or []
