@@ -29,7 +29,7 @@ done
 if [ ! -f "$BUILD/build.ninja" ]; then
         meson setup "$BUILD" --buildtype=debugoptimized -Db_sanitize=none -Dtests=disabled -Dman=disabled >/dev/null
 fi
-ninja -j2 -C "$BUILD" nanolet bench/bench-rescan >/dev/null
+ninja -j2 -C "$BUILD" nanolet nanolet-agent bench/bench-rescan >/dev/null
 
 if [ "${SKIP_PODMAN:-0}" != 1 ] && { ! command -v podman >/dev/null || ! [ -x /usr/libexec/podman/catatonit ] && ! command -v catatonit >/dev/null; }; then
         echo "bench/run.sh: installing podman (apt)" >&2
