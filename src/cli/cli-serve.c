@@ -29,9 +29,12 @@ static void exec_agent(char **argv) {
         char *slash = strrchr(self, '/');
         if (!slash)
                 return;
-        /* Next to this binary (a build tree), else where meson installs it. */
+        /* Next to this binary (a build tree), or where meson installs it
+         * when this is the installed nanolet: the agent and the helper
+         * modes it runs in this binary must be of one version. */
         _cleanup_free_ char *sibling = strprintf("%.*s/nanolet-agent", (int)(slash - self), self);
-        const char *candidates[] = { sibling, NANOLET_AGENT_PATH };
+        const char *candidates[] = { sibling,
+                                     streq(self, NANOLET_SBIN_PATH) ? NANOLET_AGENT_PATH : NULL };
 
         for (size_t i = 0; i < ELEMENTSOF(candidates); i++) {
                 if (!candidates[i] || access(candidates[i], X_OK) < 0)
