@@ -4,7 +4,9 @@
 # Knobs (environment): RUNS=10 SCALE_PODS=100 IDLE_SECONDS=60 RESCAN_MANIFESTS=1000
 #   SKIP_PODMAN=1 SKIP_CNI=1 SKIP_SCALE=1 SKIP_RESTART=1 SKIP_RESCAN=1
 #   BENCH_BUILD_DIR=build-bench  BENCH_TIMEOUT=60 (s per pod start) SCALE_TIMEOUT=300
-#   BENCH_NO_LOCK=1 (do not take /tmp/nanolet-itest.lock; only on a machine of your own)
+#   BENCH_NO_LOCK=1 (do not take /tmp/nanolet-itest.lock: a machine of your own, or a caller holding it)
+#   KEEP_AGENT_LOG=FILE RESTART_LOG_LEVEL=7 (the agent restart's timeline, docs/BENCHMARKS.md)
+#   BENCH_NANOLET=PATH (measure another nanolet binary, e.g. main's, with this bench)
 # Builds a non-sanitized optimized tree, installs podman (Debian) if missing,
 # holds the shared integration-test lock for the whole run, and leaves nothing
 # behind (containers, pods, netns, leases, bridges, iptables rules, mounts)
@@ -27,7 +29,7 @@ done
 if [ ! -f "$BUILD/build.ninja" ]; then
         meson setup "$BUILD" --buildtype=debugoptimized -Db_sanitize=none -Dtests=disabled -Dman=disabled >/dev/null
 fi
-ninja -j2 -C "$BUILD" nanolet bench/bench-rescan >/dev/null
+ninja -j2 -C "$BUILD" nanolet nanolet-agent bench/bench-rescan >/dev/null
 
 if [ "${SKIP_PODMAN:-0}" != 1 ] && { ! command -v podman >/dev/null || ! [ -x /usr/libexec/podman/catatonit ] && ! command -v catatonit >/dev/null; }; then
         echo "bench/run.sh: installing podman (apt)" >&2
@@ -61,7 +63,9 @@ if [ "${BENCH_NO_LOCK:-0}" != 1 ]; then
         echo "bench/run.sh: waiting for /tmp/nanolet-itest.lock" >&2
         flock 9
 fi
-BENCH_WORKDIR_FILE=$workdir_file python3 "$ROOT/bench/bench.py" "$ROOT" "$ROOT/$BUILD/nanolet" \
+# BENCH_NANOLET=PATH: measure that nanolet binary (e.g. another commit's
+# build, for a before/after on the same machine) with this bench.
+BENCH_WORKDIR_FILE=$workdir_file python3 "$ROOT/bench/bench.py" "$ROOT" "${BENCH_NANOLET:-$ROOT/$BUILD/nanolet}" \
         "$ROOT/$BUILD/bench/bench-rescan" &
 child=$!
 wait "$child"

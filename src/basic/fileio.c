@@ -180,6 +180,21 @@ fail:
         return r;
 }
 
+int write_file_atomic_if_changed(const char *path, const void *data, size_t size, mode_t mode) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        struct stat st;
+        if (fd >= 0 && fstat(fd, &st) >= 0 && S_ISREG(st.st_mode) &&
+            (uint64_t)st.st_size == (uint64_t)size && (st.st_mode & 07777) == mode) {
+                _cleanup_free_ char *old = NULL;
+                size_t n = 0;
+                if (read_full_fd(fd, size, &old, &n) >= 0 && n == size &&
+                    (size == 0 || memcmp(old, data, size) == 0))
+                        return 0;
+        }
+        int r = write_file_atomic(path, data, size, mode);
+        return r < 0 ? r : 1;
+}
+
 int mkdir_p(const char *path, mode_t mode) {
         _cleanup_free_ char *p = strdup(path);
         if (!p)

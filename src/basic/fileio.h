@@ -36,6 +36,11 @@ int openat_no_symlinks(int dir_fd, const char *path, int flags, mode_t mode);
  * rename, fsync of the directory. On any failure the old file is intact and
  * the temp file is removed. */
 int write_file_atomic(const char *path, const void *data, size_t size, mode_t mode);
+/* write_file_atomic() unless path is a regular file that already holds
+ * exactly data with that mode (written, and synced, by an earlier run): an
+ * agent restart re-derives files it finds unchanged, and every write costs
+ * two fsync()s. Returns 1 when it wrote, 0 when the file was current. */
+int write_file_atomic_if_changed(const char *path, const void *data, size_t size, mode_t mode);
 
 /* mkdir -p with the given mode for created components. */
 int mkdir_p(const char *path, mode_t mode);

@@ -24,3 +24,8 @@ int self_helper_env(char ***ret) {
                 return r;
         return child_env_new(extra, ret);
 }
+
+const char *self_helper_exe(void) {
+        const char *e = getenv(SELF_HELPER_EXE_ENV);
+        return e && startswith(e, "/proc/") ? e : "/proc/self/exe";
+}

@@ -9,8 +9,21 @@
  * --help. */
 #pragma once
 
-#define SELF_HELPER_EXE "/proc/self/exe"
 #define SELF_HELPER_VERB "internal-helper"
+
+/* The agent runs as nanolet-agent (libexec), a smaller executable without
+ * the image unpacker and registry client, so its helper modes live in the
+ * `nanolet` executable that started it: `nanolet serve` keeps that file
+ * open across the exec and names it in this variable as
+ * /proc/<agent pid>/fd/<n>, which stays the started binary even when an
+ * upgrade has replaced the file on disk (and stays reachable from a forked
+ * child that closed its own descriptors). */
+#define SELF_HELPER_EXE_ENV "NANOLET_HELPER_EXE"
+
+/* The executable to run helper modes with: SELF_HELPER_EXE_ENV's value when
+ * it is a /proc path, else /proc/self/exe (an agent run in-process by
+ * `nanolet serve`, or a CLI command: this binary has every mode). */
+const char *self_helper_exe(void);
 
 /* The helper's environment: child_env_new()'s plus what the logger was
  * configured from (NANOLET_LOG_LEVEL as the current level, JOURNAL_STREAM),

@@ -8,7 +8,12 @@ enum {
         EXIT_USAGE = 2,
 };
 
+/* `nanolet serve`: execs the agent executable (nanolet-agent, see
+ * self-helper.h) in this process when it is installed or built next to this
+ * binary, else runs the agent in-process with cli_serve_agent(). */
 int cli_serve(int argc, char **argv);
+/* The agent itself: nanolet-agent's main, or the in-process fallback. */
+int cli_serve_agent(int argc, char **argv);
 int cli_validate(int argc, char **argv);
 int cli_version(int argc, char **argv);
 int cli_image(int argc, char **argv);

@@ -98,7 +98,7 @@ static void start_helper(ImageGc *g, bool all, bool space) {
         snprintf(low, sizeof low, "%u", all ? 0 : g->policy.low_percent);
         snprintf(age, sizeof age, "%" PRIu64, (uint64_t)g->policy.min_age);
         snprintf(max_age, sizeof max_age, "%" PRIu64, (uint64_t)g->policy.max_age);
-        if (strv_extend(&argv, SELF_HELPER_EXE) < 0 || strv_extend(&argv, SELF_HELPER_VERB) < 0 ||
+        if (strv_extend(&argv, self_helper_exe()) < 0 || strv_extend(&argv, SELF_HELPER_VERB) < 0 ||
             strv_extend(&argv, IMAGE_GC_HELPER_MODE) < 0 || strv_extend(&argv, g->root_dir) < 0 ||
             strv_extend(&argv, high) < 0 || strv_extend(&argv, low) < 0 ||
             strv_extend(&argv, age) < 0 || strv_extend(&argv, max_age) < 0 ||

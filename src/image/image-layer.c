@@ -30,17 +30,6 @@
 #define WHITEOUT_OPAQUE ".wh..wh..opq"
 #define OVERLAY_OPAQUE_XATTR "trusted.overlay.opaque"
 
-void image_limits_default(ImageLimits *ret) {
-        *ret = (ImageLimits){
-                .max_layer_size = IMAGE_DEFAULT_MAX_LAYER_SIZE,
-                .max_total_size = IMAGE_DEFAULT_MAX_TOTAL_SIZE,
-                .max_ratio = IMAGE_DEFAULT_MAX_RATIO,
-                .ratio_min_size = IMAGE_DEFAULT_RATIO_MIN_SIZE,
-                .max_entries = IMAGE_DEFAULT_MAX_ENTRIES,
-                .max_path = IMAGE_DEFAULT_MAX_PATH,
-        };
-}
-
 int image_tar_path_normalize(const char *path, size_t max_path, char **ret, Error *err) {
         if (isempty(path))
                 return error_set(err, -EINVAL, "entry with an empty path");
@@ -85,31 +74,6 @@ int image_tar_path_normalize(const char *path, size_t max_path, char **ret, Erro
                 out[len++] = '.';
         out[len] = 0;
         *ret = TAKE_PTR(out);
-        return 0;
-}
-
-int image_chain_ids(char *const *diff_ids, char ***ret) {
-        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
-        if (!l)
-                return -ENOMEM;
-        STRV_FOREACH(d, diff_ids) {
-                char *id;
-                if (d == diff_ids)
-                        id = strdup(*d);
-                else {
-                        _cleanup_free_ char *s = strprintf("%s %s", l[strv_length(l) - 1], *d);
-                        char hex[65];
-                        if (!s)
-                                return -ENOMEM;
-                        int r = sha256_hex(s, strlen(s), hex);
-                        if (r < 0)
-                                return r;
-                        id = strprintf("sha256:%s", hex);
-                }
-                if (!id || strv_consume(&l, id) < 0)
-                        return -ENOMEM;
-        }
-        *ret = TAKE_PTR(l);
         return 0;
 }
 

@@ -289,13 +289,3 @@ int image_rootfs_mount(ImageStore *s, const char *ref, const char *target, const
                 *ret_mode = IMAGE_ROOTFS_COPY;
         return 0;
 }
-
-int image_rootfs_umount(const char *target, Error *err) {
-        if (umount2(target, UMOUNT_NOFOLLOW) == 0)
-                return 0;
-        if (errno == EINVAL || errno == ENOENT)
-                return 0; /* not mounted (any more) */
-        if (errno == EBUSY && umount2(target, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
-                return 0;
-        return error_set(err, -errno, "cannot unmount \"%s\": %m", target);
-}

@@ -6,7 +6,7 @@
  * the image's manifest digest, never a tag: the caller resolved the image
  * once, and a re-tag in between must not mix two images in one container.
  *
- * argv: SELF_HELPER_EXE SELF_HELPER_VERB unpack-rootfs ERROR_FD STORE_ROOT
+ * argv: self_helper_exe() SELF_HELPER_VERB unpack-rootfs ERROR_FD STORE_ROOT
  *       MAX_LAYER_SIZE MAX_TOTAL_SIZE MAX_RATIO RATIO_MIN_SIZE MAX_ENTRIES
  *       MAX_PATH DIGEST TARGET UPPER_DIR WORK_DIR
  * The result: exit status 0, or 1 with "<-errno> <sentence>" on ERROR_FD. */
@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,8 +28,6 @@
 #include "spawn.h"
 #include "string-util.h"
 #include "strv.h"
-
-#define HELPER_ARGC 13 /* after SELF_HELPER_VERB: the mode and the 12 arguments */
 
 static int orphan_unmount(EventSource *s, const siginfo_t *si, void *userdata) {
         _cleanup_free_ char *target = userdata;
@@ -65,7 +64,7 @@ int image_rootfs_start(ImageStore *s, Event *e, const ImageRootfsJob *job, Image
                                      l->ratio_min_size, l->max_entries,    (uint64_t)l->max_path };
         for (size_t i = 0; i < ELEMENTSOF(limits); i++)
                 (void)snprintf(nums[i], sizeof(nums[i]), "%" PRIu64, limits[i]);
-        char *const argv[] = { (char *)SELF_HELPER_EXE,
+        char *const argv[] = { (char *)self_helper_exe(),
                                (char *)SELF_HELPER_VERB,
                                (char *)IMAGE_HELPER_UNPACK_ROOTFS,
                                fd_arg,
@@ -139,62 +138,14 @@ void image_worker_abort(ImageWorker *w) {
         w->target = NULL;
 }
 
-/* ---- the helper side ---- */
-
-static int parse_u64(const char *s, uint64_t *ret) {
-        char *end;
-        if (!s || !*s || *s == '-')
-                return -EINVAL;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno != 0 || *end != 0)
-                return -EINVAL;
-        *ret = v;
-        return 0;
-}
-
-static int helper_unpack_rootfs(char **argv, Error *err) {
-        _cleanup_image_store_ ImageStore *s = NULL;
-        ImageLimits l = {};
-        uint64_t max_path = 0;
-        const char *digest = argv[9];
-        int r;
-
-        if ((r = parse_u64(argv[3], &l.max_layer_size)) < 0 ||
-            (r = parse_u64(argv[4], &l.max_total_size)) < 0 ||
-            (r = parse_u64(argv[5], &l.max_ratio)) < 0 ||
-            (r = parse_u64(argv[6], &l.ratio_min_size)) < 0 ||
-            (r = parse_u64(argv[7], &l.max_entries)) < 0 || (r = parse_u64(argv[8], &max_path)) < 0)
-                return error_set(err, r, "image worker: invalid limits");
-        l.max_path = (size_t)max_path;
-        /* Only an image the caller resolved: a tag here could name another one by now. */
-        if (!image_digest_is_valid(digest))
-                return error_set(err, -EINVAL, "image worker: \"%s\" is not an image digest",
-                                 digest);
-        r = store_open(argv[2], &l, false, &s, err);
-        if (r < 0)
-                return r;
-        r = image_store_unpack(s, digest, err);
-        if (r < 0)
-                return r;
-        return image_rootfs_mount(s, digest, argv[10], argv[11], argv[12], 0, NULL, err);
-}
-
-int image_helper_main(int argc, char **argv) {
-        unsigned fd;
-
-        if (argc != HELPER_ARGC || !streq(argv[0], IMAGE_HELPER_UNPACK_ROOTFS) ||
-            safe_atou(argv[1], &fd) < 0 || fd < 3 || fd > INT_MAX) {
-                log_error("Internal helper mode \"%s\": wrong arguments.", argc > 0 ? argv[0] : "");
-                return EXIT_FAILURE;
-        }
-        Error e = {};
-        int r = helper_unpack_rootfs(argv, &e);
-        if (r < 0) {
-                char buf[sizeof(e.message) + 32];
-                int n = snprintf(buf, sizeof(buf), "%d %s", r,
-                                 e.message[0] ? e.message : strerror(-r));
-                (void)write_all((int)fd, buf, (size_t)MIN(n, (int)sizeof(buf) - 1));
-        }
-        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+/* Here, not in image-rootfs.c: the agent unmounts (adoption, aborted
+ * workers) but mounts only in the helper (image-worker-helper.c). */
+int image_rootfs_umount(const char *target, Error *err) {
+        if (umount2(target, UMOUNT_NOFOLLOW) == 0)
+                return 0;
+        if (errno == EINVAL || errno == ENOENT)
+                return 0; /* not mounted (any more) */
+        if (errno == EBUSY && umount2(target, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+                return 0;
+        return error_set(err, -errno, "cannot unmount \"%s\": %m", target);
 }

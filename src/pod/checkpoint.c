@@ -39,7 +39,9 @@ int pod_checkpoint_write(const char *pod_dir, const PodCheckpoint *c) {
         _cleanup_free_ char *path = strprintf("%s/pod.json", pod_dir);
         if (!text || !path)
                 return -ENOMEM;
-        return write_file_atomic(path, text, strlen(text), 0600);
+        /* An adopting agent writes what it just read: no fsync for that. */
+        int r = write_file_atomic_if_changed(path, text, strlen(text), 0600);
+        return r < 0 ? r : 0;
 }
 
 static int dup_string(json_t *o, const char *key, char **ret) {
@@ -244,7 +246,8 @@ static int write_json_file(const char *path, json_t *o) {
         json_decref(o);
         if (!text)
                 return -ENOMEM;
-        return write_file_atomic(path, text, strlen(text), 0600);
+        int r = write_file_atomic_if_changed(path, text, strlen(text), 0600);
+        return r < 0 ? r : 0;
 }
 
 void attempt_record_done(AttemptRecord *r) {

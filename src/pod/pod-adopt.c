@@ -194,10 +194,19 @@ static bool container_adopt(PodWorker *w, ContainerOp *op, ContainerState *c, ch
         } else if (have_rec && rec.finished_at)
                 container_restore_exited(c, &rec);
         else if (have_rec && rec.started_at && !c->is_init) {
-                /* Gone from the runtime without an exit code. */
-                rec.exit_code = 255;
+                /* Gone from the runtime (deleted while the agent was down):
+                 * conmon's exit file, which outlives runc's state, has the
+                 * real exit code when it wrote one; else 255 as kubelet
+                 * reports a container it lost. */
+                bool have_exit = st.exit_code >= 0;
+                rec.exit_code = have_exit ? st.exit_code : 255;
+                if (have_exit && !rec.reason)
+                        rec.reason = strdup(st.oom_killed       ? "OOMKilled"
+                                            : st.exit_code == 0 ? "Completed"
+                                                                : "Error");
                 container_restore_exited(c, &rec);
-                c->finished_at = now_usec(CLOCK_REALTIME);
+                c->finished_at =
+                        have_exit && st.finished_at ? st.finished_at : now_usec(CLOCK_REALTIME);
         } else
                 /* The attempt never ran (the agent died while creating it):
                  * the next one gets the next number. */

@@ -460,7 +460,10 @@ static int write_one(const char *dir, const char *name, const char *content, cha
         _cleanup_free_ char *path = strprintf("%s/%s", dir, name);
         if (!path)
                 return -ENOMEM;
-        int r = write_file_atomic(path, content, strlen(content), 0644);
+        /* Unchanged after an agent restart (adoption): not rewritten, and
+         * the file bind-mounted into the running containers stays the same
+         * inode. */
+        int r = write_file_atomic_if_changed(path, content, strlen(content), 0644);
         if (r < 0)
                 return error_set(err, r, "failed to write \"%s\": %s", path, strerror(-r));
         *ret_path = TAKE_PTR(path);

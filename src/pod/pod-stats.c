@@ -399,7 +399,7 @@ static void du_refresh(PodStats *s, bool new_dirs, usec_t now) {
         if (!argv || !paths || self_helper_env(&env) < 0)
                 return;
         size_t k = 0;
-        argv[k++] = (char *)SELF_HELPER_EXE;
+        argv[k++] = (char *)self_helper_exe();
         argv[k++] = (char *)SELF_HELPER_VERB;
         argv[k++] = (char *)DISK_USAGE_HELPER_MODE;
         for (size_t i = 0; i < s->n_du; i++) {

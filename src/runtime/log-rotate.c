@@ -642,7 +642,7 @@ static int worker_spawn(LogRotator *r, size_t first, size_t step, pid_t *ret) {
         (void)snprintf(max_size, sizeof(max_size), "%lld", (long long)r->policy.max_size);
         (void)snprintf(max_files, sizeof(max_files), "%u", r->policy.max_files);
         (void)snprintf(now, sizeof(now), "%lld", (long long)time(NULL));
-        argv[n++] = (char *)SELF_HELPER_EXE;
+        argv[n++] = (char *)self_helper_exe();
         argv[n++] = (char *)SELF_HELPER_VERB;
         argv[n++] = (char *)LOG_ROTATE_HELPER_MODE;
         argv[n++] = max_size;

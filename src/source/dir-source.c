@@ -56,6 +56,7 @@
 
 typedef struct DirFile {
         char *name;      /* entry name in the directory */
+        uint64_t hash;   /* of name, for the index */
         char *path;      /* the origin: directory "/" name */
         bool in_config;  /* PodConfig has an origin for it (objects or an error) */
         bool stat_valid; /* the identity below is of the last read */
@@ -88,8 +89,13 @@ struct DirSource {
         EventSource *rescan_timer;
         EventSource *debounce_timer;
 
-        DirFile **files; /* sorted by name: a rescan of 1,000 files looks each up by bsearch */
+        DirFile **files; /* sorted by name: removals and debounces walk in a stable order */
         size_t n_files;
+        /* Open-addressing hash of files by name (linear probing, power-of-two
+         * size, at most half full): a periodic rescan looks every entry up, and
+         * a bsearch over 1,000 names costs ten strcmp per entry. */
+        DirFile **index;
+        size_t index_size;
         char **ignored_logged; /* ignored names already logged */
         bool missing_logged;
         bool have_dir_mode; /* last seen owner/mode of the directory, to re-check trust */
@@ -172,7 +178,68 @@ static DirFile *dir_file_free(DirFile *f) {
         return NULL;
 }
 
-/* The index where name is, or where it would be inserted. */
+static uint64_t name_hash(const char *name) {
+        /* FNV-1a: names come from the local directory, whose writer is
+         * trusted (root) anyway, so no keyed hash is needed. */
+        uint64_t h = UINT64_C(0xcbf29ce484222325);
+        for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+                h = (h ^ *p) * UINT64_C(0x100000001b3);
+        return h;
+}
+
+static size_t index_slot(const DirSource *s, const char *name, uint64_t h) {
+        size_t mask = s->index_size - 1;
+        size_t i = (size_t)h & mask;
+        while (s->index[i] && (s->index[i]->hash != h || !streq(s->index[i]->name, name)))
+                i = (i + 1) & mask;
+        return i;
+}
+
+static DirFile *dir_source_find_file(DirSource *s, const char *name) {
+        if (s->index_size == 0)
+                return NULL;
+        return s->index[index_slot(s, name, name_hash(name))];
+}
+
+/* Makes room for one more file: the table stays at most half full. */
+static int index_reserve(DirSource *s) {
+        if ((s->n_files + 1) * 2 <= s->index_size)
+                return 0;
+        size_t size = s->index_size ? s->index_size * 2 : 64;
+        DirFile **n = calloc(size, sizeof *n);
+        if (!n)
+                return -ENOMEM;
+        free(s->index);
+        s->index = n;
+        s->index_size = size;
+        for (size_t i = 0; i < s->n_files; i++)
+                s->index[index_slot(s, s->files[i]->name, s->files[i]->hash)] = s->files[i];
+        return 0;
+}
+
+static void index_remove(DirSource *s, DirFile *f) {
+        if (s->index_size == 0)
+                return;
+        size_t mask = s->index_size - 1;
+        size_t i = index_slot(s, f->name, f->hash);
+        if (s->index[i] != f)
+                return;
+        /* Backward-shift deletion: every later entry of the probe run that
+         * could sit in the hole moves into it, so lookups need no tombstones. */
+        s->index[i] = NULL;
+        for (size_t j = (i + 1) & mask; s->index[j]; j = (j + 1) & mask) {
+                size_t home = (size_t)s->index[j]->hash & mask;
+                /* j's entry may move to i unless its home lies cyclically in (i, j]. */
+                bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+                if (stays)
+                        continue;
+                s->index[i] = s->index[j];
+                s->index[j] = NULL;
+                i = j;
+        }
+}
+
+/* The index in the sorted array where name is, or where it would be inserted. */
 static size_t dir_source_file_index(const DirSource *s, const char *name, bool *ret_found) {
         size_t lo = 0, hi = s->n_files;
         while (lo < hi) {
@@ -191,23 +258,22 @@ static size_t dir_source_file_index(const DirSource *s, const char *name, bool *
         return lo;
 }
 
-static DirFile *dir_source_find_file(DirSource *s, const char *name) {
-        bool found;
-        size_t i = dir_source_file_index(s, name, &found);
-        return found ? s->files[i] : NULL;
-}
-
 static int dir_source_add_file(DirSource *s, const char *name, DirFile **ret) {
-        bool found;
-        size_t at = dir_source_file_index(s, name, &found);
-        if (found) {
-                *ret = s->files[at];
+        DirFile *known = dir_source_find_file(s, name);
+        if (known) {
+                *ret = known;
                 return 0;
         }
+        bool found;
+        size_t at = dir_source_file_index(s, name, &found);
+        assert(!found);
+        if (index_reserve(s) < 0)
+                return -ENOMEM;
         DirFile *f = calloc(1, sizeof *f);
         if (!f)
                 return -ENOMEM;
         f->name = strdup(name);
+        f->hash = name_hash(name);
         f->path = strprintf("%s/%s", streq(s->dir, "/") ? "" : s->dir, name);
         DirFile **n = reallocarray(s->files, s->n_files + 1, sizeof *n);
         if (!f->name || !f->path || !n) {
@@ -218,6 +284,7 @@ static int dir_source_add_file(DirSource *s, const char *name, DirFile **ret) {
         memmove(s->files + at + 1, s->files + at, sizeof *n * (s->n_files - at));
         s->files[at] = f;
         s->n_files++;
+        s->index[index_slot(s, f->name, f->hash)] = f;
         *ret = f;
         return 0;
 }
@@ -230,6 +297,7 @@ static void dir_source_drop_file(DirSource *s, DirFile *f) {
                 memmove(s->files + i, s->files + i + 1, sizeof *s->files * (s->n_files - i - 1));
                 s->n_files--;
         }
+        index_remove(s, f);
         dir_file_free(f);
 }
 
@@ -595,10 +663,13 @@ static int dir_source_rescan_full(DirSource *s, bool force) {
                         }
                         break;
                 }
+                /* A known name is a manifest name (the classification
+                 * depends on the name only): it is not matched again. */
+                DirFile *f = dir_source_find_file(s, de->d_name);
                 if (s->only) {
                         if (!streq(de->d_name, s->only))
                                 continue;
-                } else {
+                } else if (!f) {
                         int c = manifest_filename_classify(de->d_name);
                         if (c == 0) {
                                 dir_source_log_ignored(s, de->d_name);
@@ -615,10 +686,11 @@ static int dir_source_rescan_full(DirSource *s, bool force) {
                         continue;
                 }
 
-                DirFile *f;
-                r = dir_source_add_file(s, de->d_name, &f);
-                if (r < 0)
-                        return log_oom();
+                if (!f) {
+                        r = dir_source_add_file(s, de->d_name, &f);
+                        if (r < 0)
+                                return log_oom();
+                }
                 f->seen = true;
                 if (force || !dir_file_same_stat(f, &st))
                         (void)dir_source_read_file(s, dfd, dir_reason, f);
@@ -953,6 +1025,7 @@ DirSource *dir_source_free(DirSource *s) {
         for (size_t i = 0; i < s->n_files; i++)
                 dir_file_free(s->files[i]);
         free(s->files);
+        free(s->index);
         strv_free(s->ignored_logged);
         free(s->dir);
         free(s->only);

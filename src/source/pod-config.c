@@ -48,6 +48,11 @@ struct PodConfig {
         Wanted *locals; /* committed ConfigMaps and Secrets, sorted by kind/namespace/name */
         size_t n_locals;
         bool committing; /* handlers must not change the config under the commit */
+        /* An origin changed since the last complete commit. A commit is a pure
+         * function of the origins and the last commit, so without a change it
+         * has nothing to say: the periodic rescan of 1,000 unchanged files
+         * then costs no sort and no rebuild of the desired set. */
+        bool dirty;
 };
 
 static const char *const source_event_type_table[_SOURCE_EVENT_MAX] = {
@@ -169,6 +174,7 @@ int pod_config_new(PodConfig **ret, source_event_handler_t handler, void *userda
                 return -ENOMEM;
         c->handler = handler;
         c->userdata = userdata;
+        c->dirty = true;
         *ret = c;
         return 0;
 }
@@ -217,6 +223,7 @@ int pod_config_set_origin(PodConfig *c, const char *source, const char *origin,
         diagnostics_deinit(&o->errors);
         diagnostics_init(&o->errors);
         o->removed = false;
+        c->dirty = true;
         return 0;
 }
 
@@ -236,6 +243,7 @@ int pod_config_remove_origin(PodConfig *c, const char *source, const char *origi
         diagnostics_deinit(&o->errors);
         diagnostics_init(&o->errors);
         o->removed = true;
+        c->dirty = true;
         return 0;
 }
 
@@ -260,6 +268,7 @@ int pod_config_set_origin_error(PodConfig *c, const char *source, const char *or
                                 "cannot be used (no details given)");
         o->has_error = true;
         o->removed = false;
+        c->dirty = true;
         return 0;
 }
 
@@ -439,6 +448,8 @@ int pod_config_commit(PodConfig *c) {
         assert(c);
         if (c->committing)
                 return -EBUSY;
+        if (!c->dirty)
+                return 0;
 
         int r;
         size_t n_cand = 0;
@@ -641,6 +652,7 @@ int pod_config_commit(PodConfig *c) {
                         c->origins[k++] = c->origins[i];
         }
         c->n_origins = k;
+        c->dirty = false;
         return 0;
 }
 

@@ -49,6 +49,7 @@ spec:
   - {name: main, $C, command: [sh, -c, "trap 'exit 143' TERM; while true; do sleep 1; done"]}
 YAML
 sleep_pod gone | put_manifest gone.yaml
+sleep_pod deleted | put_manifest deleted.yaml
 put_manifest changed.yaml <<YAML
 apiVersion: v1
 kind: Pod
@@ -60,7 +61,7 @@ spec:
   volumes:
   - {name: h, hostPath: {path: $HOSTDIR, type: Directory}}
 YAML
-for p in multi withinit victim gone changed; do
+for p in multi withinit victim gone changed deleted; do
         check_field "$p Running and ready" "$p" 'p["status"]["phase"] == "Running" and all(c["ready"] for c in p["status"]["containerStatuses"])' True 60
 done
 
@@ -85,6 +86,9 @@ pid_of() { snapshot "$1" | awk -v c="$2" '$2 == c {print $4}'; }
 snapshot multi withinit >"$WORK/before"
 [ "$(wc -l <"$WORK/before")" = 4 ] && ok "4 running containers recorded" || fail "snapshot: $(cat "$WORK/before")"
 victim_pid=$(pid_of victim main)
+deleted_pid=$(pid_of deleted main)
+deleted_cid=$(pod_field deleted 'p["status"]["containerStatuses"][0]["containerID"].split("://")[1]')
+deleted_uid=$(pod_field deleted 'p["metadata"]["uid"]')
 gone_uid=$(pod_field gone 'p["metadata"]["uid"]')
 changed_uid=$(pod_field changed 'p["metadata"]["uid"]')
 
@@ -92,20 +96,27 @@ changed_uid=$(pod_field changed 'p["metadata"]["uid"]')
 # removed and one changed
 kill -9 "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null || true; AGENT_PID=
 kill -TERM "$victim_pid"
+# runc's state of this one goes too (runc delete --force: SIGKILL); conmon
+# still writes its exit file
+runc --root "$RUN/runc" delete --force "$deleted_cid" >/dev/null 2>&1 || true
 rm -f "$MAN/gone.yaml"
 sed 's/echo v1/echo v2/' "$MAN/changed.yaml" | put_manifest changed.yaml
-for ((i = 0; i < 50; i++)); do kill -0 "$victim_pid" 2>/dev/null || break; sleep 0.1; done
+for ((i = 0; i < 50; i++)); do kill -0 "$victim_pid" 2>/dev/null || kill -0 "$deleted_pid" 2>/dev/null || break; sleep 0.1; done
 start_agent
 expect "adoption logged" "$AGENT_LOG" 'Adopted running container "a" of pod "multi-node1' 1 20
 check_field "victim restarted per policy" victim 'p["status"]["containerStatuses"][0]["restartCount"] == 1 and "running" in p["status"]["containerStatuses"][0]["state"]' True 30
 check_field "victim's exit code while the agent was down: 143" victim 'p["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"]' 143
+check_field "runc state deleted while down: restarted" deleted 'p["status"]["containerStatuses"][0]["restartCount"] == 1 and "running" in p["status"]["containerStatuses"][0]["state"]' True 30
+check_field "runc state deleted while down: exit code from conmon's exit file (137)" deleted 'p["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"]' 137
+# the rest of the test counts the other pods' containers and veths
+rm -f "$MAN/deleted.yaml"
 for ((i = 0; i < 100; i++)); do [ "$(cat "$HOSTDIR/version" 2>/dev/null)" = v2 ] && break; sleep 0.2; done
 [ "$(cat "$HOSTDIR/version")" = v2 ] && ok "manifest changed while down: pod recreated" || fail "changed pod not recreated"
 for ((i = 0; i < 100; i++)); do
-        [ -z "$(pod_runc_ids "$gone_uid" "$changed_uid")" ] && break
+        [ -z "$(pod_runc_ids "$gone_uid" "$changed_uid" "$deleted_uid")" ] && break
         sleep 0.2
 done
-[ -z "$(pod_runc_ids "$gone_uid" "$changed_uid")" ] && ok "removed and replaced pods terminated" \
+[ -z "$(pod_runc_ids "$gone_uid" "$changed_uid" "$deleted_uid")" ] && ok "removed and replaced pods terminated" \
         || fail "old containers remain: $(runc --root "$RUN/runc" list -q)"
 [ ! -e "$ROOT/pods/$gone_uid" ] && ok "removed pod's directory gone" || fail "pod dir of removed pod remains"
 snapshot multi withinit >"$WORK/after"

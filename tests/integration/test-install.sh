@@ -73,7 +73,7 @@ fi
 echo "# build and install: $((SECONDS - t0)) s"
 
 UNIT=usr/lib/systemd/system/nanolet.service
-for f in usr/sbin/nanolet "$UNIT" usr/lib/tmpfiles.d/nanolet.conf \
+for f in usr/sbin/nanolet usr/libexec/nanolet/nanolet-agent "$UNIT" usr/lib/tmpfiles.d/nanolet.conf \
         usr/share/man/man8/nanolet.8 usr/share/man/man5/nanolet-config.5 \
         usr/share/man/man5/nanolet-manifests.5 usr/share/doc/nanolet/examples/nanolet.default; do
         has "$f"
@@ -101,9 +101,16 @@ else
         fail "tmpfiles.d: systemd-tmpfiles --create"
 fi
 if out=$("$DEST/usr/sbin/nanolet" version 2>&1); then ok "installed binary runs: $out"; else fail "nanolet version: $out"; fi
+# `nanolet serve` execs the agent executable where this prefix installs it.
+if grep -qaF /usr/libexec/nanolet/nanolet-agent "$DEST/usr/sbin/nanolet"; then
+        ok "nanolet names the installed agent /usr/libexec/nanolet/nanolet-agent"
+else
+        fail "nanolet does not name /usr/libexec/nanolet/nanolet-agent"
+fi
 
 # --- another prefix, OpenRC and the CNI conflist asked for -------------------
-# Only install paths change: ninja relinks nothing, the install is quick.
+# Only install paths change (and the agent path compiled into cli-serve.c):
+# the install is quick.
 DEST=$WORK/dest-opt
 if meson configure "$BUILD" --prefix=/opt/nanolet -Dopenrc=true -Dinstall-cni-conf=true \
         -Dtmpfilesdir=no >"$WORK/configure.log" 2>&1 &&
@@ -116,7 +123,7 @@ else
         finish
 fi
 UNIT=opt/nanolet/lib/systemd/system/nanolet.service
-for f in opt/nanolet/sbin/nanolet "$UNIT" opt/nanolet/etc/init.d/nanolet \
+for f in opt/nanolet/sbin/nanolet opt/nanolet/libexec/nanolet/nanolet-agent "$UNIT" opt/nanolet/etc/init.d/nanolet \
         opt/nanolet/etc/conf.d/nanolet opt/nanolet/etc/logrotate.d/nanolet \
         etc/cni/net.d/10-nanolet.conflist opt/nanolet/share/man/man8/nanolet.8; do
         has "$f"
@@ -220,6 +227,11 @@ for f in /usr/sbin/nanolet /lib/systemd/system/nanolet.service /usr/lib/tmpfiles
         /usr/share/man/man5/nanolet-manifests.5.gz /etc/default/nanolet; do
         line "$WORK/files" "^${f//./\\.}$" "dpkg -L nanolet: $f"
 done
+if grep -qE '/nanolet/nanolet-agent$' "$WORK/files"; then
+        ok "dpkg -L nanolet: the agent executable ($(grep -E '/nanolet/nanolet-agent$' "$WORK/files"))"
+else
+        fail "dpkg -L nanolet: no nanolet-agent"
+fi
 line /var/lib/dpkg/info/nanolet.conffiles '^/etc/default/nanolet$' "deb: /etc/default/nanolet is a conffile"
 line /lib/systemd/system/nanolet.service '^ExecStart=/usr/sbin/nanolet serve \$NANOLET_OPTS$' \
         "deb unit: ExecStart=/usr/sbin/nanolet"

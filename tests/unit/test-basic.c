@@ -222,6 +222,26 @@ static void test_fileio(void **state) {
         assert_int_equal(read_full_fd(p[0], 4, &big, NULL), -EFBIG);
         close(p[0]);
 
+        /* the same content and mode: left alone (same inode); other
+         * content, or only another mode: written */
+        struct stat st2;
+        assert_int_equal(write_file_atomic_if_changed(path, "second", 6, 0644), 0);
+        assert_int_equal(stat(path, &st2), 0);
+        assert_true(st2.st_ino == st.st_ino);
+        assert_int_equal(write_file_atomic_if_changed(path, "second", 6, 0600), 1);
+        assert_int_equal(stat(path, &st2), 0);
+        assert_true(st2.st_ino != st.st_ino);
+        assert_int_equal(st2.st_mode & 0777, 0600);
+        assert_int_equal(write_file_atomic_if_changed(path, "secone", 6, 0600), 1);
+        free(data);
+        data = NULL;
+        assert_int_equal(read_full_file_at(AT_FDCWD, path, 100, &data, &size), 0);
+        assert_string_equal(data, "secone");
+        assert_int_equal(write_file_atomic_if_changed(path, "secone!", 7, 0600), 1);
+        _cleanup_free_ char *fresh = strprintf("%s/fresh", dir);
+        assert_int_equal(write_file_atomic_if_changed(fresh, "", 0, 0600), 1);
+        assert_int_equal(write_file_atomic_if_changed(fresh, "", 0, 0600), 0);
+
         /* a failed atomic write leaves the old file and no temp file */
         _cleanup_free_ char *missing = strprintf("%s/nodir/x", dir);
         assert_true(write_file_atomic(missing, "x", 1, 0644) < 0);

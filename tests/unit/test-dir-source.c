@@ -692,6 +692,67 @@ static void test_rescan_finds_changes(void **state) {
         free(y);
 }
 
+/* Hundreds of files, a third of them removed, then changed and re-added:
+ * the name index (open addressing with deletions) must still find every
+ * remaining file, so an unchanged rescan says nothing and a change is one
+ * UPDATE, never an ADD of a file it lost track of. */
+static void count_event(const SourceEvent *ev, void *userdata) {
+        size_t *counts = userdata;
+        counts[ev->type]++;
+}
+
+static void test_many_files(void **state) {
+        Fixture *f = *state;
+        size_t counts[_SOURCE_EVENT_MAX] = {};
+        PodConfig *cfg = NULL;
+        DirSource *src = NULL;
+        char file[32], name[32];
+        const size_t n = 300;
+
+        for (size_t i = 0; i < n; i++) {
+                snprintf(file, sizeof file, "pod-%03zu.yaml", i);
+                snprintf(name, sizeof name, "p%03zu", i);
+                write_pod(f, file, name, "1");
+        }
+        assert_int_equal(pod_config_new(&cfg, count_event, counts), 0);
+        DirSourceOptions o = { .path = f->dir,
+                               .node_name = "node1",
+                               .check_frequency = 60 * USEC_PER_SEC,
+                               .debounce = DEBOUNCE };
+        assert_int_equal(dir_source_new(&src, f->event, cfg, &o), 0);
+        assert_int_equal(dir_source_start(src), 0);
+        assert_int_equal(counts[SOURCE_EVENT_ADD], n);
+
+        for (size_t i = 0; i < n; i += 3) {
+                snprintf(file, sizeof file, "pod-%03zu.yaml", i);
+                do_unlink(f, file);
+        }
+        usec_t start = now_usec(CLOCK_MONOTONIC);
+        while (counts[SOURCE_EVENT_REMOVE] < n / 3 && now_usec(CLOCK_MONOTONIC) - start < CAP)
+                assert_true(event_run(f->event, 20 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(counts[SOURCE_EVENT_REMOVE], n / 3);
+
+        memset(counts, 0, sizeof counts);
+        assert_int_equal(dir_source_rescan(src), 0);
+        for (size_t t = 0; t < _SOURCE_EVENT_MAX; t++)
+                assert_int_equal(counts[t], 0);
+
+        /* every remaining file changed, every removed one back: found by
+         * the rescan alone (the loop does not run) */
+        for (size_t i = 0; i < n; i++) {
+                snprintf(file, sizeof file, "pod-%03zu.yaml", i);
+                snprintf(name, sizeof name, "p%03zu", i);
+                write_pod(f, file, name, i % 3 ? "2" : "1");
+        }
+        assert_int_equal(dir_source_rescan(src), 0);
+        assert_int_equal(counts[SOURCE_EVENT_UPDATE], n - n / 3);
+        assert_int_equal(counts[SOURCE_EVENT_ADD], n / 3);
+        assert_int_equal(counts[SOURCE_EVENT_REMOVE], 0);
+
+        dir_source_free(src);
+        pod_config_free(cfg);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_classify),
@@ -714,6 +775,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_single_file, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_symlink, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_rescan_finds_changes, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_many_files, setup, teardown),
         };
         if (geteuid() != 0) {
                 fprintf(stderr, "test-dir-source needs root (file ownership checks); skipping\n");

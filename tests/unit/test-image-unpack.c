@@ -665,6 +665,31 @@ static void test_rootfs_helper(void **state) {
         assert_true(is_mounted(target));
         assert_int_equal(image_rootfs_umount(target, &err), 0);
 
+        /* Under nanolet-agent the helper is the nanolet binary that started
+         * it, named as /proc/<agent pid>/fd/<n> (self-helper.h): that is
+         * what runs, also from a child that closed its own descriptors. */
+        int xfd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+        assert_true(xfd >= 0);
+        char var[64];
+        snprintf(var, sizeof(var), "/proc/%d/fd/%d", (int)getpid(), xfd);
+        assert_int_equal(setenv(SELF_HELPER_EXE_ENV, var, 1), 0);
+        assert_string_equal(self_helper_exe(), var);
+        err = (Error){};
+        if (run_helper(s, e, &job, &err) < 0)
+                fail_msg("%s", err.message);
+        assert_true(is_mounted(target));
+        assert_int_equal(image_rootfs_umount(target, &err), 0);
+        /* a descriptor that is not open: no helper runs, nothing is mounted */
+        snprintf(var, sizeof(var), "/proc/%d/fd/%d", (int)getpid(), 1000);
+        assert_int_equal(fcntl(1000, F_GETFD), -1);
+        assert_int_equal(setenv(SELF_HELPER_EXE_ENV, var, 1), 0);
+        err = (Error){};
+        assert_true(run_helper(s, e, &job, &err) < 0);
+        assert_false(is_mounted(target));
+        assert_int_equal(unsetenv(SELF_HELPER_EXE_ENV), 0);
+        assert_string_equal(self_helper_exe(), "/proc/self/exe");
+        close(xfd);
+
         /* Abort while it runs: prune's lock holds it in its first step. The
          * loop reaps it (no zombie) and nothing is mounted. */
         lock = strprintf("%s/images/.gc.lock", root);

@@ -1,0 +1,115 @@
+/* The agent's side of an image pull: the pull itself (libcurl, the
+ * registry client, unpacking with libarchive) runs in a helper process, and
+ * this file is all the agent links of it. It is a file of its own so that
+ * the agent executable (nanolet-agent, linked with --as-needed) pulls in
+ * neither image-pull.c nor, through it, libcurl's and libarchive's
+ * dependency chains (docs/BENCHMARKS.md, memory). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "child.h"
+#include "image-pull.h"
+#include "json-util.h"
+#include "log.h"
+#include "self-helper.h"
+#include "string-util.h"
+#include "strv.h"
+
+/* ---- the agent's pulls: a helper process ---- */
+
+#define HELPER_OUTPUT_MAX (64U * 1024U)
+#define HELPER_JOB_MAX (4U * 1024U * 1024U)
+
+struct ImagePull {
+        Child *child;
+        image_pull_done_t done;
+        void *userdata;
+};
+
+static void pull_child_done(Child *c, void *userdata) {
+        ImagePull *pull = userdata;
+        int code = 0, status = 0;
+        size_t n = 0, en = 0;
+        const char *out = child_stdout(c, &n), *errout = child_stderr(c, &en);
+        _cleanup_json_ json_t *j = json_loadb(out, n, 0, NULL);
+        json_t *res = json_object_get(j, "result");
+        const char *digest = json_string_value(json_object_get(j, "digest"));
+        const char *msg = json_string_value(json_object_get(j, "error"));
+        char buf[512];
+        int r;
+
+        child_get_status(c, &code, &status);
+        if (en > 0)
+                log_debug("Image pull helper: %.*s", (int)MIN(en, (size_t)4096), errout);
+        if (json_is_integer(res)) {
+                r = (int)json_integer_value(res);
+                if (r < 0 && !msg)
+                        msg = strerror(-r);
+        } else {
+                if (code == CLD_KILLED || code == CLD_DUMPED)
+                        (void)snprintf(buf, sizeof(buf), "image pull helper killed by signal %d",
+                                       status);
+                else
+                        (void)snprintf(buf, sizeof(buf),
+                                       "image pull helper failed (exit status %d)", status);
+                r = -EIO;
+                msg = buf;
+        }
+        pull->child = child_free(c);
+        /* done() may cancel (free) the pull: nothing touches it afterwards. */
+        pull->done(pull, r, r >= 0 ? digest : NULL, r < 0 ? msg : NULL, pull->userdata);
+}
+
+static json_t *options_json(const char *ref, const ImagePullOptions *o) {
+        json_t *j = json_pack("{s:s, s:s?, s:s?, s:s?, s:s?, s:[]}", "ref", ref, "registries_conf",
+                              o->registries_conf, "certs_dir", o->certs_dir, "credential_file",
+                              o->credential_file, "extra_auths_json", o->extra_auths_json,
+                              "insecure_registries");
+        json_t *a = json_object_get(j, "insecure_registries");
+        STRV_FOREACH(h, o->insecure_registries)
+                if (json_array_append_new(a, json_string(*h)) < 0)
+                        return json_decref(j), NULL;
+        return j;
+}
+
+int image_pull_start(Event *e, const char *root_dir, const char *ref, const ImagePullOptions *o,
+                     image_pull_done_t done, void *userdata, ImagePull **ret, Error *err) {
+        _cleanup_strv_free_ char **env = NULL;
+        _cleanup_json_ json_t *job = options_json(ref, o);
+        _cleanup_free_ char *input = job ? json_dumps(job, JSON_COMPACT) : NULL;
+        _cleanup_free_ ImagePull *pull = calloc(1, sizeof(ImagePull));
+        int r;
+
+        if (!input || !pull || self_helper_env(&env) < 0)
+                return error_set(err, -ENOMEM, "out of memory");
+        if (strlen(input) > HELPER_JOB_MAX)
+                return error_set(err, -E2BIG, "image pull job too large");
+        char *const argv[] = { (char *)self_helper_exe(), (char *)SELF_HELPER_VERB,
+                               (char *)IMAGE_HELPER_PULL, (char *)root_dir, NULL };
+        /* The job (it may hold credentials) goes through a memfd on stdin,
+         * never argv: other users see a process's argv. */
+        ChildOptions co = { .argv = argv,
+                            .envp = env,
+                            .input = input,
+                            .input_size = strlen(input),
+                            .capture = CHILD_CAPTURE_SEPARATE,
+                            .stdout_max = HELPER_OUTPUT_MAX,
+                            .stderr_max = HELPER_OUTPUT_MAX };
+        pull->done = done;
+        pull->userdata = userdata;
+        r = child_spawn(e, &co, pull_child_done, pull, &pull->child);
+        explicit_bzero(input, strlen(input));
+        if (r < 0)
+                return error_set(err, r, "cannot start the image pull helper: %s", strerror(-r));
+        *ret = TAKE_PTR(pull);
+        return 0;
+}
+
+void image_pull_cancel(ImagePull *pull) {
+        if (!pull)
+                return;
+        child_free(pull->child); /* kills it; the loop reaps it */
+        free(pull);
+}
