@@ -12,6 +12,7 @@
 #include "fileio.h"
 #include "list.h"
 #include "cgroup.h"
+#include "container-config.h"
 #include "log.h"
 #include "pod-logs.h"
 #include "pod-metrics.h"
@@ -173,6 +174,21 @@ static int add_worker(PodManager *m, PodWorker *w) {
         m->workers = n;
         m->workers[m->n_workers++] = w;
         return 0;
+}
+
+static void on_qos_changed(void *userdata) {
+        PodManager *m = userdata;
+        _cleanup_free_ const Pod **pods = calloc(m->n_workers ?: 1, sizeof *pods);
+        size_t n = 0;
+
+        if (!pods) {
+                (void)log_oom();
+                return;
+        }
+        for (size_t i = 0; i < m->n_workers; i++)
+                if (pod_worker_counts_for_qos(m->workers[i], &pods[n]))
+                        n++;
+        pod_qos_cgroups_apply(&m->ctx, qos_burstable_milli_cpu(pods, n));
 }
 
 static void on_worker_finished(PodWorker *w, void *userdata) {
@@ -602,6 +618,7 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
                 .oom_score_adj_floor = runtime_oom_score_adj_floor(),
                 .wait_for_check = wait_for_check,
                 .worker_finished = on_worker_finished,
+                .qos_changed = on_qos_changed,
                 .userdata = m,
         };
         if (!m->ctx.status_dir || !m->ctx.pods_dir || !m->ctx.ns_dir || !m->ctx.seccomp_dir ||

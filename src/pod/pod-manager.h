@@ -37,6 +37,7 @@ typedef struct PodManagerOptions {
          * where the hierarchies are mounted (NULL = "/sys/fs/cgroup"). */
         CgroupLayout cgroups;
         const char *cgroup_fs;
+        const char *busctl; /* the systemd driver's slice calls; NULL = "busctl" */
         bool cpu_cfs_quota; /* --cpu-cfs-quota: CFS quota from cpu limits */
         /* The QoS parent "kubepods" gets the node's allocatable (capacity
          * minus --kube-reserved and --system-reserved) as its limit when
