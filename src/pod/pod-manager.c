@@ -491,7 +491,33 @@ static void sweep_orphans(PodManager *m) {
         cni_config_unref(config);
 }
 
+/* Pod cgroups whose removal failed when their pod went (pod-worker.h):
+ * removed once what held them is gone. A UID that has a worker again is
+ * left to that worker (its cgroup is in use, or about to be). */
+static void retry_cgroup_leftovers(PodManager *m) {
+        const char *fs = m->o.cgroup_fs ?: "/sys/fs/cgroup";
+        char **l = m->ctx.cgroup_leftovers, **keep = l;
+
+        STRV_FOREACH(p, l) {
+                const char *base = strrchr(*p, '/');
+                const char *uid = base && startswith(base + 1, "pod") ? base + 4 : NULL;
+                if (uid && find_worker(m, uid)) {
+                        free(*p);
+                        continue;
+                }
+                if (runtime_cgroup_remove(fs, *p) >= 0) {
+                        log_info("Removed the leftover cgroup %s.", *p);
+                        free(*p);
+                        continue;
+                }
+                *keep++ = *p;
+        }
+        if (keep)
+                *keep = NULL;
+}
+
 static int on_orphan_timer(EventSource *s, usec_t now, void *userdata) {
+        retry_cgroup_leftovers(userdata);
         sweep_orphans(userdata);
         return event_source_set_time_relative(s, ORPHAN_SWEEP_PERIOD_USEC);
 }
@@ -718,6 +744,7 @@ int pod_manager_stop_all(PodManager *m, void (*done)(void *userdata), void *user
 PodManager *pod_manager_free(PodManager *m) {
         if (!m)
                 return NULL;
+        retry_cgroup_leftovers(m); /* a last chance for what is gone now */
         for (size_t i = 0; i < m->n_workers; i++)
                 pod_worker_free(m->workers[i]);
         free(m->workers);
@@ -732,6 +759,7 @@ PodManager *pod_manager_free(PodManager *m) {
         source_errors_free(m->source_errors);
         event_source_free(m->stats_timer);
         pod_stats_free(m->stats);
+        strv_free(m->ctx.cgroup_leftovers);
         free(m->ctx.status_dir);
         free(m->ctx.pods_dir);
         free(m->ctx.ns_dir);

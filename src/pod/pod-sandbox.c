@@ -537,7 +537,14 @@ void worker_cgroup_remove(PodWorker *w) {
                 q = slice_call_start(w->ctx, NULL, SYSTEMD_SLICE_STOP, cgroup, NULL);
         else
                 q = cgroup ? runtime_cgroup_remove(fs, cgroup) : -ENOMEM;
-        if (q < 0)
+        if (q < 0 && cgroup && o->cgroups.driver != CGROUP_DRIVER_SYSTEMD &&
+            !strv_contains(w->ctx->cgroup_leftovers, cgroup) &&
+            strv_extend(&w->ctx->cgroup_leftovers, cgroup) >= 0)
+                log_warning_errno(q,
+                                  "Pod \"%s\": failed to remove cgroup %s (tried again every "
+                                  "minute): %m",
+                                  w->full_name, cgroup);
+        else if (q < 0)
                 log_warning_errno(q, "Pod \"%s\": failed to remove cgroup %s: %m", w->full_name,
                                   strna(cgroup));
 }

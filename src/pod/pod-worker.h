@@ -44,6 +44,10 @@ typedef struct PodManagerContext {
          * pod_qos_cgroups_apply(). NULL: nothing. */
         void (*qos_changed)(void *userdata);
         bool qos_applied; /* pod_qos_cgroups_apply() ran; qos_burstable_shares is set */
+        /* Pod cgroups (cgroupfs driver) whose removal failed when their pod
+         * went (a process still dying in them): the manager tries again
+         * every minute, unless a pod of that UID exists again. */
+        char **cgroup_leftovers;
         uint64_t qos_burstable_shares;
         /* Called when a worker has torn its pod down completely. */
         void (*worker_finished)(PodWorker *w, void *userdata);
