@@ -449,6 +449,8 @@ static void on_orphan_deleted(CniRunner *runner, int r, CniResult *result, const
                                     rerr.message);
                 if (record)
                         (void)unlink(record);
+                /* what kubelet's orphaned pod cgroup cleanup removes */
+                pod_cgroup_remove_orphan(&m->ctx, o->id);
                 log_info("Released the network of sandbox %s.", o->id);
         }
         orphan_del_free(m, o);
@@ -461,12 +463,41 @@ static void on_orphan_deleted(CniRunner *runner, int r, CniResult *result, const
  * another agent or runtime sharing the network owns IDs of the same shape,
  * and a removed lease file would leave the plugins' iptables rules behind.
  * Pods with a checkpoint have a worker, whose own DEL releases them. */
+/* Sandboxes this agent recorded (<run-dir>/sandboxes/<uid>.json) whose pod
+ * went while it was down and that have no network to release (hostNetwork
+ * pods, or no CNI): their pins, record and pod cgroup go at once. Those in
+ * the CNI cache wait for their DEL (sweep_orphans()). */
+static void sweep_orphan_records(PodManager *m, char *const *cached) {
+        _cleanup_closedir_ DIR *d = opendir(m->ctx.sandboxes_dir);
+        struct dirent *de;
+
+        while (d && (de = readdir(d))) {
+                const char *dot = strrchr(de->d_name, '.');
+                if (de->d_name[0] == '.' || !dot || !streq(dot, ".json"))
+                        continue;
+                _cleanup_free_ char *uid = strndup(de->d_name, (size_t)(dot - de->d_name));
+                if (!uid || find_worker(m, uid) || strv_contains(cached, uid))
+                        continue;
+                _cleanup_free_ char *dir = strprintf("%s/%s", m->ctx.ns_dir, uid);
+                Error rerr = {};
+                if (dir && sandbox_remove(dir, &rerr) < 0)
+                        log_warning("Cannot remove the namespaces of sandbox %s: %s", uid,
+                                    rerr.message);
+                (void)unlinkat(dirfd(d), de->d_name, 0);
+                pod_cgroup_remove_orphan(&m->ctx, uid);
+                log_info("Removed sandbox %s, whose pod no longer exists.", uid);
+        }
+}
+
 static void sweep_orphans(PodManager *m) {
         _cleanup_strv_free_ char **cached = NULL;
         CniConfig *config = NULL;
         CniError err = {};
 
-        if (!m->o.cni || m->orphan_dels || cni_runner_list_cached(m->o.cni, &cached) < 0)
+        if (m->o.cni && cni_runner_list_cached(m->o.cni, &cached) < 0)
+                return;
+        sweep_orphan_records(m, cached);
+        if (!m->o.cni || m->orphan_dels)
                 return;
         /* The fallback for a cache whose configuration cannot be read. */
         if (cni_config_load(m->o.cni_conf_dir, m->o.pod_cidr, &config, &err) < 0)

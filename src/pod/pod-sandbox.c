@@ -524,6 +524,34 @@ static int worker_cgroup_create(PodWorker *w, Error *err) {
         return r;
 }
 
+void pod_cgroup_remove_orphan(PodManagerContext *ctx, const char *uid) {
+        const PodManagerOptions *o = ctx->o;
+        const char *fs = o->cgroup_fs ?: "/sys/fs/cgroup";
+
+        /* its QoS class is not known any more: every level */
+        for (CgroupQos q = 0; q < _CGROUP_QOS_MAX; q++) {
+                _cleanup_free_ char *path = runtime_pod_cgroup_path(&o->cgroups, q, uid);
+                int r;
+                if (!path)
+                        continue;
+                if (o->cgroups.driver == CGROUP_DRIVER_SYSTEMD) {
+                        /* StopUnit of a unit systemd does not know fails
+                         * harmlessly (logged) */
+                        _cleanup_free_ char *dir = strprintf("%s%s", fs, path);
+                        if (dir && access(dir, F_OK) == 0)
+                                (void)slice_call_start(ctx, NULL, SYSTEMD_SLICE_STOP, path, NULL);
+                        continue;
+                }
+                r = runtime_cgroup_remove(fs, path);
+                if (r < 0)
+                        log_warning_errno(
+                                r, "Cannot remove the cgroup %s of a pod that is gone: %m", path);
+        }
+        _cleanup_free_ char *legacy = strprintf("/nanolet/pod%s", uid);
+        if (legacy)
+                (void)runtime_cgroup_remove(fs, legacy);
+}
+
 /* The pod cgroup (or slice) of a pod that is gone: the cgroupfs driver
  * removes the directories; under systemd the slice is stopped (systemd
  * removes its cgroups) and what systemd does not manage removed after. */
