@@ -24,7 +24,8 @@ TEST_CGROUP_ROOT=/nanolet-test-$$-$RANDOM
 load_test_image || { fail "test image"; finish; }
 
 GI=1073741824
-mem_available() { awk '/^MemAvailable:/ {print $2 * 1024}' /proc/meminfo; }
+# bytes, by the shell: awk would print a float
+mem_available() { echo $(($(awk '/^MemAvailable:/ {print $2}' /proc/meminfo) * 1024)); }
 
 # hog NAME: fills /mem (tmpfs, 4Gi) in 256 MiB steps to 3 GiB, then holds.
 hog_pod() {
