@@ -52,9 +52,11 @@ stop_leftovers() {
         for pid in $(grep -lsF -- "$state/" /proc/[0-9]*/cmdline | cut -d/ -f3); do
                 [[ $pid != "$$" ]] && kill -KILL "$pid" 2>/dev/null || true
         done
+        # pod cgroups: kubepods/[burstable/|besteffort/]pod<uid> in every
+        # hierarchy (the old /nanolet/pod<uid> too)
         for uid in $(ls "$state/lib/pods" 2>/dev/null); do
-                for cg in /sys/fs/cgroup/nanolet/pod"$uid" /sys/fs/cgroup/*/nanolet/pod"$uid"; do
-                        [[ -d $cg ]] && find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null
+                for cg in $(find /sys/fs/cgroup -maxdepth 5 -type d -name "pod$uid" 2>/dev/null); do
+                        find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null
                 done
         done
         return 0

@@ -79,10 +79,14 @@ static void observe_memory(EvictionObservation *o) {
                                     .available = avail * 1024 };
 }
 
+/* kubelet's pidlimit.Stats(): the task limit is the smaller of
+ * kernel.pid_max and kernel.threads-max (both bound the tasks), the tasks
+ * running the fourth field of /proc/loadavg (sysinfo(2) truncates above
+ * 65535). */
 static void observe_pids(EvictionObservation *o) {
-        _cleanup_free_ char *max = NULL, *load = NULL;
+        _cleanup_free_ char *max = NULL, *tmax = NULL, *load = NULL;
         size_t size;
-        uint64_t pid_max = 0, threads = 0;
+        uint64_t pid_max = 0, threads_max = 0, threads = 0;
         unsigned long running;
         o->valid = false;
         if (read_full_file_at(AT_FDCWD, "/proc/sys/kernel/pid_max", 64, &max, &size) < 0 ||
@@ -90,6 +94,9 @@ static void observe_pids(EvictionObservation *o) {
             sscanf(max, "%" SCNu64, &pid_max) != 1 ||
             sscanf(load, "%*s %*s %*s %lu/%" SCNu64, &running, &threads) != 2)
                 return;
+        if (read_full_file_at(AT_FDCWD, "/proc/sys/kernel/threads-max", 64, &tmax, &size) >= 0 &&
+            sscanf(tmax, "%" SCNu64, &threads_max) == 1 && threads_max > 0 && threads_max < pid_max)
+                pid_max = threads_max;
         *o = (EvictionObservation){ .valid = true,
                                     .capacity = pid_max,
                                     .available = pid_max > threads ? pid_max - threads : 0 };
@@ -193,7 +200,13 @@ static uint64_t spec_requests(json_t *spec, const char *resource) {
         return sum;
 }
 
-static uint64_t summary_usage(json_t *summary, const char *uid, bool memory) {
+typedef enum RankResource {
+        RANK_MEMORY,
+        RANK_DISK,
+        RANK_PIDS,
+} RankResource;
+
+static uint64_t summary_usage(json_t *summary, const char *uid, RankResource what) {
         size_t i;
         json_t *p;
         json_array_foreach(json_object_get(summary, "pods"), i, p) {
@@ -201,8 +214,13 @@ static uint64_t summary_usage(json_t *summary, const char *uid, bool memory) {
                         json_string_value(json_object_get(json_object_get(p, "podRef"), "uid"));
                 if (!u || !streq(u, uid))
                         continue;
-                json_t *o = json_object_get(p, memory ? "memory" : "ephemeral-storage");
-                json_t *v = json_object_get(o, memory ? "workingSetBytes" : "usedBytes");
+                static const char *const keys[][2] = {
+                        [RANK_MEMORY] = { "memory", "workingSetBytes" },
+                        [RANK_DISK] = { "ephemeral-storage", "usedBytes" },
+                        [RANK_PIDS] = { "process_stats", "process_count" },
+                };
+                json_t *o = json_object_get(p, keys[what][0]);
+                json_t *v = json_object_get(o, keys[what][1]);
                 return json_is_integer(v) && json_integer_value(v) > 0
                                ? (uint64_t)json_integer_value(v)
                                : 0;
@@ -217,7 +235,9 @@ static void evict_one(EvictionManager *m, const EvictionThreshold *t) {
         _cleanup_free_ size_t *order = NULL;
         _cleanup_free_ const char **uids = NULL, **names = NULL;
         size_t size;
-        bool memory = t->signal == EVICTION_SIGNAL_MEMORY_AVAILABLE;
+        RankResource what = t->signal == EVICTION_SIGNAL_MEMORY_AVAILABLE ? RANK_MEMORY
+                            : t->signal == EVICTION_SIGNAL_PID_AVAILABLE  ? RANK_PIDS
+                                                                          : RANK_DISK;
 
         if (pod_manager_pod_list_json(m->pods, &list_text, &size) < 0 ||
             pod_manager_stats_summary_json(m->pods, &summary_text, &size) < 0) {
@@ -250,10 +270,16 @@ static void evict_one(EvictionManager *m, const EvictionThreshold *t) {
                         continue;
                 uids[k] = uid;
                 names[k] = json_string_value(json_object_get(meta, "name"));
+                /* kubelet's rankPIDPressure: priority, then process count
+                 * (pods request no pids: every count is over its request) */
                 cand[k++] = (EvictionCandidate){
                         .priority = spec_priority(spec),
-                        .usage = summary_usage(summary, uid, memory),
-                        .requests = spec_requests(spec, memory ? "memory" : "ephemeral-storage"),
+                        .usage = summary_usage(summary, uid, what),
+                        .requests = what == RANK_PIDS
+                                            ? 0
+                                            : spec_requests(spec, what == RANK_MEMORY
+                                                                          ? "memory"
+                                                                          : "ephemeral-storage"),
                 };
         }
         size_t r = eviction_rank(cand, k, order);
@@ -270,7 +296,10 @@ static void evict_one(EvictionManager *m, const EvictionThreshold *t) {
                 return;
         log_warning("Evicted pod \"%s\" (priority %d, %s usage %" PRIu64 ", requests %" PRIu64
                     ") for %s.",
-                    strna(names[order[0]]), cand[order[0]].priority, memory ? "memory" : "disk",
+                    strna(names[order[0]]), cand[order[0]].priority,
+                    what == RANK_MEMORY ? "memory"
+                    : what == RANK_PIDS ? "pids"
+                                        : "disk",
                     cand[order[0]].usage, cand[order[0]].requests,
                     eviction_signal_to_string(t->signal));
         metric_inc(m->evictions, METRIC_LABELS(eviction_signal_to_string(t->signal)));
@@ -417,10 +446,24 @@ static void evaluate(EvictionManager *m) {
                 bool met = eviction_threshold_met(
                         t, m->obs, m->cond[eviction_signal_condition(t->signal)].status);
                 if (t->soft) {
+                        /* Logged both ways: the grace period is counted from
+                         * here, and this line is the record of it. */
+                        const EvictionObservation *o = &m->obs[t->signal];
+                        if (!met && m->soft_since[i] != 0)
+                                log_info("Soft eviction threshold %s no longer met (available "
+                                         "%" PRIu64 ").",
+                                         eviction_signal_to_string(t->signal), o->available);
                         if (!met)
                                 m->soft_since[i] = 0;
-                        else if (m->soft_since[i] == 0)
+                        else if (m->soft_since[i] == 0) {
                                 m->soft_since[i] = now;
+                                log_info("Soft eviction threshold %s<%" PRIu64
+                                         " met (available %" PRIu64
+                                         "); acted on after its grace period of %" PRIu64 " s.",
+                                         eviction_signal_to_string(t->signal),
+                                         eviction_value_resolve(&t->value, o->capacity),
+                                         o->available, t->grace_period / USEC_PER_SEC);
+                        }
                         met = met && now - m->soft_since[i] >= t->grace_period;
                 }
                 if (!met)
@@ -476,13 +519,15 @@ static void evaluate(EvictionManager *m) {
         if (!m->cond[NODE_CONDITION_DISK_PRESSURE].status)
                 m->disk_reclaimed = false;
         /* Then pods, one per period: what the reclaim freed shows in the next
-         * observation. PID pressure sets its condition only. */
+         * observation. Memory first, then disk, then pids. */
         /* kubelet waits for an evicted pod to be cleaned up before the next:
          * its emptyDir may be what frees the disk. */
         if (m->pods && now >= m->next_eviction && pod_manager_evictions_in_progress(m->pods) == 0) {
                 const EvictionThreshold *t = first_met[NODE_CONDITION_MEMORY_PRESSURE];
                 if (!t && !reclaim_now)
                         t = first_met[NODE_CONDITION_DISK_PRESSURE];
+                if (!t)
+                        t = first_met[NODE_CONDITION_PID_PRESSURE];
                 if (t) {
                         evict_one(m, t);
                         m->next_eviction = now + m->period;

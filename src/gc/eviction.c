@@ -299,10 +299,24 @@ static void format_quantity(uint64_t v, char *buf, size_t size) {
         snprintf(buf, size, "%" PRIu64 "%s", v, suffixes[i]);
 }
 
+/* A count as resource.Quantity prints a DecimalSI value (pids): the
+ * largest decimal suffix that divides it, "1k" for 1000. */
+static void format_decimal(uint64_t v, char *buf, size_t size) {
+        static const char *const suffixes[] = { "", "k", "M", "G", "T", "P", "E" };
+        size_t i = 0;
+        while (v != 0 && v % 1000 == 0 && i + 1 < ELEMENTSOF(suffixes)) {
+                v /= 1000;
+                i++;
+        }
+        snprintf(buf, size, "%" PRIu64 "%s", v, suffixes[i]);
+}
+
 char *eviction_message(EvictionSignal s, uint64_t threshold, uint64_t available) {
         char t[32], a[32];
-        format_quantity(threshold, t, sizeof t);
-        format_quantity(available, a, sizeof a);
+        void (*format)(uint64_t, char *, size_t) =
+                s == EVICTION_SIGNAL_PID_AVAILABLE ? format_decimal : format_quantity;
+        format(threshold, t, sizeof t);
+        format(available, a, sizeof a);
         return strprintf(
                 "The node was low on resource: %s. Threshold quantity: %s, available: %s. ",
                 strna(eviction_signal_resource(s)), t, a);

@@ -17,7 +17,8 @@
  * Differences from kubelet, on purpose: memory.available is MemAvailable
  * (kubelet uses the root cgroup's working set; MemAvailable is what the
  * kernel says can be had without swapping, and needs no cgroup walk);
- * pid.available is pid_max minus the number of threads (/proc/loadavg). */
+ * pid.available is as kubelet's: the smaller of pid_max and threads-max,
+ * minus the tasks in /proc/loadavg. */
 #pragma once
 
 #include <errno.h>
@@ -124,13 +125,14 @@ typedef struct EvictionCandidate {
 /* kubelet's order (rankMemoryPressure / rankDiskPressureFunc): pods whose
  * usage exceeds their requests first (every BestEffort pod that uses
  * anything), then lower priority first, then larger usage above requests
- * first. Critical pods are left out. ret has room for n; returns the
- * count. */
+ * first. For PID pressure (rankPIDPressure) the usage is the pod's process
+ * count and the requests 0: lower priority first, then more processes.
+ * Critical pods are left out. ret has room for n; returns the count. */
 size_t eviction_rank(const EvictionCandidate *c, size_t n, size_t *ret);
 
 /* kubelet's message: "The node was low on resource: <resource>. Threshold
  * quantity: <q>, available: <a>. " (quantities as Kubernetes prints them,
- * e.g. "6553Ki"). */
+ * e.g. "6553Ki"; pids as DecimalSI, "1k"). */
 char *eviction_message(EvictionSignal s, uint64_t threshold, uint64_t available);
 
 /* ---- the agent's side ---- */
@@ -155,8 +157,8 @@ typedef struct EvictionManagerOptions {
  * a threshold of its signals is met, hard at once, soft after its grace
  * period, and for pressure_transition_period after the last one cleared),
  * asks image GC to remove every unused image when a disk threshold is met,
- * then, while a memory or disk threshold stays met, evicts one pod per
- * period in eviction_rank() order (usage from the pods' stats summary,
+ * then, while a memory, disk or pid threshold stays met, evicts one pod per
+ * period in eviction_rank() order (usage, or process count, from the stats summary,
  * requests and priority from their specs; a pod already evicted or no
  * longer running is skipped), counting kubelet_evictions_total; once no
  * condition is True any more, every evicted pod may start again

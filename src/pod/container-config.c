@@ -1405,6 +1405,22 @@ static void pod_sums(const Pod *pod, PodSums *s) {
                 s->v[k] = MAX(s->v[k], init_max[k]);
 }
 
+int64_t qos_burstable_milli_cpu(const Pod *const *pods, size_t n) {
+        int64_t sum = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (!pods[i] || pod_qos_class(pods[i]) != POD_QOS_BURSTABLE)
+                        continue;
+                PodSums s;
+                pod_sums(pods[i], &s);
+                sum += s.v[0];
+        }
+        return sum;
+}
+
+uint64_t qos_burstable_cpu_shares(int64_t milli) {
+        return container_milli_cpu_to_shares(milli);
+}
+
 static int add_hugepages(CgroupResources *res, const Container *c, bool init) {
         const ResourceList *l = &c->resources.limits;
         for (size_t i = 0; i < l->n_hugepages; i++) {

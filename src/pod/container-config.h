@@ -117,6 +117,13 @@ void pod_cgroup_resources_done(CgroupResources *res);
 int container_hugepage_cgroup_name(const char *page_size, char **ret);
 /* kubelet's GetContainerOOMScoreAdjust. */
 int container_oom_score_adj(const Pod *pod, const Container *c, uint64_t memory_capacity);
+/* kubelet's QoS container manager (qos_container_manager_linux.go): the
+ * burstable level's cpu shares are MilliCPUToShares of the summed cpu
+ * requests (PodRequests, as pod_cgroup_resources() sums them) of the
+ * Burstable pods among pods[n]; qos_burstable_cpu_shares() gives at least
+ * kubelet's minimum of 2. */
+int64_t qos_burstable_milli_cpu(const Pod *const *pods, size_t n);
+uint64_t qos_burstable_cpu_shares(int64_t milli);
 /* kubelet's MilliCPUToShares / MilliCPUToQuota (period 100000 µs). */
 uint64_t container_milli_cpu_to_shares(int64_t milli);
 int64_t container_milli_cpu_to_quota(int64_t milli, uint64_t period);

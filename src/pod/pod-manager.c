@@ -13,6 +13,7 @@
 #include "fileio.h"
 #include "list.h"
 #include "cgroup.h"
+#include "container-config.h"
 #include "log.h"
 #include "pod-logs.h"
 #include "pod-metrics.h"
@@ -174,6 +175,21 @@ static int add_worker(PodManager *m, PodWorker *w) {
         m->workers = n;
         m->workers[m->n_workers++] = w;
         return 0;
+}
+
+static void on_qos_changed(void *userdata) {
+        PodManager *m = userdata;
+        _cleanup_free_ const Pod **pods = calloc(m->n_workers ?: 1, sizeof *pods);
+        size_t n = 0;
+
+        if (!pods) {
+                (void)log_oom();
+                return;
+        }
+        for (size_t i = 0; i < m->n_workers; i++)
+                if (pod_worker_counts_for_qos(m->workers[i], &pods[n]))
+                        n++;
+        pod_qos_cgroups_apply(&m->ctx, qos_burstable_milli_cpu(pods, n));
 }
 
 static void on_worker_finished(PodWorker *w, void *userdata) {
@@ -434,6 +450,8 @@ static void on_orphan_deleted(CniRunner *runner, int r, CniResult *result, const
                                     rerr.message);
                 if (record)
                         (void)unlink(record);
+                /* what kubelet's orphaned pod cgroup cleanup removes */
+                pod_cgroup_remove_orphan(&m->ctx, o->id);
                 log_info("Released the network of sandbox %s.", o->id);
         }
         orphan_del_free(m, o);
@@ -446,12 +464,41 @@ static void on_orphan_deleted(CniRunner *runner, int r, CniResult *result, const
  * another agent or runtime sharing the network owns IDs of the same shape,
  * and a removed lease file would leave the plugins' iptables rules behind.
  * Pods with a checkpoint have a worker, whose own DEL releases them. */
+/* Sandboxes this agent recorded (<run-dir>/sandboxes/<uid>.json) whose pod
+ * went while it was down and that have no network to release (hostNetwork
+ * pods, or no CNI): their pins, record and pod cgroup go at once. Those in
+ * the CNI cache wait for their DEL (sweep_orphans()). */
+static void sweep_orphan_records(PodManager *m, char *const *cached) {
+        _cleanup_closedir_ DIR *d = opendir(m->ctx.sandboxes_dir);
+        struct dirent *de;
+
+        while (d && (de = readdir(d))) {
+                const char *dot = strrchr(de->d_name, '.');
+                if (de->d_name[0] == '.' || !dot || !streq(dot, ".json"))
+                        continue;
+                _cleanup_free_ char *uid = strndup(de->d_name, (size_t)(dot - de->d_name));
+                if (!uid || find_worker(m, uid) || strv_contains(cached, uid))
+                        continue;
+                _cleanup_free_ char *dir = strprintf("%s/%s", m->ctx.ns_dir, uid);
+                Error rerr = {};
+                if (dir && sandbox_remove(dir, &rerr) < 0)
+                        log_warning("Cannot remove the namespaces of sandbox %s: %s", uid,
+                                    rerr.message);
+                (void)unlinkat(dirfd(d), de->d_name, 0);
+                pod_cgroup_remove_orphan(&m->ctx, uid);
+                log_info("Removed sandbox %s, whose pod no longer exists.", uid);
+        }
+}
+
 static void sweep_orphans(PodManager *m) {
         _cleanup_strv_free_ char **cached = NULL;
         CniConfig *config = NULL;
         CniError err = {};
 
-        if (!m->o.cni || m->orphan_dels || cni_runner_list_cached(m->o.cni, &cached) < 0)
+        if (m->o.cni && cni_runner_list_cached(m->o.cni, &cached) < 0)
+                return;
+        sweep_orphan_records(m, cached);
+        if (!m->o.cni || m->orphan_dels)
                 return;
         /* The fallback for a cache whose configuration cannot be read. */
         if (cni_config_load(m->o.cni_conf_dir, m->o.pod_cidr, &config, &err) < 0)
@@ -476,7 +523,33 @@ static void sweep_orphans(PodManager *m) {
         cni_config_unref(config);
 }
 
+/* Pod cgroups whose removal failed when their pod went (pod-worker.h):
+ * removed once what held them is gone. A UID that has a worker again is
+ * left to that worker (its cgroup is in use, or about to be). */
+static void retry_cgroup_leftovers(PodManager *m) {
+        const char *fs = m->o.cgroup_fs ?: "/sys/fs/cgroup";
+        char **l = m->ctx.cgroup_leftovers, **keep = l;
+
+        STRV_FOREACH(p, l) {
+                const char *base = strrchr(*p, '/');
+                const char *uid = base && startswith(base + 1, "pod") ? base + 4 : NULL;
+                if (uid && find_worker(m, uid)) {
+                        free(*p);
+                        continue;
+                }
+                if (runtime_cgroup_remove(fs, *p) >= 0) {
+                        log_info("Removed the leftover cgroup %s.", *p);
+                        free(*p);
+                        continue;
+                }
+                *keep++ = *p;
+        }
+        if (keep)
+                *keep = NULL;
+}
+
 static int on_orphan_timer(EventSource *s, usec_t now, void *userdata) {
+        retry_cgroup_leftovers(userdata);
         sweep_orphans(userdata);
         return event_source_set_time_relative(s, ORPHAN_SWEEP_PERIOD_USEC);
 }
@@ -603,6 +676,7 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
                 .oom_score_adj_floor = runtime_oom_score_adj_floor(),
                 .wait_for_check = wait_for_check,
                 .worker_finished = on_worker_finished,
+                .qos_changed = on_qos_changed,
                 .userdata = m,
         };
         if (!m->ctx.status_dir || !m->ctx.pods_dir || !m->ctx.ns_dir || !m->ctx.seccomp_dir ||
@@ -713,6 +787,7 @@ int pod_manager_stop_all(PodManager *m, void (*done)(void *userdata), void *user
 PodManager *pod_manager_free(PodManager *m) {
         if (!m)
                 return NULL;
+        retry_cgroup_leftovers(m); /* a last chance for what is gone now */
         for (size_t i = 0; i < m->n_workers; i++)
                 pod_worker_free(m->workers[i]);
         free(m->workers);
@@ -727,6 +802,7 @@ PodManager *pod_manager_free(PodManager *m) {
         source_errors_free(m->source_errors);
         event_source_free(m->stats_timer);
         pod_stats_free(m->stats);
+        strv_free(m->ctx.cgroup_leftovers);
         free(m->ctx.status_dir);
         free(m->ctx.pods_dir);
         free(m->ctx.ns_dir);

@@ -37,6 +37,7 @@ typedef struct PodManagerOptions {
          * where the hierarchies are mounted (NULL = "/sys/fs/cgroup"). */
         CgroupLayout cgroups;
         const char *cgroup_fs;
+        const char *busctl; /* the systemd driver's slice calls; NULL = "busctl" */
         bool cpu_cfs_quota; /* --cpu-cfs-quota: CFS quota from cpu limits */
         /* --seccomp-default=false (kubelet's default): containers without a
          * seccompProfile run Unconfined; false here keeps RuntimeDefault. */

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "backoff.h"
 #include "cgroup.h"
 #include "checkpoint.h"
+#include "child.h"
 #include "cni.h"
 #include "container-config.h"
 #include "fileio.h"
@@ -330,50 +332,311 @@ int worker_prepare(PodWorker *w, Error *err) {
         return 0;
 }
 
-/* The QoS parents (kubelet's: kubepods with the node's allocatable,
- * besteffort with the minimum cpu shares) and the pod's own cgroup with
- * the pod's limits, before the first container: runc creates each
- * container's cgroup below it. A parent that cannot be configured (a
- * memory limit below what pods use already) is a warning; the pod's own
- * cgroup is not optional. The systemd driver leaves the slices to runc's
- * systemd manager (see docs/resources.md). */
-static int worker_cgroup_create(PodWorker *w, Error *err) {
-        const PodManagerOptions *o = w->ctx->o;
+/* ---- cgroups ---- */
+
+/* One busctl call on a slice (the systemd driver, cgroup.h). w: the worker
+ * whose sandbox creation waits for it (busy holds it alive), NULL for calls
+ * nobody waits for (QoS slices, stopping a gone pod's slice): those carry
+ * copies of what they need, as the worker may be gone when they end. */
+typedef struct SliceCall {
+        Event *event;
+        PodWorker *w;
+        SystemdSliceCall call;
+        char *cgroup_fs;
+        char *path;
+        char **set_argv; /* START refused because the unit exists: this next */
+        Child *child;
+} SliceCall;
+
+static SliceCall *slice_call_free(SliceCall *c) {
+        if (!c)
+                return NULL;
+        child_free(c->child);
+        free(c->cgroup_fs);
+        free(c->path);
+        strv_free(c->set_argv);
+        free(c);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(SliceCall *, slice_call_free)
+
+static void worker_slice_done(PodWorker *w, SliceCall *c, const char *error);
+static void on_slice_call_done(Child *child, void *userdata);
+
+static int slice_call_spawn(SliceCall *c, char *const *argv) {
+        ChildOptions o = {
+                .argv = argv,
+                .capture = CHILD_CAPTURE_SEPARATE,
+                .stdout_max = 4096,
+                .stderr_max = 4096,
+                .timeout = 60 * USEC_PER_SEC,
+        };
+        c->child = child_free(c->child);
+        return child_spawn(c->event, &o, on_slice_call_done, c, &c->child);
+}
+
+static void on_slice_call_done(Child *child, void *userdata) {
+        SliceCall *c = userdata;
+        int code, status;
+        size_t size;
+
+        child_get_status(child, &code, &status);
+        const char *err = child_stderr(child, &size);
+        bool ok = code == CLD_EXITED && status == 0;
+        _cleanup_free_ char *msg = NULL;
+        if (!ok && c->call == SYSTEMD_SLICE_START && c->set_argv &&
+            runtime_systemd_unit_exists_error(err)) {
+                /* an agent restart, or a QoS slice a pod slice made systemd
+                 * load: update its properties instead */
+                _cleanup_strv_free_ char **argv = TAKE_PTR(c->set_argv);
+                c->call = SYSTEMD_SLICE_SET;
+                if (slice_call_spawn(c, argv) >= 0)
+                        return;
+                msg = strdup("cannot run busctl for SetUnitProperties");
+        } else if (!ok) {
+                msg = strprintf("busctl %s of %s failed (%s %d): %s",
+                                c->call == SYSTEMD_SLICE_STOP ? "StopUnit" : "StartTransientUnit",
+                                strna(runtime_systemd_slice_unit(c->path)),
+                                code == CLD_EXITED ? "exit status" : "signal", status,
+                                isempty(err) ? "no output" : err);
+                if (msg)
+                        msg[strcspn(msg, "\n")] = 0;
+        }
+        if (c->w) {
+                worker_slice_done(c->w, c, ok ? NULL : msg ? msg : "out of memory");
+        } else if (!ok) {
+                log_warning("Cgroup slice: %s", msg ? msg : "out of memory");
+        } else if (c->call == SYSTEMD_SLICE_STOP) {
+                /* what systemd does not manage (hugetlb) goes by hand */
+                (void)runtime_cgroup_remove(c->cgroup_fs, c->path);
+        }
+        slice_call_free(c);
+}
+
+/* Starts (or, when it exists, updates) the slice at path with res; w waits
+ * for it, or NULL. 0 once spawned; on a negative return nothing is pending. */
+static int slice_call_start(PodManagerContext *ctx, PodWorker *w, SystemdSliceCall call,
+                            const char *path, const CgroupResources *res) {
+        const PodManagerOptions *o = ctx->o;
         const char *fs = o->cgroup_fs ?: "/sys/fs/cgroup";
-        CgroupQos qos = pod_cgroup_qos(w->state.pod);
-        Error perr = {};
+        bool v2 = runtime_cgroup_is_v2(fs);
+        _cleanup_(slice_call_freep) SliceCall *c = calloc(1, sizeof *c);
+        _cleanup_strv_free_ char **argv = NULL;
         int r;
 
+        if (!c || !(c->cgroup_fs = strdup(fs)) || !(c->path = strdup(path)))
+                return -ENOMEM;
+        c->event = ctx->event;
+        c->w = w;
+        c->call = call;
+        if ((r = runtime_systemd_slice_argv(o->busctl, call, path, res, v2, &argv)) < 0)
+                return r;
+        if (call == SYSTEMD_SLICE_START &&
+            (r = runtime_systemd_slice_argv(o->busctl, SYSTEMD_SLICE_SET, path, res, v2,
+                                            &c->set_argv)) < 0)
+                return r;
+        if ((r = slice_call_spawn(c, argv)) < 0)
+                return r;
+        TAKE_PTR(c);
+        return 0;
+}
+
+static void cgroup_apply(PodManagerContext *ctx, const char *path, const CgroupResources *res) {
+        const PodManagerOptions *o = ctx->o;
+        Error err = {};
+        int r;
         if (o->cgroups.driver == CGROUP_DRIVER_SYSTEMD)
-                return 0;
+                r = slice_call_start(ctx, NULL, SYSTEMD_SLICE_START, path, res);
+        else
+                r = runtime_cgroup_create(o->cgroup_fs ?: "/sys/fs/cgroup", path, res, &err);
+        if (r < 0)
+                log_warning("Cannot configure the cgroup %s: %s", path,
+                            err.message[0] ? err.message : strerror(-r));
+}
+
+void pod_qos_cgroups_apply(PodManagerContext *ctx, int64_t burstable_milli_cpu) {
+        const PodManagerOptions *o = ctx->o;
+        uint64_t burstable = qos_burstable_cpu_shares(burstable_milli_cpu);
+
+        /* Under systemd every change is a process: only what changed. */
+        if (o->cgroups.driver == CGROUP_DRIVER_SYSTEMD && ctx->qos_applied &&
+            ctx->qos_burstable_shares == burstable)
+                return;
         _cleanup_free_ char *top = runtime_qos_cgroup_path(&o->cgroups, CGROUP_QOS_GUARANTEED);
-        _cleanup_free_ char *level = runtime_qos_cgroup_path(&o->cgroups, qos);
-        _cleanup_free_ char *path = pod_worker_cgroup_path(w);
-        if (!top || !level || !path)
-                return error_set(err, -ENOMEM, "out of memory");
+        _cleanup_free_ char *bu = runtime_qos_cgroup_path(&o->cgroups, CGROUP_QOS_BURSTABLE);
+        _cleanup_free_ char *be = runtime_qos_cgroup_path(&o->cgroups, CGROUP_QOS_BEST_EFFORT);
+        if (!top || !bu || !be) {
+                (void)log_oom();
+                return;
+        }
         CgroupResources top_res = {
                 .memory_limit = o->allocatable_memory,
                 .cpu_shares = o->allocatable_milli_cpu > 0
                                       ? container_milli_cpu_to_shares(o->allocatable_milli_cpu)
                                       : 0,
         };
-        if (runtime_cgroup_create(fs, top, &top_res, &perr) < 0)
-                log_warning("Pod \"%s\": cannot configure the cgroup %s: %s", w->full_name, top,
-                            perr.message);
-        if (qos == CGROUP_QOS_BEST_EFFORT) {
-                CgroupResources be = { .cpu_shares = 2 }; /* kubelet's MinShares */
-                perr = (Error){};
-                if (runtime_cgroup_create(fs, level, &be, &perr) < 0)
-                        log_warning("Pod \"%s\": cannot configure the cgroup %s: %s", w->full_name,
-                                    level, perr.message);
-        }
+        cgroup_apply(ctx, top, &top_res);
+        /* kubelet's QoS container manager: burstable gets the burstable
+         * pods' cpu requests, besteffort the minimum shares */
+        cgroup_apply(ctx, bu, &(CgroupResources){ .cpu_shares = burstable });
+        cgroup_apply(ctx, be, &(CgroupResources){ .cpu_shares = 2 });
+        if (!ctx->qos_applied || ctx->qos_burstable_shares != burstable)
+                log_debug("QoS cgroups: %s cpu.shares %" PRIu64 " (burstable pods request %" PRId64
+                          "m).",
+                          bu, burstable, burstable_milli_cpu);
+        ctx->qos_applied = true;
+        ctx->qos_burstable_shares = burstable;
+}
+
+/* The QoS parents (kubepods with the node's allocatable, burstable with the
+ * burstable pods' requests, besteffort with the minimum cpu shares: a
+ * parent that cannot be configured is a warning) and the pod's own cgroup
+ * with the pod's limits, before the first container: runc creates each
+ * container's cgroup below it. The pod's own cgroup is not optional.
+ * Returns 1 when a systemd slice call is in flight (worker_slice_done()
+ * goes on). */
+static int worker_cgroup_create(PodWorker *w, Error *err) {
+        const PodManagerOptions *o = w->ctx->o;
+        const char *fs = o->cgroup_fs ?: "/sys/fs/cgroup";
+        int r;
+
+        _cleanup_free_ char *path = pod_worker_cgroup_path(w);
+        if (!path)
+                return error_set(err, -ENOMEM, "out of memory");
+        if (w->ctx->qos_changed)
+                w->ctx->qos_changed(w->ctx->userdata);
         CgroupResources res;
         r = pod_cgroup_resources(w->state.pod, o->cpu_cfs_quota, o->pod_pids_limit, &res);
         if (r < 0)
                 return error_set(err, r, "out of memory");
+        if (o->cgroups.driver == CGROUP_DRIVER_SYSTEMD) {
+                r = slice_call_start(w->ctx, w, SYSTEMD_SLICE_START, path, &res);
+                pod_cgroup_resources_done(&res);
+                if (r < 0)
+                        return error_set(err, r, "cannot create the pod slice %s: %s",
+                                         runtime_systemd_slice_unit(path), strerror(-r));
+                w->busy++;
+                w->sandbox_pending = true;
+                return 1;
+        }
         r = runtime_cgroup_create(fs, path, &res, err);
         pod_cgroup_resources_done(&res);
         return r;
+}
+
+void pod_cgroup_remove_orphan(PodManagerContext *ctx, const char *uid) {
+        const PodManagerOptions *o = ctx->o;
+        const char *fs = o->cgroup_fs ?: "/sys/fs/cgroup";
+
+        /* its QoS class is not known any more: every level */
+        for (CgroupQos q = 0; q < _CGROUP_QOS_MAX; q++) {
+                _cleanup_free_ char *path = runtime_pod_cgroup_path(&o->cgroups, q, uid);
+                int r;
+                if (!path)
+                        continue;
+                if (o->cgroups.driver == CGROUP_DRIVER_SYSTEMD) {
+                        /* StopUnit of a unit systemd does not know fails
+                         * harmlessly (logged) */
+                        _cleanup_free_ char *dir = strprintf("%s%s", fs, path);
+                        if (dir && access(dir, F_OK) == 0)
+                                (void)slice_call_start(ctx, NULL, SYSTEMD_SLICE_STOP, path, NULL);
+                        continue;
+                }
+                r = runtime_cgroup_remove(fs, path);
+                if (r < 0)
+                        log_warning_errno(
+                                r, "Cannot remove the cgroup %s of a pod that is gone: %m", path);
+        }
+        _cleanup_free_ char *legacy = strprintf("/nanolet/pod%s", uid);
+        if (legacy)
+                (void)runtime_cgroup_remove(fs, legacy);
+}
+
+/* The pod cgroup (or slice) of a pod that is gone: the cgroupfs driver
+ * removes the directories; under systemd the slice is stopped (systemd
+ * removes its cgroups) and what systemd does not manage removed after. */
+void worker_cgroup_remove(PodWorker *w) {
+        const PodManagerOptions *o = w->ctx->o;
+        const char *fs = o->cgroup_fs ?: "/sys/fs/cgroup";
+        _cleanup_free_ char *cgroup = pod_worker_cgroup_path(w);
+        int q;
+
+        if (cgroup && o->cgroups.driver == CGROUP_DRIVER_SYSTEMD)
+                q = slice_call_start(w->ctx, NULL, SYSTEMD_SLICE_STOP, cgroup, NULL);
+        else
+                q = cgroup ? runtime_cgroup_remove(fs, cgroup) : -ENOMEM;
+        if (q < 0 && cgroup && o->cgroups.driver != CGROUP_DRIVER_SYSTEMD &&
+            !strv_contains(w->ctx->cgroup_leftovers, cgroup) &&
+            strv_extend(&w->ctx->cgroup_leftovers, cgroup) >= 0)
+                log_warning_errno(q,
+                                  "Pod \"%s\": failed to remove cgroup %s (tried again every "
+                                  "minute): %m",
+                                  w->full_name, cgroup);
+        else if (q < 0)
+                log_warning_errno(q, "Pod \"%s\": failed to remove cgroup %s: %m", w->full_name,
+                                  strna(cgroup));
+}
+
+static void worker_prepare_failed(PodWorker *w, const char *message) {
+        log_warning("Failed to prepare pod \"%s\": %s", w->full_name, message);
+        worker_event(w, NULL, POD_EVENT_FAILED_CREATE_POD_SANDBOX,
+                     "Failed to create pod sandbox: %s", message);
+        w->state.sandbox = SANDBOX_FAILED;
+        (void)set_str(&w->state.sandbox_message, message);
+        backoff_sandbox_failed(&w->state, now_usec(CLOCK_MONOTONIC));
+        metric_inc(w->ctx->metrics.started_pods_errors, NULL);
+        worker_mark_status(w);
+}
+
+/* The namespaces (and then the network), once the cgroups are there. */
+static void worker_create_namespaces(PodWorker *w) {
+        int r;
+
+        unsigned ns = sandbox_namespaces(w->state.pod);
+        if (ns == 0) {
+                w->state.sandbox = SANDBOX_READY;
+                metric_inc(w->ctx->metrics.started_pods, NULL);
+                worker_mark_status(w);
+                return;
+        }
+        _cleanup_free_ char *hostname = NULL;
+        (void)pod_hostname(w->state.pod, w->ctx->o->node_hostname, &hostname);
+        SandboxRequest req = { .dir = w->ns_dir, .namespaces = ns, .hostname = hostname };
+        w->busy++;
+        w->sandbox_pending = true;
+        r = sandbox_create(w->ctx->o->runtime, &req, on_sandbox_created, w, NULL);
+        if (r < 0) {
+                Error e = {};
+                error_set(&e, r, "cannot create the pod sandbox: %s", strerror(-r));
+                on_sandbox_created(w->ctx->o->runtime, r, 0, &e, w);
+        }
+}
+
+/* The pod slice's start ended (systemd driver). */
+static void worker_slice_done(PodWorker *w, SliceCall *c, const char *error) {
+        Error err = {};
+
+        w->sandbox_pending = false;
+        if (error)
+                worker_prepare_failed(w, error);
+        else if (!pod_worker_is_terminating(w)) {
+                /* hugepage limits have no unit property (cgroup.h) */
+                CgroupResources res;
+                int r = pod_cgroup_resources(w->state.pod, w->ctx->o->cpu_cfs_quota, 0, &res);
+                if (r >= 0 && res.n_hugepages > 0) {
+                        CgroupResources huge = { .hugepages = res.hugepages,
+                                                 .n_hugepages = res.n_hugepages };
+                        r = runtime_cgroup_create(c->cgroup_fs, c->path, &huge, &err);
+                }
+                if (r >= 0)
+                        r = 0;
+                pod_cgroup_resources_done(&res);
+                if (r < 0)
+                        worker_prepare_failed(w, err.message[0] ? err.message : strerror(-r));
+                else
+                        worker_create_namespaces(w);
+        }
+        worker_op_done(w);
 }
 
 void worker_create_sandbox(PodWorker *w) {
@@ -393,32 +656,10 @@ void worker_create_sandbox(PodWorker *w) {
         if (r >= 0)
                 r = worker_cgroup_create(w, &err);
         if (r < 0) {
-                log_warning("Failed to prepare pod \"%s\": %s", w->full_name, err.message);
-                worker_event(w, NULL, POD_EVENT_FAILED_CREATE_POD_SANDBOX,
-                             "Failed to create pod sandbox: %s", err.message);
-                w->state.sandbox = SANDBOX_FAILED;
-                (void)set_str(&w->state.sandbox_message, err.message);
-                backoff_sandbox_failed(&w->state, now_usec(CLOCK_MONOTONIC));
-                metric_inc(w->ctx->metrics.started_pods_errors, NULL);
-                worker_mark_status(w);
+                worker_prepare_failed(w, err.message);
                 return;
         }
-        unsigned ns = sandbox_namespaces(w->state.pod);
-        if (ns == 0) {
-                w->state.sandbox = SANDBOX_READY;
-                metric_inc(w->ctx->metrics.started_pods, NULL);
-                worker_mark_status(w);
-                return;
-        }
-        _cleanup_free_ char *hostname = NULL;
-        (void)pod_hostname(w->state.pod, w->ctx->o->node_hostname, &hostname);
-        SandboxRequest req = { .dir = w->ns_dir, .namespaces = ns, .hostname = hostname };
-        w->busy++;
-        w->sandbox_pending = true;
-        r = sandbox_create(w->ctx->o->runtime, &req, on_sandbox_created, w, NULL);
-        if (r < 0) {
-                Error e = {};
-                error_set(&e, r, "cannot create the pod sandbox: %s", strerror(-r));
-                on_sandbox_created(w->ctx->o->runtime, r, 0, &e, w);
-        }
+        if (r > 0)
+                return; /* the pod slice is being started */
+        worker_create_namespaces(w);
 }

@@ -189,6 +189,10 @@ static json_t *pod_json(JsonBuild *b, const PodSummary *p) {
                         b->oom = true;
         put(b, o, "containers", containers);
         usage_json(b, o, &p->usage);
+        /* kubelet's ProcessStats (PID pressure ranks pods by it) */
+        if (p->usage.time > 0 && p->usage.cg.has_pids)
+                put(b, o, "process_stats",
+                    json_pack("{s:I}", "process_count", (json_int_t)p->usage.cg.pids_current));
         if (p->ephemeral_storage.time > 0)
                 put(b, o, "ephemeral-storage", fs_json(b, &p->ephemeral_storage));
         if (p->n_volumes > 0) {

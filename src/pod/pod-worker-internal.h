@@ -153,6 +153,8 @@ unsigned sandbox_namespaces(const Pod *p);
 bool pod_uses_cni(const PodWorker *w);
 int worker_prepare(PodWorker *w, Error *err);
 void worker_create_sandbox(PodWorker *w);
+/* The pod's cgroup once the pod is gone (pod-sandbox.c). */
+void worker_cgroup_remove(PodWorker *w);
 void worker_network_check(PodWorker *w);
 /* DEL before the namespaces go (SPEC §8). Returns true while it runs. */
 bool worker_network_del(PodWorker *w);

@@ -131,6 +131,14 @@ bool pod_worker_holds_slot(const PodWorker *w) {
         return p != POD_PHASE_SUCCEEDED && p != POD_PHASE_FAILED;
 }
 
+bool pod_worker_counts_for_qos(const PodWorker *w, const Pod **ret_pod) {
+        const Pod *pod = w->state.pod ?: w->object->pod;
+        if (w->torn_down || !pod || !pod_worker_holds_slot(w))
+                return false;
+        *ret_pod = pod;
+        return true;
+}
+
 char *pod_worker_cgroup_path(const PodWorker *w) {
         return runtime_pod_cgroup_path(&w->ctx->o->cgroups, pod_cgroup_qos(w->object->pod),
                                        w->object->uid);
@@ -309,12 +317,10 @@ static bool worker_teardown(PodWorker *w) {
                         log_warning_errno(r, "Pod \"%s\": failed to remove %s: %m", w->full_name,
                                           w->pod_dir);
         }
-        _cleanup_free_ char *cgroup = pod_worker_cgroup_path(w);
-        int q = cgroup ? runtime_cgroup_remove(w->ctx->o->cgroup_fs ?: "/sys/fs/cgroup", cgroup)
-                       : -ENOMEM;
-        if (q < 0)
-                log_warning_errno(q, "Pod \"%s\": failed to remove cgroup %s: %m", w->full_name,
-                                  strna(cgroup));
+        worker_cgroup_remove(w);
+        /* the burstable level's shares without this pod */
+        if (w->ctx->qos_changed)
+                w->ctx->qos_changed(w->ctx->userdata);
         /* where versions before the QoS hierarchy put it (adopted pods) */
         _cleanup_free_ char *legacy = strprintf("/nanolet/pod%s", w->object->uid);
         if (legacy)

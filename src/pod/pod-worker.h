@@ -41,6 +41,16 @@ typedef struct PodManagerContext {
          * waiting reason ("OutOfpods", "WaitingForPods", "WaitForCycle")
          * and a message. */
         int (*wait_for_check)(PodWorker *w, char **ret_reason, char **ret_message, void *userdata);
+        /* A pod's cgroup is about to be made, or a pod is gone: the manager
+         * sums the burstable pods' cpu requests and calls
+         * pod_qos_cgroups_apply(). NULL: nothing. */
+        void (*qos_changed)(void *userdata);
+        bool qos_applied; /* pod_qos_cgroups_apply() ran; qos_burstable_shares is set */
+        /* Pod cgroups (cgroupfs driver) whose removal failed when their pod
+         * went (a process still dying in them): the manager tries again
+         * every minute, unless a pod of that UID exists again. */
+        char **cgroup_leftovers;
+        uint64_t qos_burstable_shares;
         /* Called when a worker has torn its pod down completely. */
         void (*worker_finished)(PodWorker *w, void *userdata);
         void *userdata;
@@ -82,6 +92,19 @@ const char *pod_worker_status_text(const PodWorker *w);
 /* The pod's cgroup directory below each hierarchy root, and a container's
  * (cgroup.h); NULL on ENOMEM. */
 char *pod_worker_cgroup_path(const PodWorker *w);
+/* kubelet's QoS container manager: kubepods gets the node's allocatable
+ * (when reserved), kubepods/burstable cpu shares for the burstable pods'
+ * cpu requests (burstable_milli_cpu; kubelet's minimum 2 shares),
+ * kubepods/besteffort 2 shares. With the systemd driver, through the
+ * slices' unit properties, and only when the burstable value changed. */
+void pod_qos_cgroups_apply(PodManagerContext *ctx, int64_t burstable_milli_cpu);
+/* The pod cgroup of a pod of this agent that no worker has any more (it
+ * went while the agent was down: only its sandbox record or CNI cache
+ * entry was left), at every QoS level, removed. */
+void pod_cgroup_remove_orphan(PodManagerContext *ctx, const char *uid);
+/* Whether the pod counts for the burstable level's shares: started or
+ * admitted, not finished, not torn down; its Pod in ret_pod. */
+bool pod_worker_counts_for_qos(const PodWorker *w, const Pod **ret_pod);
 char *pod_worker_container_cgroup_path(const PodWorker *w, const char *container_id);
 /* Node-pressure eviction (src/gc/eviction.h): stops every container (grace
  * periods honoured), reports phase Failed, reason "Evicted" and message,

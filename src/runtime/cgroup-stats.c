@@ -89,6 +89,8 @@ static void read_v1(const char *root, const char *path, CgroupStats *st) {
                 _cleanup_free_ char *d = strprintf("%s/%s", root, cpu_dirs[i]);
                 st->has_cpu = d && read_u64(d, path, "cpuacct.usage", &st->cpu_usage_ns) >= 0;
         }
+        _cleanup_free_ char *pids = strprintf("%s/pids", root);
+        st->has_pids = pids && read_u64(pids, path, "pids.current", &st->pids_current) >= 0;
         if (!mem || read_u64(mem, path, "memory.usage_in_bytes", &st->memory_usage) < 0 ||
             read_kernel_file(mem, path, "memory.stat", &stat) < 0)
                 return;
@@ -114,6 +116,7 @@ static void read_v2(const char *root, const char *path, CgroupStats *st) {
                 st->has_cpu = true;
                 st->cpu_usage_ns = usec * NSEC_PER_USEC;
         }
+        st->has_pids = read_u64(root, path, "pids.current", &st->pids_current) >= 0;
         if (read_u64(root, path, "memory.current", &st->memory_usage) < 0 ||
             read_kernel_file(root, path, "memory.stat", &stat) < 0)
                 return;

@@ -11,7 +11,8 @@
  *   page faults    v1 total_pgfault/total_pgmajfault v2 pgfault/pgmajfault
  *   limit          v1 memory.limit_in_bytes         v2 memory.max ("max": none)
  *                  (v1's "unlimited", a number ≥ 2^62, counts as none)
- *   cpu            v1 cpuacct.usage (ns)            v2 cpu.stat usage_usec × 1000 */
+ *   cpu            v1 cpuacct.usage (ns)            v2 cpu.stat usage_usec × 1000
+ *   tasks          v1 pids/…/pids.current           v2 pids.current */
 #pragma once
 
 #include <stdbool.h>
@@ -36,6 +37,11 @@ typedef struct CgroupStats {
          * availableBytes; for the node, MemAvailable. */
         bool has_memory_available;
         uint64_t memory_available;
+
+        /* pids.current (v1 in the pids controller): the cgroup's tasks,
+         * threads included, the count the pids limit applies to */
+        bool has_pids;
+        uint64_t pids_current;
 } CgroupStats;
 
 /* Reads the cgroup at path ("/kubepods/pod<uid>/<id>", "/" for the root)

@@ -179,6 +179,129 @@ uint64_t cgroup_cpu_shares_to_weight(uint64_t shares) {
         return 1 + ((shares - 2) * 9999) / 262142;
 }
 
+/* ---- the systemd driver's slices ---- */
+
+const char *runtime_systemd_slice_unit(const char *path) {
+        const char *slash = path ? strrchr(path, '/') : NULL;
+        const char *name = slash ? slash + 1 : path;
+        if (isempty(name) || !endswith(name, ".slice") || streq(name, ".slice"))
+                return NULL;
+        return name;
+}
+
+static int prop_add(char ***l, size_t *n, const char *name, const char *type, const char *value) {
+        if (strv_extend(l, name) < 0 || strv_extend(l, type) < 0 || strv_extend(l, value) < 0)
+                return -ENOMEM;
+        (*n)++;
+        return 0;
+}
+
+static int prop_add_u64(char ***l, size_t *n, const char *name, uint64_t v) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%" PRIu64, v);
+        return prop_add(l, n, name, "t", buf);
+}
+
+/* The limits as unit properties (libcontainer's names and conversions). */
+static int slice_properties(const CgroupResources *res, bool v2, char ***l, size_t *n) {
+        int r = 0;
+        if (!res)
+                return 0;
+        if (res->cpu_shares > 0)
+                r = v2 ? prop_add_u64(l, n, "CPUWeight",
+                                      cgroup_cpu_shares_to_weight(res->cpu_shares))
+                       : prop_add_u64(l, n, "CPUShares", res->cpu_shares);
+        if (r >= 0 && res->cpu_quota != 0) {
+                uint64_t period = res->cpu_period > 0 ? res->cpu_period : 100000;
+                uint64_t per_sec = UINT64_MAX; /* systemd's infinity */
+                if (res->cpu_quota > 0) {
+                        per_sec = (uint64_t)res->cpu_quota * 1000000 / period;
+                        /* systemd keeps the quota as a percentage: 10 ms steps;
+                         * rounding up never gives less than asked */
+                        if (per_sec % 10000 != 0)
+                                per_sec = (per_sec / 10000 + 1) * 10000;
+                }
+                r = prop_add_u64(l, n, "CPUQuotaPerSecUSec", per_sec);
+                if (r >= 0)
+                        r = prop_add_u64(l, n, "CPUQuotaPeriodUSec", period);
+        }
+        if (r >= 0 && res->memory_limit > 0)
+                r = prop_add_u64(l, n, v2 ? "MemoryMax" : "MemoryLimit", res->memory_limit);
+        if (r >= 0 && res->pids_limit > 0)
+                r = prop_add_u64(l, n, "TasksMax", (uint64_t)res->pids_limit);
+        return r;
+}
+
+int runtime_systemd_slice_argv(const char *busctl, SystemdSliceCall call, const char *path,
+                               const CgroupResources *res, bool v2, char ***ret) {
+        static const char *const methods[_SYSTEMD_SLICE_CALL_MAX][2] = {
+                [SYSTEMD_SLICE_START] = { "StartTransientUnit", "ssa(sv)a(sa(sv))" },
+                [SYSTEMD_SLICE_SET] = { "SetUnitProperties", "sba(sv)" },
+                [SYSTEMD_SLICE_STOP] = { "StopUnit", "ss" },
+        };
+        const char *unit = runtime_systemd_slice_unit(path);
+        _cleanup_strv_free_ char **argv = NULL, **props = NULL;
+        size_t n = 0;
+        int r;
+
+        if (!unit || call < 0 || call >= _SYSTEMD_SLICE_CALL_MAX)
+                return -EINVAL;
+        const char *head[] = { busctl ?: "busctl",
+                               "call",
+                               "--quiet",
+                               "org.freedesktop.systemd1",
+                               "/org/freedesktop/systemd1",
+                               "org.freedesktop.systemd1.Manager",
+                               methods[call][0],
+                               methods[call][1],
+                               unit };
+        for (size_t i = 0; i < ELEMENTSOF(head); i++)
+                if (strv_extend(&argv, head[i]) < 0)
+                        return -ENOMEM;
+        if (call == SYSTEMD_SLICE_STOP) {
+                if (strv_extend(&argv, "replace") < 0)
+                        return -ENOMEM;
+                *ret = TAKE_PTR(argv);
+                return 0;
+        }
+        if (call == SYSTEMD_SLICE_START) {
+                /* Transient-only properties: a SET on a loaded unit refuses them. */
+                _cleanup_free_ char *desc = strprintf("nanolet %s", unit);
+                if (!desc || prop_add(&props, &n, "Description", "s", desc) < 0 ||
+                    prop_add(&props, &n, "DefaultDependencies", "b", "false") < 0)
+                        return -ENOMEM;
+        }
+        if (prop_add(&props, &n, "CPUAccounting", "b", "true") < 0 ||
+            prop_add(&props, &n, "MemoryAccounting", "b", "true") < 0 ||
+            prop_add(&props, &n, "TasksAccounting", "b", "true") < 0)
+                return -ENOMEM;
+        if ((r = slice_properties(res, v2, &props, &n)) < 0)
+                return r;
+        char count[32];
+        snprintf(count, sizeof count, "%zu", n);
+        if (strv_extend(&argv, call == SYSTEMD_SLICE_START ? "replace" : "true") < 0 ||
+            strv_extend(&argv, count) < 0)
+                return -ENOMEM;
+        STRV_FOREACH(p, props)
+                if (strv_extend(&argv, *p) < 0)
+                        return -ENOMEM;
+        /* StartTransientUnit's auxiliary units: none */
+        if (call == SYSTEMD_SLICE_START && strv_extend(&argv, "0") < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(argv);
+        return 0;
+}
+
+bool runtime_systemd_unit_exists_error(const char *stderr_text) {
+        return stderr_text && (strstr(stderr_text, "already exists") ||
+                               strstr(stderr_text, "org.freedesktop.systemd1.UnitExists"));
+}
+
+bool runtime_cgroup_is_v2(const char *cgroup_root) {
+        _cleanup_free_ char *controllers = strprintf("%s/cgroup.controllers", cgroup_root);
+        return controllers && access(controllers, F_OK) == 0;
+}
+
 /* ---- creation ---- */
 
 static bool is_cgroupfs(int dir_fd) {

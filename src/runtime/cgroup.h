@@ -89,6 +89,54 @@ typedef struct CgroupResources {
 /* kubelet's CpuSharesToCpuWeight: shares 2..262144 -> weight 1..10000. */
 uint64_t cgroup_cpu_shares_to_weight(uint64_t shares);
 
+/* ---- the systemd driver's slices ----
+ * Under systemd, a slice's limits belong to systemd: a value written into
+ * its cgroupfs files is reset whenever systemd re-applies the unit's own
+ * (on a daemon-reload, or when the slice is realized after the write). So
+ * the pod slice (and the QoS slices) are made the way kubelet's
+ * libcontainer makes them, as transient slice units whose properties carry
+ * the limits: org.freedesktop.systemd1.Manager.StartTransientUnit, called
+ * through busctl(1) (part of systemd, so present wherever the driver is
+ * allowed; no D-Bus library in the agent), and SetUnitProperties when the
+ * unit exists already (an agent restart, a second pod in a QoS slice).
+ * Hugepage limits have no systemd property: they are written into the
+ * hugetlb files after the start, as libcontainer does (systemd does not
+ * manage hugetlb). */
+
+typedef enum SystemdSliceCall {
+        SYSTEMD_SLICE_START, /* StartTransientUnit: create with the properties */
+        SYSTEMD_SLICE_SET,   /* SetUnitProperties (runtime): update an existing one */
+        SYSTEMD_SLICE_STOP,  /* StopUnit: the pod is gone */
+        _SYSTEMD_SLICE_CALL_MAX,
+        _SYSTEMD_SLICE_CALL_INVALID = -EINVAL,
+} SystemdSliceCall;
+
+/* The slice unit of a systemd-driver cgroup path: its last component
+ * ("/kubepods.slice/kubepods-burstable.slice" -> "kubepods-burstable.slice");
+ * NULL when path does not end in a ".slice" component. Borrowed from path. */
+const char *runtime_systemd_slice_unit(const char *path);
+
+/* The busctl command line (argv[0] = busctl, e.g. "busctl") for call on
+ * the slice at path, with res as unit properties (START, SET), libcontainer's
+ * names: v1 CPUShares / MemoryLimit, v2 CPUWeight (from the shares, kubelet's
+ * mapping) / MemoryMax; CPUQuotaPerSecUSec (quota per second, rounded up to
+ * 10 ms as systemd keeps it; UINT64_MAX = unlimited) with
+ * CPUQuotaPeriodUSec; TasksMax; the CPU, memory and tasks accounting on (so
+ * that systemd realizes the slice in those controllers), and
+ * DefaultDependencies off (a pod slice is not stopped for shutdown
+ * ordering). A zero value is left out (systemd's default). STOP takes no
+ * properties (res may be NULL). -EINVAL when path is not a slice. */
+int runtime_systemd_slice_argv(const char *busctl, SystemdSliceCall call, const char *path,
+                               const CgroupResources *res, bool v2, char ***ret);
+
+/* Whether busctl's error output says the unit exists already (START is then
+ * retried as SET). */
+bool runtime_systemd_unit_exists_error(const char *stderr_text);
+
+/* Whether the hierarchy under cgroup_root (normally "/sys/fs/cgroup") is
+ * cgroup v2 (cgroup_root/cgroup.controllers exists). */
+bool runtime_cgroup_is_v2(const char *cgroup_root);
+
 /* Creates the cgroup at path (absolute, relative to each hierarchy, as
  * runtime_pod_cgroup_path() returns) below cgroup_root (normally
  * "/sys/fs/cgroup"; cgroup v2 when cgroup_root/cgroup.controllers exists)

@@ -128,7 +128,7 @@ n=$(awk -v s="$DEMO_STATE" 'index($2, s) == 1' /proc/mounts | wc -l)
 [ "$n" -eq 0 ] && ok "no demo mounts left" || fail "$n demo mounts left"
 left=
 for uid in $demo_uids; do
-        left+=$(ls -d /sys/fs/cgroup/nanolet/pod"$uid" /sys/fs/cgroup/*/nanolet/pod"$uid" 2>/dev/null || true)
+        left+=$(find /sys/fs/cgroup -maxdepth 5 -type d -name "pod$uid" 2>/dev/null || true)
 done
 [ -z "$left" ] && ok "no demo pod cgroups left" || fail "demo pod cgroups left: $left"
 [ ! -e "$DEMO_STATE" ] && ok "demo state removed" || fail "demo state $DEMO_STATE still there"

@@ -5,7 +5,8 @@
 # instances with the shipped default network would. Neither agent's orphan
 # sweep may touch the other's leases, and an agent killed with -9 whose pod
 # then disappeared DELs the cached sandbox on its next start, so that no
-# CNI-* masquerade chain and no POSTROUTING jump of that pod's IP remain.
+# CNI-* masquerade chain and no POSTROUTING jump of that pod's IP remain,
+# and removes the pod's cgroup.
 # Traffic: none; iptables rules are only those of this test's subnet.
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -51,6 +52,12 @@ iptables_cleanup() {
         done
 }
 
+# pod_cgroups_of UID: the pod's cgroup directories in every hierarchy, at any
+# QoS level (and the old nanolet/pod<uid>).
+pod_cgroups_of() {
+        find /sys/fs/cgroup -maxdepth 5 -type d -name "pod$1" 2>/dev/null || true
+}
+
 b_cleanup() {
         local id uid m
         if [ "$failures" -gt 0 ] && [ -f "$B_LOG" ]; then
@@ -68,8 +75,8 @@ b_cleanup() {
         done
         pkill -9 -f "conmon.*$B_RUN" 2>/dev/null || true
         for uid in $(AGENT_LOG=$B_LOG agent_pod_uids); do
-                for m in /sys/fs/cgroup/*/nanolet/pod"$uid" /sys/fs/cgroup/nanolet/pod"$uid"; do
-                        [ -d "$m" ] && find "$m" -depth -type d -exec rmdir {} \; 2>/dev/null
+                for m in $(pod_cgroups_of "$uid"); do
+                        find "$m" -depth -type d -exec rmdir {} \; 2>/dev/null
                 done
         done
 }
@@ -151,6 +158,9 @@ done
 rm -rf "${B_ROOT:?}/pods/$B_UID"
 [ "$(masq_rules "$B_UID" "$B_IP")" -gt 0 ] && ok "B's orphan still has masquerade rules" ||
         fail "no masquerade rules for $B_IP before the restart"
+# runc removed the containers' cgroups; the pod's own is still there
+[ -n "$(pod_cgroups_of "$B_UID")" ] && ok "B's orphan still has its pod cgroup" ||
+        fail "no pod cgroup of $B_UID before the restart"
 
 start_b
 expect "agent B DELs the orphaned sandbox" "$B_LOG" "Released the network of sandbox $B_UID" 1 60
@@ -159,6 +169,10 @@ n=$(masq_rules "$B_UID" "$B_IP")
 [ "$n" -eq 0 ] && ok "no masquerade rules of $B_IP left" ||
         fail "$n masquerade rules of $B_IP left: $(our_rules)"
 [ ! -e "$LEASES/$B_IP" ] && ok "B's lease of $B_IP released" || fail "lease $B_IP left"
+# as kubelet's orphaned pod cgroup cleanup: an empty pod cgroup leaked once
+# per run here before
+left=$(pod_cgroups_of "$B_UID")
+[ -z "$left" ] && ok "the orphan's pod cgroup removed" || fail "pod cgroup of B's orphan left: $left"
 [ "$(lease_owner "$A_IP")" = "$A_UID" ] && ok "A's lease survives B's restart" ||
         fail "A's lease of $A_IP after B's restart: '$(lease_owner "$A_IP")'"
 [ "$(masq_rules "$A_UID" "$A_IP")" -gt 0 ] && ok "A's masquerade rules survive" ||

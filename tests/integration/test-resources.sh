@@ -10,6 +10,8 @@
 #    restartPolicy Never in state.terminated, Always in lastState.
 #  - --max-pods 2 with three pods: the third waits with OutOfpods and
 #    kubelet's message, and starts once another pod is removed.
+#  - The QoS levels: besteffort 2 cpu shares, burstable the burstable pods'
+#    cpu requests (back to 2 once they are gone), kubepods the allocatable.
 #  - Pod cgroups are gone with their pods.
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -104,6 +106,11 @@ check_pod bur /burstable 134217728 102 50000 "$BUR_ADJ"
 check_pod be /besteffort "$UNLIMITED" 2 -1 1000
 v=$(cat "/sys/fs/cgroup/cpu$TEST_CGROUP_ROOT/kubepods/besteffort/cpu.shares")
 [ "$v" = 2 ] && ok "besteffort level cpu.shares 2" || fail "besteffort level cpu.shares $v"
+# kubelet's QoS manager: burstable gets the burstable pods' cpu requests
+# (bur 100m; the OOM pods request memory only) -> 100 * 1024 / 1000 = 102
+BU_SHARES=/sys/fs/cgroup/cpu$TEST_CGROUP_ROOT/kubepods/burstable/cpu.shares
+v=$(cat "$BU_SHARES")
+[ "$v" = 102 ] && ok "burstable level cpu.shares 102 (the burstable pods' 100m)" || fail "burstable level cpu.shares $v, want 102"
 
 n=$(grep -c 'Cannot lower oom_score_adj' "$AGENT_LOG" || true)
 if [ "$GUA_ADJ" = -997 ]; then
@@ -143,6 +150,8 @@ for p in gua bur be oomnever oomalways; do
         wait_for "$AGENT_LOG" "Pod \"$p-node1_default.*\" is gone" 1 30 || fail "$p not gone"
 done
 check_no_leftovers
+v=$(cat "$BU_SHARES")
+[ "$v" = 2 ] && ok "burstable level back to 2 shares once its pods are gone" || fail "burstable level cpu.shares $v after the pods went, want 2"
 stop_agent
 
 # ---- maxPods ----

@@ -74,6 +74,12 @@ static void test_v1(void **state) {
         /* v1's "unlimited" is no limit: no availableBytes. */
         assert_true(st.memory_limit == CGROUP_STATS_NO_LIMIT);
         assert_false(st.has_memory_available);
+        /* no pids hierarchy for it: no task count */
+        assert_false(st.has_pids);
+        put(root, "pids/nanolet/podA/ctr-1/pids.current", "17\n");
+        assert_int_equal(cgroup_stats_read(root, cg, &st), 0);
+        assert_true(st.has_pids);
+        assert_int_equal(st.pids_current, 17);
 
         /* A limit: available = limit − working set. */
         put(root, "memory/nanolet/podA/ctr-1/memory.limit_in_bytes", "16777216\n");
@@ -138,6 +144,11 @@ static void test_v2(void **state) {
         assert_int_equal(st.memory_pgfault, 777);
         assert_int_equal(st.memory_pgmajfault, 3);
         assert_false(st.has_memory_available);
+        assert_false(st.has_pids);
+        put(root, "nanolet/podA/ctr-1/pids.current", "203\n");
+        assert_int_equal(cgroup_stats_read(root, "/nanolet/podA/ctr-1", &st), 0);
+        assert_true(st.has_pids);
+        assert_int_equal(st.pids_current, 203);
 
         put(root, "nanolet/podA/ctr-1/memory.max", "33554432\n");
         assert_int_equal(cgroup_stats_read(root, "/nanolet/podA/ctr-1", &st), 0);

@@ -18,6 +18,7 @@
 #include "cleanup.h"
 #include "fileio.h"
 #include "string-util.h"
+#include "strv.h"
 
 static char *make_root(void) {
         char tmpl[] = "/tmp/nanolet-test-cgroup-XXXXXX";
@@ -107,6 +108,122 @@ static void test_systemd_names(void **state) {
         CgroupLayout deep = { .driver = CGROUP_DRIVER_SYSTEMD, .root = "/a.slice/a-b.slice" };
         assert_path(runtime_qos_cgroup_path(&deep, CGROUP_QOS_GUARANTEED),
                     "/a.slice/a-b.slice/a-b-kubepods.slice");
+}
+
+static char *joined(char **argv) {
+        size_t len = 0, cap = 0;
+        char *buf = NULL;
+        STRV_FOREACH(a, argv) {
+                if (len > 0)
+                        assert_int_equal(strbuf_append(&buf, &len, &cap, " ", 1), 0);
+                assert_int_equal(strbuf_append(&buf, &len, &cap, *a, strlen(*a)), 0);
+        }
+        return buf;
+}
+
+#define assert_argv(call, path, res, v2, want)                                                     \
+        do {                                                                                       \
+                char **_a = NULL;                                                                  \
+                assert_int_equal(runtime_systemd_slice_argv("busctl", call, path, res, v2, &_a),   \
+                                 0);                                                               \
+                char *_j = joined(_a);                                                             \
+                assert_string_equal(_j, want);                                                     \
+                free(_j);                                                                          \
+                strv_free(_a);                                                                     \
+        } while (0)
+
+#define BUSCTL                                                                                     \
+        "busctl call --quiet org.freedesktop.systemd1 /org/freedesktop/systemd1 "                  \
+        "org.freedesktop.systemd1.Manager "
+#define ACCT "CPUAccounting b true MemoryAccounting b true TasksAccounting b true"
+
+/* The systemd driver's pod slice: the unit properties that carry the pod's
+ * limits (libcontainer's names), v1 and v2, and the calls around them. */
+static void test_systemd_slice_argv(void **state) {
+        const char *pod = "/kubepods.slice/kubepods-burstable.slice/"
+                          "kubepods-burstable-pod0f3b_aa.slice";
+        CgroupResources res = { .cpu_shares = 358,
+                                .cpu_quota = 75000,
+                                .cpu_period = 100000,
+                                .memory_limit = 64 << 20,
+                                .pids_limit = 100 };
+
+        assert_string_equal(runtime_systemd_slice_unit(pod), "kubepods-burstable-pod0f3b_aa.slice");
+        assert_string_equal(runtime_systemd_slice_unit("/kubepods.slice"), "kubepods.slice");
+        assert_null(runtime_systemd_slice_unit("/kubepods/burstable/podx"));
+        assert_null(runtime_systemd_slice_unit("/a.slice/"));
+        assert_null(runtime_systemd_slice_unit(NULL));
+
+        /* cgroup v1: CPUShares and MemoryLimit; 75000/100000 µs = 750 ms/s */
+        assert_argv(SYSTEMD_SLICE_START, pod, &res, false,
+                    BUSCTL
+                    "StartTransientUnit ssa(sv)a(sa(sv)) kubepods-burstable-pod0f3b_aa.slice "
+                    "replace 10 Description s nanolet kubepods-burstable-pod0f3b_aa.slice "
+                    "DefaultDependencies b false " ACCT " CPUShares t 358 "
+                    "CPUQuotaPerSecUSec t 750000 CPUQuotaPeriodUSec t 100000 "
+                    "MemoryLimit t 67108864 TasksMax t 100 0");
+        /* cgroup v2: CPUWeight (kubelet's mapping of the shares) and MemoryMax */
+        assert_argv(SYSTEMD_SLICE_START, pod, &res, true,
+                    BUSCTL
+                    "StartTransientUnit ssa(sv)a(sa(sv)) kubepods-burstable-pod0f3b_aa.slice "
+                    "replace 10 Description s nanolet kubepods-burstable-pod0f3b_aa.slice "
+                    "DefaultDependencies b false " ACCT " CPUWeight t 14 "
+                    "CPUQuotaPerSecUSec t 750000 CPUQuotaPeriodUSec t 100000 "
+                    "MemoryMax t 67108864 TasksMax t 100 0");
+        assert_int_equal(cgroup_cpu_shares_to_weight(358), 14);
+        /* an existing unit: SetUnitProperties, runtime, without the
+         * transient-only properties */
+        assert_argv(SYSTEMD_SLICE_SET, pod, &res, true,
+                    BUSCTL
+                    "SetUnitProperties sba(sv) kubepods-burstable-pod0f3b_aa.slice true 8 " ACCT
+                    " CPUWeight t 14 CPUQuotaPerSecUSec t 750000 "
+                    "CPUQuotaPeriodUSec t 100000 MemoryMax t 67108864 TasksMax t 100");
+        assert_argv(SYSTEMD_SLICE_STOP, pod, NULL, false,
+                    BUSCTL "StopUnit ss kubepods-burstable-pod0f3b_aa.slice replace");
+
+        /* a quota that is not a 10 ms step per second is rounded up (systemd
+         * keeps a percentage); --cpu-cfs-quota=false: infinity; zero values
+         * are left to systemd's defaults */
+        CgroupResources odd = { .cpu_quota = 1234, .cpu_period = 100000 };
+        assert_argv(SYSTEMD_SLICE_SET, "/kubepods.slice", &odd, false,
+                    BUSCTL "SetUnitProperties sba(sv) kubepods.slice true 5 " ACCT
+                           " CPUQuotaPerSecUSec t 20000 CPUQuotaPeriodUSec t 100000");
+        CgroupResources unlimited = { .cpu_shares = 2, .cpu_quota = -1, .cpu_period = 100000 };
+        assert_argv(SYSTEMD_SLICE_SET, "/kubepods.slice/kubepods-besteffort.slice", &unlimited,
+                    true,
+                    BUSCTL "SetUnitProperties sba(sv) kubepods-besteffort.slice true 6 " ACCT
+                           " CPUWeight t 1 CPUQuotaPerSecUSec t 18446744073709551615 "
+                           "CPUQuotaPeriodUSec t 100000");
+        assert_argv(SYSTEMD_SLICE_SET, "/kubepods.slice", NULL, false,
+                    BUSCTL "SetUnitProperties sba(sv) kubepods.slice true 3 " ACCT);
+        /* the QoS slice under a slice --cgroup-root */
+        CgroupLayout edge = { .driver = CGROUP_DRIVER_SYSTEMD, .root = "/edge.slice" };
+        char *bu = runtime_qos_cgroup_path(&edge, CGROUP_QOS_BURSTABLE);
+        assert_argv(SYSTEMD_SLICE_STOP, bu, NULL, false,
+                    BUSCTL "StopUnit ss edge-kubepods-burstable.slice replace");
+        free(bu);
+
+        /* not a slice: refused, nothing to run */
+        char **a = NULL;
+        assert_int_equal(runtime_systemd_slice_argv(NULL, SYSTEMD_SLICE_START,
+                                                    "/kubepods/burstable/podx", &res, false, &a),
+                         -EINVAL);
+        assert_null(a);
+        assert_int_equal(
+                runtime_systemd_slice_argv(NULL, _SYSTEMD_SLICE_CALL_MAX, pod, &res, false, &a),
+                -EINVAL);
+        /* busctl NULL: from PATH */
+        assert_int_equal(runtime_systemd_slice_argv(NULL, SYSTEMD_SLICE_STOP, pod, NULL, false, &a),
+                         0);
+        assert_string_equal(a[0], "busctl");
+        strv_free(a);
+
+        /* START refused for an existing unit is retried as SET */
+        assert_true(runtime_systemd_unit_exists_error(
+                "Call failed: Unit kubepods-burstable.slice already exists.\n"));
+        assert_true(runtime_systemd_unit_exists_error("org.freedesktop.systemd1.UnitExists"));
+        assert_false(runtime_systemd_unit_exists_error("Call failed: Access denied\n"));
+        assert_false(runtime_systemd_unit_exists_error(NULL));
 }
 
 static void write_rel(const char *root, const char *rel, const char *content) {
@@ -296,6 +413,7 @@ int main(void) {
                 cmocka_unit_test(test_path),
                 cmocka_unit_test(test_systemd_names),
                 cmocka_unit_test(test_systemd_detection),
+                cmocka_unit_test(test_systemd_slice_argv),
                 cmocka_unit_test(test_create_v1),
                 cmocka_unit_test(test_create_v1_missing_controller),
                 cmocka_unit_test(test_create_v2),

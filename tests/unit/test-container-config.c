@@ -1095,6 +1095,57 @@ static void pod_res(const char *spec, bool cfs, int64_t pids, CgroupResources *r
 
 #define CT(name, res) "  - {name: " name ", image: b, command: [x], resources: " res "}\n"
 
+/* kubelet's QoS container manager: the burstable level's shares are the
+ * burstable pods' cpu requests; Guaranteed and BestEffort pods do not
+ * count; no burstable pod (or no cpu request) gives the minimum 2. */
+static void test_qos_burstable_shares(void **state) {
+        (void)state;
+        Fixture f[4];
+        const char *specs[] = {
+                /* Burstable: 100m + 250m (a limit alone is the request) */
+                "  containers:\n" CT("a", "{requests: {cpu: 100m}, limits: {cpu: 500m}}")
+                        CT("b", "{limits: {cpu: 250m}}"),
+                /* Burstable, an init container's larger request wins: 1 cpu */
+                "  initContainers:\n" CT("i", "{requests: {cpu: '1'}}") "  containers:\n" CT(
+                        "a", "{requests: {cpu: 200m, memory: 1Mi}}"),
+                /* Guaranteed: not counted */
+                "  containers:\n" CT("a", "{limits: {cpu: '2', memory: 64Mi}}"),
+                /* BestEffort: not counted */
+                "  containers:\n" CT("a", "{}"),
+        };
+        const Pod *pods[5];
+        for (size_t i = 0; i < 4; i++) {
+                char *yaml = strprintf(POD_HEAD "%s", specs[i]);
+                fx_init(&f[i], yaml);
+                free(yaml);
+                pods[i] = f[i].pod;
+        }
+        pods[4] = NULL; /* a worker without a pod yet */
+        assert_int_equal(qos_burstable_milli_cpu(pods, 5), 350 + 1000);
+        assert_int_equal(qos_burstable_cpu_shares(qos_burstable_milli_cpu(pods, 5)),
+                         1350 * 1024 / 1000);
+        /* only the Guaranteed and BestEffort pods: kubelet's minimum */
+        assert_int_equal(qos_burstable_milli_cpu(pods + 2, 2), 0);
+        assert_int_equal(qos_burstable_cpu_shares(0), 2);
+        assert_int_equal(qos_burstable_cpu_shares(qos_burstable_milli_cpu(NULL, 0)), 2);
+        /* a burstable pod requesting memory only: 0 cpu, 2 shares */
+        Fixture g;
+        char *yaml =
+                strprintf(POD_HEAD "%s", "  containers:\n" CT("a", "{requests: {memory: 1Mi}}"));
+        fx_init(&g, yaml);
+        free(yaml);
+        const Pod *one[] = { g.pod };
+        assert_int_equal(pod_qos_class(g.pod), POD_QOS_BURSTABLE);
+        assert_int_equal(qos_burstable_cpu_shares(qos_burstable_milli_cpu(one, 1)), 2);
+        /* 1m: kubelet's MilliCPUToShares gives 1, the minimum wins */
+        assert_int_equal(qos_burstable_cpu_shares(1), 2);
+        /* huge sums clamp at kubelet's maximum */
+        assert_int_equal(qos_burstable_cpu_shares(1000000000), 262144);
+        fx_done(&g);
+        for (size_t i = 0; i < 4; i++)
+                fx_done(&f[i]);
+}
+
 static void test_pod_cgroup_resources(void **state) {
         (void)state;
         CgroupResources r;
@@ -1263,6 +1314,7 @@ int main(void) {
                 cmocka_unit_test(test_resources),
                 cmocka_unit_test(test_oom_score_adj),
                 cmocka_unit_test(test_pod_cgroup_resources),
+                cmocka_unit_test(test_qos_burstable_shares),
                 cmocka_unit_test(test_cgroups_path),
         };
         return cmocka_run_group_tests(tests, enter_mount_namespace, NULL);

@@ -166,6 +166,44 @@ static void test_rank(void **state) {
                 assert_int_equal(order[i], want[i]);
 }
 
+/* kubelet's rankPIDPressure: lower priority first, then more processes;
+ * the candidates carry the process count as usage and no requests. */
+static void test_rank_pids(void **state) {
+        (void)state;
+        EvictionCandidate c[] = {
+                { .priority = 0, .usage = 3 },             /* 0 */
+                { .priority = 0, .usage = 204 },           /* 1: the forker */
+                { .priority = 1000, .usage = 900 },        /* 2: more, but higher priority */
+                { .priority = 2000001000, .usage = 5000 }, /* 3: critical: never */
+                { .priority = 0, .usage = 0 },             /* 4: nothing running */
+                { .priority = -5, .usage = 1 },            /* 5: lowest priority */
+        };
+        size_t order[6];
+        size_t k = eviction_rank(c, 6, order);
+        assert_int_equal(k, 5);
+        size_t want[] = { 5, 1, 0, 2, 4 };
+        for (size_t i = 0; i < k; i++)
+                assert_int_equal(order[i], want[i]);
+
+        /* pid.available as a threshold: met below it, and the message */
+        EvictionConfig cfg = {};
+        char *hard[] = { (char *)"pid.available<1000", NULL };
+        assert_int_equal(eviction_config_parse(hard, NULL, NULL, NULL, 0, &cfg, NULL), 0);
+        assert_int_equal(cfg.n, 1);
+        EvictionObservation obs[_EVICTION_SIGNAL_MAX] = {};
+        obs[EVICTION_SIGNAL_PID_AVAILABLE] = (EvictionObservation){ true, 999, 32768 };
+        assert_true(eviction_threshold_met(&cfg.thresholds[0], obs, false));
+        obs[EVICTION_SIGNAL_PID_AVAILABLE].available = 1000;
+        assert_false(eviction_threshold_met(&cfg.thresholds[0], obs, false));
+        assert_int_equal(eviction_signal_condition(EVICTION_SIGNAL_PID_AVAILABLE),
+                         NODE_CONDITION_PID_PRESSURE);
+        eviction_config_done(&cfg);
+        char *m = eviction_message(EVICTION_SIGNAL_PID_AVAILABLE, 1000, 999);
+        assert_string_equal(m, "The node was low on resource: pids. Threshold quantity: 1k, "
+                               "available: 999. ");
+        free(m);
+}
+
 static void test_message(void **state) {
         (void)state;
         char *m = eviction_message(EVICTION_SIGNAL_NODEFS_AVAILABLE, 6710886, 6553 * 1024);
@@ -186,6 +224,7 @@ int main(void) {
                 cmocka_unit_test(test_parse_zero_percent_drops),
                 cmocka_unit_test(test_met),
                 cmocka_unit_test(test_rank),
+                cmocka_unit_test(test_rank_pids),
                 cmocka_unit_test(test_message),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -149,7 +149,11 @@ static void test_format(void **state) {
                 .start_time = t,
                 .containers = c,
                 .n_containers = 2,
-                .usage = { .time = t + 60 * S, .cg = { .has_cpu = true, .cpu_usage_ns = 5 } },
+                .usage = { .time = t + 60 * S,
+                           .cg = { .has_cpu = true,
+                                   .cpu_usage_ns = 5,
+                                   .has_pids = true,
+                                   .pids_current = 42 } },
                 .ephemeral_storage = { .time = t + 60 * S, .fs = fs, .used = { true, 9000, 4 } },
                 .volumes = v,
                 .n_volumes = 1,
@@ -213,8 +217,11 @@ static void test_format(void **state) {
 
         assert_int_equal(json_array_size(get(j, "pods")), 1);
         json_t *pod = get(j, "pods.0");
-        assert_keys(pod, (const char *const[]){ "podRef", "startTime", "containers", "cpu",
-                                                "ephemeral-storage", "volume", NULL });
+        assert_keys(pod,
+                    (const char *const[]){ "podRef", "startTime", "containers", "cpu",
+                                           "process_stats", "ephemeral-storage", "volume", NULL });
+        /* kubelet's ProcessStats: the pod cgroup's tasks */
+        assert_int_equal(num(pod, "process_stats.process_count"), 42);
         /* kubelet's VolumeStats: the fs figures and the volume's name. */
         assert_int_equal(json_array_size(get(pod, "volume")), 1);
         assert_string_equal(str(pod, "volume.0.name"), "data");

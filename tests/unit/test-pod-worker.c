@@ -20,6 +20,7 @@
 
 #include "checkpoint.h"
 #include "fileio.h"
+#include "macro.h"
 #include "manifest.h"
 #include "pod-status.h"
 #include "pod-worker.h"
@@ -331,9 +332,92 @@ static void test_status_removed_outside(void **state) {
         pod_worker_free(w);
 }
 
+static char *read_rel(const char *root, const char *rel) {
+        _cleanup_free_ char *p = strprintf("%s/%s", root, rel);
+        char *text = NULL;
+        size_t size;
+        if (read_full_file_at(AT_FDCWD, p, 4096, &text, &size) < 0)
+                return NULL;
+        return text;
+}
+
+static bool dir_exists(const char *root, const char *rel) {
+        _cleanup_free_ char *p = strprintf("%s/%s", root, rel);
+        struct stat st;
+        return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The QoS levels as kubelet's QoS manager sets them, written again as the
+ * burstable pods change, and the pod cgroup of a pod that went while the
+ * agent was down removed at every level (a cgroup v1 fixture tree). */
+static void test_qos_and_orphan_cgroups(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *fs = strprintf("%s/cgroup", f->tmp);
+        const char *const controllers[] = { "cpu", "cpuacct", "memory", "pids" };
+        for (size_t i = 0; i < 4; i++) {
+                _cleanup_free_ char *d = strprintf("%s/%s", fs, controllers[i]);
+                assert_int_equal(mkdir_p(d, 0755), 0);
+        }
+        f->o.cgroup_fs = fs;
+        f->o.cgroups = (CgroupLayout){ .driver = CGROUP_DRIVER_CGROUPFS, .root = "/" };
+
+        pod_qos_cgroups_apply(&f->ctx, 350);
+        char *v = read_rel(fs, "cpu/kubepods/burstable/cpu.shares");
+        assert_non_null(v);
+        assert_string_equal(v, "358");
+        free(v);
+        v = read_rel(fs, "cpu/kubepods/besteffort/cpu.shares");
+        assert_non_null(v);
+        assert_string_equal(v, "2");
+        free(v);
+        assert_true(f->ctx.qos_applied);
+        /* the last burstable pod went: the minimum */
+        pod_qos_cgroups_apply(&f->ctx, 0);
+        v = read_rel(fs, "cpu/kubepods/burstable/cpu.shares");
+        assert_non_null(v);
+        assert_string_equal(v, "2");
+        free(v);
+        /* nothing reserved: kubepods keeps the kernel's defaults */
+        assert_null(read_rel(fs, "memory/kubepods/memory.limit_in_bytes"));
+        f->o.allocatable_memory = 1 << 30;
+        pod_qos_cgroups_apply(&f->ctx, 0);
+        v = read_rel(fs, "memory/kubepods/memory.limit_in_bytes");
+        assert_non_null(v);
+        assert_string_equal(v, "1073741824");
+        free(v);
+
+        /* an orphan's pod cgroup, whatever its level, goes; others stay */
+        const char *const dirs[] = {
+                "cpu/kubepods/besteffort/podorphan/ctr",
+                "memory/kubepods/besteffort/podorphan",
+                "pids/kubepods/podorphan",
+                "cpu/kubepods/burstable/podother",
+                "memory/nanolet/podorphan",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                _cleanup_free_ char *d = strprintf("%s/%s", fs, dirs[i]);
+                assert_int_equal(mkdir_p(d, 0755), 0);
+        }
+        pod_cgroup_remove_orphan(&f->ctx, "orphan");
+        assert_false(dir_exists(fs, "cpu/kubepods/besteffort/podorphan"));
+        assert_false(dir_exists(fs, "memory/kubepods/besteffort/podorphan"));
+        assert_false(dir_exists(fs, "pids/kubepods/podorphan"));
+        assert_false(dir_exists(fs, "memory/nanolet/podorphan"));
+        assert_true(dir_exists(fs, "cpu/kubepods/burstable/podother"));
+        assert_true(dir_exists(fs, "cpu/kubepods/besteffort"));
+
+        /* a pod that waits (never admitted) does not count for the shares */
+        PodWorker *w = new_worker(f);
+        run_pending(f);
+        const Pod *pod = NULL;
+        assert_false(pod_worker_counts_for_qos(w, &pod));
+        pod_worker_free(w);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_identity, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_qos_and_orphan_cgroups, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_terminating, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_claim, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_claim_checkpoint, setup, teardown),
