@@ -578,6 +578,11 @@ struct Pull {
         unsigned unpacking;
 };
 
+/* The waitpid() calls here and in unpack_collect() block, which is fine:
+ * image_pull_run() runs only in the pull helper process or the CLI, never
+ * on the agent's event loop (the agent watches the helper through
+ * child.h). Here the child was just SIGKILLed; in unpack_collect() it has
+ * closed its result pipe, i.e. it is exiting. */
 static void unpack_kill(Blob *b) {
         if (b->unpack_pid > 0) {
                 (void)kill(b->unpack_pid, SIGKILL);
@@ -884,6 +889,7 @@ static int unpack_collect(Pull *p, Blob *b) {
                         break;
         }
         int status = 0;
+        /* Blocking, but only until an exiting child is gone (unpack_kill()). */
         while (waitpid(b->unpack_pid, &status, 0) < 0 && errno == EINTR)
                 ;
         b->unpack_pid = 0;
