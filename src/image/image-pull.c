@@ -1661,7 +1661,11 @@ static int helper_unpack_layer(char **argv, char **ret_tmp, Error *err) {
                 return error_set(err, -errno, "cannot open staged layer %s: %m", hex);
         (void)snprintf(digest, sizeof(digest), "sha256:%s", hex);
         uint64_t budget = s->limits.max_total_size;
-        return store_layer_unpack_tmp(s, fd, digest, diff_id, chain_id, &budget, ret_tmp, err);
+        /* The pull verified the staged blob's digest before starting this
+         * helper, and the stage dir is the pull's own (root-only, under the
+         * store's GC lock): hashing it again would only cost time. */
+        return store_layer_unpack_tmp(s, fd, digest, true, diff_id, chain_id, &budget, ret_tmp,
+                                      err);
 }
 
 int image_pull_helper_main(int argc, char **argv) {
