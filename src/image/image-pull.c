@@ -612,6 +612,12 @@ typedef struct Blob {
         char hex[65];
         char *partial;
         int fd;
+        /* Body bytes not yet written to fd: TLS hands the body over in
+         * records of 16 KiB at most, one write() each would be ~3000
+         * syscalls for a 50 MiB image. Written out when full and when the
+         * transfer ends (blob_finish()); have counts them already. */
+        char *wbuf;
+        size_t wlen;
         EVP_MD_CTX *md;
         uint64_t have;
         bool ranged; /* sent a Range header */
@@ -670,6 +676,7 @@ static void blob_done(Blob *b) {
         curl_slist_free_all(b->hdrs);
         EVP_MD_CTX_free(b->md);
         safe_close(b->fd);
+        free(b->wbuf);
         free(b->partial);
         response_done(&b->resp);
 }
@@ -685,6 +692,29 @@ static void progress(Pull *p, ImagePullEvent ev, const Blob *b, uint64_t done) {
                                  .done = done,
                                  .total = b->desc->size >= 0 ? (uint64_t)b->desc->size : 0 };
         p->o->progress(&pp, p->o->userdata);
+}
+
+#define BLOB_WBUF_SIZE (256U * 1024U)
+
+static int blob_flush(Blob *b) {
+        size_t n = b->wlen;
+        b->wlen = 0;
+        return n > 0 ? write_all(b->fd, b->wbuf, n) : 0;
+}
+
+static int blob_buffer(Blob *b, const char *ptr, size_t n) {
+        if (!b->wbuf && !(b->wbuf = malloc(BLOB_WBUF_SIZE)))
+                return -ENOMEM;
+        if (b->wlen + n > BLOB_WBUF_SIZE) {
+                int r = blob_flush(b);
+                if (r < 0)
+                        return r;
+        }
+        if (n >= BLOB_WBUF_SIZE)
+                return write_all(b->fd, ptr, n);
+        memcpy(b->wbuf + b->wlen, ptr, n);
+        b->wlen += n;
+        return 0;
 }
 
 static size_t blob_write_cb(char *ptr, size_t size, size_t nmemb, void *userdata) {
@@ -711,7 +741,7 @@ static size_t blob_write_cb(char *ptr, size_t size, size_t nmemb, void *userdata
                 b->oversize = true;
                 return 0;
         }
-        if (write_all(b->fd, ptr, n) < 0 || sha256_update(b->md, ptr, n) < 0) {
+        if (sha256_update(b->md, ptr, n) < 0 || blob_buffer(b, ptr, n) < 0) {
                 b->write_failed = true;
                 return 0;
         }
@@ -849,6 +879,10 @@ static int blob_finish(Pull *p, Blob *b, CURLcode c) {
         int r;
         if (b->resp.code == 0)
                 (void)curl_easy_getinfo(b->easy, CURLINFO_RESPONSE_CODE, &b->resp.code);
+        /* The file holds the whole prefix before a retry with Range, the
+         * staging or a resume by a later pull. */
+        if (blob_flush(b) < 0)
+                b->write_failed = true;
         if (b->oversize) {
                 (void)unlinkat(p->s->images_fd, b->partial, 0);
                 return error_set(p->err, -EBADMSG,
