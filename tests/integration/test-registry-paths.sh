@@ -19,8 +19,9 @@ require_root
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$WORK/sanitizer
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$WORK/sanitizer
-ROOT=$WORK/root
-mkdir -p "$ROOT"
+# Every pull below goes to a store of its own (fresh NAME): all serve the same
+# blobs, and a store that has a blob never downloads it again.
+fresh() { ROOT=$WORK/root-$1; mkdir -p "$ROOT"; }
 img() { "$NANOLET" image --root-dir "$ROOT" "$@"; }
 # free_ports N: N TCP ports free on 127.0.0.1 now, on one line.
 free_ports() {
@@ -63,6 +64,7 @@ for ((i = 0; i < 100; i++)); do
 done
 skopeo copy -q --dest-cert-dir "$WORK/certs-with/$CREG" "oci-archive:$ARCHIVE:docker.io/library/x:latest" \
         "docker://$CREG/test/mtls:v1" >>"$WORK/skopeo.log" 2>&1 || fail "skopeo push with a client certificate: $(cat "$WORK/skopeo.log")"
+fresh mtls
 if img pull -q --registry-certs-dir "$WORK/certs-without" "$CREG/test/mtls:v1" >"$WORK/out" 2>&1; then
         fail "pulled without a client certificate"
 else
@@ -97,12 +99,15 @@ fake insecure "$IPORT" --redirect "same=http://127.0.0.1:$IPORT" --redirect "oth
 mkdir -p "$CERTS/127.0.0.1:$FPORT"
 cp "$REGDIR/ca.crt" "$CERTS/127.0.0.1:$FPORT/"
 
+fresh tls
 if img pull -q --registry-certs-dir "$CERTS" "127.0.0.1:$FPORT/tls:v1" >"$WORK/out" 2>&1; then
         n307=$(grep -c "GET /v2/tls/blobs/.* 307" "$WORK/front.log" || true)
         n200=$(grep -c "GET /v2/tls/blobs/.*redirected=1 200" "$WORK/https.log" || true)
-        [ "$n307" -ge 1 ] && [ "$n307" = "$n200" ] && ok "redirect to https elsewhere followed ($n307 blobs)" ||
+        [ "$n307" -ge 1 ] && [ "$n307" = "$n200" ] && present "127.0.0.1:$FPORT/tls:v1" &&
+                ok "redirect to https elsewhere followed ($n307 blobs)" ||
                 fail "https redirects: $n307 redirected, $n200 served"
 else fail "pull through an https redirect: $(cat "$WORK/out")"; fi
+fresh plain
 if img pull -q --registry-certs-dir "$CERTS" "127.0.0.1:$FPORT/plain:v1" >"$WORK/out" 2>&1; then
         fail "followed a redirect from a TLS registry to plain http"
 else
@@ -113,10 +118,12 @@ fi
 grep -q "/blobs/" "$WORK/http.log" && fail "the plain http target was asked: $(cat "$WORK/http.log")" ||
         ok "the plain http target was never asked"
 present "127.0.0.1:$FPORT/plain:v1" && fail "refused pull committed an image" || ok "nothing committed"
+fresh same
 if img pull -q --insecure-registry "127.0.0.1:$IPORT" "127.0.0.1:$IPORT/same:v1" >"$WORK/out" 2>&1; then
-        grep -q "GET /v2/same/blobs/.*redirected=1 200" "$WORK/insecure.log" &&
+        present "127.0.0.1:$IPORT/same:v1" && grep -q "GET /v2/same/blobs/.*redirected=1 200" "$WORK/insecure.log" &&
                 ok "insecure registry: plain http redirect to itself followed" || fail "insecure same: $(cat "$WORK/insecure.log")"
 else fail "insecure registry, redirect to itself: $(cat "$WORK/out")"; fi
+fresh other
 if img pull -q --insecure-registry "127.0.0.1:$IPORT" "127.0.0.1:$IPORT/other:v1" >"$WORK/out" 2>&1; then
         fail "insecure registry: followed a plain http redirect elsewhere"
 else
@@ -130,6 +137,7 @@ TPORT=$(free_ports 1)
 fake token "$TPORT" "${TLS[@]}" --token-uses 3
 mkdir -p "$CERTS/127.0.0.1:$TPORT"
 cp "$REGDIR/ca.crt" "$CERTS/127.0.0.1:$TPORT/"
+fresh token
 if img pull --registry-certs-dir "$CERTS" "127.0.0.1:$TPORT/test/tok:v1" >"$WORK/out" 2>&1; then
         tokens=$(grep -c '^TOKEN ' "$WORK/token.log" || true)
         blob401=$(grep -c "GET /v2/test/tok/blobs/.* 401" "$WORK/token.log" || true)
