@@ -3,9 +3,9 @@
 127.0.0.1 only: it serves one image (an OCI archive built by the test) under
 any repository name and tag, and can
 
-  --stall            send half of each layer blob, then hold the connection
-                     open without sending more (a stalled transfer), until
-                     the client goes away;
+  --stall            send half of each layer blob, then a byte every half
+                     second (a stalled transfer that libcurl's low-speed
+                     limit does not end), until the client goes away;
   --redirect R=URL   answer blob GETs of repository R with a 307 to
                      URL/v2/R/blobs/DIGEST?redirected=1 (as registries that
                      keep blobs in object storage do; such a request is
@@ -139,13 +139,20 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body[: len(body) // 2])
             self.wfile.flush()
             log("STALL " + ref)
-            # Nothing more until the client closes its end.
+            # Until the client closes its end: a trickle of one byte every
+            # half second (never the last one), above libcurl's low-speed
+            # abort (1 byte/s over 60 s), so only the client ends it.
             sock = self.connection
+            sent = len(body) // 2
             while True:
-                r, _, _ = select.select([sock], [], [], 3600)
+                r, _, _ = select.select([sock], [], [], 0.5)
                 try:
                     if r and not sock.recv(4096):
                         break
+                    if not r and sent < len(body) - 1:
+                        self.wfile.write(body[sent:sent + 1])
+                        self.wfile.flush()
+                        sent += 1
                 except (OSError, ssl.SSLError):
                     break
             log("CLOSED " + ref)
