@@ -73,7 +73,7 @@ n=$(grep -c "GET /v2/test/stall/manifests/v1 200" "$FLOG" || true)
 # --- the first pod goes; the pull goes on for the second
 rm -f "$MAN/one.yaml"
 gone one && ok "one is gone while the pull stalls" || fail "one still has a status: $(pod_json one)"
-grep -q 'Pod "one_default(.*)" is gone' "$AGENT_LOG" && ok "the agent logged one gone" || fail "no 'gone' log line for one"
+grep -q 'Pod "one-node1_default(.*)" is gone' "$AGENT_LOG" && ok "the agent logged one gone" || fail "no 'gone' log line for one"
 [ -n "$helpers" ] && kill -0 "$helpers" 2>/dev/null && ok "the shared pull still runs for two" ||
         fail "the pull helper went with the first pod"
 grep -q '^CLOSED ' "$FLOG" && fail "the stalled transfer was closed: $(cat "$FLOG")" || ok "the transfer is still open"
