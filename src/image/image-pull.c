@@ -415,6 +415,21 @@ static int transport_error(Registry *reg, CURLcode c, const Response *resp, Erro
                                                   : "requires a client certificate and none is "
                                                     "configured",
                                  detail, strna(reg->o->certs_dir), reg->host);
+        /* The same refusal can also show as a connection closed at once
+         * after the handshake (getpeername() fails, nothing is received):
+         * not certain, so said as a likely cause. */
+        if ((c == CURLE_RECV_ERROR || c == CURLE_SEND_ERROR || c == CURLE_FAILED_INIT ||
+             c == CURLE_GOT_NOTHING) &&
+            startswith(reg->base, "https://"))
+                return error_set(err, -EPROTO,
+                                 "TLS error talking to %s: the connection broke during or right "
+                                 "after the TLS handshake (%s); %s (client.cert and client.key "
+                                 "in %s/%s)",
+                                 reg->host, detail,
+                                 reg->client_cert
+                                         ? "the registry may have refused our client certificate"
+                                         : "the registry may require a client certificate",
+                                 strna(reg->o->certs_dir), reg->host);
         if (c == CURLE_PEER_FAILED_VERIFICATION || c == CURLE_SSL_CONNECT_ERROR)
                 return error_set(err, e,
                                  "TLS error talking to %s: %s (CA certificates for it go in "

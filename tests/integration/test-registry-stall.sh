@@ -15,6 +15,7 @@ require_root
 PORT=$(free_ports 1)
 FREG=127.0.0.1:$PORT
 FLOG=$WORK/fake-registry.log
+: >"$FLOG"
 python3 "$(dirname "$0")/fake-registry.py" --port "$PORT" --archive "$WORK/images/nanolet-test.tar" \
         --log "$FLOG" --stall 2>>"$WORK/fake-registry.err" &
 PIDS+=($!)
