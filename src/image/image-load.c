@@ -597,8 +597,9 @@ static int unpack_layers(Load *l) {
                         n[l->n_tmps] = (TmpLayer){ .chain_id = strdup(chain) };
                         if (!n[l->n_tmps].chain_id)
                                 return -ENOMEM;
-                        r = store_layer_unpack_tmp(l->s, fd, st->digest, im->config.diff_ids[k],
-                                                   chain, &budget, &n[l->n_tmps].tmp, l->err);
+                        r = store_layer_unpack_tmp(l->s, fd, st->digest, false,
+                                                   im->config.diff_ids[k], chain, &budget,
+                                                   &n[l->n_tmps].tmp, l->err);
                         if (r < 0) {
                                 free(n[l->n_tmps].chain_id);
                                 return error_prefix(l->err, r, "image %s", im->desc.digest);

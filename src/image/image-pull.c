@@ -94,6 +94,10 @@ typedef struct Response {
         char *www_auth;
         char *content_digest; /* Docker-Content-Digest */
         char errbuf[CURL_ERROR_SIZE];
+        /* For the redirect check (prereq_cb()); set by easy_setup(). */
+        const Registry *reg;
+        CURL *easy;
+        char *refused_url; /* a redirect target refused, for the message */
 } Response;
 
 static void response_done(Response *r) {
@@ -101,6 +105,7 @@ static void response_done(Response *r) {
         free(r->content_type);
         free(r->www_auth);
         free(r->content_digest);
+        free(r->refused_url);
         *r = (Response){};
 }
 
@@ -298,13 +303,59 @@ static int registry_init(Registry *reg, const ImagePullOptions *o, const Registr
         return registry_load_creds(reg, err);
 }
 
+/* Whether url's host[:port] is the registry's own (host as configured,
+ * port 80 when it names none: the plain-HTTP contact of an insecure one). */
+static bool url_is_registry(const Registry *reg, const char *url) {
+        CURLU *u = curl_url();
+        char *host = NULL, *port = NULL;
+        bool same = false;
+        if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+            curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+            curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+                _cleanup_free_ char *hp = strprintf("%s:%s", host, port);
+                _cleanup_free_ char *h80 = strprintf("%s:80", reg->host);
+                same = hp && h80 && (streq(hp, reg->host) || streq(hp, h80));
+        }
+        curl_free(host);
+        curl_free(port);
+        curl_url_cleanup(u);
+        return same;
+}
+
+/* Runs before every request of a transfer, the redirected ones included,
+ * with the URL about to be asked: https anywhere is fine (certificates are
+ * verified as for the registry), plain HTTP only to an insecure registry
+ * itself. A redirect from a registry to http elsewhere would hand the blob
+ * (or, with Basic auth on the same host, credentials) to anyone on the path. */
+static int prereq_cb(void *userdata, char *primary_ip, char *local_ip, int primary_port,
+                     int local_port) {
+        Response *resp = userdata;
+        const char *url = NULL;
+        (void)primary_ip, (void)local_ip, (void)primary_port, (void)local_port;
+        if (curl_easy_getinfo(resp->easy, CURLINFO_EFFECTIVE_URL, &url) != CURLE_OK || !url)
+                return CURL_PREREQFUNC_ABORT;
+        if (strncasecmp(url, "https://", 8) == 0 ||
+            (resp->reg->insecure && url_is_registry(resp->reg, url)))
+                return CURL_PREREQFUNC_OK;
+        free(resp->refused_url);
+        /* Without its query: a pre-signed storage URL carries a credential there. */
+        resp->refused_url = strndup(url, strcspn(url, "?#"));
+        return CURL_PREREQFUNC_ABORT;
+}
+
 static int easy_setup(Registry *reg, CURL *easy, const char *url, Response *resp) {
-        const char *protos = reg->insecure ? "http,https" : "https";
+        /* http for every registry: prereq_cb() decides which http URLs may be
+         * asked, so that a refused redirect is reported as such. */
+        const char *protos = "http,https";
+        resp->reg = reg;
+        resp->easy = easy;
         bool ok =
                 curl_easy_setopt(easy, CURLOPT_URL, url) == CURLE_OK &&
                 curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
                 curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, protos) == CURLE_OK &&
                 curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, protos) == CURLE_OK &&
+                curl_easy_setopt(easy, CURLOPT_PREREQFUNCTION, prereq_cb) == CURLE_OK &&
+                curl_easy_setopt(easy, CURLOPT_PREREQDATA, resp) == CURLE_OK &&
                 curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 1L) == CURLE_OK &&
                 curl_easy_setopt(easy, CURLOPT_MAXREDIRS, 5L) == CURLE_OK &&
                 curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT, 30L) == CURLE_OK &&
@@ -337,6 +388,11 @@ static int easy_setup(Registry *reg, CURL *easy, const char *url, Response *resp
 static int transport_error(Registry *reg, CURLcode c, const Response *resp, Error *err) {
         const char *detail = resp->errbuf[0] ? resp->errbuf : curl_easy_strerror(c);
         int e = -EIO;
+        if (c == CURLE_ABORTED_BY_CALLBACK && resp->refused_url)
+                return error_set(err, -EPROTO,
+                                 "registry %s redirected to %s: refused (plain HTTP is followed "
+                                 "only to the registry itself, and only when it is insecure)",
+                                 reg->host, resp->refused_url);
         if (c == CURLE_COULDNT_RESOLVE_HOST || c == CURLE_COULDNT_CONNECT)
                 e = -ECONNREFUSED;
         else if (c == CURLE_OPERATION_TIMEDOUT)
@@ -344,6 +400,36 @@ static int transport_error(Registry *reg, CURLcode c, const Response *resp, Erro
         else if (c == CURLE_PEER_FAILED_VERIFICATION || c == CURLE_SSL_CONNECT_ERROR ||
                  c == CURLE_SSL_CERTPROBLEM || c == CURLE_SSL_CACERT_BADFILE)
                 e = -EPROTO;
+        /* A registry that wants a client certificate (http.tls.clientcas)
+         * answers a missing or unknown one with a TLS alert, under TLS 1.3
+         * only at the first read: libcurl then reports a receive error. */
+        if ((c == CURLE_RECV_ERROR || c == CURLE_SEND_ERROR || c == CURLE_SSL_CONNECT_ERROR) &&
+            (strstr(detail, "alert bad certificate") || strstr(detail, "certificate required") ||
+             strstr(detail, "alert unknown ca")))
+                return error_set(err, -EPROTO,
+                                 "TLS error talking to %s: the registry %s (%s); a client "
+                                 "certificate for it goes in %s/%s/client.cert with its key in "
+                                 "client.key",
+                                 reg->host,
+                                 reg->client_cert ? "refused our client certificate"
+                                                  : "requires a client certificate and none is "
+                                                    "configured",
+                                 detail, strna(reg->o->certs_dir), reg->host);
+        /* The same refusal can also show as a connection closed at once
+         * after the handshake (getpeername() fails, nothing is received):
+         * not certain, so said as a likely cause. */
+        if ((c == CURLE_RECV_ERROR || c == CURLE_SEND_ERROR || c == CURLE_FAILED_INIT ||
+             c == CURLE_GOT_NOTHING) &&
+            startswith(reg->base, "https://"))
+                return error_set(err, -EPROTO,
+                                 "TLS error talking to %s: the connection broke during or right "
+                                 "after the TLS handshake (%s); %s (client.cert and client.key "
+                                 "in %s/%s)",
+                                 reg->host, detail,
+                                 reg->client_cert
+                                         ? "the registry may have refused our client certificate"
+                                         : "the registry may require a client certificate",
+                                 strna(reg->o->certs_dir), reg->host);
         if (c == CURLE_PEER_FAILED_VERIFICATION || c == CURLE_SSL_CONNECT_ERROR)
                 return error_set(err, e,
                                  "TLS error talking to %s: %s (CA certificates for it go in "
@@ -541,6 +627,12 @@ typedef struct Blob {
         char hex[65];
         char *partial;
         int fd;
+        /* Body bytes not yet written to fd: TLS hands the body over in
+         * records of 16 KiB at most, one write() each would be ~3000
+         * syscalls for a 50 MiB image. Written out when full and when the
+         * transfer ends (blob_finish()); have counts them already. */
+        char *wbuf;
+        size_t wlen;
         EVP_MD_CTX *md;
         uint64_t have;
         bool ranged; /* sent a Range header */
@@ -578,6 +670,11 @@ struct Pull {
         unsigned unpacking;
 };
 
+/* The waitpid() calls here and in unpack_collect() block, which is fine:
+ * image_pull_run() runs only in the pull helper process or the CLI, never
+ * on the agent's event loop (the agent watches the helper through
+ * child.h). Here the child was just SIGKILLed; in unpack_collect() it has
+ * closed its result pipe, i.e. it is exiting. */
 static void unpack_kill(Blob *b) {
         if (b->unpack_pid > 0) {
                 (void)kill(b->unpack_pid, SIGKILL);
@@ -594,6 +691,7 @@ static void blob_done(Blob *b) {
         curl_slist_free_all(b->hdrs);
         EVP_MD_CTX_free(b->md);
         safe_close(b->fd);
+        free(b->wbuf);
         free(b->partial);
         response_done(&b->resp);
 }
@@ -609,6 +707,29 @@ static void progress(Pull *p, ImagePullEvent ev, const Blob *b, uint64_t done) {
                                  .done = done,
                                  .total = b->desc->size >= 0 ? (uint64_t)b->desc->size : 0 };
         p->o->progress(&pp, p->o->userdata);
+}
+
+#define BLOB_WBUF_SIZE (256U * 1024U)
+
+static int blob_flush(Blob *b) {
+        size_t n = b->wlen;
+        b->wlen = 0;
+        return n > 0 ? write_all(b->fd, b->wbuf, n) : 0;
+}
+
+static int blob_buffer(Blob *b, const char *ptr, size_t n) {
+        if (!b->wbuf && !(b->wbuf = malloc(BLOB_WBUF_SIZE)))
+                return -ENOMEM;
+        if (b->wlen + n > BLOB_WBUF_SIZE) {
+                int r = blob_flush(b);
+                if (r < 0)
+                        return r;
+        }
+        if (n >= BLOB_WBUF_SIZE)
+                return write_all(b->fd, ptr, n);
+        memcpy(b->wbuf + b->wlen, ptr, n);
+        b->wlen += n;
+        return 0;
 }
 
 static size_t blob_write_cb(char *ptr, size_t size, size_t nmemb, void *userdata) {
@@ -635,7 +756,7 @@ static size_t blob_write_cb(char *ptr, size_t size, size_t nmemb, void *userdata
                 b->oversize = true;
                 return 0;
         }
-        if (write_all(b->fd, ptr, n) < 0 || sha256_update(b->md, ptr, n) < 0) {
+        if (sha256_update(b->md, ptr, n) < 0 || blob_buffer(b, ptr, n) < 0) {
                 b->write_failed = true;
                 return 0;
         }
@@ -773,6 +894,10 @@ static int blob_finish(Pull *p, Blob *b, CURLcode c) {
         int r;
         if (b->resp.code == 0)
                 (void)curl_easy_getinfo(b->easy, CURLINFO_RESPONSE_CODE, &b->resp.code);
+        /* The file holds the whole prefix before a retry with Range, the
+         * staging or a resume by a later pull. */
+        if (blob_flush(b) < 0)
+                b->write_failed = true;
         if (b->oversize) {
                 (void)unlinkat(p->s->images_fd, b->partial, 0);
                 return error_set(p->err, -EBADMSG,
@@ -884,6 +1009,7 @@ static int unpack_collect(Pull *p, Blob *b) {
                         break;
         }
         int status = 0;
+        /* Blocking, but only until an exiting child is gone (unpack_kill()). */
         while (waitpid(b->unpack_pid, &status, 0) < 0 && errno == EINTR)
                 ;
         b->unpack_pid = 0;
@@ -1492,7 +1618,11 @@ static int helper_unpack_layer(char **argv, char **ret_tmp, Error *err) {
                 return error_set(err, -errno, "cannot open staged layer %s: %m", hex);
         (void)snprintf(digest, sizeof(digest), "sha256:%s", hex);
         uint64_t budget = s->limits.max_total_size;
-        return store_layer_unpack_tmp(s, fd, digest, diff_id, chain_id, &budget, ret_tmp, err);
+        /* The pull verified the staged blob's digest before starting this
+         * helper, and the stage dir is the pull's own (root-only, under the
+         * store's GC lock): hashing it again would only cost time. */
+        return store_layer_unpack_tmp(s, fd, digest, true, diff_id, chain_id, &budget, ret_tmp,
+                                      err);
 }
 
 int image_pull_helper_main(int argc, char **argv) {

@@ -16,8 +16,9 @@
 #include "rm-rf.h"
 #include "string-util.h"
 
-int store_layer_unpack_tmp(ImageStore *s, int blob_fd, const char *blob_digest, const char *diff_id,
-                           const char *chain_id, uint64_t *budget, char **ret_tmp, Error *err) {
+int store_layer_unpack_tmp(ImageStore *s, int blob_fd, const char *blob_digest, bool blob_verified,
+                           const char *diff_id, const char *chain_id, uint64_t *budget,
+                           char **ret_tmp, Error *err) {
         char rnd[17];
         int r = random_hex(rnd);
         if (r < 0)
@@ -34,7 +35,8 @@ int store_layer_unpack_tmp(ImageStore *s, int blob_fd, const char *blob_digest, 
         else if (fchmod(fd, 0755) < 0)
                 r = error_set(err, -errno, "cannot chmod layer directory: %m");
         else
-                r = image_layer_unpack(blob_fd, fd, blob_digest, diff_id, &s->limits, budget, err);
+                r = image_layer_unpack(blob_fd, fd, blob_verified ? NULL : blob_digest, diff_id,
+                                       &s->limits, budget, err);
         if (r < 0) {
                 (void)rm_rf_at(s->layers_fd, tmp);
                 return error_prefix(err, r, "layer %s", blob_digest);
@@ -71,8 +73,8 @@ int image_store_unpack(ImageStore *s, const char *ref, Error *err) {
                 _cleanup_close_ int fd = openat(s->blobs_fd, digest + 7, O_RDONLY | O_CLOEXEC);
                 if (fd < 0)
                         return error_set(err, -errno, "layer blob %s: %m", digest);
-                r = store_layer_unpack_tmp(s, fd, digest, im->config.diff_ids[i], im->chain_ids[i],
-                                           &budget, &tmp, err);
+                r = store_layer_unpack_tmp(s, fd, digest, false, im->config.diff_ids[i],
+                                           im->chain_ids[i], &budget, &tmp, err);
                 if (r < 0)
                         return r;
                 r = store_layer_commit(s, tmp, im->chain_ids[i], err);

@@ -98,13 +98,8 @@ static void pull_start(OpQueueItem *item) {
         }
 }
 
-static void pull_stop(OpQueueItem *item) {
-        /* Nobody waits any more: the pull goes on, its image is useful. */
-}
-
 static const OpQueueOps pull_queue_ops = {
         .start = pull_start,
-        .stop = pull_stop,
         .free = pull_free_item,
 };
 
@@ -184,8 +179,21 @@ void image_pull_waiter_cancel(ImagePullWaiter *w) {
         }
         LIST_REMOVE(pull->waiters, w);
         free(w);
-        if (!pull->waiters && !pull->item.running)
+        if (pull->waiters)
+                return; /* shared: it goes on for the others */
+        if (!pull->item.running) {
                 op_queue_cancel(&pull->item); /* frees it */
+                return;
+        }
+        /* Nobody waits any more (the pods that wanted it are terminating):
+         * the helper is killed so the pod's worker is not held for as long
+         * as a stalled transfer lasts. Its partial blobs stay uncommitted,
+         * for a later pull to resume with Range. */
+        ImagePulls *owner = pull->owner;
+        if (pull->handle && owner->backend.cancel)
+                owner->backend.cancel(pull->handle);
+        pull->handle = NULL;
+        op_queue_complete(&pull->item); /* frees it, starts the next queued pull */
 }
 
 unsigned image_pulls_running(const ImagePulls *p) {

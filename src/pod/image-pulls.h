@@ -51,8 +51,10 @@ typedef void (*image_pulls_done_t)(int r, const char *digest, const char *error,
  * this call; *ret (optional) cancels the request. 0 or -ENOMEM. */
 int image_pulls_request(ImagePulls *p, const char *ref, const char *auths_json,
                         image_pulls_done_t done, void *userdata, ImagePullWaiter **ret);
-/* done will not be called. A pull nobody waits for any more still runs to
- * its end (its image may serve the next start); a queued one is dropped. */
+/* done will not be called. A pull other requests still wait for goes on;
+ * one nobody waits for any more is dropped when queued and cancelled
+ * through the backend when running (the agent's kills its helper: a
+ * terminating pod must not wait for a stalled transfer). */
 void image_pull_waiter_cancel(ImagePullWaiter *w);
 
 /* Pulls running and queued (for tests and metrics). */

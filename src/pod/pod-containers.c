@@ -79,6 +79,20 @@ static void start_failed(ContainerOp *op, const char *reason, const char *messag
         worker_op_done(w);
 }
 
+bool container_start_abandon_pull(ContainerOp *op) {
+        ContainerState *c = op_container(op);
+
+        if (!op->starting || !op->pull || !c)
+                return false;
+        log_info("Container \"%s\" of pod \"%s\": the pod is terminating, no longer waiting "
+                 "for image \"%s\".",
+                 c->spec->name, op->w->full_name, c->spec->image);
+        c->state = op->state_before;
+        op_clear_start(op); /* cancels the waiter, and the pull if it was the last */
+        worker_op_done(op->w);
+        return true;
+}
+
 /* ---- container start: image -> rootfs -> bundle -> conmon/runc ---- */
 
 static void on_container_started(Runtime *rt, int r, const Error *err, void *userdata) {
@@ -391,6 +405,17 @@ static void container_start_image(ContainerOp *op) {
                 if (r < 0)
                         start_failed(op, "ErrImagePull", "out of memory");
                 return; /* on_image_pulled() goes on */
+        }
+        if (!present && op->pulled) {
+                /* The pull succeeded, yet the store no longer has the image:
+                 * something removed it in between (image GC under disk
+                 * pressure, `nanolet image rm`). The next attempt pulls again. */
+                _cleanup_free_ char *msg = strprintf(
+                        "image \"%s\" was pulled but is no longer in the local store (removed "
+                        "before the container was created: %s)",
+                        c->spec->image, ierr.message[0] ? ierr.message : "not found");
+                start_failed(op, "ErrImagePull", msg ? msg : "image removed after its pull");
+                return;
         }
         if (!present) {
                 bool never = policy == PULL_POLICY_NEVER;

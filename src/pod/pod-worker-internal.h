@@ -174,6 +174,10 @@ int worker_pull_auths(PodWorker *w, char **ret_json, char **ret_error);
 void op_clear_start(ContainerOp *op);
 void container_set_waiting(ContainerState *c, const char *reason, const char *message);
 void container_start(PodWorker *w, const ContainerStartAction *a);
+/* A terminating pod's start that waits for an image pull is given up at
+ * once: a pull can stall for as long as the helper's timeout, and nothing
+ * of the attempt exists yet. Returns true when one was given up. */
+bool container_start_abandon_pull(ContainerOp *op);
 void container_kill(PodWorker *w, const ContainerKillAction *a);
 void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,
                       const RuntimeContainerStatus *st);

@@ -430,6 +430,9 @@ static bool worker_sync(PodWorker *w) {
                         w->state.message = mfree(w->state.message);
                 }
         }
+        if (w->state.terminating)
+                for (size_t i = 0; i < w->n_ops; i++)
+                        (void)container_start_abandon_pull(w->ops[i]);
         r = pod_compute_actions(&w->state, now, &a);
         if (r < 0) {
                 log_oom();

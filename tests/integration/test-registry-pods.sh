@@ -131,9 +131,20 @@ check_field "always runs image A" always '"'"$CONFIG_A"'" in p["status"]["contai
 push "oci-archive:$WORK/images/nanolet-test-layers.tar:docker.io/library/nanolet-test-layers:latest" test/always:v1
 served_before=$(grep -cE "GET /v2/test/always/blobs/$SHARED_LAYER HTTP/[0-9.]+\" 200" "$REGLOG" || true)
 blobs_before=$(grep -cE 'GET /v2/test/always/blobs/.* HTTP/[0-9.]+" 200' "$REGLOG" || true)
-sleep 2
+# No time window: a pod added after the push and seen running proves the
+# agent has synced since; by then the running container must still be on
+# image A, and the registry must not have been asked about the tag.
+asked_before=$(grep -cE '(GET|HEAD) /v2/test/always/manifests/' "$REGLOG" || true)
+pulling_before=$(events always | grep -c 'Pulling' || true)
+pod marker "$REG/test/app:v1" IfNotPresent good
+check_field "a pod added after the push runs (the agent synced since)" marker 'p["status"]["phase"]' Running 60
 check_field "still image A until the container restarts" always \
         '"'"$CONFIG_A"'" in p["status"]["containerStatuses"][0]["imageID"] and p["status"]["containerStatuses"][0]["restartCount"] == 0' True 5
+asked_after=$(grep -cE '(GET|HEAD) /v2/test/always/manifests/' "$REGLOG" || true)
+pulling_after=$(events always | grep -c 'Pulling' || true)
+[ "$asked_before" = "$asked_after" ] && [ "$pulling_before" = "$pulling_after" ] &&
+        ok "a running container's tag is not looked up" ||
+        fail "tag looked up while running: manifests $asked_before -> $asked_after, Pulling $pulling_before -> $pulling_after"
 uid=$(pod_field always 'p["metadata"]["uid"]')
 for id in $(pod_runc_ids "$uid"); do
         pid=$(runc --root "$RUN/runc" state "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')

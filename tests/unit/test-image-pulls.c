@@ -1,7 +1,8 @@
 /* The agent's image pulls: one pull per reference and credentials however
  * many wait, at most max_parallel at a time (serializeImagePulls), results
  * to every waiter, never from inside the request, cancellation of a
- * waiter (a queued pull nobody wants is dropped, a running one finishes).
+ * waiter (a pull nobody wants any more is dropped, or cancelled when
+ * running; a shared one goes on).
  * The backend is a recording fake: this is the queueing policy, the real
  * pulls are tested against a registry in test-registry-pods.sh. */
 #include <setjmp.h>
@@ -191,15 +192,27 @@ static void test_cancel(void **state) {
         assert_int_equal(h.fake.n, 1);
         assert_int_equal(image_pulls_queued(h.pulls), 0);
 
-        /* The last waiter of a running pull goes: the pull finishes anyway. */
-        Result c = {};
+        /* The last waiter of a running pull goes: the backend's pull is
+         * cancelled and its slot serves the next queued pull. */
+        Result c = {}, d = {}, e = {};
         ImagePullWaiter *wc = request(h.pulls, "c:1", NULL, &c);
+        request(h.pulls, "d:1", NULL, &d);
         spin(h.e);
         assert_int_equal(h.fake.n, 2);
         image_pull_waiter_cancel(wc);
-        assert_false(h.fake.pulls[1].cancelled);
-        fake_finish(&h.fake.pulls[1], 0, "sha256:c", NULL);
+        assert_true(h.fake.pulls[1].cancelled);
+        assert_int_equal(image_pulls_running(h.pulls), 0);
+        spin(h.e);
+        assert_int_equal(h.fake.n, 3);
+        assert_string_equal(h.fake.pulls[2].ref, "d:1");
         assert_false(c.called);
+        /* A shared running pull loses one waiter: it goes on for the other. */
+        ImagePullWaiter *we = request(h.pulls, "d:1", NULL, &e);
+        image_pull_waiter_cancel(we);
+        assert_false(h.fake.pulls[2].cancelled);
+        fake_finish(&h.fake.pulls[2], 0, "sha256:d", NULL);
+        assert_true(d.called);
+        assert_false(e.called);
         teardown(&h);
 }
 

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# A pod whose container start waits on a stalled registry pull is removed:
+# the pod goes at once (its status file is removed) instead of waiting for
+# the transfer, and the pull helper is killed once no pod waits for it any
+# more, leaving no blob committed. Two pods share the pull: removing the
+# first leaves the pull running for the second. The registry is
+# fake-registry.py on 127.0.0.1 (plain HTTP, --insecure-registry), which
+# sends half of each layer and then nothing: every step is observed in its
+# log (STALL, CLOSED) and in the agent's status files, not by timing.
+. "$(dirname "$0")/lib.sh"
+require_root
+. "$(dirname "$0")/lib-agent.sh"
+
+"$TEST_DATA_DIR/make-test-image.sh" "$WORK/images" >/dev/null || { fail "make-test-image.sh"; finish; }
+PORT=$(free_ports 1)
+FREG=127.0.0.1:$PORT
+FLOG=$WORK/fake-registry.log
+: >"$FLOG"
+python3 "$(dirname "$0")/fake-registry.py" --port "$PORT" --archive "$WORK/images/nanolet-test.tar" \
+        --log "$FLOG" --stall 2>>"$WORK/fake-registry.err" &
+PIDS+=($!)
+wait_for "$FLOG" '^LISTENING' || { fail "fake registry did not start: $(cat "$WORK/fake-registry.err")"; finish; }
+LAYER=$(python3 - "$WORK/images/nanolet-test.tar" <<'PY'
+import json, sys, tarfile
+t = tarfile.open(sys.argv[1])
+idx = json.load(t.extractfile("index.json"))
+m = json.load(t.extractfile("blobs/sha256/" + idx["manifests"][0]["digest"][7:]))
+print(m["layers"][0]["digest"][7:])
+PY
+)
+
+# pod NAME: a pod on the stalling registry's image.
+pod() {
+        cat <<YAML | put_manifest "$1.yaml"
+apiVersion: v1
+kind: Pod
+metadata: {name: $1}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: main, image: "$FREG/test/stall:v1", imagePullPolicy: IfNotPresent, command: [sleep, "3600"]}
+YAML
+}
+# gone NAME [TIMEOUT]: until pod NAME's status file is removed.
+gone() {
+        local i
+        for ((i = 0; i < ${2:-30} * 5; i++)); do
+                pod_json "$1" >/dev/null || return 0
+                sleep 0.2
+        done
+        return 1
+}
+# The agent's pull helpers (internal-helper image-pull), one PID a line.
+pull_helpers() {
+        local p
+        for p in $(pgrep -P "$AGENT_PID" || true); do
+                tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q ' image-pull ' && echo "$p"
+        done
+        return 0
+}
+
+pod one
+pod two
+start_agent --stop-pods-on-exit --insecure-registry "$FREG"
+expect "the layer transfer stalls" "$FLOG" '^STALL ' 1 60
+check_field "one waits for the image" one 'p["status"]["containerStatuses"][0]["state"]["waiting"]["reason"]' ContainerCreating 30
+check_field "two waits for the image" two 'p["status"]["containerStatuses"][0]["state"]["waiting"]["reason"]' ContainerCreating 30
+helpers=$(pull_helpers)
+[ "$(echo "$helpers" | grep -c .)" = 1 ] && ok "one pull helper for both pods ($helpers)" ||
+        fail "pull helpers: '$helpers'"
+n=$(grep -c "GET /v2/test/stall/manifests/v1 200" "$FLOG" || true)
+[ "$n" = 1 ] && ok "one manifest GET" || fail "$n manifest GETs: $(cat "$FLOG")"
+
+# --- the first pod goes; the pull goes on for the second
+rm -f "$MAN/one.yaml"
+gone one && ok "one is gone while the pull stalls" || fail "one still has a status: $(pod_json one)"
+grep -q 'Pod "one-node1_default(.*)" is gone' "$AGENT_LOG" && ok "the agent logged one gone" || fail "no 'gone' log line for one"
+[ -n "$helpers" ] && kill -0 "$helpers" 2>/dev/null && ok "the shared pull still runs for two" ||
+        fail "the pull helper went with the first pod"
+grep -q '^CLOSED ' "$FLOG" && fail "the stalled transfer was closed: $(cat "$FLOG")" || ok "the transfer is still open"
+check_field "two still waits" two 'p["status"]["containerStatuses"][0]["state"]["waiting"]["reason"]' ContainerCreating 5
+
+# --- the last pod goes: the pull is cancelled
+rm -f "$MAN/two.yaml"
+gone two && ok "two is gone while the pull stalls" || fail "two still has a status: $(pod_json two)"
+expect "the registry saw the transfer closed" "$FLOG" '^CLOSED ' 1 30
+if [ -n "$helpers" ]; then
+        for ((i = 0; i < 100; i++)); do kill -0 "$helpers" 2>/dev/null || break; sleep 0.1; done
+        kill -0 "$helpers" 2>/dev/null && fail "pull helper $helpers still runs" || ok "the pull helper is gone"
+fi
+[ -z "$(pull_helpers)" ] && ok "no pull helper left" || fail "pull helpers left: $(pull_helpers)"
+[ ! -e "$ROOT/images/blobs/sha256/$LAYER" ] && ok "the stalled layer was not committed" ||
+        fail "layer $LAYER committed"
+nl image ls >"$WORK/ls" 2>&1 || true
+grep -q "test/stall" "$WORK/ls" && fail "image listed: $(cat "$WORK/ls")" || ok "no image recorded"
+grep -q 'no longer waiting for image' "$AGENT_LOG" && ok "the agent logged the abandoned wait" ||
+        fail "no 'no longer waiting' log line"
+stop_agent
+check_no_leftovers
+finish
