@@ -45,6 +45,17 @@ void daemon_log_source_event(const SourceEvent *ev) {
                         log_warning("  %s", s ? s : "(out of memory)");
                 }
                 break;
+        case SOURCE_EVENT_LOCAL: {
+                /* Added, changed or removed: the pods that project it say
+                 * what they did. */
+                const char *kind =
+                        ev->object->kind == MANIFEST_KIND_SECRET ? "secret" : "configmap";
+                _cleanup_free_ char *ref =
+                        strprintf("%s/%s", ev->object->namespace, ev->object->name);
+                log_kv_info(LOG_KV(kind, ref ?: ev->object->name, "origin", ev->origin),
+                            "SyncLoop (%s, \"%s\")", type, ev->source);
+                break;
+        }
         case _SOURCE_EVENT_INVALID:
         case _SOURCE_EVENT_MAX:
         default:

@@ -298,6 +298,29 @@ static int worker_write_pod_files(PodWorker *w, bool warn, Error *err) {
         return pod_volumes_prepare(w->state.pod, &vo, &w->volumes, err);
 }
 
+void pod_worker_local_object_changed(PodWorker *w, const ManifestObject *object) {
+        bool secret = object->kind == MANIFEST_KIND_SECRET;
+        Error err = {};
+
+        if (object->kind != MANIFEST_KIND_CONFIGMAP && !secret)
+                return;
+        /* Not yet prepared: the first preparation reads the new object
+         * anyway. Terminating or evicted: nothing uses the volumes. */
+        if (!w->prepared || w->state.terminating || w->state.evicted ||
+            !streq(object->namespace, w->object->namespace) ||
+            !pod_volumes_project(w->state.pod, secret, object->name))
+                return;
+        if (worker_write_pod_files(w, false, &err) < 0) {
+                worker_log(w, LOG_WARNING, NULL,
+                           "Cannot update the volumes projecting %s \"%s\", they keep their "
+                           "previous content: %s",
+                           secret ? "secret" : "configmap", object->name, err.message);
+                return;
+        }
+        worker_log(w, LOG_INFO, NULL, "Updated volumes from %s \"%s\"",
+                   secret ? "secret" : "configmap", object->name);
+}
+
 /* Checkpoint, pod directory, etc files and volumes: everything a
  * container needs from the node before the first one starts. */
 int worker_prepare(PodWorker *w, Error *err) {

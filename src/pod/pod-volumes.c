@@ -1001,6 +1001,25 @@ static int prepare_shm(const Pod *pod, const PodVolumesOptions *o, char **ret, E
         return 0;
 }
 
+bool pod_volumes_project(const Pod *pod, bool secret, const char *name) {
+        for (size_t i = 0; i < pod->spec.n_volumes; i++) {
+                const Volume *v = &pod->spec.volumes[i];
+                if (v->type == (secret ? VOLUME_SECRET : VOLUME_CONFIG_MAP) &&
+                    (secret ? v->secret.name : v->config_map.name) &&
+                    streq(secret ? v->secret.name : v->config_map.name, name))
+                        return true;
+                if (v->type != VOLUME_PROJECTED)
+                        continue;
+                for (size_t j = 0; j < v->projected.n_sources; j++) {
+                        const VolumeProjection *p = &v->projected.sources[j];
+                        const ConfigMapVolumeSource *src = secret ? p->secret : p->config_map;
+                        if (src && src->name && streq(src->name, name))
+                                return true;
+                }
+        }
+        return false;
+}
+
 void pod_volumes_done(PodVolumes *v) {
         for (size_t i = 0; i < v->n_items; i++) {
                 free(v->items[i].name);

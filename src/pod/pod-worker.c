@@ -573,6 +573,7 @@ int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *obje
         w->source = strdup(source);
         w->origin = strdup(origin);
         w->full_name = strprintf("%s_%s(%s)", object->name, object->namespace, object->uid);
+        w->pod_ref = strprintf("%s/%s", object->namespace, object->name);
         w->pod_dir = strprintf("%s/%s", ctx->pods_dir, object->uid);
         w->ns_dir = strprintf("%s/%s", ctx->ns_dir, object->uid);
         w->log_dir = strprintf("%s/%s_%s_%s", ctx->o->pod_logs_dir, object->namespace, object->name,
@@ -581,8 +582,8 @@ int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *obje
         /* NULL (out of memory, or a UID pod_status_write() refuses): every
          * sync then writes, or reports why it cannot. */
         w->status_path = pod_status_path(ctx->status_dir, object->uid);
-        if (!w->source || !w->origin || !w->full_name || !w->pod_dir || !w->ns_dir || !w->log_dir ||
-            !w->sandbox_record) {
+        if (!w->source || !w->origin || !w->full_name || !w->pod_ref || !w->pod_dir || !w->ns_dir ||
+            !w->log_dir || !w->sandbox_record) {
                 r = -ENOMEM;
                 goto fail;
         }
@@ -664,6 +665,7 @@ PodWorker *pod_worker_free(PodWorker *w) {
         free(w->source);
         free(w->origin);
         free(w->full_name);
+        free(w->pod_ref);
         free(w->pod_dir);
         free(w->ns_dir);
         free(w->log_dir);
