@@ -152,9 +152,10 @@ static int log_write(int level, int error, const char *file, int line, const cha
                                 tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000, (int)getpid(),
                                 basename_of(file), line);
                 }
-                /* klog's structured lines quote the message */
+                /* klog's InfoS quotes the message; ours stay as they were
+                 * (operators and tests grep them), the pairs follow. */
                 if (kv) {
-                        fput_go_quoted(msg, stderr);
+                        fputs(msg, stderr);
                         if (r && level <= LOG_ERR) {
                                 fputs(" err=", stderr);
                                 fput_go_quoted(strerror(r), stderr);

@@ -9,7 +9,8 @@
  * "return log_error_errno(r, ...)".
  *
  * Structured lines (log_kv_*(), klog's InfoS/ErrorS): the message followed
- * by key/value pairs, text `"msg" pod="ns/name" podUID="…"`, JSON the pairs
+ * by key/value pairs, text `msg pod="ns/name" podUID="…"` (klog quotes the
+ * message; nanolet keeps its messages as they were, greppable), JSON the pairs
  * as fields ("pod" as klog.KObj renders it: {"name":…,"namespace":…}).
  * Verbosity (-v N, kubelet's levels): 0 prints info, warnings and errors —
  * pod lifecycle (start, kill, exit, restart, probe failures, eviction,

@@ -47,7 +47,8 @@ unsigned sandbox_namespaces(const Pod *p) {
 static int worker_write_pod_files(PodWorker *w, bool warn, Error *err);
 
 static void sandbox_failed(PodWorker *w, const char *message) {
-        log_warning("Failed to create sandbox of pod \"%s\": %s", w->full_name, message);
+        worker_log(w, LOG_WARNING, NULL, "Failed to create sandbox of pod \"%s\": %s", w->full_name,
+                   message);
         worker_event(w, NULL, POD_EVENT_FAILED_CREATE_POD_SANDBOX,
                      "Failed to create pod sandbox: %s", message);
         w->state.sandbox = SANDBOX_FAILED;
@@ -57,8 +58,8 @@ static void sandbox_failed(PodWorker *w, const char *message) {
 }
 
 static void sandbox_ready(PodWorker *w) {
-        log_info("Sandbox of pod \"%s\" is ready%s%s.", w->full_name,
-                 w->state.pod_ip ? ", IP " : "", strempty(w->state.pod_ip));
+        worker_log(w, LOG_INFO, NULL, "Sandbox of pod \"%s\" is ready%s%s.", w->full_name,
+                   w->state.pod_ip ? ", IP " : "", strempty(w->state.pod_ip));
         w->state.sandbox = SANDBOX_READY;
         metric_inc(w->ctx->metrics.started_pods, NULL);
         (void)set_str(&w->state.sandbox_message, NULL);
@@ -66,10 +67,10 @@ static void sandbox_ready(PodWorker *w) {
         SandboxRecord rec = { .pod_ips = w->state.pod_ips, .network = w->network_added };
         int r = sandbox_record_write(w->sandbox_record, &rec);
         if (r < 0)
-                log_warning_errno(r,
-                                  "Pod \"%s\": cannot record its sandbox in %s, a restarted agent "
-                                  "would recreate it: %m",
-                                  w->full_name, w->sandbox_record);
+                worker_log_errno(w, LOG_WARNING, r, NULL,
+                                 "Pod \"%s\": cannot record its sandbox in %s, a restarted agent "
+                                 "would recreate it: %m",
+                                 w->full_name, w->sandbox_record);
 }
 
 bool pod_uses_cni(const PodWorker *w) {
@@ -149,7 +150,7 @@ static void on_network_added(CniRunner *runner, int r, CniResult *result, const 
         /* /etc/hosts names the pod's own IP, known only now. */
         Error e = {};
         if (worker_write_pod_files(w, false, &e) < 0)
-                log_warning("Pod \"%s\": %s", w->full_name, e.message);
+                worker_log(w, LOG_WARNING, NULL, "Pod \"%s\": %s", w->full_name, e.message);
         sandbox_ready(w);
         worker_op_done(w);
 }
@@ -194,8 +195,9 @@ static void on_network_deleted(CniRunner *runner, int r, CniResult *result, cons
         w->cni_op = NULL;
         if (r < 0) {
                 _cleanup_free_ char *msg = cni_error_to_string(err);
-                log_warning("Pod \"%s\": CNI DEL failed, the sandbox is removed anyway: %s",
-                            w->full_name, strna(msg));
+                worker_log(w, LOG_WARNING, NULL,
+                           "Pod \"%s\": CNI DEL failed, the sandbox is removed anyway: %s",
+                           w->full_name, strna(msg));
         }
         w->network_added = false;
         worker_op_done(w);
@@ -209,10 +211,11 @@ static void on_network_checked(CniRunner *runner, int r, CniResult *result, cons
         w->cni_op = NULL;
         if (r < 0 && r != -ENOENT) {
                 _cleanup_free_ char *msg = cni_error_to_string(err);
-                log_warning("Pod \"%s\": CNI CHECK of the adopted network failed: %s", w->full_name,
-                            strna(msg));
+                worker_log(w, LOG_WARNING, NULL,
+                           "Pod \"%s\": CNI CHECK of the adopted network failed: %s", w->full_name,
+                           strna(msg));
         } else if (r >= 0)
-                log_debug("Pod \"%s\": CNI CHECK passed.", w->full_name);
+                worker_log(w, LOG_DEBUG, NULL, "Pod \"%s\": CNI CHECK passed.", w->full_name);
         worker_op_done(w);
 }
 
@@ -288,7 +291,7 @@ static int worker_write_pod_files(PodWorker *w, bool warn, Error *err) {
         if (r < 0)
                 return r;
         STRV_FOREACH(s, warnings)
-                log_warning("Pod \"%s\": %s", w->full_name, *s);
+                worker_log(w, LOG_WARNING, NULL, "Pod \"%s\": %s", w->full_name, *s);
 
         PodNodeInfo node = { .node_name = o->node_name,
                              .pod_ips = w->state.pod_ips,
@@ -381,14 +384,15 @@ static int worker_cgroup_create(PodWorker *w, Error *err) {
                                       : 0,
         };
         if (runtime_cgroup_create(fs, top, &top_res, &perr) < 0)
-                log_warning("Pod \"%s\": cannot configure the cgroup %s: %s", w->full_name, top,
-                            perr.message);
+                worker_log(w, LOG_WARNING, NULL, "Pod \"%s\": cannot configure the cgroup %s: %s",
+                           w->full_name, top, perr.message);
         if (qos == CGROUP_QOS_BEST_EFFORT) {
                 CgroupResources be = { .cpu_shares = 2 }; /* kubelet's MinShares */
                 perr = (Error){};
                 if (runtime_cgroup_create(fs, level, &be, &perr) < 0)
-                        log_warning("Pod \"%s\": cannot configure the cgroup %s: %s", w->full_name,
-                                    level, perr.message);
+                        worker_log(w, LOG_WARNING, NULL,
+                                   "Pod \"%s\": cannot configure the cgroup %s: %s", w->full_name,
+                                   level, perr.message);
         }
         CgroupResources res;
         r = pod_cgroup_resources(w->state.pod, o->cpu_cfs_quota, o->pod_pids_limit, &res);
@@ -407,7 +411,8 @@ void worker_create_sandbox(PodWorker *w) {
                 return;
         if (w->stale_sandbox) {
                 if (sandbox_remove(w->ns_dir, &err) < 0)
-                        log_warning("Pod \"%s\": %s", w->full_name, err.message);
+                        worker_log(w, LOG_WARNING, NULL, "Pod \"%s\": %s", w->full_name,
+                                   err.message);
                 (void)unlink(w->sandbox_record);
                 w->stale_sandbox = false;
                 err = (Error){};
@@ -416,7 +421,8 @@ void worker_create_sandbox(PodWorker *w) {
         if (r >= 0)
                 r = worker_cgroup_create(w, &err);
         if (r < 0) {
-                log_warning("Failed to prepare pod \"%s\": %s", w->full_name, err.message);
+                worker_log(w, LOG_WARNING, NULL, "Failed to prepare pod \"%s\": %s", w->full_name,
+                           err.message);
                 worker_event(w, NULL, POD_EVENT_FAILED_CREATE_POD_SANDBOX,
                              "Failed to create pod sandbox: %s", err.message);
                 w->state.sandbox = SANDBOX_FAILED;
