@@ -189,13 +189,12 @@ int cli_container_id_resolve(const CliPodList *l, const char *prefix, const CliP
                                                 *ret_name = cli_json_str(cs, "name");
                                                 *ret_status = cs;
                                         }
-                                        _cleanup_free_ char *line =
-                                                strprintf("\n  %s (container \"%s\" of pod %s/%s)",
-                                                          ids[x], strempty(cli_json_str(cs, "name")),
-                                                          l->pods[i].namespace, l->pods[i].name);
-                                        if (!line ||
-                                            strbuf_append(&matches, &len, &cap, line,
-                                                          strlen(line)) < 0)
+                                        _cleanup_free_ char *line = strprintf(
+                                                "\n  %s (container \"%s\" of pod %s/%s)", ids[x],
+                                                strempty(cli_json_str(cs, "name")),
+                                                l->pods[i].namespace, l->pods[i].name);
+                                        if (!line || strbuf_append(&matches, &len, &cap, line,
+                                                                   strlen(line)) < 0)
                                                 return -ENOMEM;
                                 }
                         }
@@ -232,7 +231,8 @@ int cli_container_find(const CliCommon *c, const CliPodList *l, const char *pod_
         if (r == -ENOENT && !*container &&
             (is_hex(pod_arg) || startswith(pod_arg, "runc://") || startswith(pod_arg, "crun://"))) {
                 _cleanup_free_ char *idmsg = NULL;
-                int q = cli_container_id_resolve(l, pod_arg, ret_pod, container, ret_status, &idmsg);
+                int q = cli_container_id_resolve(l, pod_arg, ret_pod, container, ret_status,
+                                                 &idmsg);
                 if (q == 0)
                         return 0;
                 if (q != -ENOENT) {
@@ -240,7 +240,8 @@ int cli_container_find(const CliCommon *c, const CliPodList *l, const char *pod_
                         return q;
                 }
                 /* neither a pod nor a container ID: say both */
-                fprintf(stderr, "%s: %s, and no container ID starts with \"%s\" (see `nanolet ps -a`)\n",
+                fprintf(stderr,
+                        "%s: %s, and no container ID starts with \"%s\" (see `nanolet ps -a`)\n",
                         c->prog, msg ? msg : strerror(-r), pod_arg);
                 return -ENOENT;
         }
@@ -257,8 +258,9 @@ int cli_container_find(const CliCommon *c, const CliPodList *l, const char *pod_
                 }
         }
         if (cli_pod_find_container(pod->json, *container, NULL, ret_status, NULL) < 0) {
-                fprintf(stderr, "%s: container %s is not valid for pod %s (see `nanolet inspect %s`)\n", c->prog, *container,
-                        pod->name, pod->name);
+                fprintf(stderr,
+                        "%s: container %s is not valid for pod %s (see `nanolet inspect %s`)\n",
+                        c->prog, *container, pod->name, pod->name);
                 return -ENOENT;
         }
         *ret_pod = pod;

@@ -394,8 +394,8 @@ typedef struct LogsOptions {
 } LogsOptions;
 
 /* One container's logs: EXIT_OK or EXIT_ERROR (reported). */
-static int logs_container(const CliCommon *c, const CliPod *pod, const char *container,
-                          json_t *cs, const LogsOptions *lo) {
+static int logs_container(const CliCommon *c, const CliPod *pod, const char *container, json_t *cs,
+                          const LogsOptions *lo) {
         _cleanup_(logs_context_done) LogsContext x = {};
         _cleanup_free_ char *dir_path = NULL, *prefix = NULL;
         _cleanup_close_ int dir_fd = -EBADF, live_fd = -EBADF;
@@ -628,4 +628,3 @@ int cli_logs(int argc, char **argv) {
         }
         return ret;
 }
-

@@ -36,7 +36,8 @@ static void help(FILE *f) {
                    "  -n, --namespace NS   only pods of this namespace\n"
                    "  -A, --all-namespaces all namespaces (the default)\n"
                    "  -w, --watch          after the table, print a pod's row again whenever\n"
-                   "                       it changes, until ^C (table output only)\n" CLI_COMMON_HELP);
+                   "                       it changes, until ^C (table output "
+                   "only)\n" CLI_COMMON_HELP);
 }
 
 static const char *pod_ip(const json_t *pod) {
@@ -126,7 +127,7 @@ static int print_table(const CliPodList *l, const char *ns, bool wide, size_t *w
 
 typedef struct Watched {
         char *uid;
-        char *line; /* the row as printed last, without AGE (which changes by itself) */
+        char *line;    /* the row as printed last, without AGE (which changes by itself) */
         char *printed; /* the whole row as printed last */
         unsigned pass;
 } Watched;
@@ -157,8 +158,8 @@ static char *format_row(const WatchContext *x, const char *const *cells, bool sk
                 if (skip_age && k == 5)
                         continue;
                 const char *c = strempty(cells[k]);
-                size_t pad = k + 1 < ncol && x->widths[k] > strlen(c) ? x->widths[k] - strlen(c)
-                                                                       : 0;
+                size_t pad =
+                        k + 1 < ncol && x->widths[k] > strlen(c) ? x->widths[k] - strlen(c) : 0;
                 r = strbuf_append(&s, &len, &cap, c, strlen(c));
                 for (size_t i = 0; r >= 0 && k + 1 < ncol && i < pad + 3; i++)
                         r = strbuf_append(&s, &len, &cap, " ", 1);

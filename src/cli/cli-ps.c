@@ -236,8 +236,8 @@ int cli_ps(int argc, char **argv) {
         if (optind < argc && !p.id_prefix)
                 p.id_prefix = cli_container_id_strip(argv[optind++], NULL);
         if (optind < argc) {
-                fprintf(stderr, "%s: unexpected argument \"%s\" (one ID prefix at most)\n",
-                        c.prog, argv[optind]);
+                fprintf(stderr, "%s: unexpected argument \"%s\" (one ID prefix at most)\n", c.prog,
+                        argv[optind]);
                 return EXIT_USAGE;
         }
         if (cli_pods_load_or_report(&c, &l) < 0)
