@@ -121,4 +121,41 @@ rm -f "$MAN/reader.yaml" "$MAN/objects.yaml" "$MAN/other.yaml"
 expect "pod removed" "$AGENT_LOG" 'Pod "reader-node1_default\([0-9a-f-]+\)" is gone' 1 60
 stop_agent
 check_no_leftovers
+
+# --- the agent's log: klog's header on every line, key/values on pod events
+bad=$(grep -vE '^[IWE][0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6} +[0-9]+ [a-z0-9_.-]+\.c:[0-9]+\] ' "$AGENT_LOG" || true)
+[ -z "$bad" ] && ok "every agent log line has klog's header ($(wc -l <"$AGENT_LOG") lines)" ||
+        fail "lines without klog's header: $(echo "$bad" | head -5)"
+expect "Started container carries pod, podUID and containerName" "$AGENT_LOG" \
+        'Started container "main" of pod "reader-node1_default\([0-9a-f]+\)".* pod="default/reader-node1" podUID="'"$uid"'" containerName="main"$' 1 1
+expect "Killing container carries them too" "$AGENT_LOG" \
+        'Killing container "main" .* pod="default/reader-node1" podUID="'"$uid"'" containerName="main"$' 1 1
+
+# --- --logging-format=json: kubelet's shape, every line JSON
+AGENT_LOG=$WORK/agent-json.log
+sleep_pod jsonpod 1 | put_manifest jsonpod.yaml
+start_agent --logging-format=json
+check_field "json: pod running" jsonpod 'p["status"]["phase"]' Running 60
+juid=$(pod_field jsonpod 'p["metadata"]["uid"]')
+rm -f "$MAN/jsonpod.yaml"
+expect "json: pod removed" "$AGENT_LOG" 'Pod \\"jsonpod-node1_default\([0-9a-f]+\)\\" is gone' 1 60
+stop_agent
+out=$(python3 - "$AGENT_LOG" "$juid" <<'PY'
+import json, sys
+n = 0; started = None
+for line in open(sys.argv[1]):
+    d = json.loads(line)  # raises on any non-JSON line
+    assert isinstance(d["ts"], float) and "msg" in d and "caller" in d, line
+    assert ("v" in d) != ("err" in d), line
+    n += 1
+    if d["msg"].startswith('Started container "main"'):
+        started = d
+assert started, "no Started container line"
+assert started["pod"] == {"name": "jsonpod-node1", "namespace": "default"}, started
+assert started["podUID"] == sys.argv[2] and started["containerName"] == "main", started
+print(n)
+PY
+) && ok "json: all $out lines parse, Started container has pod/podUID/containerName" ||
+        fail "json log: $out"
+check_no_leftovers
 finish
