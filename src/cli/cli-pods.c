@@ -1,7 +1,7 @@
 /* nanolet pods: the static pods as kubectl get pods shows them, read from the
  * agent's status files, followed by the manifest errors of the sources.
- * -w (kubectl get pods -w): after the table, one row for every pod whose row
- * changed (AGE aside), appeared, or went (its last row, marked "(deleted)"),
+ * -w (kubectl get pods -w): after the table, one row for every pod whose
+ * status changed, appeared, or went (its last row, marked "(deleted)"),
  * as the agent rewrites its status files, until ^C. */
 #include <errno.h>
 #include <poll.h>
@@ -150,13 +150,11 @@ static void watch_context_done(WatchContext *x) {
         free(x->w);
 }
 
-static char *format_row(const WatchContext *x, const char *const *cells, bool skip_age) {
+static char *format_row(const WatchContext *x, const char *const *cells) {
         char *s = NULL;
         size_t len = 0, cap = 0, ncol = x->wide ? N_COLUMNS : 7;
         int r = strbuf_append(&s, &len, &cap, "", 0);
         for (size_t k = 0; r >= 0 && k < ncol; k++) {
-                if (skip_age && k == 5)
-                        continue;
                 const char *c = strempty(cells[k]);
                 size_t pad =
                         k + 1 < ncol && x->widths[k] > strlen(c) ? x->widths[k] - strlen(c) : 0;
@@ -179,7 +177,7 @@ static Watched *watched_find(WatchContext *x, const char *uid) {
 }
 
 /* One look at the status files: prints the row of every pod that is new or
- * whose row changed (AGE aside), and, for a pod whose status file is gone,
+ * whose status changed, and, for a pod whose status file is gone,
  * its last row with STATUS "Deleted". print false: only remember. */
 static int watch_pass(const CliCommon *c, WatchContext *x, bool print) {
         _cleanup_(cli_pod_list_done) CliPodList l = {};
@@ -196,8 +194,11 @@ static int watch_pass(const CliCommon *c, WatchContext *x, bool print) {
                 r = pod_row(p, now, &row);
                 if (r < 0)
                         return r;
-                _cleanup_free_ char *line = format_row(x, row.cells, true);
-                _cleanup_free_ char *printed = format_row(x, row.cells, false);
+                /* kubectl prints a row when the object changes; the agent
+                 * rewrites a status file only when the status changed, and
+                 * columns such as AGE or "(10m ago)" change by themselves */
+                _cleanup_free_ char *line = json_dumps(p->json, JSON_COMPACT | JSON_SORT_KEYS);
+                _cleanup_free_ char *printed = format_row(x, row.cells);
                 if (!line || !printed)
                         return -ENOMEM;
                 Watched *w = watched_find(x, p->uid);
