@@ -273,6 +273,26 @@ static void on_sandbox_created(Runtime *rt, int r, pid_t holder, const Error *er
  * sandbox, and again once the network gave the pod its IP (the hosts line
  * and downwardAPI podIP items depend on it; volumes are rewritten in place
  * atomically). warn: log what kubelet reports as events, the first time only. */
+/* The volumes, made again (idempotent; projected files swapped atomically).
+ * w->volumes, which container starts bind from, is replaced only on
+ * success: a failed rewrite leaves what containers use now in place. */
+static int worker_write_volumes(PodWorker *w, Error *err) {
+        const PodManagerOptions *o = w->ctx->o;
+        PodNodeInfo node = { .node_name = o->node_name,
+                             .pod_ips = w->state.pod_ips,
+                             .host_ips = o->node_ips };
+        PodVolumesOptions vo = { .pod_dir = w->pod_dir, .node = &node, .lookup = &w->ctx->lookup };
+        PodVolumes nv = {};
+        int r = pod_volumes_prepare(w->state.pod, &vo, &nv, err);
+        if (r < 0) {
+                pod_volumes_done(&nv);
+                return r;
+        }
+        pod_volumes_done(&w->volumes);
+        w->volumes = nv;
+        return 0;
+}
+
 static int worker_write_pod_files(PodWorker *w, bool warn, Error *err) {
         const PodManagerOptions *o = w->ctx->o;
         _cleanup_strv_free_ char **warnings = NULL;
@@ -293,12 +313,7 @@ static int worker_write_pod_files(PodWorker *w, bool warn, Error *err) {
         STRV_FOREACH(s, warnings)
                 worker_log(w, LOG_WARNING, NULL, "Pod \"%s\": %s", w->full_name, *s);
 
-        PodNodeInfo node = { .node_name = o->node_name,
-                             .pod_ips = w->state.pod_ips,
-                             .host_ips = o->node_ips };
-        PodVolumesOptions vo = { .pod_dir = w->pod_dir, .node = &node, .lookup = &w->ctx->lookup };
-        pod_volumes_done(&w->volumes);
-        return pod_volumes_prepare(w->state.pod, &vo, &w->volumes, err);
+        return worker_write_volumes(w, err);
 }
 
 void pod_worker_local_object_changed(PodWorker *w, const ManifestObject *object) {
@@ -313,7 +328,7 @@ void pod_worker_local_object_changed(PodWorker *w, const ManifestObject *object)
             !streq(object->namespace, w->object->namespace) ||
             !pod_volumes_project(w->state.pod, secret, object->name))
                 return;
-        if (worker_write_pod_files(w, false, &err) < 0) {
+        if (worker_write_volumes(w, &err) < 0) {
                 worker_log(w, LOG_WARNING, NULL,
                            "Cannot update the volumes projecting %s \"%s\", they keep their "
                            "previous content: %s",
