@@ -500,7 +500,7 @@ int cli_pod_resolve(const CliPodList *l, const char *query, const CliPod **ret_p
                 return 0;
         }
         if (n_match == 0) {
-                *ret_message = strprintf("pod \"%s\" not found", query);
+                *ret_message = strprintf("pod \"%s\" not found (`nanolet pods` lists them)", query);
                 return -ENOENT;
         }
         _cleanup_free_ char *cands = candidates_list(l, match);

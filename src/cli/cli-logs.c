@@ -571,7 +571,7 @@ int cli_logs(int argc, char **argv) {
                 }
         }
         if (optind >= argc) {
-                fprintf(stderr, "%s: no POD given\n", c.prog);
+                fprintf(stderr, "%s: no POD given (nanolet logs POD, see --help)\n", c.prog);
                 return EXIT_USAGE;
         }
         const char *pod_arg = argv[optind++];
