@@ -3,11 +3,21 @@
 #include "cli.h"
 #include "daemon.h"
 #include "log.h"
+#include "settings.h"
+#include "string-util.h"
 
 int cli_serve(int argc, char **argv) {
-        _cleanup_(nanolet_config_deinit) NanoletConfig config;
+        _cleanup_(nanolet_config_deinit) NanoletConfig config = {};
         _cleanup_(daemon_freep) Daemon *d = NULL;
         int r;
+
+        /* Hidden: the settings sections of nanolet-config(5), generated at
+         * build time (man/meson.build) so the page cannot drift from the
+         * settings table. */
+        if (argc == 2 && streq(argv[1], "--print-settings-man")) {
+                settings_print_man(stdout);
+                return EXIT_OK;
+        }
 
         r = nanolet_config_init(&config);
         if (r < 0)

@@ -1,6 +1,8 @@
 /* Agent configuration: kubelet-named flags over an optional
  * KubeletConfiguration file (kubelet.config.k8s.io/v1beta1). Flags win over
- * the file; unknown file fields are warned about, not fatal. */
+ * the file; unknown file fields are warned about, not fatal. Which flag and
+ * field sets which member, with its default and bounds, is the settings
+ * table (settings.h); this module runs it and checks the combination. */
 #pragma once
 
 #include <stdbool.h>
@@ -33,6 +35,10 @@ typedef struct NanoletConfig {
 
         /* runtime and networking (used by later subsystems) */
         char *runtime;
+        bool seccomp_default;          /* seccompDefault [false] */
+        char **allowed_unsafe_sysctls; /* allowedUnsafeSysctls */
+        usec_t shutdown_grace_period;  /* shutdownGracePeriod [0: off] */
+        usec_t shutdown_grace_period_critical_pods;
         char *cni_conf_dir;
         char *cni_bin_dir;
         char *pod_cidr;
@@ -52,6 +58,7 @@ typedef struct NanoletConfig {
         int64_t pod_pids_limit;
         int64_t container_log_max_size;
         int64_t container_log_max_files;
+        int64_t container_log_max_workers;          /* containerLogMaxWorkers [1] */
         usec_t container_log_monitor_interval;      /* how often log sizes are checked */
         char **eviction_hard;                       /* "signal<value" */
         char **eviction_soft;                       /* "signal<value" */
@@ -61,6 +68,7 @@ typedef struct NanoletConfig {
         int64_t image_gc_high_threshold;
         int64_t image_gc_low_threshold;
         usec_t image_minimum_gc_age; /* imageMinimumGCAge [2m] */
+        usec_t image_maximum_gc_age; /* imageMaximumGCAge [0: off] */
         char **pinned_images;        /* --pinned-images: never removed by image GC */
         bool serialize_image_pulls;
         int64_t max_parallel_image_pulls; /* with serializeImagePulls false; 0 = no bound */

@@ -236,7 +236,8 @@ check_no_leftovers() {
         [ -z "$left" ] && ok "no pod cgroups left" || fail "pod cgroups left: $left"
         n=$(find "$WORK/leases" -type f ! -name lock ! -name 'last_reserved_ip*' 2>/dev/null | wc -l)
         [ "$n" -eq 0 ] && ok "no IP leases left" || fail "leases left: $(find "$WORK/leases" -type f)"
-        n=$(ip -o link show master "$TEST_BRIDGE" 2>/dev/null | wc -l)
+        # "|| true": no bridge at all (only hostNetwork pods ran) means no veth left
+        n=$(ip -o link show master "$TEST_BRIDGE" 2>/dev/null | wc -l || true)
         [ "$n" -eq 0 ] && ok "no veths left on the test bridge" || fail "$n veths left on $TEST_BRIDGE"
         n=$(find "$ROOT/pods" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
         [ "$n" -eq 0 ] && ok "no pod dirs left" || fail "pod dirs left: $(ls "$ROOT/pods")"

@@ -129,4 +129,31 @@ if command -v python3 >/dev/null; then
         expect "empty PodList removes URL pods" "$LOG2" 'SyncLoop \(REMOVE, "http"\)'
 fi
 
+# kubelet's command-line habits: null means unset in the file, kubelet's own
+# flags are accepted (one warning each when nanolet ignores them), any other
+# unknown flag is a usage error.
+cat >"$WORK/kc.yaml" <<'YAML'
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+clusterDNS: null
+staticPodURL: null
+fileCheckFrequency: 0s
+rotateCertificates: true
+YAML
+LOG3="$WORK/serve-kubelet.log"
+"$NANOLET" serve --dry-run --config "$WORK/kc.yaml" --pod-manifest-path "$MAN" --hostname-override node1 \
+        --kubeconfig=/etc/kubernetes/kubelet.conf --node-labels a=b --register-node=false \
+        --read-only-port 0 --healthz-port 0 >"$LOG3" 2>&1 &
+PIDS+=($!)
+expect "null and 0s in the file, kubelet's flags: the agent starts" "$LOG3" 'nanolet starting'
+sed '/nanolet starting/q' "$LOG3" >"$WORK/serve-kubelet-start.log"
+[ "$(count_lines "$WORK/serve-kubelet-start.log" 'warning: |^W[0-9]{4} ')" -eq 4 ] &&
+        [ "$(count_lines "$LOG3" 'Flag --kubeconfig is ignored: ')" -eq 1 ] &&
+        [ "$(count_lines "$LOG3" 'kc.yaml:6: rotateCertificates: warning: ignored: ')" -eq 1 ] &&
+        ok "one warning per ignored setting (3 flags, 1 field)" || fail "warnings: $(cat "$LOG3")"
+rc=0
+"$NANOLET" serve --dry-run --pod-manifest-path "$MAN" --kubeconfg=/x >"$WORK/typo.log" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && grep -q 'Unknown flag "--kubeconfg=/x"' "$WORK/typo.log" &&
+        ok "an unknown flag exits 2 naming it" || fail "unknown flag: status $rc, $(cat "$WORK/typo.log")"
+
 finish

@@ -1,5 +1,8 @@
 /* Configuration: defaults, KubeletConfiguration file, flags over file. */
+#include <ctype.h>
+#include <fcntl.h>
 #include <setjmp.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,6 +13,7 @@
 #include <cmocka.h>
 
 #include "daemon-config.h"
+#include "settings.h"
 #include "fileio.h"
 #include "string-util.h"
 #include "strv.h"
@@ -144,7 +148,9 @@ static void test_flags_override_file(void **state) {
                             "/flag/path"); /* flag before --config still wins */
         assert_true(c.file_check_frequency == 7 * USEC_PER_SEC);
         assert_true(c.http_check_frequency == 90 * USEC_PER_SEC); /* from the file */
-        assert_int_equal(strv_length(c.manifest_url_headers), 3);
+        /* the flag's headers replace the file's, as kubelet's map flags */
+        assert_int_equal(strv_length(c.manifest_url_headers), 1);
+        assert_string_equal(c.manifest_url_headers[0], "A: b");
         assert_true(c.dry_run);
         assert_int_equal(c.verbosity, 4);
         nanolet_config_deinit(&c);
@@ -322,8 +328,9 @@ static void test_container_log_flags(void **state) {
         unlink(path);
 }
 
-/* getopt_long_only() takes -config, --conf and -config= for --config too;
- * each must load the file, not be skipped as "already loaded". */
+/* getopt_long_only() takes -config, --config= and -config= for --config
+ * too; each must load the file, not be skipped as "already loaded". ("--conf"
+ * is ambiguous since kubelet's --config-dir is accepted.) */
 static void test_config_flag_spellings(void **state) {
         char path[] = "/tmp/nanolet-test-config-XXXXXX";
         int fd = mkstemp(path);
@@ -331,9 +338,9 @@ static void test_config_flag_spellings(void **state) {
         close(fd);
         assert_int_equal(write_file_atomic(path, kubelet_config, strlen(kubelet_config), 0644), 0);
         _cleanup_free_ char *eq = strprintf("-config=%s", path);
-        _cleanup_free_ char *abbrev_eq = strprintf("--conf=%s", path);
+        _cleanup_free_ char *abbrev_eq = strprintf("--config=%s", path);
         char *a1[] = { "serve", "-config", path, NULL };
-        char *a2[] = { "serve", "--conf", path, NULL };
+        char *a2[] = { "serve", "--config", path, NULL };
         char *a3[] = { "serve", eq, NULL };
         char *a4[] = { "serve", "--dry-run", abbrev_eq, NULL };
         char **all[] = { a1, a2, a3, a4 };
@@ -452,6 +459,495 @@ static void test_resource_flags(void **state) {
         diagnostics_deinit(&d);
 }
 
+/* Every field of kubelet's KubeletConfiguration (kubelet.config.k8s.io/
+ * v1beta1): staging/src/k8s.io/kubelet/config/v1beta1/types.go of
+ * kubernetes/kubernetes at commit 001332b0422071acf4860769f18e34b5e9b7c1bc
+ * (master after v1.35: it has the fields of the v1.35 release plus
+ * memoryReservationPolicy). Each must be in the settings table, honoured,
+ * ignored with a reason or rejected: none may fall through to "unknown". */
+static const char *const kubelet_v1beta1_fields[] = {
+        "enableServer",
+        "staticPodPath",
+        "podLogsDir",
+        "syncFrequency",
+        "fileCheckFrequency",
+        "httpCheckFrequency",
+        "staticPodURL",
+        "staticPodURLHeader",
+        "address",
+        "port",
+        "readOnlyPort",
+        "tlsCertFile",
+        "tlsPrivateKeyFile",
+        "tlsCipherSuites",
+        "tlsCurvePreferences",
+        "tlsMinVersion",
+        "rotateCertificates",
+        "serverTLSBootstrap",
+        "authentication",
+        "authorization",
+        "registryPullQPS",
+        "registryBurst",
+        "imagePullCredentialsVerificationPolicy",
+        "preloadedImagesVerificationAllowlist",
+        "eventRecordQPS",
+        "eventBurst",
+        "enableDebuggingHandlers",
+        "enableContentionProfiling",
+        "healthzPort",
+        "healthzBindAddress",
+        "oomScoreAdj",
+        "clusterDomain",
+        "clusterDNS",
+        "streamingConnectionIdleTimeout",
+        "nodeStatusUpdateFrequency",
+        "nodeStatusReportFrequency",
+        "nodeLeaseDurationSeconds",
+        "imageMinimumGCAge",
+        "imageMaximumGCAge",
+        "imageGCHighThresholdPercent",
+        "imageGCLowThresholdPercent",
+        "volumeStatsAggPeriod",
+        "kubeletCgroups",
+        "systemCgroups",
+        "cgroupRoot",
+        "cgroupsPerQOS",
+        "cgroupDriver",
+        "cpuManagerPolicy",
+        "singleProcessOOMKill",
+        "cpuManagerPolicyOptions",
+        "cpuManagerReconcilePeriod",
+        "draManagerReconcilePeriod",
+        "memoryManagerPolicy",
+        "topologyManagerPolicy",
+        "topologyManagerScope",
+        "topologyManagerPolicyOptions",
+        "qosReserved",
+        "runtimeRequestTimeout",
+        "hairpinMode",
+        "maxPods",
+        "podCIDR",
+        "podPidsLimit",
+        "resolvConf",
+        "runOnce",
+        "cpuCFSQuota",
+        "cpuCFSQuotaPeriod",
+        "nodeStatusMaxImages",
+        "maxOpenFiles",
+        "contentType",
+        "kubeAPIQPS",
+        "kubeAPIBurst",
+        "serializeImagePulls",
+        "maxParallelImagePulls",
+        "evictionHard",
+        "evictionSoft",
+        "evictionSoftGracePeriod",
+        "evictionPressureTransitionPeriod",
+        "evictionMaxPodGracePeriod",
+        "evictionMinimumReclaim",
+        "mergeDefaultEvictionSettings",
+        "podsPerCore",
+        "enableControllerAttachDetach",
+        "protectKernelDefaults",
+        "makeIPTablesUtilChains",
+        "iptablesMasqueradeBit",
+        "iptablesDropBit",
+        "featureGates",
+        "failSwapOn",
+        "memorySwap",
+        "containerLogMaxSize",
+        "containerLogMaxFiles",
+        "containerLogMaxWorkers",
+        "containerLogMonitorInterval",
+        "configMapAndSecretChangeDetectionStrategy",
+        "systemReserved",
+        "kubeReserved",
+        "reservedSystemCPUs",
+        "showHiddenMetricsForVersion",
+        "systemReservedCgroup",
+        "kubeReservedCgroup",
+        "enforceNodeAllocatable",
+        "allowedUnsafeSysctls",
+        "volumePluginDir",
+        "providerID",
+        "kernelMemcgNotification",
+        "logging",
+        "enableSystemLogHandler",
+        "enableSystemLogQuery",
+        "shutdownGracePeriod",
+        "shutdownGracePeriodCriticalPods",
+        "shutdownGracePeriodByPodPriority",
+        "crashLoopBackOff",
+        "reservedMemory",
+        "enableProfilingHandler",
+        "enableDebugFlagsHandler",
+        "seccompDefault",
+        "memoryThrottlingFactor",
+        "memoryReservationPolicy",
+        "registerWithTaints",
+        "registerNode",
+        "tracing",
+        "localStorageCapacityIsolation",
+        "containerRuntimeEndpoint",
+        "imageServiceEndpoint",
+        "failCgroupV1",
+        "userNamespaces",
+};
+
+/* kubelet's flags: KubeletFlags.AddFlags and AddKubeletConfigFlags in
+ * cmd/kubelet/app/options/options.go (kubernetes/kubernetes commit
+ * 6785e9ed401a526cfb4ae33d498b088e27237ad1), the container runtime flags of
+ * pkg/kubelet/config/flags.go, component-base's logging flags, and the
+ * flags added since (container-log-max-workers,
+ * container-log-monitor-interval). Each is honoured, or accepted with one
+ * warning, or refused unless it has kubelet's default. */
+static const char *const kubelet_flags[] = {
+        "config",
+        "config-dir",
+        "kubeconfig",
+        "bootstrap-kubeconfig",
+        "hostname-override",
+        "node-ip",
+        "cert-dir",
+        "cloud-provider",
+        "root-dir",
+        "seccomp-default",
+        "node-labels",
+        "lock-file",
+        "exit-on-lock-contention",
+        "minimum-container-ttl-duration",
+        "maximum-dead-containers-per-container",
+        "maximum-dead-containers",
+        "register-schedulable",
+        "keep-terminated-pod-volumes",
+        "experimental-mounter-path",
+        "cloud-config",
+        "experimental-allocatable-ignore-eviction",
+        "enable-server",
+        "fail-swap-on",
+        "pod-manifest-path",
+        "sync-frequency",
+        "file-check-frequency",
+        "http-check-frequency",
+        "manifest-url",
+        "manifest-url-header",
+        "address",
+        "port",
+        "read-only-port",
+        "container-runtime-endpoint",
+        "image-service-endpoint",
+        "anonymous-auth",
+        "authentication-token-webhook",
+        "authentication-token-webhook-cache-ttl",
+        "client-ca-file",
+        "authorization-mode",
+        "authorization-webhook-cache-authorized-ttl",
+        "authorization-webhook-cache-unauthorized-ttl",
+        "tls-cert-file",
+        "tls-private-key-file",
+        "rotate-server-certificates",
+        "tls-cipher-suites",
+        "tls-min-version",
+        "rotate-certificates",
+        "registry-qps",
+        "registry-burst",
+        "event-qps",
+        "event-burst",
+        "enable-debugging-handlers",
+        "contention-profiling",
+        "healthz-port",
+        "healthz-bind-address",
+        "oom-score-adj",
+        "cluster-domain",
+        "volume-plugin-dir",
+        "cluster-dns",
+        "streaming-connection-idle-timeout",
+        "node-status-update-frequency",
+        "minimum-image-ttl-duration",
+        "image-gc-high-threshold",
+        "image-gc-low-threshold",
+        "volume-stats-agg-period",
+        "feature-gates",
+        "kubelet-cgroups",
+        "system-cgroups",
+        "provider-id",
+        "cgroups-per-qos",
+        "cgroup-driver",
+        "cgroup-root",
+        "cpu-manager-policy",
+        "cpu-manager-policy-options",
+        "cpu-manager-reconcile-period",
+        "qos-reserved",
+        "topology-manager-policy",
+        "runtime-request-timeout",
+        "hairpin-mode",
+        "max-pods",
+        "pod-cidr",
+        "pod-max-pids",
+        "resolv-conf",
+        "runonce",
+        "cpu-cfs-quota",
+        "cpu-cfs-quota-period",
+        "enable-controller-attach-detach",
+        "make-iptables-util-chains",
+        "iptables-masquerade-bit",
+        "iptables-drop-bit",
+        "container-log-max-size",
+        "container-log-max-files",
+        "allowed-unsafe-sysctls",
+        "node-status-max-images",
+        "kernel-memcg-notification",
+        "local-storage-capacity-isolation",
+        "max-open-files",
+        "kube-api-content-type",
+        "kube-api-qps",
+        "kube-api-burst",
+        "serialize-image-pulls",
+        "eviction-hard",
+        "eviction-soft",
+        "eviction-soft-grace-period",
+        "eviction-pressure-transition-period",
+        "eviction-max-pod-grace-period",
+        "eviction-minimum-reclaim",
+        "pods-per-core",
+        "protect-kernel-defaults",
+        "reserved-cpus",
+        "topology-manager-scope",
+        "topology-manager-policy-options",
+        "system-reserved",
+        "kube-reserved",
+        "enforce-node-allocatable",
+        "system-reserved-cgroup",
+        "kube-reserved-cgroup",
+        "memory-manager-policy",
+        "reserved-memory",
+        "register-node",
+        "register-with-taints",
+        "show-hidden-metrics-for-version",
+        /* pkg/kubelet/config/flags.go */
+        "pod-infra-container-image",
+        "image-credential-provider-config",
+        "image-credential-provider-bin-dir",
+        "runtime-cgroups",
+        /* component-base logs */
+        "v",
+        "vmodule",
+        "log-flush-frequency",
+        "logging-format",
+        "log-json-split-stream",
+        "log-json-info-buffer-size",
+        "log-text-split-stream",
+        "log-text-info-buffer-size",
+        /* since */
+        "container-log-max-workers",
+        "container-log-monitor-interval",
+};
+
+static void test_table_covers_kubelet(void **state) {
+        size_t missing = 0;
+        for (size_t i = 0; i < ELEMENTSOF(kubelet_v1beta1_fields); i++)
+                if (!settings_find_key(kubelet_v1beta1_fields[i])) {
+                        print_error("KubeletConfiguration field %s is not in the table\n",
+                                    kubelet_v1beta1_fields[i]);
+                        missing++;
+                }
+        for (size_t i = 0; i < ELEMENTSOF(kubelet_flags); i++)
+                if (!settings_find_flag(kubelet_flags[i])) {
+                        print_error("kubelet flag --%s is not in the table\n", kubelet_flags[i]);
+                        missing++;
+                }
+        assert_int_equal(missing, 0);
+
+        /* The table itself: no key or flag twice, every non-honoured entry
+         * says why, every honoured one says what. */
+        for (size_t i = 0; i < settings_table_size; i++) {
+                const Setting *s = &settings_table[i];
+                assert_true(s->flag || s->key);
+                assert_non_null(s->help);
+                assert_true(strlen(s->help) > 5);
+                if (s->key)
+                        assert_ptr_equal(settings_find_key(s->key), s);
+                if (s->flag)
+                        assert_ptr_equal(settings_find_flag(s->flag), s);
+                if (s->disposition == SETTING_REJECTED)
+                        assert_non_null(s->value);
+                if (s->type == SETTING_CUSTOM)
+                        assert_non_null(s->parse);
+        }
+}
+
+static void test_kubelet_flags(void **state) {
+        NanoletConfig c;
+        char *accepted[] = { "serve",
+                             "--kubeconfig=/etc/kubernetes/kubelet.conf",
+                             "--bootstrap-kubeconfig",
+                             "/etc/kubernetes/bootstrap-kubelet.conf",
+                             "--container-runtime-endpoint=unix:///run/containerd/containerd.sock",
+                             "--pod-infra-container-image=registry.k8s.io/pause:3.10",
+                             "--node-labels=a=b,c=d",
+                             "--register-node=false",
+                             "--rotate-certificates",
+                             "--runonce=false",
+                             "--seccomp-default",
+                             "--container-log-max-workers=4",
+                             "--allowed-unsafe-sysctls=net.core.somaxconn,kernel.msg*",
+                             "--v=3",
+                             NULL };
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_int_equal(nanolet_config_parse_argv(&c, (int)ELEMENTSOF(accepted) - 1, accepted), 0);
+        assert_true(c.seccomp_default);
+        assert_int_equal(c.container_log_max_workers, 4);
+        assert_int_equal(strv_length(c.allowed_unsafe_sysctls), 2);
+        assert_int_equal(c.verbosity, 3);
+        nanolet_config_deinit(&c);
+
+        char *bad1[] = { "serve", "--runonce", NULL };
+        char *bad2[] = { "serve", "--kubeconfg=/x", NULL };
+        char *bad3[] = { "serve", "--no-such-flag", NULL };
+        char *bad4[] = { "serve", "--kubeconfig", NULL };
+        char *bad5[] = { "serve", "--container-log-max-workers=0", NULL };
+        char **all[] = { bad1, bad2, bad3, bad4, bad5 };
+        assert_all_rejected(all, ELEMENTSOF(all));
+}
+
+/* kubelet's decoding: null is "not set", and its defaulting turns kubeadm's
+ * "0s" durations into the defaults. */
+static void test_null_and_zero(void **state) {
+        static const char file[] = "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                   "kind: KubeletConfiguration\n"
+                                   "clusterDNS: null\n"
+                                   "staticPodURL: ~\n"
+                                   "authentication: null\n"
+                                   "syncFrequency: 0s\n"
+                                   "fileCheckFrequency: 0s\n"
+                                   "imageMinimumGCAge: 0s\n"
+                                   "imageMaximumGCAge: 0s\n"
+                                   "evictionPressureTransitionPeriod: 0s\n"
+                                   "maxPods: 0\n"
+                                   "readOnlyPort: 0\n"
+                                   "shutdownGracePeriod: 30s\n"
+                                   "shutdownGracePeriodCriticalPods: 10s\n"
+                                   "seccompDefault: true\n"
+                                   "podLogsDir: /srv/pod-logs\n";
+        NanoletConfig c;
+        Diagnostics d;
+        diagnostics_init(&d);
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_false(c.seccomp_default);
+        assert_int_equal(c.container_log_max_workers, 1);
+        assert_int_equal(c.image_maximum_gc_age, 0);
+        assert_int_equal(nanolet_config_load_buffer(&c, file, strlen(file), "kc.yaml", &d), 0);
+        assert_int_equal(d.n_errors, 0);
+        assert_int_equal(d.n_warnings, 0); /* a null ignored field is not even set */
+        assert_null(c.cluster_dns);
+        assert_null(c.manifest_url);
+        assert_true(c.sync_frequency == 60 * USEC_PER_SEC);
+        assert_true(c.file_check_frequency == 20 * USEC_PER_SEC);
+        assert_true(c.image_minimum_gc_age == 120 * USEC_PER_SEC);
+        assert_true(c.eviction_pressure_transition_period == 300 * USEC_PER_SEC);
+        assert_int_equal(c.image_maximum_gc_age, 0);
+        assert_int_equal(c.max_pods, 110);
+        assert_int_equal(c.read_only_port, 0); /* 0 means off here, as in kubelet */
+        assert_true(c.shutdown_grace_period == 30 * USEC_PER_SEC);
+        assert_true(c.shutdown_grace_period_critical_pods == 10 * USEC_PER_SEC);
+        assert_true(c.seccomp_default);
+        assert_string_equal(c.pod_logs_dir, "/srv/pod-logs");
+        nanolet_config_deinit(&c);
+        diagnostics_deinit(&d);
+
+        /* file integers are range-checked like flags; runOnce true is refused */
+        static const char bad[] = "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                  "kind: KubeletConfiguration\n"
+                                  "healthzPort: 70000\n"
+                                  "runOnce: true\n"
+                                  "containerLogMaxWorkers: 0\n";
+        diagnostics_init(&d);
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_int_equal(nanolet_config_load_buffer(&c, bad, strlen(bad), "kc.yaml", &d), -EINVAL);
+        assert_int_equal(d.n_errors, 3);
+        nanolet_config_deinit(&c);
+        diagnostics_deinit(&d);
+}
+
+/* kubeadm's own files (tests/kubeadm/, see its README): the config loads
+ * with exactly one warning per ignored field it holds and no error, and
+ * kubeadm's flags are accepted. */
+static void test_kubeadm_files(void **state) {
+        const char *dir = getenv("TEST_DATA_DIR") ?: TEST_DATA_DIR;
+        _cleanup_free_ char *path = strprintf("%s/kubeadm/config.yaml", dir);
+        _cleanup_free_ char *buf = NULL;
+        size_t size;
+        assert_int_equal(read_full_file_at(AT_FDCWD, path, 1 << 20, &buf, &size), 0);
+
+        /* the ignored fields, counted from the file's top-level keys */
+        size_t ignored = 0;
+        for (char *line = buf; line && *line;
+             line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+                if (!isalpha((unsigned char)line[0]))
+                        continue;
+                _cleanup_free_ char *key = strndup(line, strcspn(line, ":"));
+                const Setting *s = settings_find_key(key);
+                if (s && s->disposition == SETTING_IGNORED)
+                        ignored++;
+        }
+        assert_true(ignored >= 10);
+
+        NanoletConfig c;
+        Diagnostics d;
+        diagnostics_init(&d);
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_int_equal(nanolet_config_load_buffer(&c, buf, size, path, &d), 0);
+        assert_int_equal(d.n_errors, 0);
+        assert_int_equal(d.n_warnings, ignored);
+        assert_string_equal(c.cgroup_driver, "systemd");
+        assert_string_equal(c.pod_manifest_path, "/etc/kubernetes/manifests");
+        assert_string_equal(c.cluster_dns[0], "10.96.0.10");
+        assert_string_equal(c.resolv_conf, "/run/systemd/resolve/resolv.conf");
+        assert_true(c.sync_frequency == 60 * USEC_PER_SEC); /* "0s": the default */
+        nanolet_config_deinit(&c);
+        diagnostics_deinit(&d);
+
+        /* the command line of kubeadm's drop-in, as systemd splits it, with
+         * the override a host without systemd as PID 1 needs */
+        char *argv[] = { "serve",
+                         "--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf",
+                         "--kubeconfig=/etc/kubernetes/kubelet.conf",
+                         "--config",
+                         path,
+                         "--container-runtime-endpoint=unix:///var/run/containerd/containerd.sock",
+                         "--pod-infra-container-image=registry.k8s.io/pause:3.10",
+                         "--cgroup-driver=cgroupfs",
+                         NULL };
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_int_equal(nanolet_config_parse_argv(&c, (int)ELEMENTSOF(argv) - 1, argv), 0);
+        assert_string_equal(c.cgroup_driver, "cgroupfs");
+        assert_string_equal(c.config_file, path);
+        nanolet_config_deinit(&c);
+}
+
+static void test_help_and_man(void **state) {
+        _cleanup_free_ char *help = NULL, *man = NULL;
+        size_t n;
+        FILE *f = open_memstream(&help, &n);
+        assert_non_null(f);
+        settings_print_help(f);
+        fclose(f);
+        f = open_memstream(&man, &n);
+        assert_non_null(f);
+        settings_print_man(f);
+        fclose(f);
+        /* every honoured flag is in --help, every key in the man page */
+        for (size_t i = 0; i < settings_table_size; i++) {
+                const Setting *s = &settings_table[i];
+                _cleanup_free_ char *flag = s->flag ? strprintf("-%s ", s->flag) : NULL;
+                _cleanup_free_ char *key = s->key ? strprintf("*%s*", s->key) : NULL;
+                if (flag && s->disposition == SETTING_HONOURED && s->type != SETTING_BOOL)
+                        assert_non_null(strstr(help, flag));
+                if (key)
+                        assert_non_null(strstr(man, key));
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_resource_flags),
@@ -468,6 +964,11 @@ int main(void) {
                 cmocka_unit_test(test_registry_flags),
                 cmocka_unit_test(test_pull_flags),
                 cmocka_unit_test(test_gc_eviction_flags),
+                cmocka_unit_test(test_table_covers_kubelet),
+                cmocka_unit_test(test_kubelet_flags),
+                cmocka_unit_test(test_null_and_zero),
+                cmocka_unit_test(test_kubeadm_files),
+                cmocka_unit_test(test_help_and_man),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

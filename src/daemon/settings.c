@@ -1,0 +1,1096 @@
+/* The settings table and the two parsers (flags, KubeletConfiguration
+ * fields) that share it. See settings.h for the contract. */
+#include "settings.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "quantity.h"
+#include "string-util.h"
+#include "strv.h"
+#include "time-util.h"
+#include "yaml-node.h"
+
+/* ---- checks and custom parsers ---- */
+
+static int parse_verbosity(NanoletConfig *c, const Setting *s, const char *value,
+                           char **ret_error) {
+        char *end;
+        errno = 0;
+        long v = strtol(value, &end, 10);
+        (void)s;
+        if (isempty(value) || *end || errno || v < 0 || v > 10) {
+                *ret_error = strdup("expected a level in 0..10");
+                return -EINVAL;
+        }
+        c->verbosity = (int)v;
+        return 0;
+}
+
+static int parse_logging_format(NanoletConfig *c, const Setting *s, const char *value,
+                                char **ret_error) {
+        LogFormat format;
+        (void)s;
+        if (log_format_from_string(value, &format) < 0) {
+                *ret_error = strdup("expected text or json");
+                return -EINVAL;
+        }
+        c->log_json = format == LOG_FORMAT_JSON;
+        return 0;
+}
+
+static int parse_pull_override(NanoletConfig *c, const Setting *s, const char *value,
+                               char **ret_error) {
+        (void)s;
+        if (!streq(value, "never") && !streq(value, "")) {
+                *ret_error = strdup("the only override is \"never\" (no pulls at all)");
+                return -EINVAL;
+        }
+        c->image_pull_never = streq(value, "never");
+        return 0;
+}
+
+static int check_insecure_registry(NanoletConfig *c, const Setting *s, const char *value,
+                                   char **ret_error) {
+        (void)c, (void)s;
+        if (isempty(value) || strstr(value, "://") || strpbrk(value, "/ \t@")) {
+                *ret_error = strdup("expected HOST[:PORT] without a scheme or path");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int check_ip(NanoletConfig *c, const Setting *s, const char *value, char **ret_error) {
+        unsigned char buf[sizeof(struct in6_addr)];
+        (void)c, (void)s;
+        if (inet_pton(AF_INET, value, buf) != 1 && inet_pton(AF_INET6, value, buf) != 1) {
+                *ret_error = strprintf("\"%s\" is not an IP address", value);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int check_cgroup_root(NanoletConfig *c, const Setting *s, const char *value,
+                             char **ret_error) {
+        (void)c, (void)s;
+        if (value[0] != '/' || strstr(value, "..")) {
+                *ret_error = strdup("expected an absolute cgroup path such as \"/\"");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int check_cgroup_driver(NanoletConfig *c, const Setting *s, const char *value,
+                               char **ret_error) {
+        (void)c, (void)s;
+        if (!streq(value, "cgroupfs") && !streq(value, "systemd")) {
+                *ret_error = strdup("expected cgroupfs or systemd");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int check_runtime(NanoletConfig *c, const Setting *s, const char *value, char **ret_error) {
+        (void)c, (void)s;
+        if (!streq(value, "runc") && !streq(value, "crun") && !strchr(value, '/')) {
+                *ret_error = strdup("expected runc, crun or a path");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int check_header(NanoletConfig *c, const Setting *s, const char *value, char **ret_error) {
+        (void)c, (void)s;
+        if (!strchr(value, ':')) {
+                *ret_error = strdup("expected 'Key: Value'");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* ---- the table ---- */
+
+#define OFF(m) offsetof(NanoletConfig, m)
+
+/* Honoured settings: H(flag, key, type, member, default, metavar, help, extra...) */
+#define H(fl, k, t, m, def, mv, h, ...)                                                            \
+        {                                                                                          \
+                .flag = fl, .key = k, .type = t, .disposition = SETTING_HONOURED,                  \
+                .offset = OFF(m), .value = def, .metavar = mv, .help = h, __VA_ARGS__              \
+        }
+/* Ignored kubelet settings: the type says how a flag takes its value. */
+#define IGN(fl, k, t, why)                                                                         \
+        { .flag = fl, .key = k, .type = t, .disposition = SETTING_IGNORED, .help = why }
+/* Rejected kubelet settings: only kubelet's default value is accepted. */
+#define REJ(fl, k, t, def, why)                                                                    \
+        {                                                                                          \
+                .flag = fl, .key = k, .type = t, .disposition = SETTING_REJECTED, .value = def,    \
+                .help = why                                                                        \
+        }
+
+#define NO_APISERVER "nanolet has no apiserver"
+#define NO_SERVER                                                                                  \
+        "nanolet has no authenticated kubelet API (port 10250); its read-only API is "             \
+        "--address/--read-only-port"
+#define NO_CRI "nanolet runs runc or crun itself, not through a CRI runtime (see --runtime)"
+#define NO_MANAGER "nanolet has no CPU, memory, topology or device manager"
+#define NO_TLS "nanolet serves no TLS"
+#define LOGGING_FLAGS "set -v and --logging-format on the command line"
+
+const Setting settings_table[] = {
+        /* ---- the agent itself ---- */
+        { .flag = "config",
+          .type = SETTING_STRING,
+          .disposition = SETTING_HONOURED,
+          .offset = OFF(config_file),
+          .metavar = "FILE",
+          .help = "KubeletConfiguration file (kubelet.config.k8s.io/v1beta1); flags override "
+                  "it" },
+        H("v", NULL, SETTING_CUSTOM, verbosity, NULL, "N", "log verbosity (4 and more: debug)",
+          .parse = parse_verbosity, .shown_default = "0"),
+        H("logging-format", NULL, SETTING_CUSTOM, log_json, NULL, "text|json",
+          "klog's text lines or kubelet's JSON lines", .parse = parse_logging_format,
+          .shown_default = "text"),
+        H("dry-run", NULL, SETTING_BOOL, dry_run, "false", NULL,
+          "log the pod events, touch no container"),
+        H("stop-pods-on-exit", NULL, SETTING_BOOL, stop_pods_on_exit, "false", NULL,
+          "stop all pods when the agent is stopped (otherwise they keep running and are "
+          "adopted at the next start)"),
+
+        /* ---- manifest sources ---- */
+        H("pod-manifest-path", "staticPodPath", SETTING_STRING, pod_manifest_path,
+          "/etc/kubernetes/manifests", "PATH", "manifest directory or file"),
+        H("manifest-url", "staticPodURL", SETTING_STRING, manifest_url, NULL, "URL",
+          "also read pods from this URL"),
+        H("manifest-url-header", "staticPodURLHeader", SETTING_HEADERS, manifest_url_headers, NULL,
+          "'K: V'", "HTTP header for the URL (repeatable; the flag replaces the file's headers)",
+          .parse = check_header, .flags = SETTING_REPEATABLE),
+        H("file-check-frequency", "fileCheckFrequency", SETTING_DURATION, file_check_frequency,
+          "20s", "D", "full rescan period of the manifest directory",
+          .flags = SETTING_FILE_ZERO_IS_DEFAULT, .min = 1),
+        H("http-check-frequency", "httpCheckFrequency", SETTING_DURATION, http_check_frequency,
+          "20s", "D", "polling period of the manifest URL", .flags = SETTING_FILE_ZERO_IS_DEFAULT,
+          .min = 1),
+        H("sync-frequency", "syncFrequency", SETTING_DURATION, sync_frequency, "1m", "D",
+          "period of the full pod sync (status and health of every pod)",
+          .flags = SETTING_FILE_ZERO_IS_DEFAULT, .min = 1),
+        H("max-manifest-size", NULL, SETTING_QUANTITY, max_manifest_size, "10Mi", "SIZE",
+          "largest manifest accepted"),
+        H("allow-insecure-manifests", NULL, SETTING_BOOL, allow_insecure_manifests, "false", NULL,
+          "accept manifests not owned by root or writable by others"),
+        H("hostname-override", NULL, SETTING_STRING, hostname_override, NULL, "NAME", "node name",
+          .shown_default = "the lowercase hostname"),
+
+        /* ---- files on the node ---- */
+        H("root-dir", NULL, SETTING_STRING, root_dir, "/var/lib/nanolet", "DIR",
+          "agent state (images, pod records)"),
+        H("run-dir", NULL, SETTING_STRING, run_dir, "/run/nanolet", "DIR",
+          "runtime state (pod status files, sockets)"),
+        H("pod-logs-dir", "podLogsDir", SETTING_STRING, pod_logs_dir, "/var/log/pods", "DIR",
+          "container logs"),
+        H("container-logs-dir", NULL, SETTING_STRING, container_logs_dir, "/var/log/containers",
+          "DIR", "log symlinks for log shippers"),
+        H("container-log-max-size", "containerLogMaxSize", SETTING_QUANTITY, container_log_max_size,
+          "10Mi", "SIZE", "a running container's log is rotated once it reaches this size"),
+        H("container-log-max-files", "containerLogMaxFiles", SETTING_INT, container_log_max_files,
+          "5", "N", "log files kept per container, the live one included (older ones gzipped)",
+          .min = 2, .max = 1000),
+        H("container-log-max-workers", "containerLogMaxWorkers", SETTING_INT,
+          container_log_max_workers, "1", "N", "log rotations done at once", .min = 1, .max = 64),
+        H("container-log-monitor-interval", "containerLogMonitorInterval", SETTING_DURATION,
+          container_log_monitor_interval, "10s", "D", "how often log sizes are checked",
+          .min = 100 * USEC_PER_MSEC),
+
+        /* ---- runtime ---- */
+        H("runtime", NULL, SETTING_STRING, runtime, "runc", "runc|crun|PATH", "OCI runtime",
+          .parse = check_runtime),
+        H("seccomp-default", "seccompDefault", SETTING_BOOL, seccomp_default, "false", "BOOL",
+          "RuntimeDefault seccomp profile for containers that name none"),
+        H("allowed-unsafe-sysctls", "allowedUnsafeSysctls", SETTING_STRV, allowed_unsafe_sysctls,
+          NULL, "S[,S]",
+          "unsafe sysctls (or patterns ending in *) pods may set, beyond Kubernetes' safe set",
+          .flags = SETTING_REPEATABLE),
+        H(NULL, "shutdownGracePeriod", SETTING_DURATION, shutdown_grace_period, "0s", NULL,
+          "on node shutdown, time given to pods to stop (0: pods are not stopped for a "
+          "shutdown)",
+          .flags = SETTING_ZERO_ALLOWED),
+        H(NULL, "shutdownGracePeriodCriticalPods", SETTING_DURATION,
+          shutdown_grace_period_critical_pods, "0s", NULL,
+          "the part of shutdownGracePeriod kept for critical pods", .flags = SETTING_ZERO_ALLOWED),
+
+        /* ---- cgroups and resources ---- */
+        H("cgroup-driver", "cgroupDriver", SETTING_STRING, cgroup_driver, "cgroupfs",
+          "cgroupfs|systemd",
+          "systemd only where systemd is PID 1: the agent refuses to start otherwise",
+          .parse = check_cgroup_driver),
+        H("cgroup-root", "cgroupRoot", SETTING_STRING, cgroup_root, "/", "PATH",
+          "parent of the kubepods cgroup hierarchy", .parse = check_cgroup_root),
+        H("cpu-cfs-quota", "cpuCFSQuota", SETTING_BOOL, cpu_cfs_quota, "true", "BOOL",
+          "CFS quota from cpu limits"),
+        H("kube-reserved", "kubeReserved", SETTING_RESERVED, kube_reserved_milli_cpu, NULL,
+          "cpu=Q,memory=Q",
+          "kept from the node's capacity: the rest is allocatable (ephemeral-storage and pid "
+          "accepted, not counted)"),
+        H("system-reserved", "systemReserved", SETTING_RESERVED, system_reserved_milli_cpu, NULL,
+          "cpu=Q,memory=Q", "as kubeReserved, for the system"),
+        H("max-pods", "maxPods", SETTING_INT, max_pods, "110", "N",
+          "pods run at once; more wait (Pending, OutOfpods)", .min = 1, .max = 100000,
+          .flags = SETTING_FILE_ZERO_IS_DEFAULT),
+        H("pod-max-pids", "podPidsLimit", SETTING_INT, pod_pids_limit, "-1", "N",
+          "pids.max of each pod's cgroup (-1: none)", .min = -1, .max = INT32_MAX),
+        /* nanolet's older spelling of --pod-max-pids */
+        H("pod-pids-limit", NULL, SETTING_INT, pod_pids_limit, NULL, "N",
+          "the same as --pod-max-pids", .min = -1, .max = INT32_MAX),
+
+        /* ---- networking ---- */
+        H("cni-conf-dir", NULL, SETTING_STRING, cni_conf_dir, "/etc/cni/net.d", "DIR",
+          "CNI network configurations"),
+        H("cni-bin-dir", NULL, SETTING_STRING, cni_bin_dir, "/opt/cni/bin:/usr/lib/cni", "PATH",
+          "CNI plugin directories"),
+        H("pod-cidr", "podCIDR", SETTING_STRING, pod_cidr, "10.86.0.0/16", "CIDR",
+          "pod network of the built-in CNI configuration"),
+        H("cluster-dns", "clusterDNS", SETTING_STRV, cluster_dns, NULL, "IP[,IP]",
+          "DNS servers of pods with dnsPolicy ClusterFirst", .flags = SETTING_REPEATABLE,
+          .parse = check_ip),
+        H("cluster-domain", "clusterDomain", SETTING_STRING, cluster_domain, "cluster.local", "D",
+          "DNS search domain of pods"),
+        H("resolv-conf", "resolvConf", SETTING_STRING, resolv_conf, "/etc/resolv.conf", "FILE",
+          "host resolver file used for dnsPolicy Default"),
+        H("node-ip", NULL, SETTING_STRV, node_ips, NULL, "IP[,IP]", "status.hostIP",
+          .shown_default = "the default route's address", .parse = check_ip),
+        H("hairpin-mode", "hairpinMode", SETTING_STRING, hairpin_mode, "hairpin-veth", "MODE",
+          "hairpin-veth, promiscuous-bridge or none (the built-in bridge network)"),
+
+        /* ---- HTTP API ---- */
+        H("address", "address", SETTING_STRING, address, "127.0.0.1", "IP",
+          "address of the read-only API"),
+        H("read-only-port", "readOnlyPort", SETTING_INT, read_only_port, "10255", "N",
+          "read-only API (GET /pods, /healthz, /metrics, /stats/summary); 0: off", .min = 0,
+          .max = 65535),
+        H("healthz-bind-address", "healthzBindAddress", SETTING_STRING, healthz_bind_address,
+          "127.0.0.1", "IP", "address of the health endpoint"),
+        H("healthz-port", "healthzPort", SETTING_INT, healthz_port, "10248", "N",
+          "GET /healthz; 0: off", .min = 0, .max = 65535),
+
+        /* ---- images ---- */
+        H("image-credential-file", NULL, SETTING_STRING, image_credential_file,
+          "/var/lib/nanolet/config.json", "FILE", "registry credentials (docker config.json)"),
+        H("registries-conf", NULL, SETTING_STRING, registries_conf,
+          "/etc/containers/registries.conf", "FILE", "mirrors, blocked and insecure registries"),
+        H("registry-certs-dir", NULL, SETTING_STRING, registry_certs_dir, "/etc/containers/certs.d",
+          "DIR", "per-registry CAs and client certificates"),
+        H("insecure-registry", NULL, SETTING_STRV, insecure_registries, NULL, "HOST[:PORT]",
+          "allow plain HTTP / unverified TLS (repeatable)", .flags = SETTING_REPEATABLE,
+          .parse = check_insecure_registry),
+        H("serialize-image-pulls", "serializeImagePulls", SETTING_BOOL, serialize_image_pulls,
+          "true", "BOOL", "one registry pull at a time"),
+        H("max-parallel-image-pulls", "maxParallelImagePulls", SETTING_INT,
+          max_parallel_image_pulls, NULL, "N", "pulls at once when serializeImagePulls is false",
+          .min = 1, .max = 100, .shown_default = "no bound"),
+        H("image-pull-policy-override", NULL, SETTING_CUSTOM, image_pull_never, NULL, "never",
+          "no registry pull at all (appliances)", .parse = parse_pull_override),
+        H("image-gc-high-threshold", "imageGCHighThresholdPercent", SETTING_INT,
+          image_gc_high_threshold, "85", "PCT",
+          "image GC starts above this image filesystem use (100: off)", .min = 0, .max = 100),
+        H("image-gc-low-threshold", "imageGCLowThresholdPercent", SETTING_INT,
+          image_gc_low_threshold, "80", "PCT", "image GC frees down to this use", .min = 0,
+          .max = 100),
+        H("image-minimum-gc-age", "imageMinimumGCAge", SETTING_DURATION, image_minimum_gc_age, "2m",
+          "D", "images stored more recently are never removed by image GC",
+          .flags = SETTING_FILE_ZERO_IS_DEFAULT | SETTING_ZERO_ALLOWED),
+        H(NULL, "imageMaximumGCAge", SETTING_DURATION, image_maximum_gc_age, "0s", NULL,
+          "an image unused for longer is removed by image GC (0: off)",
+          .flags = SETTING_ZERO_ALLOWED),
+        H("pinned-images", "pinnedImages", SETTING_STRV, pinned_images, NULL, "REF[,REF]",
+          "images image GC never removes (nanolet's own key)", .flags = SETTING_REPEATABLE),
+
+        /* ---- eviction ---- */
+        H("eviction-hard", "evictionHard", SETTING_EVICTION, eviction_hard,
+          "memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<"
+          "15%",
+          "S<V[,S<V]", "hard eviction thresholds (replace the defaults)"),
+        H("eviction-soft", "evictionSoft", SETTING_EVICTION, eviction_soft, NULL, "S<V[,S<V]",
+          "soft eviction thresholds"),
+        H("eviction-soft-grace-period", "evictionSoftGracePeriod", SETTING_SIGNAL_MAP,
+          eviction_soft_grace_period, NULL, "S=D[,S=D]",
+          "how long a soft threshold must hold (required for each)"),
+        H("eviction-minimum-reclaim", "evictionMinimumReclaim", SETTING_SIGNAL_MAP,
+          eviction_minimum_reclaim, NULL, "S=V[,S=V]", "reclaim beyond the threshold"),
+        H("eviction-pressure-transition-period", "evictionPressureTransitionPeriod",
+          SETTING_DURATION, eviction_pressure_transition_period, "5m", "D",
+          "a pressure condition stays this long after its last threshold cleared",
+          .flags = SETTING_FILE_ZERO_IS_DEFAULT | SETTING_ZERO_ALLOWED),
+
+        /* ---- kubelet's, rejected: nanolet cannot keep their promise ---- */
+        REJ("runonce", "runOnce", SETTING_BOOL, "false",
+            "nanolet is a daemon; run `nanolet validate` to check manifests once"),
+
+        /* ---- kubelet's, accepted and ignored (one warning each) ---- */
+        IGN("kubeconfig", NULL, SETTING_STRING, NO_APISERVER),
+        IGN("bootstrap-kubeconfig", NULL, SETTING_STRING, NO_APISERVER),
+        IGN("config-dir", NULL, SETTING_STRING,
+            "nanolet reads one --config file; merge drop-ins into it"),
+        IGN("cert-dir", NULL, SETTING_STRING, NO_TLS),
+        IGN("cloud-provider", NULL, SETTING_STRING, NO_APISERVER),
+        IGN("cloud-config", NULL, SETTING_STRING, NO_APISERVER),
+        IGN("node-labels", NULL, SETTING_STRING, "nanolet registers no Node object"),
+        IGN("lock-file", NULL, SETTING_STRING, "nanolet holds its own lock in --run-dir"),
+        IGN("exit-on-lock-contention", NULL, SETTING_BOOL,
+            "nanolet holds its own lock in --run-dir"),
+        IGN("pod-infra-container-image", NULL, SETTING_STRING,
+            "nanolet's pods have no pause container (the network namespace is pinned)"),
+        IGN("image-credential-provider-config", NULL, SETTING_STRING,
+            "credential provider plugins are not supported; use --image-credential-file"),
+        IGN("image-credential-provider-bin-dir", NULL, SETTING_STRING,
+            "credential provider plugins are not supported; use --image-credential-file"),
+        IGN("runtime-cgroups", NULL, SETTING_STRING, NO_CRI),
+        IGN("minimum-container-ttl-duration", NULL, SETTING_DURATION,
+            "removed from kubelet; nanolet keeps the last exited container of each"),
+        IGN("maximum-dead-containers-per-container", NULL, SETTING_INT,
+            "removed from kubelet; nanolet keeps the last exited container of each"),
+        IGN("maximum-dead-containers", NULL, SETTING_INT,
+            "removed from kubelet; nanolet keeps the last exited container of each"),
+        IGN("register-schedulable", NULL, SETTING_BOOL, NO_APISERVER),
+        IGN("keep-terminated-pod-volumes", NULL, SETTING_BOOL,
+            "nanolet removes a pod's volumes when the pod is removed"),
+        IGN("experimental-mounter-path", NULL, SETTING_STRING, "nanolet mounts volumes itself"),
+        IGN("experimental-allocatable-ignore-eviction", NULL, SETTING_BOOL,
+            "allocatable is capacity minus kubeReserved and systemReserved"),
+        IGN("vmodule", NULL, SETTING_STRING, "nanolet has one verbosity, -v"),
+        IGN("log-flush-frequency", NULL, SETTING_DURATION, "nanolet writes log lines unbuffered"),
+        IGN("log-json-split-stream", NULL, SETTING_BOOL, "nanolet logs to stderr only"),
+        IGN("log-json-info-buffer-size", NULL, SETTING_STRING,
+            "nanolet writes log lines unbuffered"),
+        IGN("log-text-split-stream", NULL, SETTING_BOOL, "nanolet logs to stderr only"),
+        IGN("log-text-info-buffer-size", NULL, SETTING_STRING,
+            "nanolet writes log lines unbuffered"),
+        IGN("enable-server", "enableServer", SETTING_BOOL, NO_SERVER),
+        IGN("port", "port", SETTING_INT, NO_SERVER),
+        IGN("tls-cert-file", "tlsCertFile", SETTING_STRING, NO_TLS),
+        IGN("tls-private-key-file", "tlsPrivateKeyFile", SETTING_STRING, NO_TLS),
+        IGN("tls-cipher-suites", "tlsCipherSuites", SETTING_STRV, NO_TLS),
+        IGN(NULL, "tlsCurvePreferences", SETTING_STRV, NO_TLS),
+        IGN("tls-min-version", "tlsMinVersion", SETTING_STRING, NO_TLS),
+        IGN("rotate-certificates", "rotateCertificates", SETTING_BOOL, NO_APISERVER),
+        IGN("rotate-server-certificates", "serverTLSBootstrap", SETTING_BOOL, NO_APISERVER),
+        IGN(NULL, "authentication", SETTING_OBJECT, NO_SERVER),
+        IGN("anonymous-auth", NULL, SETTING_BOOL, NO_SERVER),
+        IGN("authentication-token-webhook", NULL, SETTING_BOOL, NO_SERVER),
+        IGN("authentication-token-webhook-cache-ttl", NULL, SETTING_DURATION, NO_SERVER),
+        IGN("client-ca-file", NULL, SETTING_STRING, NO_SERVER),
+        IGN(NULL, "authorization", SETTING_OBJECT, NO_SERVER),
+        IGN("authorization-mode", NULL, SETTING_STRING, NO_SERVER),
+        IGN("authorization-webhook-cache-authorized-ttl", NULL, SETTING_DURATION, NO_SERVER),
+        IGN("authorization-webhook-cache-unauthorized-ttl", NULL, SETTING_DURATION, NO_SERVER),
+        IGN("registry-qps", "registryPullQPS", SETTING_INT,
+            "pulls are bounded by count (serializeImagePulls, maxParallelImagePulls), not rate"),
+        IGN("registry-burst", "registryBurst", SETTING_INT,
+            "pulls are bounded by count (serializeImagePulls, maxParallelImagePulls), not rate"),
+        IGN(NULL, "imagePullCredentialsVerificationPolicy", SETTING_STRING,
+            "nanolet has no pull secrets to verify"),
+        IGN(NULL, "preloadedImagesVerificationAllowlist", SETTING_STRV,
+            "nanolet has no pull secrets to verify"),
+        IGN("event-qps", "eventRecordQPS", SETTING_INT,
+            "nanolet records events locally, not through an apiserver"),
+        IGN("event-burst", "eventBurst", SETTING_INT,
+            "nanolet records events locally, not through an apiserver"),
+        IGN("enable-debugging-handlers", "enableDebuggingHandlers", SETTING_BOOL, NO_SERVER),
+        IGN("contention-profiling", "enableContentionProfiling", SETTING_BOOL,
+            "nanolet has no profiling endpoint"),
+        IGN("oom-score-adj", "oomScoreAdj", SETTING_INT,
+            "set the agent's OOMScoreAdjust in its service unit"),
+        IGN("streaming-connection-idle-timeout", "streamingConnectionIdleTimeout", SETTING_DURATION,
+            "nanolet has no streaming server (exec and logs are local)"),
+        IGN("node-status-update-frequency", "nodeStatusUpdateFrequency", SETTING_DURATION,
+            NO_APISERVER),
+        IGN(NULL, "nodeStatusReportFrequency", SETTING_DURATION, NO_APISERVER),
+        IGN(NULL, "nodeLeaseDurationSeconds", SETTING_INT, NO_APISERVER),
+        IGN("minimum-image-ttl-duration", NULL, SETTING_DURATION,
+            "removed from kubelet; use --image-minimum-gc-age"),
+        IGN("volume-stats-agg-period", "volumeStatsAggPeriod", SETTING_DURATION,
+            "volume usage is measured at each stats request"),
+        IGN("kubelet-cgroups", "kubeletCgroups", SETTING_STRING,
+            "put the agent in a cgroup with its service manager"),
+        IGN("system-cgroups", "systemCgroups", SETTING_STRING,
+            "nanolet does not move system processes"),
+        IGN("cgroups-per-qos", "cgroupsPerQOS", SETTING_BOOL,
+            "nanolet always builds kubelet's QoS cgroup hierarchy"),
+        IGN("cpu-manager-policy", "cpuManagerPolicy", SETTING_STRING, NO_MANAGER),
+        IGN(NULL, "singleProcessOOMKill", SETTING_BOOL,
+            "cgroup v1 hosts kill processes singly; v2 groups are not configurable yet"),
+        IGN("cpu-manager-policy-options", "cpuManagerPolicyOptions", SETTING_OBJECT, NO_MANAGER),
+        IGN("cpu-manager-reconcile-period", "cpuManagerReconcilePeriod", SETTING_DURATION,
+            NO_MANAGER),
+        IGN(NULL, "draManagerReconcilePeriod", SETTING_DURATION, NO_MANAGER),
+        IGN("memory-manager-policy", "memoryManagerPolicy", SETTING_STRING, NO_MANAGER),
+        IGN("topology-manager-policy", "topologyManagerPolicy", SETTING_STRING, NO_MANAGER),
+        IGN("topology-manager-scope", "topologyManagerScope", SETTING_STRING, NO_MANAGER),
+        IGN("topology-manager-policy-options", "topologyManagerPolicyOptions", SETTING_OBJECT,
+            NO_MANAGER),
+        IGN("qos-reserved", "qosReserved", SETTING_OBJECT, NO_MANAGER),
+        IGN("runtime-request-timeout", "runtimeRequestTimeout", SETTING_DURATION,
+            "runtime calls run asynchronously with their own timeouts"),
+        IGN("cpu-cfs-quota-period", "cpuCFSQuotaPeriod", SETTING_DURATION,
+            "the quota period is the kernel's 100ms"),
+        IGN("node-status-max-images", "nodeStatusMaxImages", SETTING_INT, NO_APISERVER),
+        IGN("max-open-files", "maxOpenFiles", SETTING_INT,
+            "set LimitNOFILE in the agent's service unit"),
+        IGN("kube-api-content-type", "contentType", SETTING_STRING, NO_APISERVER),
+        IGN("kube-api-qps", "kubeAPIQPS", SETTING_INT, NO_APISERVER),
+        IGN("kube-api-burst", "kubeAPIBurst", SETTING_INT, NO_APISERVER),
+        IGN("eviction-max-pod-grace-period", "evictionMaxPodGracePeriod", SETTING_INT,
+            "a pod evicted on a soft threshold is given its own grace period"),
+        IGN(NULL, "mergeDefaultEvictionSettings", SETTING_BOOL,
+            "evictionHard replaces the defaults, kubelet's default behaviour"),
+        IGN("pods-per-core", "podsPerCore", SETTING_INT, "use --max-pods"),
+        IGN("enable-controller-attach-detach", "enableControllerAttachDetach", SETTING_BOOL,
+            NO_APISERVER),
+        IGN("protect-kernel-defaults", "protectKernelDefaults", SETTING_BOOL,
+            "nanolet neither checks nor changes kernel tunables"),
+        IGN("make-iptables-util-chains", "makeIPTablesUtilChains", SETTING_BOOL,
+            "the CNI plugins own the iptables rules"),
+        IGN("iptables-masquerade-bit", "iptablesMasqueradeBit", SETTING_INT,
+            "no effect in kubelet either"),
+        IGN("iptables-drop-bit", "iptablesDropBit", SETTING_INT, "no effect in kubelet either"),
+        IGN("feature-gates", "featureGates", SETTING_OBJECT, "nanolet has no feature gates"),
+        IGN("fail-swap-on", "failSwapOn", SETTING_BOOL,
+            "nanolet starts with swap on; containers get no swap limit"),
+        IGN(NULL, "memorySwap", SETTING_OBJECT,
+            "nanolet starts with swap on; containers get no swap limit"),
+        IGN(NULL, "configMapAndSecretChangeDetectionStrategy", SETTING_STRING,
+            "local ConfigMap and Secret documents are read with the manifests"),
+        IGN("reserved-cpus", "reservedSystemCPUs", SETTING_STRING, NO_MANAGER),
+        IGN("show-hidden-metrics-for-version", "showHiddenMetricsForVersion", SETTING_STRING,
+            "nanolet hides no metrics"),
+        IGN("system-reserved-cgroup", "systemReservedCgroup", SETTING_STRING,
+            "reservations are subtracted from allocatable, not enforced on other cgroups"),
+        IGN("kube-reserved-cgroup", "kubeReservedCgroup", SETTING_STRING,
+            "reservations are subtracted from allocatable, not enforced on other cgroups"),
+        IGN("enforce-node-allocatable", "enforceNodeAllocatable", SETTING_STRV,
+            "nanolet always limits the kubepods cgroup to allocatable when reservations are set"),
+        IGN("volume-plugin-dir", "volumePluginDir", SETTING_STRING,
+            "nanolet has no volume plugins"),
+        IGN("provider-id", "providerID", SETTING_STRING, NO_APISERVER),
+        IGN("kernel-memcg-notification", "kernelMemcgNotification", SETTING_BOOL,
+            "memory signals are polled"),
+        IGN(NULL, "logging", SETTING_OBJECT, LOGGING_FLAGS),
+        IGN(NULL, "enableSystemLogHandler", SETTING_BOOL, NO_SERVER),
+        IGN(NULL, "enableSystemLogQuery", SETTING_BOOL, NO_SERVER),
+        IGN(NULL, "shutdownGracePeriodByPodPriority", SETTING_OBJECT,
+            "use shutdownGracePeriod and shutdownGracePeriodCriticalPods"),
+        IGN(NULL, "crashLoopBackOff", SETTING_OBJECT,
+            "restart back-off is kubelet's default, 10s doubling to 300s"),
+        IGN("reserved-memory", "reservedMemory", SETTING_OBJECT, NO_MANAGER),
+        IGN(NULL, "enableProfilingHandler", SETTING_BOOL, "nanolet has no profiling endpoint"),
+        IGN(NULL, "enableDebugFlagsHandler", SETTING_BOOL, NO_SERVER),
+        IGN(NULL, "memoryThrottlingFactor", SETTING_STRING, "MemoryQoS is not supported"),
+        IGN(NULL, "memoryReservationPolicy", SETTING_STRING, "MemoryQoS is not supported"),
+        IGN("register-with-taints", "registerWithTaints", SETTING_OBJECT, NO_APISERVER),
+        IGN("register-node", "registerNode", SETTING_BOOL, NO_APISERVER),
+        IGN(NULL, "tracing", SETTING_OBJECT, "nanolet has no tracing"),
+        IGN("local-storage-capacity-isolation", "localStorageCapacityIsolation", SETTING_BOOL,
+            "ephemeral-storage limits are always enforced by eviction"),
+        IGN("container-runtime-endpoint", "containerRuntimeEndpoint", SETTING_STRING, NO_CRI),
+        IGN("image-service-endpoint", "imageServiceEndpoint", SETTING_STRING, NO_CRI),
+        IGN(NULL, "failCgroupV1", SETTING_BOOL, "nanolet supports cgroup v1 and v2"),
+        IGN(NULL, "userNamespaces", SETTING_OBJECT, "user namespaces are not supported"),
+};
+#undef H
+#undef IGN
+#undef REJ
+
+const size_t settings_table_size = ELEMENTSOF(settings_table);
+
+const Setting *settings_find_flag(const char *name) {
+        for (size_t i = 0; i < settings_table_size; i++)
+                if (settings_table[i].flag && streq(settings_table[i].flag, name))
+                        return &settings_table[i];
+        return NULL;
+}
+
+const Setting *settings_find_key(const char *key) {
+        for (size_t i = 0; i < settings_table_size; i++)
+                if (settings_table[i].key && streq(settings_table[i].key, key))
+                        return &settings_table[i];
+        return NULL;
+}
+
+static const char *const type_names[_SETTING_TYPE_MAX] = {
+        [SETTING_STRING] = "string",
+        [SETTING_DURATION] = "duration",
+        [SETTING_INT] = "integer",
+        [SETTING_BOOL] = "boolean",
+        [SETTING_QUANTITY] = "quantity",
+        [SETTING_STRV] = "list of strings",
+        [SETTING_HEADERS] = "map of string to list of strings",
+        [SETTING_EVICTION] = "map of signal to quantity",
+        [SETTING_SIGNAL_MAP] = "map of signal to string",
+        [SETTING_RESERVED] = "map of resource to quantity",
+        [SETTING_OBJECT] = "object",
+        [SETTING_CUSTOM] = "string",
+};
+
+const char *setting_type_to_string(SettingType t) {
+        return t >= 0 && t < _SETTING_TYPE_MAX ? type_names[t] : NULL;
+}
+
+static const char *const disposition_names[_SETTING_DISPOSITION_MAX] = {
+        [SETTING_HONOURED] = "honoured",
+        [SETTING_IGNORED] = "ignored",
+        [SETTING_REJECTED] = "rejected",
+};
+
+const char *setting_disposition_to_string(SettingDisposition d) {
+        return d >= 0 && d < _SETTING_DISPOSITION_MAX ? disposition_names[d] : NULL;
+}
+
+/* ---- parsing one value ---- */
+
+static int set_str(char **field, const char *value) {
+        char *c = strdup(value);
+        if (!c)
+                return -ENOMEM;
+        free(*field);
+        *field = c;
+        return 0;
+}
+
+static int parse_bool(const char *s, bool *ret) {
+        /* pflag's strconv.ParseBool spellings */
+        static const char *const yes[] = { "true", "1", "t", "T", "TRUE", "True" };
+        static const char *const no[] = { "false", "0", "f", "F", "FALSE", "False" };
+        for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
+                if (streq(s, yes[i])) {
+                        *ret = true;
+                        return 0;
+                }
+                if (streq(s, no[i])) {
+                        *ret = false;
+                        return 0;
+                }
+        }
+        return -EINVAL;
+}
+
+static int parse_reserved_into(const Setting *s, NanoletConfig *c, const char *value,
+                               char **ret_error) {
+        int64_t *cpu = (int64_t *)((char *)c + s->offset), *mem = cpu + 1;
+        return nanolet_parse_reserved(value, cpu, mem, ret_error);
+}
+
+/* Appends the comma-separated elements of value to *l; with sep, each must
+ * hold it ('<' for thresholds, '=' for signal maps). */
+static int append_list(const Setting *s, NanoletConfig *c, char ***l, const char *value, char sep,
+                       char **ret_error) {
+        _cleanup_free_ char *copy = strdup(value);
+        char *save = NULL;
+        int r;
+        if (!copy)
+                return -ENOMEM;
+        for (char *e = strtok_r(copy, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+                if (sep && !strchr(e, sep)) {
+                        *ret_error = strprintf("\"%s\" is not signal%cvalue", e, sep);
+                        return -EINVAL;
+                }
+                if (s->parse) {
+                        r = s->parse(c, s, e, ret_error);
+                        if (r < 0)
+                                return r;
+                }
+                r = strv_extend(l, e);
+                if (r < 0)
+                        return r;
+        }
+        if (!*l) {
+                *ret_error = strdup("expected at least one value");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* The scalar forms of every type, shared by flags and file scalars. */
+static int apply_scalar(NanoletConfig *c, const Setting *s, const char *value, bool replace,
+                        char **ret_error) {
+        void *p = (char *)c + s->offset;
+        int r;
+
+        switch (s->type) {
+        case SETTING_STRING:
+                if (s->parse) {
+                        r = s->parse(c, s, value, ret_error);
+                        if (r < 0)
+                                return r;
+                }
+                return set_str(p, value);
+        case SETTING_CUSTOM:
+                return s->parse(c, s, value, ret_error);
+        case SETTING_DURATION: {
+                usec_t u;
+                if (nanolet_parse_duration(value, &u) < 0) {
+                        *ret_error = strdup("expected a duration such as \"20s\"");
+                        return -EINVAL;
+                }
+                if (u == 0 && !(s->flags & SETTING_ZERO_ALLOWED)) {
+                        *ret_error = strdup("must not be 0");
+                        return -EINVAL;
+                }
+                if (u != 0 && u < (usec_t)s->min) {
+                        *ret_error = strprintf("must be at least %llums",
+                                               (unsigned long long)(s->min / USEC_PER_MSEC));
+                        return -EINVAL;
+                }
+                *(usec_t *)p = u;
+                return 0;
+        }
+        case SETTING_INT: {
+                char *end;
+                errno = 0;
+                long long v = strtoll(value, &end, 10);
+                if (isempty(value) || *end || errno || v < s->min || v > s->max) {
+                        *ret_error = strprintf("expected an integer in %lld..%lld",
+                                               (long long)s->min, (long long)s->max);
+                        return -EINVAL;
+                }
+                *(int64_t *)p = v;
+                return 0;
+        }
+        case SETTING_BOOL: {
+                bool b;
+                if (parse_bool(value, &b) < 0) {
+                        *ret_error = strdup("expected true or false");
+                        return -EINVAL;
+                }
+                *(bool *)p = b;
+                return 0;
+        }
+        case SETTING_QUANTITY: {
+                Quantity q;
+                if (quantity_parse(value, &q) < 0 || q.value <= 0) {
+                        *ret_error = strdup("expected a positive size such as \"10Mi\"");
+                        return -EINVAL;
+                }
+                *(int64_t *)p = q.value;
+                return 0;
+        }
+        case SETTING_STRV:
+        case SETTING_EVICTION:
+        case SETTING_SIGNAL_MAP:
+                if (replace)
+                        *(char ***)p = strv_free(*(char ***)p);
+                return append_list(s, c, p, value,
+                                   s->type == SETTING_EVICTION     ? '<'
+                                   : s->type == SETTING_SIGNAL_MAP ? '='
+                                                                   : 0,
+                                   ret_error);
+        case SETTING_HEADERS:
+                r = check_header(c, s, value, ret_error);
+                if (r < 0)
+                        return r;
+                if (replace)
+                        *(char ***)p = strv_free(*(char ***)p);
+                return strv_extend(p, value);
+        case SETTING_RESERVED:
+                return parse_reserved_into(s, c, value, ret_error);
+        case SETTING_OBJECT:
+        case _SETTING_TYPE_MAX:
+        case _SETTING_TYPE_INVALID:
+                break;
+        }
+        *ret_error = strdup("cannot be given as a flag");
+        return -EINVAL;
+}
+
+int setting_apply_flag(NanoletConfig *c, const Setting *s, const char *value, bool replace) {
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        if (!value) {
+                /* pflag: a bare boolean flag means true */
+                if (s->type != SETTING_BOOL) {
+                        log_error("Flag --%s needs a value.", s->flag);
+                        return -EINVAL;
+                }
+                value = "true";
+        }
+        switch (s->disposition) {
+        case SETTING_IGNORED:
+                log_warning("Flag --%s is ignored: %s.", s->flag, s->help);
+                return 0;
+        case SETTING_REJECTED:
+                if (streq(value, s->value))
+                        return 0;
+                log_error("Flag --%s=%s is not supported: %s.", s->flag, value, s->help);
+                return -EINVAL;
+        case SETTING_HONOURED:
+        case _SETTING_DISPOSITION_MAX:
+        case _SETTING_DISPOSITION_INVALID:
+                break;
+        }
+        r = apply_scalar(c, s, value, replace, &error);
+        if (r == -EINVAL)
+                log_error("Invalid value \"%s\" for --%s: %s.", value, s->flag, strna(error));
+        return r;
+}
+
+int settings_apply_defaults(NanoletConfig *c) {
+        for (size_t i = 0; i < settings_table_size; i++) {
+                const Setting *s = &settings_table[i];
+                _cleanup_free_ char *error = NULL;
+                if (s->disposition != SETTING_HONOURED || !s->value)
+                        continue;
+                int r = apply_scalar(c, s, s->value, true, &error);
+                if (r < 0)
+                        /* a default the table cannot parse is a bug in the table */
+                        return log_error_errno(r, "Bad default \"%s\" of %s: %s.", s->value,
+                                               s->flag ? s->flag : s->key, strna(error));
+        }
+        return 0;
+}
+
+/* ---- KubeletConfiguration fields ---- */
+
+static bool node_is_string(const YamlNode *n) {
+        return n && n->type == YAML_NODE_STRING;
+}
+
+static const char *file_type_hint(const Setting *s) {
+        switch (s->type) {
+        case SETTING_STRING:
+        case SETTING_CUSTOM:
+                return "must be a string";
+        case SETTING_DURATION:
+                return "must be a duration such as \"20s\"";
+        case SETTING_INT:
+                return "must be an integer";
+        case SETTING_BOOL:
+                return "must be true or false";
+        case SETTING_QUANTITY:
+                return "must be a quantity such as \"10Mi\"";
+        case SETTING_STRV:
+                return "must be a list of strings";
+        case SETTING_HEADERS:
+                return "must be a map of header names to lists of strings";
+        case SETTING_EVICTION:
+        case SETTING_SIGNAL_MAP:
+                return "must be a map of signals to strings such as \"100Mi\"";
+        case SETTING_RESERVED:
+                return "must be a map such as {cpu: 100m, memory: 256Mi}";
+        case SETTING_OBJECT:
+        case _SETTING_TYPE_MAX:
+        case _SETTING_TYPE_INVALID:
+                break;
+        }
+        return "has the wrong type";
+}
+
+static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, const char *file,
+                       Diagnostics *diag) {
+        _cleanup_free_ char *error = NULL;
+        _cleanup_strv_free_ char **l = NULL;
+        void *p = (char *)c + s->offset;
+        int r;
+
+#define BAD(...)                                                                                   \
+        do {                                                                                       \
+                diagnostics_add(diag, DIAG_ERROR, file, v->line, v->column, s->key, __VA_ARGS__);  \
+                return 0;                                                                          \
+        } while (0)
+
+        switch (s->type) {
+        case SETTING_STRING:
+        case SETTING_CUSTOM:
+        case SETTING_DURATION:
+                if (!node_is_string(v))
+                        BAD("%s", file_type_hint(s));
+                break;
+        case SETTING_INT:
+                if (v->type != YAML_NODE_INT)
+                        BAD("%s", file_type_hint(s));
+                break;
+        case SETTING_BOOL:
+                if (v->type != YAML_NODE_BOOL)
+                        BAD("%s", file_type_hint(s));
+                break;
+        case SETTING_QUANTITY:
+                if (v->type != YAML_NODE_INT && !node_is_string(v))
+                        BAD("%s", file_type_hint(s));
+                break;
+        case SETTING_STRV:
+                if (v->type != YAML_NODE_SEQ)
+                        BAD("%s", file_type_hint(s));
+                for (size_t i = 0; i < v->n; i++) {
+                        if (!node_is_string(v->items[i]))
+                                BAD("%s", file_type_hint(s));
+                        if (s->parse && s->parse(c, s, v->items[i]->str, &error) < 0)
+                                BAD("%s", strna(error));
+                        r = strv_extend(&l, v->items[i]->str);
+                        if (r < 0)
+                                return r;
+                }
+                strv_free(*(char ***)p);
+                *(char ***)p = TAKE_PTR(l);
+                return 0;
+        case SETTING_HEADERS:
+        case SETTING_EVICTION:
+        case SETTING_SIGNAL_MAP:
+                if (v->type != YAML_NODE_MAP)
+                        BAD("%s", file_type_hint(s));
+                for (size_t i = 0; i < v->n; i++) {
+                        const YamlNode *val = v->pairs[i].value;
+                        const char *key = v->pairs[i].key->str;
+                        if (s->type != SETTING_HEADERS) {
+                                if (!node_is_string(val) && val->type != YAML_NODE_INT)
+                                        BAD("%s", file_type_hint(s));
+                                r = strv_consume(&l,
+                                                 strprintf("%s%c%s", key,
+                                                           s->type == SETTING_EVICTION ? '<' : '=',
+                                                           val->str));
+                                if (r < 0)
+                                        return r;
+                                continue;
+                        }
+                        if (val->type != YAML_NODE_SEQ)
+                                BAD("%s", file_type_hint(s));
+                        for (size_t j = 0; j < val->n; j++) {
+                                if (!node_is_string(val->items[j]))
+                                        BAD("%s", file_type_hint(s));
+                                r = strv_consume(&l, strprintf("%s: %s", key, val->items[j]->str));
+                                if (r < 0)
+                                        return r;
+                        }
+                }
+                strv_free(*(char ***)p);
+                *(char ***)p = TAKE_PTR(l);
+                return 0;
+        case SETTING_RESERVED: {
+                if (v->type != YAML_NODE_MAP)
+                        BAD("%s", file_type_hint(s));
+                _cleanup_free_ char *joined = NULL;
+                for (size_t i = 0; i < v->n; i++) {
+                        const YamlNode *val = v->pairs[i].value;
+                        if (!node_is_string(val) && val->type != YAML_NODE_INT)
+                                BAD("values must be quantities such as \"100m\" or \"1Gi\"");
+                        char *n = strprintf("%s%s%s=%s", strempty(joined), joined ? "," : "",
+                                            v->pairs[i].key->str, val->str);
+                        if (!n)
+                                return -ENOMEM;
+                        free(joined);
+                        joined = n;
+                }
+                int64_t *cpu = p, *mem = cpu + 1;
+                *cpu = *mem = 0;
+                if (joined && parse_reserved_into(s, c, joined, &error) < 0)
+                        BAD("%s", strna(error));
+                return 0;
+        }
+        case SETTING_OBJECT:
+        case _SETTING_TYPE_MAX:
+        case _SETTING_TYPE_INVALID:
+                return 0;
+        }
+
+        const char *value = v->str;
+        if ((s->flags & SETTING_FILE_ZERO_IS_DEFAULT) && s->value) {
+                usec_t u;
+                if ((s->type == SETTING_DURATION && nanolet_parse_duration(value, &u) >= 0 &&
+                     u == 0) ||
+                    (s->type == SETTING_INT && v->i == 0))
+                        value = s->value;
+        }
+        /* a scalar: the flag's parser, so both sources accept the same values */
+        r = apply_scalar(c, s, value, true, &error);
+        if (r == -EINVAL)
+                BAD("%s", strna(error));
+        return r;
+#undef BAD
+}
+
+int settings_apply_document(NanoletConfig *c, const void *yaml_map, const char *filename,
+                            Diagnostics *diag) {
+        const YamlNode *doc = yaml_map;
+        int r;
+
+        for (size_t i = 0; i < doc->n; i++) {
+                const char *key = doc->pairs[i].key->str;
+                const YamlNode *v = doc->pairs[i].value;
+                if (streq(key, "kind") || streq(key, "apiVersion"))
+                        continue;
+                const Setting *s = settings_find_key(key);
+                if (!s) {
+                        diagnostics_add(diag, DIAG_WARNING, filename, v->line, v->column, key,
+                                        "unknown field, ignored");
+                        continue;
+                }
+                /* kubelet decodes null as "not set": the default stays */
+                if (v->type == YAML_NODE_NULL)
+                        continue;
+                switch (s->disposition) {
+                case SETTING_IGNORED:
+                        diagnostics_add(diag, DIAG_WARNING, filename, v->line, v->column, key,
+                                        "ignored: %s", s->help);
+                        continue;
+                case SETTING_REJECTED:
+                        if (v->str && streq(v->str, s->value))
+                                continue;
+                        diagnostics_add(diag, DIAG_ERROR, filename, v->line, v->column, key,
+                                        "only %s is supported: %s", s->value, s->help);
+                        continue;
+                case SETTING_HONOURED:
+                case _SETTING_DISPOSITION_MAX:
+                case _SETTING_DISPOSITION_INVALID:
+                        break;
+                }
+                r = apply_field(c, s, v, filename, diag);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* ---- generated documentation ---- */
+
+static const char *shown_default(const Setting *s) {
+        if (s->shown_default)
+                return s->shown_default;
+        if (s->value && s->type == SETTING_EVICTION)
+                return s->value; /* commas are part of the list */
+        return s->value;
+}
+
+static void print_flag_list(FILE *f, SettingDisposition d);
+
+void settings_print_help(FILE *f) {
+        fputs("Usage: nanolet serve [OPTIONS]\n\n"
+              "Run the agent: watch manifests and run their pods. Flags override the --config\n"
+              "file. Boolean flags take no value or =true/=false.\n\n",
+              f);
+        for (size_t i = 0; i < settings_table_size; i++) {
+                const Setting *s = &settings_table[i];
+                if (!s->flag || s->disposition != SETTING_HONOURED)
+                        continue;
+                char left[64];
+                const char *mv = s->type == SETTING_BOOL ? (s->metavar ? "[=BOOL]" : "") : NULL;
+                snprintf(left, sizeof left, "%s%s%s%s", strlen(s->flag) == 1 ? "-" : "--", s->flag,
+                         mv ? "" : " ", mv ? mv : strempty(s->metavar));
+                const char *def = shown_default(s);
+                fprintf(f, "  %-34s %s", left, s->help);
+                if (def && !streq(def, "false"))
+                        fprintf(f, " [%s]", def);
+                fputc('\n', f);
+        }
+        fputs("\nkubelet flags accepted and ignored, one warning each (see nanolet-config(5)):\n",
+              f);
+        print_flag_list(f, SETTING_IGNORED);
+        fputs("kubelet flags refused unless given kubelet's default value:\n", f);
+        print_flag_list(f, SETTING_REJECTED);
+}
+
+static void print_flag_list(FILE *f, SettingDisposition d) {
+        size_t col = 0;
+        for (size_t i = 0; i < settings_table_size; i++) {
+                const Setting *s = &settings_table[i];
+                if (!s->flag || s->disposition != d)
+                        continue;
+                size_t w = strlen(s->flag) + 3;
+                if (col + w > 78) {
+                        fputc('\n', f);
+                        col = 0;
+                }
+                fprintf(f, "%s--%s", col ? " " : "  ", s->flag);
+                col += w;
+        }
+        fputs("\n", f);
+}
+
+/* scdoc text: * and _ would start bold and underline */
+static void fputs_scdoc(const char *text, FILE *f) {
+        for (const char *p = text; *p; p++) {
+                if (strchr("*_\\", *p))
+                        fputc('\\', f);
+                fputc(*p, f);
+        }
+}
+
+static void print_man_entry(FILE *f, const Setting *s, bool key_first) {
+        if (key_first)
+                fprintf(f, "*%s* (%s)\n", s->key, setting_type_to_string(s->type));
+        else if (s->metavar && s->type != SETTING_BOOL)
+                fprintf(f, "*%s%s* _%s_\n", strlen(s->flag) == 1 ? "-" : "--", s->flag, s->metavar);
+        else
+                fprintf(f, "*%s%s*\n", strlen(s->flag) == 1 ? "-" : "--", s->flag);
+        fputc('\t', f);
+        fputs_scdoc(s->help, f);
+        fputc('.', f);
+        if (key_first && s->flag)
+                fprintf(f, " Flag: *--%s*.", s->flag);
+        const char *def = shown_default(s);
+        if (def) {
+                fputs(" Default: ", f);
+                fputs_scdoc(def, f);
+                fputc('.', f);
+        }
+        fputs("\n\n", f);
+}
+
+void settings_print_man(FILE *f) {
+        fputs("# FIELDS\n\n"
+              "Generated from nanolet's settings table. Each field is honoured as\n"
+              "described; its flag, where it has one, overrides it.\n\n"
+              "*apiVersion*, *kind*\n"
+              "\tMust be *kubelet.config.k8s.io/v1beta1* and *KubeletConfiguration*.\n\n",
+              f);
+        for (size_t i = 0; i < settings_table_size; i++)
+                if (settings_table[i].key && settings_table[i].disposition == SETTING_HONOURED)
+                        print_man_entry(f, &settings_table[i], true);
+
+        fputs("# IGNORED FIELDS\n\n"
+              "kubelet fields that nanolet accepts and ignores, each with one warning giving\n"
+              "the reason below. Their flags are accepted the same way.\n\n",
+              f);
+        for (size_t i = 0; i < settings_table_size; i++) {
+                const Setting *s = &settings_table[i];
+                if (s->key && s->disposition == SETTING_IGNORED) {
+                        fprintf(f, "- *%s*%s%s%s: ", s->key, s->flag ? " (*--" : "",
+                                strempty(s->flag), s->flag ? "*)" : "");
+                        fputs_scdoc(s->help, f);
+                        fputs(".\n", f);
+                }
+        }
+
+        fputs("\n# REJECTED FIELDS\n\n"
+              "Any value but kubelet's default stops the agent.\n\n",
+              f);
+        for (size_t i = 0; i < settings_table_size; i++) {
+                const Setting *s = &settings_table[i];
+                if (s->disposition == SETTING_REJECTED) {
+                        fprintf(f, "- *%s* (*--%s*), default %s: ", s->key, s->flag, s->value);
+                        fputs_scdoc(s->help, f);
+                        fputs(".\n", f);
+                }
+        }
+
+        fputs("\n# FLAGS WITHOUT A FIELD\n\n"
+              "These *nanolet serve* flags have no KubeletConfiguration field.\n\n",
+              f);
+        for (size_t i = 0; i < settings_table_size; i++) {
+                const Setting *s = &settings_table[i];
+                if (!s->key && s->flag && s->disposition == SETTING_HONOURED)
+                        print_man_entry(f, s, false);
+        }
+
+        fputs("# IGNORED FLAGS\n\n"
+              "kubelet flags without a field that nanolet accepts with one warning each:\n\n",
+              f);
+        for (size_t i = 0; i < settings_table_size; i++) {
+                const Setting *s = &settings_table[i];
+                if (!s->key && s->flag && s->disposition == SETTING_IGNORED) {
+                        fprintf(f, "- *--%s*: ", s->flag);
+                        fputs_scdoc(s->help, f);
+                        fputs(".\n", f);
+                }
+        }
+        fputs("\n", f);
+}
