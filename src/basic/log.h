@@ -6,7 +6,16 @@
  * Under systemd (JOURNAL_STREAM set) text lines carry "<N>" prefixes
  * instead of the header, so journald keeps the level and adds its own
  * time. log_*_errno() returns -abs(error) so callers can
- * "return log_error_errno(r, ...)". */
+ * "return log_error_errno(r, ...)".
+ *
+ * Structured lines (log_kv_*(), klog's InfoS/ErrorS): the message followed
+ * by key/value pairs, text `msg pod="ns/name" podUID="…"` (klog quotes the
+ * message; nanolet keeps its messages as they were, greppable), JSON the pairs
+ * as fields ("pod" as klog.KObj renders it: {"name":…,"namespace":…}).
+ * Verbosity (-v N, kubelet's levels): 0 prints info, warnings and errors —
+ * pod lifecycle (start, kill, exit, restart, probe failures, eviction,
+ * volume updates) is at 0; debug lines (source event details, state-file
+ * writes, runtime calls) need -v 4 or more and carry "v":4 in JSON. */
 #pragma once
 
 #include <stdarg.h>
@@ -34,6 +43,27 @@ int log_internal(int level, int error, const char *file, int line, const char *f
                  const char *format, ...) _printf_(6, 7);
 int log_internalv(int level, int error, const char *file, int line, const char *func,
                   const char *format, va_list ap) _printf_(6, 0);
+
+/* Key/value pairs for log_kv_*(): key, value, …; a NULL value drops its
+ * pair (an optional containerName), a NULL key ends the list. Values are
+ * strings, quoted as Go's %q in text. */
+#define LOG_KV(...) ((const char *const[]){ __VA_ARGS__, NULL, NULL })
+
+int log_kv_internal(int level, int error, const char *file, int line, const char *const *kv,
+                    const char *format, ...) _printf_(6, 7);
+
+#define log_kv_full_errno(level, error, kv, ...)                                                   \
+        ({                                                                                         \
+                int _l = (level), _e = (error);                                                    \
+                (log_get_max_level() >= _l)                                                        \
+                        ? log_kv_internal(_l, _e, __FILE__, __LINE__, (kv), __VA_ARGS__)           \
+                        : -(_e < 0 ? -_e : _e);                                                    \
+        })
+#define log_kv_full(level, kv, ...) (void)log_kv_full_errno((level), 0, (kv), __VA_ARGS__)
+#define log_kv_debug(kv, ...) log_kv_full(LOG_DEBUG, (kv), __VA_ARGS__)
+#define log_kv_info(kv, ...) log_kv_full(LOG_INFO, (kv), __VA_ARGS__)
+#define log_kv_warning(kv, ...) log_kv_full(LOG_WARNING, (kv), __VA_ARGS__)
+#define log_kv_error(kv, ...) log_kv_full(LOG_ERR, (kv), __VA_ARGS__)
 
 #define log_full_errno(level, error, ...)                                                          \
         ({                                                                                         \

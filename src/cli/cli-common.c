@@ -148,24 +148,119 @@ int cli_pods_load_or_report(const CliCommon *c, CliPodList *ret) {
         return r;
 }
 
+/* Every container ID of a status entry: the current one and the previous
+ * attempt's. */
+static void status_ids(const json_t *cs, const char *ids[3]) {
+        ids[0] = cli_container_id_strip(cli_json_str(cs, "containerID"), NULL);
+        ids[1] = cli_container_id_strip(
+                cli_json_str(cli_json_path(cs, "lastState", "terminated", NULL), "containerID"),
+                NULL);
+        ids[2] = cli_container_id_strip(
+                cli_json_str(cli_json_path(cs, "state", "terminated", NULL), "containerID"), NULL);
+}
+
+int cli_container_id_resolve(const CliPodList *l, const char *prefix, const CliPod **ret_pod,
+                             const char **ret_name, json_t **ret_status, char **ret_message) {
+        static const char *const lists[] = { "initContainerStatuses", "containerStatuses" };
+        const char *want = cli_container_id_strip(prefix, NULL);
+        size_t want_len = strlen(strempty(want)), n = 0;
+        _cleanup_free_ char *matches = NULL;
+        size_t len = 0, cap = 0;
+
+        if (want_len == 0)
+                return -ENOENT;
+        for (size_t i = 0; i < l->n; i++)
+                for (size_t k = 0; k < ELEMENTSOF(lists); k++) {
+                        json_t *status = cli_json_path(l->pods[i].json, "status", lists[k], NULL);
+                        size_t j;
+                        json_t *cs;
+                        json_array_foreach(status, j, cs) {
+                                const char *ids[3];
+                                status_ids(cs, ids);
+                                for (size_t x = 0; x < ELEMENTSOF(ids); x++) {
+                                        if (isempty(ids[x]) || !strneq(ids[x], want, want_len))
+                                                continue;
+                                        /* one container's entries may repeat an ID */
+                                        if ((x > 0 && ids[0] && streq(ids[x], ids[0])) ||
+                                            (x == 2 && ids[1] && streq(ids[2], ids[1])))
+                                                continue;
+                                        if (n++ == 0) {
+                                                *ret_pod = &l->pods[i];
+                                                *ret_name = cli_json_str(cs, "name");
+                                                *ret_status = cs;
+                                        }
+                                        _cleanup_free_ char *line = strprintf(
+                                                "\n  %s (container \"%s\" of pod %s/%s)", ids[x],
+                                                strempty(cli_json_str(cs, "name")),
+                                                l->pods[i].namespace, l->pods[i].name);
+                                        if (!line || strbuf_append(&matches, &len, &cap, line,
+                                                                   strlen(line)) < 0)
+                                                return -ENOMEM;
+                                }
+                        }
+                }
+        if (n == 0)
+                return -ENOENT;
+        if (n > 1) {
+                if (ret_message)
+                        *ret_message = strprintf("container ID prefix \"%s\" is ambiguous, it "
+                                                 "matches %zu containers; give more "
+                                                 "characters:%s",
+                                                 want, n, matches);
+                return -ENOTUNIQ;
+        }
+        return 0;
+}
+
+static bool is_hex(const char *s) {
+        if (isempty(s))
+                return false;
+        for (; *s; s++)
+                if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+                        return false;
+        return true;
+}
+
 int cli_container_find(const CliCommon *c, const CliPodList *l, const char *pod_arg,
                        const char **container, const CliPod **ret_pod, json_t **ret_status) {
+        _cleanup_free_ char *msg = NULL;
         const CliPod *pod;
         int r;
 
-        if (cli_pod_find(c, l, pod_arg, &pod) < 0)
+        r = cli_pod_resolve(l, pod_arg, &pod, &msg);
+        if (r == -ENOENT && !*container &&
+            (is_hex(pod_arg) || startswith(pod_arg, "runc://") || startswith(pod_arg, "crun://"))) {
+                _cleanup_free_ char *idmsg = NULL;
+                int q = cli_container_id_resolve(l, pod_arg, ret_pod, container, ret_status,
+                                                 &idmsg);
+                if (q == 0)
+                        return 0;
+                if (q != -ENOENT) {
+                        fprintf(stderr, "%s: %s\n", c->prog, idmsg ? idmsg : strerror(-q));
+                        return q;
+                }
+                /* neither a pod nor a container ID: say both */
+                fprintf(stderr,
+                        "%s: %s, and no container ID starts with \"%s\" (see `nanolet ps -a`)\n",
+                        c->prog, msg ? msg : strerror(-r), pod_arg);
                 return -ENOENT;
+        }
+        if (r < 0) {
+                fprintf(stderr, "%s: %s\n", c->prog, msg ? msg : strerror(-r));
+                return -ENOENT;
+        }
         if (!*container) {
-                _cleanup_free_ char *msg = NULL;
-                r = cli_pod_default_container(pod->json, container, &msg);
+                _cleanup_free_ char *cmsg = NULL;
+                r = cli_pod_default_container(pod->json, container, &cmsg);
                 if (r < 0) {
-                        fprintf(stderr, "%s: %s\n", c->prog, msg ? msg : strerror(-r));
+                        fprintf(stderr, "%s: %s\n", c->prog, cmsg ? cmsg : strerror(-r));
                         return r;
                 }
         }
         if (cli_pod_find_container(pod->json, *container, NULL, ret_status, NULL) < 0) {
-                fprintf(stderr, "%s: container %s is not valid for pod %s\n", c->prog, *container,
-                        pod->name);
+                fprintf(stderr,
+                        "%s: container %s is not valid for pod %s (see `nanolet inspect %s`)\n",
+                        c->prog, *container, pod->name, pod->name);
                 return -ENOENT;
         }
         *ret_pod = pod;
@@ -405,7 +500,7 @@ int cli_pod_resolve(const CliPodList *l, const char *query, const CliPod **ret_p
                 return 0;
         }
         if (n_match == 0) {
-                *ret_message = strprintf("pod \"%s\" not found", query);
+                *ret_message = strprintf("pod \"%s\" not found (`nanolet pods` lists them)", query);
                 return -ENOENT;
         }
         _cleanup_free_ char *cands = candidates_list(l, match);

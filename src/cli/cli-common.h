@@ -154,8 +154,17 @@ int cli_pod_default_container(const json_t *pod, const char **ret_name, char **r
 /* POD [-c CONTAINER] as logs and exec take them: resolves the pod, picks the
  * default container when *container is NULL, and finds its status entry.
  * Prints what went wrong and returns < 0 on failure. */
+/* pod_arg may also be a container ID prefix (no -c then): when no pod is
+ * called so, cli_container_id_resolve() is asked. */
 int cli_container_find(const CliCommon *c, const CliPodList *l, const char *pod_arg,
                        const char **container, const CliPod **ret_pod, json_t **ret_status);
+/* A container by a prefix of its ID (crictl's habit: any unique prefix,
+ * the 13 characters `nanolet ps` shows are one), current or previous
+ * attempt, with or without the "runc://" scheme. 0 with the pod, the
+ * container's name and its status; -ENOENT when no ID starts so; -ENOTUNIQ
+ * when several do, *ret_message then lists them (the caller prints it). */
+int cli_container_id_resolve(const CliPodList *l, const char *prefix, const CliPod **ret_pod,
+                             const char **ret_name, json_t **ret_status, char **ret_message);
 /* "runc://abc" → "abc" (and the scheme, "runc", into ret_scheme if given). */
 const char *cli_container_id_strip(const char *id, char **ret_scheme);
 

@@ -75,7 +75,8 @@ int cli_exec(int argc, char **argv) {
                 }
         }
         if (optind >= nopt) {
-                fprintf(stderr, "%s: no POD given\n", c.prog);
+                fprintf(stderr, "%s: no POD given (nanolet exec POD -- COMMAND..., see --help)\n",
+                        c.prog);
                 return EXIT_USAGE;
         }
         pod_arg = argv[optind++];

@@ -31,7 +31,10 @@
 static void help(FILE *f) {
         fprintf(f, "Usage: nanolet logs [OPTIONS] POD [-c CONTAINER]\n\n"
                    "Print a container's logs. POD is NAME or NAMESPACE/NAME, with or without\n"
-                   "the node suffix.\n\n"
+                   "the node suffix, or a container ID prefix (see nanolet ps).\n\n"
+                   "      --all-containers  every container of the pod, init containers\n"
+                   "                        first, one after the other (not with -f)\n"
+                   "      --prefix          start each line with [pod/POD/CONTAINER]\n"
                    "  -c, --container NAME  container (default: the only one, or the\n"
                    "                        kubectl.kubernetes.io/default-container annotation)\n"
                    "  -f, --follow          keep printing new lines, across restarts, until\n"
@@ -82,7 +85,10 @@ static int on_line(const CriLogLine *line, void *userdata) {
         if (x->since != 0 && line->timestamp < x->since)
                 return 0;
         size_t tlen = x->timestamps ? strlen(line->time_str) + 1 : 0;
+        size_t plen = x->prefix ? strlen(x->prefix) : 0;
         if (!x->buffering) {
+                if (plen > 0 && write_out(x, x->prefix, plen) < 0)
+                        return -EPIPE;
                 if (tlen > 0 &&
                     (write_out(x, line->time_str, tlen - 1) < 0 || write_out(x, " ", 1) < 0))
                         return -EPIPE;
@@ -93,15 +99,17 @@ static int on_line(const CriLogLine *line, void *userdata) {
         if (x->tail == 0)
                 return 0;
         /* The ring keeps the formatted last `tail` lines. */
-        size_t len = tlen + line->text_len + 1;
+        size_t len = plen + tlen + line->text_len + 1;
         char *d = malloc(len);
         if (!d)
                 return -ENOMEM;
+        if (plen > 0)
+                memcpy(d, x->prefix, plen);
         if (tlen > 0) {
-                memcpy(d, line->time_str, tlen - 1);
-                d[tlen - 1] = ' ';
+                memcpy(d + plen, line->time_str, tlen - 1);
+                d[plen + tlen - 1] = ' ';
         }
-        memcpy(d + tlen, line->text, line->text_len);
+        memcpy(d + plen + tlen, line->text, line->text_len);
         d[len - 1] = '\n';
         size_t slot;
         if (x->ring_n < (size_t)x->tail)
@@ -379,11 +387,104 @@ static int follow(LogsContext *x, const CliPod *pod, int dir_fd, const char *dir
         }
 }
 
+typedef struct LogsOptions {
+        bool follow, previous, timestamps, prefix;
+        long tail;
+        int64_t since;
+} LogsOptions;
+
+/* One container's logs: EXIT_OK or EXIT_ERROR (reported). */
+static int logs_container(const CliCommon *c, const CliPod *pod, const char *container, json_t *cs,
+                          const LogsOptions *lo) {
+        _cleanup_(logs_context_done) LogsContext x = {};
+        _cleanup_free_ char *dir_path = NULL, *prefix = NULL;
+        _cleanup_close_ int dir_fd = -EBADF, live_fd = -EBADF;
+        bool follow_mode = lo->follow, previous = lo->previous;
+        unsigned n_files = 0;
+        int r;
+
+        unsigned attempt = (unsigned)json_integer_value(cli_json_path(cs, "restartCount", NULL));
+        const char *waiting = cli_json_str(cli_json_path(cs, "state", "waiting", NULL), "reason");
+        if (previous) {
+                if (attempt == 0) {
+                        fprintf(stderr,
+                                "%s: previous terminated container \"%s\" in pod \"%s\" not "
+                                "found\n",
+                                c->prog, container, pod->name);
+                        return EXIT_ERROR;
+                }
+                attempt--;
+                follow_mode = false; /* a previous attempt gets no new lines */
+        }
+
+        dir_path = strprintf("%s/%s_%s_%s/%s", c->pod_logs_dir, pod->namespace, pod->name, pod->uid,
+                             container);
+        if (!dir_path)
+                goto oom;
+        r = logs_context_init(&x, stdout, lo->tail, lo->timestamps, lo->since);
+        if (r < 0)
+                goto oom;
+        if (lo->prefix) {
+                /* kubectl's --prefix: the pod's name as the API shows it */
+                prefix = strprintf("[pod/%s/%s] ", pod->name, container);
+                if (!prefix)
+                        goto oom;
+                x.prefix = prefix;
+        }
+        dir_fd = logs_open_dir(c->pod_logs_dir, pod->namespace, pod->name, pod->uid, container);
+        if (dir_fd >= 0)
+                r = logs_read_attempt(&x, dir_fd, attempt, &live_fd, &n_files);
+        if (dir_fd < 0 || (r >= 0 && n_files == 0 && !follow_mode)) {
+                if (dir_fd < 0 && dir_fd != -ENOENT)
+                        fprintf(stderr, "%s: cannot open %s: %s\n", c->prog, dir_path,
+                                strerror(-dir_fd));
+                else if (previous)
+                        fprintf(stderr,
+                                "%s: previous terminated container \"%s\" in pod \"%s\" not "
+                                "found\n",
+                                c->prog, container, pod->name);
+                else if (!isempty(waiting))
+                        fprintf(stderr,
+                                "%s: container \"%s\" in pod \"%s\" is waiting to start: %s\n",
+                                c->prog, container, pod->name, waiting);
+                else
+                        fprintf(stderr,
+                                "%s: no log file for container \"%s\" in pod \"%s\" (in %s)\n",
+                                c->prog, container, pod->name, dir_path);
+                return EXIT_ERROR;
+        }
+        if (r < 0)
+                goto fail;
+        /* When following, an unfinished last line may still be completed. */
+        r = logs_flush(&x, !follow_mode);
+        if (r < 0)
+                goto fail;
+        if (follow_mode) {
+                r = follow(&x, pod, dir_fd, dir_path, attempt, TAKE_FD(live_fd));
+                if (r < 0)
+                        goto fail;
+        }
+        if (fflush(stdout) != 0) {
+                r = -errno ?: -EIO;
+                goto fail;
+        }
+        return EXIT_OK;
+fail:
+        if (r != -EPIPE)
+                fprintf(stderr, "%s: %s: %s\n", c->prog, dir_path, strerror(-r));
+        return EXIT_ERROR;
+oom:
+        fprintf(stderr, "%s: out of memory\n", c->prog);
+        return EXIT_ERROR;
+}
+
 int cli_logs(int argc, char **argv) {
         enum {
                 ARG_TAIL = _CLI_ARG_COMMON_MAX,
                 ARG_SINCE,
                 ARG_SINCE_TIME,
+                ARG_ALL_CONTAINERS,
+                ARG_PREFIX,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -394,22 +495,21 @@ int cli_logs(int argc, char **argv) {
                 { "since", required_argument, NULL, ARG_SINCE },
                 { "since-time", required_argument, NULL, ARG_SINCE_TIME },
                 { "timestamps", no_argument, NULL, 't' },
+                { "all-containers", no_argument, NULL, ARG_ALL_CONTAINERS },
+                { "prefix", no_argument, NULL, ARG_PREFIX },
                 CLI_COMMON_OPTIONS,
                 {},
         };
         _cleanup_(cli_pod_list_done) CliPodList l = {};
-        _cleanup_(logs_context_done) LogsContext x = {};
-        _cleanup_free_ char *dir_path = NULL;
-        _cleanup_close_ int dir_fd = -EBADF, live_fd = -EBADF;
         const char *container = NULL;
-        bool follow_mode = false, previous = false, timestamps = false;
+        bool follow_mode = false, previous = false, timestamps = false, prefix = false;
+        bool all_containers = false;
         long tail = -1;
         int64_t since = 0;
-        unsigned n_files = 0;
         const CliPod *pod;
         json_t *cs = NULL;
         CliCommon c;
-        int r, opt;
+        int opt;
 
         cli_common_init(&c, "nanolet logs");
         optind = 0;
@@ -460,12 +560,18 @@ int cli_logs(int argc, char **argv) {
                 case 't': /* crictl logs -t */
                         timestamps = true;
                         break;
+                case ARG_ALL_CONTAINERS:
+                        all_containers = true;
+                        break;
+                case ARG_PREFIX:
+                        prefix = true;
+                        break;
                 default:
                         return EXIT_USAGE;
                 }
         }
         if (optind >= argc) {
-                fprintf(stderr, "%s: no POD given\n", c.prog);
+                fprintf(stderr, "%s: no POD given (nanolet logs POD, see --help)\n", c.prog);
                 return EXIT_USAGE;
         }
         const char *pod_arg = argv[optind++];
@@ -476,75 +582,49 @@ int cli_logs(int argc, char **argv) {
                 return EXIT_USAGE;
         }
 
+        if (all_containers && (container || follow_mode)) {
+                fprintf(stderr,
+                        "%s: --all-containers prints every container one after the other: "
+                        "leave out %s (follow one container with -f -c NAME)\n",
+                        c.prog, container ? "the container name" : "-f");
+                return EXIT_USAGE;
+        }
         if (cli_pods_load_or_report(&c, &l) < 0)
                 return EXIT_ERROR;
-        if (cli_container_find(&c, &l, pod_arg, &container, &pod, &cs) < 0)
-                return EXIT_ERROR;
-
-        unsigned attempt = (unsigned)json_integer_value(cli_json_path(cs, "restartCount", NULL));
-        const char *waiting = cli_json_str(cli_json_path(cs, "state", "waiting", NULL), "reason");
-        if (previous) {
-                if (attempt == 0) {
-                        fprintf(stderr,
-                                "%s: previous terminated container \"%s\" in pod \"%s\" not "
-                                "found\n",
-                                c.prog, container, pod->name);
+        if (all_containers) {
+                _cleanup_free_ char *msg = NULL;
+                if (cli_pod_resolve(&l, pod_arg, &pod, &msg) < 0) {
+                        fprintf(stderr, "%s: %s\n", c.prog, msg ? msg : "pod not found");
                         return EXIT_ERROR;
                 }
-                attempt--;
-                follow_mode = false; /* a previous attempt gets no new lines */
-        }
-
-        dir_path = strprintf("%s/%s_%s_%s/%s", c.pod_logs_dir, pod->namespace, pod->name, pod->uid,
-                             container);
-        if (!dir_path)
-                goto oom;
-        r = logs_context_init(&x, stdout, tail, timestamps, since);
-        if (r < 0)
-                goto oom;
-        dir_fd = logs_open_dir(c.pod_logs_dir, pod->namespace, pod->name, pod->uid, container);
-        if (dir_fd >= 0)
-                r = logs_read_attempt(&x, dir_fd, attempt, &live_fd, &n_files);
-        if (dir_fd < 0 || (r >= 0 && n_files == 0 && !follow_mode)) {
-                if (dir_fd < 0 && dir_fd != -ENOENT)
-                        fprintf(stderr, "%s: cannot open %s: %s\n", c.prog, dir_path,
-                                strerror(-dir_fd));
-                else if (previous)
-                        fprintf(stderr,
-                                "%s: previous terminated container \"%s\" in pod \"%s\" not "
-                                "found\n",
-                                c.prog, container, pod->name);
-                else if (!isempty(waiting))
-                        fprintf(stderr,
-                                "%s: container \"%s\" in pod \"%s\" is waiting to start: %s\n",
-                                c.prog, container, pod->name, waiting);
-                else
-                        fprintf(stderr,
-                                "%s: no log file for container \"%s\" in pod \"%s\" (in %s)\n",
-                                c.prog, container, pod->name, dir_path);
+        } else if (cli_container_find(&c, &l, pod_arg, &container, &pod, &cs) < 0)
                 return EXIT_ERROR;
+        LogsOptions lo = { .follow = follow_mode,
+                           .previous = previous,
+                           .timestamps = timestamps,
+                           .prefix = prefix,
+                           .tail = tail,
+                           .since = since };
+
+        if (!all_containers)
+                return logs_container(&c, pod, container, cs, &lo);
+
+        /* kubectl logs --all-containers: init containers, then the others,
+         * each to its end; a container with nothing to show is reported and
+         * the rest still printed. */
+        int ret = EXIT_OK;
+        static const char *const lists[] = { "initContainers", "containers" };
+        for (size_t k = 0; k < ELEMENTSOF(lists); k++) {
+                size_t j;
+                json_t *spec;
+                json_array_foreach(cli_json_path(pod->json, "spec", lists[k], NULL), j, spec) {
+                        const char *name = cli_json_str(spec, "name");
+                        json_t *st = NULL;
+                        if (!name || cli_pod_find_container(pod->json, name, NULL, &st, NULL) < 0)
+                                continue;
+                        if (logs_container(&c, pod, name, st, &lo) != EXIT_OK)
+                                ret = EXIT_ERROR;
+                }
         }
-        if (r < 0)
-                goto fail;
-        /* When following, an unfinished last line may still be completed. */
-        r = logs_flush(&x, !follow_mode);
-        if (r < 0)
-                goto fail;
-        if (follow_mode) {
-                r = follow(&x, pod, dir_fd, dir_path, attempt, TAKE_FD(live_fd));
-                if (r < 0)
-                        goto fail;
-        }
-        if (fflush(stdout) != 0) {
-                r = -errno ?: -EIO;
-                goto fail;
-        }
-        return EXIT_OK;
-fail:
-        if (r != -EPIPE)
-                fprintf(stderr, "%s: %s: %s\n", c.prog, dir_path, strerror(-r));
-        return EXIT_ERROR;
-oom:
-        fprintf(stderr, "%s: out of memory\n", c.prog);
-        return EXIT_ERROR;
+        return ret;
 }

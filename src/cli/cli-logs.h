@@ -20,9 +20,10 @@ typedef struct LogOut {
 typedef struct LogsContext {
         FILE *out;
         bool timestamps;
-        int64_t since;  /* ns since the epoch; 0 = no limit */
-        long tail;      /* lines; -1 = all */
-        bool buffering; /* collecting the last `tail` lines */
+        const char *prefix; /* kubectl's --prefix, "[pod/<pod>/<container>] "; NULL = none */
+        int64_t since;      /* ns since the epoch; 0 = no limit */
+        long tail;          /* lines; -1 = all */
+        bool buffering;     /* collecting the last `tail` lines */
         LogOut *ring;
         size_t ring_start, ring_n;
         CriLogReader reader;

@@ -28,15 +28,20 @@ typedef struct PsContext {
         bool all;
         bool no_trunc;
         bool quiet;
+        const char *id_prefix; /* --id / the argument: only IDs starting so */
         int64_t now;
         PsRow *rows;
         size_t n_rows;
 } PsContext;
 
 static void help(FILE *f) {
-        fprintf(f, "Usage: nanolet ps [OPTIONS]\n\n"
-                   "List containers (running ones; -a adds exited attempts), as `crictl ps`.\n\n"
+        fprintf(f, "Usage: nanolet ps [OPTIONS] [ID]\n\n"
+                   "List containers (running ones; -a adds exited attempts), as `crictl ps`.\n"
+                   "ID (or --id) keeps the containers whose ID starts with it; the 13\n"
+                   "characters shown are enough, and logs/exec take such a prefix in place\n"
+                   "of POD.\n\n"
                    "  -a, --all            include exited containers and previous attempts\n"
+                   "      --id PREFIX      only containers whose ID starts with PREFIX\n"
                    "  -q, --quiet          only container IDs\n"
                    "      --no-trunc       full IDs\n"
                    "  -o, --output FORMAT  table (default), json or yaml, as crictl ps "
@@ -63,6 +68,11 @@ static int add_row(PsContext *p, const CliPod *pod, const json_t *cs, const char
         if (started == 0)
                 started = cli_json_time(st, "finishedAt");
 
+        if (p->id_prefix) {
+                const char *id = cli_container_id_strip(container_id, NULL);
+                if (!id || !startswith(id, p->id_prefix))
+                        return 0;
+        }
         PsRow *nr = reallocarray(p->rows, p->n_rows + 1, sizeof(PsRow));
         if (!nr)
                 return -ENOMEM;
@@ -172,6 +182,7 @@ int cli_ps(int argc, char **argv) {
                 { "quiet", no_argument, NULL, 'q' },
                 { "no-trunc", no_argument, NULL, 'T' },
                 { "output", required_argument, NULL, 'o' },
+                { "id", required_argument, NULL, 'I' },
                 CLI_COMMON_OPTIONS,
                 {},
         };
@@ -201,6 +212,9 @@ int cli_ps(int argc, char **argv) {
                 case 'T':
                         p.no_trunc = true;
                         break;
+                case 'I':
+                        p.id_prefix = cli_container_id_strip(optarg, NULL);
+                        break;
                 case 'o':
                         if (streq(optarg, "json"))
                                 p.output = PS_OUTPUT_JSON;
@@ -219,8 +233,11 @@ int cli_ps(int argc, char **argv) {
                         return EXIT_USAGE;
                 }
         }
+        if (optind < argc && !p.id_prefix)
+                p.id_prefix = cli_container_id_strip(argv[optind++], NULL);
         if (optind < argc) {
-                fprintf(stderr, "%s: unexpected argument \"%s\"\n", c.prog, argv[optind]);
+                fprintf(stderr, "%s: unexpected argument \"%s\" (one ID prefix at most)\n", c.prog,
+                        argv[optind]);
                 return EXIT_USAGE;
         }
         if (cli_pods_load_or_report(&c, &l) < 0)

@@ -25,13 +25,19 @@ void daemon_log_source_event(const SourceEvent *ev) {
         switch (ev->type) {
         case SOURCE_EVENT_ADD:
         case SOURCE_EVENT_REMOVE:
-                log_info("SyncLoop (%s, \"%s\"): \"%s_%s(%s)\"", type, ev->source, ev->object->name,
-                         ev->object->namespace, ev->uid);
+        case SOURCE_EVENT_UPDATE: {
+                _cleanup_free_ char *ref =
+                        strprintf("%s/%s", ev->object->namespace, ev->object->name);
+                const char *const *kv = LOG_KV("pod", ref, "podUID", ev->uid);
+                if (ev->type == SOURCE_EVENT_UPDATE)
+                        log_kv_info(kv, "SyncLoop (%s, \"%s\"): \"%s_%s(%s)\" replaces (%s)", type,
+                                    ev->source, ev->object->name, ev->object->namespace, ev->uid,
+                                    ev->old_uid);
+                else
+                        log_kv_info(kv, "SyncLoop (%s, \"%s\"): \"%s_%s(%s)\"", type, ev->source,
+                                    ev->object->name, ev->object->namespace, ev->uid);
                 break;
-        case SOURCE_EVENT_UPDATE:
-                log_info("SyncLoop (%s, \"%s\"): \"%s_%s(%s)\" replaces (%s)", type, ev->source,
-                         ev->object->name, ev->object->namespace, ev->uid, ev->old_uid);
-                break;
+        }
         case SOURCE_EVENT_ERROR:
                 if (!ev->errors || ev->errors->n_errors == 0) {
                         log_info("SyncLoop (%s, \"%s\"): \"%s\": problems resolved", type,
@@ -45,6 +51,17 @@ void daemon_log_source_event(const SourceEvent *ev) {
                         log_warning("  %s", s ? s : "(out of memory)");
                 }
                 break;
+        case SOURCE_EVENT_LOCAL: {
+                /* Added, changed or removed: the pods that project it say
+                 * what they did. */
+                const char *kind =
+                        ev->object->kind == MANIFEST_KIND_SECRET ? "secret" : "configmap";
+                _cleanup_free_ char *ref =
+                        strprintf("%s/%s", ev->object->namespace, ev->object->name);
+                log_kv_info(LOG_KV(kind, ref ?: ev->object->name, "origin", ev->origin),
+                            "SyncLoop (%s, \"%s\")", type, ev->source);
+                break;
+        }
         case _SOURCE_EVENT_INVALID:
         case _SOURCE_EVENT_MAX:
         default:

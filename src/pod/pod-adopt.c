@@ -153,9 +153,10 @@ static bool container_adopt(PodWorker *w, ContainerOp *op, ContainerState *c, ch
                 c->exit_code = -1;
                 container_set_waiting(c, NULL, NULL);
                 pod_probes_container_adopted(w->probes, c);
-                log_info("Adopted running container \"%s\" of pod \"%s\" (%s, pid %d, restart "
-                         "count %u).",
-                         c->spec->name, w->full_name, c->container_id, (int)st.pid, n);
+                worker_log(w, LOG_INFO, c->spec->name,
+                           "Adopted running container \"%s\" of pod \"%s\" (%s, pid %d, restart "
+                           "count %u).",
+                           c->spec->name, w->full_name, c->container_id, (int)st.pid, n);
                 return true;
         }
         if (intact && st.state == RUNTIME_STATE_STOPPED) {
@@ -258,8 +259,9 @@ bool worker_adopt(PodWorker *w) {
                         intact = false;
         }
         (void)runtime_list_ids(w->ctx->o->runtime, &ids);
-        log_info("Pod \"%s\" was checkpointed by an earlier run of the agent: %s.", w->full_name,
-                 intact ? "adopting it" : "its sandbox is gone, starting it afresh");
+        worker_log(w, LOG_INFO, NULL,
+                   "Pod \"%s\" was checkpointed by an earlier run of the agent: %s.", w->full_name,
+                   intact ? "adopting it" : "its sandbox is gone, starting it afresh");
 
         for (size_t slot = 0; slot < w->n_ops; slot++) {
                 ContainerOp *op = w->ops[slot];
@@ -317,7 +319,8 @@ bool worker_adopt(PodWorker *w) {
                 w->state.sandbox = SANDBOX_READY;
                 Error err = {};
                 if (worker_prepare(w, &err) < 0)
-                        log_warning("Pod \"%s\": %s", w->full_name, err.message);
+                        worker_log(w, LOG_WARNING, NULL, "Pod \"%s\": %s", w->full_name,
+                                   err.message);
                 if (sb.network && pod_uses_cni(w)) {
                         CniError cerr = {};
                         w->network_added = true;

@@ -60,8 +60,9 @@ static void start_failed(ContainerOp *op, const char *reason, const char *messag
         PodWorker *w = op->w;
         ContainerState *c = op_container(op);
 
-        log_warning("Failed to start container \"%s\" of pod \"%s\": %s: %s", c->spec->name,
-                    w->full_name, reason, message);
+        worker_log(w, LOG_WARNING, c->spec->name,
+                   "Failed to start container \"%s\" of pod \"%s\": %s: %s", c->spec->name,
+                   w->full_name, reason, message);
         worker_event(w, c, POD_EVENT_FAILED, "Error: %s: %s", reason, message);
         metric_inc(w->ctx->metrics.started_containers_errors,
                    METRIC_LABELS(reason, pod_metrics_container_type(c->is_init)));
@@ -115,16 +116,17 @@ static void on_container_started(Runtime *rt, int r, const Error *err, void *use
         c->exit_code = -1;
         c->kill_requested = false;
         container_set_waiting(c, NULL, NULL);
-        log_info("Started container \"%s\" of pod \"%s\" (%s).", c->spec->name, w->full_name,
-                 op->id);
+        worker_log(w, LOG_INFO, c->spec->name, "Started container \"%s\" of pod \"%s\" (%s).",
+                   c->spec->name, w->full_name, op->id);
         worker_event(w, c, POD_EVENT_STARTED, "Started container %s", c->spec->name);
         AttemptRecord rec = { .started_at = c->started_at,
                               .exit_code = -1,
                               .image_digest = c->image_digest };
         r = attempt_record_write(op->attempt_dir, &rec);
         if (r < 0)
-                log_warning_errno(r, "Container \"%s\" of pod \"%s\": cannot record its start: %m",
-                                  c->spec->name, w->full_name);
+                worker_log_errno(w, LOG_WARNING, r, c->spec->name,
+                                 "Container \"%s\" of pod \"%s\": cannot record its start: %m",
+                                 c->spec->name, w->full_name);
         /* postStart, then probes; they set started/ready. */
         pod_probes_container_started(w->probes, c);
 
@@ -215,7 +217,8 @@ static void container_create(ContainerOp *op) {
         RuntimeContainerConfig cfg = {};
         r = container_config_build(&bc, &cfg, &err);
         STRV_FOREACH(s, warnings)
-                log_warning("Container \"%s\" of pod \"%s\": %s", c->spec->name, w->full_name, *s);
+                worker_log(w, LOG_WARNING, c->spec->name, "Container \"%s\" of pod \"%s\": %s",
+                           c->spec->name, w->full_name, *s);
         if (r < 0) {
                 start_failed(op, CONTAINER_CONFIG_ERROR_REASON, err.message);
                 return;
@@ -226,10 +229,11 @@ static void container_create(ContainerOp *op) {
                  * critical pods ask for -997). */
                 PodManagerContext *ctx = w->ctx;
                 if (!ctx->oom_warned)
-                        log_warning("Cannot lower oom_score_adj below %d (no CAP_SYS_RESOURCE); "
-                                    "containers that ask for less (e.g. %d for \"%s\") get %d.",
-                                    ctx->oom_score_adj_floor, cfg.oom_score_adj, w->full_name,
-                                    ctx->oom_score_adj_floor);
+                        worker_log(w, LOG_WARNING, NULL,
+                                   "Cannot lower oom_score_adj below %d (no CAP_SYS_RESOURCE); "
+                                   "containers that ask for less (e.g. %d for \"%s\") get %d.",
+                                   ctx->oom_score_adj_floor, cfg.oom_score_adj, w->full_name,
+                                   ctx->oom_score_adj_floor);
                 ctx->oom_warned = true;
                 cfg.oom_score_adj = ctx->oom_score_adj_floor;
         }
@@ -492,8 +496,9 @@ static void container_start_with_image(ContainerOp *op) {
         AttemptRecord rec = { .exit_code = -1, .image_digest = c->image_digest };
         r = attempt_record_write(op->attempt_dir, &rec);
         if (r < 0)
-                log_warning_errno(r, "Container \"%s\" of pod \"%s\": cannot record its image: %m",
-                                  c->spec->name, w->full_name);
+                worker_log_errno(w, LOG_WARNING, r, c->spec->name,
+                                 "Container \"%s\" of pod \"%s\": cannot record its image: %m",
+                                 c->spec->name, w->full_name);
         r = image_store_mark_used(store, op->image->digest, now_usec(CLOCK_REALTIME));
         if (r < 0)
                 log_debug_errno(r, "Cannot mark image %s as used: %m", op->image->digest);
@@ -525,8 +530,8 @@ static int stop_signal(const ContainerOp *op) {
 static void on_kill_sent(Runtime *rt, int r, const Error *err, void *userdata) {
         PodWorker *w = userdata;
         if (r < 0)
-                log_debug("Kill in pod \"%s\" failed: %s", w->full_name,
-                          err ? err->message : strerror(-r));
+                worker_log(w, LOG_DEBUG, NULL, "Kill in pod \"%s\" failed: %s", w->full_name,
+                           err ? err->message : strerror(-r));
         worker_op_done(w);
 }
 
@@ -538,8 +543,10 @@ static int on_grace_expired(EventSource *s, usec_t now, void *userdata) {
         op->grace_timer = event_source_free(op->grace_timer);
         if (!c->container_id || (c->state != CONTAINER_RUNNING && c->state != CONTAINER_CREATED))
                 return 0;
-        log_info("Container \"%s\" of pod \"%s\" did not stop within its grace period, killing it.",
-                 c->spec->name, w->full_name);
+        worker_log(
+                w, LOG_INFO, c->spec->name,
+                "Container \"%s\" of pod \"%s\" did not stop within its grace period, killing it.",
+                c->spec->name, w->full_name);
         w->busy++;
         if (runtime_container_kill(w->ctx->o->runtime, c->container_id, SIGKILL, true, on_kill_sent,
                                    w, NULL) < 0)
@@ -575,9 +582,11 @@ void container_kill(PodWorker *w, const ContainerKillAction *a) {
                 worker_event(w, c, POD_EVENT_KILLING, "%s", a->message);
         else
                 worker_event(w, c, POD_EVENT_KILLING, "Stopping container %s", c->spec->name);
-        log_info("Killing container \"%s\" of pod \"%s\" (%s), grace period %llds%s%s.",
-                 c->spec->name, w->full_name, kill_reason_to_string(a->reason),
-                 (long long)a->grace_period_seconds, a->message ? ": " : "", strempty(a->message));
+        worker_log(w, LOG_INFO, c->spec->name,
+                   "Killing container \"%s\" of pod \"%s\" (%s), grace period %llds%s%s.",
+                   c->spec->name, w->full_name, kill_reason_to_string(a->reason),
+                   (long long)a->grace_period_seconds, a->message ? ": " : "",
+                   strempty(a->message));
         usec_t now = now_usec(CLOCK_MONOTONIC);
         usec_t grace = (usec_t)MAX(a->grace_period_seconds, (int64_t)2) * USEC_PER_SEC;
         usec_t deadline = now + grace;
@@ -598,8 +607,8 @@ void container_kill(PodWorker *w, const ContainerKillAction *a) {
 void on_attempt_deleted(Runtime *rt, int r, const Error *err, void *userdata) {
         PodWorker *w = userdata;
         if (r < 0)
-                log_debug("Pod \"%s\": removing a container failed: %s", w->full_name,
-                          err ? err->message : strerror(-r));
+                worker_log(w, LOG_DEBUG, NULL, "Pod \"%s\": removing a container failed: %s",
+                           w->full_name, err ? err->message : strerror(-r));
         worker_op_done(w);
 }
 
@@ -624,8 +633,9 @@ static char *read_termination_message(PodWorker *w, const ContainerState *c) {
         if (r == -ENOENT)
                 return NULL;
         if (r < 0) {
-                log_warning_errno(
-                        r, "Container \"%s\" of pod \"%s\": cannot read its termination log: %m",
+                worker_log_errno(
+                        w, LOG_WARNING, r, c->spec->name,
+                        "Container \"%s\" of pod \"%s\": cannot read its termination log: %m",
                         c->spec->name, w->full_name);
                 return strprintf("Error on reading termination log %s/%s: %s", w->pod_dir, rel,
                                  strerror(-r));
@@ -651,8 +661,9 @@ void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,
         c->kill_requested = false;
         pod_probes_container_stopped(w->probes, c);
         backoff_on_exit(c, now_usec(CLOCK_MONOTONIC));
-        log_info("Container \"%s\" of pod \"%s\" exited with code %d (%s).", c->spec->name,
-                 w->full_name, c->exit_code, reason);
+        worker_log(w, LOG_INFO, c->spec->name,
+                   "Container \"%s\" of pod \"%s\" exited with code %d (%s).", c->spec->name,
+                   w->full_name, c->exit_code, reason);
         _cleanup_free_ char *attempt_dir = attempt_dir_of(w, c, c->attempt);
         AttemptRecord rec = {
                 .started_at = c->started_at,
@@ -664,8 +675,9 @@ void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,
         };
         int r = attempt_dir ? attempt_record_write(attempt_dir, &rec) : -ENOMEM;
         if (r < 0)
-                log_warning_errno(r, "Container \"%s\" of pod \"%s\": cannot record its exit: %m",
-                                  c->spec->name, w->full_name);
+                worker_log_errno(w, LOG_WARNING, r, c->spec->name,
+                                 "Container \"%s\" of pod \"%s\": cannot record its exit: %m",
+                                 c->spec->name, w->full_name);
 
         if (op) {
                 op->killing = false;

@@ -388,6 +388,10 @@ void pod_manager_handle_source_event(PodManager *m, const SourceEvent *ev) {
                 if (w)
                         pod_worker_terminate(w, "its manifest was removed");
                 break;
+        case SOURCE_EVENT_LOCAL:
+                for (size_t i = 0; i < m->n_workers; i++)
+                        pod_worker_local_object_changed(m->workers[i], ev->object);
+                return;
         case SOURCE_EVENT_ERROR: {
                 int r = source_errors_update(m->source_errors, ev, now_usec(CLOCK_REALTIME));
                 if (r < 0)

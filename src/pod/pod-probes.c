@@ -16,6 +16,10 @@
 #include "string-util.h"
 #include "strv.h"
 
+/* The probe lines name the pod in their text (pod="<name>_<ns>(<uid>)"), as
+ * they always did; the pairs add what log shippers index on. */
+#define PROBE_KV(p, c) LOG_KV("podUID", (p)->ctx.pod_uid, "containerName", (c)->spec->name)
+
 typedef enum HookType {
         HOOK_POST_START,
         HOOK_PRE_STOP
@@ -331,12 +335,15 @@ static void on_probe_done(ProbeResult result, const char *output, void *userdata
         cp->run[t] = NULL;
         c->probe_results[t][result]++;
         if (result == PROBE_RESULT_FAILURE) {
-                log_info("Probe failed: probeType=\"%s\" pod=\"%s\" container=\"%s\" output=\"%s\"",
-                         probe_type_to_string(t), p->ctx.name, c->spec->name, output);
+                log_kv_info(
+                        PROBE_KV(p, c),
+                        "Probe failed: probeType=\"%s\" pod=\"%s\" container=\"%s\" output=\"%s\"",
+                        probe_type_to_string(t), p->ctx.name, c->spec->name, output);
                 emit_event(p, c, POD_EVENT_UNHEALTHY, "%s probe failed: %s",
                            probe_type_to_string(t), strempty(output));
         } else if (result == PROBE_RESULT_UNKNOWN) {
-                log_warning(
+                log_kv_warning(
+                        PROBE_KV(p, c),
                         "Probe errored: probeType=\"%s\" pod=\"%s\" container=\"%s\" error=\"%s\"",
                         probe_type_to_string(t), p->ctx.name, c->spec->name, output);
                 emit_event(p, c, POD_EVENT_UNHEALTHY, "%s probe errored: %s",
@@ -346,10 +353,11 @@ static void on_probe_done(ProbeResult result, const char *output, void *userdata
                           probe_type_to_string(t), p->ctx.name, c->spec->name);
 
         if (probe_tracker_record(tr, result)) {
-                log_info("Probe result changed: probeType=\"%s\" pod=\"%s\" container=\"%s\" "
-                         "result=\"%s\"",
-                         probe_type_to_string(t), p->ctx.name, c->spec->name,
-                         probe_result_to_string(tr->result));
+                log_kv_info(PROBE_KV(p, c),
+                            "Probe result changed: probeType=\"%s\" pod=\"%s\" container=\"%s\" "
+                            "result=\"%s\"",
+                            probe_type_to_string(t), p->ctx.name, c->spec->name,
+                            probe_result_to_string(tr->result));
                 if (tr->result == PROBE_RESULT_FAILURE && t != PROBE_READINESS) {
                         _cleanup_free_ char *why =
                                 strprintf("Container %s failed %s probe", c->spec->name,
@@ -374,7 +382,8 @@ static void start_probe(ContainerProbes *cp, ProbeType t, usec_t now) {
         int r = start_action(cp, &p->handler, what, (usec_t)p->timeout_seconds * USEC_PER_SEC,
                              on_probe_done, &cp->call[t], &cp->run[t], &error);
         if (r < 0) {
-                log_warning(
+                log_kv_warning(
+                        PROBE_KV(cp->p, c),
                         "Probe errored: probeType=\"%s\" pod=\"%s\" container=\"%s\" error=\"%s\"",
                         probe_type_to_string(t), cp->p->ctx.name, c->spec->name,
                         error ? error : strerror(-r));

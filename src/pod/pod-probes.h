@@ -32,6 +32,7 @@ typedef struct PodProbesContext {
         PodState *state;     /* the pod's containers; outlives the PodProbes */
         const char *pod_dir; /* exec pid files go below <pod-dir>/containers */
         const char *name;    /* the pod, for log lines */
+        const char *pod_uid; /* podUID= of structured log lines */
         /* started, ready, kill_requested or post_start_pending of a container
          * changed: the owner records the status and syncs the pod. Also
          * called from within the hooks below, so it only takes note (the

@@ -28,12 +28,13 @@ int worker_pull_auths(PodWorker *w, char **ret_json, char **ret_error) {
                         key = ".dockercfg", type = "kubernetes.io/dockercfg";
                 const KeyValue *kv = key ? string_map_get(&s->data, key) : NULL;
                 if (!kv) {
-                        log_warning("Pod \"%s\": imagePullSecrets \"%s\": %s, pulling without it.",
-                                    w->full_name, *name,
-                                    !s     ? "no such Secret in the pod's namespace"
-                                    : !key ? "not of type kubernetes.io/dockerconfigjson or "
-                                             "kubernetes.io/dockercfg"
-                                           : "it has no credentials key");
+                        worker_log(w, LOG_WARNING, NULL,
+                                   "Pod \"%s\": imagePullSecrets \"%s\": %s, pulling without it.",
+                                   w->full_name, *name,
+                                   !s     ? "no such Secret in the pod's namespace"
+                                   : !key ? "not of type kubernetes.io/dockerconfigjson or "
+                                            "kubernetes.io/dockercfg"
+                                          : "it has no credentials key");
                         continue;
                 }
                 _cleanup_free_ char *config = NULL;

@@ -49,7 +49,8 @@ unsigned sandbox_namespaces(const Pod *p) {
 static int worker_write_pod_files(PodWorker *w, bool warn, Error *err);
 
 static void sandbox_failed(PodWorker *w, const char *message) {
-        log_warning("Failed to create sandbox of pod \"%s\": %s", w->full_name, message);
+        worker_log(w, LOG_WARNING, NULL, "Failed to create sandbox of pod \"%s\": %s", w->full_name,
+                   message);
         worker_event(w, NULL, POD_EVENT_FAILED_CREATE_POD_SANDBOX,
                      "Failed to create pod sandbox: %s", message);
         w->state.sandbox = SANDBOX_FAILED;
@@ -59,8 +60,8 @@ static void sandbox_failed(PodWorker *w, const char *message) {
 }
 
 static void sandbox_ready(PodWorker *w) {
-        log_info("Sandbox of pod \"%s\" is ready%s%s.", w->full_name,
-                 w->state.pod_ip ? ", IP " : "", strempty(w->state.pod_ip));
+        worker_log(w, LOG_INFO, NULL, "Sandbox of pod \"%s\" is ready%s%s.", w->full_name,
+                   w->state.pod_ip ? ", IP " : "", strempty(w->state.pod_ip));
         w->state.sandbox = SANDBOX_READY;
         metric_inc(w->ctx->metrics.started_pods, NULL);
         (void)set_str(&w->state.sandbox_message, NULL);
@@ -68,10 +69,10 @@ static void sandbox_ready(PodWorker *w) {
         SandboxRecord rec = { .pod_ips = w->state.pod_ips, .network = w->network_added };
         int r = sandbox_record_write(w->sandbox_record, &rec);
         if (r < 0)
-                log_warning_errno(r,
-                                  "Pod \"%s\": cannot record its sandbox in %s, a restarted agent "
-                                  "would recreate it: %m",
-                                  w->full_name, w->sandbox_record);
+                worker_log_errno(w, LOG_WARNING, r, NULL,
+                                 "Pod \"%s\": cannot record its sandbox in %s, a restarted agent "
+                                 "would recreate it: %m",
+                                 w->full_name, w->sandbox_record);
 }
 
 bool pod_uses_cni(const PodWorker *w) {
@@ -151,7 +152,7 @@ static void on_network_added(CniRunner *runner, int r, CniResult *result, const 
         /* /etc/hosts names the pod's own IP, known only now. */
         Error e = {};
         if (worker_write_pod_files(w, false, &e) < 0)
-                log_warning("Pod \"%s\": %s", w->full_name, e.message);
+                worker_log(w, LOG_WARNING, NULL, "Pod \"%s\": %s", w->full_name, e.message);
         sandbox_ready(w);
         worker_op_done(w);
 }
@@ -196,8 +197,9 @@ static void on_network_deleted(CniRunner *runner, int r, CniResult *result, cons
         w->cni_op = NULL;
         if (r < 0) {
                 _cleanup_free_ char *msg = cni_error_to_string(err);
-                log_warning("Pod \"%s\": CNI DEL failed, the sandbox is removed anyway: %s",
-                            w->full_name, strna(msg));
+                worker_log(w, LOG_WARNING, NULL,
+                           "Pod \"%s\": CNI DEL failed, the sandbox is removed anyway: %s",
+                           w->full_name, strna(msg));
         }
         w->network_added = false;
         worker_op_done(w);
@@ -211,10 +213,11 @@ static void on_network_checked(CniRunner *runner, int r, CniResult *result, cons
         w->cni_op = NULL;
         if (r < 0 && r != -ENOENT) {
                 _cleanup_free_ char *msg = cni_error_to_string(err);
-                log_warning("Pod \"%s\": CNI CHECK of the adopted network failed: %s", w->full_name,
-                            strna(msg));
+                worker_log(w, LOG_WARNING, NULL,
+                           "Pod \"%s\": CNI CHECK of the adopted network failed: %s", w->full_name,
+                           strna(msg));
         } else if (r >= 0)
-                log_debug("Pod \"%s\": CNI CHECK passed.", w->full_name);
+                worker_log(w, LOG_DEBUG, NULL, "Pod \"%s\": CNI CHECK passed.", w->full_name);
         worker_op_done(w);
 }
 
@@ -272,6 +275,26 @@ static void on_sandbox_created(Runtime *rt, int r, pid_t holder, const Error *er
  * sandbox, and again once the network gave the pod its IP (the hosts line
  * and downwardAPI podIP items depend on it; volumes are rewritten in place
  * atomically). warn: log what kubelet reports as events, the first time only. */
+/* The volumes, made again (idempotent; projected files swapped atomically).
+ * w->volumes, which container starts bind from, is replaced only on
+ * success: a failed rewrite leaves what containers use now in place. */
+static int worker_write_volumes(PodWorker *w, Error *err) {
+        const PodManagerOptions *o = w->ctx->o;
+        PodNodeInfo node = { .node_name = o->node_name,
+                             .pod_ips = w->state.pod_ips,
+                             .host_ips = o->node_ips };
+        PodVolumesOptions vo = { .pod_dir = w->pod_dir, .node = &node, .lookup = &w->ctx->lookup };
+        PodVolumes nv = {};
+        int r = pod_volumes_prepare(w->state.pod, &vo, &nv, err);
+        if (r < 0) {
+                pod_volumes_done(&nv);
+                return r;
+        }
+        pod_volumes_done(&w->volumes);
+        w->volumes = nv;
+        return 0;
+}
+
 static int worker_write_pod_files(PodWorker *w, bool warn, Error *err) {
         const PodManagerOptions *o = w->ctx->o;
         _cleanup_strv_free_ char **warnings = NULL;
@@ -290,14 +313,32 @@ static int worker_write_pod_files(PodWorker *w, bool warn, Error *err) {
         if (r < 0)
                 return r;
         STRV_FOREACH(s, warnings)
-                log_warning("Pod \"%s\": %s", w->full_name, *s);
+                worker_log(w, LOG_WARNING, NULL, "Pod \"%s\": %s", w->full_name, *s);
 
-        PodNodeInfo node = { .node_name = o->node_name,
-                             .pod_ips = w->state.pod_ips,
-                             .host_ips = o->node_ips };
-        PodVolumesOptions vo = { .pod_dir = w->pod_dir, .node = &node, .lookup = &w->ctx->lookup };
-        pod_volumes_done(&w->volumes);
-        return pod_volumes_prepare(w->state.pod, &vo, &w->volumes, err);
+        return worker_write_volumes(w, err);
+}
+
+void pod_worker_local_object_changed(PodWorker *w, const ManifestObject *object) {
+        bool secret = object->kind == MANIFEST_KIND_SECRET;
+        Error err = {};
+
+        if (object->kind != MANIFEST_KIND_CONFIGMAP && !secret)
+                return;
+        /* Not yet prepared: the first preparation reads the new object
+         * anyway. Terminating or evicted: nothing uses the volumes. */
+        if (!w->prepared || w->state.terminating || w->state.evicted ||
+            !streq(object->namespace, w->object->namespace) ||
+            !pod_volumes_project(w->state.pod, secret, object->name))
+                return;
+        if (worker_write_volumes(w, &err) < 0) {
+                worker_log(w, LOG_WARNING, NULL,
+                           "Cannot update the volumes projecting %s \"%s\", they keep their "
+                           "previous content: %s",
+                           secret ? "secret" : "configmap", object->name, err.message);
+                return;
+        }
+        worker_log(w, LOG_INFO, NULL, "Updated volumes from %s \"%s\"",
+                   secret ? "secret" : "configmap", object->name);
 }
 
 /* Checkpoint, pod directory, etc files and volumes: everything a
@@ -568,17 +609,18 @@ void worker_cgroup_remove(PodWorker *w) {
         if (q < 0 && cgroup && o->cgroups.driver != CGROUP_DRIVER_SYSTEMD &&
             !strv_contains(w->ctx->cgroup_leftovers, cgroup) &&
             strv_extend(&w->ctx->cgroup_leftovers, cgroup) >= 0)
-                log_warning_errno(q,
-                                  "Pod \"%s\": failed to remove cgroup %s (tried again every "
-                                  "minute): %m",
-                                  w->full_name, cgroup);
+                worker_log_errno(w, LOG_WARNING, q, NULL,
+                                 "Pod \"%s\": failed to remove cgroup %s (tried again every "
+                                 "minute): %m",
+                                 w->full_name, cgroup);
         else if (q < 0)
-                log_warning_errno(q, "Pod \"%s\": failed to remove cgroup %s: %m", w->full_name,
-                                  strna(cgroup));
+                worker_log_errno(w, LOG_WARNING, q, NULL,
+                                 "Pod \"%s\": failed to remove cgroup %s: %m", w->full_name,
+                                 strna(cgroup));
 }
 
 static void worker_prepare_failed(PodWorker *w, const char *message) {
-        log_warning("Failed to prepare pod \"%s\": %s", w->full_name, message);
+        worker_log(w, LOG_WARNING, NULL, "Failed to prepare pod \"%s\": %s", w->full_name, message);
         worker_event(w, NULL, POD_EVENT_FAILED_CREATE_POD_SANDBOX,
                      "Failed to create pod sandbox: %s", message);
         w->state.sandbox = SANDBOX_FAILED;
@@ -647,7 +689,8 @@ void worker_create_sandbox(PodWorker *w) {
                 return;
         if (w->stale_sandbox) {
                 if (sandbox_remove(w->ns_dir, &err) < 0)
-                        log_warning("Pod \"%s\": %s", w->full_name, err.message);
+                        worker_log(w, LOG_WARNING, NULL, "Pod \"%s\": %s", w->full_name,
+                                   err.message);
                 (void)unlink(w->sandbox_record);
                 w->stale_sandbox = false;
                 err = (Error){};

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -496,28 +497,34 @@ static int write_file_at(int dir_fd, const PodVolumeFile *f, int64_t fs_group) {
         return 0;
 }
 
-static int make_ts_dir(int dir_fd, const char *dir, char **ret_name) {
+/* The "..<timestamp>.<random>" directory, made relative to dir_fd (never
+ * through a path that could be swapped under us). */
+static int make_ts_dir(int dir_fd, char **ret_name) {
         struct timespec ts;
         struct tm tm;
         (void)clock_gettime(CLOCK_REALTIME, &ts);
         (void)gmtime_r(&ts.tv_sec, &tm);
         char stamp[64];
         strftime(stamp, sizeof(stamp), "..%Y_%m_%d_%H_%M_%S.", &tm);
-        _cleanup_free_ char *tmpl = strprintf("%s/%s%09ldXXXXXX", dir, stamp, ts.tv_nsec);
-        if (!tmpl)
-                return -ENOMEM;
-        if (!mkdtemp(tmpl))
-                return -errno;
-        char *name = strdup(strrchr(tmpl, '/') + 1);
-        if (!name)
-                return -ENOMEM;
-        if (fchmodat(dir_fd, name, 0755, 0) < 0) {
-                int r = -errno;
-                free(name);
-                return r;
+        for (unsigned tries = 0; tries < 16; tries++) {
+                uint32_t rnd;
+                if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd)
+                        rnd = (uint32_t)ts.tv_nsec ^ (tries * 2654435761u);
+                _cleanup_free_ char *name = strprintf("%s%09ld%08" PRIx32, stamp, ts.tv_nsec, rnd);
+                if (!name)
+                        return -ENOMEM;
+                if (mkdirat(dir_fd, name, 0700) < 0) {
+                        if (errno == EEXIST)
+                                continue;
+                        return -errno;
+                }
+                /* explicit chmod: not the agent's umask */
+                if (fchmodat(dir_fd, name, 0755, 0) < 0)
+                        return -errno;
+                *ret_name = TAKE_PTR(name);
+                return 0;
         }
-        *ret_name = name;
-        return 0;
+        return -EEXIST;
 }
 
 static char *top_component(const char *p) {
@@ -586,7 +593,7 @@ int pod_atomic_write(const char *dir, const PodVolumeFile *files, size_t n_files
         old[ol > 0 ? ol : 0] = 0;
 
         _cleanup_free_ char *ts = NULL;
-        if ((r = make_ts_dir(dfd, dir, &ts)) < 0)
+        if ((r = make_ts_dir(dfd, &ts)) < 0)
                 return r;
         _cleanup_close_ int tfd = openat(dfd, ts, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (tfd < 0)
@@ -999,6 +1006,25 @@ static int prepare_shm(const Pod *pod, const PodVolumesOptions *o, char **ret, E
         *ret = TAKE_PTR(path);
         (void)pod;
         return 0;
+}
+
+bool pod_volumes_project(const Pod *pod, bool secret, const char *name) {
+        for (size_t i = 0; i < pod->spec.n_volumes; i++) {
+                const Volume *v = &pod->spec.volumes[i];
+                if (v->type == (secret ? VOLUME_SECRET : VOLUME_CONFIG_MAP) &&
+                    (secret ? v->secret.name : v->config_map.name) &&
+                    streq(secret ? v->secret.name : v->config_map.name, name))
+                        return true;
+                if (v->type != VOLUME_PROJECTED)
+                        continue;
+                for (size_t j = 0; j < v->projected.n_sources; j++) {
+                        const VolumeProjection *p = &v->projected.sources[j];
+                        const ConfigMapVolumeSource *src = secret ? p->secret : p->config_map;
+                        if (src && src->name && streq(src->name, name))
+                                return true;
+                }
+        }
+        return false;
 }
 
 void pod_volumes_done(PodVolumes *v) {

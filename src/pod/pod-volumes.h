@@ -99,6 +99,10 @@ int pod_volumes_prepare(const Pod *pod, const PodVolumesOptions *o, PodVolumes *
 int pod_volumes_cleanup(const char *pod_dir, Error *err);
 
 const char *pod_volumes_get(const PodVolumes *v, const char *name);
+/* Whether a configMap (secret false) or secret volume of pod, or a projected
+ * volume's source, projects the object called name (of the pod's own
+ * namespace): such volumes are rewritten when the object changes. */
+bool pod_volumes_project(const Pod *pod, bool secret, const char *name);
 void pod_volumes_done(PodVolumes *v);
 
 /* kubelet's hostPath type check for one volume (creating DirectoryOrCreate

@@ -27,6 +27,7 @@ struct PodWorker {
         char *source;           /* "file" | "http" */
         char *origin;
         char *full_name; /* "<name>_<namespace>(<uid>)" for logs */
+        char *pod_ref;   /* "<namespace>/<name>": pod= of structured log lines */
 
         PodState state;
         char *pod_dir; /* <root-dir>/pods/<uid> */
@@ -89,6 +90,21 @@ struct PodWorker {
         PodEvents events;  /* kubelet-style events (worker_event()) */
         bool events_dirty; /* status/events/<uid>.json is written after the sync */
 };
+
+/* A structured log line about the worker's pod (and container c_name, or
+ * NULL), as kubelet's klog.InfoS lines: pod="ns/name" podUID="…"
+ * containerName="…". The pod's name in logs is its static name (with the
+ * node suffix), kubelet's too. */
+#define worker_log(w, level, c_name, ...)                                                          \
+        log_kv_full((level),                                                                       \
+                    LOG_KV("pod", (w)->pod_ref, "podUID", (w)->object->uid, "containerName",       \
+                           (c_name)),                                                              \
+                    __VA_ARGS__)
+#define worker_log_errno(w, level, error, c_name, ...)                                             \
+        log_kv_full_errno((level), (error),                                                        \
+                          LOG_KV("pod", (w)->pod_ref, "podUID", (w)->object->uid, "containerName", \
+                                 (c_name)),                                                        \
+                          __VA_ARGS__)
 
 /* Per-container bookkeeping the PodState does not hold: what is in flight. */
 struct ContainerOp {

@@ -219,7 +219,8 @@ static void worker_write_status(PodWorker *w) {
         };
         r = pod_status_to_json(&w->state, &sc, &j);
         if (r < 0) {
-                log_warning_errno(r, "Failed to build status of pod \"%s\": %m", w->full_name);
+                worker_log_errno(w, LOG_WARNING, r, NULL,
+                                 "Failed to build status of pod \"%s\": %m", w->full_name);
                 return;
         }
         _cleanup_free_ char *text = json_dumps(j, JSON_COMPACT);
@@ -231,7 +232,8 @@ static void worker_write_status(PodWorker *w) {
         json_decref(j);
         if (r < 0) {
                 w->status_text = mfree(w->status_text);
-                log_warning_errno(r, "Failed to write status of pod \"%s\": %m", w->full_name);
+                worker_log_errno(w, LOG_WARNING, r, NULL,
+                                 "Failed to write status of pod \"%s\": %m", w->full_name);
                 return;
         }
         status_file_written(w, TAKE_PTR(text));
@@ -273,7 +275,8 @@ static void worker_write_events(PodWorker *w) {
         if (r >= 0)
                 r = pod_events_write(w->ctx->status_dir, w->object->uid, j);
         if (r < 0)
-                log_warning_errno(r, "Failed to write the events of pod \"%s\": %m", w->full_name);
+                worker_log_errno(w, LOG_WARNING, r, NULL,
+                                 "Failed to write the events of pod \"%s\": %m", w->full_name);
 }
 
 /* ---- completion helpers ---- */
@@ -297,16 +300,17 @@ static bool worker_teardown(PodWorker *w) {
                 return false;
         w->torn_down = true;
         if (sandbox_remove(w->ns_dir, &err) < 0)
-                log_warning("Pod \"%s\": %s", w->full_name, err.message);
+                worker_log(w, LOG_WARNING, NULL, "Pod \"%s\": %s", w->full_name, err.message);
         (void)unlink(w->sandbox_record);
         err = (Error){};
         if (pod_volumes_cleanup(w->pod_dir, &err) < 0)
-                log_warning("Pod \"%s\": %s", w->full_name, err.message);
+                worker_log(w, LOG_WARNING, NULL, "Pod \"%s\": %s", w->full_name, err.message);
         /* Whatever is still mounted under the pod (a rootfs whose container
          * never reported its exit) would make the removal below stop at it. */
         int m = umount_below(w->pod_dir);
         if (m > 0)
-                log_warning("Pod \"%s\": %d leftover mount(s) removed.", w->full_name, m);
+                worker_log(w, LOG_WARNING, NULL, "Pod \"%s\": %d leftover mount(s) removed.",
+                           w->full_name, m);
         _cleanup_free_ char *parent = strdup(w->pod_dir);
         char *slash = parent ? strrchr(parent, '/') : NULL;
         if (slash) {
@@ -314,8 +318,9 @@ static bool worker_teardown(PodWorker *w) {
                 _cleanup_close_ int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 int r = pfd >= 0 ? rm_rf_at(pfd, slash + 1) : -errno;
                 if (r < 0)
-                        log_warning_errno(r, "Pod \"%s\": failed to remove %s: %m", w->full_name,
-                                          w->pod_dir);
+                        worker_log_errno(w, LOG_WARNING, r, NULL,
+                                         "Pod \"%s\": failed to remove %s: %m", w->full_name,
+                                         w->pod_dir);
         }
         worker_cgroup_remove(w);
         /* the burstable level's shares without this pod */
@@ -328,7 +333,7 @@ static bool worker_teardown(PodWorker *w) {
         (void)pod_status_remove(w->ctx->status_dir, w->object->uid);
         w->status_text = mfree(w->status_text); /* gone from the API's /pods too */
         (void)pod_events_remove(w->ctx->status_dir, w->object->uid);
-        log_info("Pod \"%s\" is gone.", w->full_name);
+        worker_log(w, LOG_INFO, NULL, "Pod \"%s\" is gone.", w->full_name);
         w->ctx->worker_finished(w, w->ctx->userdata);
         return true;
 }
@@ -347,7 +352,7 @@ static bool worker_finish_unstarted(PodWorker *w) {
                 (void)pod_events_remove(w->ctx->status_dir, w->object->uid);
         }
         w->status_text = mfree(w->status_text);
-        log_info("Pod \"%s\" is gone (it never started).", w->full_name);
+        worker_log(w, LOG_INFO, NULL, "Pod \"%s\" is gone (it never started).", w->full_name);
         w->ctx->worker_finished(w, w->ctx->userdata);
         return true;
 }
@@ -389,7 +394,8 @@ static bool worker_sync(PodWorker *w) {
                 if (r < 0) {
                         /* kubelet's rejectPod: the event has the message,
                          * the status says it was a rejection. */
-                        log_warning("Pod \"%s\" rejected: %s", w->full_name, message);
+                        worker_log(w, LOG_WARNING, NULL, "Pod \"%s\" rejected: %s", w->full_name,
+                                   message);
                         w->state.rejected = true;
                         (void)set_str(&w->state.reason, POD_SYSCTL_FORBIDDEN_REASON);
                         free(w->state.message);
@@ -401,12 +407,13 @@ static bool worker_sync(PodWorker *w) {
                 if (w->ctx->wait_for_check(w, &reason, &message, w->ctx->userdata) < 0)
                         return false;
                 if (!streq_ptr(reason, w->state.wait_reason) && reason) {
-                        log_info("Pod \"%s\" waits: %s", w->full_name, strna(message));
+                        worker_log(w, LOG_INFO, NULL, "Pod \"%s\" waits: %s", w->full_name,
+                                   strna(message));
                         if (streq(reason, POD_OUT_OF_PODS_REASON))
                                 worker_event(w, NULL, POD_EVENT_OUT_OF_PODS, "%s", strna(message));
                 } else if (!reason && w->state.wait_reason)
-                        log_info("Pod \"%s\" may start now (it waited: %s).", w->full_name,
-                                 w->state.wait_reason);
+                        worker_log(w, LOG_INFO, NULL, "Pod \"%s\" may start now (it waited: %s).",
+                                   w->full_name, w->state.wait_reason);
                 /* OutOfpods is also the pod's own reason, as kubelet's
                  * admission failure shows it */
                 if (streq_ptr(reason, POD_OUT_OF_PODS_REASON)) {
@@ -479,9 +486,10 @@ static bool worker_sync(PodWorker *w) {
                 if (w->state.evicted && !w->evicted_volumes_released) {
                         Error err = {};
                         if (pod_volumes_cleanup(w->pod_dir, &err) < 0)
-                                log_warning("Pod \"%s\": cannot remove its volumes after the "
-                                            "eviction: %s",
-                                            w->full_name, err.message);
+                                worker_log(w, LOG_WARNING, NULL,
+                                           "Pod \"%s\": cannot remove its volumes after the "
+                                           "eviction: %s",
+                                           w->full_name, err.message);
                         w->evicted_volumes_released = true;
                 }
                 /* A finished pod (Succeeded/Failed) keeps its status and logs
@@ -490,7 +498,8 @@ static bool worker_sync(PodWorker *w) {
                     !worker_network_del(w)) {
                         Error err = {};
                         if (sandbox_remove(w->ns_dir, &err) < 0)
-                                log_warning("Pod \"%s\": %s", w->full_name, err.message);
+                                worker_log(w, LOG_WARNING, NULL, "Pod \"%s\": %s", w->full_name,
+                                           err.message);
                         (void)unlink(w->sandbox_record);
                         w->sandbox_released = true;
                 }
@@ -515,7 +524,7 @@ void pod_worker_evict(PodWorker *w, const char *message) {
         w->evicted_at = now_usec(CLOCK_MONOTONIC);
         (void)set_str(&w->state.reason, "Evicted");
         (void)set_str(&w->state.message, message);
-        log_warning("Evicting pod \"%s\": %s", w->full_name, message);
+        worker_log(w, LOG_WARNING, NULL, "Evicting pod \"%s\": %s", w->full_name, message);
         worker_event(w, NULL, POD_EVENT_EVICTED, "%s", message);
         w->status_dirty = true;
         pod_worker_request_sync(w);
@@ -533,7 +542,9 @@ void pod_worker_unevict(PodWorker *w) {
                 w->state.sandbox = SANDBOX_NONE;
                 w->sandbox_released = false;
         }
-        log_info("Pod \"%s\" may start again: the node is no longer under pressure.", w->full_name);
+        worker_log(w, LOG_INFO, NULL,
+                   "Pod \"%s\" may start again: the node is no longer under pressure.",
+                   w->full_name);
         w->status_dirty = true;
         pod_worker_request_sync(w);
 }
@@ -573,7 +584,7 @@ static int on_sync_defer(EventSource *s, usec_t now, void *userdata) {
 void pod_worker_terminate(PodWorker *w, const char *reason) {
         if (w->state.terminating)
                 return;
-        log_info("Terminating pod \"%s\": %s.", w->full_name, reason);
+        worker_log(w, LOG_INFO, NULL, "Terminating pod \"%s\": %s.", w->full_name, reason);
         w->state.terminating = true;
         pod_worker_request_sync(w);
 }
@@ -602,6 +613,7 @@ int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *obje
         w->source = strdup(source);
         w->origin = strdup(origin);
         w->full_name = strprintf("%s_%s(%s)", object->name, object->namespace, object->uid);
+        w->pod_ref = strprintf("%s/%s", object->namespace, object->name);
         w->pod_dir = strprintf("%s/%s", ctx->pods_dir, object->uid);
         w->ns_dir = strprintf("%s/%s", ctx->ns_dir, object->uid);
         w->log_dir = strprintf("%s/%s_%s_%s", ctx->o->pod_logs_dir, object->namespace, object->name,
@@ -610,8 +622,8 @@ int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *obje
         /* NULL (out of memory, or a UID pod_status_write() refuses): every
          * sync then writes, or reports why it cannot. */
         w->status_path = pod_status_path(ctx->status_dir, object->uid);
-        if (!w->source || !w->origin || !w->full_name || !w->pod_dir || !w->ns_dir || !w->log_dir ||
-            !w->sandbox_record) {
+        if (!w->source || !w->origin || !w->full_name || !w->pod_ref || !w->pod_dir || !w->ns_dir ||
+            !w->log_dir || !w->sandbox_record) {
                 r = -ENOMEM;
                 goto fail;
         }
@@ -652,6 +664,7 @@ int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *obje
                 .state = &w->state,
                 .pod_dir = w->pod_dir,
                 .name = w->full_name,
+                .pod_uid = w->object->uid,
                 .changed = on_probes_changed,
                 .record_event = on_probes_event,
                 .userdata = w,
@@ -693,6 +706,7 @@ PodWorker *pod_worker_free(PodWorker *w) {
         free(w->source);
         free(w->origin);
         free(w->full_name);
+        free(w->pod_ref);
         free(w->pod_dir);
         free(w->ns_dir);
         free(w->log_dir);

@@ -68,6 +68,13 @@ void pod_worker_request_sync(PodWorker *w);
 /* Starts termination: every container is stopped with its grace period,
  * then the sandbox, volumes and pod directory are removed. */
 void pod_worker_terminate(PodWorker *w, const char *reason);
+/* A local ConfigMap or Secret (object) was added, changed or removed:
+ * if the pod projects it into a volume and its volumes are in place, they
+ * are rewritten now (atomic ..data swap, running containers see the new
+ * files; environment variables keep their values until a container
+ * restarts, as in Kubernetes). A removed object leaves the last content
+ * (a warning says so), unless the reference is optional. */
+void pod_worker_local_object_changed(PodWorker *w, const ManifestObject *object);
 /* PLEG: re-reads the runtime state of the pod's containers. */
 void pod_worker_relist(PodWorker *w);
 

@@ -56,10 +56,9 @@ struct PodConfig {
 };
 
 static const char *const source_event_type_table[_SOURCE_EVENT_MAX] = {
-        [SOURCE_EVENT_ADD] = "ADD",
-        [SOURCE_EVENT_UPDATE] = "UPDATE",
-        [SOURCE_EVENT_REMOVE] = "REMOVE",
-        [SOURCE_EVENT_ERROR] = "ERROR",
+        [SOURCE_EVENT_ADD] = "ADD",       [SOURCE_EVENT_UPDATE] = "UPDATE",
+        [SOURCE_EVENT_REMOVE] = "REMOVE", [SOURCE_EVENT_ERROR] = "ERROR",
+        [SOURCE_EVENT_LOCAL] = "LOCAL",
 };
 
 const char *source_event_type_to_string(SourceEventType t) {
@@ -438,8 +437,10 @@ static void emit_change(PodConfig *c, const Change *ch) {
                 .old_uid = ch->type == SOURCE_EVENT_UPDATE ? ch->old->obj->uid : NULL,
                 .object = w->obj,
         };
-        log_debug("Pod %s/%s: %s %s (from %s)", w->obj->namespace, w->obj->name,
-                  source_event_type_to_string(ch->type), w->obj->uid, w->origin);
+        if (ch->type == SOURCE_EVENT_LOCAL)
+                ev.old_uid = ch->old && ch->new ? ch->old->obj->uid : NULL;
+        log_debug("%s %s/%s: %s %s (from %s)", kind_noun(w->obj->kind), w->obj->namespace,
+                  w->obj->name, source_event_type_to_string(ch->type), w->obj->uid, w->origin);
         if (c->handler)
                 c->handler(&ev, c->userdata);
 }
@@ -595,6 +596,39 @@ int pod_config_commit(PodConfig *c) {
                 }
         }
 
+        /* The same walk over ConfigMaps and Secrets: only content matters
+         * (their uid is a hash of it); which origin holds them does not. */
+        _cleanup_free_ Change *local_changes = calloc(
+                c->n_locals + n_new_locals ? c->n_locals + n_new_locals : 1, sizeof *local_changes);
+        if (!local_changes) {
+                for (size_t i = 0; i < c->n_origins; i++)
+                        free(texts[i]);
+                wanted_array_free(new_pods, n_new_pods);
+                wanted_array_free(new_locals, n_new_locals);
+                return -ENOMEM;
+        }
+        size_t n_local_changes = 0;
+        for (a = 0, b = 0; a < c->n_locals || b < n_new_locals;) {
+                int cmp = a >= c->n_locals ? 1
+                          : b >= n_new_locals
+                                  ? -1
+                                  : object_key_compare(c->locals[a].obj, new_locals[b].obj);
+                if (cmp < 0)
+                        local_changes[n_local_changes++] =
+                                (Change){ SOURCE_EVENT_LOCAL, &c->locals[a++], NULL };
+                else if (cmp > 0)
+                        local_changes[n_local_changes++] =
+                                (Change){ SOURCE_EVENT_LOCAL, NULL, &new_locals[b++] };
+                else {
+                        if (!streq(c->locals[a].obj->uid, new_locals[b].obj->uid))
+                                local_changes[n_local_changes++] =
+                                        (Change){ SOURCE_EVENT_LOCAL, &c->locals[a],
+                                                  &new_locals[b] };
+                        a++;
+                        b++;
+                }
+        }
+
         size_t n_errs = 0;
         for (size_t i = 0; i < c->n_origins; i++) {
                 Origin *o = c->origins[i];
@@ -622,6 +656,8 @@ int pod_config_commit(PodConfig *c) {
                 for (size_t i = 0; i < n_changes; i++)
                         if (changes[i].type == order[k])
                                 emit_change(c, &changes[i]);
+        for (size_t i = 0; i < n_local_changes; i++)
+                emit_change(c, &local_changes[i]);
 
         Diagnostics none;
         diagnostics_init(&none);

@@ -20,6 +20,14 @@ typedef enum SourceEventType {
         SOURCE_EVENT_REMOVE, /* pod uid is no longer wanted */
         SOURCE_EVENT_ERROR, /* an origin has problems (errors->n_errors > 0) or no longer has (== 0)
                              */
+        /* A local ConfigMap or Secret was added, changed or removed: pods
+         * that project it into a volume rewrite that volume (kubelet does
+         * the same for API objects). uid: the object's content hash;
+         * old_uid: the previous version's (NULL when added); object: the
+         * wanted object, or the one that was when it is gone (then
+         * pod_config_find() no longer finds it). Emitted after the pod
+         * events of the same commit. */
+        SOURCE_EVENT_LOCAL,
         _SOURCE_EVENT_MAX,
         _SOURCE_EVENT_INVALID = -22,
 } SourceEventType;

@@ -364,4 +364,78 @@ fi
 run 2 exec shell
 run 2 exec -- echo
 
+# -- container ID prefixes, logs --all-containers --prefix, pods -w ----------
+HEXA=abcdef01$(printf '%056d' 1)
+HEXB=abcdef02$(printf '%056d' 2)
+write_hexpod() { # write_hexpod RESTARTS: the status file, replaced by rename as the agent does
+        python3 - "$STATUS" "$HEXA" "$HEXB" "$1" <<'PY'
+import datetime, json, os, sys
+d, a, b, restarts = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+t = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+def cs(name, cid, rc):
+    return {"name": name, "ready": True, "started": True, "restartCount": rc, "image": "busybox:1.36",
+            "containerID": "runc://" + cid, "state": {"running": {"startedAt": t}}, "lastState": {}}
+p = {"apiVersion": "v1", "kind": "Pod",
+     "metadata": {"name": "hexpod-node1", "namespace": "default", "uid": "uid-hex", "creationTimestamp": t},
+     "spec": {"nodeName": "node1", "initContainers": [{"name": "c0", "image": "busybox:1.36"}],
+              "containers": [{"name": "c1", "image": "busybox:1.36"}, {"name": "c2", "image": "busybox:1.36"}]},
+     "status": {"phase": "Running", "conditions": [], "podIP": "10.0.0.9", "podIPs": [{"ip": "10.0.0.9"}],
+                "initContainerStatuses": [{"name": "c0", "ready": True, "restartCount": 0, "image": "busybox:1.36",
+                                           "containerID": "runc://" + "9" * 64,
+                                           "state": {"terminated": {"exitCode": 0, "reason": "Completed",
+                                                                    "startedAt": t, "finishedAt": t,
+                                                                    "containerID": "runc://" + "9" * 64}}}],
+                "containerStatuses": [cs("c1", a, restarts), cs("c2", b, 0)]}}
+json.dump(p, open(os.path.join(d, ".uid-hex.tmp"), "w"))
+os.rename(os.path.join(d, ".uid-hex.tmp"), os.path.join(d, "uid-hex.json"))
+PY
+}
+write_hexpod 0
+for c in c0:0 c1:0 c2:0; do
+        mkdir -p "$LOGS/default_hexpod-node1_uid-hex/${c%%:*}"
+        echo "2024-05-01T10:00:00.000000001Z stdout F ${c%%:*} says hi" >"$LOGS/default_hexpod-node1_uid-hex/${c%%:*}/${c#*:}.log"
+done
+if run 0 ps abcdef0; then
+        [ "$(grep -c abcdef0 "$out")" = 2 ] && has "ps ID: a shared prefix lists both" "$out" '^abcdef0100000 ' ||
+                fail "ps abcdef0: $(cat "$out")"
+fi
+if run 0 ps --id "runc://${HEXA:0:13}"; then
+        [ "$(grep -c abcdef "$out")" = 1 ] && has "ps --id: the 13 characters ps shows select one" "$out" "^${HEXA:0:13} " ||
+                fail "ps --id: $(cat "$out")"
+fi
+run 0 logs "${HEXB:0:13}" && has "logs takes a container ID prefix" "$out" '^c2 says hi$'
+run 0 logs abcdef01 && has "logs: any unique prefix" "$out" '^c1 says hi$'
+run 1 logs abcdef0 && has "logs: an ambiguous prefix is an error" "$err" 'prefix "abcdef0" is ambiguous, it matches 2' &&
+        has "logs: … naming the first match" "$err" "^  $HEXA \(container \"c1\" of pod default/hexpod-node1\)$" &&
+        has "logs: … and the second" "$err" "^  $HEXB \(container \"c2\""
+run 1 logs abcdef7 && has "logs: an unknown prefix says what to look at" "$err" 'no container ID starts with "abcdef7" \(see `nanolet ps -a`\)'
+run 1 exec abcdef0 -- true && has "exec: an ambiguous prefix too" "$err" 'ambiguous'
+if run 0 logs --all-containers --prefix hexpod; then
+        printf '[pod/hexpod-node1/c0] c0 says hi\n[pod/hexpod-node1/c1] c1 says hi\n[pod/hexpod-node1/c2] c2 says hi\n' >"$WORK/want"
+        cmp -s "$out" "$WORK/want" && ok "logs --all-containers --prefix: init first, kubectl's prefix" ||
+                fail "logs --all-containers --prefix: $(cat "$out")"
+fi
+run 0 logs --prefix -t -c c2 hexpod && has "logs --prefix -t: prefix, then the time" "$out" \
+        '^\[pod/hexpod-node1/c2\] 2024-05-01T10:00:00\.000000001Z c2 says hi$'
+run 2 logs --all-containers -f hexpod && has "logs --all-containers -f: says what to do" "$err" 'follow one container with -f -c NAME'
+run 2 logs --all-containers -c c1 hexpod
+for v in pods ps inspect events logs exec node validate version image serve; do
+        "$NANOLET" "$v" --help >"$out" 2>&1 && grep -q '^Usage: nanolet' "$out" || fail "$v --help: $(head -3 "$out")"
+done
+ok "--help on every subcommand"
+
+# pods -w: rows as status files change; a removed pod's last row marked (deleted)
+"$NANOLET" pods "${DIRS[@]}" -w >"$WORK/watch" 2>"$WORK/watch.err" &
+WATCH_PID=$!
+PIDS+=("$WATCH_PID")
+wait_for "$WORK/watch" '^default +hexpod-node1 +2/2 +Running +0 ' 1 10 || fail "pods -w: no first table"
+write_hexpod 1
+expect "pods -w: the changed row" "$WORK/watch" '^default +hexpod-node1 +2/2 +Running +1 ' 1 10
+rm -f "$STATUS/uid-hex.json"
+expect "pods -w: the removed pod" "$WORK/watch" '^default +hexpod-node1 .*\(deleted\)$' 1 10
+n=$(grep -c 'etcd-node1' "$WORK/watch")
+[ "$n" = 1 ] && ok "pods -w: unchanged pods are not printed again" || fail "etcd printed $n times"
+kill "$WATCH_PID" 2>/dev/null; wait "$WATCH_PID" 2>/dev/null || true
+run 2 pods -w -o json
+
 finish

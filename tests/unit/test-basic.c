@@ -721,6 +721,43 @@ static void test_log_json(void **state) {
         assert_int_equal(log_format_from_string("JSON", &f), -EINVAL);
 }
 
+static void log_kv_lines(void) {
+        log_kv_info(LOG_KV("pod", "kube-system/etcd-n1", "podUID", "ab12", "containerName", "etcd"),
+                    "Started container \"%s\"", "etcd");
+        /* NULL value: the pair is left out */
+        log_kv_warning(LOG_KV("pod", "default/web-n1", "podUID", "cd34", "containerName", NULL),
+                       "Evicting pod");
+        (void)log_kv_full_errno(LOG_ERR, -EIO, LOG_KV("pod", "default/x", "podUID", "u"),
+                                "cannot write: %m");
+}
+
+/* Structured lines (klog's InfoS/ErrorS): pairs after the message in text,
+ * JSON fields with "pod" as klog.KObj ({"name","namespace"}). */
+static void test_log_kv(void **state) {
+        (void)state;
+        log_set_target_journal(0);
+        log_set_format(LOG_FORMAT_TEXT);
+        _cleanup_free_ char *text = capture_log(log_kv_lines);
+        assert_matches(text, "^I[0-9]{4} [0-9:.]{15} +[0-9]+ test-basic\\.c:[0-9]+\\] Started "
+                             "container \"etcd\" pod=\"kube-system/etcd-n1\" podUID=\"ab12\" "
+                             "containerName=\"etcd\"$");
+        assert_matches(text, "^W[0-9]{4} .*\\] Evicting pod pod=\"default/web-n1\" "
+                             "podUID=\"cd34\"$");
+        assert_matches(text, "^E[0-9]{4} .*\\] cannot write: Input/output error err=\"Input/output "
+                             "error\" pod=\"default/x\" podUID=\"u\"$");
+
+        log_set_format(LOG_FORMAT_JSON);
+        _cleanup_free_ char *json = capture_log(log_kv_lines);
+        log_set_format(LOG_FORMAT_TEXT);
+        assert_matches(json, "^\\{\"ts\":[0-9]+\\.[0-9]{6},\"caller\":\"test-basic\\.c:[0-9]+\","
+                             "\"msg\":\"Started container \\\\\"etcd\\\\\"\",\"v\":0,"
+                             "\"pod\":\\{\"name\":\"etcd-n1\",\"namespace\":\"kube-system\"\\},"
+                             "\"podUID\":\"ab12\",\"containerName\":\"etcd\"\\}$");
+        assert_matches(json, "\"msg\":\"Evicting pod\",\"v\":0,\"pod\":\\{\"name\":\"web-n1\","
+                             "\"namespace\":\"default\"\\},\"podUID\":\"cd34\"\\}$");
+        assert_matches(json, "\"err\":\"Input/output error\",\"pod\":");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_error_first_wins),
@@ -742,6 +779,7 @@ int main(void) {
                 cmocka_unit_test(test_sd_notify),
                 cmocka_unit_test(test_log_klog_text),
                 cmocka_unit_test(test_log_json),
+                cmocka_unit_test(test_log_kv),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,7 +54,7 @@ static void record(const SourceEvent *ev, void *userdata) {
         } else {
                 assert_non_null(ev->object);
                 assert_string_equal(ev->object->uid, ev->uid);
-                if (ev->type != SOURCE_EVENT_REMOVE && r->config)
+                if (ev->type != SOURCE_EVENT_REMOVE && ev->type != SOURCE_EVENT_LOCAL && r->config)
                         r->found_in_handler =
                                 pod_config_find(r->config, MANIFEST_KIND_POD, ev->object->namespace,
                                                 ev->object->name) == ev->object;
@@ -470,10 +470,19 @@ static void test_local_objects(void **state) {
             obj_new(MANIFEST_KIND_SECRET, "ns", "cfg", "s1", "/m/a.yaml", 5),
             obj_new(MANIFEST_KIND_POD, "ns", "cfg", "p1", "/m/a.yaml", 9));
         assert_int_equal(pod_config_commit(c), 0);
-        /* only the pod makes an event */
-        assert_int_equal(rec.n, 1);
+        /* the pod first, then the new local objects (kind order) */
+        assert_int_equal(rec.n, 3);
         expect(&rec.ev[0], SOURCE_EVENT_ADD, "/m/a.yaml", "p1", NULL);
+        expect(&rec.ev[1], SOURCE_EVENT_LOCAL, "/m/a.yaml", "c1", NULL);
+        expect(&rec.ev[2], SOURCE_EVENT_LOCAL, "/m/a.yaml", "s1", NULL);
         recorder_clear(&rec);
+
+        /* unchanged content: no event */
+        set(c, "/m/a.yaml", 3, obj_new(MANIFEST_KIND_CONFIGMAP, "ns", "cfg", "c1", "/m/a.yaml", 1),
+            obj_new(MANIFEST_KIND_SECRET, "ns", "cfg", "s1", "/m/a.yaml", 5),
+            obj_new(MANIFEST_KIND_POD, "ns", "cfg", "p1", "/m/a.yaml", 9));
+        assert_int_equal(pod_config_commit(c), 0);
+        assert_int_equal(rec.n, 0);
 
         ManifestObject *o = pod_config_find(c, MANIFEST_KIND_CONFIGMAP, "ns", "cfg");
         assert_non_null(o);
@@ -485,8 +494,12 @@ static void test_local_objects(void **state) {
 
         set(c, "/m/a.yaml", 1, obj_new(MANIFEST_KIND_CONFIGMAP, "ns", "cfg", "c2", "/m/a.yaml", 1));
         assert_int_equal(pod_config_commit(c), 0);
-        assert_int_equal(rec.n, 1);
+        /* changed ConfigMap (old_uid: its previous version), removed Secret
+         * (the object that was, no old_uid) */
+        assert_int_equal(rec.n, 3);
         expect(&rec.ev[0], SOURCE_EVENT_REMOVE, "/m/a.yaml", "p1", NULL);
+        expect(&rec.ev[1], SOURCE_EVENT_LOCAL, "/m/a.yaml", "c2", "c1");
+        expect(&rec.ev[2], SOURCE_EVENT_LOCAL, "/m/a.yaml", "s1", NULL);
         recorder_clear(&rec);
         o = pod_config_find(c, MANIFEST_KIND_CONFIGMAP, "ns", "cfg");
         assert_non_null(o);
@@ -500,6 +513,7 @@ static void test_event_type_names(void **state) {
         assert_string_equal(source_event_type_to_string(SOURCE_EVENT_UPDATE), "UPDATE");
         assert_string_equal(source_event_type_to_string(SOURCE_EVENT_REMOVE), "REMOVE");
         assert_string_equal(source_event_type_to_string(SOURCE_EVENT_ERROR), "ERROR");
+        assert_string_equal(source_event_type_to_string(SOURCE_EVENT_LOCAL), "LOCAL");
         assert_null(source_event_type_to_string(_SOURCE_EVENT_MAX));
         assert_null(source_event_type_to_string(_SOURCE_EVENT_INVALID));
 }
