@@ -1036,6 +1036,27 @@ static void print_man_entry(FILE *f, const Setting *s, bool key_first) {
         fputs("\n\n", f);
 }
 
+/* One "- name: reason." line per setting of a disposition: the fields
+ * (with their flag, and for a rejected one the only value accepted), or
+ * the flags that have no field. */
+static void print_man_bullets(FILE *f, SettingDisposition d, bool fields) {
+        for (size_t i = 0; i < settings_table_size; i++) {
+                const Setting *s = &settings_table[i];
+                if (s->disposition != d || (fields ? !s->key : s->key || !s->flag))
+                        continue;
+                if (!fields)
+                        fprintf(f, "- *--%s*", s->flag);
+                else
+                        fprintf(f, "- *%s*%s%s%s", s->key, s->flag ? " (*--" : "",
+                                strempty(s->flag), s->flag ? "*)" : "");
+                if (fields && d == SETTING_REJECTED)
+                        fprintf(f, ", default %s", s->value);
+                fputs(": ", f);
+                fputs_scdoc(s->help, f);
+                fputs(".\n", f);
+        }
+}
+
 void settings_print_man(FILE *f) {
         fputs("# FIELDS\n\n"
               "Generated from nanolet's settings table. Each field is honoured as\n"
@@ -1051,27 +1072,12 @@ void settings_print_man(FILE *f) {
               "kubelet fields that nanolet accepts and ignores, each with one warning giving\n"
               "the reason below. Their flags are accepted the same way.\n\n",
               f);
-        for (size_t i = 0; i < settings_table_size; i++) {
-                const Setting *s = &settings_table[i];
-                if (s->key && s->disposition == SETTING_IGNORED) {
-                        fprintf(f, "- *%s*%s%s%s: ", s->key, s->flag ? " (*--" : "",
-                                strempty(s->flag), s->flag ? "*)" : "");
-                        fputs_scdoc(s->help, f);
-                        fputs(".\n", f);
-                }
-        }
+        print_man_bullets(f, SETTING_IGNORED, true);
 
         fputs("\n# REJECTED FIELDS\n\n"
               "Any value but kubelet's default stops the agent.\n\n",
               f);
-        for (size_t i = 0; i < settings_table_size; i++) {
-                const Setting *s = &settings_table[i];
-                if (s->disposition == SETTING_REJECTED) {
-                        fprintf(f, "- *%s* (*--%s*), default %s: ", s->key, s->flag, s->value);
-                        fputs_scdoc(s->help, f);
-                        fputs(".\n", f);
-                }
-        }
+        print_man_bullets(f, SETTING_REJECTED, true);
 
         fputs("\n# FLAGS WITHOUT A FIELD\n\n"
               "These *nanolet serve* flags have no KubeletConfiguration field.\n\n",
@@ -1085,13 +1091,6 @@ void settings_print_man(FILE *f) {
         fputs("# IGNORED FLAGS\n\n"
               "kubelet flags without a field that nanolet accepts with one warning each:\n\n",
               f);
-        for (size_t i = 0; i < settings_table_size; i++) {
-                const Setting *s = &settings_table[i];
-                if (!s->key && s->flag && s->disposition == SETTING_IGNORED) {
-                        fprintf(f, "- *--%s*: ", s->flag);
-                        fputs_scdoc(s->help, f);
-                        fputs(".\n", f);
-                }
-        }
+        print_man_bullets(f, SETTING_IGNORED, false);
         fputs("\n", f);
 }
