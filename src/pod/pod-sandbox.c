@@ -619,14 +619,10 @@ void worker_cgroup_remove(PodWorker *w) {
                                  strna(cgroup));
 }
 
+/* The pod's directory, volumes or cgroup could not be made: the sandbox
+ * failed (same status, event and back-off), reported at once. */
 static void worker_prepare_failed(PodWorker *w, const char *message) {
-        worker_log(w, LOG_WARNING, NULL, "Failed to prepare pod \"%s\": %s", w->full_name, message);
-        worker_event(w, NULL, POD_EVENT_FAILED_CREATE_POD_SANDBOX,
-                     "Failed to create pod sandbox: %s", message);
-        w->state.sandbox = SANDBOX_FAILED;
-        (void)set_str(&w->state.sandbox_message, message);
-        backoff_sandbox_failed(&w->state, now_usec(CLOCK_MONOTONIC));
-        metric_inc(w->ctx->metrics.started_pods_errors, NULL);
+        sandbox_failed(w, message);
         worker_mark_status(w);
 }
 
