@@ -114,8 +114,8 @@ static void fput_kv_json(const char *const *kv, FILE *f) {
         }
 }
 
-static int log_write(int level, int error, const char *file, int line, const char *const *kv,
-                     const char *format, va_list ap) {
+_printf_(6, 0) static int log_write(int level, int error, const char *file, int line,
+                                    const char *const *kv, const char *format, va_list ap) {
         int saved = errno;
         char msg[4096];
         int r = error < 0 ? -error : error;
