@@ -439,10 +439,10 @@ static int daemon_setup_api(Daemon *d) {
                              c->healthz_port, false);
 }
 
-/* kubelet's graceful node shutdown takes a systemd-logind delay inhibitor
- * and stops the pods on PrepareForShutdown, over D-Bus. nanolet has no D-Bus
- * client and often runs where logind does not (PID 1 not systemd), so the
- * setting is accepted and said to have no effect, once. */
+/* Settings accepted but not applied, each said once. kubelet's graceful
+ * node shutdown takes a systemd-logind delay inhibitor and stops the pods on
+ * PrepareForShutdown, over D-Bus. nanolet has no D-Bus client and often runs
+ * where logind does not (PID 1 not systemd), so the setting has no effect. */
 static void daemon_warn_unsupported(const NanoletConfig *c) {
         if (c->shutdown_grace_period > 0 || c->shutdown_grace_period_critical_pods > 0)
                 log_warning("shutdownGracePeriod %" PRIu64
@@ -452,6 +452,14 @@ static void daemon_warn_unsupported(const NanoletConfig *c) {
                             "the agent itself is stopped).",
                             (uint64_t)(c->shutdown_grace_period / USEC_PER_SEC),
                             (uint64_t)(c->shutdown_grace_period_critical_pods / USEC_PER_SEC));
+        /* The built-in bridge (src/network/cni-config.c) always sets the
+         * bridge plugin's hairpinMode; a CNI configuration file decides for
+         * itself, as with a CRI runtime under kubelet. */
+        if (c->hairpin_mode && !streq(c->hairpin_mode, "hairpin-veth"))
+                log_warning("hairpinMode \"%s\" is not applied: the built-in bridge network uses "
+                            "hairpin-veth, and a file in the CNI configuration directory sets its "
+                            "own.",
+                            c->hairpin_mode);
 }
 
 int daemon_new(Daemon **ret, NanoletConfig *config) {

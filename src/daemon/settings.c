@@ -93,6 +93,19 @@ static int check_cgroup_driver(NanoletConfig *c, const Setting *s, const char *v
         return 0;
 }
 
+/* kubelet's three modes; anything else was silently accepted before and
+ * then had no effect. */
+static int check_hairpin_mode(NanoletConfig *c, const Setting *s, const char *value,
+                              char **ret_error) {
+        (void)c, (void)s;
+        if (!streq(value, "hairpin-veth") && !streq(value, "promiscuous-bridge") &&
+            !streq(value, "none")) {
+                *ret_error = strdup("expected hairpin-veth, promiscuous-bridge or none");
+                return -EINVAL;
+        }
+        return 0;
+}
+
 static int check_runtime(NanoletConfig *c, const Setting *s, const char *value, char **ret_error) {
         (void)c, (void)s;
         if (!streq(value, "runc") && !streq(value, "crun") && !strchr(value, '/')) {
@@ -175,7 +188,8 @@ const Setting settings_table[] = {
           "20s", "D", "polling period of the manifest URL", .flags = SETTING_FILE_ZERO_IS_DEFAULT,
           .min = 1),
         H("sync-frequency", "syncFrequency", SETTING_DURATION, sync_frequency, "1m", "D",
-          "period of the full pod sync (status and health of every pod)",
+          "accepted and range-checked; no effect yet: every pod is synced on each event and "
+          "on the relist, every second",
           .flags = SETTING_FILE_ZERO_IS_DEFAULT, .min = 1),
         H("max-manifest-size", NULL, SETTING_QUANTITY, max_manifest_size, "10Mi", "SIZE",
           "largest manifest accepted"),
@@ -263,7 +277,9 @@ const Setting settings_table[] = {
         H("node-ip", NULL, SETTING_STRV, node_ips, NULL, "IP[,IP]", "status.hostIP",
           .shown_default = "the default route's address", .parse = check_ip),
         H("hairpin-mode", "hairpinMode", SETTING_STRING, hairpin_mode, "hairpin-veth", "MODE",
-          "hairpin-veth, promiscuous-bridge or none (the built-in bridge network)"),
+          "hairpin-veth, promiscuous-bridge or none; the built-in bridge network always uses "
+          "hairpin-veth (another value is warned about at start)",
+          .parse = check_hairpin_mode),
 
         /* ---- HTTP API ---- */
         H("address", "address", SETTING_STRING, address, "127.0.0.1", "IP",

@@ -42,7 +42,7 @@ typedef enum PodEventReason {
         POD_EVENT_FAILED_POST_START_HOOK,    /* Warning */
         POD_EVENT_FAILED_PRE_STOP_HOOK,      /* Warning */
         POD_EVENT_FAILED_CREATE_POD_SANDBOX, /* Warning */
-        POD_EVENT_EVICTED,                   /* Warning: reserved for eviction */
+        POD_EVENT_EVICTED,                   /* Warning: node-pressure eviction */
         POD_EVENT_OUT_OF_PODS,               /* Warning: maxPods reached, the pod waits */
         POD_EVENT_SYSCTL_FORBIDDEN,          /* Warning: admission refused a sysctl */
         _POD_EVENT_REASON_MAX,

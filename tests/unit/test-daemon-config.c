@@ -516,7 +516,8 @@ static void test_resource_flags(void **state) {
         char *bad5[] = { "serve", "--kube-reserved", "memory=lots", NULL };
         char *bad6[] = { "serve", "--max-pods", "0", NULL };
         char *bad7[] = { "serve", "--cgroup-driver", "docker", NULL };
-        char **all[] = { bad1, bad2, bad3, bad4, bad5, bad6, bad7 };
+        char *bad8[] = { "serve", "--hairpin-mode", "promiscuous", NULL };
+        char **all[] = { bad1, bad2, bad3, bad4, bad5, bad6, bad7, bad8 };
         assert_all_rejected(all, ELEMENTSOF(all));
 
         static const char file[] = "apiVersion: kubelet.config.k8s.io/v1beta1\n"
