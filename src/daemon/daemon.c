@@ -348,6 +348,7 @@ static int daemon_setup_runtime(Daemon *d) {
                 .container_log_max_files = (unsigned)c->container_log_max_files,
                 .container_log_max_workers = (unsigned)c->container_log_max_workers,
                 .container_log_monitor_interval = c->container_log_monitor_interval,
+                .sync_frequency = c->sync_frequency,
                 .images = d->images,
                 .runtime = d->runtime,
                 .cni = d->cni,

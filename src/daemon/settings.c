@@ -188,8 +188,8 @@ const Setting settings_table[] = {
           "20s", "D", "polling period of the manifest URL", .flags = SETTING_FILE_ZERO_IS_DEFAULT,
           .min = 1),
         H("sync-frequency", "syncFrequency", SETTING_DURATION, sync_frequency, "1m", "D",
-          "accepted and range-checked; no effect yet: every pod is synced on each event and "
-          "on the relist, every second",
+          "every pod is synced at least this often, besides on each event and change the "
+          "one-second relist sees",
           .flags = SETTING_FILE_ZERO_IS_DEFAULT, .min = 1),
         H("max-manifest-size", NULL, SETTING_QUANTITY, max_manifest_size, "10Mi", "SIZE",
           "largest manifest accepted"),

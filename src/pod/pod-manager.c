@@ -33,7 +33,8 @@ struct PodManager {
         size_t n_workers;
 
         EventSource *relist_timer;
-        usec_t last_relist; /* event loop time of the last relist, for /healthz */
+        EventSource *sync_timer; /* syncFrequency */
+        usec_t last_relist;      /* event loop time of the last relist, for /healthz */
         EventSource *exits_watch;
         EventSource *orphan_timer;
         struct OrphanDel *orphan_dels; /* DELs of orphaned sandboxes in flight */
@@ -637,6 +638,17 @@ static int on_log_timer(EventSource *s, usec_t now, void *userdata) {
         return event_source_set_time_relative(s, m->o.container_log_monitor_interval);
 }
 
+/* kubelet's periodic SyncLoop (SYNC): events and the relist sync a pod
+ * when something changed; this bounds how long a pod can go without a
+ * sync if an event was missed (syncFrequency). */
+static int on_sync_timer(EventSource *s, usec_t now, void *userdata) {
+        PodManager *m = userdata;
+        log_debug("SyncLoop (SYNC): %zu pod(s)", m->n_workers);
+        for (size_t i = 0; i < m->n_workers; i++)
+                pod_worker_request_sync(m->workers[i]);
+        return event_source_set_time_relative(s, m->o.sync_frequency);
+}
+
 static int on_stats_timer(EventSource *s, usec_t now, void *userdata) {
         PodManager *m = userdata;
         pod_stats_sample(m->stats, m->workers, m->n_workers);
@@ -699,6 +711,8 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
         }
         if (m->o.container_log_monitor_interval == 0)
                 m->o.container_log_monitor_interval = 10 * USEC_PER_SEC;
+        if (m->o.sync_frequency == 0)
+                m->o.sync_frequency = 60 * USEC_PER_SEC;
         if (o->container_log_max_size > 0) {
                 LogRotatePolicy lp = { .max_size = o->container_log_max_size,
                                        .max_files = o->container_log_max_files,
@@ -750,6 +764,10 @@ int pod_manager_start(PodManager *m) {
                                     100 * USEC_PER_MSEC, on_relist, m);
         if (r < 0)
                 return r;
+        r = event_add_time_relative(m->event, &m->sync_timer, m->o.sync_frequency,
+                                    100 * USEC_PER_MSEC, on_sync_timer, m);
+        if (r < 0)
+                return r;
         /* The first sample at once: the node has a CPU rate a second after
          * start, the pods from their first request or tick on. */
         r = event_add_time_relative(m->event, &m->stats_timer, 0, 100 * USEC_PER_MSEC,
@@ -797,6 +815,7 @@ PodManager *pod_manager_free(PodManager *m) {
         free(m->workers);
         event_curl_free(m->ctx.curl);
         event_source_free(m->relist_timer);
+        event_source_free(m->sync_timer);
         event_source_free(m->exits_watch);
         event_source_free(m->orphan_timer);
         while (m->orphan_dels)

@@ -58,14 +58,15 @@ typedef struct PodManagerOptions {
         unsigned container_log_max_files;
         unsigned container_log_max_workers;    /* rotation workers at once; 0 = 1 */
         usec_t container_log_monitor_interval; /* 0 = 10 s */
-        ImageStore *images;                    /* not owned */
-        Runtime *runtime;                      /* not owned */
-        CniRunner *cni;                        /* not owned; NULL: pods get only lo */
-        const char *cni_conf_dir;              /* --cni-conf-dir */
-        const char *pod_cidr;                  /* --pod-cidr, for the built-in network */
-        PodConfig *config;                     /* not owned: ConfigMap/Secret lookups */
-        ImagePulls *pulls;                     /* not owned; NULL: no registry pulls */
-        bool image_pull_never;                 /* --image-pull-policy-override=never */
+        usec_t sync_frequency;    /* every pod is synced at least this often; 0 = 1 min */
+        ImageStore *images;       /* not owned */
+        Runtime *runtime;         /* not owned */
+        CniRunner *cni;           /* not owned; NULL: pods get only lo */
+        const char *cni_conf_dir; /* --cni-conf-dir */
+        const char *pod_cidr;     /* --pod-cidr, for the built-in network */
+        PodConfig *config;        /* not owned: ConfigMap/Secret lookups */
+        ImagePulls *pulls;        /* not owned; NULL: no registry pulls */
+        bool image_pull_never;    /* --image-pull-policy-override=never */
         /* /metrics and /metrics/probes (not owned; NULL: nothing counted).
          * The manager adds a collector to metrics: format it only while the
          * manager lives. */

@@ -132,7 +132,7 @@ search example.test corp.test
 options timeout:2 attempts:3
 EOF
 start_agent -v 4 --cni-bin-dir "$CNI_BIN" --cluster-dns 10.96.0.10 --cluster-domain cluster.local \
-        --resolv-conf "$WORK/resolv.conf"
+        --resolv-conf "$WORK/resolv.conf" --sync-frequency 2s
 
 put() { # put FILE: stdin -> manifest, written as installers do (temp + rename)
         cat >"$MAN/.$1.tmp"
@@ -474,6 +474,13 @@ n=$(find "$RUN/cni" -type f 2>/dev/null | wc -l)
 [ "$n" -eq 0 ] && ok "no CNI cache files left" || fail "CNI cache left: $(ls "$RUN/cni")"
 n=$(our_rules | wc -l)
 [ "$n" -eq 0 ] && ok "portmap's rules for the pods are gone" || fail "iptables rules left: $(our_rules)"
+# --sync-frequency 2s: the agent's periodic full sync, from its own records
+mapfile -t syncs < <(log_times 'SyncLoop \(SYNC\)')
+if [ ${#syncs[@]} -ge 2 ] && python3 -c 'import sys; sys.exit(0 if float(sys.argv[2]) - float(sys.argv[1]) >= 1.9 else 1)' "${syncs[0]}" "${syncs[1]}"; then
+        ok "periodic sync every --sync-frequency (${#syncs[@]} SyncLoop (SYNC) lines)"
+else
+        fail "periodic sync: ${#syncs[@]} SyncLoop (SYNC) lines (${syncs[*]:0:2})"
+fi
 stop_agent
 n=$(our_rules | wc -l)
 [ "$n" -eq 0 ] && ok "no iptables rules of this test after the agent stopped" || fail "iptables rules left: $(our_rules)"
