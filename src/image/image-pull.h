@@ -83,7 +83,5 @@ int image_pull_start(Event *e, const char *root_dir, const char *ref, const Imag
 void image_pull_cancel(ImagePull *pull);
 
 #define IMAGE_HELPER_PULL "image-pull"
-/* One layer of a pull unpacked while later blobs download (image-pull.c). */
-#define IMAGE_HELPER_UNPACK_LAYER "unpack-layer"
-/* The entry of both helper modes; argv starts at the mode. */
+/* The helper mode's entry; argv starts at the mode. */
 int image_pull_helper_main(int argc, char **argv);
