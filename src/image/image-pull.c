@@ -999,8 +999,7 @@ static int unpack_start(Pull *p, Blob *b) {
         b->unpack_err = (Error){};
         r = pthread_create(&b->unpack_thread, NULL, unpack_thread, b);
         if (r != 0)
-                return error_set(p->err, -r, "cannot start a layer unpack thread: %s",
-                                 strerror(r));
+                return error_set(p->err, -r, "cannot start a layer unpack thread: %s", strerror(r));
         b->unpack_running = true;
         b->unpack_wanted = false;
         p->unpacking++;
