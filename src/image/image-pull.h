@@ -18,8 +18,9 @@
  * to https only (or http for an insecure registry). Tokens and passwords
  * are never logged.
  *
- * Blocking: image_pull_run() does network and file I/O until the pull ends;
- * the CLI calls it directly, the agent runs it in a helper process through
+ * Blocking: image_pull_run() does network and file I/O until the pull ends,
+ * and starts threads (the layer unpackers, joined before it returns); the
+ * CLI calls it directly, the agent runs it in a helper process through
  * image_pull_start(). */
 #pragma once
 
