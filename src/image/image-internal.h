@@ -55,10 +55,12 @@ int store_blob_read(ImageStore *s, const char *digest, char **ret, size_t *ret_s
 /* Unpacks one layer blob (fd) into layers/.tmp-<chain>-<rand>; returns the temp name.
  * blob_verified: the caller hashed the blob to blob_digest already (a pull
  * does while downloading), so only the diff ID is computed here: one pass
- * of SHA-256 over the compressed bytes less. */
+ * of SHA-256 over the compressed bytes less. cancel (optional): see
+ * ImageLimits.cancel; only reads of s are made, so threads of one process
+ * may unpack into the same store at once. */
 int store_layer_unpack_tmp(ImageStore *s, int blob_fd, const char *blob_digest, bool blob_verified,
                            const char *diff_id, const char *chain_id, uint64_t *budget,
-                           char **ret_tmp, Error *err);
+                           const atomic_bool *cancel, char **ret_tmp, Error *err);
 /* Renames a temp layer dir to its chain ID name; a concurrent winner is fine. */
 int store_layer_commit(ImageStore *s, const char *tmp, const char *chain_id, Error *err);
 bool store_layer_exists(ImageStore *s, const char *chain_id);

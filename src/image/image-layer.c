@@ -94,6 +94,7 @@ typedef struct Unpack {
         uint64_t extracted; /* logical size of the regular files written, holes included */
         bool root;
         int pull_error; /* a cap or decompression error seen by tar_read */
+        bool cancelled; /* limits->cancel seen by blob_read */
         DirTime *dirs;
         size_t n_dirs;
         char buf[128 * 1024];
@@ -101,6 +102,11 @@ typedef struct Unpack {
 
 static la_ssize_t blob_read(struct archive *a, void *userdata, const void **buf) {
         Unpack *u = userdata;
+        if (u->limits->cancel && atomic_load_explicit(u->limits->cancel, memory_order_relaxed)) {
+                u->cancelled = true;
+                archive_set_error(a, ECANCELED, "layer unpacking cancelled");
+                return -1;
+        }
         for (;;) {
                 ssize_t n = read(u->blob_fd, u->buf, sizeof(u->buf));
                 if (n < 0 && errno == EINTR)
@@ -708,6 +714,12 @@ int image_layer_unpack(int blob_fd, int root_fd, const char *blob_digest, const 
         u->err = err;
         u->root = geteuid() == 0;
         int r = unpack_run(u, blob_digest, diff_id);
+        /* Whatever error the cut stream caused downstream, it was the cancel. */
+        if (r < 0 && u->cancelled) {
+                if (err)
+                        *err = (Error){};
+                r = error_set(err, -ECANCELED, "layer unpacking cancelled");
+        }
         if (r < 0 && err && !err->message[0])
                 (void)error_set(err, r, "unpacking layer: %s", strerror(-r));
         unpack_done(u);

@@ -6,6 +6,8 @@
  * ".wh..wh..opq". Also chain IDs (OCI image spec). */
 #pragma once
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,6 +20,10 @@ typedef struct ImageLimits {
         uint64_t ratio_min_size; /* ... checked once this many bytes are out */
         uint64_t max_entries;    /* tar entries per layer */
         size_t max_path;         /* bytes in an entry path */
+        /* Optional: another thread sets it to stop an unpacking early
+         * (-ECANCELED at the next blob read), e.g. a pull whose download
+         * failed while its unpack threads run (image-pull.c). */
+        const atomic_bool *cancel;
 } ImageLimits;
 
 #define IMAGE_DEFAULT_MAX_LAYER_SIZE (UINT64_C(8) << 30)

@@ -598,7 +598,7 @@ static int unpack_layers(Load *l) {
                         if (!n[l->n_tmps].chain_id)
                                 return -ENOMEM;
                         r = store_layer_unpack_tmp(l->s, fd, st->digest, false,
-                                                   im->config.diff_ids[k], chain, &budget,
+                                                   im->config.diff_ids[k], chain, &budget, NULL,
                                                    &n[l->n_tmps].tmp, l->err);
                         if (r < 0) {
                                 free(n[l->n_tmps].chain_id);

@@ -10,13 +10,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "child.h"
@@ -29,8 +29,6 @@
 #include "log.h"
 #include "registry-auth.h"
 #include "registry-config.h"
-#include "self-helper.h"
-#include "spawn.h"
 #include "string-util.h"
 #include "strv.h"
 #include "time-util.h"
@@ -649,10 +647,15 @@ typedef struct Blob {
          * position in the manifest. */
         const char *diff_id, *chain_id;
         bool unpack_wanted;
-        pid_t unpack_pid; /* > 0 while the helper runs */
-        int unpack_fd;    /* its result pipe */
-        char unpack_buf[sizeof(((Error *)NULL)->message) + 32];
-        size_t unpack_len;
+        bool unpack_running; /* the thread was started and not joined yet */
+        pthread_t unpack_thread;
+        int unpack_fd;      /* read end of its done pipe: EOF once it ends */
+        int unpack_wfd;     /* write end, closed by the thread as it ends */
+        int unpack_blob_fd; /* the staged blob, read by the thread */
+        /* The thread's result, read after pthread_join(). */
+        int unpack_r;
+        Error unpack_err;
+        char *unpack_tmp;
 } Blob;
 
 struct Pull {
@@ -667,25 +670,34 @@ struct Pull {
         ImageConfig config;
         char **chain_ids;
         char **unpacked; /* chain ID, layers/ temp dir, ...: unpacked early */
-        unsigned unpacking;
+        unsigned unpacking, max_unpackers;
+        /* Set when the pull fails with unpack threads running: they stop at
+         * their next blob read instead of finishing a layer nobody wants. */
+        atomic_bool cancel;
 };
 
-/* The waitpid() calls here and in unpack_collect() block, which is fine:
- * image_pull_run() runs only in the pull helper process or the CLI, never
- * on the agent's event loop (the agent watches the helper through
- * child.h). Here the child was just SIGKILLed; in unpack_collect() it has
- * closed its result pipe, i.e. it is exiting. */
-static void unpack_kill(Blob *b) {
-        if (b->unpack_pid > 0) {
-                (void)kill(b->unpack_pid, SIGKILL);
-                (void)waitpid(b->unpack_pid, NULL, 0);
-                b->unpack_pid = 0;
+/* The pthread_join() calls here and in unpack_collect() block, which is
+ * fine: image_pull_run() runs only in the pull helper process or the CLI,
+ * never on the agent's event loop (the agent watches the helper through
+ * child.h). Here the thread was told to stop and does at its next read of
+ * at most 128 KiB of blob; in unpack_collect() it has closed its pipe, i.e.
+ * it is returning. */
+static void unpack_stop(Pull *p, Blob *b) {
+        if (b->unpack_running) {
+                atomic_store(&p->cancel, true);
+                (void)pthread_join(b->unpack_thread, NULL);
+                b->unpack_running = false;
+                if (b->unpack_tmp) /* it finished before it saw the cancel */
+                        (void)rm_rf_at(p->s->layers_fd, b->unpack_tmp);
         }
+        b->unpack_tmp = mfree(b->unpack_tmp);
         b->unpack_fd = safe_close(b->unpack_fd);
+        b->unpack_wfd = safe_close(b->unpack_wfd);
+        b->unpack_blob_fd = safe_close(b->unpack_blob_fd);
 }
 
 static void blob_done(Blob *b) {
-        unpack_kill(b);
+        unpack_stop(b->pull, b);
         if (b->easy)
                 curl_easy_cleanup(b->easy);
         curl_slist_free_all(b->hdrs);
@@ -945,85 +957,82 @@ static int blob_finish(Pull *p, Blob *b, CURLcode c) {
         return blob_stage(p, b);
 }
 
-/* Early unpacking: a layer whose blob is verified is unpacked by a helper
- * process (`internal-helper unpack-layer`, store_layer_unpack_tmp(), the
- * function `image load` uses) while later blobs download; the temp layer
- * dirs then go to image_store_load_staged(), which commits them with the
- * rest or removes them. An exec and not a fork: libcurl may run resolver
- * threads (self-helper.h). */
-#define MAX_UNPACKERS 2
+/* Early unpacking: a layer whose blob is verified is unpacked by a thread
+ * of this process (store_layer_unpack_tmp(), the function `image load`
+ * uses) while later blobs download; the temp layer dirs then go to
+ * image_store_load_staged(), which commits them with the rest or removes
+ * them. Threads, not helper processes: each exec of this binary cost ~7.5 ms
+ * of CPU in the dynamic linker alone (docs/BENCHMARKS.md, "Registry pull").
+ * Cancellation stays what it was: the agent kills the pull helper's process
+ * group, and SIGINT ends the CLI, threads and all, before anything is
+ * committed; the leftover .tmp-* dirs go at the store's next open. At most
+ * one thread per CPU (2..4): the download thread needs CPU too. */
+#define MAX_UNPACKERS 4
+
+static void *unpack_thread(void *userdata) {
+        Blob *b = userdata;
+        Pull *p = b->pull;
+        uint64_t budget = p->s->limits.max_total_size;
+        /* The blob's digest was verified as it downloaded (blob_finish()),
+         * into the pull's own stage dir (root-only, under the store's GC
+         * lock): hashing it again would only cost time. */
+        b->unpack_r = store_layer_unpack_tmp(p->s, b->unpack_blob_fd, b->desc->digest, true,
+                                             b->diff_id, b->chain_id, &budget, &p->cancel,
+                                             &b->unpack_tmp, &b->unpack_err);
+        /* Last: wakes the download loop (curl_multi_poll() on the read end). */
+        b->unpack_wfd = safe_close(b->unpack_wfd);
+        return NULL;
+}
 
 static int unpack_start(Pull *p, Blob *b) {
-        _cleanup_close_pair_ int fds[2] = { -EBADF, -EBADF };
-        _cleanup_strv_free_ char **env = NULL;
-        char fd_arg[16];
+        int fds[2];
         int r;
 
+        b->unpack_blob_fd = openat(p->stage_fd, b->hex, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (b->unpack_blob_fd < 0)
+                return error_set(p->err, -errno, "cannot open staged layer %s: %m", b->hex);
         if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0)
                 return error_set(p->err, -errno, "cannot create a pipe: %m");
-        if (self_helper_env(&env) < 0)
-                return -ENOMEM;
-        (void)snprintf(fd_arg, sizeof(fd_arg), "%d", fds[1]);
-        char *const argv[] = { (char *)self_helper_exe(),
-                               (char *)SELF_HELPER_VERB,
-                               (char *)IMAGE_HELPER_UNPACK_LAYER,
-                               fd_arg,
-                               p->s->root,
-                               p->stage_name,
-                               b->hex,
-                               (char *)b->diff_id,
-                               (char *)b->chain_id,
-                               NULL };
-        SpawnOptions o = SPAWN_OPTIONS_INIT;
-        o.argv = argv;
-        o.envp = env;
-        o.stderr_fd = STDERR_FILENO; /* its log lines; stdout may be a result channel */
-        o.keep_fds = &fds[1];
-        o.n_keep_fds = 1;
-        r = spawn(&o, &b->unpack_pid, NULL);
-        if (r < 0)
-                return error_set(p->err, r, "cannot start the layer unpack helper: %s",
-                                 strerror(-r));
-        b->unpack_fd = TAKE_FD(fds[0]);
+        b->unpack_fd = fds[0];
+        b->unpack_wfd = fds[1];
+        b->unpack_r = 0;
+        b->unpack_err = (Error){};
+        r = pthread_create(&b->unpack_thread, NULL, unpack_thread, b);
+        if (r != 0)
+                return error_set(p->err, -r, "cannot start a layer unpack thread: %s", strerror(r));
+        b->unpack_running = true;
         b->unpack_wanted = false;
-        b->unpack_len = 0;
         p->unpacking++;
         return 0;
 }
 
-/* Reads the helper's result once it closed the pipe: 1 when it has not yet. */
+/* Collects a thread's result once it closed its pipe: 1 when it has not yet. */
 static int unpack_collect(Pull *p, Blob *b) {
-        for (;;) {
-                ssize_t n = read(b->unpack_fd, b->unpack_buf + b->unpack_len,
-                                 sizeof(b->unpack_buf) - 1 - b->unpack_len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && errno == EAGAIN)
-                        return 1;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        break;
-                b->unpack_len += (size_t)n;
-                if (b->unpack_len >= sizeof(b->unpack_buf) - 1)
-                        break;
-        }
-        int status = 0;
-        /* Blocking, but only until an exiting child is gone (unpack_kill()). */
-        while (waitpid(b->unpack_pid, &status, 0) < 0 && errno == EINTR)
+        char c;
+        ssize_t n;
+        while ((n = read(b->unpack_fd, &c, 1)) < 0 && errno == EINTR)
                 ;
-        b->unpack_pid = 0;
+        if (n < 0 && errno == EAGAIN)
+                return 1;
+        if (n < 0)
+                return -errno;
+        (void)pthread_join(b->unpack_thread, NULL);
+        b->unpack_running = false;
         b->unpack_fd = safe_close(b->unpack_fd);
+        b->unpack_blob_fd = safe_close(b->unpack_blob_fd);
         p->unpacking--;
-        b->unpack_buf[b->unpack_len] = 0;
-        char *end;
-        long code = strtol(b->unpack_buf, &end, 10);
-        if (b->unpack_len == 0 || *end != ' ')
-                return error_set(p->err, -EIO, "layer unpack helper failed (status 0x%x)", status);
-        if (code < 0)
-                return error_set(p->err, (int)code, "%s", end + 1);
-        if (strv_extend(&p->unpacked, b->chain_id) < 0 || strv_extend(&p->unpacked, end + 1) < 0)
+        if (b->unpack_r < 0) {
+                if (p->err)
+                        *p->err = b->unpack_err;
+                return b->unpack_r;
+        }
+        if (strv_extend(&p->unpacked, b->chain_id) < 0 ||
+            strv_extend(&p->unpacked, b->unpack_tmp) < 0) {
+                (void)rm_rf_at(p->s->layers_fd, b->unpack_tmp);
+                b->unpack_tmp = mfree(b->unpack_tmp);
                 return -ENOMEM;
+        }
+        b->unpack_tmp = mfree(b->unpack_tmp);
         return 0;
 }
 
@@ -1041,6 +1050,8 @@ static int download_blobs(Pull *p) {
 
         if (!multi)
                 return -ENOMEM;
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        p->max_unpackers = (unsigned)MAX(2L, MIN(cpus, (long)MAX_UNPACKERS));
         for (;;) {
                 while (r >= 0 && active < max && next < p->n_blobs) {
                         Blob *b = &p->blobs[next++];
@@ -1054,11 +1065,12 @@ static int download_blobs(Pull *p) {
                 unsigned n_waits = 0;
                 for (size_t i = 0; r >= 0 && i < p->n_blobs; i++) {
                         Blob *b = &p->blobs[i];
-                        if (b->unpack_pid > 0 && (r = unpack_collect(p, b)) == 1)
+                        if (b->unpack_running && (r = unpack_collect(p, b)) == 1)
                                 r = 0;
-                        if (r >= 0 && b->done && b->unpack_wanted && p->unpacking < MAX_UNPACKERS)
+                        if (r >= 0 && b->done && b->unpack_wanted &&
+                            p->unpacking < p->max_unpackers)
                                 r = unpack_start(p, b);
-                        if (r >= 0 && b->unpack_pid > 0 && n_waits < MAX_UNPACKERS)
+                        if (r >= 0 && b->unpack_running && n_waits < MAX_UNPACKERS)
                                 waits[n_waits++] =
                                         (struct curl_waitfd){ .fd = b->unpack_fd,
                                                               .events = CURL_WAIT_POLLIN };
@@ -1365,7 +1377,9 @@ static int pull_image(Pull *p, const Resolved *m, char **names, char ***ret_name
                              .what = "layer",
                              .index = (unsigned)i + 1,
                              .fd = -EBADF,
-                             .unpack_fd = -EBADF };
+                             .unpack_fd = -EBADF,
+                             .unpack_wfd = -EBADF,
+                             .unpack_blob_fd = -EBADF };
                 /* Chain IDs from the config (when it is consistent; if not,
                  * the load path reports it). */
                 if (p->chain_ids && !store_layer_exists(p->s, p->chain_ids[i])) {
@@ -1594,57 +1608,11 @@ static int helper_run(const char *root, json_t *job, char **ret_digest, Error *e
         return image_pull_run(s, ref, &o, ret_digest, err);
 }
 
-static int helper_unpack_layer(char **argv, char **ret_tmp, Error *err) {
-        _cleanup_image_store_ ImageStore *s = NULL;
-        _cleanup_close_ int gc = -EBADF, fd = -EBADF;
-        const char *root = argv[2], *stage = argv[3], *hex = argv[4], *diff_id = argv[5],
-                   *chain_id = argv[6];
-        char digest[72];
-        int r;
-
-        if (!startswith(stage, TMP_PREFIX "pull-") || strchr(stage, '/') ||
-            !image_hex_is_valid(hex) || !image_digest_is_valid(diff_id) ||
-            !image_digest_is_valid(chain_id))
-                return error_set(err, -EINVAL, "layer unpack helper: invalid arguments");
-        /* The pull that started it has the store open (and cleaned up). */
-        if ((r = store_open(root, NULL, false, &s, err)) < 0 ||
-            (r = store_lock(s, GC_LOCK, LOCK_SH, &gc, err)) < 0)
-                return r;
-        _cleanup_free_ char *path = strprintf("%s/%s", stage, hex);
-        if (!path)
-                return -ENOMEM;
-        fd = openat(s->images_fd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return error_set(err, -errno, "cannot open staged layer %s: %m", hex);
-        (void)snprintf(digest, sizeof(digest), "sha256:%s", hex);
-        uint64_t budget = s->limits.max_total_size;
-        /* The pull verified the staged blob's digest before starting this
-         * helper, and the stage dir is the pull's own (root-only, under the
-         * store's GC lock): hashing it again would only cost time. */
-        return store_layer_unpack_tmp(s, fd, digest, true, diff_id, chain_id, &budget, ret_tmp,
-                                      err);
-}
-
 int image_pull_helper_main(int argc, char **argv) {
         _cleanup_free_ char *input = NULL, *digest = NULL;
         size_t n = 0;
         Error e = {};
         int r;
-
-        if (argc == 7 && streq(argv[0], IMAGE_HELPER_UNPACK_LAYER)) {
-                _cleanup_free_ char *tmp = NULL, *msg = NULL;
-                unsigned fd;
-                if (safe_atou(argv[1], &fd) < 0 || fd < 3 || fd > INT_MAX) {
-                        log_error("Internal helper mode \"%s\": wrong arguments.", argv[0]);
-                        return EXIT_FAILURE;
-                }
-                r = helper_unpack_layer(argv, &tmp, &e);
-                msg = r < 0 ? strprintf("%d %s", r, e.message[0] ? e.message : strerror(-r))
-                            : strprintf("0 %s", tmp);
-                if (!msg || write_all((int)fd, msg, strlen(msg)) < 0)
-                        return EXIT_FAILURE;
-                return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
-        }
 
         if (argc != 2 || !streq(argv[0], IMAGE_HELPER_PULL)) {
                 log_error("Internal helper mode \"%s\": wrong arguments.", argc > 0 ? argv[0] : "");

@@ -18,8 +18,9 @@
  * to https only (or http for an insecure registry). Tokens and passwords
  * are never logged.
  *
- * Blocking: image_pull_run() does network and file I/O until the pull ends;
- * the CLI calls it directly, the agent runs it in a helper process through
+ * Blocking: image_pull_run() does network and file I/O until the pull ends,
+ * and starts threads (the layer unpackers, joined before it returns); the
+ * CLI calls it directly, the agent runs it in a helper process through
  * image_pull_start(). */
 #pragma once
 
@@ -83,7 +84,5 @@ int image_pull_start(Event *e, const char *root_dir, const char *ref, const Imag
 void image_pull_cancel(ImagePull *pull);
 
 #define IMAGE_HELPER_PULL "image-pull"
-/* One layer of a pull unpacked while later blobs download (image-pull.c). */
-#define IMAGE_HELPER_UNPACK_LAYER "unpack-layer"
-/* The entry of both helper modes; argv starts at the mode. */
+/* The helper mode's entry; argv starts at the mode. */
 int image_pull_helper_main(int argc, char **argv);

@@ -18,7 +18,9 @@
 
 int store_layer_unpack_tmp(ImageStore *s, int blob_fd, const char *blob_digest, bool blob_verified,
                            const char *diff_id, const char *chain_id, uint64_t *budget,
-                           char **ret_tmp, Error *err) {
+                           const atomic_bool *cancel, char **ret_tmp, Error *err) {
+        ImageLimits limits = s->limits;
+        limits.cancel = cancel;
         char rnd[17];
         int r = random_hex(rnd);
         if (r < 0)
@@ -36,7 +38,7 @@ int store_layer_unpack_tmp(ImageStore *s, int blob_fd, const char *blob_digest, 
                 r = error_set(err, -errno, "cannot chmod layer directory: %m");
         else
                 r = image_layer_unpack(blob_fd, fd, blob_verified ? NULL : blob_digest, diff_id,
-                                       &s->limits, budget, err);
+                                       &limits, budget, err);
         if (r < 0) {
                 (void)rm_rf_at(s->layers_fd, tmp);
                 return error_prefix(err, r, "layer %s", blob_digest);
@@ -74,7 +76,7 @@ int image_store_unpack(ImageStore *s, const char *ref, Error *err) {
                 if (fd < 0)
                         return error_set(err, -errno, "layer blob %s: %m", digest);
                 r = store_layer_unpack_tmp(s, fd, digest, false, im->config.diff_ids[i],
-                                           im->chain_ids[i], &budget, &tmp, err);
+                                           im->chain_ids[i], &budget, NULL, &tmp, err);
                 if (r < 0)
                         return r;
                 r = store_layer_commit(s, tmp, im->chain_ids[i], err);

@@ -399,6 +399,10 @@ if pull "$REG/test/corrupt:v1" >"$WORK/out" 2>&1; then
 else
         grep -q "digest mismatch" "$WORK/out" && ok "corrupt blob refused: digest mismatch" || fail "corrupt: $(cat "$WORK/out")"
 fi
+# Before any other command opens (and cleans) the store: the failed pull
+# stopped its layer unpack threads and removed their directories itself.
+ls -d "$ROOT"/layers/.tmp-* >/dev/null 2>&1 && fail "unpack dirs left: $(ls -d "$ROOT"/layers/.tmp-*)" ||
+        ok "no layer unpack dir left by the failed pull"
 img inspect "$REG/test/corrupt:v1" >/dev/null 2>&1 && fail "corrupt image committed" || ok "nothing committed"
 [ -e "$ROOT/images/blobs/sha256/$hex" ] && fail "corrupt blob stored" || ok "corrupt blob not in the store"
 ls -d "$ROOT"/images/.tmp-pull-* >/dev/null 2>&1 && fail "staging dir left" || ok "no staging dir left"

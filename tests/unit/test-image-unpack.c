@@ -820,6 +820,24 @@ static void test_sparse_layer(void **state) {
         assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
 }
 
+/* ImageLimits.cancel: the pull's unpack threads stop when it is set. */
+static void test_cancel(void **state) {
+        const Ent ents[] = { { "d", 'd', NULL, 0755 }, { "d/f", 'f', "some content", 0644 } };
+        atomic_bool cancel = true;
+        ImageLimits lim;
+        Error err = {};
+        image_limits_default(&lim);
+        lim.cancel = &cancel;
+        assert_int_equal(unpack_ents("r-cancel", ents, 2, &lim, 0, true, 0, &err), -ECANCELED);
+        assert_string_equal(err.message, "layer unpacking cancelled");
+        /* Not set: the same layer unpacks. */
+        atomic_store(&cancel, false);
+        err = (Error){};
+        assert_int_equal(unpack_ents("r-cancel-not", ents, 2, &lim, 0, true, 0, &err), 0);
+        _cleanup_free_ char *f = path_in("r-cancel-not/d/f");
+        assert_int_equal(access(f, F_OK), 0);
+}
+
 static void test_sparse_archive(void **state) {
         static char buf[1 << 20];
         struct rlimit old;
@@ -890,6 +908,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_rootfs_helper),
                 cmocka_unit_test(test_sparse_layer),
                 cmocka_unit_test(test_sparse_archive),
+                cmocka_unit_test(test_cancel),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
