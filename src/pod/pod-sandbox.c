@@ -39,7 +39,9 @@ unsigned sandbox_namespaces(const Pod *p) {
         unsigned ns = 0;
         if (!s->host_network)
                 ns |= SANDBOX_NS_NET | SANDBOX_NS_UTS;
-        if (!s->host_ipc)
+        /* No pin (and no helper fork) when runc can make the one
+         * container's IPC namespace itself. */
+        if (!s->host_ipc && !pod_ipc_per_container(p))
                 ns |= SANDBOX_NS_IPC;
         if (s->share_process_namespace)
                 ns |= SANDBOX_NS_PID;
