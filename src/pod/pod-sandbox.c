@@ -634,8 +634,9 @@ static void worker_create_namespaces(PodWorker *w) {
 
         unsigned ns = sandbox_namespaces(w->state.pod);
         if (ns == 0) {
-                w->state.sandbox = SANDBOX_READY;
-                metric_inc(w->ctx->metrics.started_pods, NULL);
+                /* Nothing to pin, but the sandbox record all the same: an
+                 * agent restart adopts the pod only when it finds one. */
+                sandbox_ready(w);
                 worker_mark_status(w);
                 return;
         }
