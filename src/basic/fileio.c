@@ -191,7 +191,8 @@ int write_file_replace(const char *path, const void *data, size_t size, mode_t m
         return write_file_renamed(path, data, size, mode, false);
 }
 
-int write_file_atomic_if_changed(const char *path, const void *data, size_t size, mode_t mode) {
+static int write_file_if_changed(const char *path, const void *data, size_t size, mode_t mode,
+                                 bool sync) {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         struct stat st;
         if (fd >= 0 && fstat(fd, &st) >= 0 && S_ISREG(st.st_mode) &&
@@ -202,8 +203,16 @@ int write_file_atomic_if_changed(const char *path, const void *data, size_t size
                     (size == 0 || memcmp(old, data, size) == 0))
                         return 0;
         }
-        int r = write_file_atomic(path, data, size, mode);
+        int r = write_file_renamed(path, data, size, mode, sync);
         return r < 0 ? r : 1;
+}
+
+int write_file_atomic_if_changed(const char *path, const void *data, size_t size, mode_t mode) {
+        return write_file_if_changed(path, data, size, mode, true);
+}
+
+int write_file_replace_if_changed(const char *path, const void *data, size_t size, mode_t mode) {
+        return write_file_if_changed(path, data, size, mode, false);
 }
 
 int mkdir_p(const char *path, mode_t mode) {

@@ -47,6 +47,8 @@ int write_file_replace(const char *path, const void *data, size_t size, mode_t m
  * agent restart re-derives files it finds unchanged, and every write costs
  * two fsync()s. Returns 1 when it wrote, 0 when the file was current. */
 int write_file_atomic_if_changed(const char *path, const void *data, size_t size, mode_t mode);
+/* The same without the fsync()s (see write_file_replace()). */
+int write_file_replace_if_changed(const char *path, const void *data, size_t size, mode_t mode);
 
 /* mkdir -p with the given mode for created components. */
 int mkdir_p(const char *path, mode_t mode);
