@@ -136,7 +136,8 @@ int openat_no_symlinks(int dir_fd, const char *path, int flags, mode_t mode) {
                                RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 }
 
-int write_file_atomic(const char *path, const void *data, size_t size, mode_t mode) {
+static int write_file_renamed(const char *path, const void *data, size_t size, mode_t mode,
+                              bool sync) {
         _cleanup_free_ char *dir_copy = strdup(path);
         if (!dir_copy)
                 return -ENOMEM;
@@ -163,7 +164,7 @@ int write_file_atomic(const char *path, const void *data, size_t size, mode_t mo
                 p += n;
                 left -= (size_t)n;
         }
-        if (fchmod(fd, mode) < 0 || fsync(fd) < 0) {
+        if (fchmod(fd, mode) < 0 || (sync && fsync(fd) < 0)) {
                 r = -errno;
                 goto fail;
         }
@@ -171,6 +172,8 @@ int write_file_atomic(const char *path, const void *data, size_t size, mode_t mo
                 r = -errno;
                 goto fail;
         }
+        if (!sync)
+                return 0;
         dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd >= 0)
                 (void)fsync(dfd);
@@ -180,7 +183,16 @@ fail:
         return r;
 }
 
-int write_file_atomic_if_changed(const char *path, const void *data, size_t size, mode_t mode) {
+int write_file_atomic(const char *path, const void *data, size_t size, mode_t mode) {
+        return write_file_renamed(path, data, size, mode, true);
+}
+
+int write_file_replace(const char *path, const void *data, size_t size, mode_t mode) {
+        return write_file_renamed(path, data, size, mode, false);
+}
+
+static int write_file_if_changed(const char *path, const void *data, size_t size, mode_t mode,
+                                 bool sync) {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         struct stat st;
         if (fd >= 0 && fstat(fd, &st) >= 0 && S_ISREG(st.st_mode) &&
@@ -191,8 +203,16 @@ int write_file_atomic_if_changed(const char *path, const void *data, size_t size
                     (size == 0 || memcmp(old, data, size) == 0))
                         return 0;
         }
-        int r = write_file_atomic(path, data, size, mode);
+        int r = write_file_renamed(path, data, size, mode, sync);
         return r < 0 ? r : 1;
+}
+
+int write_file_atomic_if_changed(const char *path, const void *data, size_t size, mode_t mode) {
+        return write_file_if_changed(path, data, size, mode, true);
+}
+
+int write_file_replace_if_changed(const char *path, const void *data, size_t size, mode_t mode) {
+        return write_file_if_changed(path, data, size, mode, false);
 }
 
 int mkdir_p(const char *path, mode_t mode) {

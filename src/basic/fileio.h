@@ -36,11 +36,19 @@ int openat_no_symlinks(int dir_fd, const char *path, int flags, mode_t mode);
  * rename, fsync of the directory. On any failure the old file is intact and
  * the temp file is removed. */
 int write_file_atomic(const char *path, const void *data, size_t size, mode_t mode);
+/* The same temp file and rename (readers see the old or the new file,
+ * never a part), without the two fsync()s: for files read at once and
+ * worthless after a crash or reboot (a container attempt's config.json,
+ * which `runc create` reads right away and runc copies into its state).
+ * Each fsync() on a loaded disk costs milliseconds on a pod's start. */
+int write_file_replace(const char *path, const void *data, size_t size, mode_t mode);
 /* write_file_atomic() unless path is a regular file that already holds
  * exactly data with that mode (written, and synced, by an earlier run): an
  * agent restart re-derives files it finds unchanged, and every write costs
  * two fsync()s. Returns 1 when it wrote, 0 when the file was current. */
 int write_file_atomic_if_changed(const char *path, const void *data, size_t size, mode_t mode);
+/* The same without the fsync()s (see write_file_replace()). */
+int write_file_replace_if_changed(const char *path, const void *data, size_t size, mode_t mode);
 
 /* mkdir -p with the given mode for created components. */
 int mkdir_p(const char *path, mode_t mode);

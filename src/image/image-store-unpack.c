@@ -62,6 +62,7 @@ int image_store_unpack(ImageStore *s, const char *ref, Error *err) {
         _cleanup_close_ int gc = -EBADF;
         _cleanup_(image_freep) Image *im = NULL;
         uint64_t budget = s->limits.max_total_size;
+        bool committed = false;
         int r;
 
         if ((r = store_lock(s, GC_LOCK, LOCK_SH, &gc, err)) < 0 ||
@@ -82,7 +83,12 @@ int image_store_unpack(ImageStore *s, const char *ref, Error *err) {
                 r = store_layer_commit(s, tmp, im->chain_ids[i], err);
                 if (r < 0)
                         return r;
+                committed = true;
         }
-        (void)fsync(s->layers_fd);
+        /* Only a new layer's rename needs syncing; with every layer there
+         * already (every start of a pod but the image's first) this was a
+         * directory fsync on each container's start path. */
+        if (committed)
+                (void)fsync(s->layers_fd);
         return 0;
 }

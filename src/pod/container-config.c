@@ -681,6 +681,12 @@ static int ns_path(RuntimeNamespace *ns, const char *path, const char *what, Err
         return 0;
 }
 
+bool pod_ipc_per_container(const Pod *pod) {
+        const PodSpec *s = &pod->spec;
+        return s->host_network && !s->host_ipc && !s->share_process_namespace &&
+               s->n_init_containers == 0 && s->n_containers == 1;
+}
+
 static int build_namespaces(const ContainerBuildContext *ctx, RuntimeContainerConfig *c,
                             Error *err) {
         const PodSpec *s = &ctx->pod->spec;
@@ -693,6 +699,8 @@ static int build_namespaces(const ContainerBuildContext *ctx, RuntimeContainerCo
                 return r;
         if (s->host_ipc)
                 c->ipc.mode = RUNTIME_NS_HOST;
+        else if (pod_ipc_per_container(ctx->pod))
+                c->ipc.mode = RUNTIME_NS_NEW;
         else if ((r = ns_path(&c->ipc, ctx->ns_ipc, "IPC", err)) < 0)
                 return r;
         if (s->host_pid)

@@ -87,6 +87,15 @@ int container_subpaths_release(const char *attempt_dir);
 
 /* ---- pieces, exposed for tests and for the pod worker ---- */
 
+/* Whether runc gives the pod's container an IPC namespace of its own instead
+ * of joining a pinned one: a hostNetwork pod (not hostIPC, no shared PID
+ * namespace) with one container and no init containers has nothing to
+ * share it with, and would otherwise need the sandbox helper's fork for
+ * that one pin. kubelet's pause container holds it in every pod; the
+ * difference (a restarted container gets fresh SysV IPC objects; /dev/shm
+ * stays the pod's tmpfs) is in docs/runtime.md. */
+bool pod_ipc_per_container(const Pod *pod);
+
 typedef enum PodQOSClass {
         POD_QOS_GUARANTEED,
         POD_QOS_BURSTABLE,

@@ -158,8 +158,11 @@ static void on_container_created(Runtime *rt, int r, pid_t pid, pid_t conmon_pid
                 return;
         }
         c->state = CONTAINER_CREATED;
-        worker_event(op->w, c, POD_EVENT_CREATED, "Created container: %s", c->spec->name);
+        /* The start is queued before the event: both run from deferred
+         * sources in the order they were armed, so `runc start` is spawned
+         * before the pod's status and event files are written, not after. */
         r = runtime_container_start(rt, op->id, on_container_started, op, &op->rop);
+        worker_event(op->w, c, POD_EVENT_CREATED, "Created container: %s", c->spec->name);
         if (r < 0) {
                 Error e = {};
                 error_set(&e, r, "cannot start: %s", strerror(-r));
@@ -237,6 +240,7 @@ static void container_create(ContainerOp *op) {
                 ctx->oom_warned = true;
                 cfg.oom_score_adj = ctx->oom_score_adj_floor;
         }
+        cfg.seccomp_cache = &w->ctx->seccomp_cache;
         r = runtime_bundle_write(bundle, &cfg, &err);
         runtime_container_config_done(&cfg);
         if (r < 0) {

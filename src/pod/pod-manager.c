@@ -830,6 +830,7 @@ PodManager *pod_manager_free(PodManager *m) {
         free(m->ctx.pods_dir);
         free(m->ctx.ns_dir);
         free(m->ctx.seccomp_dir);
+        runtime_seccomp_cache_done(&m->ctx.seccomp_cache);
         pod_sysctl_allowlist_done(&m->ctx.sysctls);
         free(m->ctx.sandboxes_dir);
         free(m);

@@ -39,7 +39,9 @@ unsigned sandbox_namespaces(const Pod *p) {
         unsigned ns = 0;
         if (!s->host_network)
                 ns |= SANDBOX_NS_NET | SANDBOX_NS_UTS;
-        if (!s->host_ipc)
+        /* No pin (and no helper fork) when runc can make the one
+         * container's IPC namespace itself. */
+        if (!s->host_ipc && !pod_ipc_per_container(p))
                 ns |= SANDBOX_NS_IPC;
         if (s->share_process_namespace)
                 ns |= SANDBOX_NS_PID;
@@ -632,8 +634,9 @@ static void worker_create_namespaces(PodWorker *w) {
 
         unsigned ns = sandbox_namespaces(w->state.pod);
         if (ns == 0) {
-                w->state.sandbox = SANDBOX_READY;
-                metric_inc(w->ctx->metrics.started_pods, NULL);
+                /* Nothing to pin, but the sandbox record all the same: an
+                 * agent restart adopts the pod only when it finds one. */
+                sandbox_ready(w);
                 worker_mark_status(w);
                 return;
         }

@@ -15,6 +15,7 @@
 #include "pod-state.h"
 #include "pod-sysctls.h"
 #include "pod-volumes.h"
+#include "runtime-config.h"
 
 typedef struct PodWorker PodWorker;
 
@@ -25,17 +26,18 @@ typedef struct PodWorker PodWorker;
 typedef struct PodManagerContext {
         Event *event;
         const PodManagerOptions *o;
-        char *status_dir;           /* <run-dir>/status */
-        char *pods_dir;             /* <root-dir>/pods */
-        char *ns_dir;               /* <run-dir>/ns */
-        char *seccomp_dir;          /* <root-dir>/seccomp */
-        char *sandboxes_dir;        /* <run-dir>/sandboxes: SandboxRecord per pod */
-        PodObjectLookup lookup;     /* local ConfigMaps/Secrets from PodConfig */
-        int oom_score_adj_floor;    /* runtime_oom_score_adj_floor() at start */
-        bool oom_warned;            /* the clamp below the floor is reported once */
-        EventCurl *curl;            /* HTTP/gRPC probes of all pods; made on first use */
-        PodMetrics metrics;         /* families are NULL when nothing is counted */
-        PodSysctlAllowlist sysctls; /* kubelet's sysctl admission (pod-sysctls.h) */
+        char *status_dir;                  /* <run-dir>/status */
+        char *pods_dir;                    /* <root-dir>/pods */
+        char *ns_dir;                      /* <run-dir>/ns */
+        char *seccomp_dir;                 /* <root-dir>/seccomp */
+        char *sandboxes_dir;               /* <run-dir>/sandboxes: SandboxRecord per pod */
+        PodObjectLookup lookup;            /* local ConfigMaps/Secrets from PodConfig */
+        int oom_score_adj_floor;           /* runtime_oom_score_adj_floor() at start */
+        bool oom_warned;                   /* the clamp below the floor is reported once */
+        RuntimeSeccompCache seccomp_cache; /* RuntimeDefault profiles, built once */
+        EventCurl *curl;                   /* HTTP/gRPC probes of all pods; made on first use */
+        PodMetrics metrics;                /* families are NULL when nothing is counted */
+        PodSysctlAllowlist sysctls;        /* kubelet's sysctl admission (pod-sysctls.h) */
         /* Admission of a pod that has not started yet: maxPods, then
          * nanolet.io/wait-for. 0 with NULLs when w may start, else the
          * waiting reason ("OutOfpods", "WaitingForPods", "WaitForCycle")

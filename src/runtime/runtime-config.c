@@ -799,6 +799,36 @@ static int build_sysctls(const RuntimeContainerConfig *c, json_t *linux_, Error 
         return obj_set(linux_, "sysctl", TAKE_PTR(o)) < 0 ? oom(err) : 0;
 }
 
+void runtime_seccomp_cache_done(RuntimeSeccompCache *c) {
+        if (!c)
+                return;
+        for (size_t i = 0; i < c->n; i++)
+                json_decref(c->profile[i]);
+        *c = (RuntimeSeccompCache){};
+}
+
+/* The profile for caps, from the cache when it has it: building it is some
+ * 300 small JSON objects per container start otherwise. The returned
+ * reference is the caller's; the tree is shared and never modified. */
+static int seccomp_default_cached(RuntimeSeccompCache *cache, uint64_t caps, json_t **ret) {
+        if (cache)
+                for (size_t i = 0; i < cache->n; i++)
+                        if (cache->caps[i] == caps) {
+                                *ret = json_incref(cache->profile[i]);
+                                return 0;
+                        }
+        json_t *p = NULL;
+        int r = seccomp_default_profile(caps, &p);
+        if (r < 0)
+                return r;
+        if (cache && cache->n < RUNTIME_SECCOMP_CACHE_MAX) {
+                cache->caps[cache->n] = caps;
+                cache->profile[cache->n++] = json_incref(p);
+        }
+        *ret = p;
+        return 0;
+}
+
 static int build_seccomp(const RuntimeContainerConfig *c, uint64_t caps, json_t *linux_,
                          Error *err) {
         json_t *p = NULL;
@@ -814,7 +844,7 @@ static int build_seccomp(const RuntimeContainerConfig *c, uint64_t caps, json_t 
         case RUNTIME_SECCOMP_RUNTIME_DEFAULT:
                 /* The extra syscalls follow the bounding set, as containerd
                  * decides them from process.capabilities.bounding. */
-                r = seccomp_default_profile(caps, &p);
+                r = seccomp_default_cached(c->seccomp_cache, caps, &p);
                 if (r < 0)
                         return oom(err);
                 break;
@@ -965,7 +995,10 @@ int runtime_bundle_write(const char *bundle_dir, const RuntimeContainerConfig *c
         path = strprintf("%s/config.json", bundle_dir);
         if (!path)
                 return oom(err);
-        r = write_file_atomic(path, text, len, 0600);
+        /* No fsync: runc create reads the file at once, and after a crash
+         * the attempt is created again (or adopted from runc's own state,
+         * which holds its copy of the config). */
+        r = write_file_replace(path, text, len, 0600);
         if (r < 0)
                 return error_set(err, r, "cannot write \"%s\": %s", path, strerror(-r));
         return 0;

@@ -62,6 +62,19 @@ typedef struct RuntimeRlimit {
         uint64_t hard;
 } RuntimeRlimit;
 
+/* The RuntimeDefault profiles built so far, one per bounding set (pods
+ * mostly share one or two): built once per agent, not per container. The
+ * owner zero-initializes it and frees it with runtime_seccomp_cache_done();
+ * a full cache only stops caching. */
+#define RUNTIME_SECCOMP_CACHE_MAX 8
+typedef struct RuntimeSeccompCache {
+        uint64_t caps[RUNTIME_SECCOMP_CACHE_MAX];
+        json_t *profile[RUNTIME_SECCOMP_CACHE_MAX]; /* read-only, shared into config trees */
+        size_t n;
+} RuntimeSeccompCache;
+
+void runtime_seccomp_cache_done(RuntimeSeccompCache *c);
+
 typedef struct RuntimeContainerConfig {
         char *rootfs; /* absolute path of the prepared root filesystem */
         bool readonly_rootfs;
@@ -88,7 +101,8 @@ typedef struct RuntimeContainerConfig {
         bool unmasked_proc; /* procMount: Unmasked */
         RuntimeSeccompMode seccomp;
         char *seccomp_profile_path;
-        char **sysctls; /* "key=value" */
+        RuntimeSeccompCache *seccomp_cache; /* not owned; NULL: build every time */
+        char **sysctls;                     /* "key=value" */
 
         char *cgroups_path; /* e.g. "/kubepods/burstable/pod<uid>/<id>" */
         RuntimeResources resources;

@@ -242,6 +242,24 @@ static void test_fileio(void **state) {
         assert_int_equal(write_file_atomic_if_changed(fresh, "", 0, 0600), 1);
         assert_int_equal(write_file_atomic_if_changed(fresh, "", 0, 0600), 0);
 
+        /* the variants without fsync: the same replace-by-rename, the
+         * same "unchanged: left alone" */
+        assert_int_equal(write_file_replace(fresh, "abc", 3, 0644), 0);
+        free(data);
+        data = NULL;
+        assert_int_equal(read_full_file_at(AT_FDCWD, fresh, 100, &data, &size), 0);
+        assert_string_equal(data, "abc");
+        assert_int_equal(stat(fresh, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0644);
+        assert_int_equal(write_file_replace_if_changed(fresh, "abc", 3, 0644), 0);
+        assert_int_equal(stat(fresh, &st2), 0);
+        assert_true(st2.st_ino == st.st_ino);
+        assert_int_equal(write_file_replace_if_changed(fresh, "abd", 3, 0644), 1);
+        assert_int_equal(stat(fresh, &st2), 0);
+        assert_true(st2.st_ino != st.st_ino);
+        _cleanup_free_ char *nodir = strprintf("%s/nodir2/x", dir);
+        assert_true(write_file_replace(nodir, "x", 1, 0644) < 0);
+
         /* a failed atomic write leaves the old file and no temp file */
         _cleanup_free_ char *missing = strprintf("%s/nodir/x", dir);
         assert_true(write_file_atomic(missing, "x", 1, 0644) < 0);

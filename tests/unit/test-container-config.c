@@ -629,6 +629,33 @@ static void test_namespaces(void **state) {
         assert_string_equal(mount_at(&f.c, "/dev/shm")->source, "/dev/shm");
         fx_done(&f);
 
+        /* hostNetwork with one container: runc makes its IPC namespace
+         * (no pin); with a second container (or an init container) the
+         * pod's pinned one is shared. */
+        fx_init(&f, POD_HEAD "  hostNetwork: true\n"
+                             "  containers:\n  - {name: c, image: b, command: [x]}\n");
+        fx_build_ok(&f);
+        assert_true(pod_ipc_per_container(f.pod));
+        assert_int_equal(f.c.net.mode, RUNTIME_NS_HOST);
+        assert_int_equal(f.c.ipc.mode, RUNTIME_NS_NEW);
+        assert_null(f.c.ipc.path);
+        fx_done(&f);
+        fx_init(&f, POD_HEAD "  hostNetwork: true\n"
+                             "  containers:\n  - {name: c, image: b, command: [x]}\n"
+                             "  - {name: d, image: b, command: [x]}\n");
+        fx_build_ok(&f);
+        assert_false(pod_ipc_per_container(f.pod));
+        assert_int_equal(f.c.ipc.mode, RUNTIME_NS_PATH);
+        assert_string_equal(f.c.ipc.path, "/run/nanolet/ns/u/ipc");
+        fx_done(&f);
+        fx_init(&f, POD_HEAD "  hostNetwork: true\n"
+                             "  initContainers:\n  - {name: i, image: b, command: [x]}\n"
+                             "  containers:\n  - {name: c, image: b, command: [x]}\n");
+        fx_build_ok(&f);
+        assert_false(pod_ipc_per_container(f.pod));
+        assert_int_equal(f.c.ipc.mode, RUNTIME_NS_PATH);
+        fx_done(&f);
+
         fx_init(&f, POD_HEAD "  shareProcessNamespace: true\n  hostname: h1\n"
                              "  containers:\n  - {name: c, image: b, command: [x]}\n");
         fx_build_ok(&f);
