@@ -94,9 +94,12 @@ static ContainerProbes *probes_for(PodProbes *p, ContainerState *c) {
 
 static EventCurl *shared_curl(PodProbes *p) {
         if (!*p->ctx.curl) {
-                int r = event_curl_new(p->ctx.event, p->ctx.curl);
+                /* libcurl is loaded here, by the first HTTP or gRPC probe. */
+                Error error = {};
+                int r = event_curl_new(p->ctx.event, p->ctx.curl, &error);
                 if (r < 0)
-                        log_warning_errno(r, "Cannot set up HTTP probes: %m");
+                        log_warning_errno(r, "HTTP and gRPC probes need " EVENT_CURL_LIBRARY ": %s",
+                                          error.message[0] ? error.message : strerror(-r));
         }
         return *p->ctx.curl;
 }

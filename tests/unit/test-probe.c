@@ -320,7 +320,7 @@ static void test_http_probe(void **state) {
         char url[256];
 
         assert_int_equal(event_new(&e), 0);
-        assert_int_equal(event_curl_new(e, &ec), 0);
+        assert_int_equal(event_curl_new(e, &ec, NULL), 0);
         server_start(&srv, e);
 
         char *headers[] = { (char *)"X-Custom: yes", (char *)"Host: example.test", NULL };
