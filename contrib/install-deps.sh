@@ -9,7 +9,7 @@ PACKAGES=(
         build-essential meson ninja-build pkg-config clang
         libclang-rt-14-dev              # sanitizers and libFuzzer for clang builds
         libyaml-dev libjansson-dev libcurl4-openssl-dev libarchive-dev
-        libseccomp-dev libmicrohttpd-dev libssl-dev zlib1g-dev
+        libseccomp-dev libmicrohttpd-dev libssl-dev nettle-dev zlib1g-dev
         scdoc                           # man pages
         git
         # tests

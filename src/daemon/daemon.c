@@ -525,10 +525,13 @@ int daemon_new(Daemon **ret, NanoletConfig *config) {
                         .synced_userdata = d,
                         .metrics = d->metrics,
                 };
-                r = url_source_new(&d->url_source, d->event, d->pods, &o);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to set up manifest URL \"%s\": %m",
-                                               config->manifest_url);
+                Error error = {};
+                r = url_source_new(&d->url_source, d->event, d->pods, &o, &error);
+                if (r < 0) {
+                        return log_error_errno(r, "Failed to set up manifest URL \"%s\": %s",
+                                               config->manifest_url,
+                                               error.message[0] ? error.message : strerror(-r));
+                }
         }
         *ret = TAKE_PTR(d);
         return 0;

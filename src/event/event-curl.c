@@ -5,6 +5,7 @@
 #include "event-curl.h"
 
 #include <assert.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
@@ -25,6 +26,8 @@ typedef struct CurlTransfer {
 
 struct EventCurl {
         Event *event;
+        void *dl; /* the dlopen() handle of libcurl */
+        CurlApi api;
         CURLM *multi;
         bool curl_initialized;
         CurlSocket *sockets;
@@ -109,12 +112,12 @@ static void check_done(EventCurl *ec) {
         CURLMsg *m;
         int left;
 
-        while ((m = curl_multi_info_read(ec->multi, &left))) {
+        while ((m = ec->api.multi_info_read(ec->multi, &left))) {
                 if (m->msg != CURLMSG_DONE)
                         continue;
                 CURL *easy = m->easy_handle;
                 CURLcode result = m->data.result;
-                (void)curl_multi_remove_handle(ec->multi, easy);
+                (void)ec->api.multi_remove_handle(ec->multi, easy);
                 CurlTransfer *t = unlink_transfer(ec, easy);
                 if (!t)
                         continue;
@@ -135,7 +138,7 @@ static int on_io(EventSource *es, int fd, uint32_t revents, void *userdata) {
                 flags |= CURL_CSELECT_OUT;
         if (revents & EPOLLERR)
                 flags |= CURL_CSELECT_ERR;
-        (void)curl_multi_socket_action(ec->multi, fd, flags, &running);
+        (void)ec->api.multi_socket_action(ec->multi, fd, flags, &running);
         check_done(ec);
         return 0;
 }
@@ -144,31 +147,56 @@ static int on_timer(EventSource *es, usec_t now, void *userdata) {
         EventCurl *ec = userdata;
         int running;
 
-        (void)curl_multi_socket_action(ec->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        (void)ec->api.multi_socket_action(ec->multi, CURL_SOCKET_TIMEOUT, 0, &running);
         check_done(ec);
         return 0;
 }
 
-int event_curl_new(Event *e, EventCurl **ret) {
+/* Never dlclose()d: libcurl's TLS and GSSAPI libraries may leave thread-key
+ * destructors or atfork handlers behind, which must not point into unmapped
+ * code; once a URL source or an HTTP probe needed libcurl, it stays mapped
+ * (dlopen() of a loaded library only counts a reference). */
+static int curl_api_load(EventCurl *ec, Error *error) {
+        ec->dl = dlopen(EVENT_CURL_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+        if (!ec->dl)
+                return error_set(error, -ELIBACC, "%s", dlerror());
+#define CURL_API_LOAD(name, member)                                                                \
+        ec->api.member = (__typeof__(name) *)dlsym(ec->dl, #name);                                 \
+        if (!ec->api.member)                                                                       \
+                return error_set(error, -ELIBACC, EVENT_CURL_LIBRARY " has no " #name "()");
+        CURL_API_FUNCTIONS(CURL_API_LOAD)
+#undef CURL_API_LOAD
+        return 0;
+}
+
+int event_curl_new(Event *e, EventCurl **ret, Error *error) {
         assert(e && ret);
         _cleanup_event_curl_free_ EventCurl *ec = calloc(1, sizeof *ec);
         if (!ec)
-                return -ENOMEM;
+                return error_set(error, -ENOMEM, "out of memory");
         ec->event = e;
+        int r = curl_api_load(ec, error);
+        if (r < 0)
+                return r;
         /* Reference counted by libcurl: safe next to other users. */
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-                return -EIO;
+        if (ec->api.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+                return error_set(error, -EIO, "curl_global_init() failed");
         ec->curl_initialized = true;
-        ec->multi = curl_multi_init();
+        ec->multi = ec->api.multi_init();
         if (!ec->multi)
-                return -ENOMEM;
-        if (curl_multi_setopt(ec->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket) != CURLM_OK ||
-            curl_multi_setopt(ec->multi, CURLMOPT_SOCKETDATA, ec) != CURLM_OK ||
-            curl_multi_setopt(ec->multi, CURLMOPT_TIMERFUNCTION, on_curl_timeout) != CURLM_OK ||
-            curl_multi_setopt(ec->multi, CURLMOPT_TIMERDATA, ec) != CURLM_OK)
-                return -EINVAL;
+                return error_set(error, -ENOMEM, "curl_multi_init() failed");
+        if (ec->api.multi_setopt(ec->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket) != CURLM_OK ||
+            ec->api.multi_setopt(ec->multi, CURLMOPT_SOCKETDATA, ec) != CURLM_OK ||
+            ec->api.multi_setopt(ec->multi, CURLMOPT_TIMERFUNCTION, on_curl_timeout) != CURLM_OK ||
+            ec->api.multi_setopt(ec->multi, CURLMOPT_TIMERDATA, ec) != CURLM_OK)
+                return error_set(error, -EINVAL, "libcurl refused the multi callbacks");
         *ret = TAKE_PTR(ec);
         return 0;
+}
+
+const CurlApi *event_curl_api(const EventCurl *ec) {
+        assert(ec);
+        return &ec->api;
 }
 
 EventCurl *event_curl_free(EventCurl *ec) {
@@ -177,8 +205,8 @@ EventCurl *event_curl_free(EventCurl *ec) {
         if (ec->multi) {
                 /* No callbacks while libcurl tears down; our io sources go
                  * while their fds are still open. */
-                (void)curl_multi_setopt(ec->multi, CURLMOPT_SOCKETFUNCTION, NULL);
-                (void)curl_multi_setopt(ec->multi, CURLMOPT_TIMERFUNCTION, NULL);
+                (void)ec->api.multi_setopt(ec->multi, CURLMOPT_SOCKETFUNCTION, NULL);
+                (void)ec->api.multi_setopt(ec->multi, CURLMOPT_TIMERFUNCTION, NULL);
         }
         for (size_t i = 0; i < ec->n_sockets; i++)
                 event_source_free(ec->sockets[i].source);
@@ -186,13 +214,13 @@ EventCurl *event_curl_free(EventCurl *ec) {
         while (ec->transfers) {
                 CurlTransfer *t = ec->transfers;
                 ec->transfers = t->next;
-                (void)curl_multi_remove_handle(ec->multi, t->easy);
+                (void)ec->api.multi_remove_handle(ec->multi, t->easy);
                 free(t);
         }
         if (ec->multi)
-                (void)curl_multi_cleanup(ec->multi);
+                (void)ec->api.multi_cleanup(ec->multi);
         if (ec->curl_initialized)
-                curl_global_cleanup();
+                ec->api.global_cleanup();
         event_source_free(ec->timer);
         free(ec);
         return NULL;
@@ -204,7 +232,7 @@ int event_curl_add(EventCurl *ec, CURL *easy, event_curl_done_t done, void *user
         if (!t)
                 return -ENOMEM;
         *t = (CurlTransfer){ .easy = easy, .done = done, .userdata = userdata };
-        if (curl_multi_add_handle(ec->multi, easy) != CURLM_OK) {
+        if (ec->api.multi_add_handle(ec->multi, easy) != CURLM_OK) {
                 free(t);
                 return -EINVAL;
         }
@@ -221,7 +249,7 @@ void event_curl_remove(EventCurl *ec, CURL *easy) {
         if (!t)
                 return;
         free(t);
-        (void)curl_multi_remove_handle(ec->multi, easy);
+        (void)ec->api.multi_remove_handle(ec->multi, easy);
 }
 
 unsigned event_curl_running(const EventCurl *ec) {

@@ -21,7 +21,6 @@
 
 #include "child.h"
 #include "dirent-util.h"
-#include "event-curl.h"
 #include "fileio.h"
 #include "image-internal.h"
 #include "image-pull.h"
@@ -32,6 +31,13 @@
 #include "string-util.h"
 #include "strv.h"
 #include "time-util.h"
+
+/* The pull runs in the CLI process (a helper mode of nanolet), which links
+ * libcurl directly; the agent's own transfers go through event-curl.h. */
+DEFINE_TRIVIAL_CLEANUP_FUNC(CURL *, curl_easy_cleanup)
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct curl_slist *, curl_slist_free_all)
+#define _cleanup_curl_easy_ _cleanup_(curl_easy_cleanupp)
+#define _cleanup_curl_slist_ _cleanup_(curl_slist_free_allp)
 
 #define DOC_MAX (4U * 1024U * 1024U) /* manifest, index, config, token bodies */
 #define ERRBODY_MAX (16U * 1024U)

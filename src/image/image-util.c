@@ -1,4 +1,5 @@
-/* Internal helpers: streaming SHA-256, safe recursive removal, openat2. */
+/* Internal helpers: safe recursive removal, openat2, random names. The
+ * streaming SHA-256 is in image-digest.c (libcrypto, not linked by the agent). */
 #include "image-util.h"
 
 #include "fileio.h"
@@ -17,37 +18,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-int sha256_new(EVP_MD_CTX **ret) {
-        EVP_MD_CTX *md = EVP_MD_CTX_new();
-        if (!md)
-                return -ENOMEM;
-        if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
-                EVP_MD_CTX_free(md);
-                return -EIO;
-        }
-        *ret = md;
-        return 0;
-}
-
-int sha256_update(EVP_MD_CTX *md, const void *data, size_t size) {
-        return EVP_DigestUpdate(md, data, size) == 1 ? 0 : -EIO;
-}
-
-int sha256_final_digest(EVP_MD_CTX *md, char ret[static 72]) {
-        static const char hex[] = "0123456789abcdef";
-        unsigned char d[EVP_MAX_MD_SIZE];
-        unsigned int n = 0;
-        if (EVP_DigestFinal_ex(md, d, &n) != 1 || n != 32)
-                return -EIO;
-        memcpy(ret, "sha256:", 7);
-        for (unsigned i = 0; i < 32; i++) {
-                ret[7 + 2 * i] = hex[d[i] >> 4];
-                ret[7 + 2 * i + 1] = hex[d[i] & 15];
-        }
-        ret[71] = 0;
-        return 0;
-}
 
 int random_hex(char ret[static 17]) {
         static const char hex[] = "0123456789abcdef";

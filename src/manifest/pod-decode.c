@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
+#include <nettle/base64.h>
 
 #include "pod-internal.h"
 #include "quantity.h"
@@ -1008,9 +1008,10 @@ const StructType pod_type = { .size = sizeof(Pod), .fields = pod_fields };
 /* ---- ConfigMap and Secret ---- */
 
 /* Base64 as Go's StdEncoding reads []byte fields: padding required, line
- * breaks ignored. OpenSSL does the decoding; the checks here only make it
- * as strict as Kubernetes (EVP_DecodeBlock alone would accept a missing
- * final quantum's padding as garbage bytes). */
+ * breaks ignored. Nettle does the decoding (the library the agent already
+ * maps through GnuTLS, see hash.h); the checks here only make it as strict
+ * as Kubernetes (Nettle alone would also accept spaces and a missing final
+ * padding). */
 static int base64_decode(const char *in, size_t len, char **ret, size_t *ret_len) {
         _cleanup_free_ char *clean = malloc(len + 1);
         if (!clean)
@@ -1038,13 +1039,14 @@ static int base64_decode(const char *in, size_t len, char **ret, size_t *ret_len
         _cleanup_free_ char *out = malloc(l / 4 * 3 + 1);
         if (!out)
                 return -ENOMEM;
-        int n = l > 0 ? EVP_DecodeBlock((unsigned char *)out, (unsigned char *)clean, (int)l) : 0;
-        if (n < 0 || (size_t)n < pad)
+        struct base64_decode_ctx ctx;
+        size_t n = l / 4 * 3 + 1;
+        base64_decode_init(&ctx);
+        if (!base64_decode_update(&ctx, &n, (uint8_t *)out, l, clean) || !base64_decode_final(&ctx))
                 return -EINVAL;
-        n -= (int)pad;
         out[n] = 0;
         *ret = TAKE_PTR(out);
-        *ret_len = (size_t)n;
+        *ret_len = n;
         return 0;
 }
 

@@ -92,13 +92,24 @@ static ContainerProbes *probes_for(PodProbes *p, ContainerState *c) {
         return slot < p->n ? &p->c[slot] : NULL;
 }
 
-static EventCurl *shared_curl(PodProbes *p) {
+/* libcurl is loaded here, by the first HTTP or gRPC probe. Without it, the
+ * probe errors with the reason (the caller logs it, and a hook's event
+ * carries it); the next probe tries again, so installing the library is
+ * enough, without a restart. */
+static int shared_curl(PodProbes *p, EventCurl **ret, char **ret_error) {
         if (!*p->ctx.curl) {
-                int r = event_curl_new(p->ctx.event, p->ctx.curl);
-                if (r < 0)
-                        log_warning_errno(r, "Cannot set up HTTP probes: %m");
+                Error error = {};
+                int r = event_curl_new(p->ctx.event, p->ctx.curl, &error);
+                if (r < 0) {
+                        (void)error_prefix(&error, r,
+                                           "HTTP and gRPC probes need " EVENT_CURL_LIBRARY);
+                        free(*ret_error);
+                        *ret_error = strdup(error.message);
+                        return r;
+                }
         }
-        return *p->ctx.curl;
+        *ret = *p->ctx.curl;
+        return 0;
 }
 
 /* ---- handler -> ProbeAction ---- */
@@ -266,8 +277,9 @@ static int start_action(ContainerProbes *cp, const Handler *h, const char *what,
         if (r >= 0) {
                 ProbeContext ctx = { .event = cp->p->ctx.event };
                 if (b.a.type == PROBE_ACTION_HTTP_GET || b.a.type == PROBE_ACTION_GRPC)
-                        ctx.curl = shared_curl(cp->p);
-                r = probe_run_start(&ctx, &b.a, timeout, done, userdata, ret);
+                        r = shared_curl(cp->p, &ctx.curl, ret_error);
+                if (r >= 0)
+                        r = probe_run_start(&ctx, &b.a, timeout, done, userdata, ret);
         }
         action_buf_done(&b);
         return r;

@@ -78,12 +78,15 @@ static void run_release(ProbeRun *r) {
                 free(r->pid_file);
                 r->pid_file = NULL;
         }
+        /* A handle or a header list exists only with ctx.curl, whose table
+         * frees it. */
         if (r->easy) {
                 event_curl_remove(r->ctx.curl, r->easy);
-                curl_easy_cleanup(r->easy);
+                event_curl_api(r->ctx.curl)->easy_cleanup(r->easy);
                 r->easy = NULL;
         }
-        curl_slist_free_all(r->hdrs);
+        if (r->hdrs)
+                event_curl_api(r->ctx.curl)->slist_free_all(r->hdrs);
         r->hdrs = NULL;
         r->sock_io = event_source_free(r->sock_io);
         if (r->sock >= 0)
@@ -254,15 +257,15 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata) {
         return n;
 }
 
-static char *url_hostname(const char *url) {
-        CURLU *u = curl_url();
+static char *url_hostname(const CurlApi *c, const char *url) {
+        CURLU *u = c->url();
         char *host = NULL, *copy = NULL;
-        if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-            curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
+        if (u && c->url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+            c->url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
                 copy = strdup(host);
-                curl_free(host);
+                c->free(host);
         }
-        curl_url_cleanup(u);
+        c->url_cleanup(u);
         return copy;
 }
 
@@ -274,10 +277,11 @@ static int curl_submit(ProbeRun *r) {
 }
 
 static void http_done(ProbeRun *r, long code) {
+        const CurlApi *c = event_curl_api(r->ctx.curl);
         if (code >= 300 && code < 400) {
                 char *location = NULL;
-                (void)curl_easy_getinfo(r->easy, CURLINFO_REDIRECT_URL, &location);
-                _cleanup_free_ char *host = location ? url_hostname(location) : NULL;
+                (void)c->easy_getinfo(r->easy, CURLINFO_REDIRECT_URL, &location);
+                _cleanup_free_ char *host = location ? url_hostname(c, location) : NULL;
                 /* kubelet follows redirects to the same host only; any other
                  * redirect counts as the answer it is (3xx passes). */
                 if (host && r->host && strcasecmp(host, r->host) == 0 &&
@@ -285,7 +289,7 @@ static void http_done(ProbeRun *r, long code) {
                         r->redirects++;
                         r->len = 0;
                         r->truncated = false;
-                        if (curl_easy_setopt(r->easy, CURLOPT_URL, location) == CURLE_OK &&
+                        if (c->easy_setopt(r->easy, CURLOPT_URL, location) == CURLE_OK &&
                             curl_submit(r) >= 0)
                                 return;
                 }
@@ -332,23 +336,24 @@ static void grpc_done(ProbeRun *r, long code) {
 
 static void on_curl_done(EventCurl *ec, CURL *easy, CURLcode result, void *userdata) {
         ProbeRun *r = userdata;
+        const CurlApi *c = event_curl_api(ec);
         long code = 0;
 
         if (result != CURLE_OK && !(result == CURLE_WRITE_ERROR && r->truncated)) {
-                const char *what = r->errbuf[0] ? r->errbuf : curl_easy_strerror(result);
+                const char *what = r->errbuf[0] ? r->errbuf : c->easy_strerror(result);
                 if (r->type == PROBE_ACTION_GRPC) {
                         finish(r, PROBE_RESULT_FAILURE, "failed to connect service \"%s:%u\": %s",
                                r->host, (unsigned)r->port, what);
                         return;
                 }
                 char *url = NULL;
-                (void)curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url);
+                (void)c->easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url);
                 {
                         finish(r, PROBE_RESULT_FAILURE, "Get \"%s\": %s", url ? url : r->url, what);
                         return;
                 }
         }
-        (void)curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
+        (void)c->easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
         if (r->type == PROBE_ACTION_GRPC)
                 grpc_done(r, code);
         else
@@ -360,6 +365,7 @@ static int curl_start(ProbeRun *r, const ProbeAction *a) {
 
         if (!r->ctx.curl)
                 return -EINVAL;
+        const CurlApi *c = event_curl_api(r->ctx.curl);
         r->grpc_status = -1;
         if (a->type == PROBE_ACTION_GRPC) {
                 if (!a->host || a->port == 0)
@@ -379,14 +385,14 @@ static int curl_start(ProbeRun *r, const ProbeAction *a) {
                 if (!a->url)
                         return -EINVAL;
                 r->url = strdup(a->url);
-                r->host = url_hostname(a->url);
+                r->host = url_hostname(c, a->url);
                 if (!r->url || !r->host)
                         return r->url ? -EINVAL : -ENOMEM;
         }
 
         bool have_ua = false, have_accept = false;
         for (char *const *h = a->headers; h && *h; h++) {
-                struct curl_slist *n = curl_slist_append(r->hdrs, *h);
+                struct curl_slist *n = c->slist_append(r->hdrs, *h);
                 if (!n)
                         return -ENOMEM;
                 r->hdrs = n;
@@ -402,43 +408,42 @@ static int curl_start(ProbeRun *r, const ProbeAction *a) {
         for (size_t i = 0; i < ELEMENTSOF(extra); i++) {
                 if (!extra[i])
                         continue;
-                struct curl_slist *n = curl_slist_append(r->hdrs, extra[i]);
+                struct curl_slist *n = c->slist_append(r->hdrs, extra[i]);
                 if (!n)
                         return -ENOMEM;
                 r->hdrs = n;
         }
 
-        r->easy = curl_easy_init();
+        r->easy = c->easy_init();
         if (!r->easy)
                 return -ENOMEM;
-        bool ok = curl_easy_setopt(r->easy, CURLOPT_URL, r->url) == CURLE_OK &&
-                  curl_easy_setopt(r->easy, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK &&
-                  curl_easy_setopt(r->easy, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK &&
+        bool ok = c->easy_setopt(r->easy, CURLOPT_URL, r->url) == CURLE_OK &&
+                  c->easy_setopt(r->easy, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK &&
+                  c->easy_setopt(r->easy, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK &&
                   /* probes go straight to the pod, never through the agent's proxy */
-                  curl_easy_setopt(r->easy, CURLOPT_NOPROXY, "*") == CURLE_OK &&
-                  curl_easy_setopt(r->easy, CURLOPT_SSL_VERIFYPEER, 0L) == CURLE_OK &&
-                  curl_easy_setopt(r->easy, CURLOPT_SSL_VERIFYHOST, 0L) == CURLE_OK &&
-                  curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
+                  c->easy_setopt(r->easy, CURLOPT_NOPROXY, "*") == CURLE_OK &&
+                  c->easy_setopt(r->easy, CURLOPT_SSL_VERIFYPEER, 0L) == CURLE_OK &&
+                  c->easy_setopt(r->easy, CURLOPT_SSL_VERIFYHOST, 0L) == CURLE_OK &&
+                  c->easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
                   /* a fresh connection per probe, as kubelet (no keep-alive):
                    * a probe sees the server as a new client would, and a
                    * reused HTTP/2 prior-knowledge connection is not needed */
-                  curl_easy_setopt(r->easy, CURLOPT_FRESH_CONNECT, 1L) == CURLE_OK &&
-                  curl_easy_setopt(r->easy, CURLOPT_FORBID_REUSE, 1L) == CURLE_OK &&
-                  curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->errbuf) == CURLE_OK &&
-                  curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->hdrs) == CURLE_OK &&
-                  curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_body) == CURLE_OK &&
-                  curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r) == CURLE_OK &&
-                  curl_easy_setopt(r->easy, CURLOPT_HEADERFUNCTION, on_header) == CURLE_OK &&
-                  curl_easy_setopt(r->easy, CURLOPT_HEADERDATA, r) == CURLE_OK;
+                  c->easy_setopt(r->easy, CURLOPT_FRESH_CONNECT, 1L) == CURLE_OK &&
+                  c->easy_setopt(r->easy, CURLOPT_FORBID_REUSE, 1L) == CURLE_OK &&
+                  c->easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->errbuf) == CURLE_OK &&
+                  c->easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->hdrs) == CURLE_OK &&
+                  c->easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_body) == CURLE_OK &&
+                  c->easy_setopt(r->easy, CURLOPT_WRITEDATA, r) == CURLE_OK &&
+                  c->easy_setopt(r->easy, CURLOPT_HEADERFUNCTION, on_header) == CURLE_OK &&
+                  c->easy_setopt(r->easy, CURLOPT_HEADERDATA, r) == CURLE_OK;
         if (ok && a->type == PROBE_ACTION_GRPC)
-                ok = curl_easy_setopt(r->easy, CURLOPT_HTTP_VERSION,
-                                      (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE) == CURLE_OK &&
-                     curl_easy_setopt(r->easy, CURLOPT_POST, 1L) == CURLE_OK &&
-                     curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->post) == CURLE_OK &&
-                     curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE, (long)r->post_len) ==
-                             CURLE_OK;
+                ok = c->easy_setopt(r->easy, CURLOPT_HTTP_VERSION,
+                                    (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE) == CURLE_OK &&
+                     c->easy_setopt(r->easy, CURLOPT_POST, 1L) == CURLE_OK &&
+                     c->easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->post) == CURLE_OK &&
+                     c->easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE, (long)r->post_len) == CURLE_OK;
         else if (ok)
-                ok = curl_easy_setopt(r->easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1) ==
+                ok = c->easy_setopt(r->easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1) ==
                      CURLE_OK;
         if (!ok)
                 return -EINVAL;

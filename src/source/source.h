@@ -10,7 +10,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "error.h"
 #include "event.h"
+#include "event-curl.h"
 #include "metrics.h"
 #include "manifest.h"
 
@@ -139,7 +141,10 @@ typedef struct UrlSourceOptions {
         Metrics *metrics;
 } UrlSourceOptions;
 
-int url_source_new(UrlSource **ret, Event *e, PodConfig *config, const UrlSourceOptions *opts);
+/* Loads libcurl (event-curl.h): a missing libcurl.so.4 fails here, with the
+ * reason in error. */
+int url_source_new(UrlSource **ret, Event *e, PodConfig *config, const UrlSourceOptions *opts,
+                   Error *error);
 
 /* Redirects are followed by the URL source itself, not by libcurl, which
  * would re-send every custom header to any host. url_redirect_check(): 0 if
@@ -149,8 +154,8 @@ int url_source_new(UrlSource **ret, Event *e, PodConfig *config, const UrlSource
  * case-insensitively) and port (default ports filled in), 0 if not, -EINVAL
  * or -ENOMEM. --manifest-url-header values go only to the configured URL's
  * origin. */
-int url_redirect_check(const char *from, const char *to);
-int url_same_origin(const char *a, const char *b);
+int url_redirect_check(const CurlApi *c, const char *from, const char *to);
+int url_same_origin(const CurlApi *c, const char *a, const char *b);
 /* Starts the first fetch at once and polls afterwards. */
 int url_source_start(UrlSource *s);
 /* Fetches at once (SIGHUP) unless a GET is under way; then polls as before. */

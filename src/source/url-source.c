@@ -79,26 +79,30 @@ struct UrlSource {
 /* ---- redirect policy ---- */
 
 typedef struct UrlOrigin {
+        const CurlApi *c; /* frees the strings */
         char *scheme, *host, *port;
 } UrlOrigin;
 
 static void url_origin_done(UrlOrigin *o) {
-        curl_free(o->scheme);
-        curl_free(o->host);
-        curl_free(o->port);
+        if (o->c) {
+                o->c->free(o->scheme);
+                o->c->free(o->host);
+                o->c->free(o->port);
+        }
         *o = (UrlOrigin){};
 }
 
-static int url_origin_parse(const char *url, UrlOrigin *ret) {
-        _cleanup_curl_url_ CURLU *u = curl_url();
-        UrlOrigin o = {};
+static int url_origin_parse(const CurlApi *c, const char *url, UrlOrigin *ret) {
+        CURLU *u = c->url();
+        UrlOrigin o = { .c = c };
         if (!u)
                 return -ENOMEM;
         /* libcurl lowercases the scheme; the port is filled in from it. */
-        bool ok = curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-                  curl_url_get(u, CURLUPART_SCHEME, &o.scheme, 0) == CURLUE_OK &&
-                  curl_url_get(u, CURLUPART_HOST, &o.host, 0) == CURLUE_OK &&
-                  curl_url_get(u, CURLUPART_PORT, &o.port, CURLU_DEFAULT_PORT) == CURLUE_OK;
+        bool ok = c->url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+                  c->url_get(u, CURLUPART_SCHEME, &o.scheme, 0) == CURLUE_OK &&
+                  c->url_get(u, CURLUPART_HOST, &o.host, 0) == CURLUE_OK &&
+                  c->url_get(u, CURLUPART_PORT, &o.port, CURLU_DEFAULT_PORT) == CURLUE_OK;
+        c->url_cleanup(u);
         if (!ok) {
                 url_origin_done(&o);
                 return -EINVAL;
@@ -107,38 +111,38 @@ static int url_origin_parse(const char *url, UrlOrigin *ret) {
         return 0;
 }
 
-int url_same_origin(const char *a, const char *b) {
+int url_same_origin(const CurlApi *c, const char *a, const char *b) {
         _cleanup_(url_origin_done) UrlOrigin oa = {}, ob = {};
-        int r = url_origin_parse(a, &oa);
+        int r = url_origin_parse(c, a, &oa);
         if (r < 0)
                 return r;
-        r = url_origin_parse(b, &ob);
+        r = url_origin_parse(c, b, &ob);
         if (r < 0)
                 return r;
         return streq(oa.scheme, ob.scheme) && strcasecmp(oa.host, ob.host) == 0 &&
                streq(oa.port, ob.port);
 }
 
-/* The scheme of url, lowercase; free it with curl_free(). */
-static int url_scheme(const char *url, char **ret) {
-        _cleanup_curl_url_ CURLU *u = curl_url();
+/* The scheme of url, lowercase; free it with c->free(). */
+static int url_scheme(const CurlApi *c, const char *url, char **ret) {
+        CURLU *u = c->url();
         if (!u)
                 return -ENOMEM;
-        if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
-            curl_url_get(u, CURLUPART_SCHEME, ret, 0) != CURLUE_OK)
-                return -EINVAL;
-        return 0;
+        bool ok = c->url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+                  c->url_get(u, CURLUPART_SCHEME, ret, 0) == CURLUE_OK;
+        c->url_cleanup(u);
+        return ok ? 0 : -EINVAL;
 }
 
-int url_redirect_check(const char *from, const char *to) {
+int url_redirect_check(const CurlApi *c, const char *from, const char *to) {
         char *f = NULL, *t = NULL;
-        int r = url_scheme(from, &f);
+        int r = url_scheme(c, from, &f);
         if (r >= 0)
-                r = url_scheme(to, &t);
+                r = url_scheme(c, to, &t);
         if (r >= 0 && !(streq(t, "https") || (streq(t, "http") && !streq(f, "https"))))
                 r = -EPERM;
-        curl_free(f);
-        curl_free(t);
+        c->free(f);
+        c->free(t);
         return r;
 }
 
@@ -169,9 +173,9 @@ static char *header_value(const char *line, size_t len, const char *name) {
         return end > v ? strndup(v, (size_t)(end - v)) : NULL;
 }
 
-static bool last_modified_is_racy(const char *last_modified, const char *date) {
-        time_t lm = curl_getdate(last_modified, NULL);
-        time_t now = date ? curl_getdate(date, NULL) : -1;
+static bool last_modified_is_racy(const CurlApi *c, const char *last_modified, const char *date) {
+        time_t lm = c->getdate(last_modified, NULL);
+        time_t now = date ? c->getdate(date, NULL) : -1;
         if (lm < 0)
                 return true;
         if (now < 0)
@@ -325,7 +329,8 @@ static void url_source_handle_body(UrlSource *s) {
         free(s->last_modified);
         s->etag = TAKE_PTR(s->resp_etag);
         s->last_modified = TAKE_PTR(s->resp_last_modified);
-        if (s->last_modified && last_modified_is_racy(s->last_modified, s->resp_date)) {
+        if (s->last_modified &&
+            last_modified_is_racy(event_curl_api(s->curl), s->last_modified, s->resp_date)) {
                 /* Last-Modified has one-second resolution: a body modified in
                  * the second it was served may change again within that same
                  * second, and If-Modified-Since would then hide the change
@@ -338,9 +343,10 @@ static void url_source_handle_body(UrlSource *s) {
 }
 
 static void url_source_finish(UrlSource *s, CURL *easy, CURLcode result) {
+        const CurlApi *c = event_curl_api(s->curl);
         long code = 0;
         if (result == CURLE_OK)
-                (void)curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
+                (void)c->easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
         metric_inc(s->fetches, METRIC_LABELS(code == 304                  ? "304"
                                              : code >= 200 && code <= 299 ? "200"
                                                                           : "error"));
@@ -353,12 +359,12 @@ static void url_source_finish(UrlSource *s, CURL *easy, CURLcode result) {
                                          (unsigned long long)(s->timeout / USEC_PER_MSEC));
                 else
                         url_source_failf(s, "%s",
-                                         s->errbuf[0] ? s->errbuf : curl_easy_strerror(result));
+                                         s->errbuf[0] ? s->errbuf : c->easy_strerror(result));
                 return;
         }
 
         long status = 0;
-        (void)curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+        (void)c->easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
         if (status == 304) {
                 if (!s->have_content) {
                         url_source_failf(s, "HTTP status 304 (Not Modified) for a request "
@@ -389,15 +395,16 @@ static int url_source_start_request(UrlSource *s, const char *url);
  * when it is not a redirect, a negative errno when it is one that is not
  * followed (reported as the poll's failure). */
 static int url_source_redirect_target(UrlSource *s, CURL *easy, CURLcode result, char **ret) {
+        const CurlApi *c = event_curl_api(s->curl);
         long status = 0;
         char *location = NULL;
 
         if (result != CURLE_OK)
                 return 0;
-        (void)curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+        (void)c->easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
         if (status != 301 && status != 302 && status != 303 && status != 307 && status != 308)
                 return 0;
-        (void)curl_easy_getinfo(easy, CURLINFO_REDIRECT_URL, &location);
+        (void)c->easy_getinfo(easy, CURLINFO_REDIRECT_URL, &location);
         if (!location)
                 return 0; /* reported as the 3xx status it is */
         if (s->n_redirects >= URL_SOURCE_MAX_REDIRECTS) {
@@ -405,7 +412,7 @@ static int url_source_redirect_target(UrlSource *s, CURL *easy, CURLcode result,
                                  URL_SOURCE_MAX_REDIRECTS, location);
                 return -ELOOP;
         }
-        int r = url_redirect_check(s->request_url, location);
+        int r = url_redirect_check(c, s->request_url, location);
         if (r < 0) {
                 url_source_failf(s, "redirect from \"%s\" to \"%s\" refused: %s", s->request_url,
                                  location,
@@ -426,6 +433,7 @@ static int url_source_redirect_target(UrlSource *s, CURL *easy, CURLcode result,
 
 static void url_source_on_done(EventCurl *ec, CURL *easy, CURLcode result, void *userdata) {
         UrlSource *s = userdata;
+        const CurlApi *c = event_curl_api(ec);
         _cleanup_free_ char *redirect = NULL;
         bool ours = easy == s->easy;
 
@@ -434,8 +442,8 @@ static void url_source_on_done(EventCurl *ec, CURL *easy, CURLcode result, void 
                 if (url_source_redirect_target(s, easy, result, &redirect) == 0)
                         url_source_finish(s, easy, result);
         }
-        curl_easy_cleanup(easy);
-        curl_slist_free_all(s->req_headers);
+        c->easy_cleanup(easy);
+        c->slist_free_all(s->req_headers);
         s->req_headers = NULL;
         free(s->body);
         s->body = NULL;
@@ -458,30 +466,37 @@ static void url_source_on_done(EventCurl *ec, CURL *easy, CURLcode result, void 
 /* ---- polling ---- */
 
 /* custom: with the --manifest-url-header values. */
+/* Appends h (NULL: out of memory already) to *l; on failure *l is left as
+ * it was, for the caller to free. */
+static int slist_add(const CurlApi *c, struct curl_slist **l, const char *h) {
+        struct curl_slist *n = h ? c->slist_append(*l, h) : NULL;
+        if (!n)
+                return -ENOMEM;
+        *l = n;
+        return 0;
+}
+
 static int url_source_build_headers(UrlSource *s, bool custom, struct curl_slist **ret) {
-        _cleanup_curl_slist_ struct curl_slist *l = NULL;
-        STRV_FOREACH(h, custom ? s->headers : NULL) {
-                struct curl_slist *n = curl_slist_append(l, *h);
-                if (!n)
-                        return -ENOMEM;
-                l = n;
-        }
-        if (s->etag) {
+        const CurlApi *c = event_curl_api(s->curl);
+        struct curl_slist *l = NULL;
+        int r = 0;
+        STRV_FOREACH(h, custom ? s->headers : NULL)
+                if (r >= 0)
+                        r = slist_add(c, &l, *h);
+        if (r >= 0 && s->etag) {
                 _cleanup_free_ char *h = strprintf("If-None-Match: %s", s->etag);
-                struct curl_slist *n = h ? curl_slist_append(l, h) : NULL;
-                if (!n)
-                        return -ENOMEM;
-                l = n;
+                r = slist_add(c, &l, h);
         }
-        if (s->last_modified) {
+        if (r >= 0 && s->last_modified) {
                 /* The server's own string back, as RFC 9110 recommends. */
                 _cleanup_free_ char *h = strprintf("If-Modified-Since: %s", s->last_modified);
-                struct curl_slist *n = h ? curl_slist_append(l, h) : NULL;
-                if (!n)
-                        return -ENOMEM;
-                l = n;
+                r = slist_add(c, &l, h);
         }
-        *ret = TAKE_PTR(l);
+        if (r < 0) {
+                c->slist_free_all(l);
+                return r;
+        }
+        *ret = l;
         return 0;
 }
 
@@ -501,44 +516,42 @@ static int url_source_start_request(UrlSource *s, const char *url) {
         if (!request_url)
                 return -ENOMEM;
         /* Custom headers (tokens) only to the configured URL's origin. */
-        int r = s->n_redirects == 0 ? 1 : url_same_origin(s->url, url);
+        const CurlApi *c = event_curl_api(s->curl);
+        int r = s->n_redirects == 0 ? 1 : url_same_origin(c, s->url, url);
         if (r == 0 && s->headers)
                 log_debug("Manifest URL \"%s\" redirects to \"%s\", another origin: its headers "
                           "are not sent there.",
                           s->url, url);
-        _cleanup_curl_slist_ struct curl_slist *hdrs = NULL;
+        struct curl_slist *hdrs = NULL;
         r = url_source_build_headers(s, r > 0, &hdrs);
         if (r < 0)
                 return r;
 
-        _cleanup_curl_easy_ CURL *easy = curl_easy_init();
-        if (!easy)
-                return -ENOMEM;
-
-        bool ok =
-                curl_easy_setopt(easy, CURLOPT_URL, url) == CURLE_OK &&
-                curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK &&
-                curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK &&
-                curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, (long)(s->timeout / USEC_PER_MSEC)) ==
-                        CURLE_OK &&
-                curl_easy_setopt(easy, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)s->max_body) ==
-                        CURLE_OK &&
-                curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
-                curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, s->errbuf) == CURLE_OK &&
-                curl_easy_setopt(easy, CURLOPT_HTTPHEADER, hdrs) == CURLE_OK &&
-                curl_easy_setopt(easy, CURLOPT_USERAGENT, "nanolet/" NANOLET_VERSION) == CURLE_OK &&
-                curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, url_source_on_body) == CURLE_OK &&
-                curl_easy_setopt(easy, CURLOPT_WRITEDATA, s) == CURLE_OK &&
-                curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, url_source_on_header) == CURLE_OK &&
-                curl_easy_setopt(easy, CURLOPT_HEADERDATA, s) == CURLE_OK;
-        if (!ok)
-                return -EINVAL;
-
-        r = event_curl_add(s->curl, easy, url_source_on_done, s);
-        if (r < 0)
+        CURL *easy = c->easy_init();
+        bool ok = easy && c->easy_setopt(easy, CURLOPT_URL, url) == CURLE_OK &&
+                  c->easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK &&
+                  c->easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK &&
+                  c->easy_setopt(easy, CURLOPT_TIMEOUT_MS, (long)(s->timeout / USEC_PER_MSEC)) ==
+                          CURLE_OK &&
+                  c->easy_setopt(easy, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)s->max_body) ==
+                          CURLE_OK &&
+                  c->easy_setopt(easy, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
+                  c->easy_setopt(easy, CURLOPT_ERRORBUFFER, s->errbuf) == CURLE_OK &&
+                  c->easy_setopt(easy, CURLOPT_HTTPHEADER, hdrs) == CURLE_OK &&
+                  c->easy_setopt(easy, CURLOPT_USERAGENT, "nanolet/" NANOLET_VERSION) == CURLE_OK &&
+                  c->easy_setopt(easy, CURLOPT_WRITEFUNCTION, url_source_on_body) == CURLE_OK &&
+                  c->easy_setopt(easy, CURLOPT_WRITEDATA, s) == CURLE_OK &&
+                  c->easy_setopt(easy, CURLOPT_HEADERFUNCTION, url_source_on_header) == CURLE_OK &&
+                  c->easy_setopt(easy, CURLOPT_HEADERDATA, s) == CURLE_OK;
+        r = !easy ? -ENOMEM : !ok ? -EINVAL : event_curl_add(s->curl, easy, url_source_on_done, s);
+        if (r < 0) {
+                if (easy)
+                        c->easy_cleanup(easy);
+                c->slist_free_all(hdrs);
                 return r;
-        s->easy = TAKE_PTR(easy);
-        s->req_headers = TAKE_PTR(hdrs);
+        }
+        s->easy = easy;
+        s->req_headers = hdrs;
         free(s->request_url);
         s->request_url = TAKE_PTR(request_url);
         return 0;
@@ -580,7 +593,8 @@ static int url_source_schedule_poll(UrlSource *s, usec_t delay) {
 
 /* ---- lifecycle ---- */
 
-int url_source_new(UrlSource **ret, Event *e, PodConfig *config, const UrlSourceOptions *opts) {
+int url_source_new(UrlSource **ret, Event *e, PodConfig *config, const UrlSourceOptions *opts,
+                   Error *error) {
         assert(ret && e && config && opts);
         if (isempty(opts->url) || isempty(opts->node_name))
                 return -EINVAL;
@@ -617,9 +631,9 @@ int url_source_new(UrlSource **ret, Event *e, PodConfig *config, const UrlSource
                                  (const char *const[]){ "result", NULL }, NULL, 0);
         if (r < 0)
                 return r;
-        r = event_curl_new(e, &s->curl);
+        r = event_curl_new(e, &s->curl, error);
         if (r < 0)
-                return r;
+                return error_prefix(error, r, "the manifest URL source needs " EVENT_CURL_LIBRARY);
 
         *ret = TAKE_PTR(s);
         return 0;
@@ -651,12 +665,15 @@ unsigned url_source_get_error_count(UrlSource *s) {
 UrlSource *url_source_free(UrlSource *s) {
         if (!s)
                 return NULL;
+        /* A handle or a header list exists only with s->curl, whose table
+         * frees it; libcurl stays usable until event_curl_free(). */
         if (s->easy) {
                 event_curl_remove(s->curl, s->easy);
-                curl_easy_cleanup(s->easy);
+                event_curl_api(s->curl)->easy_cleanup(s->easy);
         }
+        if (s->req_headers)
+                event_curl_api(s->curl)->slist_free_all(s->req_headers);
         event_curl_free(s->curl);
-        curl_slist_free_all(s->req_headers);
         event_source_free(s->poll_timer);
 
         free(s->body);

@@ -170,6 +170,21 @@ spec:
 YAML
 }
 
+# agent_maps DESC yes|no LIB: records whether the running agent process
+# (nanolet-agent, exec'd by `nanolet serve`) has a mapping of library LIB
+# ("libcurl", "libcrypto"), as expected. libcurl is loaded on first use and
+# libcrypto never (docs/runtime.md, "The agent executable").
+agent_maps() {
+        local desc=$1 want=$2 lib=$3 got=no exe
+        exe=$(readlink "/proc/$AGENT_PID/exe" || true)
+        case $exe in
+        */nanolet-agent) ;;
+        *) fail "$desc: the agent process runs \"$exe\", not nanolet-agent"; return ;;
+        esac
+        grep -qE "/$lib(-[^/]*)?\.so" "/proc/$AGENT_PID/maps" && got=yes
+        [ "$got" = "$want" ] && ok "$desc" || fail "$desc: $lib mapped: $got, expected $want"
+}
+
 # A clean stop exits 0: under ASan this is where leaks in the agent show.
 stop_agent() {
         local rc=0

@@ -67,6 +67,7 @@ start_agent --stop-pods-on-exit --read-only-port "$RO_PORT" \
 expect "read-only API listening" "$AGENT_LOG" "Serving the read-only API on 127\.0\.0\.1:$RO_PORT\."
 check_field "web is ready" web '[c["status"] for c in p["status"]["conditions"] if c["type"] == "Ready"][0]' True 60
 check_field "fromurl is running" fromurl 'p["status"]["phase"]' Running 60
+agent_maps "libcurl loaded for the URL source" yes libcurl
 check_field "crash restarted twice" crash 'p["status"]["containerStatuses"][0]["restartCount"] >= 2' True 90
 
 # scrape PATH FILE: the body in FILE; fails on anything but 200.

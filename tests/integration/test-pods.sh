@@ -45,6 +45,9 @@ spec:
 YAML
 check_field "simple pod Running" simple 'p["status"]["phase"]' Running
 check_field "simple container ready" simple 'p["status"]["containerStatuses"][0]["ready"]' True
+# No URL source, no HTTP probe: the running agent has mapped neither.
+agent_maps "agent without libcurl while nothing needs it" no libcurl
+agent_maps "agent without libcrypto" no libcrypto
 wait_for "$LOGS/default_simple-node1_"*/main/0.log 'stdout F hello world simple-node1 default /root$' \
         && ok "env, fieldRef and \$(VAR) expansion in args" || fail "expansion: $(cat "$LOGS"/default_simple-node1_*/main/0.log)"
 nl logs simple >"$WORK/out" 2>&1

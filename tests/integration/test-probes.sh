@@ -149,6 +149,7 @@ spec:
     hostPath: {path: $HOSTDIR, type: Directory}
 YAML
 check_field "httpGet on the pod IP with a named port: ready" web "$(cs 0)['ready']" True
+agent_maps "libcurl loaded for the HTTP probe" yes libcurl
 grep -q '^HTTP_X_PROBE_TOKEN=s3cret$' "$HOSTDIR/headers" 2>/dev/null && ok "probe header received by the server" \
         || fail "headers: $(cat "$HOSTDIR/headers" 2>/dev/null)"
 grep -q '^QUERY_STRING=probe=1$' "$HOSTDIR/headers" 2>/dev/null && ok "query string passed" || fail "query string"

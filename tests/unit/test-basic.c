@@ -549,6 +549,15 @@ static void test_hash(void **state) {
         assert_int_equal(sha256_hex("", 0, hex), 0);
         assert_string_equal(hex,
                             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        char digest[72];
+        assert_int_equal(sha256_oci_digest("abc", 3, digest), 0);
+        assert_string_equal(
+                digest, "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        /* more than one 64-byte block (FIPS 180-2, B.2) */
+        const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+        assert_int_equal(sha256_hex(two, strlen(two), hex), 0);
+        assert_string_equal(hex,
+                            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 
 static void test_log_errno(void **state) {

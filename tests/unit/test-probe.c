@@ -11,6 +11,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -18,7 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "grpc-health.h"
@@ -320,7 +325,7 @@ static void test_http_probe(void **state) {
         char url[256];
 
         assert_int_equal(event_new(&e), 0);
-        assert_int_equal(event_curl_new(e, &ec), 0);
+        assert_int_equal(event_curl_new(e, &ec, NULL), 0);
         server_start(&srv, e);
 
         char *headers[] = { (char *)"X-Custom: yes", (char *)"Host: example.test", NULL };
@@ -485,9 +490,64 @@ static void test_cancel_and_sleep(void **state) {
         assert_int_equal(o.result, PROBE_RESULT_FAILURE);
 }
 
+/* libcurl is loaded on first use (event-curl.h): without it, event_curl_new()
+ * fails with a sentence naming the library instead of the agent not
+ * starting. A child hides the distribution's library directories behind
+ * empty tmpfs mounts in a mount namespace of its own (this binary does not
+ * link libcurl, so nothing maps it yet) and tries. */
+static int curl_missing_child(void) {
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                return 77;
+        int hidden = 0;
+        const char *const dirs[] = { "/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib" };
+        for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+                struct stat st;
+                /* A merged-/usr symlink is hidden with its target. */
+                if (lstat(dirs[i], &st) < 0 || !S_ISDIR(st.st_mode))
+                        continue;
+                if (mount("tmpfs", dirs[i], "tmpfs", 0, NULL) < 0)
+                        return 77;
+                hidden++;
+        }
+        if (hidden == 0)
+                return 77;
+        if (dlopen(EVENT_CURL_LIBRARY, RTLD_NOW | RTLD_NOLOAD)) {
+                fprintf(stderr, "libcurl is already mapped: run this test first\n");
+                return 3;
+        }
+        Event *e = NULL;
+        EventCurl *ec = NULL;
+        Error error = {};
+        if (event_new(&e) < 0)
+                return 2;
+        int r = event_curl_new(e, &ec, &error);
+        if (r != -ELIBACC || ec || !strstr(error.message, EVENT_CURL_LIBRARY)) {
+                fprintf(stderr, "event_curl_new() without libcurl: %d \"%s\"\n", r, error.message);
+                return 1;
+        }
+        return 0;
+}
+
+static void test_curl_missing(void **state) {
+        (void)state;
+        fflush(NULL);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0)
+                _exit(curl_missing_child()); /* _exit: no cmocka or leak report in the child */
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        if (WEXITSTATUS(status) == 77)
+                skip(); /* not root, or no mount namespaces */
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void) {
         signal(SIGPIPE, SIG_IGN);
         const struct CMUnitTest tests[] = {
+                /* first: the others load libcurl, which then stays mapped */
+                cmocka_unit_test(test_curl_missing),
                 cmocka_unit_test(test_tracker_initial_results),
                 cmocka_unit_test(test_tracker_initial_delay_and_period),
                 cmocka_unit_test(test_tracker_failure_threshold),

@@ -324,7 +324,7 @@ static void start_full(Fixture *f, const Resp *script, size_t n, const char *url
                 .timeout = timeout,
                 .max_body = max_body,
         };
-        assert_int_equal(url_source_new(&f->source, f->event, f->config, &o), 0);
+        assert_int_equal(url_source_new(&f->source, f->event, f->config, &o, NULL), 0);
         assert_int_equal(url_source_start(f->source), 0);
 }
 
@@ -686,24 +686,31 @@ static void test_redirect_loop_capped(void **state) {
 
 static void test_redirect_policy(void **state) {
         (void)state;
+        _cleanup_event_free_ Event *e = NULL;
+        _cleanup_event_curl_free_ EventCurl *ec = NULL;
+        assert_int_equal(event_new(&e), 0);
+        assert_int_equal(event_curl_new(e, &ec, NULL), 0);
+        const CurlApi *c = event_curl_api(ec);
         /* never from https to http, nor to anything but http(s) */
-        assert_int_equal(url_redirect_check("https://a.example/x", "http://a.example/y"), -EPERM);
-        assert_int_equal(url_redirect_check("https://a.example/x", "HTTP://a.example/y"), -EPERM);
-        assert_int_equal(url_redirect_check("http://a.example/x", "file:///etc/shadow"), -EPERM);
-        assert_int_equal(url_redirect_check("https://a.example/x", "ftp://a.example/y"), -EPERM);
-        assert_int_equal(url_redirect_check("https://a.example/x", "https://b.example/y"), 0);
-        assert_int_equal(url_redirect_check("http://a.example/x", "https://a.example/y"), 0);
-        assert_int_equal(url_redirect_check("http://a.example/x", "http://b.example/y"), 0);
-        assert_int_equal(url_redirect_check("http://a.example/x", "not a url"), -EINVAL);
+        assert_int_equal(url_redirect_check(c, "https://a.example/x", "http://a.example/y"),
+                         -EPERM);
+        assert_int_equal(url_redirect_check(c, "https://a.example/x", "HTTP://a.example/y"),
+                         -EPERM);
+        assert_int_equal(url_redirect_check(c, "http://a.example/x", "file:///etc/shadow"), -EPERM);
+        assert_int_equal(url_redirect_check(c, "https://a.example/x", "ftp://a.example/y"), -EPERM);
+        assert_int_equal(url_redirect_check(c, "https://a.example/x", "https://b.example/y"), 0);
+        assert_int_equal(url_redirect_check(c, "http://a.example/x", "https://a.example/y"), 0);
+        assert_int_equal(url_redirect_check(c, "http://a.example/x", "http://b.example/y"), 0);
+        assert_int_equal(url_redirect_check(c, "http://a.example/x", "not a url"), -EINVAL);
 
-        assert_int_equal(url_same_origin("http://a.example/x", "http://A.example:80/y?z"), 1);
-        assert_int_equal(url_same_origin("https://a.example/x", "https://a.example:443/"), 1);
-        assert_int_equal(url_same_origin("https://a.example/x", "http://a.example/x"), 0);
-        assert_int_equal(url_same_origin("http://a.example/x", "http://a.example:8080/x"), 0);
-        assert_int_equal(url_same_origin("http://127.0.0.1/x", "http://localhost/x"), 0);
-        assert_int_equal(url_same_origin("http://127.0.0.1/x", "http://127.0.0.2/x"), 0);
-        assert_int_equal(url_same_origin("http://a.example/x", "http://a.example.evil/x"), 0);
-        assert_int_equal(url_same_origin("http://a.example/x", "not a url"), -EINVAL);
+        assert_int_equal(url_same_origin(c, "http://a.example/x", "http://A.example:80/y?z"), 1);
+        assert_int_equal(url_same_origin(c, "https://a.example/x", "https://a.example:443/"), 1);
+        assert_int_equal(url_same_origin(c, "https://a.example/x", "http://a.example/x"), 0);
+        assert_int_equal(url_same_origin(c, "http://a.example/x", "http://a.example:8080/x"), 0);
+        assert_int_equal(url_same_origin(c, "http://127.0.0.1/x", "http://localhost/x"), 0);
+        assert_int_equal(url_same_origin(c, "http://127.0.0.1/x", "http://127.0.0.2/x"), 0);
+        assert_int_equal(url_same_origin(c, "http://a.example/x", "http://a.example.evil/x"), 0);
+        assert_int_equal(url_same_origin(c, "http://a.example/x", "not a url"), -EINVAL);
 }
 
 int main(void) {
