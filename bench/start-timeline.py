@@ -18,7 +18,7 @@ STEPS = [
     ("rootfs mounted", r'rootfs mounted by the agent|runtime: spawned \S*nanolet\S* '
                        r'|rootfs by the helper'),
     ("conmon spawned", r"runtime: spawned \S*conmon"),
-    ("created", r'Created container'),
+    ("created", r'runtime: created "'),
     ("runc start spawned", r"runtime: spawned \S*runc"),
     ("started", r'Started container "main" of pod "[^"]*{name}'),
 ]
