@@ -842,9 +842,16 @@ exec RUNC_PATH "$@"
                 log(f"podman setup failed, no podman columns: {e}")
                 self.results["podman_error"] = str(e)
                 self.skip_podman = True
-        self.start_agent()
+        # LATENCY_LOG_LEVEL=7: the latency agent logs each start step by step
+        # (the timeline in docs/BENCHMARKS.md, bench/start-timeline.py reads
+        # it; the logging costs time, so not for the figures themselves).
+        lvl = os.environ.get("LATENCY_LOG_LEVEL")
+        self.start_agent(env=dict(os.environ, NANOLET_LOG_LEVEL=lvl) if lvl else None)
         self.agent_idle_zero()
         self.latencies()
+        keep = os.environ.get("KEEP_LATENCY_LOG")
+        if keep:
+            shutil.copyfile(f"{self.w}/agent.log", keep)
         if not SKIP_SCALE:
             names = self.scale()
             if not SKIP_RESTART:

@@ -6,6 +6,7 @@
 #   BENCH_BUILD_DIR=build-bench  BENCH_TIMEOUT=60 (s per pod start) SCALE_TIMEOUT=300
 #   BENCH_NO_LOCK=1 (do not take /tmp/nanolet-itest.lock: a machine of your own, or a caller holding it)
 #   KEEP_AGENT_LOG=FILE RESTART_LOG_LEVEL=7 (the agent restart's timeline, docs/BENCHMARKS.md)
+#   KEEP_LATENCY_LOG=FILE LATENCY_LOG_LEVEL=7 (each pod start's timeline: bench/start-timeline.py FILE)
 #   BENCH_NANOLET=PATH (measure another nanolet binary, e.g. main's, with this bench)
 # Builds a non-sanitized optimized tree, installs podman (Debian) if missing,
 # holds the shared integration-test lock for the whole run, and leaves nothing

@@ -64,6 +64,15 @@ int store_layer_unpack_tmp(ImageStore *s, int blob_fd, const char *blob_digest, 
 /* Renames a temp layer dir to its chain ID name; a concurrent winner is fine. */
 int store_layer_commit(ImageStore *s, const char *tmp, const char *chain_id, Error *err);
 bool store_layer_exists(ImageStore *s, const char *chain_id);
+/* mount(2) copies at most one page of options. */
+#define MOUNT_OPTIONS_MAX 4095
+/* The overlayfs options for the image's root filesystem: lowerdir= the
+ * store's own layer directories (image_store_layer_path() of its chain IDs,
+ * top first), upperdir= and workdir=. -EINVAL (with a sentence) when
+ * upper_dir or work_dir hold a ',' or ':', which would end the option;
+ * -E2BIG when the whole is longer than mount(2) takes. */
+int store_overlay_options(ImageStore *s, const Image *im, const char *upper_dir,
+                          const char *work_dir, char **ret, Error *err);
 /* Removes blobs and layer dirs no index entry references. Needs GC_LOCK exclusive. */
 int store_gc_locked(ImageStore *s, uint64_t *ret_reclaimed, Error *err);
 /* Builds an Image from a manifest digest present in the store. */

@@ -21,9 +21,6 @@
 #include "string-util.h"
 #include "strv.h"
 
-/* mount(2) copies at most one page of options. */
-#define MOUNT_OPTIONS_MAX 4095
-
 const char *image_rootfs_mode_to_string(ImageRootfsMode m) {
         static const char *const table[_IMAGE_ROOTFS_MODE_MAX] = {
                 [IMAGE_ROOTFS_OVERLAY] = "overlay",
@@ -231,7 +228,6 @@ int image_rootfs_mount(ImageStore *s, const char *ref, const char *target, const
         _cleanup_(image_freep) Image *im = NULL;
         _cleanup_close_ int gc = -EBADF;
         _cleanup_free_ char *opts = NULL;
-        size_t len = 0, cap = 0;
         int r;
 
         if ((r = image_store_unpack(s, ref, err)) < 0)
@@ -244,26 +240,10 @@ int image_rootfs_mount(ImageStore *s, const char *ref, const char *target, const
                 return error_set(err, r, "cannot create rootfs directories: %s", strerror(-r));
 
         if (!(flags & IMAGE_ROOTFS_FORCE_COPY) && im->manifest.n_layers > 0) {
-                const char *lower = "lowerdir=";
-                if ((r = strbuf_append(&opts, &len, &cap, lower, strlen(lower))) < 0)
+                r = store_overlay_options(s, im, upper_dir, work_dir, &opts, err);
+                if (r < 0 && r != -E2BIG)
                         return r;
-                for (size_t i = im->manifest.n_layers; i > 0; i--) {
-                        _cleanup_free_ char *p = image_store_layer_path(s, im->chain_ids[i - 1]);
-                        if (!p)
-                                return -ENOMEM;
-                        if ((i < im->manifest.n_layers &&
-                             (r = strbuf_append(&opts, &len, &cap, ":", 1)) < 0) ||
-                            (r = strbuf_append(&opts, &len, &cap, p, strlen(p))) < 0)
-                                return r;
-                }
-                _cleanup_free_ char *rest =
-                        strprintf(",upperdir=%s,workdir=%s", upper_dir, work_dir);
-                if (!rest || (r = strbuf_append(&opts, &len, &cap, rest, strlen(rest))) < 0)
-                        return -ENOMEM;
-                if (strchr(upper_dir, ',') || strchr(work_dir, ',') || strchr(upper_dir, ':'))
-                        return error_set(err, -EINVAL,
-                                         "overlay directories must not contain ',' or ':'");
-                if (len <= MOUNT_OPTIONS_MAX) {
+                if (r >= 0) {
                         if (mount("overlay", target, "overlay", 0, opts) == 0) {
                                 if (ret_mode)
                                         *ret_mode = IMAGE_ROOTFS_OVERLAY;

@@ -5,6 +5,9 @@
  * one short message from a pipe once the helper has exited. The helper gets
  * the image's manifest digest, never a tag: the caller resolved the image
  * once, and a re-tag in between must not mix two images in one container.
+ * When every layer is unpacked already, the agent mounts the overlay
+ * itself instead (image_rootfs_mount_unpacked(), below): that is one
+ * mount(2), and the helper's exec cost ~10 ms of each start.
  *
  * argv: self_helper_exe() SELF_HELPER_VERB unpack-rootfs ERROR_FD STORE_ROOT
  *       MAX_LAYER_SIZE MAX_TOTAL_SIZE MAX_RATIO RATIO_MIN_SIZE MAX_ENTRIES
@@ -17,17 +20,99 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "image-internal.h"
+#include "fileio.h"
 #include "image-util.h"
 #include "log.h"
 #include "self-helper.h"
 #include "spawn.h"
 #include "string-util.h"
 #include "strv.h"
+
+int store_overlay_options(ImageStore *s, const Image *im, const char *upper_dir,
+                          const char *work_dir, char **ret, Error *err) {
+        _cleanup_free_ char *opts = NULL;
+        size_t len = 0, cap = 0;
+        int r;
+
+        if (strchr(upper_dir, ',') || strchr(work_dir, ',') || strchr(upper_dir, ':'))
+                return error_set(err, -EINVAL, "overlay directories must not contain ',' or ':'");
+        const char *lower = "lowerdir=";
+        if ((r = strbuf_append(&opts, &len, &cap, lower, strlen(lower))) < 0)
+                return r;
+        for (size_t i = im->manifest.n_layers; i > 0; i--) {
+                _cleanup_free_ char *p = image_store_layer_path(s, im->chain_ids[i - 1]);
+                if (!p)
+                        return -ENOMEM;
+                if ((i < im->manifest.n_layers &&
+                     (r = strbuf_append(&opts, &len, &cap, ":", 1)) < 0) ||
+                    (r = strbuf_append(&opts, &len, &cap, p, strlen(p))) < 0)
+                        return r;
+        }
+        _cleanup_free_ char *rest = strprintf(",upperdir=%s,workdir=%s", upper_dir, work_dir);
+        if (!rest || (r = strbuf_append(&opts, &len, &cap, rest, strlen(rest))) < 0)
+                return -ENOMEM;
+        if (len > MOUNT_OPTIONS_MAX)
+                return -E2BIG;
+        *ret = TAKE_PTR(opts);
+        return 0;
+}
+
+/* What can be decided and done on the event loop without blocking: the
+ * image from the in-memory index, one fstatat() per layer, one mount(2).
+ * Everything else (unpacking, waiting for a prune's lock, the copy
+ * fallback, reporting why an image cannot be used) stays the helper's.
+ *
+ * What the mount touches, and why no container can influence it: the
+ * lowerdirs are <root-dir>/layers/<chain ID> with the chain IDs of the
+ * store's own index entry for the digest (computed by the store from the
+ * verified config's diff IDs when the image was stored, never read from a
+ * manifest or pod), each checked to be a directory and not a symlink;
+ * target, upper and work are in the attempt directory the caller has just
+ * removed and re-created under the agent's pod directory. No container
+ * sees that directory before runc creates this attempt's container (its
+ * termination log is bind-mounted into the container only then), and a
+ * container of an earlier attempt sees only its own attempt's files. */
+int image_rootfs_mount_unpacked(ImageStore *s, const ImageRootfsJob *job, Error *err) {
+        _cleanup_(image_freep) Image *im = NULL;
+        _cleanup_close_ int gc = -EBADF;
+        _cleanup_free_ char *opts = NULL;
+        int r;
+
+        if (!image_digest_is_valid(job->digest))
+                return error_set(err, -EINVAL, "\"%s\" is not an image digest", strna(job->digest));
+        /* Shared, as the helper holds it: a prune (exclusive) cannot remove
+         * a layer between the check below and the mount; once mounted, the
+         * layers are in mountinfo, which prune spares. Never waited for
+         * here: a prune in progress sends this start to the helper. */
+        r = store_lock(s, GC_LOCK, LOCK_SH | LOCK_NB, &gc, err);
+        if (r < 0)
+                return error_set(err, r, "the image store is locked by a prune");
+        /* Again, under the lock: an image removed since the caller looked
+         * it up fails in the helper with the message it always had. */
+        if ((r = image_store_get(s, job->digest, &im, err)) < 0)
+                return r;
+        if (im->manifest.n_layers == 0)
+                return error_set(err, -ENOENT, "the image has no layers to mount");
+        for (size_t i = 0; i < im->manifest.n_layers; i++)
+                if (!store_layer_exists(s, im->chain_ids[i]))
+                        return error_set(err, -ENOENT, "layer %s is not unpacked",
+                                         im->chain_ids[i]);
+        r = store_overlay_options(s, im, job->upper_dir, job->work_dir, &opts, err);
+        if (r < 0)
+                return error_set(err, r, "overlay options: %s", strerror(-r));
+        if ((r = mkdir_p(job->target, 0755)) < 0 || (r = mkdir_p(job->upper_dir, 0755)) < 0 ||
+            (r = mkdir_p(job->work_dir, 0700)) < 0)
+                return error_set(err, r, "cannot create rootfs directories: %s", strerror(-r));
+        if (mount("overlay", job->target, "overlay", 0, opts) < 0)
+                return error_set(err, -errno, "cannot mount overlayfs on \"%s\": %m", job->target);
+        return 0;
+}
 
 static int orphan_unmount(EventSource *s, const siginfo_t *si, void *userdata) {
         _cleanup_free_ char *target = userdata;
@@ -139,7 +224,8 @@ void image_worker_abort(ImageWorker *w) {
 }
 
 /* Here, not in image-rootfs.c: the agent unmounts (adoption, aborted
- * workers) but mounts only in the helper (image-worker-helper.c). */
+ * workers) and mounts only what image_rootfs_mount_unpacked() can; all
+ * else is mounted in the helper (image-worker-helper.c). */
 int image_rootfs_umount(const char *target, Error *err) {
         if (umount2(target, UMOUNT_NOFOLLOW) == 0)
                 return 0;

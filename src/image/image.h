@@ -11,9 +11,11 @@
  * visible and its leftovers are removed at the next open.
  *
  * Blocking: every function here does file I/O and may take long (unpacking,
- * the copy fallback). The event loop uses image_rootfs_start(), which runs
- * the work in a helper process and returns its pid for event_add_child(),
- * and image_store_get(), which answers from an in-memory index (see there). */
+ * the copy fallback). The event loop uses image_rootfs_mount_unpacked()
+ * (one overlay mount when every layer is unpacked already),
+ * image_rootfs_start(), which runs the rest in a helper process and returns
+ * its pid for event_add_child(), and image_store_get(), which answers from
+ * an in-memory index (see there). */
 #pragma once
 
 #include <errno.h>
@@ -182,6 +184,17 @@ typedef struct ImageWorker {
 #define IMAGE_WORKER_NULL ((ImageWorker){ .pid = 0, .error_fd = -EBADF })
 int image_rootfs_start(ImageStore *s, Event *e, const ImageRootfsJob *job, ImageWorker *ret,
                        Error *err);
+/* The same root filesystem without a helper, when that is one mount(2):
+ * the job's image (its digest looked up again in the store's in-memory
+ * index, under images/.gc.lock taken shared without waiting) has every
+ * layer unpacked (a directory, not a symlink, under layers/), so the
+ * overlay is mounted by the caller itself; cheap enough for the event loop
+ * (an exec of the helper costs ~7.5 ms of dynamic linking alone). 0 when
+ * mounted; otherwise -errno and the reason (a layer not unpacked, a prune
+ * holding the lock, an image with no layers, overlayfs refused, ...), and
+ * the caller starts image_rootfs_start() for the same job, which unpacks,
+ * waits for the lock, falls back to copying and reports the real error. */
+int image_rootfs_mount_unpacked(ImageStore *s, const ImageRootfsJob *job, Error *err);
 /* Collects the result: 0 if the worker succeeded, else its -errno and message. */
 int image_worker_finish(ImageWorker *w, const siginfo_t *si, Error *err);
 /* For teardown: SIGKILLs a helper that is still running and leaves the

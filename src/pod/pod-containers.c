@@ -513,6 +513,22 @@ static void container_start_with_image(ContainerOp *op) {
                                .target = op->rootfs,
                                .upper_dir = upper,
                                .work_dir = work };
+        /* Every start of an image but its first: all layers are unpacked,
+         * and the overlay is one mount(2) from here, not an exec of the
+         * helper binary (docs/BENCHMARKS.md, start latency round 3). */
+        r = image_rootfs_mount_unpacked(store, &job, &ierr);
+        if (r >= 0) {
+                worker_log(w, LOG_DEBUG, c->spec->name,
+                           "Container \"%s\" of pod \"%s\": rootfs mounted by the agent.",
+                           c->spec->name, w->full_name);
+                op->rootfs_mounted = true;
+                container_create(op);
+                return;
+        }
+        worker_log(w, LOG_DEBUG, c->spec->name,
+                   "Container \"%s\" of pod \"%s\": rootfs by the helper: %s", c->spec->name,
+                   w->full_name, ierr.message);
+        ierr = (Error){};
         r = image_rootfs_start(store, w->ctx->event, &job, &op->iw, &ierr);
         if (r < 0) {
                 start_failed(op, "CreateContainerError", ierr.message);

@@ -117,7 +117,8 @@ done
 [ -z "$(ls "$R3/layers")" ] && [ -z "$(ls "$R3/images/blobs/sha256")" ] && ok "prune empties an unused store" || fail "prune left data"
 
 # --- rm and prune leave alone what a pod of the real agent uses
-start_agent
+# (debug level: the rootfs-path checks at the end read the agent's log)
+NANOLET_LOG_LEVEL=7 start_agent
 put_manifest inuse.yaml <<YAML
 apiVersion: v1
 kind: Pod
@@ -237,6 +238,52 @@ img prune >/dev/null 2>&1 || fail "prune after the pod"
 ! img inspect "$digest" >/dev/null 2>&1 && ok "prune removes the moved-from image once the pod is gone" ||
         fail "moved-from image kept after its pod went"
 [ -z "$(ls "$ROOT/layers")" ] && ok "prune removes them once unmounted" || fail "layers kept: $(ls "$ROOT/layers" | tr '\n' ' ')"
+
+# --- who mounts the rootfs: the agent itself when every layer is unpacked,
+# the helper (which unpacks it again from its blob) when one is missing.
+# The agent logs which (debug level, turned on at its start above).
+img load "$IMAGES/nanolet-test-layers.tar" >/dev/null || fail "load for the rootfs-path check"
+victim=$(ls "$ROOT/layers" | grep -v '^\.' | head -1)
+rm -rf "${ROOT:?}/layers/$victim"
+put_manifest direct1.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: direct1, namespace: default}
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: main, image: nanolet-test-layers, imagePullPolicy: Never, command: [sleep, "3600"]}
+YAML
+check_field "a pod whose image lost a layer dir runs" direct1 'p["status"]["phase"]' Running
+expect "the start with a layer missing went to the helper" "$AGENT_LOG" \
+        "pod \"direct1-node1_default\\([0-9a-f]+\\)\": rootfs by the helper: layer sha256:$victim is not unpacked" 1 5
+[ -n "$victim" ] && [ -d "$ROOT/layers/$victim" ] && ok "the helper unpacked the missing layer again" ||
+        fail "layer $victim not unpacked again"
+! grep -q 'direct1-node1.*rootfs mounted by the agent' "$AGENT_LOG" && ok "the agent did not mount over a missing layer" ||
+        fail "the agent mounted a rootfs with a layer missing"
+put_manifest direct2.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: direct2, namespace: default}
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: main, image: nanolet-test-layers, imagePullPolicy: Never, command: [sh, -c, 'ls /; sleep 3600']}
+YAML
+check_field "a second pod of the image runs" direct2 'p["status"]["phase"]' Running
+expect "with every layer unpacked the agent mounted the rootfs itself" "$AGENT_LOG" \
+        'pod "direct2-node1_default\([0-9a-f]+\)": rootfs mounted by the agent' 1 5
+cid=$(pod_field direct2 'p["status"]["containerStatuses"][0]["containerID"].split("://")[1]')
+rootfs=$(runc --root "$RUN/runc" state "$cid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["rootfs"])')
+lowers=$(awk -v m="$rootfs" '$2 == m && $3 == "overlay" {print $4}' /proc/mounts | tr ',' '\n' |
+        sed -n 's/^lowerdir=//p' | tr ':' '\n' | sort | tr '\n' ' ')
+want=$(for l in $(ls "$ROOT/layers" | grep -v '^\.'); do echo "$ROOT/layers/$l"; done | sort | tr '\n' ' ')
+[ -n "$lowers" ] && [ "$lowers" = "$want" ] && ok "its overlay's lowers are the store's layer dirs" ||
+        fail "lowers of the agent's overlay: '$lowers', want '$want'"
+rm -f "$MAN/direct1.yaml" "$MAN/direct2.yaml"
+expect "the rootfs-path pods removed" "$AGENT_LOG" 'Pod "direct[12]-node1_default\([0-9a-f]+\)" is gone' 2 30
 stop_agent
 
 finish

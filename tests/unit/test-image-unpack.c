@@ -716,6 +716,101 @@ static void test_rootfs_helper(void **state) {
         event_free(e);
 }
 
+/* ---- the agent's own mount: only when every layer is unpacked ---- */
+
+static void test_rootfs_direct(void **state) {
+        _cleanup_free_ char *root = path_in("direct"), *arch = path_in("direct.tar");
+        _cleanup_free_ char *target = path_in("direct-rootfs"), *upper = path_in("direct-upper");
+        _cleanup_free_ char *work = path_in("direct-work"), *top = NULL, *lock = NULL;
+        _cleanup_free_ char *layer1 = NULL, *layer0 = NULL, *moved = NULL, *want = NULL;
+        ImageStore *s = NULL;
+        Image *im = NULL;
+        Event *e = NULL;
+        Error err = {};
+
+        if (geteuid() != 0)
+                skip();
+        assert_int_equal(event_new(&e), 0);
+        assert_int_equal(image_store_open(root, NULL, &s, &err), 0);
+        write_archive(arch, GOOD);
+        assert_int_equal(image_store_load(s, arch, NULL, &err), 0);
+        assert_int_equal(image_store_get(s, "localhost/unit:0", &im, &err), 0);
+        ImageRootfsJob job = {
+                .digest = im->digest, .target = target, .upper_dir = upper, .work_dir = work
+        };
+        top = strprintf("%s/top", target);
+        layer0 = image_store_layer_path(s, im->chain_ids[0]);
+        layer1 = image_store_layer_path(s, im->chain_ids[1]);
+        moved = path_in("direct-moved-layer");
+
+        /* The load unpacked every layer: mounted here, no helper. */
+        if (image_rootfs_mount_unpacked(s, &job, &err) < 0)
+                fail_msg("%s", err.message);
+        assert_true(is_mounted(target));
+        assert_int_equal(access(top, F_OK), 0);
+        assert_int_equal(image_rootfs_umount(target, &err), 0);
+
+        /* Only a digest, and only one the store's index has. */
+        job.digest = "localhost/unit:0";
+        err = (Error){};
+        assert_int_equal(image_rootfs_mount_unpacked(s, &job, &err), -EINVAL);
+        job.digest = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+        err = (Error){};
+        assert_int_equal(image_rootfs_mount_unpacked(s, &job, &err), -ENOENT);
+        assert_false(is_mounted(target));
+        job.digest = im->digest;
+
+        /* One layer not unpacked: the helper's job, nothing mounted here;
+         * the helper then unpacks it from its blob and mounts. */
+        assert_int_equal(rename(layer1, moved), 0);
+        err = (Error){};
+        assert_int_equal(image_rootfs_mount_unpacked(s, &job, &err), -ENOENT);
+        want = strprintf("layer %s is not unpacked", im->chain_ids[1]);
+        assert_string_equal(err.message, want);
+        assert_false(is_mounted(target));
+        err = (Error){};
+        if (run_helper(s, e, &job, &err) < 0)
+                fail_msg("%s", err.message);
+        assert_true(is_mounted(target));
+        assert_int_equal(access(top, F_OK), 0);
+        assert_int_equal(image_rootfs_umount(target, &err), 0);
+        assert_int_equal(access(layer1, F_OK), 0);
+        /* ...and the next start mounts here again. */
+        err = (Error){};
+        assert_int_equal(image_rootfs_mount_unpacked(s, &job, &err), 0);
+        assert_int_equal(image_rootfs_umount(target, &err), 0);
+
+        /* A layer name that is a symlink (to the real layer, even) is not
+         * followed: only the store's own directories become lowerdirs. */
+        _cleanup_free_ char *cmd = strprintf("rm -rf '%s'", moved);
+        assert_int_equal(system(cmd), 0);
+        assert_int_equal(rename(layer0, moved), 0);
+        assert_int_equal(symlink(moved, layer0), 0);
+        err = (Error){};
+        assert_int_equal(image_rootfs_mount_unpacked(s, &job, &err), -ENOENT);
+        assert_false(is_mounted(target));
+        assert_int_equal(unlink(layer0), 0);
+        assert_int_equal(rename(moved, layer0), 0);
+
+        /* A prune holds the store: no waiting on the loop, the helper waits. */
+        lock = strprintf("%s/images/.gc.lock", root);
+        int lfd = open(lock, O_RDWR | O_CLOEXEC);
+        assert_true(lfd >= 0);
+        assert_int_equal(flock(lfd, LOCK_EX), 0);
+        err = (Error){};
+        assert_int_equal(image_rootfs_mount_unpacked(s, &job, &err), -EWOULDBLOCK);
+        assert_false(is_mounted(target));
+        close(lfd);
+        err = (Error){};
+        assert_int_equal(image_rootfs_mount_unpacked(s, &job, &err), 0);
+        assert_true(is_mounted(target));
+        assert_int_equal(image_rootfs_umount(target, &err), 0);
+
+        im = image_free(im);
+        image_store_free(s);
+        event_free(e);
+}
+
 /* ---- sparse entries: a hole counts as the bytes it becomes ---- */
 
 /* 9 GiB of hole between 8 kB of data at each end: an archive of ~20 kB. */
@@ -906,6 +1001,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_store),
                 cmocka_unit_test(test_index_cache),
                 cmocka_unit_test(test_rootfs_helper),
+                cmocka_unit_test(test_rootfs_direct),
                 cmocka_unit_test(test_sparse_layer),
                 cmocka_unit_test(test_sparse_archive),
                 cmocka_unit_test(test_cancel),
