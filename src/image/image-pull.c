@@ -506,6 +506,8 @@ static int fetch_token(Registry *reg, Error *err) {
              curl_easy_setopt(easy, CURLOPT_USERNAME, reg->user) != CURLE_OK ||
              curl_easy_setopt(easy, CURLOPT_PASSWORD, reg->password) != CURLE_OK))
                 return -ENOMEM;
+        /* The token's life is counted from before its request left. */
+        usec_t sent_mono = now_usec(CLOCK_MONOTONIC), sent_real = now_usec(CLOCK_REALTIME);
         CURLcode c = curl_easy_perform(easy);
         (void)curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &resp.code);
         if (c != CURLE_OK)
@@ -523,16 +525,17 @@ static int fetch_token(Registry *reg, Error *err) {
         if (!tok || !*tok || strpbrk(tok, "\r\n"))
                 return error_set(err, -EBADMSG, "registry %s: token response has no token",
                                  reg->host);
-        json_int_t exp = json_integer_value(json_object_get(j, "expires_in"));
-        if (exp < 60) /* the distribution spec's default */
-                exp = 60;
+        usec_t life = registry_token_lifetime(
+                (long long)json_integer_value(json_object_get(j, "expires_in")),
+                json_string_value(json_object_get(j, "issued_at")), sent_real);
         free(reg->auth);
         reg->auth = strprintf("Authorization: Bearer %s", tok);
         if (!reg->auth)
                 return -ENOMEM;
-        /* Renew a little early so that a long blob does not start with a dying token. */
-        reg->auth_expires =
-                now_usec(CLOCK_MONOTONIC) + (usec_t)(exp > 30 ? exp - 10 : exp) * USEC_PER_SEC;
+        /* Reused by every request until then (refresh_auth_if_expired()),
+         * fetched again after; a 401 before that fetches one too. */
+        reg->auth_expires = sent_mono + life;
+        log_debug("Registry %s: bearer token valid for %.1fs", reg->host, (double)life / 1e6);
         return 0;
 }
 
