@@ -394,8 +394,9 @@ int registry_secret_to_config(const char *type, const char *data, size_t size, c
 static long long rfc3339_seconds(const char *s) {
         struct tm tm = {};
         int n = 0;
-        if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                         &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6 ||
+        if (!s ||
+            sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                   &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6 ||
             n != 19)
                 return -1;
         const char *p = s + n;
