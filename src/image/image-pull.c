@@ -999,6 +999,12 @@ static void *unpack_thread(void *userdata) {
         b->unpack_r = store_layer_unpack_tmp(p->s, b->unpack_blob_fd, b->desc->digest, true,
                                              b->diff_id, b->chain_id, &budget, &p->cancel,
                                              &b->unpack_tmp, &b->unpack_err);
+        /* The blob's own fsync, here while later blobs still download: the
+         * commit's fsync before the blob's rename into the store
+         * (commit_blob()) then finds it clean and returns at once, instead
+         * of every blob's write-back waiting after the last byte. */
+        if (b->unpack_r >= 0)
+                (void)fsync(b->unpack_blob_fd);
         /* Last: wakes the download loop (curl_multi_poll() on the read end). */
         b->unpack_wfd = safe_close(b->unpack_wfd);
         return NULL;
