@@ -437,5 +437,9 @@ uint64_t registry_token_lifetime(long long expires_in, const char *issued_at,
         if (issued >= 0 && (uint64_t)issued * usec < sent_realtime)
                 start = (uint64_t)issued * usec;
         uint64_t end = start + (uint64_t)expires_in * usec - usec;
-        return end > sent_realtime ? end - sent_realtime : 0;
+        /* Dead on arrival is the server's clock behind ours, not a token
+         * to fetch again before every request. */
+        if (end <= sent_realtime)
+                end = sent_realtime + (uint64_t)expires_in * usec - usec;
+        return end - sent_realtime;
 }

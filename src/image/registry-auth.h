@@ -36,8 +36,10 @@ const RegistryChallenge *registry_challenge_find(const RegistryChallenge *c, siz
  * starts at the response's issued_at (RFC 3339, may be NULL) when there is
  * one, else at the send. An issued_at after the send (the server's clock
  * ahead of ours) counts from the send, so that skew never lengthens a
- * token's life. One second is kept in hand for the request's way to the
- * registry. 0: expired already. */
+ * token's life, and so does one that would be expired on arrival (the
+ * server's clock behind ours), rather than a token fetched before every
+ * request. One second is kept in hand for the request's way to the
+ * registry. */
 uint64_t registry_token_lifetime(long long expires_in, const char *issued_at,
                                  uint64_t sent_realtime);
 

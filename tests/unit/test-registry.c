@@ -153,8 +153,12 @@ static void test_token_lifetime(void **state) {
         assert_int_equal(registry_token_lifetime(60, "2026-11-26T14:59:03.5Z", sent), 2 * S);
         assert_int_equal(registry_token_lifetime(60, "2026-11-26T15:59:03+01:00", sent), 2 * S);
         assert_int_equal(registry_token_lifetime(60, "2026-11-26T13:59:03-01:00", sent), 2 * S);
-        /* Issued long ago: expired at once. */
-        assert_int_equal(registry_token_lifetime(60, "2026-11-26T14:00:00Z", sent), 0);
+        /* Dead on arrival (the server's clock behind): from the send. */
+        assert_int_equal(registry_token_lifetime(60, "2026-11-26T14:00:00Z", sent), 59 * S);
+        assert_int_equal(registry_token_lifetime(60, "2026-11-26T14:59:01Z", sent), 59 * S);
+        /* One second short of it: still that second. */
+        assert_int_equal(registry_token_lifetime(60, "2026-11-26T14:59:01.5Z", sent), 59 * S);
+        assert_int_equal(registry_token_lifetime(60, "2026-11-26T14:59:02Z", sent), 1 * S);
         /* Issued "after" the send (clock skew): counted from the send. */
         assert_int_equal(registry_token_lifetime(60, "2026-11-26T15:00:30Z", sent), 59 * S);
         /* Unparsable: ignored. */
