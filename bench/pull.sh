@@ -7,6 +7,8 @@
 #   sudo bash bench/pull.sh
 # Knobs: RUNS=5 LAYERS=5 LAYER_MIB=20 BENCH_BUILD_DIR=build-bench
 #   BENCH_NO_LOCK=1 (do not take /tmp/nanolet-itest.lock)
+#   BENCH_BASE=PATH another nanolet binary (e.g. main's build) pulled in the
+#   same runs, interleaved, for a before/after in one lock hold
 # nanolet's figure includes what skopeo does not do: unpacking every layer
 # into the store's layer directories (overlapped with the downloads) and
 # committing the image.
@@ -107,8 +109,15 @@ if [ -n "${BENCH_HOLD:-}" ]; then # for profiling by hand: keep the registry up
 fi
 
 now() { date +%s.%N; }
-declare -a T_NANOLET T_SKOPEO T_DOWN T_UNPACK
+declare -a T_NANOLET T_SKOPEO T_DOWN T_UNPACK T_BASE
 for ((r = 0; r < RUNS; r++)); do
+        if [ -n "${BENCH_BASE:-}" ]; then
+                rm -rf "$WORK/root"
+                tb=$(now)
+                "$BENCH_BASE" image --root-dir "$WORK/root" pull -q --registry-certs-dir "$CERTS" \
+                        --credential-file "$WORK/config.json" --registries-conf /dev/null "$REG/bench/big:v1"
+                T_BASE+=("$(echo "$(now) - $tb" | bc)")
+        fi
         rm -rf "$WORK/root" "$WORK/oci"
         t0=$(now)
         NANOLET_LOG_LEVEL=7 "$NANOLET" image --root-dir "$WORK/root" pull -q --registry-certs-dir "$CERTS" \
@@ -123,7 +132,7 @@ for ((r = 0; r < RUNS; r++)); do
         T_NANOLET+=("$(echo "$t1 - $t0" | bc)")
         T_SKOPEO+=("$(echo "$t2 - $t1" | bc)")
 done
-python3 - "$size" "$LAYERS" "${T_NANOLET[*]}" "${T_SKOPEO[*]}" "$(skopeo --version)" "${T_DOWN[*]}" "${T_UNPACK[*]}" <<'PY'
+python3 - "$size" "$LAYERS" "${T_NANOLET[*]}" "${T_SKOPEO[*]}" "$(skopeo --version)" "${T_DOWN[*]}" "${T_UNPACK[*]}" "${T_BASE[*]:-}" <<'PY'
 import statistics, sys
 size, layers = int(sys.argv[1]), int(sys.argv[2])
 n = [float(x) for x in sys.argv[3].split()]
@@ -136,8 +145,13 @@ print(f"|---|---|---|---|---|")
 for name, v in (("nanolet image pull (download + verify + unpack + commit)", n), (sys.argv[5] + " copy docker:// oci: (download + verify)", s)):
     m = statistics.median(v)
     print(f"| {name} | {m:.3f} | {min(v):.3f} | {max(v):.3f} | {size / 2**20 / m:.0f} |")
+b = [float(x) for x in sys.argv[8].split()]
+if b:
+    m = statistics.median(b)
+    print(f"| baseline nanolet (BENCH_BASE) | {m:.3f} | {min(b):.3f} | {max(b):.3f} | {size / 2**20 / m:.0f} |")
 print(f"| nanolet: download + verify phase (layers unpacked meanwhile) | {statistics.median(d):.3f} | {min(d):.3f} | {max(d):.3f} | {size / 2**20 / statistics.median(d):.0f} |")
 print(f"| nanolet: after the last blob (rest of the unpacking, commit) | {statistics.median(u):.3f} | {min(u):.3f} | {max(u):.3f} | |")
 print(f"ratio nanolet / skopeo (medians): whole pull {statistics.median(n) / statistics.median(s):.2f}, "
-      f"download phase {statistics.median(d) / statistics.median(s):.2f}")
+      f"download phase {statistics.median(d) / statistics.median(s):.2f}"
+      + (f", baseline {statistics.median(b) / statistics.median(s):.2f}" if b else ""))
 PY

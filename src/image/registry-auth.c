@@ -3,7 +3,9 @@
 #include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "cleanup.h"
 #include "json-util.h"
@@ -385,4 +387,59 @@ int registry_secret_to_config(const char *type, const char *data, size_t size, c
                 return -ENOMEM;
         *ret_json = s;
         return 0;
+}
+
+/* "2026-11-26T15:00:00Z", "…T15:00:00.123456789+01:00": seconds since the
+ * epoch, or -1. */
+static long long rfc3339_seconds(const char *s) {
+        struct tm tm = {};
+        int n = 0;
+        if (!s ||
+            sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                   &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6 ||
+            n != 19)
+                return -1;
+        const char *p = s + n;
+        if (*p == '.') {
+                do
+                        p++;
+                while (isdigit((unsigned char)*p));
+        }
+        long off = 0;
+        if (*p == 'Z' || *p == 'z')
+                p++;
+        else if (*p == '+' || *p == '-') {
+                int h, m, k = 0;
+                if (sscanf(p + 1, "%2d:%2d%n", &h, &m, &k) != 2 || k != 5 || h > 23 || m > 59)
+                        return -1;
+                off = (*p == '-' ? -1 : 1) * (h * 3600L + m * 60L);
+                p += 6;
+        } else
+                return -1;
+        if (*p || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
+            tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60 || tm.tm_year < 1970)
+                return -1;
+        tm.tm_year -= 1900;
+        tm.tm_mon -= 1;
+        time_t t = timegm(&tm);
+        if (t == (time_t)-1)
+                return -1;
+        return (long long)t - off;
+}
+
+uint64_t registry_token_lifetime(long long expires_in, const char *issued_at,
+                                 uint64_t sent_realtime) {
+        const uint64_t usec = 1000000ULL;
+        if (expires_in < 60 || expires_in > 366LL * 24 * 3600)
+                expires_in = expires_in < 60 ? 60 : 366LL * 24 * 3600;
+        uint64_t start = sent_realtime;
+        long long issued = rfc3339_seconds(issued_at);
+        if (issued >= 0 && (uint64_t)issued * usec < sent_realtime)
+                start = (uint64_t)issued * usec;
+        uint64_t end = start + (uint64_t)expires_in * usec - usec;
+        /* Dead on arrival is the server's clock behind ours, not a token
+         * to fetch again before every request. */
+        if (end <= sent_realtime)
+                end = sent_realtime + (uint64_t)expires_in * usec - usec;
+        return end - sent_realtime;
 }

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "error.h"
 
@@ -27,6 +28,20 @@ void registry_challenges_free(RegistryChallenge *c, size_t n);
 /* The first challenge of the scheme ("bearer", "basic"), or NULL. */
 const RegistryChallenge *registry_challenge_find(const RegistryChallenge *c, size_t n,
                                                  const char *scheme);
+
+/* How long a Bearer token may be used, in microseconds from the moment its
+ * request was sent (sent_realtime, CLOCK_REALTIME µs): as docker's and
+ * containers/image's clients, an expires_in under 60 s (or absent, 0)
+ * counts as 60 s, the distribution token spec's minimum, and the lifetime
+ * starts at the response's issued_at (RFC 3339, may be NULL) when there is
+ * one, else at the send. An issued_at after the send (the server's clock
+ * ahead of ours) counts from the send, so that skew never lengthens a
+ * token's life, and so does one that would be expired on arrival (the
+ * server's clock behind ours), rather than a token fetched before every
+ * request. One second is kept in hand for the request's way to the
+ * registry. */
+uint64_t registry_token_lifetime(long long expires_in, const char *issued_at,
+                                 uint64_t sent_realtime);
 
 /* Looks up credentials for a registry host ("host[:port]") in a docker
  * config.json document: "auths" keys may carry a scheme and a path

@@ -416,8 +416,10 @@ static void container_start_image(ContainerOp *op) {
         }
         if (!present && op->pulled) {
                 /* The pull succeeded, yet the store no longer has the image:
-                 * something removed it in between (image GC under disk
-                 * pressure, `nanolet image rm`). The next attempt pulls again. */
+                 * something removed it in between (not `nanolet image rm` or
+                 * image GC, which keep an image a pod names: a store edited
+                 * by another program, a GC pass that read the checkpoints
+                 * before this pod's existed). The next attempt pulls again. */
                 _cleanup_free_ char *msg = strprintf(
                         "image \"%s\" was pulled but is no longer in the local store (removed "
                         "before the container was created: %s)",

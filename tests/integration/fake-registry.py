@@ -6,6 +6,10 @@ any repository name and tag, and can
   --stall            send half of each layer blob, then a byte every half
                      second (a stalled transfer that libcurl's low-speed
                      limit does not end), until the client goes away;
+  --hold-until FILE  send half of each layer blob, then wait (logging
+                     "HOLD DIGEST") until FILE exists, then the rest
+                     ("RELEASED DIGEST"): the test decides when a pull may
+                     finish;
   --redirect R=URL   answer blob GETs of repository R with a 307 to
                      URL/v2/R/blobs/DIGEST?redirected=1 (as registries that
                      keep blobs in object storage do; such a request is
@@ -15,18 +19,30 @@ any repository name and tag, and can
                      only: a pull must renew its token part-way. Expiry by
                      use count rather than by clock keeps the test free of
                      time windows; the client sees the same 401 either way.
+  --first-token-life S
+                     require Bearer tokens (expires_in 60, with issued_at):
+                     the first one issued is dated so that only S seconds of
+                     it are left, later ones are fresh; a token past its
+                     expiry is refused with a 401 ("EXPIRED N"). The first
+                     manifest GET made with the first token is held until
+                     that token has expired ("HOLD N", "RELEASE N"): the
+                     requests after it must come with a renewed token, which
+                     the client can only know by the clock.
 
-Every request is logged as one line "METHOD PATH STATUS" to --log, and
+Every request is logged as one line "METHOD PATH STATUS" to --log (with
+" tok=N" when it carried the Nth token issued), and
 "STALL DIGEST", "CLOSED DIGEST", "TOKEN N" lines say what the server did,
 so the test observes the server's records, not time.
 """
 import argparse
 import json
+import os
 import secrets
 import select
 import ssl
 import tarfile
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ap = argparse.ArgumentParser()
@@ -35,8 +51,10 @@ ap.add_argument("--archive", required=True)
 ap.add_argument("--log", required=True)
 ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
 ap.add_argument("--stall", action="store_true")
+ap.add_argument("--hold-until")
 ap.add_argument("--redirect", action="append", default=[])
 ap.add_argument("--token-uses", type=int, default=0)
+ap.add_argument("--first-token-life", type=float, default=0)
 args = ap.parse_args()
 
 tar = tarfile.open(args.archive)
@@ -50,7 +68,8 @@ manifest = blobs[manifest_digest]
 layers = {l["digest"] for l in json.loads(manifest)["layers"]}
 redirects = dict(r.split("=", 1) for r in args.redirect)
 scheme = "https" if args.tls else "http"
-tokens = {}  # token -> uses left
+tokens = {}  # token -> [number, uses left, expiry (time.time())]
+held = set()  # token numbers whose manifest GET was held
 lock = threading.Lock()
 logf = open(args.log, "a", buffering=1)
 
@@ -66,8 +85,10 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *a):
         pass
 
+    tok_n = 0
+
     def reply(self, code, body=b"", headers=()):
-        log("%s %s %d" % (self.command, self.path, code))
+        log("%s %s %d%s" % (self.command, self.path, code, " tok=%d" % self.tok_n if self.tok_n else ""))
         self.send_response(code)
         for k, v in headers:
             self.send_header(k, v)
@@ -77,15 +98,19 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def authorized(self, repo):
-        if not args.token_uses:
+        if not args.token_uses and not args.first_token_life:
             return True
         auth = self.headers.get("Authorization", "")
         tok = auth[7:] if auth.startswith("Bearer ") else None
         with lock:
-            left = tokens.get(tok, 0)
-            if left > 0:
-                tokens[tok] = left - 1
+            t = tokens.get(tok)
+            expired = t is not None and time.time() >= t[2]
+            if t is not None and not expired and (not args.token_uses or t[1] > 0):
+                t[1] -= 1
+                self.tok_n = t[0]
                 return True
+        if expired:
+            log("EXPIRED %d" % t[0])
         challenge = 'Bearer realm="%s://127.0.0.1:%d/token",service="fake",scope="repository:%s:pull"' % (
             scheme, args.port, repo)
         body = json.dumps({"errors": [{"code": "UNAUTHORIZED", "message": "token expired or missing"}]})
@@ -97,17 +122,26 @@ class Handler(BaseHTTPRequestHandler):
         self.do_GET()
 
     def do_GET(self):
+        self.tok_n = 0  # a kept-alive connection's handler serves several requests
         path = self.path.split("?", 1)[0]
         if path == "/token":
             tok = secrets.token_hex(16)
+            now = time.time()
             with lock:
-                tokens[tok] = args.token_uses
-                n = len(tokens)
+                n = len(tokens) + 1
+                # 60 s from issued_at, the first one dated so that
+                # first_token_life seconds are left.
+                issued = now - (60 - args.first_token_life) if n == 1 and args.first_token_life else now
+                tokens[tok] = [n, args.token_uses, issued + 60 if args.first_token_life else float("inf")]
             log("TOKEN %d" % n)
-            return self.reply(200, json.dumps({"token": tok, "expires_in": 1}).encode(),
-                              [("Content-Type", "application/json")])
+            doc = {"token": tok, "expires_in": 1}
+            if args.first_token_life:
+                doc = {"token": tok, "expires_in": 60,
+                       "issued_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(issued)) +
+                       (".%06dZ" % int((issued % 1) * 1e6))}
+            return self.reply(200, json.dumps(doc).encode(), [("Content-Type", "application/json")])
         if path == "/v2/":
-            if args.token_uses and not self.authorized(""):
+            if (args.token_uses or args.first_token_life) and not self.authorized(""):
                 return
             return self.reply(200, b"{}", [("Content-Type", "application/json")])
         if not path.startswith("/v2/"):
@@ -122,6 +156,13 @@ class Handler(BaseHTTPRequestHandler):
         if not self.authorized(repo):
             return
         if kind == "/manifests/":
+            if args.first_token_life and self.command == "GET" and self.tok_n == 1 and 1 not in held:
+                held.add(1)
+                log("HOLD 1")
+                with lock:
+                    end = next(t[2] for t in tokens.values() if t[0] == 1)
+                time.sleep(max(0, end - time.time()) + 0.3)
+                log("RELEASE 1")
             return self.reply(200, manifest, [("Content-Type", json.loads(manifest)["mediaType"]),
                                               ("Docker-Content-Digest", manifest_digest)])
         body = blobs.get(ref)
@@ -130,6 +171,21 @@ class Handler(BaseHTTPRequestHandler):
         if repo in redirects and self.command == "GET" and "redirected=1" not in self.path:
             return self.reply(307, b"", [("Location", "%s/v2/%s/blobs/%s?redirected=1" % (
                 redirects[repo], repo, ref))])
+        if args.hold_until and ref in layers and self.command == "GET" and not os.path.exists(args.hold_until):
+            log("%s %s 200" % (self.command, self.path))
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Docker-Content-Digest", ref)
+            self.end_headers()
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            log("HOLD " + ref)
+            while not os.path.exists(args.hold_until):
+                time.sleep(0.05)
+            self.wfile.write(body[len(body) // 2:])
+            self.wfile.flush()
+            log("RELEASED " + ref)
+            return
         if args.stall and ref in layers and self.command == "GET":
             log("%s %s 200" % (self.command, self.path))
             self.send_response(200)

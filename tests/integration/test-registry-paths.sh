@@ -11,7 +11,10 @@
 #   an insecure plain-HTTP registry; to the insecure registry itself followed;
 # - bearer token renewal in the middle of a pull: fake-registry.py accepts
 #   each token for 3 requests only (expires_in 1), so the blob downloads meet
-#   a 401 and must fetch a new token; its log counts tokens and 401s.
+#   a 401 and must fetch a new token; its log counts tokens and 401s;
+# - bearer token renewal by expiry: a token with 3 s left (issued_at) is
+#   reused until then and renewed before the next request after it, by the
+#   clock and not by a 401; the new one serves the rest of the pull.
 # Outcomes are read from the registries' logs and the store, not timed.
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -148,6 +151,34 @@ if img pull --registry-certs-dir "$CERTS" "127.0.0.1:$TPORT/test/tok:v1" >"$WORK
                 ok "token renewed mid-pull ($tokens tokens, $blob401 blob 401s, $layers layers)" ||
                 fail "token renewal: $tokens tokens, $blob401 blob 401s, $layers layers: $(cat "$WORK/out")"
 else fail "pull with expiring tokens: $(cat "$WORK/out") $(tail -20 "$WORK/token.log")"; fi
+
+# --- bearer token renewed by its expiry, reused within it
+# fake-registry.py dates the first token so that 3 s of it are left
+# (issued_at, expires_in 60) and holds the manifest GET made with it until it
+# has expired: the config and layer GETs after it must carry a new token
+# (token 2) fetched because the clock said so, not because of a 401, and
+# token 2 must serve all of them (no third token). From the server's log.
+EPORT=$(free_ports 1)
+fake expiry "$EPORT" "${TLS[@]}" --first-token-life 3
+mkdir -p "$CERTS/127.0.0.1:$EPORT"
+cp "$REGDIR/ca.crt" "$CERTS/127.0.0.1:$EPORT/"
+fresh expiry
+if img pull -q --registry-certs-dir "$CERTS" "127.0.0.1:$EPORT/test/exp:v1" >"$WORK/out" 2>&1; then
+        L=$WORK/expiry.log
+        tokens=$(grep -c '^TOKEN ' "$L" || true)
+        expired=$(grep -c '^EXPIRED ' "$L" || true)
+        n401=$(grep -c '^GET /v2/test/exp/.* 401' "$L" || true)
+        held=$(grep -c '^GET /v2/test/exp/manifests/v1 200 tok=1$' "$L" || true)
+        blobs2=$(grep -c '^GET /v2/test/exp/blobs/sha256:[0-9a-f]* 200 tok=2$' "$L" || true)
+        blobs=$(grep -c '^GET /v2/test/exp/blobs/' "$L" || true)
+        # the order: the held GET released, then token 2, then the blobs
+        order=$(grep -oE '^(RELEASE 1|TOKEN 2|GET /v2/test/exp/blobs/)' "$L" | uniq | tr '\n' ,)
+        [ "$tokens" = 2 ] && [ "$expired" = 0 ] && [ "$n401" = 1 ] && [ "$held" = 1 ] &&
+                [ "$blobs2" = 4 ] && [ "$blobs" = 4 ] && [ "$order" = "RELEASE 1,TOKEN 2,GET /v2/test/exp/blobs/," ] &&
+                present "127.0.0.1:$EPORT/test/exp:v1" &&
+                ok "expired token renewed before use, the new one reused for config and 3 layers" ||
+                fail "token expiry: $tokens tokens, $expired expired uses, $n401 401s, order $order, $blobs2 of $blobs blobs with token 2: $(cat "$L")"
+else fail "pull with a token that expires: $(cat "$WORK/out") $(tail -20 "$WORK/expiry.log")"; fi
 
 if ls "$WORK"/sanitizer* >/dev/null 2>&1; then
         fail "sanitizer reports: $(cat "$WORK"/sanitizer*)"

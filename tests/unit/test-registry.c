@@ -137,6 +137,36 @@ static void test_base64(void **state) {
         free(h);
 }
 
+static void test_token_lifetime(void **state) {
+        const uint64_t S = 1000000ULL;
+        /* 2026-11-26T15:00:00Z */
+        const uint64_t sent = 1795705200ULL * S;
+        (void)state;
+        /* No issued_at: from the send, minus the second kept in hand. */
+        assert_int_equal(registry_token_lifetime(300, NULL, sent), 299 * S);
+        /* Under 60 s, or absent: 60 s, as docker and containers/image. */
+        assert_int_equal(registry_token_lifetime(1, NULL, sent), 59 * S);
+        assert_int_equal(registry_token_lifetime(0, NULL, sent), 59 * S);
+        assert_int_equal(registry_token_lifetime(-5, NULL, sent), 59 * S);
+        /* issued_at counts: 57 s ago leaves 3 s (2 with the margin). */
+        assert_int_equal(registry_token_lifetime(60, "2026-11-26T14:59:03Z", sent), 2 * S);
+        assert_int_equal(registry_token_lifetime(60, "2026-11-26T14:59:03.5Z", sent), 2 * S);
+        assert_int_equal(registry_token_lifetime(60, "2026-11-26T15:59:03+01:00", sent), 2 * S);
+        assert_int_equal(registry_token_lifetime(60, "2026-11-26T13:59:03-01:00", sent), 2 * S);
+        /* Dead on arrival (the server's clock behind): from the send. */
+        assert_int_equal(registry_token_lifetime(60, "2026-11-26T14:00:00Z", sent), 59 * S);
+        assert_int_equal(registry_token_lifetime(60, "2026-11-26T14:59:01Z", sent), 59 * S);
+        /* One second short of it: still that second. */
+        assert_int_equal(registry_token_lifetime(60, "2026-11-26T14:59:01.5Z", sent), 59 * S);
+        assert_int_equal(registry_token_lifetime(60, "2026-11-26T14:59:02Z", sent), 1 * S);
+        /* Issued "after" the send (clock skew): counted from the send. */
+        assert_int_equal(registry_token_lifetime(60, "2026-11-26T15:00:30Z", sent), 59 * S);
+        /* Unparsable: ignored. */
+        assert_int_equal(registry_token_lifetime(60, "yesterday", sent), 59 * S);
+        assert_int_equal(registry_token_lifetime(60, "2026-11-26T14:59:03", sent), 59 * S);
+        assert_int_equal(registry_token_lifetime(60, "2026-13-26T14:59:03Z", sent), 59 * S);
+}
+
 static void test_secret(void **state) {
         char *json = NULL;
         Error err = {};
@@ -360,7 +390,7 @@ int main(void) {
                 cmocka_unit_test(test_challenges), cmocka_unit_test(test_auth_lookup),
                 cmocka_unit_test(test_base64),     cmocka_unit_test(test_secret),
                 cmocka_unit_test(test_config),     cmocka_unit_test(test_config_errors),
-                cmocka_unit_test(test_platform),
+                cmocka_unit_test(test_platform),   cmocka_unit_test(test_token_lifetime),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
