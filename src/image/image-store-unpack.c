@@ -39,6 +39,14 @@ int store_layer_unpack_tmp(ImageStore *s, int blob_fd, const char *blob_digest, 
         else
                 r = image_layer_unpack(blob_fd, fd, blob_verified ? NULL : blob_digest, diff_id,
                                        &limits, budget, err);
+        /* The rename in store_layer_commit() makes the layer exist for every
+         * later start; without this, a power cut soon after a pull can leave
+         * it durably renamed with files still empty, which no re-pull repairs
+         * (containerd's image_pull_with_sync_fs, home-assistant's corrupt
+         * layers). One syncfs() flushes every file the unpack wrote, in this
+         * worker, off the agent's event loop. */
+        if (r >= 0 && syncfs(fd) < 0)
+                r = error_set(err, -errno, "cannot flush the unpacked layer to disk: %m");
         if (r < 0) {
                 (void)rm_rf_at(s->layers_fd, tmp);
                 return error_prefix(err, r, "layer %s", blob_digest);

@@ -101,6 +101,30 @@ wait $p1 && wait $p2 && ok "two concurrent loads succeed" || fail "concurrent lo
 [ "$("$NANOLET" image --root-dir "$R2" ls | tail -n +2 | wc -l)" = 4 ] && ok "store consistent after concurrent loads" || fail "concurrent ls"
 [ -z "$(find "$R2" -name '.tmp-*')" ] && ok "no temp leftovers" || fail "temp leftovers"
 
+# --- a layer is on disk before it is renamed into the store: after a power
+# cut a renamed layer with empty files would never be unpacked again
+R4=$WORK/root4
+if strace -f -qq -e trace=syncfs,renameat,renameat2 -o "$WORK/strace" \
+        "$NANOLET" image --root-dir "$R4" load "$IMAGES/nanolet-test-layers.tar" >/dev/null 2>&1; then
+        python3 - "$WORK/strace" >"$WORK/sync-check" 2>&1 <<'PY' && ok "every layer is flushed (syncfs) before its rename into layers/" || fail "layer flush order: $(cat "$WORK/sync-check")"
+import re, sys
+synced = 0
+renamed = 0
+for line in open(sys.argv[1]):
+    if re.search(r"syncfs(\(\d+| resumed>).*= 0$", line):
+        synced += 1
+    m = re.search(r'rename(?:at2?)?\(\d+, "\.tmp-[^"]*", \d+, "([0-9a-f]{64})"', line)
+    if m:
+        renamed += 1
+        if synced < renamed:
+            sys.exit(f"layer {m.group(1)[:12]} renamed after {synced} syncfs for {renamed} layers")
+if renamed < 2:
+    sys.exit(f"only {renamed} layer renames seen")
+PY
+else
+        fail "load under strace"
+fi
+
 # --- a load killed with SIGKILL midway
 R3=$WORK/root3
 for delay in 0.02 0.05 0.1 0.2; do
