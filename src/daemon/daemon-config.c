@@ -46,6 +46,7 @@ void nanolet_config_deinit(NanoletConfig *c) {
                 &c->pod_logs_dir,
                 &c->container_logs_dir,
                 &c->runtime,
+                &c->container_monitor,
                 &c->cni_conf_dir,
                 &c->cni_bin_dir,
                 &c->pod_cidr,

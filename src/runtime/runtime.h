@@ -30,6 +30,10 @@ typedef struct RuntimeOp RuntimeOp;
 typedef struct RuntimeOptions {
         const char *runtime;   /* "runc", "crun" or an absolute path; default "runc" */
         const char *conmon;    /* default: "conmon" in PATH */
+        /* The container monitor: NULL runs conmon, else the path of
+         * nanolet-monitor (a drop-in with conmon's command line and files,
+         * src/monitor/monitor.h). */
+        const char *monitor;
         const char *run_dir;   /* default /run/nanolet */
         unsigned max_parallel; /* runtime/conmon children at once; default 2 x cores */
         usec_t op_timeout;     /* a runtime command taking longer is killed; default 60 s */
