@@ -29,7 +29,11 @@
 #include "cleanup.h"
 #include "monitor.h"
 
-enum { OUT_STDOUT, OUT_STDERR, _OUT_MAX };
+enum {
+        OUT_STDOUT,
+        OUT_STDERR,
+        _OUT_MAX
+};
 
 typedef struct Monitor {
         MonitorArgs a;
@@ -159,8 +163,8 @@ static void handle_runtime_output(Monitor *m) {
 
 static void handle_ctl(Monitor *m) {
         for (;;) {
-                ssize_t n = read(m->ctl_fd, m->ctl_buf + m->ctl_len,
-                                 sizeof(m->ctl_buf) - m->ctl_len);
+                ssize_t n =
+                        read(m->ctl_fd, m->ctl_buf + m->ctl_len, sizeof(m->ctl_buf) - m->ctl_len);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n <= 0)
@@ -328,8 +332,7 @@ static int setup_console_socket(Monitor *m) {
                 m->console_dir[0] = 0;
                 return -errno;
         }
-        (void)snprintf(m->console_path, sizeof(m->console_path), "%s/console.sock",
-                       m->console_dir);
+        (void)snprintf(m->console_path, sizeof(m->console_path), "%s/console.sock", m->console_dir);
         if (strlen(m->console_path) >= sizeof(sa.sun_path))
                 return -ENAMETOOLONG;
         memcpy(sa.sun_path, m->console_path, strlen(m->console_path) + 1);
@@ -462,7 +465,8 @@ static int reap(Monitor *m) {
                                 return r;
                 } else if (m->container_pid > 0 && pid == m->container_pid)
                         container_exited(m, status);
-                else if (m->container_pid == 0 && m->n_early < sizeof(m->early) / sizeof(m->early[0]))
+                else if (m->container_pid == 0 &&
+                         m->n_early < sizeof(m->early) / sizeof(m->early[0]))
                         m->early[m->n_early++] = (typeof(m->early[0])){ pid, status };
         }
 }
@@ -573,8 +577,7 @@ static int run(Monitor *m) {
 
         while (!m->exited) {
                 struct pollfd p[6];
-                int n = 0, idx_out[_OUT_MAX] = { -1, -1 }, idx_ctl = -1, idx_oom = -1,
-                    idx_rt = -1;
+                int n = 0, idx_out[_OUT_MAX] = { -1, -1 }, idx_ctl = -1, idx_oom = -1, idx_rt = -1;
                 p[n++] = (struct pollfd){ m->sigfd, POLLIN, 0 };
                 for (int i = 0; i < _OUT_MAX; i++)
                         if (m->out[i] >= 0) {
@@ -669,12 +672,14 @@ int monitor_main(int argc, char **argv) {
         /* Errors up to the fork reach the agent on stderr. */
         r = monitor_log_open(&m.log, m.a.log_path, m.a.log_size_max);
         if (r < 0) {
-                die("cannot open the log", m.a.log_path);
+                fprintf(stderr, "nanolet-monitor: cannot open the log %s: %s\n", m.a.log_path,
+                        strerror(-r));
                 return 1;
         }
         m.ctl_fd = open_ctl(m.a.bundle);
         if (m.ctl_fd < 0) {
-                die("cannot create the ctl FIFO in", m.a.bundle);
+                fprintf(stderr, "nanolet-monitor: cannot create the ctl FIFO in %s: %s\n",
+                        m.a.bundle, strerror(-m.ctl_fd));
                 return 1;
         }
         sigset_t mask;

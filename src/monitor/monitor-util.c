@@ -106,8 +106,7 @@ int monitor_parse_args(int argc, char **argv, MonitorArgs *ret, char *err, size_
                         errno = 0;
                         long long v = strtoll(optarg, &end, 10);
                         if (errno || end == optarg || *end) {
-                                (void)snprintf(err, err_size, "bad --log-size-max \"%s\"",
-                                               optarg);
+                                (void)snprintf(err, err_size, "bad --log-size-max \"%s\"", optarg);
                                 return -EINVAL;
                         }
                         a.log_size_max = v > 0 ? v : 0; /* conmon: -1 is none */
@@ -132,12 +131,9 @@ int monitor_parse_args(int argc, char **argv, MonitorArgs *ret, char *err, size_
         const struct {
                 const char *value, *name;
         } required[] = {
-                { a.id, "-c" },
-                { a.runtime, "-r" },
-                { a.bundle, "-b" },
-                { a.container_pidfile, "-p" },
-                { a.log_path, "-l" },
-                { a.exit_dir, "--exit-dir" },
+                { a.id, "-c" },          { a.runtime, "-r" },
+                { a.bundle, "-b" },      { a.container_pidfile, "-p" },
+                { a.log_path, "-l" },    { a.exit_dir, "--exit-dir" },
                 { a.persist_dir, "-0" },
         };
         for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++)
@@ -178,8 +174,8 @@ size_t monitor_line_len(const char *buf, size_t len, bool *ret_partial) {
 
 int monitor_log_open(MonitorLog *log, const char *path, int64_t size_max) {
         struct stat st;
-        int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
-                      0640);
+        int fd =
+                open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0640);
         if (fd < 0)
                 return -errno;
         if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
@@ -197,8 +193,8 @@ int monitor_log_reopen(MonitorLog *log) {
                 return -ENAMETOOLONG;
         /* Never through a name someone planted: remove it, create anew. */
         (void)unlink(tmp);
-        int fd = open(tmp, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW |
-                                   O_NOCTTY,
+        int fd = open(tmp,
+                      O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
                       0640);
         if (fd < 0)
                 return -errno;
@@ -238,8 +234,10 @@ static int writev_all(int fd, struct iovec *iov, int n) {
 
 int monitor_log_write(MonitorLog *log, const char *prefix, const char *buf, size_t len) {
         /* Batched: up to this many records per writev. */
-        enum { RECORDS = 32 };
-        struct iovec iov[RECORDS * 3];
+        enum {
+                RECORDS = 32
+        };
+        struct iovec iov[RECORDS * 4];
         size_t prefix_len = strlen(prefix);
         int n = 0, r = 0;
 
@@ -265,7 +263,7 @@ int monitor_log_write(MonitorLog *log, const char *prefix, const char *buf, size
                 log->written += bytes;
                 buf += line;
                 len -= line;
-                if (n > (RECORDS - 1) * 3) {
+                if (n > (RECORDS - 1) * 4) {
                         int k = writev_all(log->fd, iov, n);
                         if (k < 0)
                                 r = k;

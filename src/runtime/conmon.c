@@ -74,9 +74,8 @@ static void conmon_parse_sync(RuntimeOp *op) {
 
         op->sync_done = true;
         if (!json_is_integer(data)) {
-                (void)error_set(&op->err, -EBADMSG,
-                                "%s sent an unreadable create result: %.200s", rt->monitor_name,
-                                op->sync_buf);
+                (void)error_set(&op->err, -EBADMSG, "%s sent an unreadable create result: %.200s",
+                                rt->monitor_name, op->sync_buf);
         } else if (json_integer_value(data) > 0) {
                 op->container_pid = (pid_t)json_integer_value(data);
         } else {
@@ -103,10 +102,9 @@ static void conmon_maybe_finish(RuntimeOp *op) {
                         (void)error_set(&op->err, -ETIMEDOUT, "%s for \"%s\" timed out",
                                         rt->monitor_name, op->id);
                 else if (op->child_code == CLD_EXITED)
-                        (void)error_set(&op->err, -EIO,
-                                        "%s for \"%s\" exited with status %d%s%s",
-                                        rt->monitor_name, op->id,
-                                        op->child_status, msg[0] ? ": " : "", msg);
+                        (void)error_set(&op->err, -EIO, "%s for \"%s\" exited with status %d%s%s",
+                                        rt->monitor_name, op->id, op->child_status,
+                                        msg[0] ? ": " : "", msg);
                 else
                         (void)error_set(&op->err, -EIO, "%s for \"%s\" killed by signal %d",
                                         rt->monitor_name, op->id, op->child_status);
@@ -279,9 +277,9 @@ int conmon_op_start(RuntimeOp *op) {
         r = runtime_op_spawn(op, argv, env, persist, &sp[1], 1);
         if (r < 0) {
                 if (r == -ENOENT || r == -EACCES)
-                        return error_set(&op->err, r, "%s \"%s\" not found%s: %s",
-                                         rt->monitor_name, rt->monitor,
-                                         strchr(rt->monitor, '/') ? "" : " in PATH", strerror(-r));
+                        return error_set(&op->err, r, "%s \"%s\" not found%s: %s", rt->monitor_name,
+                                         rt->monitor, strchr(rt->monitor, '/') ? "" : " in PATH",
+                                         strerror(-r));
                 return error_set(&op->err, r, "Failed to start %s: %s", rt->monitor_name,
                                  strerror(-r));
         }

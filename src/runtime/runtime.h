@@ -28,8 +28,8 @@ typedef struct Runtime Runtime;
 typedef struct RuntimeOp RuntimeOp;
 
 typedef struct RuntimeOptions {
-        const char *runtime;   /* "runc", "crun" or an absolute path; default "runc" */
-        const char *conmon;    /* default: "conmon" in PATH */
+        const char *runtime; /* "runc", "crun" or an absolute path; default "runc" */
+        const char *conmon;  /* default: "conmon" in PATH */
         /* The container monitor: NULL runs conmon, else the path of
          * nanolet-monitor (a drop-in with conmon's command line and files,
          * src/monitor/monitor.h). */
