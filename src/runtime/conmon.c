@@ -1,4 +1,8 @@
-/* Container creation through conmon (2.1.x, API version 1).
+/* Container creation through the container monitor: conmon (2.1.x, API
+ * version 1) or nanolet-monitor (src/monitor/monitor.h), which takes the
+ * same command line and keeps the same files, so everything below and the
+ * parsing of the sync line serve both; only argv[0] and the name in
+ * messages differ (rt->monitor, rt->monitor_name).
  *
  * What conmon does, as checked in its source (v2.1.6, src/conmon.c,
  * src/parent_pipe_fd.c, src/ctr_exit.c, src/cgroup.c):

@@ -1,4 +1,5 @@
-/* Container lifecycle through conmon and the OCI runtime (runc by default,
+/* Container lifecycle through a container monitor (nanolet-monitor or
+ * conmon, one contract: conmon.c) and the OCI runtime (runc by default,
  * crun through --runtime), asynchronous on the event loop: every operation
  * spawns its children, returns at once, and reports through a callback.
  * A bounded number of runtime children run at a time (others queue), so 100
