@@ -33,7 +33,7 @@ mp=$(monitor_pid "$hid")
 stop_agent
 
 # --- 2. nanolet-monitor
-start_agent --container-log-max-size 1Mi --container-log-max-files 3 \
+start_agent --container-monitor=nanolet --container-log-max-size 1Mi --container-log-max-files 3 \
         --container-log-monitor-interval 1s
 check_field "handover adopted (restartCount 0)" handover \
         'p["status"]["containerStatuses"][0]["restartCount"] == 0 and "running" in p["status"]["containerStatuses"][0]["state"]' True
@@ -164,7 +164,7 @@ kill -9 "$AGENT_PID"
 wait "$AGENT_PID" 2>/dev/null || true
 AGENT_PID=
 kill -0 "$mp" 2>/dev/null && ok "monitor survives the agent's kill -9" || fail "monitor died with the agent"
-start_agent
+start_agent --container-monitor=nanolet
 check_field "handover adopted after kill -9" handover \
         'p["status"]["containerStatuses"][0]["restartCount"] == 1 and "running" in p["status"]["containerStatuses"][0]["state"]' True
 
