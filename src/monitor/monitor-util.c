@@ -310,7 +310,12 @@ int monitor_write_file_atomic(const char *path, const char *text) {
         if (fd < 0)
                 return -errno;
         size_t len = strlen(text);
-        if (write(fd, text, len) != (ssize_t)len || fsync(fd) < 0) {
+        /* No fsync: these files live in <run-dir>, which a reboot empties
+         * anyway (a tmpfs normally); the rename alone makes a reader see
+         * the whole text or nothing, which is what the agent needs. conmon
+         * does not sync them either, and an fsync on a disk costs every
+         * container start milliseconds (the pid file is on that path). */
+        if (write(fd, text, len) != (ssize_t)len) {
                 r = errno ? -errno : -EIO;
                 (void)unlink(tmp);
                 return r;

@@ -87,7 +87,7 @@ void monitor_log_close(MonitorLog *log);
 /* waitpid() status -> the exit file's code: the exit status, or 128+N for
  * signal N; -1 for anything else. */
 int monitor_exit_code(int wait_status);
-/* Writes "%d" to path through "<dir>/.<name>.tmp" + rename. */
+/* Writes text to path through "<dir>/.<name>.tmp" + rename (no fsync). */
 int monitor_write_file_atomic(const char *path, const char *text);
 
 /* The sync line: {"data": pid}\n, or with message (any bytes: escaped as
