@@ -61,7 +61,7 @@ agent_cleanup() {
         fi
         # container monitors (conmon, nanolet-monitor) of this test
         pkill -9 -f "conmon.*$RUN" 2>/dev/null || true
-        pkill -9 -f "nanolet-monitor.*$RUN" 2>/dev/null || true
+        pkill -9 -f "^[^ ]*nanolet-monitor .*$RUN" 2>/dev/null || true
         for m in $(awk -v w="$WORK" 'index($2, w) == 1 {print $2}' /proc/mounts | sort -r); do
                 umount -l "$m" 2>/dev/null || true
         done
