@@ -226,7 +226,8 @@ def conmon_pids(marker):
             continue
         try:
             with open(f"/proc/{p}/comm") as f:
-                if f.read().strip() != "conmon":
+                # either monitor: conmon or nanolet-monitor (BENCH_MONITOR)
+                if f.read().strip() not in ("conmon", "nanolet-monitor"):
                     continue
             with open(f"/proc/{p}/cmdline", "rb") as f:
                 if marker.encode() in f.read():
@@ -400,6 +401,8 @@ spec:
                "--pod-logs-dir", f"{w}/logs", "--container-logs-dir", f"{w}/containers",
                "--pod-manifest-path", self.man, "--cni-conf-dir", f"{w}/cni",
                "--hostname-override", "node1", "--read-only-port", "0", "--healthz-port", "0"]
+        if os.environ.get("BENCH_MONITOR"):
+            cmd.append("--container-monitor=" + os.environ["BENCH_MONITOR"])
         self.agent = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.agent_log,
                                       stderr=self.agent_log, env=env)
         self.state["agent_pid"] = self.agent.pid

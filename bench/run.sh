@@ -8,6 +8,7 @@
 #   KEEP_AGENT_LOG=FILE RESTART_LOG_LEVEL=7 (the agent restart's timeline, docs/BENCHMARKS.md)
 #   KEEP_LATENCY_LOG=FILE LATENCY_LOG_LEVEL=7 (each pod start's timeline: bench/start-timeline.py FILE)
 #   BENCH_NANOLET=PATH (measure another nanolet binary, e.g. main's, with this bench)
+#   BENCH_MONITOR=nanolet|conmon (the agent's --container-monitor; default: the agent's default)
 # Builds a non-sanitized optimized tree, installs podman (Debian) if missing,
 # holds the shared integration-test lock for the whole run, and leaves nothing
 # behind (containers, pods, netns, leases, bridges, iptables rules, mounts)
@@ -30,7 +31,7 @@ done
 if [ ! -f "$BUILD/build.ninja" ]; then
         meson setup "$BUILD" --buildtype=debugoptimized -Db_sanitize=none -Dtests=disabled -Dman=disabled >/dev/null
 fi
-ninja -j2 -C "$BUILD" nanolet nanolet-agent bench/bench-rescan >/dev/null
+ninja -j2 -C "$BUILD" nanolet nanolet-agent nanolet-monitor bench/bench-rescan >/dev/null
 
 if [ "${SKIP_PODMAN:-0}" != 1 ] && { ! command -v podman >/dev/null || ! [ -x /usr/libexec/podman/catatonit ] && ! command -v catatonit >/dev/null; }; then
         echo "bench/run.sh: installing podman (apt)" >&2

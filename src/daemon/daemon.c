@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 
 #include "api-stats.h"
 #include "cgroup.h"
+#include "config.h"
 #include "fileio.h"
 #include "image-pull.h"
 #include "log.h"
@@ -253,6 +255,34 @@ static int daemon_write_node(Daemon *d, int64_t milli_cpu, int64_t memory, int64
         return write_file_atomic(path, text, strlen(text), 0644);
 }
 
+/* nanolet-monitor next to the running executable (a build tree, or the
+ * libexec directory the agent is installed in), else where meson installs
+ * it (the in-process agent of an installed nanolet). */
+static int find_monitor(char **ret) {
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        char *slash = NULL;
+
+        if (n > 0) {
+                self[n] = 0;
+                slash = strrchr(self, '/');
+        }
+        if (slash) {
+                _cleanup_free_ char *p =
+                        strprintf("%.*s/nanolet-monitor", (int)(slash - self), self);
+                if (!p)
+                        return -ENOMEM;
+                if (access(p, X_OK) == 0) {
+                        *ret = TAKE_PTR(p);
+                        return 0;
+                }
+        }
+        if (access(NANOLET_MONITOR_PATH, X_OK) < 0)
+                return -errno;
+        *ret = strdup(NANOLET_MONITOR_PATH);
+        return *ret ? 0 : -ENOMEM;
+}
+
 static int daemon_setup_runtime(Daemon *d) {
         NanoletConfig *c = d->config;
         Error ierr = {};
@@ -287,7 +317,23 @@ static int daemon_setup_runtime(Daemon *d) {
         r = daemon_setup_metrics(d);
         if (r < 0)
                 return r;
-        RuntimeOptions ro = { .runtime = c->runtime, .run_dir = c->run_dir, .metrics = d->metrics };
+        _cleanup_free_ char *monitor = NULL;
+        if (c->container_monitor && streq(c->container_monitor, "nanolet")) {
+                r = find_monitor(&monitor);
+                if (r == -ENOMEM)
+                        return log_oom();
+                if (r < 0)
+                        return log_error_errno(r,
+                                               "Cannot find nanolet-monitor next to the agent nor "
+                                               "as %s (--container-monitor=conmon runs conmon "
+                                               "instead): %m",
+                                               NANOLET_MONITOR_PATH);
+                log_debug("Container monitor: %s.", monitor);
+        }
+        RuntimeOptions ro = { .runtime = c->runtime,
+                              .run_dir = c->run_dir,
+                              .monitor = monitor,
+                              .metrics = d->metrics };
         r = runtime_new(&d->runtime, d->event, &ro);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the container runtime \"%s\": %m",

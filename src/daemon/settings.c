@@ -115,6 +115,16 @@ static int check_runtime(NanoletConfig *c, const Setting *s, const char *value, 
         return 0;
 }
 
+static int check_container_monitor(NanoletConfig *c, const Setting *s, const char *value,
+                                   char **ret_error) {
+        (void)c, (void)s;
+        if (!streq(value, "nanolet") && !streq(value, "conmon")) {
+                *ret_error = strdup("expected nanolet or conmon");
+                return -EINVAL;
+        }
+        return 0;
+}
+
 static int check_header(NanoletConfig *c, const Setting *s, const char *value, char **ret_error) {
         (void)c, (void)s;
         if (!strchr(value, ':')) {
@@ -221,6 +231,12 @@ const Setting settings_table[] = {
         /* ---- runtime ---- */
         H("runtime", NULL, SETTING_STRING, runtime, "runc", "runc|crun|PATH", "OCI runtime",
           .parse = check_runtime),
+        /* A flag only: kubelet's strict decoding would refuse the key in a
+         * KubeletConfiguration file shared with kubelet. */
+        H("container-monitor", NULL, SETTING_STRING, container_monitor, "nanolet", "nanolet|conmon",
+          "the process that watches each container: nanolet-monitor (installed next to the agent) "
+          "or conmon in PATH; both keep the same files, so either adopts the other's containers",
+          .parse = check_container_monitor),
         H("seccomp-default", "seccompDefault", SETTING_BOOL, seccomp_default, "true", "BOOL",
           "RuntimeDefault seccomp profile for containers that name none (kubelet's default is "
           "false; nanolet confines by default, SPEC §10)"),

@@ -1,4 +1,8 @@
-/* Container creation through conmon (2.1.x, API version 1).
+/* Container creation through the container monitor: conmon (2.1.x, API
+ * version 1) or nanolet-monitor (src/monitor/monitor.h), which takes the
+ * same command line and keeps the same files, so everything below and the
+ * parsing of the sync line serve both; only argv[0] and the name in
+ * messages differ (rt->monitor, rt->monitor_name).
  *
  * What conmon does, as checked in its source (v2.1.6, src/conmon.c,
  * src/parent_pipe_fd.c, src/ctr_exit.c, src/cgroup.c):
@@ -74,8 +78,8 @@ static void conmon_parse_sync(RuntimeOp *op) {
 
         op->sync_done = true;
         if (!json_is_integer(data)) {
-                (void)error_set(&op->err, -EBADMSG,
-                                "conmon sent an unreadable create result: %.200s", op->sync_buf);
+                (void)error_set(&op->err, -EBADMSG, "%s sent an unreadable create result: %.200s",
+                                rt->monitor_name, op->sync_buf);
         } else if (json_integer_value(data) > 0) {
                 op->container_pid = (pid_t)json_integer_value(data);
         } else {
@@ -99,15 +103,15 @@ static void conmon_maybe_finish(RuntimeOp *op) {
                 char msg[sizeof(op->err.message)];
                 runtime_extract_message(op->out, msg, sizeof(msg));
                 if (op->timed_out)
-                        (void)error_set(&op->err, -ETIMEDOUT, "conmon for \"%s\" timed out",
-                                        op->id);
+                        (void)error_set(&op->err, -ETIMEDOUT, "%s for \"%s\" timed out",
+                                        rt->monitor_name, op->id);
                 else if (op->child_code == CLD_EXITED)
-                        (void)error_set(&op->err, -EIO,
-                                        "conmon for \"%s\" exited with status %d%s%s", op->id,
-                                        op->child_status, msg[0] ? ": " : "", msg);
+                        (void)error_set(&op->err, -EIO, "%s for \"%s\" exited with status %d%s%s",
+                                        rt->monitor_name, op->id, op->child_status,
+                                        msg[0] ? ": " : "", msg);
                 else
-                        (void)error_set(&op->err, -EIO, "conmon for \"%s\" killed by signal %d",
-                                        op->id, op->child_status);
+                        (void)error_set(&op->err, -EIO, "%s for \"%s\" killed by signal %d",
+                                        rt->monitor_name, op->id, op->child_status);
                 conmon_finish(op, op->err.error);
                 return;
         }
@@ -147,10 +151,10 @@ static int on_sync(EventSource *s, int fd, uint32_t revents, void *userdata) {
                                 op->sync_done = true;
                                 (void)error_set(
                                         &op->err, -EIO,
-                                        "conmon for \"%s\" exited before reporting the container "
+                                        "%s for \"%s\" exited before reporting the container "
                                         "(is the runtime, the bundle or the log directory "
                                         "usable?)",
-                                        op->id);
+                                        op->rt->monitor_name, op->id);
                                 goto done;
                         }
                         break;
@@ -227,7 +231,7 @@ int conmon_op_start(RuntimeOp *op) {
                 return r;
 
         const char *args[] = {
-                rt->conmon,
+                rt->monitor,
                 "--api-version",
                 "1",
                 "-c",
@@ -277,9 +281,11 @@ int conmon_op_start(RuntimeOp *op) {
         r = runtime_op_spawn(op, argv, env, persist, &sp[1], 1);
         if (r < 0) {
                 if (r == -ENOENT || r == -EACCES)
-                        return error_set(&op->err, r, "conmon \"%s\" not found%s: %s", rt->conmon,
-                                         strchr(rt->conmon, '/') ? "" : " in PATH", strerror(-r));
-                return error_set(&op->err, r, "Failed to start conmon: %s", strerror(-r));
+                        return error_set(&op->err, r, "%s \"%s\" not found%s: %s", rt->monitor_name,
+                                         rt->monitor, strchr(rt->monitor, '/') ? "" : " in PATH",
+                                         strerror(-r));
+                return error_set(&op->err, r, "Failed to start %s: %s", rt->monitor_name,
+                                 strerror(-r));
         }
         sp[1] = safe_close(sp[1]);
         op->sync_fd = TAKE_FD(sp[0]);
@@ -289,7 +295,7 @@ int conmon_op_start(RuntimeOp *op) {
                  * path handle it rather than leaving a child behind. */
                 op->sync_fd = safe_close(op->sync_fd);
                 op->sync_done = true;
-                (void)error_set(&op->err, r, "Failed to watch conmon's sync pipe");
+                (void)error_set(&op->err, r, "Failed to watch %s's sync pipe", rt->monitor_name);
         }
         op->argv = TAKE_PTR(argv);
         return 0;
@@ -307,15 +313,10 @@ void conmon_op_timed_out(RuntimeOp *op) {
         _cleanup_free_ char *pidfile = strprintf("%s/%s/conmon.pid", rt->conmon_dir, op->id);
         pid_t pid;
 
-        if (pidfile && read_pid_file(pidfile, &pid) == 0) {
-                _cleanup_free_ char *comm_path = strprintf("/proc/%d/comm", (int)pid);
-                _cleanup_free_ char *comm = NULL;
-                if (comm_path && read_full_file_at(AT_FDCWD, comm_path, 64, &comm, NULL) >= 0 &&
-                    startswith(comm, "conmon"))
-                        (void)kill(pid, SIGKILL);
-        }
-        (void)error_set(&op->err, -ETIMEDOUT,
-                        "conmon for \"%s\" did not report the container in time", op->id);
+        if (pidfile && read_pid_file(pidfile, &pid) == 0 && monitor_pid_alive(pid))
+                (void)kill(pid, SIGKILL);
+        (void)error_set(&op->err, -ETIMEDOUT, "%s for \"%s\" did not report the container in time",
+                        rt->monitor_name, op->id);
         runtime_op_complete(op, -ETIMEDOUT);
 }
 

@@ -36,6 +36,8 @@ struct Runtime {
         char *runtime;      /* as configured: "runc", "crun" or a path */
         char *runtime_name; /* basename, for messages */
         char *conmon;
+        char *monitor;            /* argv[0] of the monitor: conmon or nanolet-monitor */
+        const char *monitor_name; /* for messages */
         char *run_dir;
         char *runtime_root; /* <run>/runc */
         char *exits_dir;    /* <run>/exits */
@@ -136,6 +138,9 @@ int runtime_op_arm_timer(RuntimeOp *op);
 void runtime_extract_message(const char *out, char *buf, size_t size);
 int runtime_resolve(Runtime *rt, char **ret_path, Error *err);
 int read_pid_file(const char *path, pid_t *ret);
+/* Whether pid runs a container monitor (conmon or nanolet-monitor, either
+ * one: containers started under the other setting keep theirs). */
+bool monitor_pid_alive(pid_t pid);
 
 /* conmon.c */
 int conmon_op_start(RuntimeOp *op);

@@ -154,11 +154,7 @@ static bool conmon_alive(Runtime *rt, const char *id) {
         (void)snprintf(path, sizeof(path), "%s/%s/conmon.pid", rt->conmon_dir, id);
         if (read_pid_file(path, &pid) < 0)
                 return false;
-        (void)snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-        _cleanup_free_ char *comm = NULL;
-        if (read_full_file_at(AT_FDCWD, path, 64, &comm, NULL) < 0)
-                return false;
-        return startswith(comm, "conmon") != NULL;
+        return monitor_pid_alive(pid);
 }
 
 /* Reads <exits>/<id>: 1 if present (code and mtime set), 0 if not. */

@@ -90,8 +90,10 @@ int runtime_new(Runtime **ret, Event *e, const RuntimeOptions *o) {
         rt->event = e;
         rt->runtime = strdup(isempty(o->runtime) ? "runc" : o->runtime);
         rt->conmon = strdup(isempty(o->conmon) ? "conmon" : o->conmon);
+        rt->monitor = strdup(isempty(o->monitor) ? rt->conmon ? rt->conmon : "conmon" : o->monitor);
+        rt->monitor_name = isempty(o->monitor) ? "conmon" : "nanolet-monitor";
         rt->run_dir = strdup(isempty(o->run_dir) ? DEFAULT_RUN_DIR : o->run_dir);
-        if (!rt->runtime || !rt->conmon || !rt->run_dir)
+        if (!rt->runtime || !rt->conmon || !rt->monitor || !rt->run_dir)
                 goto oom;
         const char *slash = strrchr(rt->runtime, '/');
         rt->runtime_name = strdup(slash ? slash + 1 : rt->runtime);
@@ -168,6 +170,7 @@ Runtime *runtime_free(Runtime *rt) {
         free(rt->runtime);
         free(rt->runtime_name);
         free(rt->conmon);
+        free(rt->monitor);
         free(rt->run_dir);
         free(rt->runtime_root);
         free(rt->exits_dir);
@@ -674,6 +677,16 @@ void runtime_extract_message(const char *out, char *buf, size_t size) {
                 buf[len++] = *p;
         }
         buf[len] = 0;
+}
+
+bool monitor_pid_alive(pid_t pid) {
+        char path[64];
+        _cleanup_free_ char *comm = NULL;
+
+        (void)snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+        if (read_full_file_at(AT_FDCWD, path, 64, &comm, NULL) < 0)
+                return false;
+        return startswith(comm, "conmon") || startswith(comm, "nanolet-monito");
 }
 
 int read_pid_file(const char *path, pid_t *ret) {

@@ -1,4 +1,5 @@
-/* Container lifecycle through conmon and the OCI runtime (runc by default,
+/* Container lifecycle through a container monitor (nanolet-monitor or
+ * conmon, one contract: conmon.c) and the OCI runtime (runc by default,
  * crun through --runtime), asynchronous on the event loop: every operation
  * spawns its children, returns at once, and reports through a callback.
  * A bounded number of runtime children run at a time (others queue), so 100
@@ -28,8 +29,12 @@ typedef struct Runtime Runtime;
 typedef struct RuntimeOp RuntimeOp;
 
 typedef struct RuntimeOptions {
-        const char *runtime;   /* "runc", "crun" or an absolute path; default "runc" */
-        const char *conmon;    /* default: "conmon" in PATH */
+        const char *runtime; /* "runc", "crun" or an absolute path; default "runc" */
+        const char *conmon;  /* default: "conmon" in PATH */
+        /* The container monitor: NULL runs conmon, else the path of
+         * nanolet-monitor (a drop-in with conmon's command line and files,
+         * src/monitor/monitor.h). */
+        const char *monitor;
         const char *run_dir;   /* default /run/nanolet */
         unsigned max_parallel; /* runtime/conmon children at once; default 2 x cores */
         usec_t op_timeout;     /* a runtime command taking longer is killed; default 60 s */

@@ -59,8 +59,9 @@ agent_cleanup() {
                         runc --root "$RUN/runc" delete --force "$id" 2>/dev/null || true
                 done
         fi
-        # conmon monitors and pod PID holders of this test
+        # container monitors (conmon, nanolet-monitor) of this test
         pkill -9 -f "conmon.*$RUN" 2>/dev/null || true
+        pkill -9 -f "^[^ ]*nanolet-monitor .*$RUN" 2>/dev/null || true
         for m in $(awk -v w="$WORK" 'index($2, w) == 1 {print $2}' /proc/mounts | sort -r); do
                 umount -l "$m" 2>/dev/null || true
         done
@@ -135,10 +136,13 @@ put_manifest() {
 
 # The HTTP listeners are off (port 0) unless the test's own flags, which come
 # later, turn them on: two agents must not want the same default port.
+# NANOLET_TEST_CONTAINER_MONITOR=conmon|nanolet runs the tests against that
+# container monitor (--container-monitor) instead of the default.
 start_agent() {
         "$NANOLET" serve --root-dir "$ROOT" --run-dir "$RUN" --pod-logs-dir "$LOGS" \
                 --container-logs-dir "$CLOGS" --pod-manifest-path "$MAN" --cni-conf-dir "$CNI_CONF" \
                 --hostname-override node1 --file-check-frequency 2s \
+                ${NANOLET_TEST_CONTAINER_MONITOR:+--container-monitor="$NANOLET_TEST_CONTAINER_MONITOR"} \
                 --read-only-port 0 --healthz-port 0 "$@" >>"$AGENT_LOG" 2>&1 &
         AGENT_PID=$!
         wait_for "$AGENT_LOG" 'nanolet starting'

@@ -144,6 +144,7 @@ done
 sleep 1
 for id in $(runc --root "$RUN/runc" list -q); do runc --root "$RUN/runc" delete --force "$id" 2>/dev/null || true; done
 pkill -9 -f "conmon.*$RUN" 2>/dev/null || true
+pkill -9 -f "^[^ ]*nanolet-monitor .*$RUN" 2>/dev/null || true
 for m in $(awk -v w="$WORK" 'index($2, w) == 1 {print $2}' /proc/mounts | sort -r); do umount -l "$m"; done
 ip link del "$TEST_BRIDGE" 2>/dev/null || true
 rm -rf "$RUN"; mkdir -p "$RUN"

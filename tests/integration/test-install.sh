@@ -73,7 +73,7 @@ fi
 echo "# build and install: $((SECONDS - t0)) s"
 
 UNIT=usr/lib/systemd/system/nanolet.service
-for f in usr/sbin/nanolet usr/libexec/nanolet/nanolet-agent "$UNIT" usr/lib/tmpfiles.d/nanolet.conf \
+for f in usr/sbin/nanolet usr/libexec/nanolet/nanolet-agent usr/libexec/nanolet/nanolet-monitor "$UNIT" usr/lib/tmpfiles.d/nanolet.conf \
         usr/share/man/man8/nanolet.8 usr/share/man/man5/nanolet-config.5 \
         usr/share/man/man5/nanolet-manifests.5 usr/share/doc/nanolet/examples/nanolet.default; do
         has "$f"
@@ -123,7 +123,7 @@ else
         finish
 fi
 UNIT=opt/nanolet/lib/systemd/system/nanolet.service
-for f in opt/nanolet/sbin/nanolet opt/nanolet/libexec/nanolet/nanolet-agent "$UNIT" opt/nanolet/etc/init.d/nanolet \
+for f in opt/nanolet/sbin/nanolet opt/nanolet/libexec/nanolet/nanolet-agent opt/nanolet/libexec/nanolet/nanolet-monitor "$UNIT" opt/nanolet/etc/init.d/nanolet \
         opt/nanolet/etc/conf.d/nanolet opt/nanolet/etc/logrotate.d/nanolet \
         etc/cni/net.d/10-nanolet.conflist opt/nanolet/share/man/man8/nanolet.8; do
         has "$f"
