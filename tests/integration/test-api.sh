@@ -6,7 +6,8 @@
 # attach, port-forward, logs or run); a port in use is a start-up error; a
 # stopped loop makes /healthz 500 with the reason, and 200 again once it runs.
 # libmicrohttpd (and GnuTLS behind it) is not mapped by the agent until the
-# first connection to a listener, and is once one was answered.
+# first connection to a listener, and is once one was answered; libseccomp
+# and zlib are not mapped at all.
 . "$(dirname "$0")/lib.sh"
 require_root
 . "$(dirname "$0")/lib-agent.sh"
@@ -35,6 +36,10 @@ HZ=http://127.0.0.1:$HZ_PORT
 # --- libmicrohttpd on first use: listening, pods running, nobody asked yet
 agent_maps "agent listening without libmicrohttpd before any request" no libmicrohttpd
 agent_maps "agent without GnuTLS before any request" no libgnutls
+# Nor what only Localhost seccomp profiles (the pods run RuntimeDefault) and
+# the log rotation workers need.
+agent_maps "agent running pods without libseccomp" no libseccomp
+agent_maps "agent without zlib" no libz
 
 # status BODYFILE METHOD URL: the HTTP status, the body in BODYFILE.
 status() {
