@@ -1,14 +1,16 @@
 /* The HTTP server: the listening socket is ours (so a bind failure names
- * the address), everything after accept() is libmicrohttpd's, driven from
- * the loop. MHD_USE_TURBO puts an accepted connection straight on MHD's
- * ready list, so one dispatch of the epoll fd accepts, reads and answers a
- * request that was already waiting: an answer reflects the agent's state
- * from before the timers of that iteration ran (the health check relies on
- * it to see a stall the loop has not yet caught up with). */
+ * the address, and the loop can watch it before libmicrohttpd is loaded),
+ * everything after accept() is libmicrohttpd's, driven from the loop. MHD_USE_TURBO puts an
+ * accepted connection straight on MHD's ready list, so one dispatch of the epoll fd accepts, reads
+ * and answers a request that was already waiting: an answer reflects the agent's state from before
+ * the timers of that iteration ran (the health check relies on it to see a stall the loop has not
+ * yet caught up with). */
 #include "api-server.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -27,6 +29,33 @@
  * cannot starve the rest of the loop. */
 #define API_SERVER_RUNS_PER_DISPATCH 8
 
+/* The libmicrohttpd functions the server calls: X(MHD name, MhdApi member). */
+#define MHD_API_FUNCTIONS(X)                                                                       \
+        X(MHD_start_daemon, start_daemon)                                                          \
+        X(MHD_stop_daemon, stop_daemon)                                                            \
+        X(MHD_get_daemon_info, get_daemon_info)                                                    \
+        X(MHD_run, run)                                                                            \
+        X(MHD_get_timeout, get_timeout)                                                            \
+        X(MHD_lookup_connection_value, lookup_connection_value)                                    \
+        X(MHD_create_response_from_buffer, create_response_from_buffer)                            \
+        X(MHD_add_response_header, add_response_header)                                            \
+        X(MHD_queue_response, queue_response)                                                      \
+        X(MHD_destroy_response, destroy_response)
+
+/* Pointers typed from microhttpd.h's own prototypes (variadic ones
+ * included), so a mismatch does not compile. */
+typedef struct MhdApi {
+#define MHD_API_MEMBER(name, member) __typeof__(name) *member;
+        MHD_API_FUNCTIONS(MHD_API_MEMBER)
+#undef MHD_API_MEMBER
+} MhdApi;
+
+typedef enum ApiServerState {
+        API_SERVER_WAITING, /* listening; libmicrohttpd not loaded yet */
+        API_SERVER_RUNNING, /* MHD owns the socket and answers */
+        API_SERVER_FAILED,  /* the load or start failed: connections are closed */
+} ApiServerState;
+
 typedef struct ApiRoute {
         char *path;
         api_handler_t handler;
@@ -36,6 +65,12 @@ typedef struct ApiRoute {
 struct ApiServer {
         Event *event;
         char *name;
+        char *library;
+        ApiServerState state;
+        int listen_fd;          /* ours; closed once MHD runs on its duplicate */
+        EventSource *listen_io; /* the listening socket, until MHD runs */
+        void *dl;               /* the dlopen() handle, never closed */
+        MhdApi api;
         struct MHD_Daemon *mhd;
         EventSource *io, *timer;
         ApiRoute *routes;
@@ -44,6 +79,7 @@ struct ApiServer {
 };
 
 struct ApiRequest {
+        const ApiServer *server;
         struct MHD_Connection *connection;
         const char *path;
 };
@@ -53,7 +89,8 @@ const char *api_request_path(const ApiRequest *req) {
 }
 
 const char *api_request_query(const ApiRequest *req, const char *key) {
-        return MHD_lookup_connection_value(req->connection, MHD_GET_ARGUMENT_KIND, key);
+        return req->server->api.lookup_connection_value(req->connection, MHD_GET_ARGUMENT_KIND,
+                                                        key);
 }
 
 int api_response_printf(ApiResponse *resp, const char *fmt, ...) {
@@ -78,28 +115,30 @@ static const ApiRoute *find_route(const ApiServer *s, const char *path) {
         return NULL;
 }
 
-static enum MHD_Result queue(struct MHD_Connection *c, ApiResponse *resp, bool allow) {
+static enum MHD_Result queue(const ApiServer *s, struct MHD_Connection *c, ApiResponse *resp,
+                             bool allow) {
+        const MhdApi *api = &s->api;
         struct MHD_Response *r;
 
         if (resp->body)
-                r = MHD_create_response_from_buffer(resp->body_size, resp->body,
-                                                    MHD_RESPMEM_MUST_FREE);
+                r = api->create_response_from_buffer(resp->body_size, resp->body,
+                                                     MHD_RESPMEM_MUST_FREE);
         else
-                r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+                r = api->create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
         if (!r) {
                 resp->body = mfree(resp->body);
                 return MHD_NO; /* MHD closes the connection */
         }
         resp->body = NULL; /* the response owns it now */
         const char *type = resp->content_type ?: "text/plain; charset=utf-8";
-        if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type) != MHD_YES ||
-            MHD_add_response_header(r, "X-Content-Type-Options", "nosniff") != MHD_YES ||
-            (allow && MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD") != MHD_YES)) {
-                MHD_destroy_response(r);
+        if (api->add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type) != MHD_YES ||
+            api->add_response_header(r, "X-Content-Type-Options", "nosniff") != MHD_YES ||
+            (allow && api->add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD") != MHD_YES)) {
+                api->destroy_response(r);
                 return MHD_NO;
         }
-        enum MHD_Result ret = MHD_queue_response(c, resp->status, r);
-        MHD_destroy_response(r);
+        enum MHD_Result ret = api->queue_response(c, resp->status, r);
+        api->destroy_response(r);
         return ret;
 }
 
@@ -114,15 +153,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!streq(method, MHD_HTTP_METHOD_GET) && !streq(method, MHD_HTTP_METHOD_HEAD)) {
                 resp.status = MHD_HTTP_METHOD_NOT_ALLOWED;
                 (void)api_response_printf(&resp, "method not allowed\n");
-                return queue(c, &resp, true);
+                return queue(s, c, &resp, true);
         }
         const ApiRoute *route = find_route(s, url);
         if (!route) {
                 resp.status = MHD_HTTP_NOT_FOUND;
                 (void)api_response_printf(&resp, "404 page not found\n");
-                return queue(c, &resp, false);
+                return queue(s, c, &resp, false);
         }
-        ApiRequest req = { .connection = c, .path = url };
+        ApiRequest req = { .server = s, .connection = c, .path = url };
         int r = route->handler(&req, &resp, route->userdata);
         if (r < 0) {
                 log_debug_errno(r, "%s: GET \"%s\" failed: %m", s->name, url);
@@ -130,7 +169,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                 resp = (ApiResponse){ .status = MHD_HTTP_INTERNAL_SERVER_ERROR };
                 (void)api_response_printf(&resp, "internal error: %s\n", strerror(-r));
         }
-        return queue(c, &resp, false);
+        return queue(s, c, &resp, false);
 }
 
 _printf_(2, 0) static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
@@ -146,7 +185,7 @@ static void rearm(ApiServer *s) {
         MHD_UNSIGNED_LONG_LONG ms;
         int r;
 
-        if (MHD_get_timeout(s->mhd, &ms) == MHD_YES)
+        if (s->api.get_timeout(s->mhd, &ms) == MHD_YES)
                 r = event_source_set_time(s->timer, event_now(s->event) + ms * USEC_PER_MSEC);
         else
                 r = event_source_set_enabled(s->timer, false);
@@ -159,9 +198,9 @@ static void run(ApiServer *s) {
         MHD_UNSIGNED_LONG_LONG ms;
 
         for (unsigned i = 0; i < API_SERVER_RUNS_PER_DISPATCH; i++) {
-                if (MHD_run(s->mhd) != MHD_YES)
+                if (s->api.run(s->mhd) != MHD_YES)
                         log_debug("%s: MHD_run() failed", s->name);
-                if (MHD_get_timeout(s->mhd, &ms) != MHD_YES || ms > 0)
+                if (s->api.get_timeout(s->mhd, &ms) != MHD_YES || ms > 0)
                         break;
         }
         rearm(s);
@@ -222,21 +261,35 @@ static int listen_on(const char *address, uint16_t port, int *ret_fd, uint16_t *
         return 0;
 }
 
-int api_server_new(ApiServer **ret, Event *e, const ApiServerOptions *o, Error *error) {
-        _cleanup_(api_server_freep) ApiServer *s = calloc(1, sizeof *s);
-        int fd = -EBADF, r;
+/* Never dlclose()d: GnuTLS, which Debian's libmicrohttpd links, may leave
+ * thread-key destructors or atfork handlers behind (as event-curl.c says of
+ * libcurl's TLS stack). */
+static int mhd_api_load(ApiServer *s, Error *error) {
+        s->dl = dlopen(s->library, RTLD_NOW | RTLD_LOCAL);
+        if (!s->dl)
+                return error_set(error, -ELIBACC, "%s", dlerror());
+#define MHD_API_LOAD(name, member)                                                                 \
+        s->api.member = (__typeof__(name) *)dlsym(s->dl, #name);                                   \
+        if (!s->api.member)                                                                        \
+                return error_set(error, -ELIBACC, "%s has no " #name "()", s->library);
+        MHD_API_FUNCTIONS(MHD_API_LOAD)
+#undef MHD_API_LOAD
+        return 0;
+}
 
-        if (!s)
-                return -ENOMEM;
-        s->event = e;
-        s->name = strdup(o->name ?: "API");
-        if (!s->name)
-                return -ENOMEM;
-        r = listen_on(o->address, o->port, &fd, &s->port, error);
+/* Loads libmicrohttpd and starts MHD on a duplicate of the listening
+ * socket: MHD closes the socket it was given when stopped (and, depending on
+ * the version, when it fails to start), so ours stays valid for closing
+ * connections should anything here fail. */
+static int mhd_start(ApiServer *s, Error *error) {
+        int r = mhd_api_load(s, error);
         if (r < 0)
                 return r;
-        /* MHD owns fd from here: it closes it when stopped. */
-        s->mhd = MHD_start_daemon(
+        int fd = fcntl(s->listen_fd, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                return error_set(error, -errno, "Cannot duplicate the listening socket: %s",
+                                 strerror(errno));
+        s->mhd = s->api.start_daemon(
                 MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, s,
                 MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s, MHD_OPTION_LISTEN_SOCKET, fd,
                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)API_SERVER_MAX_CONNECTIONS,
@@ -244,19 +297,100 @@ int api_server_new(ApiServer **ret, Event *e, const ApiServerOptions *o, Error *
                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)API_SERVER_CONNECTION_MEMORY,
                 MHD_OPTION_END);
         if (!s->mhd)
-                return error_set(error, -EIO, "Cannot start the HTTP server on port %u",
+                return error_set(error, -EIO, "libmicrohttpd did not start on port %u",
                                  (unsigned)s->port);
-        const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+        const union MHD_DaemonInfo *info = s->api.get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
         if (!info)
-                return error_set(error, -EIO, "The HTTP server has no epoll fd");
-        r = event_add_io(e, &s->io, info->epoll_fd, EPOLLIN, on_io, s);
+                return error_set(error, -EIO, "libmicrohttpd has no epoll fd");
+        r = event_add_io(s->event, &s->io, info->epoll_fd, EPOLLIN, on_io, s);
         if (r < 0)
                 return error_set(error, r, "Cannot watch the HTTP server: %s", strerror(-r));
-        r = event_add_time(e, &s->timer, USEC_INFINITY, 0, on_timer, s);
+        r = event_add_time(s->event, &s->timer, USEC_INFINITY, 0, on_timer, s);
         if (r < 0)
                 return error_set(error, r, "Cannot watch the HTTP server: %s", strerror(-r));
         (void)event_source_set_description(s->io, s->name);
-        rearm(s);
+        return 0;
+}
+
+/* Without MHD: take every waiting connection and close it, so that clients
+ * fail at once instead of waiting in the backlog. */
+static void close_waiting(ApiServer *s) {
+        for (;;) {
+                int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+                if (fd < 0) {
+                        if (errno == EINTR || errno == ECONNABORTED)
+                                continue;
+                        if (errno != EAGAIN && errno != EMFILE && errno != ENFILE &&
+                            errno != ENOBUFS && errno != ENOMEM) {
+                                /* Not listening any more: the level-triggered
+                                 * watch would fire for ever. */
+                                log_debug_errno(errno, "%s: accept() failed, not watching: %m",
+                                                s->name);
+                                (void)event_source_set_enabled(s->listen_io, false);
+                        }
+                        break; /* EAGAIN, or out of descriptors: the next event tries again */
+                }
+                safe_close(fd);
+        }
+}
+
+static int on_listen_io(EventSource *src, int fd, uint32_t revents, void *userdata) {
+        ApiServer *s = userdata;
+        Error err = {};
+
+        if (s->state == API_SERVER_FAILED) {
+                close_waiting(s);
+                return 0;
+        }
+        int r = mhd_start(s, &err);
+        if (r < 0) {
+                log_error_errno(r,
+                                "%s: cannot serve HTTP: %s; connections to port %u are closed "
+                                "until the agent restarts",
+                                s->name, err.message[0] ? err.message : strerror(-r),
+                                (unsigned)s->port);
+                s->io = event_source_free(s->io);
+                s->timer = event_source_free(s->timer);
+                if (s->mhd)
+                        s->api.stop_daemon(s->mhd);
+                s->mhd = NULL;
+                s->state = API_SERVER_FAILED;
+                close_waiting(s);
+                return 0;
+        }
+        /* MHD's epoll set has the socket now; ours must not (level
+         * triggered, it would fire for every connection MHD has not yet
+         * taken). The watch goes before the descriptor is closed: epoll
+         * keys on the open socket, which MHD's duplicate keeps alive. */
+        s->listen_io = event_source_free(s->listen_io);
+        s->listen_fd = safe_close(s->listen_fd);
+        s->state = API_SERVER_RUNNING;
+        log_debug("%s: loaded %s on the first connection.", s->name, s->library);
+        /* The waiting connection is answered in this same dispatch, before
+         * the iteration's timers, as it would be by a running MHD. */
+        run(s);
+        return 0;
+}
+
+int api_server_new(ApiServer **ret, Event *e, const ApiServerOptions *o, Error *error) {
+        _cleanup_(api_server_freep) ApiServer *s = calloc(1, sizeof *s);
+        int r;
+
+        if (!s)
+                return -ENOMEM;
+        s->event = e;
+        s->listen_fd = -EBADF;
+        s->name = strdup(o->name ?: "API");
+        s->library = strdup(o->library ?: API_SERVER_LIBRARY);
+        if (!s->name || !s->library)
+                return -ENOMEM;
+        r = listen_on(o->address, o->port, &s->listen_fd, &s->port, error);
+        if (r < 0)
+                return r;
+        r = event_add_io(e, &s->listen_io, s->listen_fd, EPOLLIN, on_listen_io, s);
+        if (r < 0)
+                return error_set(error, r, "Cannot watch the HTTP server: %s", strerror(-r));
+        (void)event_source_set_description(s->listen_io, s->name);
         *ret = TAKE_PTR(s);
         return 0;
 }
@@ -264,13 +398,16 @@ int api_server_new(ApiServer **ret, Event *e, const ApiServerOptions *o, Error *
 ApiServer *api_server_free(ApiServer *s) {
         if (!s)
                 return NULL;
+        event_source_free(s->listen_io);
         event_source_free(s->io);
         event_source_free(s->timer);
         if (s->mhd)
-                MHD_stop_daemon(s->mhd);
+                s->api.stop_daemon(s->mhd);
+        safe_close(s->listen_fd);
         for (size_t i = 0; i < s->n_routes; i++)
                 free(s->routes[i].path);
         free(s->routes);
+        free(s->library);
         free(s->name);
         free(s);
         return NULL;
@@ -293,4 +430,8 @@ int api_server_add_route(ApiServer *s, const char *path, api_handler_t handler, 
 
 uint16_t api_server_port(const ApiServer *s) {
         return s->port;
+}
+
+bool api_server_loaded(const ApiServer *s) {
+        return s->state == API_SERVER_RUNNING;
 }

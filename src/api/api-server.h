@@ -8,11 +8,24 @@
  * API_SERVER_MAX_CONNECTIONS connections, each closed after
  * API_SERVER_CONNECTION_TIMEOUT_SEC idle seconds.
  *
+ * libmicrohttpd is not linked: api_server_new() only binds and listens
+ * (so a port in use is still a start-up error) and watches the listening
+ * socket; the first connection loads API_SERVER_LIBRARY with dlopen(),
+ * starts MHD on that socket and lets it answer at once. An agent whose API
+ * nobody asks never maps libmicrohttpd and, on Debian, the GnuTLS chain
+ * behind it (about 2.4 MiB of RSS, docs/BENCHMARKS.md). When the library
+ * cannot be loaded or started, the reason is logged once, as an error, and
+ * from then on every connection is accepted and closed at once: the
+ * listener stays bound, the agent runs on. The function table is owned by
+ * the ApiServer (each server loads its own; dlopen() counts references) and
+ * the library is never unloaded.
+ *
  * Only GET and HEAD exist (HEAD is GET without the body): any other method
  * is 405 with an Allow header, a path no route has is 404. Paths match
  * exactly, without the query. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +36,8 @@
 #define API_SERVER_MAX_CONNECTIONS 64
 #define API_SERVER_CONNECTION_TIMEOUT_SEC 10
 #define API_SERVER_CONNECTION_MEMORY (32 * 1024)
+/* The soname loaded on the first connection; named in the error. */
+#define API_SERVER_LIBRARY "libmicrohttpd.so.12"
 
 typedef struct ApiServer ApiServer;
 typedef struct ApiRequest ApiRequest;
@@ -49,10 +64,11 @@ typedef struct ApiServerOptions {
         const char *address; /* an IPv4 or IPv6 literal */
         uint16_t port;       /* 0: an ephemeral port, see api_server_port() */
         const char *name;    /* "read-only API": for logs */
+        const char *library; /* NULL: API_SERVER_LIBRARY (tests name a missing one) */
 } ApiServerOptions;
 
 /* Binds and listens at once, so a port in use fails here, with
- * "address:port" and the reason in error. */
+ * "address:port" and the reason in error. Does not load libmicrohttpd. */
 int api_server_new(ApiServer **ret, Event *e, const ApiServerOptions *o, Error *error);
 ApiServer *api_server_free(ApiServer *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ApiServer *, api_server_free)
@@ -61,3 +77,6 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ApiServer *, api_server_free)
 int api_server_add_route(ApiServer *s, const char *path, api_handler_t handler, void *userdata);
 /* The port listened on (the ephemeral one when the options said 0). */
 uint16_t api_server_port(const ApiServer *s);
+/* Whether libmicrohttpd runs this server (a connection came and the
+ * library loaded and started). */
+bool api_server_loaded(const ApiServer *s);

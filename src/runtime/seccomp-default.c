@@ -12,8 +12,13 @@
  *
  * Localhost profiles are admin-written JSON in the OCI linux.seccomp
  * format; they are checked here, before runc sees them, so a typo becomes
- * an error naming the field instead of a silently weaker filter. */
+ * an error naming the field instead of a silently weaker filter. The names
+ * are resolved by libseccomp, loaded with dlopen() for each validation and
+ * closed after it: only Localhost profiles need it, so an agent without
+ * them never maps it (docs/BENCHMARKS.md), and no handle outlives the call
+ * (libseccomp keeps no state between these lookups). */
 #include <assert.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -427,6 +432,36 @@ static const char *const known_flags[] = {
         NULL,
 };
 
+/* The two libseccomp functions validation calls, typed from seccomp.h. */
+typedef struct SeccompApi {
+        void *dl;
+        __typeof__(seccomp_arch_resolve_name) *arch_resolve_name;
+        __typeof__(seccomp_syscall_resolve_name) *syscall_resolve_name;
+} SeccompApi;
+
+static void seccomp_api_close(SeccompApi *a) {
+        if (a->dl)
+                (void)dlclose(a->dl);
+        *a = (SeccompApi){};
+}
+
+static int seccomp_api_open(SeccompApi *a, const char *where, Error *err) {
+        a->dl = dlopen(SECCOMP_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+        if (!a->dl)
+                return error_set(err, -ELIBACC, "%s: checking it needs %s: %s", where,
+                                 SECCOMP_LIBRARY, dlerror());
+        a->arch_resolve_name =
+                (__typeof__(seccomp_arch_resolve_name) *)dlsym(a->dl, "seccomp_arch_resolve_name");
+        a->syscall_resolve_name = (__typeof__(seccomp_syscall_resolve_name) *)dlsym(
+                a->dl, "seccomp_syscall_resolve_name");
+        if (!a->arch_resolve_name || !a->syscall_resolve_name) {
+                seccomp_api_close(a);
+                return error_set(err, -ELIBACC, "%s: checking it needs %s: %s", where,
+                                 SECCOMP_LIBRARY, "a resolver function is missing");
+        }
+        return 0;
+}
+
 static bool in_list(const char *const *l, const char *s) {
         for (; *l; l++)
                 if (streq(*l, s))
@@ -435,7 +470,7 @@ static bool in_list(const char *const *l, const char *s) {
 }
 
 /* "SCMP_ARCH_X86_64" -> libseccomp's "x86_64". */
-static bool arch_known(const char *name) {
+static bool arch_known(const SeccompApi *api, const char *name) {
         char lower[64];
         const char *s = startswith(name, "SCMP_ARCH_");
         size_t i;
@@ -445,15 +480,16 @@ static bool arch_known(const char *name) {
         for (i = 0; s[i]; i++)
                 lower[i] = (char)((s[i] >= 'A' && s[i] <= 'Z') ? s[i] - 'A' + 'a' : s[i]);
         lower[i] = 0;
-        return seccomp_arch_resolve_name(lower) != 0;
+        return api->arch_resolve_name(lower) != 0;
 }
 
 static bool is_uint(json_t *v) {
         return json_is_integer(v) && json_integer_value(v) >= 0;
 }
 
-static int check_string_array(json_t *v, const char *where, const char *field,
-                              const char *const *known, const char *what, Error *err) {
+static int check_string_array(const SeccompApi *api, json_t *v, const char *where,
+                              const char *field, const char *const *known, const char *what,
+                              Error *err) {
         size_t i;
         json_t *e;
 
@@ -464,7 +500,7 @@ static int check_string_array(json_t *v, const char *where, const char *field,
                         return error_set(err, -EINVAL, "%s: %s[%zu]: not a string", where, field,
                                          i);
                 if (known ? !in_list(known, json_string_value(e))
-                          : !arch_known(json_string_value(e)))
+                          : !arch_known(api, json_string_value(e)))
                         return error_set(err, -EINVAL, "%s: %s[%zu]: unknown %s \"%s\"", where,
                                          field, i, what, json_string_value(e));
         }
@@ -480,7 +516,8 @@ static int check_action(json_t *v, const char *where, const char *field, Error *
         return 0;
 }
 
-static int check_syscall(json_t *sc, size_t n, const char *where, Error *err) {
+static int check_syscall(const SeccompApi *api, json_t *sc, size_t n, const char *where,
+                         Error *err) {
         json_t *names, *e, *args;
         size_t i;
         int k;
@@ -498,7 +535,7 @@ static int check_syscall(json_t *sc, size_t n, const char *where, Error *err) {
                 /* libseccomp resolves names of every architecture it knows
                  * (with pseudo numbers for syscalls absent on this one), so
                  * only names that exist nowhere fail. */
-                if (seccomp_syscall_resolve_name(json_string_value(e)) == __NR_SCMP_ERROR)
+                if (api->syscall_resolve_name(json_string_value(e)) == __NR_SCMP_ERROR)
                         return error_set(err, -EINVAL,
                                          "%s: syscalls[%zu].names[%zu]: unknown syscall \"%s\"",
                                          where, n, i, json_string_value(e));
@@ -564,6 +601,7 @@ int seccomp_profile_validate(json_t *profile, const char *where, json_t **ret, E
                 "listenerPath",  "listenerMetadata", "syscalls",      NULL,
         };
         _cleanup_json_ json_t *out = NULL;
+        _cleanup_(seccomp_api_close) SeccompApi api = {};
         json_t *v, *e;
         size_t i;
         int k;
@@ -571,6 +609,9 @@ int seccomp_profile_validate(json_t *profile, const char *where, json_t **ret, E
         assert(where);
         assert(ret);
 
+        k = seccomp_api_open(&api, where, err);
+        if (k < 0)
+                return k;
         if (!json_is_object(profile))
                 return error_set(err, -EINVAL, "%s: not a JSON object", where);
         k = check_action(json_object_get(profile, "defaultAction"), where, "defaultAction", err);
@@ -582,13 +623,13 @@ int seccomp_profile_validate(json_t *profile, const char *where, json_t **ret, E
                                  where);
         v = json_object_get(profile, "architectures");
         if (v && !json_is_null(v)) {
-                k = check_string_array(v, where, "architectures", NULL, "architecture", err);
+                k = check_string_array(&api, v, where, "architectures", NULL, "architecture", err);
                 if (k < 0)
                         return k;
         }
         v = json_object_get(profile, "flags");
         if (v && !json_is_null(v)) {
-                k = check_string_array(v, where, "flags", known_flags, "flag", err);
+                k = check_string_array(&api, v, where, "flags", known_flags, "flag", err);
                 if (k < 0)
                         return k;
         }
@@ -600,7 +641,7 @@ int seccomp_profile_validate(json_t *profile, const char *where, json_t **ret, E
                 if (!json_is_array(v))
                         return error_set(err, -EINVAL, "%s: syscalls: not an array", where);
                 json_array_foreach(v, i, e) {
-                        k = check_syscall(e, i, where, err);
+                        k = check_syscall(&api, e, i, where, err);
                         if (k < 0)
                                 return k;
                 }

@@ -5,6 +5,9 @@
 # 127.0.0.1 only; 405 for other methods, 404 for other paths (no exec,
 # attach, port-forward, logs or run); a port in use is a start-up error; a
 # stopped loop makes /healthz 500 with the reason, and 200 again once it runs.
+# libmicrohttpd (and GnuTLS behind it) is not mapped by the agent until the
+# first connection to a listener, and is once one was answered; libseccomp
+# and zlib are not mapped at all.
 . "$(dirname "$0")/lib.sh"
 require_root
 . "$(dirname "$0")/lib-agent.sh"
@@ -30,6 +33,14 @@ done
 RO=http://127.0.0.1:$RO_PORT
 HZ=http://127.0.0.1:$HZ_PORT
 
+# --- libmicrohttpd on first use: listening, pods running, nobody asked yet
+agent_maps "agent listening without libmicrohttpd before any request" no libmicrohttpd
+agent_maps "agent without GnuTLS before any request" no libgnutls
+# Nor what only Localhost seccomp profiles (the pods run RuntimeDefault) and
+# the log rotation workers need.
+agent_maps "agent running pods without libseccomp" no libseccomp
+agent_maps "agent without zlib" no libz
+
 # status BODYFILE METHOD URL: the HTTP status, the body in BODYFILE.
 status() {
         curl -s -o "$1" -w '%{http_code}' -X "$2" --max-time 30 "$3" || true
@@ -37,6 +48,7 @@ status() {
 
 # --- /pods: a V1PodList the official client accepts, same as the CLI's list
 [ "$(status "$WORK/pods.json" GET "$RO/pods")" = 200 ] && ok "GET /pods is 200" || fail "GET /pods"
+agent_maps "libmicrohttpd loaded by the first request" yes libmicrohttpd
 nl pods -o json >"$WORK/cli.json"
 if out=$("$PY" - "$WORK/pods.json" "$WORK/cli.json" <<'PYEOF' 2>&1
 import json, sys

@@ -187,7 +187,8 @@ else
 fi
 DEB=$(ls "$WORK"/debs/nanolet_*_*.deb)
 dpkg-deb -f "$DEB" Depends >"$WORK/depends"
-for dep in 'runc \| crun' 'conmon' 'containernetworking-plugins' 'iptables' 'libc6' 'libcurl4'; do
+for dep in 'runc \| crun' 'conmon' 'containernetworking-plugins' 'iptables' 'libc6' 'libcurl4' \
+        'libmicrohttpd12' 'libseccomp2'; do
         line "$WORK/depends" "(^|, )$dep( |,|$)" "deb Depends: $dep"
 done
 # The state of the machine the package touches, to restore it exactly.

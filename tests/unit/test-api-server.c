@@ -1,7 +1,9 @@
-/* Tests for the HTTP API: routing, 404/405, HEAD, handler failures, the
- * request limits, a port in use, the order in which a waiting request is
- * answered (before the iteration's timers), and the health rule. A server
- * runs on the loop in-process on 127.0.0.1, port 0; a plain socket asks. */
+/* Tests for the HTTP API: libmicrohttpd loaded on the first connection and
+ * not before, a library that cannot be loaded, routing, 404/405, HEAD,
+ * handler failures, the request limits, a port in use, the order in which
+ * a waiting request is answered (before the iteration's timers), and the
+ * health rule. A server runs on the loop in-process on 127.0.0.1, port 0;
+ * a plain socket asks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -155,6 +157,74 @@ static const char *body_of(const char *answer) {
         const char *b = strstr(answer, "\r\n\r\n");
         assert_non_null(b);
         return b + 4;
+}
+
+/* Whether this process maps a file whose name contains what. */
+static bool mapped(const char *what) {
+        char line[4096];
+        bool found = false;
+        FILE *f = fopen("/proc/self/maps", "re");
+        assert_non_null(f);
+        while (fgets(line, sizeof line, f))
+                if (strstr(line, what))
+                        found = true;
+        fclose(f);
+        return found;
+}
+
+/* Runs first: nothing before it has made a request. The test binary is
+ * linked like the agent, so this also fails should libmicrohttpd be linked
+ * again. */
+static void test_loaded_on_first_request(void **state) {
+        Fixture *f = *state;
+        assert_false(mapped("libmicrohttpd"));
+        assert_false(api_server_loaded(f->server));
+        /* Idle loop turns do not load it either. */
+        assert_int_equal(event_run(f->event, 0), 0);
+        assert_false(mapped("libmicrohttpd"));
+
+        char *a = request(f, "GET", "/hello");
+        assert_int_equal(status_of(a), 200);
+        assert_string_equal(body_of(a), "{\"hello\":\"world\"}");
+        free(a);
+        assert_true(api_server_loaded(f->server));
+        assert_true(mapped("libmicrohttpd.so.12"));
+}
+
+/* A library that is missing, or that lacks a function: no answer (the
+ * connection is closed), no handler call, the port stays bound, the loop
+ * and the next server go on. */
+static void test_load_failure(void **state) {
+        Fixture *f = *state;
+        static const char *const libraries[] = { "libnanolet-test-missing.so.0", "libc.so.6" };
+
+        for (size_t i = 0; i < ELEMENTSOF(libraries); i++) {
+                ApiServer *s = NULL, *other = NULL;
+                Error err = {};
+                ApiServerOptions o = { .address = "127.0.0.1",
+                                       .name = "broken API",
+                                       .library = libraries[i] };
+                assert_int_equal(api_server_new(&s, f->event, &o, &err), 0);
+                assert_int_equal(api_server_add_route(s, "/hello", on_hello, f), 0);
+                for (unsigned k = 0; k < 3; k++) {
+                        int fd = connect_to(api_server_port(s));
+                        const char *req = "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n";
+                        send_all(fd, req, strlen(req));
+                        char *a = read_answer(f, fd);
+                        close(fd);
+                        assert_string_equal(a, "");
+                        free(a);
+                }
+                assert_false(api_server_loaded(s));
+                assert_int_equal(f->handler_calls, 0);
+                o.port = api_server_port(s);
+                assert_int_equal(api_server_new(&other, f->event, &o, &err), -EADDRINUSE);
+                api_server_free(s);
+        }
+
+        char *a = request(f, "GET", "/hello");
+        assert_int_equal(status_of(a), 200);
+        free(a);
 }
 
 static void test_get(void **state) {
@@ -351,6 +421,8 @@ static void test_healthz_without_pods(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_loaded_on_first_request, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_load_failure, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_get, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_head, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_not_found, setup, teardown),
