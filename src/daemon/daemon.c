@@ -287,7 +287,10 @@ static int daemon_setup_runtime(Daemon *d) {
         r = daemon_setup_metrics(d);
         if (r < 0)
                 return r;
-        RuntimeOptions ro = { .runtime = c->runtime, .run_dir = c->run_dir, .metrics = d->metrics };
+        RuntimeOptions ro = { .runtime = c->runtime,
+                              .run_dir = c->run_dir,
+                              .max_parallel = (unsigned)c->runtime_max_parallel,
+                              .metrics = d->metrics };
         r = runtime_new(&d->runtime, d->event, &ro);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the container runtime \"%s\": %m",

@@ -221,6 +221,9 @@ const Setting settings_table[] = {
         /* ---- runtime ---- */
         H("runtime", NULL, SETTING_STRING, runtime, "runc", "runc|crun|PATH", "OCI runtime",
           .parse = check_runtime),
+        H("runtime-max-parallel", NULL, SETTING_INT, runtime_max_parallel, NULL, "N",
+          "runtime and monitor processes (runc, conmon) at once", .min = 1, .max = 1024,
+          .shown_default = "2 per CPU"),
         H("seccomp-default", "seccompDefault", SETTING_BOOL, seccomp_default, "true", "BOOL",
           "RuntimeDefault seccomp profile for containers that name none (kubelet's default is "
           "false; nanolet confines by default, SPEC §10)"),

@@ -233,9 +233,17 @@ static int op_start(RuntimeOp *op) {
         }
 }
 
+static const char *op_verb(RuntimeOpKind k);
+
 static void op_queue_start(OpQueueItem *item) {
         RuntimeOp *op = (RuntimeOp *)item;
 
+        /* The wait for a slot, per op: what bench/run.sh's profile reads to
+         * tell a queue too small from a step that is slow by itself. */
+        log_debug("runtime: %s %s started after %.1f ms in the queue (%u running, %u waiting).",
+                  op_verb(op->kind), strna(op->id),
+                  (double)(now_usec(CLOCK_MONOTONIC) - op->requested_at) / USEC_PER_MSEC,
+                  op_queue_n_running(op->rt->queue), op_queue_n_waiting(op->rt->queue));
         /* < 0: failed before any child; > 0: done without one. */
         int r = op_start(op);
         if (r != 0)
@@ -248,6 +256,8 @@ void runtime_op_complete(RuntimeOp *op, int r) {
         void *userdata = op->userdata;
         bool cancelled = op_queue_item_cancelled(&op->item);
         RuntimeOpKind kind = op->kind;
+        usec_t took = now_usec(CLOCK_MONOTONIC) - op->requested_at;
+        _cleanup_free_ char *id = log_get_max_level() >= LOG_DEBUG ? strdup(strna(op->id)) : NULL;
         typeof(op->cb) cb = op->cb;
         pid_t container_pid = op->container_pid, conmon_pid = op->conmon_pid;
         pid_t holder_pid = op->holder_pid;
@@ -257,8 +267,7 @@ void runtime_op_complete(RuntimeOp *op, int r) {
         metric_inc(rt->operations, labels);
         if (r < 0)
                 metric_inc(rt->operation_errors, labels);
-        metric_observe(rt->operation_duration, labels,
-                       (double)(now_usec(CLOCK_MONOTONIC) - op->requested_at) / USEC_PER_SEC);
+        metric_observe(rt->operation_duration, labels, (double)took / USEC_PER_SEC);
         assert(op->item.running);
         op_queue_complete(&op->item); /* frees op */
 
@@ -267,7 +276,8 @@ void runtime_op_complete(RuntimeOp *op, int r) {
         if (r >= 0)
                 r = 0;
 
-        log_debug("runtime: op %d done: %d%s%s", (int)kind, r, r < 0 ? ": " : "",
+        log_debug("runtime: %s %s done %.1f ms after it was queued: %d%s%s", op_verb(kind),
+                  strna(id), (double)took / USEC_PER_MSEC, r, r < 0 ? ": " : "",
                   r < 0 ? err.message : "");
         if (cancelled)
                 return;
