@@ -832,7 +832,7 @@ wait $child
             entries[f"srv/tls/{k}"] = ("file", {"data": open(f"{d}/{k}", "rb").read(), "mode": 0o644})
         layer = mk.tar_bytes([(n, k, e) for n, (k, e) in entries.items()])
         base = mk.tar_bytes(mk.base_entries("/bin/busybox"))
-        blobs, desc = mk.make_image([base, layer], {})
+        blobs, desc = mk.make_image([base, layer], {})[:2]
         images = {}
         for f in KUBEADM_PODS:
             with open(f"{self.repo}/tests/manifests/valid/{f}.yaml") as fh:
