@@ -1215,7 +1215,11 @@ wait $child
         self.teardown_pods()
         if not SKIP_COLDSTART:
             self.start_agent()
-            self.coldstart()
+            try:
+                self.coldstart()
+            except (TimeoutError, RuntimeError, OSError) as e:
+                log(f"cold start failed: {e!r}")
+                self.results["coldstart_error"] = repr(e)
             self.teardown_pods()
         if not SKIP_KUBEADM:
             self.start_agent()
@@ -1226,7 +1230,12 @@ wait $child
                 self.results["kubeadm"] = {"skipped": f"failed: {e}"}
             self.teardown_pods()
         if SCALE_SWEEP:
-            self.sweep()
+            try:
+                self.sweep()
+            except (TimeoutError, RuntimeError, OSError) as e:
+                log(f"sweep failed: {e!r}")
+                self.results["sweep_error"] = repr(e)
+                self.teardown_pods()
         if env_int("PROFILE", 1):
             try:
                 self.profile()
