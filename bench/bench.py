@@ -1217,7 +1217,9 @@ wait $child
             self.start_agent()
             try:
                 self.coldstart()
-            except (TimeoutError, RuntimeError, OSError) as e:
+            except Exception as e:  # noqa: BLE001 — recorded; Ctrl-C passes (below)
+                if isinstance(e, Interrupted):
+                    raise
                 log(f"cold start failed: {e!r}")
                 self.results["coldstart_error"] = repr(e)
             self.teardown_pods()
@@ -1225,14 +1227,18 @@ wait $child
             self.start_agent()
             try:
                 self.kubeadm()
-            except (TimeoutError, RuntimeError) as e:
-                log(f"kubeadm failed: {e}")
+            except Exception as e:  # noqa: BLE001 — recorded; Ctrl-C passes (below)
+                if isinstance(e, Interrupted):
+                    raise
+                log(f"kubeadm failed: {e!r}")
                 self.results["kubeadm"] = {"skipped": f"failed: {e}"}
             self.teardown_pods()
         if SCALE_SWEEP:
             try:
                 self.sweep()
-            except (TimeoutError, RuntimeError, OSError) as e:
+            except Exception as e:  # noqa: BLE001 — recorded; Ctrl-C passes (below)
+                if isinstance(e, Interrupted):
+                    raise
                 log(f"sweep failed: {e!r}")
                 self.results["sweep_error"] = repr(e)
                 self.teardown_pods()
