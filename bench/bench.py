@@ -1566,6 +1566,8 @@ def report(res, path):
             f"{cs['first_running_ms']:.0f} (first)", "",
             f"{cs['all_running_ms'] / fl:.2f}× ({n}×floor÷{cores} = {fl:.0f} ms)" if fl else "", "", "",
             cs.get("mem"))
+    if res.get("coldstart_error"):
+        row("cold start after a simulated reboot", f"failed: {res['coldstart_error']}")
     ku = res.get("kubeadm")
     if ku and "skipped" not in ku:
         row("kubeadm control plane: 4 manifests → all Running", f"{ku['all_running_ms']:.0f} ms" if ku["all_running_ms"] else "")
