@@ -1642,7 +1642,11 @@ def main():
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         path = f"{repo}/bench/results/{stamp}.json"
         b.results["complete"] = rc == 0
-        table = report(b.results, path) if rc == 0 else ""
+        try:
+            table = report(b.results, path) if rc == 0 else ""
+        except Exception as e:  # noqa: BLE001 — the raw file is written anyway
+            log(f"report failed: {e!r}")
+            table = ""
         b.results["table_markdown"] = table
         with open(path, "w") as f:
             json.dump(b.results, f, indent=1)
