@@ -8,10 +8,13 @@
 #   KEEP_AGENT_LOG=FILE RESTART_LOG_LEVEL=7 (the agent restart's timeline, docs/BENCHMARKS.md)
 #   KEEP_LATENCY_LOG=FILE LATENCY_LOG_LEVEL=7 (each pod start's timeline: bench/start-timeline.py FILE)
 #   BENCH_NANOLET=PATH (measure another nanolet binary, e.g. main's, with this bench)
-#   BENCH_MONITOR=nanolet|conmon (the agent's --container-monitor; default: the agent's default)
+#   SKIP_KUBEADM=1 SKIP_COLDSTART=1 COLDSTART_PODS=20 KUBEADM_TIMEOUT=120
+#   BENCH_MONITOR=nanolet|conmon (the agent runs with --container-monitor=VALUE; default: the agent's default)
+#   SCALE_SWEEP=1,2,4,8,auto SWEEP_RUNS=2 (SCALE_PODS again per --runtime-max-parallel)
 # Builds a non-sanitized optimized tree, installs podman (Debian) if missing,
 # holds the shared integration-test lock for the whole run, and leaves nothing
-# behind (containers, pods, netns, leases, bridges, iptables rules, mounts)
+# behind (containers, pods, netns, leases, bridges, iptables rules, mounts,
+# pod cgroups, the kubeadm hostPath directories it had to create)
 # even when interrupted. Raw results: bench/results/<date>.json.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -36,6 +36,7 @@ typedef struct NanoletConfig {
         /* runtime and networking (used by later subsystems) */
         char *runtime;
         char *container_monitor;       /* "nanolet" (nanolet-monitor) or "conmon" */
+        int64_t runtime_max_parallel;  /* runtime/monitor children at once; 0 = by CPUs */
         bool seccomp_default;          /* seccompDefault [true; kubelet: false] */
         char **allowed_unsafe_sysctls; /* allowedUnsafeSysctls */
         usec_t shutdown_grace_period;  /* shutdownGracePeriod [0: off] */

@@ -333,6 +333,7 @@ static int daemon_setup_runtime(Daemon *d) {
         RuntimeOptions ro = { .runtime = c->runtime,
                               .run_dir = c->run_dir,
                               .monitor = monitor,
+                              .max_parallel = (unsigned)c->runtime_max_parallel,
                               .metrics = d->metrics };
         r = runtime_new(&d->runtime, d->event, &ro);
         if (r < 0)

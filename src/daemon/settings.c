@@ -237,6 +237,9 @@ const Setting settings_table[] = {
           "the process that watches each container: nanolet-monitor (installed next to the agent) "
           "or conmon in PATH; both keep the same files, so either adopts the other's containers",
           .parse = check_container_monitor),
+        H("runtime-max-parallel", NULL, SETTING_INT, runtime_max_parallel, NULL, "N",
+          "runtime and monitor processes (runc, the container monitor) at once", .min = 1,
+          .max = 1024, .shown_default = "2 per CPU"),
         H("seccomp-default", "seccompDefault", SETTING_BOOL, seccomp_default, "true", "BOOL",
           "RuntimeDefault seccomp profile for containers that name none (kubelet's default is "
           "false; nanolet confines by default, SPEC §10)"),

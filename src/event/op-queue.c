@@ -12,6 +12,9 @@ struct OpQueue {
         const OpQueueOps *ops;
         unsigned max_parallel;
         OpQueueItem *waiting_head, *waiting_tail;
+        /* The last urgent op waiting: urgent ops are the head of the
+         * waiting list, in the order they were queued. NULL: none. */
+        OpQueueItem *last_urgent;
         OpQueueItem *running;
         unsigned n_running, n_waiting;
         EventSource *kick;
@@ -20,6 +23,13 @@ struct OpQueue {
         bool *freed_flag;
 };
 
+static void waiting_remove(OpQueue *q, OpQueueItem *it) {
+        if (it == q->last_urgent)
+                q->last_urgent = it->prev; /* urgent too, or NULL: they lead */
+        LIST_REMOVE_TAIL(q->waiting_head, q->waiting_tail, it);
+        q->n_waiting--;
+}
+
 static int on_kick(EventSource *s, usec_t now, void *userdata) {
         OpQueue *q = userdata;
         bool freed = false;
@@ -27,8 +37,7 @@ static int on_kick(EventSource *s, usec_t now, void *userdata) {
         q->freed_flag = &freed;
         while (q->waiting_head && q->n_running < q->max_parallel) {
                 OpQueueItem *it = q->waiting_head;
-                LIST_REMOVE_TAIL(q->waiting_head, q->waiting_tail, it);
-                q->n_waiting--;
+                waiting_remove(q, it);
                 LIST_PREPEND(q->running, it);
                 it->running = true;
                 q->n_running++;
@@ -72,7 +81,7 @@ OpQueue *op_queue_free(OpQueue *q) {
                 *q->freed_flag = true;
         while (q->waiting_head) {
                 OpQueueItem *it = q->waiting_head;
-                LIST_REMOVE_TAIL(q->waiting_head, q->waiting_tail, it);
+                waiting_remove(q, it);
                 it->queue = NULL;
                 q->ops->free(it);
         }
@@ -84,6 +93,28 @@ OpQueue *op_queue_free(OpQueue *q) {
 void op_queue_add(OpQueue *q, OpQueueItem *item) {
         *item = (OpQueueItem){ .queue = q };
         LIST_APPEND(q->waiting_head, q->waiting_tail, item);
+        q->n_waiting++;
+        (void)event_source_set_enabled(q->kick, true);
+}
+
+void op_queue_add_urgent(OpQueue *q, OpQueueItem *item) {
+        OpQueueItem *after = q->last_urgent;
+
+        *item = (OpQueueItem){ .queue = q, .urgent = true };
+        if (!after) {
+                LIST_PREPEND(q->waiting_head, item);
+                if (!q->waiting_tail)
+                        q->waiting_tail = item;
+        } else {
+                item->prev = after;
+                item->next = after->next;
+                if (item->next)
+                        item->next->prev = item;
+                else
+                        q->waiting_tail = item;
+                after->next = item;
+        }
+        q->last_urgent = item;
         q->n_waiting++;
         (void)event_source_set_enabled(q->kick, true);
 }
@@ -107,8 +138,7 @@ void op_queue_cancel(OpQueueItem *item) {
                 return;
         q = item->queue;
         if (!item->running) {
-                LIST_REMOVE_TAIL(q->waiting_head, q->waiting_tail, item);
-                q->n_waiting--;
+                waiting_remove(q, item);
                 q->ops->free(item);
                 return;
         }

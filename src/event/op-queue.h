@@ -13,6 +13,10 @@
  *   which releases the slot and frees the op through free(). The owner calls
  *   its own callback only after that returns ("free the op, then call
  *   back"): the callback may queue new work and the slot count stays exact.
+ * - op_queue_add_urgent() queues ahead of every op queued with
+ *   op_queue_add() (after the urgent ones already waiting, in their order):
+ *   for the step that finishes work already begun, which must wait for a
+ *   free slot, never behind the other owners' new work.
  * - op_queue_cancel() of a queued op removes and frees it (it never starts).
  *   Of a running op: it is marked cancelled and stop() (if any) tells the
  *   owner to stop; the slot is freed only when the op completes. The owner
@@ -31,6 +35,7 @@ struct OpQueueItem {
         OpQueueItem *prev, *next; /* in the queue's waiting or running list */
         bool running;
         bool cancelled;
+        bool urgent; /* queued with op_queue_add_urgent() */
 };
 
 typedef struct OpQueueOps {
@@ -52,6 +57,7 @@ int op_queue_new(Event *e, unsigned max_parallel, const OpQueueOps *ops, const c
 OpQueue *op_queue_free(OpQueue *q);
 
 void op_queue_add(OpQueue *q, OpQueueItem *item);
+void op_queue_add_urgent(OpQueue *q, OpQueueItem *item);
 /* Releases the slot of a running op, frees it through free(). */
 void op_queue_complete(OpQueueItem *item);
 void op_queue_cancel(OpQueueItem *item);

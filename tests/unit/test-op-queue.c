@@ -34,6 +34,7 @@ struct Harness {
         bool queue_more_in_callback;
         unsigned running_at_callback;
         unsigned freed_at_callback;
+        TestOp *last_started;
 };
 
 static void op_start_hook(OpQueueItem *it);
@@ -94,6 +95,7 @@ static void op_start_hook(OpQueueItem *it) {
         h->started++;
         if (h->n_order < ELEMENTSOF(h->order))
                 h->order[h->n_order++] = op->id;
+        h->last_started = op;
         h->max_running_seen = MAX(h->max_running_seen, op_queue_n_running(h->queue));
         if (op->complete_at_start)
                 complete(op);
@@ -182,6 +184,74 @@ static void test_cancel_queued(void **state) {
         assert_int_equal(h.stopped, 0);
         assert_int_equal(h.callbacks, 2);
         assert_int_equal(h.freed, 3);
+        harness_done(&h);
+}
+
+static TestOp *queue_urgent(Harness *h, int id) {
+        TestOp *op = calloc(1, sizeof(*op));
+        assert_non_null(op);
+        op->h = h;
+        op->id = id;
+        op_queue_add_urgent(h->queue, &op->item);
+        return op;
+}
+
+/* With one slot: completes the running op, lets the next start, until
+ * the queue is empty; h->order is then the start order. */
+static void drain_one_by_one(Harness *h) {
+        while (op_queue_n_running(h->queue) > 0) {
+                complete(h->last_started);
+                assert_int_equal(event_run(h->event, 0), 0);
+        }
+        assert_int_equal(op_queue_n_waiting(h->queue), 0);
+}
+
+static void test_urgent_ahead_in_order(void **state) {
+        Harness h;
+
+        harness_init(&h, 1);
+        TestOp *first = queue_op(&h, 0);
+        assert_int_equal(event_run(h.event, 0), 0); /* 0 takes the one slot */
+        assert_true(first->item.running);
+        (void)queue_op(&h, 1);
+        (void)queue_op(&h, 2);
+        (void)queue_urgent(&h, 10);
+        (void)queue_op(&h, 3);
+        (void)queue_urgent(&h, 11);
+        TestOp *u12 = queue_urgent(&h, 12);
+        assert_int_equal(op_queue_n_waiting(h.queue), 6);
+        /* Cancelling the last urgent op: the next urgent one still goes
+         * behind the earlier ones. */
+        op_queue_cancel(&u12->item);
+        (void)queue_urgent(&h, 13);
+        assert_int_equal(op_queue_n_waiting(h.queue), 6);
+
+        drain_one_by_one(&h);
+        const int want[] = { 0, 10, 11, 13, 1, 2, 3 };
+        assert_int_equal(h.n_order, ELEMENTSOF(want));
+        for (size_t i = 0; i < ELEMENTSOF(want); i++)
+                assert_int_equal(h.order[i], want[i]);
+        harness_done(&h);
+}
+
+static void test_urgent_cancel_last_then_add(void **state) {
+        Harness h;
+
+        harness_init(&h, 1);
+        TestOp *first = queue_op(&h, 0);
+        assert_int_equal(event_run(h.event, 0), 0);
+        assert_true(first->item.running);
+        (void)queue_op(&h, 1);
+        TestOp *u = queue_urgent(&h, 10);
+        op_queue_cancel(&u->item); /* the only urgent one: none left */
+        (void)queue_urgent(&h, 11);
+        (void)queue_op(&h, 2);
+
+        drain_one_by_one(&h);
+        const int want[] = { 0, 11, 1, 2 };
+        assert_int_equal(h.n_order, ELEMENTSOF(want));
+        for (size_t i = 0; i < ELEMENTSOF(want); i++)
+                assert_int_equal(h.order[i], want[i]);
         harness_done(&h);
 }
 
@@ -283,6 +353,8 @@ int main(void) {
                 cmocka_unit_test(test_limit_and_kick_fills_every_slot),
                 cmocka_unit_test(test_cancel_queued),
                 cmocka_unit_test(test_cancel_running),
+                cmocka_unit_test(test_urgent_ahead_in_order),
+                cmocka_unit_test(test_urgent_cancel_last_then_add),
                 cmocka_unit_test(op_free_hook_then_callback),
                 cmocka_unit_test(test_complete_at_start_and_free_queue),
                 cmocka_unit_test(test_complete_at_start_keeps_filling),
