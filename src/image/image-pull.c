@@ -1477,6 +1477,11 @@ static int pull_image(Pull *p, const Resolved *m, char **names, char ***ret_name
                   m->digest, n_early, (double)(t1 - t0) / 1e6,
                   (double)(now_usec(CLOCK_MONOTONIC) - t1) / 1e6);
 out:
+        /* Before the manifest goes: a thread still unpacking after a failure
+         * reads its layer's digest from it (a use-after-free that crashed
+         * test-registry's corrupt-blob pull once in a few runs). */
+        for (size_t i = 0; i < p->n_blobs; i++)
+                unpack_stop(p, &p->blobs[i]);
         p->man = NULL;
         image_manifest_done(&man);
         return r;
