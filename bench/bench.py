@@ -499,6 +499,7 @@ spec:
                "--hostname-override", "node1", "--read-only-port", "0", "--healthz-port", "0"]
         if BENCH_MONITOR:
             cmd.append(f"--container-monitor={BENCH_MONITOR}")
+        cmd += os.environ.get("BENCH_AGENT_ARGS", "").split()
         cmd += list(extra)
         self.agent_spawned_ns = time.monotonic_ns()
         self.agent = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.agent_log,

@@ -9,6 +9,7 @@
 #   KEEP_LATENCY_LOG=FILE LATENCY_LOG_LEVEL=7 (each pod start's timeline: bench/start-timeline.py FILE)
 #   BENCH_NANOLET=PATH (measure another nanolet binary, e.g. main's, with this bench)
 #   SKIP_KUBEADM=1 SKIP_COLDSTART=1 COLDSTART_PODS=20 KUBEADM_TIMEOUT=120
+#   BENCH_AGENT_ARGS="--flag=value ..." (more agent flags, e.g. --seccomp-default=false)
 #   BENCH_MONITOR=nanolet|conmon (the agent runs with --container-monitor=VALUE; default: the agent's default)
 #   SCALE_SWEEP=1,2,4,8,auto SWEEP_RUNS=2 (SCALE_PODS again per --runtime-max-parallel)
 # Builds a non-sanitized optimized tree, installs podman (Debian) if missing,
