@@ -846,10 +846,9 @@ wait $child
             run([self.nanolet, "image", "--root-dir", f"{self.w}/root", "tag", first, images[f]])
         return images
 
-    def pod_ready(self):
-        """{pod name: (Running, Ready, status file mtime ns)} from the
-        agent's status files."""
-        res = {}
+    def status_docs(self):
+        """(stat, document) of every pod status file the agent has written;
+        a file being replaced or not a pod's is passed over."""
         d = f"{self.w}/run/status"
         for f in pod_status_files(d):
             try:
@@ -858,8 +857,14 @@ wait $child
                     p = json.load(fh)
             except (OSError, ValueError):
                 continue
-            if "metadata" not in p:
-                continue
+            if "metadata" in p:
+                yield st, p
+
+    def pod_ready(self):
+        """{pod name: (Running, Ready, status file mtime ns)} from the
+        agent's status files."""
+        res = {}
+        for st, p in self.status_docs():
             status = p.get("status", {})
             cs = status.get("containerStatuses") or []
             running = bool(cs) and all("running" in c.get("state", {}) for c in cs)
@@ -956,16 +961,7 @@ wait $child
     def pod_status(self):
         """{pod name: (status file mtime ns, running container id or None)}"""
         res = {}
-        d = f"{self.w}/run/status"
-        for f in pod_status_files(d):
-            try:
-                st = os.stat(f"{d}/{f}")
-                with open(f"{d}/{f}") as fh:
-                    p = json.load(fh)
-            except (OSError, ValueError):
-                continue
-            if "metadata" not in p:
-                continue
+        for st, p in self.status_docs():
             name = p["metadata"]["name"].removesuffix("-node1")
             cs = p.get("status", {}).get("containerStatuses") or []
             cid = None
