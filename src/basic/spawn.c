@@ -234,8 +234,8 @@ static pid_t clone_vfork(ChildArgs *a) {
         sigset_t all, saved;
         (void)sigfillset(&all);
         (void)pthread_sigmask(SIG_SETMASK, &all, &saved);
-        pid_t pid = clone(child_start, (char *)stack + stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD,
-                          a);
+        pid_t pid =
+                clone(child_start, (char *)stack + stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, a);
         int e = errno;
         (void)pthread_sigmask(SIG_SETMASK, &saved, NULL);
         (void)munmap(stack, stack_size);
@@ -273,10 +273,9 @@ int spawn_nowait(const SpawnOptions *o, pid_t *ret_pid, int *ret_pidfd) {
 
         /* The child inherits both ends; the read end is close-on-exec and
          * the child never reads it. */
-        ChildArgs a = { .o = o,
-                        .path = path,
-                        .envp = o->envp ? o->envp : clean_env,
-                        .errfd = errpipe[1] };
+        ChildArgs a = {
+                .o = o, .path = path, .envp = o->envp ? o->envp : clean_env, .errfd = errpipe[1]
+        };
         pid_t pid = clone_vfork(&a);
         if (pid < 0)
                 return -errno;
