@@ -15,6 +15,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#endif
+
 #include "child-env.h"
 #include "cleanup.h"
 #include "macro.h"
@@ -231,6 +235,11 @@ static pid_t clone_vfork(ChildArgs *a) {
                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
         if (stack == MAP_FAILED)
                 return -1;
+#ifdef __SANITIZE_ADDRESS__
+        /* The child never returns, so its frames' redzones stay poisoned in
+         * the shadow; the next mmap() may hand out the same range. */
+        __asan_unpoison_memory_region(stack, stack_size);
+#endif
         sigset_t all, saved;
         (void)sigfillset(&all);
         (void)pthread_sigmask(SIG_SETMASK, &all, &saved);
