@@ -17,7 +17,7 @@ STEPS = [
     ("sandbox ready", r'Sandbox of pod "[^"]*{name}[^"]*" is ready'),
     ("rootfs mounted", r'rootfs mounted by the agent|runtime: spawned \S*nanolet\S* '
                        r'|rootfs by the helper'),
-    ("conmon spawned", r"runtime: spawned \S*conmon"),
+    ("monitor spawned", r"runtime: spawned \S*(?:conmon|nanolet-monitor) "),
     ("created", r'runtime: created "'),
     ("runc start spawned", r"runtime: spawned \S*runc"),
     ("started", r'Started container "main" of pod "[^"]*{name}'),

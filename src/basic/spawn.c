@@ -4,14 +4,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#endif
 
 #include "child-env.h"
 #include "cleanup.h"
@@ -202,6 +208,50 @@ _noreturn_ static void child_exec(const SpawnOptions *o, const char *path, char 
         child_fail(errfd, errno);
 }
 
+typedef struct ChildArgs {
+        const SpawnOptions *o;
+        const char *path;
+        char *const *envp;
+        int errfd;
+} ChildArgs;
+
+static int child_start(void *userdata) {
+        const ChildArgs *a = userdata;
+        child_exec(a->o, a->path, a->envp, a->errfd);
+}
+
+/* The child shares the agent's memory until it execs (CLONE_VM |
+ * CLONE_VFORK, as posix_spawn does): no copy of the page tables and no
+ * copy-on-write faults in the agent afterwards, which a fork() of the
+ * agent paid for every runc, monitor and CNI plugin (docs/BENCHMARKS.md,
+ * round 4). The caller is suspended until the exec or the _exit(), which
+ * it waited for anyway on the error pipe. The child runs child_exec()
+ * only: system calls, no malloc, no stdio; its own stack, and every
+ * signal blocked until it has reset the dispositions, so no handler of
+ * the agent's runs on the shared memory. */
+static pid_t clone_vfork(ChildArgs *a) {
+        const size_t stack_size = 256 * 1024; /* sanitizer builds use more than the usual few KiB */
+        void *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (stack == MAP_FAILED)
+                return -1;
+#ifdef __SANITIZE_ADDRESS__
+        /* The child never returns, so its frames' redzones stay poisoned in
+         * the shadow; the next mmap() may hand out the same range. */
+        __asan_unpoison_memory_region(stack, stack_size);
+#endif
+        sigset_t all, saved;
+        (void)sigfillset(&all);
+        (void)pthread_sigmask(SIG_SETMASK, &all, &saved);
+        pid_t pid =
+                clone(child_start, (char *)stack + stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, a);
+        int e = errno;
+        (void)pthread_sigmask(SIG_SETMASK, &saved, NULL);
+        (void)munmap(stack, stack_size);
+        errno = e;
+        return pid;
+}
+
 int spawn_nowait(const SpawnOptions *o, pid_t *ret_pid, int *ret_pidfd) {
         _cleanup_free_ char *path = NULL;
         _cleanup_strv_free_ char **clean_env = NULL;
@@ -230,18 +280,19 @@ int spawn_nowait(const SpawnOptions *o, pid_t *ret_pid, int *ret_pidfd) {
         if (pipe2(errpipe, O_CLOEXEC) < 0)
                 return -errno;
 
-        pid_t pid = fork();
+        /* The child inherits both ends; the read end is close-on-exec and
+         * the child never reads it. */
+        ChildArgs a = {
+                .o = o, .path = path, .envp = o->envp ? o->envp : clean_env, .errfd = errpipe[1]
+        };
+        pid_t pid = clone_vfork(&a);
         if (pid < 0)
                 return -errno;
-        if (pid == 0) {
-                errpipe[0] = safe_close(errpipe[0]);
-                child_exec(o, path, o->envp ? o->envp : clean_env, errpipe[1]);
-        }
 
         errpipe[1] = safe_close(errpipe[1]);
 
-        /* Blocks only until the child execs or fails: the write end closes
-         * on exec. */
+        /* The child has exec'd (the write end closed on exec: EOF) or
+         * written its errno and exited: this read does not wait. */
         int child_errno = 0;
         ssize_t n;
         do

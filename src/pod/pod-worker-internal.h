@@ -55,6 +55,14 @@ struct PodWorker {
         unsigned busy; /* operations in flight */
         bool sync_requested;
         EventSource *sync_defer;
+        /* The status and events files are written from their own deferred
+         * source, armed after what a sync armed: the next step of a start
+         * (the runtime queue's kick, the next sync) runs before the files'
+         * writes, not behind them. files_synced: a sync ran since the files
+         * were last looked at; files_postponed: they already waited once. */
+        EventSource *files_defer;
+        bool files_synced;
+        bool files_postponed;
         EventSource *wakeup; /* back-off expiry, grace deadline, deadline */
         bool status_dirty;
         /* The status file as written last: its text and what stat() said

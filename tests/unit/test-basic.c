@@ -175,6 +175,44 @@ static void test_strv(void **state) {
         assert_int_equal(n, 3);
 }
 
+/* mkdir_p() creates missing parents (deepest first since round 4 of the
+ * start-latency work) with the mode asked for, accepts trailing and double
+ * slashes, and reports a file in the way as before. */
+static void test_mkdir_p_parents(void **state) {
+        char dir[] = "/tmp/nanolet-test-mkdir-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        _cleanup_free_ char *deep = strprintf("%s/x/y//z/", dir);
+        _cleanup_free_ char *z = strprintf("%s/x/y/z", dir);
+        _cleanup_free_ char *y = strprintf("%s/x/y", dir);
+        _cleanup_free_ char *file = strprintf("%s/x/f", dir);
+        _cleanup_free_ char *under_file = strprintf("%s/x/f/g/h", dir);
+        _cleanup_free_ char *rel = strprintf("%s/r1/r2", dir + 1);
+        struct stat st;
+        mode_t old = umask(0);
+
+        assert_int_equal(mkdir_p(deep, 0751), 0);
+        assert_int_equal(stat(z, &st), 0);
+        assert_true(S_ISDIR(st.st_mode));
+        assert_int_equal(st.st_mode & 07777, 0751);
+        assert_int_equal(stat(y, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0751);
+        assert_int_equal(mkdir_p(z, 0700), 0); /* existing: left as it is */
+        assert_int_equal(stat(z, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0751);
+        assert_int_equal(write_file_atomic(file, "f", 1, 0600), 0);
+        assert_int_equal(mkdir_p(under_file, 0755), -ENOTDIR);
+        assert_int_equal(mkdir_p(file, 0755), 0); /* EEXIST, as mkdir -p of old */
+        assert_int_equal(mkdir_p("", 0755), -ENOENT);
+        /* relative to the working directory */
+        assert_int_equal(chdir("/"), 0);
+        assert_int_equal(mkdir_p(rel, 0755), 0);
+        _cleanup_free_ char *abs_rel = strprintf("/%s", rel);
+        assert_int_equal(stat(abs_rel, &st), 0);
+        assert_true(S_ISDIR(st.st_mode));
+        umask(old);
+        assert_int_equal(rm_rf_at(AT_FDCWD, dir), 0);
+}
+
 static void test_fileio(void **state) {
         char dir[] = "/tmp/nanolet-test-basic-XXXXXX";
         assert_non_null(mkdtemp(dir));
@@ -790,6 +828,7 @@ int main(void) {
                 cmocka_unit_test(test_error_first_wins),
                 cmocka_unit_test(test_string_util),
                 cmocka_unit_test(test_strv),
+                cmocka_unit_test(test_mkdir_p_parents),
                 cmocka_unit_test(test_fileio),
                 cmocka_unit_test(test_utf8),
                 cmocka_unit_test(test_read_file_tail),

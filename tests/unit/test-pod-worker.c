@@ -274,6 +274,29 @@ static bool same_file(const struct stat *a, const struct stat *b) {
                a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
+/* The status file comes after what the sync armed for the next iteration
+ * (the runtime queue's kick, the next sync): not in the sync's iteration,
+ * not in the next one, which the files wait for once, but in the one after
+ * (docs/runtime.md, "The sync loop"). */
+static void test_status_after_next_step(void **state) {
+        Fixture *f = *state;
+        PodWorker *w = new_worker(f);
+        _cleanup_free_ char *path = pod_status_path(f->status_dir, f->objs[0]->uid);
+        struct stat st;
+
+        pod_worker_request_sync(w);
+        assert_int_equal(event_run(f->event, 0), 0);
+        assert_int_equal(f->wait_checks, 1); /* the sync ran */
+        assert_int_equal(stat(path, &st), -1);
+        assert_int_equal(errno, ENOENT);
+        assert_int_equal(event_run(f->event, 0), 0);
+        assert_int_equal(stat(path, &st), -1);
+        assert_int_equal(event_run(f->event, 0), 0);
+        stat_status(f, &st);
+        assert_int_equal(f->wait_checks, 1);
+        pod_worker_free(w);
+}
+
 static void test_status_written_on_change(void **state) {
         Fixture *f = *state;
         PodWorker *w = new_worker(f);
@@ -425,6 +448,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_successor_freed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_successor_waits, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_wait_for_state, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_status_after_next_step, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_status_written_on_change, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_status_removed_outside, setup, teardown),
         };

@@ -200,6 +200,18 @@ static void test_signals_reset(void **state) {
         assert_int_equal(code, 0);
         assert_non_null(strstr(out, "SigBlk:\t0000000000000000"));
         assert_non_null(strstr(out, "SigIgn:\t0000000000000000"));
+        /* The child shares the caller's memory until it execs, not its
+         * signal state: the caller keeps its mask (all blocked around the
+         * clone only) and its dispositions. */
+        sigset_t now;
+        assert_int_equal(sigprocmask(SIG_SETMASK, NULL, &now), 0);
+        assert_true(sigismember(&now, SIGUSR1));
+        assert_true(sigismember(&now, SIGCHLD));
+        assert_false(sigismember(&now, SIGTERM));
+        assert_false(sigismember(&now, SIGINT));
+        struct sigaction cur;
+        assert_int_equal(sigaction(SIGUSR2, NULL, &cur), 0);
+        assert_ptr_equal(cur.sa_handler, SIG_IGN);
 
         assert_int_equal(sigprocmask(SIG_SETMASK, &old, NULL), 0);
         assert_int_equal(sigaction(SIGUSR2, &oldsa, NULL), 0);
