@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -83,24 +84,20 @@ static int worker_compare(const void *a, const void *b) {
         return k != 0 ? k : strcmp(x->name, y->name);
 }
 
-int pod_manager_pod_list_json(PodManager *m, char **ret, size_t *ret_size) {
+/* The PodList of workers[0..n-1] (sorted here, so the caller's array is
+ * reordered). */
+static int pod_list_json(PodWorker **workers, size_t n_workers, char **ret, size_t *ret_size) {
         static const char head[] = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\","
                                    "\"metadata\":{},\"items\":[";
-        _cleanup_free_ PodWorker **sorted = NULL;
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, cap = 0, n = 0;
         int r;
 
-        if (m->n_workers > 0) {
-                sorted = calloc(m->n_workers, sizeof *sorted);
-                if (!sorted)
-                        return -ENOMEM;
-                memcpy(sorted, m->workers, m->n_workers * sizeof *sorted);
-                qsort(sorted, m->n_workers, sizeof *sorted, worker_compare);
-        }
+        if (n_workers > 1)
+                qsort(workers, n_workers, sizeof *workers, worker_compare);
         r = strbuf_append(&buf, &len, &cap, head, strlen(head));
-        for (size_t i = 0; r >= 0 && i < m->n_workers; i++) {
-                const char *text = pod_worker_status_text(sorted[i]);
+        for (size_t i = 0; r >= 0 && i < n_workers; i++) {
+                const char *text = pod_worker_status_text(workers[i]);
                 if (!text)
                         continue;
                 if (n++ > 0)
@@ -115,6 +112,64 @@ int pod_manager_pod_list_json(PodManager *m, char **ret, size_t *ret_size) {
         *ret_size = len;
         *ret = TAKE_PTR(buf);
         return 0;
+}
+
+int pod_manager_pod_list_json(PodManager *m, char **ret, size_t *ret_size) {
+        _cleanup_free_ PodWorker **sorted = NULL;
+
+        if (m->n_workers > 0) {
+                sorted = calloc(m->n_workers, sizeof *sorted);
+                if (!sorted)
+                        return -ENOMEM;
+                memcpy(sorted, m->workers, m->n_workers * sizeof *sorted);
+        }
+        return pod_list_json(sorted, m->n_workers, ret, ret_size);
+}
+
+/* The limits eviction's local storage check compares usage with
+ * (eviction-manager.c's local_limit_exceeded()): an app container's
+ * limits.ephemeral-storage, an emptyDir's sizeLimit. */
+static bool has_local_storage_limit(const Pod *pod) {
+        if (!pod)
+                return false;
+        for (size_t i = 0; i < pod->spec.n_containers; i++) {
+                const OptionalQuantity *q =
+                        &pod->spec.containers[i].resources.limits.ephemeral_storage;
+                if (q->set && q->value.value > 0)
+                        return true;
+        }
+        for (size_t i = 0; i < pod->spec.n_volumes; i++) {
+                const Volume *v = &pod->spec.volumes[i];
+                if (v->type == VOLUME_EMPTY_DIR && v->empty_dir.size_limit.set &&
+                    v->empty_dir.size_limit.value.value > 0)
+                        return true;
+        }
+        return false;
+}
+
+int pod_manager_local_limits_json(PodManager *m, char **ret_list, size_t *ret_list_size,
+                                  char **ret_summary, size_t *ret_summary_size) {
+        _cleanup_free_ PodWorker **limited = NULL;
+        _cleanup_free_ char *list = NULL;
+        size_t n = 0;
+        int r;
+
+        for (size_t i = 0; i < m->n_workers; i++) {
+                if (!has_local_storage_limit(pod_worker_state(m->workers[i])->pod))
+                        continue;
+                if (!limited && !(limited = calloc(m->n_workers, sizeof *limited)))
+                        return -ENOMEM;
+                limited[n++] = m->workers[i];
+        }
+        if (n == 0)
+                return 0;
+        r = pod_list_json(limited, n, &list, ret_list_size);
+        if (r >= 0)
+                r = pod_stats_summary_json(m->stats, limited, n, ret_summary, ret_summary_size);
+        if (r < 0)
+                return r;
+        *ret_list = TAKE_PTR(list);
+        return (int)MIN(n, (size_t)INT_MAX);
 }
 
 /* The worker that runs (or will run) pod uid. A pod removed and re-added

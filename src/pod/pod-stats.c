@@ -468,10 +468,12 @@ static const ContainerState *listed_container(const PodState *st, size_t i) {
         return container_listed(c) ? c : NULL;
 }
 
+/* The CPU counter only: memory and pids are read when a summary is asked
+ * for, and need no earlier sample. */
 static void sample_cgroup(PodStats *s, const char *path, usec_t now) {
-        CgroupStats cg;
-        if (cgroup_stats_read(s->cgroup_root, path, &cg) >= 0 && cg.has_cpu)
-                (void)cpu_samples_record(s->cpu, path, cg.cpu_usage_ns, now);
+        uint64_t ns;
+        if (cgroup_stats_read_cpu(s->cgroup_root, path, &ns) >= 0)
+                (void)cpu_samples_record(s->cpu, path, ns, now);
 }
 
 void pod_stats_sample(PodStats *s, PodWorker *const *workers, size_t n) {
