@@ -653,9 +653,11 @@ static void adopt_checkpointed(PodManager *m) {
         }
 }
 
-static void relist_all(PodManager *m) {
+/* all: read every container, not only those without an exit watch
+ * (pod_worker_relist()). */
+static void relist_all(PodManager *m, bool all) {
         for (size_t i = 0; i < m->n_workers; i++) {
-                pod_worker_relist(m->workers[i]);
+                pod_worker_relist(m->workers[i], all);
                 /* Pods held by wait-for look again at the pods they wait for. */
                 if (pod_worker_is_waiting(m->workers[i]))
                         pod_worker_request_sync(m->workers[i]);
@@ -672,7 +674,7 @@ static int on_relist(EventSource *s, usec_t now, void *userdata) {
         /* The iteration's start, not the clock now: a loop stopped in the
          * middle of this iteration still shows the stop. */
         m->last_relist = now;
-        relist_all(m);
+        relist_all(m, false);
         metric_observe(m->ctx.metrics.pleg_relist_duration, NULL,
                        (double)(now_usec(CLOCK_MONOTONIC) - begin) / USEC_PER_SEC);
         return event_source_set_time_relative(s, RELIST_PERIOD_USEC);
@@ -695,10 +697,14 @@ static int on_log_timer(EventSource *s, usec_t now, void *userdata) {
 
 /* kubelet's periodic SyncLoop (SYNC): events and the relist sync a pod
  * when something changed; this bounds how long a pod can go without a
- * sync if an event was missed (syncFrequency). */
+ * sync if an event was missed (syncFrequency). The same for exits: the
+ * every-second relist reads only the containers whose exit is not an event
+ * (pod_worker_relist()); this one reads them all, as kubelet's evented PLEG
+ * still relists everything now and then. */
 static int on_sync_timer(EventSource *s, usec_t now, void *userdata) {
         PodManager *m = userdata;
         log_debug("SyncLoop (SYNC): %zu pod(s)", m->n_workers);
+        relist_all(m, true);
         for (size_t i = 0; i < m->n_workers; i++)
                 pod_worker_request_sync(m->workers[i]);
         return event_source_set_time_relative(s, m->o.sync_frequency);
@@ -714,10 +720,13 @@ int pod_manager_stats_summary_json(PodManager *m, char **ret, size_t *ret_size) 
         return pod_stats_summary_json(m->stats, m->workers, m->n_workers, ret, ret_size);
 }
 
-/* conmon writes an exit file the moment a container exits: seeing it through
- * inotify makes exits (and restarts) immediate instead of up to 1 s late. */
+/* The monitor writes an exit file the moment a container exits: seeing it
+ * through inotify makes exits (and restarts) immediate instead of up to 1 s
+ * late for the containers without an exit watch (pod_worker_relist()); the
+ * others' exits are their pidfd's event. An overflowed queue lost events:
+ * everything is read. */
 static int on_exit_file(EventSource *s, const struct inotify_event *ev, void *userdata) {
-        relist_all(userdata);
+        relist_all(userdata, ev->mask & IN_Q_OVERFLOW);
         return 0;
 }
 
