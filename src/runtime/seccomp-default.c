@@ -216,6 +216,10 @@ typedef struct SeccompRule {
         SeccompArg arg;
 } SeccompRule;
 
+/* containerd's lists. On x86_64 the two 32-bit ABIs are two thirds of the
+ * filter runc compiles at each create (docs/BENCHMARKS.md, "The seccomp
+ * profile's cost"), but without them a 32-bit or x32 process is killed
+ * instead of filtered, so they stay. */
 #if defined(__x86_64__)
 static const char *const arches[] = { "SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32", NULL };
 #define names_arch names_amd64
