@@ -387,16 +387,21 @@ static char *local_limit_exceeded(json_t *ps, json_t *spec, const char **ret_sig
 }
 
 /* Every period, whatever the node's pressure: the usage comes from the
- * disk-usage helper's last walk (pod-stats.h), never from the loop. */
+ * disk-usage helper's last walk (pod-stats.h), never from the loop. Only
+ * the pods with a local storage limit are looked at (kubelet ranges over
+ * all and finds nothing to do for the others): with none, as on most nodes,
+ * no summary is built, and the disk-usage walks do not start for this. */
 static void check_local_limits(EvictionManager *m) {
         _cleanup_free_ char *list_text = NULL, *summary_text = NULL;
         size_t size;
 
-        if (pod_manager_pod_list_json(m->pods, &list_text, &size) < 0 ||
-            pod_manager_stats_summary_json(m->pods, &summary_text, &size) < 0) {
+        int r = pod_manager_local_limits_json(m->pods, &list_text, &size, &summary_text, &size);
+        if (r < 0) {
                 (void)log_oom();
                 return;
         }
+        if (r == 0)
+                return;
         _cleanup_json_ json_t *list = json_loads(list_text, 0, NULL);
         _cleanup_json_ json_t *summary = json_loads(summary_text, 0, NULL);
         size_t i;

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -47,6 +48,11 @@ void op_clear_start(ContainerOp *op) {
                 runtime_op_cancel(op->rop);
         op->rop = NULL;
         op->starting = false;
+}
+
+void op_clear_exit_watch(ContainerOp *op) {
+        op->exit_watch = event_source_free(op->exit_watch);
+        op->exit_watch_id = mfree(op->exit_watch_id);
 }
 
 void container_set_waiting(ContainerState *c, const char *reason, const char *message) {
@@ -704,6 +710,7 @@ void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,
         if (op) {
                 op->killing = false;
                 op->grace_timer = event_source_free(op->grace_timer);
+                op_clear_exit_watch(op);
         }
         /* The attempt's runtime state and rootfs go now; its log and bundle
          * stay for `logs -p` and inspection. */
@@ -724,7 +731,48 @@ void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,
                 pod_worker_gc_attempts(w, c, c->attempt - 1);
 }
 
-void pod_worker_relist(PodWorker *w) {
+/* The container's init exited (its pidfd turned readable): the watch has
+ * done its job, and the container is polled by the relist from now on until
+ * its exit is recorded, which this first look usually does at once (the
+ * monitor may still be writing the exit file; the exit-file watch or the
+ * next relist then sees it). */
+static int on_exit_pidfd(EventSource *s, int fd, uint32_t revents, void *userdata) {
+        ContainerOp *op = userdata;
+        ContainerState *c = op_container(op);
+        if (c)
+                worker_log(op->w, LOG_DEBUG, c->spec->name,
+                           "Container \"%s\" of pod \"%s\": its process exited (pidfd).",
+                           c->spec->name, op->w->full_name);
+        op->exit_watch = event_source_free(op->exit_watch);
+        pod_worker_relist(op->w, false);
+        return 0;
+}
+
+/* Tried once per container: a container without a watch is polled. */
+static void arm_exit_watch(PodWorker *w, ContainerOp *op, const ContainerState *c) {
+        if (!(op->exit_watch_id = strdup(c->container_id)))
+                return;
+        int fd = runtime_container_pidfd(w->ctx->o->runtime, c->container_id);
+        if (fd < 0) {
+                if (fd != -ESRCH)
+                        worker_log_errno(w, LOG_DEBUG, fd, c->spec->name,
+                                         "Container \"%s\" of pod \"%s\": no pidfd for its "
+                                         "exit, polled every relist: %m",
+                                         c->spec->name, w->full_name);
+                return;
+        }
+        int r = event_add_io(w->ctx->event, &op->exit_watch, fd, EPOLLIN, on_exit_pidfd, op);
+        if (r >= 0)
+                r = event_source_set_io_fd_own(op->exit_watch, true);
+        if (r < 0) {
+                op->exit_watch = event_source_free(op->exit_watch);
+                safe_close(fd);
+                return;
+        }
+        (void)event_source_set_description(op->exit_watch, "container-exit");
+}
+
+void pod_worker_relist(PodWorker *w, bool all) {
         bool changed = false;
 
         for (size_t slot = 0; slot < w->n_ops; slot++) {
@@ -734,11 +782,19 @@ void pod_worker_relist(PodWorker *w) {
                         continue;
                 if (c->state != CONTAINER_RUNNING && c->state != CONTAINER_CREATED)
                         continue;
+                bool tried = op->exit_watch_id && streq(op->exit_watch_id, c->container_id);
+                if (!tried)
+                        op_clear_exit_watch(op); /* an earlier container's */
+                else if (op->exit_watch && !all)
+                        continue; /* its exit is an event */
                 RuntimeContainerStatus st = {};
                 if (runtime_container_status(w->ctx->o->runtime, c->container_id, &st) < 0)
                         continue;
-                if (st.state == RUNTIME_STATE_RUNNING || st.state == RUNTIME_STATE_CREATED)
+                if (st.state == RUNTIME_STATE_RUNNING || st.state == RUNTIME_STATE_CREATED) {
+                        if (!tried)
+                                arm_exit_watch(w, op, c);
                         continue;
+                }
                 /* Keep the previous attempt for lastState before recording this one. */
                 container_exited(w, op, c, &st);
                 changed = true;

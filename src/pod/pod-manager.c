@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -83,24 +84,20 @@ static int worker_compare(const void *a, const void *b) {
         return k != 0 ? k : strcmp(x->name, y->name);
 }
 
-int pod_manager_pod_list_json(PodManager *m, char **ret, size_t *ret_size) {
+/* The PodList of workers[0..n-1] (sorted here, so the caller's array is
+ * reordered). */
+static int pod_list_json(PodWorker **workers, size_t n_workers, char **ret, size_t *ret_size) {
         static const char head[] = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\","
                                    "\"metadata\":{},\"items\":[";
-        _cleanup_free_ PodWorker **sorted = NULL;
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, cap = 0, n = 0;
         int r;
 
-        if (m->n_workers > 0) {
-                sorted = calloc(m->n_workers, sizeof *sorted);
-                if (!sorted)
-                        return -ENOMEM;
-                memcpy(sorted, m->workers, m->n_workers * sizeof *sorted);
-                qsort(sorted, m->n_workers, sizeof *sorted, worker_compare);
-        }
+        if (n_workers > 1)
+                qsort(workers, n_workers, sizeof *workers, worker_compare);
         r = strbuf_append(&buf, &len, &cap, head, strlen(head));
-        for (size_t i = 0; r >= 0 && i < m->n_workers; i++) {
-                const char *text = pod_worker_status_text(sorted[i]);
+        for (size_t i = 0; r >= 0 && i < n_workers; i++) {
+                const char *text = pod_worker_status_text(workers[i]);
                 if (!text)
                         continue;
                 if (n++ > 0)
@@ -115,6 +112,64 @@ int pod_manager_pod_list_json(PodManager *m, char **ret, size_t *ret_size) {
         *ret_size = len;
         *ret = TAKE_PTR(buf);
         return 0;
+}
+
+int pod_manager_pod_list_json(PodManager *m, char **ret, size_t *ret_size) {
+        _cleanup_free_ PodWorker **sorted = NULL;
+
+        if (m->n_workers > 0) {
+                sorted = calloc(m->n_workers, sizeof *sorted);
+                if (!sorted)
+                        return -ENOMEM;
+                memcpy(sorted, m->workers, m->n_workers * sizeof *sorted);
+        }
+        return pod_list_json(sorted, m->n_workers, ret, ret_size);
+}
+
+/* The limits eviction's local storage check compares usage with
+ * (eviction-manager.c's local_limit_exceeded()): an app container's
+ * limits.ephemeral-storage, an emptyDir's sizeLimit. */
+static bool has_local_storage_limit(const Pod *pod) {
+        if (!pod)
+                return false;
+        for (size_t i = 0; i < pod->spec.n_containers; i++) {
+                const OptionalQuantity *q =
+                        &pod->spec.containers[i].resources.limits.ephemeral_storage;
+                if (q->set && q->value.value > 0)
+                        return true;
+        }
+        for (size_t i = 0; i < pod->spec.n_volumes; i++) {
+                const Volume *v = &pod->spec.volumes[i];
+                if (v->type == VOLUME_EMPTY_DIR && v->empty_dir.size_limit.set &&
+                    v->empty_dir.size_limit.value.value > 0)
+                        return true;
+        }
+        return false;
+}
+
+int pod_manager_local_limits_json(PodManager *m, char **ret_list, size_t *ret_list_size,
+                                  char **ret_summary, size_t *ret_summary_size) {
+        _cleanup_free_ PodWorker **limited = NULL;
+        _cleanup_free_ char *list = NULL;
+        size_t n = 0;
+        int r;
+
+        for (size_t i = 0; i < m->n_workers; i++) {
+                if (!has_local_storage_limit(pod_worker_state(m->workers[i])->pod))
+                        continue;
+                if (!limited && !(limited = calloc(m->n_workers, sizeof *limited)))
+                        return -ENOMEM;
+                limited[n++] = m->workers[i];
+        }
+        if (n == 0)
+                return 0;
+        r = pod_list_json(limited, n, &list, ret_list_size);
+        if (r >= 0)
+                r = pod_stats_summary_json(m->stats, limited, n, ret_summary, ret_summary_size);
+        if (r < 0)
+                return r;
+        *ret_list = TAKE_PTR(list);
+        return (int)MIN(n, (size_t)INT_MAX);
 }
 
 /* The worker that runs (or will run) pod uid. A pod removed and re-added
@@ -598,9 +653,11 @@ static void adopt_checkpointed(PodManager *m) {
         }
 }
 
-static void relist_all(PodManager *m) {
+/* all: read every container, not only those without an exit watch
+ * (pod_worker_relist()). */
+static void relist_all(PodManager *m, bool all) {
         for (size_t i = 0; i < m->n_workers; i++) {
-                pod_worker_relist(m->workers[i]);
+                pod_worker_relist(m->workers[i], all);
                 /* Pods held by wait-for look again at the pods they wait for. */
                 if (pod_worker_is_waiting(m->workers[i]))
                         pod_worker_request_sync(m->workers[i]);
@@ -617,7 +674,7 @@ static int on_relist(EventSource *s, usec_t now, void *userdata) {
         /* The iteration's start, not the clock now: a loop stopped in the
          * middle of this iteration still shows the stop. */
         m->last_relist = now;
-        relist_all(m);
+        relist_all(m, false);
         metric_observe(m->ctx.metrics.pleg_relist_duration, NULL,
                        (double)(now_usec(CLOCK_MONOTONIC) - begin) / USEC_PER_SEC);
         return event_source_set_time_relative(s, RELIST_PERIOD_USEC);
@@ -640,10 +697,14 @@ static int on_log_timer(EventSource *s, usec_t now, void *userdata) {
 
 /* kubelet's periodic SyncLoop (SYNC): events and the relist sync a pod
  * when something changed; this bounds how long a pod can go without a
- * sync if an event was missed (syncFrequency). */
+ * sync if an event was missed (syncFrequency). The same for exits: the
+ * every-second relist reads only the containers whose exit is not an event
+ * (pod_worker_relist()); this one reads them all, as kubelet's evented PLEG
+ * still relists everything now and then. */
 static int on_sync_timer(EventSource *s, usec_t now, void *userdata) {
         PodManager *m = userdata;
         log_debug("SyncLoop (SYNC): %zu pod(s)", m->n_workers);
+        relist_all(m, true);
         for (size_t i = 0; i < m->n_workers; i++)
                 pod_worker_request_sync(m->workers[i]);
         return event_source_set_time_relative(s, m->o.sync_frequency);
@@ -659,10 +720,13 @@ int pod_manager_stats_summary_json(PodManager *m, char **ret, size_t *ret_size) 
         return pod_stats_summary_json(m->stats, m->workers, m->n_workers, ret, ret_size);
 }
 
-/* conmon writes an exit file the moment a container exits: seeing it through
- * inotify makes exits (and restarts) immediate instead of up to 1 s late. */
+/* The monitor writes an exit file the moment a container exits: seeing it
+ * through inotify makes exits (and restarts) immediate instead of up to 1 s
+ * late for the containers without an exit watch (pod_worker_relist()); the
+ * others' exits are their pidfd's event. An overflowed queue lost events:
+ * everything is read. */
 static int on_exit_file(EventSource *s, const struct inotify_event *ev, void *userdata) {
-        relist_all(userdata);
+        relist_all(userdata, ev->mask & IN_Q_OVERFLOW);
         return 0;
 }
 

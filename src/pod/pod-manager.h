@@ -108,6 +108,15 @@ int pod_manager_pod_list_json(PodManager *m, char **ret, size_t *ret_size);
  * never blocks. ret is malloc'd and NUL-terminated; 0 or -ENOMEM. */
 int pod_manager_stats_summary_json(PodManager *m, char **ret, size_t *ret_size);
 
+/* For eviction's local storage limits (src/gc/eviction.h): the PodList and
+ * the Summary as the two calls above make them, restricted to the pods that
+ * have such a limit (an app container's limits.ephemeral-storage, an
+ * emptyDir's sizeLimit). Returns how many pods that is; with none (the
+ * common case) nothing is built or read, and ret_list and ret_summary are
+ * left alone. -ENOMEM. */
+int pod_manager_local_limits_json(PodManager *m, char **ret_list, size_t *ret_list_size,
+                                  char **ret_summary, size_t *ret_summary_size);
+
 /* Node-pressure eviction (src/gc/eviction.h) of the pod with this UID
  * (pod_worker_evict()); -ENOENT when no live worker has it. */
 int pod_manager_evict(PodManager *m, const char *uid, const char *message);

@@ -142,6 +142,14 @@ struct ContainerOp {
         bool killing;
         usec_t kill_deadline; /* CLOCK_MONOTONIC; preStop runs until then at most */
         EventSource *grace_timer;
+
+        /* The exit of the running container as an event (pod_worker_relist()):
+         * a pidfd of its init in the loop. exit_watch_id is the container it
+         * was tried for; with it set and no source, that container is polled
+         * (no pidfd could be had, or it fired and the exit is not recorded
+         * yet). */
+        EventSource *exit_watch;
+        char *exit_watch_id;
 };
 
 static inline ContainerState *op_container(ContainerOp *op) {
@@ -196,6 +204,7 @@ int worker_pull_auths(PodWorker *w, char **ret_json, char **ret_error);
 
 /* pod-containers.c */
 void op_clear_start(ContainerOp *op);
+void op_clear_exit_watch(ContainerOp *op);
 void container_set_waiting(ContainerState *c, const char *reason, const char *message);
 void container_start(PodWorker *w, const ContainerStartAction *a);
 /* A terminating pod's start that waits for an image pull is given up at

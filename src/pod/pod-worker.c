@@ -45,6 +45,7 @@ static void op_free(ContainerOp *op) {
         if (!op)
                 return;
         op_clear_start(op);
+        op_clear_exit_watch(op);
         event_source_free(op->grace_timer);
         free(op);
 }

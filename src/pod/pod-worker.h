@@ -77,8 +77,13 @@ void pod_worker_terminate(PodWorker *w, const char *reason);
  * restarts, as in Kubernetes). A removed object leaves the last content
  * (a warning says so), unless the reference is optional. */
 void pod_worker_local_object_changed(PodWorker *w, const ManifestObject *object);
-/* PLEG: re-reads the runtime state of the pod's containers. */
-void pod_worker_relist(PodWorker *w);
+/* PLEG: re-reads the runtime state of the pod's containers and records
+ * the exits it finds. A running container's exit is an event (a pidfd of
+ * its init in the loop, runtime_container_pidfd()), so all=false skips the
+ * containers whose watch is armed: only those without one (none could be
+ * had, or it fired and the exit is not recorded yet) are read. all=true
+ * reads every container (the safety net for a missed event). */
+void pod_worker_relist(PodWorker *w, bool all);
 
 /* ---- what the manager (and the log upkeep) may know of a worker ----
  * Everything else is private (pod-worker-internal.h). The getters borrow:

@@ -79,16 +79,30 @@ static uint64_t sub_floor(uint64_t a, uint64_t b) {
         return a > b ? a - b : 0;
 }
 
-static void read_v1(const char *root, const char *path, CgroupStats *st) {
+static void read_cpu_v1(const char *root, const char *path, CgroupStats *st) {
         static const char *const cpu_dirs[] = { "cpuacct", "cpu,cpuacct", "cpuacct,cpu" };
-        _cleanup_free_ char *mem = strprintf("%s/memory", root);
-        _cleanup_free_ char *stat = NULL;
-        uint64_t inactive = 0;
-
         for (size_t i = 0; i < sizeof cpu_dirs / sizeof cpu_dirs[0] && !st->has_cpu; i++) {
                 _cleanup_free_ char *d = strprintf("%s/%s", root, cpu_dirs[i]);
                 st->has_cpu = d && read_u64(d, path, "cpuacct.usage", &st->cpu_usage_ns) >= 0;
         }
+}
+
+static void read_cpu_v2(const char *root, const char *path, CgroupStats *st) {
+        _cleanup_free_ char *cpu = NULL;
+        uint64_t usec;
+        if (read_kernel_file(root, path, "cpu.stat", &cpu) >= 0 &&
+            keyed_value(cpu, "usage_usec", &usec) >= 0) {
+                st->has_cpu = true;
+                st->cpu_usage_ns = usec * NSEC_PER_USEC;
+        }
+}
+
+static void read_v1(const char *root, const char *path, CgroupStats *st) {
+        _cleanup_free_ char *mem = strprintf("%s/memory", root);
+        _cleanup_free_ char *stat = NULL;
+        uint64_t inactive = 0;
+
+        read_cpu_v1(root, path, st);
         _cleanup_free_ char *pids = strprintf("%s/pids", root);
         st->has_pids = pids && read_u64(pids, path, "pids.current", &st->pids_current) >= 0;
         if (!mem || read_u64(mem, path, "memory.usage_in_bytes", &st->memory_usage) < 0 ||
@@ -108,14 +122,10 @@ static void read_v1(const char *root, const char *path, CgroupStats *st) {
 }
 
 static void read_v2(const char *root, const char *path, CgroupStats *st) {
-        _cleanup_free_ char *cpu = NULL, *stat = NULL, *max = NULL;
-        uint64_t usec, inactive = 0;
+        _cleanup_free_ char *stat = NULL, *max = NULL;
+        uint64_t inactive = 0;
 
-        if (read_kernel_file(root, path, "cpu.stat", &cpu) >= 0 &&
-            keyed_value(cpu, "usage_usec", &usec) >= 0) {
-                st->has_cpu = true;
-                st->cpu_usage_ns = usec * NSEC_PER_USEC;
-        }
+        read_cpu_v2(root, path, st);
         st->has_pids = read_u64(root, path, "pids.current", &st->pids_current) >= 0;
         if (read_u64(root, path, "memory.current", &st->memory_usage) < 0 ||
             read_kernel_file(root, path, "memory.stat", &stat) < 0)
@@ -154,6 +164,24 @@ int cgroup_stats_read(const char *cgroup_root, const char *path, CgroupStats *re
         return 0;
 }
 
+int cgroup_stats_read_cpu(const char *cgroup_root, const char *path, uint64_t *ret_ns) {
+        CgroupStats st = {};
+        int r = path_check(path);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *controllers = strprintf("%s/cgroup.controllers", cgroup_root);
+        if (!controllers)
+                return -ENOMEM;
+        if (access(controllers, F_OK) == 0)
+                read_cpu_v2(cgroup_root, path, &st);
+        else
+                read_cpu_v1(cgroup_root, path, &st);
+        if (!st.has_cpu)
+                return -ENOENT;
+        *ret_ns = st.cpu_usage_ns;
+        return 0;
+}
+
 int cgroup_stats_read_node_memory(const char *proc_dir, CgroupStats *ret) {
         CgroupStats st = { .has_memory = true };
         _cleanup_free_ char *mi = NULL, *vm = NULL;
@@ -183,14 +211,11 @@ int cgroup_stats_read_node_memory(const char *proc_dir, CgroupStats *ret) {
 }
 
 int cgroup_stats_read_node_cpu(const char *cgroup_root, const char *proc_dir, uint64_t *ret_ns) {
-        CgroupStats st;
         _cleanup_free_ char *stat = NULL;
         unsigned long long v[8] = {};
 
-        if (cgroup_stats_read(cgroup_root, "/", &st) >= 0 && st.has_cpu) {
-                *ret_ns = st.cpu_usage_ns;
+        if (cgroup_stats_read_cpu(cgroup_root, "/", ret_ns) >= 0)
                 return 0;
-        }
         int r = read_kernel_file(proc_dir, "/", "stat", &stat);
         if (r < 0)
                 return r;

@@ -1,5 +1,6 @@
 /* Container status from files only, no child process (the PLEG relist runs
- * it every second for every container).
+ * it every second for the containers whose exit is not watched with
+ * runtime_container_pidfd(), and every syncFrequency for all).
  *
  * Supported layouts under the runtime root (<run>/runc):
  * - runc 1.1: <root>/<id>/state.json with "init_process_pid" and
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -243,4 +245,30 @@ int runtime_container_status(Runtime *rt, const char *id, RuntimeContainerStatus
         }
         *ret = s;
         return 0;
+}
+
+int runtime_container_pidfd(Runtime *rt, const char *id) {
+        pid_t pid = 0;
+        unsigned long long start = 0, actual = 0;
+
+        if (!rt || !container_id_valid(id))
+                return -EINVAL;
+        int r = read_state(rt, id, &pid, &start);
+        if (r < 0)
+                return r;
+        if (pid <= 0)
+                return -ESRCH;
+        _cleanup_close_ int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (fd < 0)
+                return -errno;
+        /* Checked after the open: if the recorded process still has the PID
+         * now, it had it at the open too (it started long before), so the
+         * pidfd is its own and not a reused PID's. A zombie counts as gone:
+         * its monitor is about to reap it. */
+        r = proc_start_time(pid, &actual);
+        if (r < 0)
+                return r;
+        if (r == 0 || (start != 0 && actual != start))
+                return -ESRCH;
+        return TAKE_FD(fd);
 }

@@ -101,8 +101,17 @@ typedef struct RuntimeContainerStatus {
 
 /* Cheap and synchronous (reads files, no child process): the runtime's
  * state.json under its root, /proc and conmon's exit file. Used by the
- * PLEG relist every second and by the CLI while the agent is down. */
+ * PLEG relist and by the CLI while the agent is down. */
 int runtime_container_status(Runtime *rt, const char *id, RuntimeContainerStatus *ret);
+/* A pidfd (pidfd_open(2), O_CLOEXEC) of the container's init process as
+ * the runtime's state records it, so that its exit is an event: the fd turns
+ * readable (EPOLLIN) once that process has exited. The start time is checked
+ * after the open, so a reused PID is never what the fd refers to. Returns
+ * the fd (the caller closes it), -ESRCH when the process is gone (or a
+ * zombie), -ENOENT when the runtime does not know the container, another
+ * -errno (-ENOSYS before Linux 5.3, -EMFILE) when none can be had: the
+ * caller then polls runtime_container_status(). */
+int runtime_container_pidfd(Runtime *rt, const char *id);
 /* Every container ID the runtime root holds (for orphan cleanup). */
 int runtime_list_ids(Runtime *rt, char ***ret_ids);
 /* Directory conmon writes exit files into (watch it with inotify to see

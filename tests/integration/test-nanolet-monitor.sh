@@ -11,7 +11,9 @@
 #    (`cat` keeps running), exit codes reach the status;
 #  - switching monitors: a container started under conmon is adopted by an
 #    agent running nanolet-monitor, and its exit code still comes from
-#    conmon's exit file.
+#    conmon's exit file;
+#  - a container that dies while its monitor is stopped, the monitor then
+#    killed (no exit file): the exit is still recorded and the pod restarts.
 . "$(dirname "$0")/lib.sh"
 require_root
 . "$(dirname "$0")/lib-agent.sh"
@@ -171,6 +173,25 @@ kill -0 "$mp" 2>/dev/null && ok "monitor survives the agent's kill -9" || fail "
 start_agent --container-monitor=nanolet
 check_field "handover adopted after kill -9" handover \
         'p["status"]["containerStatuses"][0]["restartCount"] == 1 and "running" in p["status"]["containerStatuses"][0]["state"]' True
+
+# --- 4. the container dies while its monitor is stopped, then the monitor is
+# killed: no exit file is ever written. The agent sees the death as an event
+# (the init's pidfd), keeps the container running while the monitor may
+# still write the file, polls it, and once the monitor is gone records the
+# exit without a code (137) and restarts it.
+hid4=$(container_id handover)
+mp=$(monitor_pid "$hid4")
+cpid=$(runc --root "$RUN/runc" state "$hid4" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+kill -STOP "$mp"
+kill -KILL "$cpid"
+for ((i = 0; i < 50; i++)); do [ "$(awk '{print $3}' "/proc/$cpid/stat" 2>/dev/null)" = Z ] && break; sleep 0.1; done
+[ "$(awk '{print $3}' "/proc/$cpid/stat" 2>/dev/null)" = Z ] && ok "the container is a zombie of its stopped monitor" ||
+        fail "container $cpid: $(cat "/proc/$cpid/stat" 2>/dev/null)"
+kill -KILL "$mp"
+check_field "an exit without an exit file recorded (137) once the monitor is gone" handover \
+        'p["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"] == 137 and p["status"]["containerStatuses"][0]["lastState"]["terminated"]["containerID"].endswith("'"$hid4"'")' True 60
+check_field "handover restarted again" handover \
+        'p["status"]["containerStatuses"][0]["restartCount"] == 2 and "running" in p["status"]["containerStatuses"][0]["state"]' True 60
 
 rm -f "$MAN"/*.yaml
 for ((i = 0; i < 250; i++)); do [ -z "$(ls "$RUN/status" 2>/dev/null | grep -vx sources.json | grep json)" ] && break; sleep 0.2; done

@@ -74,6 +74,10 @@ static void test_v1(void **state) {
         /* v1's "unlimited" is no limit: no availableBytes. */
         assert_true(st.memory_limit == CGROUP_STATS_NO_LIMIT);
         assert_false(st.has_memory_available);
+        /* The counter alone, as the periodic sample reads it. */
+        uint64_t ns = 0;
+        assert_int_equal(cgroup_stats_read_cpu(root, cg, &ns), 0);
+        assert_int_equal(ns, 123456789);
         /* no pids hierarchy for it: no task count */
         assert_false(st.has_pids);
         put(root, "pids/nanolet/podA/ctr-1/pids.current", "17\n");
@@ -107,6 +111,11 @@ static void test_v1_comount_and_missing(void **state) {
         assert_int_equal(st.cpu_usage_ns, 42);
         assert_false(st.has_memory);
 
+        uint64_t ns = 0;
+        assert_int_equal(cgroup_stats_read_cpu(root, "/nanolet/podB", &ns), 0);
+        assert_int_equal(ns, 42);
+        assert_int_equal(cgroup_stats_read_cpu(root, "/nanolet/gone", &ns), -ENOENT);
+        assert_int_equal(cgroup_stats_read_cpu(root, "/nanolet/../etc", &ns), -EINVAL);
         assert_int_equal(cgroup_stats_read(root, "/nanolet/gone", &st), -ENOENT);
         assert_int_equal(cgroup_stats_read(root, "relative", &st), -EINVAL);
         assert_int_equal(cgroup_stats_read(root, "/nanolet/../etc", &st), -EINVAL);
@@ -137,6 +146,9 @@ static void test_v2(void **state) {
         assert_int_equal(cgroup_stats_read(root, "/nanolet/podA/ctr-1", &st), 0);
         assert_true(st.has_cpu);
         assert_int_equal(st.cpu_usage_ns, 2500000000ULL);
+        uint64_t cpu_ns = 0;
+        assert_int_equal(cgroup_stats_read_cpu(root, "/nanolet/podA/ctr-1", &cpu_ns), 0);
+        assert_int_equal(cpu_ns, 2500000000ULL);
         assert_true(st.has_memory);
         assert_int_equal(st.memory_usage, 20971520);
         assert_int_equal(st.memory_working_set, 20971520 - 3145728);
@@ -158,6 +170,7 @@ static void test_v2(void **state) {
         /* The v1 layout is not looked at in a v2 tree. */
         put(root, "cpuacct/nanolet/podZ/cpuacct.usage", "1\n");
         assert_int_equal(cgroup_stats_read(root, "/nanolet/podZ", &st), -ENOENT);
+        assert_int_equal(cgroup_stats_read_cpu(root, "/nanolet/podZ", &cpu_ns), -ENOENT);
 
         /* The root cgroup's cpu.stat is the node's CPU. */
         put(root, "cpu.stat", "usage_usec 9000000\n");

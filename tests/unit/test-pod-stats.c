@@ -66,6 +66,32 @@ static void test_samples(void **state) {
         assert_true(cpu_samples_has(s, "/k99"));
         assert_int_equal(cpu_samples_nano_cores(s, "/k99", 99 + 1000000000ULL, 2 * S, &r), 0);
         assert_int_equal(r, 1000000000ULL);
+
+        /* Passes in the timer's order, in reverse, with a key recorded twice
+         * in a row and a new one in the middle: each sample lands on its own
+         * key (one core each over the last second). */
+        for (unsigned pass = 0; pass < 3; pass++)
+                for (unsigned j = 0; j < 100; j++) {
+                        unsigned i = pass == 1 ? 99 - j : j;
+                        char k[32];
+                        snprintf(k, sizeof k, "/k%u", i);
+                        uint64_t u = i + (pass + 1) * 1000000000ULL;
+                        assert_int_equal(cpu_samples_record(s, k, u, (2 + pass) * S), 0);
+                        if (pass == 2 && i == 50) {
+                                assert_int_equal(cpu_samples_record(s, k, u, (2 + pass) * S), 0);
+                                assert_int_equal(cpu_samples_record(s, "/new", 0, 4 * S), 0);
+                        }
+                }
+        cpu_samples_sweep(s);
+        assert_false(cpu_samples_has(s, "/b"));
+        for (unsigned i = 0; i < 100; i++) {
+                char k[32];
+                snprintf(k, sizeof k, "/k%u", i);
+                assert_int_equal(cpu_samples_nano_cores(s, k, i + 4000000000ULL, 5 * S, &r), 0);
+                assert_int_equal(r, 1000000000ULL);
+        }
+        assert_int_equal(cpu_samples_nano_cores(s, "/new", 1000000000ULL, 5 * S, &r), 0);
+        assert_int_equal(r, 1000000000ULL);
 }
 
 static json_t *get(json_t *o, const char *path) {

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -327,6 +328,15 @@ static void test_lifecycle(void **state) {
         assert_int_equal(kill(c.pid, 0), 0);
         assert_int_equal(s.exit_code, -1);
 
+        /* The exit as an event: a pidfd of the init, not readable while it
+         * runs; none for a recorded start time that is not the process's
+         * (a reused PID) or for an unknown container. */
+        int pidfd = runtime_container_pidfd(f->rt, "life");
+        assert_true(pidfd >= 0);
+        struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+        assert_int_equal(poll(&pfd, 1, 0), 0);
+        assert_int_equal(runtime_container_pidfd(f->rt, "nonexistent"), -ENOENT);
+
         /* The relist's state cache follows a rewritten state.json. */
         _cleanup_free_ char *sp = strprintf("%s/runc/life/state.json", f->run_dir);
         _cleanup_free_ char *orig = NULL;
@@ -341,6 +351,14 @@ static void test_lifecycle(void **state) {
         assert_int_equal(write_file_atomic(sp, changed, strlen(changed), 0600), 0);
         assert_int_equal(runtime_container_status(f->rt, "life", &s), 0);
         assert_int_equal(s.pid, 1);
+        j = json_loads(orig, 0, NULL);
+        json_object_set_new(
+                j, "init_process_start",
+                json_integer(json_integer_value(json_object_get(j, "init_process_start")) + 1));
+        _cleanup_free_ char *reused = json_dumps(j, JSON_COMPACT);
+        json_decref(j);
+        assert_int_equal(write_file_atomic(sp, reused, strlen(reused), 0600), 0);
+        assert_int_equal(runtime_container_pidfd(f->rt, "life"), -ESRCH);
         assert_int_equal(write_file_atomic(sp, orig, orig_len, 0600), 0);
         assert_int_equal(runtime_container_status(f->rt, "life", &s), 0);
         assert_int_equal(s.pid, c.pid);
@@ -351,6 +369,10 @@ static void test_lifecycle(void **state) {
 
         r = kill_ctr(f, "life", SIGTERM);
         assert_int_equal(r.r, 0);
+        /* The pidfd taken while it ran turns readable once it exited. */
+        assert_int_equal(poll(&pfd, 1, 10 * 1000), 1);
+        assert_true(pfd.revents & POLLIN);
+        safe_close(pidfd);
         s = wait_state(f, "life", RUNTIME_STATE_STOPPED);
         assert_int_equal(s.exit_code, 143);
         assert_int_equal(s.pid, 0);
