@@ -144,11 +144,17 @@ bool store_layer_exists(ImageStore *s, const char *chain_id) {
         return dir_exists_at(s->layers_fd, chain_id + 7) && chain_stale(s, chain_id + 7) == 0;
 }
 
+/* A record is a file; whatever else sits under its name goes too. */
+static void record_remove(ImageStore *s, const char *name) {
+        if (unlinkat(s->unflushed_fd, name, 0) < 0 && errno != ENOENT)
+                (void)rm_rf_at(s->unflushed_fd, name);
+}
+
 static void records_remove_chain(ImageStore *s, char **names, const char *hex) {
         char chain[65];
         STRV_FOREACH(n, names)
                 if (!record_name_parse(*n, chain) || streq(chain, hex))
-                        (void)unlinkat(s->unflushed_fd, *n, 0);
+                        record_remove(s, *n);
 }
 
 /* Removes the layer dir (renamed away first, so that its chain ID name is
@@ -172,8 +178,8 @@ static int layer_remove(ImageStore *s, const char *hex, Error *err) {
         if (!away)
                 return -ENOMEM;
         if (renameat(s->layers_fd, hex, s->layers_fd, away) < 0)
-                return errno == ENOENT ? 0 : error_set(err, -errno, "cannot remove layer %s: %m",
-                                                       hex);
+                return errno == ENOENT ? 0
+                                       : error_set(err, -errno, "cannot remove layer %s: %m", hex);
         (void)rm_rf_at(s->layers_fd, away);
         return 0;
 }
@@ -228,8 +234,7 @@ int store_layer_record(ImageStore *s, const char *tmp, Error *err) {
                 r = -errno;
         if (r < 0) {
                 (void)unlinkat(s->unflushed_fd, name, 0);
-                return error_set(err, r, "cannot write the layer's flush record: %s",
-                                 strerror(-r));
+                return error_set(err, r, "cannot write the layer's flush record: %s", strerror(-r));
         }
         return 1;
 }
@@ -252,7 +257,7 @@ int store_records_cleanup_locked(ImageStore *s) {
                 if (!record_name_parse(*n, chain) || !dir_exists_at(s->layers_fd, chain)) {
                         /* No writer runs (the caller holds .gc.lock
                          * exclusive): a record of no layer is a leftover. */
-                        (void)unlinkat(s->unflushed_fd, *n, 0);
+                        record_remove(s, *n);
                         continue;
                 }
                 if (record_state(s, *n) == LAYER_RECORD_CURRENT)
@@ -268,7 +273,7 @@ int store_records_cleanup_locked(ImageStore *s) {
                         continue;
                 }
                 (void)fsync(s->layers_fd);
-                (void)unlinkat(s->unflushed_fd, *n, 0);
+                record_remove(s, *n);
         }
         return 0;
 }
@@ -286,7 +291,8 @@ int image_store_flush_layers(ImageStore *s, char ***ret_flushed, Error *err) {
 
         /* Shared: no prune or stale removal runs meanwhile, so a layer seen
          * here is the one the syncfs() below flushes. Pulls may run. */
-        if ((r = store_lock(s, GC_LOCK, LOCK_SH, &gc, err)) < 0 || (r = records_list(s, &names)) < 0)
+        if ((r = store_lock(s, GC_LOCK, LOCK_SH, &gc, err)) < 0 ||
+            (r = records_list(s, &names)) < 0)
                 return r;
         STRV_FOREACH(n, names) {
                 /* The record first, then the layer: a layer renamed into

@@ -47,8 +47,8 @@ int store_layer_unpack_tmp(ImageStore *s, int blob_fd, const char *blob_digest, 
         _cleanup_close_ int fd = -EBADF;
         if (recorded < 0)
                 r = recorded;
-        else if ((fd = openat(s->layers_fd, tmp,
-                              O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        else if ((fd = openat(s->layers_fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) <
+                 0)
                 r = error_set(err, -errno, "cannot open layer directory: %m");
         else if (fchmod(fd, 0755) < 0)
                 r = error_set(err, -errno, "cannot chmod layer directory: %m");
