@@ -9,6 +9,12 @@
 #   BENCH_NO_LOCK=1 (do not take /tmp/nanolet-itest.lock)
 #   BENCH_BASE=PATH another nanolet binary (e.g. main's build) pulled in the
 #   same runs, interleaved, for a before/after in one lock hold
+#   BENCH_SYNC=0 (do not flush the filesystem, untimed, between the timed
+#   commands)
+# Each timed command starts on a quiet disk: an untimed `sync -f` just before
+# it waits for whatever the previous ones left to write back (nanolet
+# flushes its layers after its exit, skopeo never; `rm -rf` of the last
+# store), so that no command is slowed down by another's write-back.
 # nanolet's figure includes what skopeo does not do: unpacking every layer
 # into the store's layer directories (overlapped with the downloads) and
 # committing the image.
@@ -109,16 +115,19 @@ if [ -n "${BENCH_HOLD:-}" ]; then # for profiling by hand: keep the registry up
 fi
 
 now() { date +%s.%N; }
+quiesce() { [ "${BENCH_SYNC:-1}" = 0 ] || sync -f "$WORK"; }
 declare -a T_NANOLET T_SKOPEO T_DOWN T_UNPACK T_BASE
 for ((r = 0; r < RUNS; r++)); do
         if [ -n "${BENCH_BASE:-}" ]; then
                 rm -rf "$WORK/root"
+                quiesce
                 tb=$(now)
                 "$BENCH_BASE" image --root-dir "$WORK/root" pull -q --registry-certs-dir "$CERTS" \
                         --credential-file "$WORK/config.json" --registries-conf /dev/null "$REG/bench/big:v1"
                 T_BASE+=("$(echo "$(now) - $tb" | bc)")
         fi
         rm -rf "$WORK/root" "$WORK/oci"
+        quiesce
         t0=$(now)
         NANOLET_LOG_LEVEL=7 "$NANOLET" image --root-dir "$WORK/root" pull -q --registry-certs-dir "$CERTS" \
                 --credential-file "$WORK/config.json" --registries-conf /dev/null "$REG/bench/big:v1" \
@@ -127,10 +136,12 @@ for ((r = 0; r < RUNS; r++)); do
         phases=$(sed -n 's/.*meanwhile) in \([0-9.]*\)s, rest unpacked and committed in \([0-9.]*\)s.*/\1 \2/p' "$WORK/pull.log")
         T_DOWN+=("${phases% *}")
         T_UNPACK+=("${phases#* }")
+        quiesce
+        t1s=$(now)
         skopeo copy -q --src-creds bench:bench --src-cert-dir "$CERTS/$REG" "docker://$REG/bench/big:v1" "oci:$WORK/oci:big"
         t2=$(now)
         T_NANOLET+=("$(echo "$t1 - $t0" | bc)")
-        T_SKOPEO+=("$(echo "$t2 - $t1" | bc)")
+        T_SKOPEO+=("$(echo "$t2 - $t1s" | bc)")
 done
 python3 - "$size" "$LAYERS" "${T_NANOLET[*]}" "${T_SKOPEO[*]}" "$(skopeo --version)" "${T_DOWN[*]}" "${T_UNPACK[*]}" "${T_BASE[*]:-}" <<'PY'
 import statistics, sys

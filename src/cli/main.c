@@ -36,6 +36,8 @@ static const struct {
 static int internal_helper(int argc, char **argv) {
         if (argc > 0 && streq(argv[0], IMAGE_HELPER_UNPACK_ROOTFS))
                 return image_helper_main(argc, argv);
+        if (argc > 0 && streq(argv[0], IMAGE_HELPER_FLUSH))
+                return image_flush_helper_main(argc, argv);
         if (argc > 0 && streq(argv[0], IMAGE_HELPER_PULL))
                 return image_pull_helper_main(argc, argv);
         if (argc > 0 && streq(argv[0], LOG_ROTATE_HELPER_MODE))

@@ -192,8 +192,10 @@ static void on_pull_job_done(ImagePull *pull, int r, const char *digest, const c
         image_pull_cancel(pull); /* ended: this only frees it */
         done(pull_userdata, r, digest, error);
         /* SPEC §14: after each pull, not only on the timer. */
-        if (r >= 0)
+        if (r >= 0) {
                 image_gc_check(d->image_gc);
+                image_flusher_request(d->flusher);
+        }
 }
 
 static int pull_job_start(void *userdata, const char *ref, const char *auths_json,
@@ -314,6 +316,9 @@ static int daemon_setup_runtime(Daemon *d) {
         if (r < 0)
                 return log_error_errno(r, "Failed to open the image store in \"%s\": %s",
                                        c->root_dir, ierr.message);
+        r = image_flusher_new(d->event, d->images, 0, &d->flusher);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the layer flush: %m");
         r = daemon_setup_metrics(d);
         if (r < 0)
                 return r;
@@ -593,6 +598,7 @@ Daemon *daemon_free(Daemon *d) {
         api_server_free(d->healthz_api);
         eviction_manager_free(d->eviction);
         image_gc_free(d->image_gc);
+        image_flusher_free(d->flusher);
         pod_manager_free(d->pod_manager);
         image_pulls_free(d->pulls);
         /* Children still running are SIGKILLed with their process group

@@ -13,6 +13,10 @@ struct ImageStore {
         int images_fd;
         int blobs_fd; /* images/blobs/sha256 */
         int layers_fd;
+        int unflushed_fd; /* layers/.unflushed (image-store-flush.c) */
+        /* This boot's ID (/proc/sys/kernel/random/boot_id), "" when it
+         * cannot be read: layers are then flushed before their rename. */
+        char boot_id[37];
         ImageLimits limits;
         /* image_store_get()'s answers, so that a container start does not
          * read and hash every manifest and config blob: the index as last
@@ -37,6 +41,10 @@ struct ImageStore {
 #define TMP_PREFIX ".tmp-"
 /* images/.tmp-partial-<hex>: a registry download in progress or interrupted. */
 #define PARTIAL_PREFIX TMP_PREFIX "partial-"
+/* layers/.unflushed/<chain-hex>-<rnd>: a layer committed before its files
+ * reached the disk (image-store-flush.c). */
+#define UNFLUSHED_DIR ".unflushed"
+#define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
 
 /* image_store_open(); cleanup_stale false for a helper working for an agent
  * that has the store open (it cleaned up when it opened it). */
@@ -63,7 +71,25 @@ int store_layer_unpack_tmp(ImageStore *s, int blob_fd, const char *blob_digest, 
                            const atomic_bool *cancel, char **ret_tmp, Error *err);
 /* Renames a temp layer dir to its chain ID name; a concurrent winner is fine. */
 int store_layer_commit(ImageStore *s, const char *tmp, const char *chain_id, Error *err);
+/* layers/<chain> is a directory (not a symlink) with no stale flush record. */
 bool store_layer_exists(ImageStore *s, const char *chain_id);
+/* ---- flush records (image-store-flush.c) ---- */
+int store_read_boot_id(const char *path, char ret[static 37]);
+/* Writes tmp's flush record (the current boot ID), durably: 1 when written,
+ * 0 when the store has no boot ID (the caller then flushes the layer itself
+ * before its rename). */
+int store_layer_record(ImageStore *s, const char *tmp, Error *err);
+/* Removes an uncommitted temp layer dir and its record. */
+void store_layer_discard(ImageStore *s, const char *tmp);
+/* When layers/<chain> exists with a stale record: logs, removes the dir
+ * (-EBUSY when a mounted overlay uses it) and the chain's records, so that
+ * the caller unpacks it again. 0 otherwise. */
+int store_layer_reclaim_stale(ImageStore *s, const char *chain_id, Error *err);
+/* Needs GC_LOCK exclusive: removes records of no layer, and stale layers
+ * (not mounted ones) with their records. */
+int store_records_cleanup_locked(ImageStore *s);
+/* Chain IDs' hex of the layers mounted overlays use (from mountinfo). */
+int store_mounted_layers(ImageStore *s, char ***keep);
 /* mount(2) copies at most one page of options. */
 #define MOUNT_OPTIONS_MAX 4095
 /* The overlayfs options for the image's root filesystem: lowerdir= the

@@ -81,7 +81,7 @@ static void load_done(Load *l) {
         free(l->images);
         for (size_t i = 0; i < l->n_tmps; i++) {
                 if (l->tmps[i].tmp)
-                        (void)rm_rf_at(l->s->layers_fd, l->tmps[i].tmp);
+                        store_layer_discard(l->s, l->tmps[i].tmp);
                 free(l->tmps[i].chain_id);
                 free(l->tmps[i].tmp);
         }

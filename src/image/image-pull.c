@@ -699,7 +699,7 @@ static void unpack_stop(Pull *p, Blob *b) {
                 (void)pthread_join(b->unpack_thread, NULL);
                 b->unpack_running = false;
                 if (b->unpack_tmp) /* it finished before it saw the cancel */
-                        (void)rm_rf_at(p->s->layers_fd, b->unpack_tmp);
+                        store_layer_discard(p->s, b->unpack_tmp);
         }
         b->unpack_tmp = mfree(b->unpack_tmp);
         b->unpack_fd = safe_close(b->unpack_fd);
@@ -1054,7 +1054,7 @@ static int unpack_collect(Pull *p, Blob *b) {
         }
         if (strv_extend(&p->unpacked, b->chain_id) < 0 ||
             strv_extend(&p->unpacked, b->unpack_tmp) < 0) {
-                (void)rm_rf_at(p->s->layers_fd, b->unpack_tmp);
+                store_layer_discard(p->s, b->unpack_tmp);
                 b->unpack_tmp = mfree(b->unpack_tmp);
                 return -ENOMEM;
         }
@@ -1064,7 +1064,7 @@ static int unpack_collect(Pull *p, Blob *b) {
 
 static void unpacked_remove(Pull *p) {
         for (size_t i = 0; p->unpacked && p->unpacked[i] && p->unpacked[i + 1]; i += 2)
-                (void)rm_rf_at(p->s->layers_fd, p->unpacked[i + 1]);
+                store_layer_discard(p->s, p->unpacked[i + 1]);
         p->unpacked = strv_free(p->unpacked);
 }
 

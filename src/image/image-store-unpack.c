@@ -22,33 +22,43 @@ int store_layer_unpack_tmp(ImageStore *s, int blob_fd, const char *blob_digest, 
         ImageLimits limits = s->limits;
         limits.cancel = cancel;
         char rnd[17];
-        int r = random_hex(rnd);
+        /* A layer of this chain left unflushed by an earlier boot goes
+         * first: this unpack replaces it. */
+        int r = store_layer_reclaim_stale(s, chain_id, err);
         if (r < 0)
+                return r;
+        if ((r = random_hex(rnd)) < 0)
                 return r;
         _cleanup_free_ char *tmp = strprintf(TMP_PREFIX "%s-%s", chain_id + 7, rnd);
         if (!tmp)
                 return -ENOMEM;
         if (mkdirat(s->layers_fd, tmp, 0755) < 0)
                 return error_set(err, -errno, "cannot create layer directory: %m");
-        _cleanup_close_ int fd =
-                openat(s->layers_fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
+        /* The rename in store_layer_commit() makes the layer exist for every
+         * later start, and a layer present is never unpacked again: a power
+         * cut before its files reach the disk would leave it empty for good
+         * (containerd's image_pull_with_sync_fs, home-assistant's corrupt
+         * layers). So, before anything is unpacked, a durable record that
+         * this layer is written under this boot; the files reach the disk
+         * later (image_store_flush_layers(), off the critical path), and a
+         * layer still recorded after a reboot is unpacked again. Without a
+         * boot ID, one syncfs() before the rename, in this worker. */
+        int recorded = store_layer_record(s, tmp, err);
+        _cleanup_close_ int fd = -EBADF;
+        if (recorded < 0)
+                r = recorded;
+        else if ((fd = openat(s->layers_fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) <
+                 0)
                 r = error_set(err, -errno, "cannot open layer directory: %m");
         else if (fchmod(fd, 0755) < 0)
                 r = error_set(err, -errno, "cannot chmod layer directory: %m");
         else
                 r = image_layer_unpack(blob_fd, fd, blob_verified ? NULL : blob_digest, diff_id,
                                        &limits, budget, err);
-        /* The rename in store_layer_commit() makes the layer exist for every
-         * later start; without this, a power cut soon after a pull can leave
-         * it durably renamed with files still empty, which no re-pull repairs
-         * (containerd's image_pull_with_sync_fs, home-assistant's corrupt
-         * layers). One syncfs() flushes every file the unpack wrote, in this
-         * worker, off the agent's event loop. */
-        if (r >= 0 && syncfs(fd) < 0)
+        if (r >= 0 && recorded == 0 && syncfs(fd) < 0)
                 r = error_set(err, -errno, "cannot flush the unpacked layer to disk: %m");
         if (r < 0) {
-                (void)rm_rf_at(s->layers_fd, tmp);
+                store_layer_discard(s, tmp);
                 return error_prefix(err, r, "layer %s", blob_digest);
         }
         *ret_tmp = TAKE_PTR(tmp);
@@ -58,7 +68,7 @@ int store_layer_unpack_tmp(ImageStore *s, int blob_fd, const char *blob_digest, 
 int store_layer_commit(ImageStore *s, const char *tmp, const char *chain_id, Error *err) {
         if (renameat(s->layers_fd, tmp, s->layers_fd, chain_id + 7) < 0) {
                 int r = -errno;
-                (void)rm_rf_at(s->layers_fd, tmp);
+                store_layer_discard(s, tmp);
                 if (r == -EEXIST || r == -ENOTEMPTY)
                         return 0; /* a concurrent load unpacked the same chain */
                 return error_set(err, r, "cannot commit layer %s: %s", chain_id, strerror(-r));

@@ -36,6 +36,7 @@ ImageStore *image_store_free(ImageStore *s) {
         safe_close(s->images_fd);
         safe_close(s->blobs_fd);
         safe_close(s->layers_fd);
+        safe_close(s->unflushed_fd);
         free(s->root);
         free(s->images_dir);
         free(s);
@@ -93,6 +94,9 @@ static int store_cleanup_stale(ImageStore *s, Error *err) {
         (void)remove_tmp_entries(s->images_fd, "index.json.tmp.", NULL, NULL);
         (void)remove_tmp_entries(s->blobs_fd, TMP_PREFIX, NULL, NULL);
         (void)remove_tmp_entries(s->layers_fd, TMP_PREFIX, NULL, NULL);
+        /* Layers committed unflushed before a reboot: removed now, unpacked
+         * again from their blobs when an image needs them. */
+        (void)store_records_cleanup_locked(s);
         /* A load killed while committing may have left blobs/layers that no
          * index entry references yet: collect them now. */
         if (staged > 0)
@@ -105,7 +109,7 @@ int store_open(const char *root_dir, const ImageLimits *limits, bool cleanup_sta
         _cleanup_(image_store_freep) ImageStore *s = calloc(1, sizeof(ImageStore));
         if (!s)
                 return -ENOMEM;
-        s->images_fd = s->blobs_fd = s->layers_fd = s->cache.index_fd = -EBADF;
+        s->images_fd = s->blobs_fd = s->layers_fd = s->unflushed_fd = s->cache.index_fd = -EBADF;
         if (limits)
                 s->limits = *limits;
         else
@@ -127,6 +131,20 @@ int store_open(const char *root_dir, const ImageLimits *limits, bool cleanup_sta
         s->layers_fd = open(layers, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (s->images_fd < 0 || s->blobs_fd < 0 || s->layers_fd < 0)
                 return error_set(err, -errno, "cannot open image store under \"%s\": %m", root_dir);
+        if (mkdirat(s->layers_fd, UNFLUSHED_DIR, 0700) < 0 && errno != EEXIST)
+                return error_set(err, -errno, "cannot create %s/" UNFLUSHED_DIR ": %m", layers);
+        /* Not a symlink: the records' verdicts decide which layers stay. */
+        s->unflushed_fd = openat(s->layers_fd, UNFLUSHED_DIR,
+                                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (s->unflushed_fd < 0)
+                return error_set(err, -errno, "cannot open %s/" UNFLUSHED_DIR ": %m", layers);
+        r = store_read_boot_id(BOOT_ID_PATH, s->boot_id);
+        if (r < 0) {
+                s->boot_id[0] = 0;
+                log_debug("Cannot read the boot ID from " BOOT_ID_PATH
+                          " (%s): layers are flushed to disk before they are committed",
+                          strerror(-r));
+        }
 
         if (faccessat(s->images_fd, "oci-layout", F_OK, 0) < 0) {
                 _cleanup_free_ char *p = strprintf("%s/oci-layout", s->images_dir);
@@ -715,7 +733,7 @@ static uint64_t tree_size(int dir_fd, const char *name) {
  * index entry references them any more (a container started from an image
  * whose tag has since moved to another image): removing a lower under a live
  * overlay pulls files out of a running container. */
-static int store_mounted_layers(ImageStore *s, char ***keep) {
+int store_mounted_layers(ImageStore *s, char ***keep) {
         _cleanup_strv_free_ char **lowers = NULL;
         struct stat layers;
         int r = mount_overlay_lowerdirs(&lowers);
@@ -792,6 +810,8 @@ int store_gc_locked(ImageStore *s, uint64_t *ret_reclaimed, Error *err) {
                                 log_debug("GC: cannot remove \"%s\": %s", de->d_name, strerror(-r));
                 }
         }
+        /* The flush records of the layers just removed. */
+        (void)store_records_cleanup_locked(s);
         /* Last-used marks of images no longer stored. */
         _cleanup_closedir_ DIR *used = NULL;
         if (opendir_fd(s->images_fd, LAST_USED_DIR, O_NOFOLLOW, &used) >= 0)
@@ -849,10 +869,4 @@ int image_store_times(ImageStore *s, const char *digest, usec_t *ret_first_seen,
 
 char *image_store_layer_path(const ImageStore *s, const char *chain_id) {
         return strprintf("%s/layers/%s", s->root, chain_id + 7);
-}
-
-bool store_layer_exists(ImageStore *s, const char *chain_id) {
-        struct stat st;
-        return fstatat(s->layers_fd, chain_id + 7, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-               S_ISDIR(st.st_mode);
 }

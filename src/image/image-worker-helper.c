@@ -16,6 +16,7 @@
 #include "log.h"
 #include "self-helper.h"
 #include "string-util.h"
+#include "strv.h"
 
 #define HELPER_ARGC 13 /* after SELF_HELPER_VERB: the mode and the 12 arguments */
 
@@ -75,4 +76,28 @@ int image_helper_main(int argc, char **argv) {
                 (void)write_all((int)fd, buf, (size_t)MIN(n, (int)sizeof(buf) - 1));
         }
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+int image_flush_helper_main(int argc, char **argv) {
+        _cleanup_image_store_ ImageStore *s = NULL;
+        _cleanup_strv_free_ char **flushed = NULL;
+        Error e = {};
+
+        if (argc != 2 || !streq(argv[0], IMAGE_HELPER_FLUSH)) {
+                log_error("Internal helper mode \"%s\": wrong arguments.", argc > 0 ? argv[0] : "");
+                return EXIT_FAILURE;
+        }
+        /* No cleanup: the agent did it when it opened the store, and a
+         * stale layer is reclaimed by whoever next unpacks it. */
+        int r = store_open(argv[1], NULL, false, &s, &e);
+        if (r >= 0)
+                r = image_store_flush_layers(s, &flushed, &e);
+        if (r < 0) {
+                log_error("Cannot flush the image store's layers: %s",
+                          e.message[0] ? e.message : strerror(-r));
+                return EXIT_FAILURE;
+        }
+        STRV_FOREACH(c, flushed)
+                printf("flushed %s\n", *c);
+        return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -132,6 +132,40 @@ int image_store_mark_used(ImageStore *s, const char *digest, usec_t now);
 int image_store_times(ImageStore *s, const char *digest, usec_t *ret_first_seen,
                       usec_t *ret_last_used);
 
+/* Layers are committed before their files reach the disk, each with a
+ * flush record holding the boot ID it was written under (docs/images.md,
+ * "On disk"; image-store-flush.c). The record's verdict: CURRENT only for
+ * exactly "<boot_id>\n" with boot_id this boot's; anything else (another
+ * boot's ID, empty, torn, garbage) is STALE: the layer may have lost data
+ * in a reboot and is unpacked again from its blob before any use. */
+typedef enum LayerRecordState {
+        LAYER_RECORD_CURRENT,
+        LAYER_RECORD_STALE,
+} LayerRecordState;
+LayerRecordState image_layer_record_decide(const char *data, size_t size, const char *boot_id);
+/* Whether any flush record is left (one directory read: fine on the loop). */
+bool image_store_has_unflushed(ImageStore *s);
+/* Flushes the layers recorded under this boot (syncfs() of the store's
+ * filesystem), then removes their records; blocks (the agent runs it in
+ * its flush helper, IMAGE_HELPER_FLUSH). ret_flushed (optional): the chain
+ * IDs flushed. Takes images/.gc.lock shared. */
+int image_store_flush_layers(ImageStore *s, char ***ret_flushed, Error *err);
+
+/* The agent's flush (image-flush-agent.c): a timer every period (0:
+ * IMAGE_FLUSH_PERIOD) and IMAGE_FLUSH_DELAY after each request (a pull
+ * done) looks whether flush records are left and, if so, runs
+ * image_store_flush_layers() in a helper process, one at a time, logging
+ * each layer flushed. The first look is IMAGE_FLUSH_DELAY after the start.
+ * The delay keeps the helper off the start of the pod that waited for the
+ * pull; nothing waits for it: the records keep the store sound meanwhile. */
+#define IMAGE_FLUSH_PERIOD (30 * USEC_PER_SEC)
+#define IMAGE_FLUSH_DELAY (1 * USEC_PER_SEC)
+typedef struct ImageFlusher ImageFlusher;
+int image_flusher_new(Event *e, ImageStore *s, usec_t period, ImageFlusher **ret);
+void image_flusher_request(ImageFlusher *f);
+ImageFlusher *image_flusher_free(ImageFlusher *f);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ImageFlusher *, image_flusher_free)
+
 /* Makes sure every layer of the image is unpacked (from its stored blob). */
 int image_store_unpack(ImageStore *s, const char *ref, Error *err);
 /* Path of a layer dir: <root>/layers/<chain-hex>. */
@@ -207,3 +241,7 @@ void image_worker_abort(ImageWorker *w);
  * the mode. Returns the exit status. */
 #define IMAGE_HELPER_UNPACK_ROOTFS "unpack-rootfs"
 int image_helper_main(int argc, char **argv);
+/* `SELF_HELPER_VERB IMAGE_HELPER_FLUSH ROOT_DIR`: image_store_flush_layers(),
+ * one "flushed <chain ID>" line per layer on stdout; exit status 0 or 1. */
+#define IMAGE_HELPER_FLUSH "image-flush"
+int image_flush_helper_main(int argc, char **argv);

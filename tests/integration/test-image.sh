@@ -101,31 +101,99 @@ wait $p1 && wait $p2 && ok "two concurrent loads succeed" || fail "concurrent lo
 [ "$("$NANOLET" image --root-dir "$R2" ls | tail -n +2 | wc -l)" = 4 ] && ok "store consistent after concurrent loads" || fail "concurrent ls"
 [ -z "$(find "$R2" -name '.tmp-*')" ] && ok "no temp leftovers" || fail "temp leftovers"
 
-# --- a layer is on disk before it is renamed into the store: after a power
-# cut a renamed layer with empty files would never be unpacked again
+# --- layers committed before their flush (docs/images.md, "On disk"): a
+# renamed layer whose files a power cut emptied would never be unpacked
+# again, so each is recorded (layers/.unflushed/<chain>-<rnd>, this boot's
+# ID) durably before its rename, and its record goes only after a syncfs.
 R4=$WORK/root4
+BOOT_ID=$(cat /proc/sys/kernel/random/boot_id)
+OTHER_BOOT=00000000-0000-4000-8000-000000000000
+chains_of() { # ROOT IMAGE: its layers' chain IDs (hex), bottom first
+        "$NANOLET" image --root-dir "$1" inspect "$2" |
+                python3 -c 'import json,sys; print(*[l["chainID"][7:] for l in json.load(sys.stdin)["layers"]])'
+}
+records_of() { ls "$1/layers/.unflushed" | grep "^$2-" || true; } # ROOT CHAIN
 # LeakSanitizer cannot run under ptrace: the ASan tree skips its leak check
-# for this one traced load (every other load here keeps it).
-if ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-        strace -f -qq -e trace=syncfs,renameat,renameat2 -o "$WORK/strace" \
+# for these traced commands (every other command here keeps it).
+traced() { ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -f -qq -y "$@"; }
+if traced -e trace=openat,fsync,syncfs,renameat,renameat2 -o "$WORK/strace" \
         "$NANOLET" image --root-dir "$R4" load "$IMAGES/nanolet-test-layers.tar" >/dev/null 2>&1; then
-        python3 - "$WORK/strace" >"$WORK/sync-check" 2>&1 <<'PY' && ok "every layer is flushed (syncfs) before its rename into layers/" || fail "layer flush order: $(cat "$WORK/sync-check")"
+        python3 - "$WORK/strace" >"$WORK/sync-check" 2>&1 <<'PY' && ok "every layer's record is durable (file and directory fsync'ed) before the layer's rename; no syncfs on the load's path" || fail "layer record order: $(cat "$WORK/sync-check")"
 import re, sys
-synced = 0
+fd = r'\d+(?:<[^>]*>)?'
+record_synced = {}   # record name -> line of its fsync
+dir_synced = []      # lines of fsyncs of layers/.unflushed
 renamed = 0
-for line in open(sys.argv[1]):
-    if re.search(r"syncfs(\(\d+| resumed>).*= 0$", line):
-        synced += 1
-    m = re.search(r'rename(?:at2?)?\(\d+, "\.tmp-[^"]*", \d+, "([0-9a-f]{64})"', line)
+for no, line in enumerate(open(sys.argv[1])):
+    if re.search(r"syncfs\(", line):
+        sys.exit(f"syncfs on the load's path: {line.strip()}")
+    m = re.search(r'fsync\(\d+<[^>]*/layers/\.unflushed/([0-9a-f]{64}-[0-9a-f]{16})>\) = 0', line)
+    if m:
+        record_synced[m.group(1)] = no
+    if re.search(r'fsync\(\d+<[^>]*/layers/\.unflushed>\) = 0', line):
+        dir_synced.append(no)
+    m = re.search(r'rename(?:at2?)?\(' + fd + r', "\.tmp-([0-9a-f]{64}-[0-9a-f]{16})", ' + fd + r', "([0-9a-f]{64})"', line)
     if m:
         renamed += 1
-        if synced < renamed:
-            sys.exit(f"layer {m.group(1)[:12]} renamed after {synced} syncfs for {renamed} layers")
+        rec = m.group(1)
+        if rec not in record_synced:
+            sys.exit(f"layer {m.group(2)[:12]} renamed before its record {rec[:20]} was fsync'ed")
+        if not any(record_synced[rec] < d < no for d in dir_synced):
+            sys.exit(f"layer {m.group(2)[:12]} renamed before the record directory was fsync'ed")
 if renamed < 2:
     sys.exit(f"only {renamed} layer renames seen")
 PY
 else
         fail "load under strace"
+fi
+read -r -a CH4 <<<"$(chains_of "$R4" nanolet-test-layers)"
+base=${CH4[0]} top=${CH4[${#CH4[@]} - 1]}
+for c in "${CH4[@]}"; do
+        [ "$(records_of "$R4" "$c" | wc -l)" = 1 ] && grep -qx "$BOOT_ID" "$R4/layers/.unflushed/$(records_of "$R4" "$c")" ||
+                fail "layer $c: no record of this boot: $(ls "$R4/layers/.unflushed")"
+done
+ok "each committed layer has a record holding this boot's ID"
+# A reboot before the flush: the base layer's record names another boot and
+# the page cache's data is lost (busybox emptied). The next command that
+# uses the layers unpacks it again from its blob and says so; the top
+# layer, recorded under this boot, is trusted as it is.
+bb_sum=$(sha256sum <"$R4/layers/$base/bin/busybox")
+top_ino=$(stat -c %i "$R4/layers/$top")
+echo "$OTHER_BOOT" >"$R4/layers/.unflushed/$(records_of "$R4" "$base")"
+: >"$R4/layers/$base/bin/busybox"
+mkdir -p "$MNT"
+if "$NANOLET" image --root-dir "$R4" mount nanolet-test-layers "$MNT/r" "$MNT/r-u" "$MNT/r-w" >/dev/null 2>"$WORK/reboot.log"; then
+        grep -q "Layer sha256:$base was committed without being flushed to disk in an earlier boot" "$WORK/reboot.log" &&
+                ok "the CLI names the layer left unflushed by another boot" || fail "no log line for layer $base: $(cat "$WORK/reboot.log")"
+        [ "$(sha256sum <"$R4/layers/$base/bin/busybox")" = "$bb_sum" ] && chroot "$MNT/r" /bin/sh -c 'echo ok' >/dev/null &&
+                ok "the CLI unpacked it again from its blob (busybox intact, the rootfs runs)" || fail "layer $base not unpacked again"
+        [ "$(stat -c %i "$R4/layers/$top")" = "$top_ino" ] && ok "a layer recorded under this boot is kept" ||
+                fail "layer $top of this boot was unpacked again"
+        "$NANOLET" image --root-dir "$R4" umount "$MNT/r" || fail "umount after the reboot check"
+else
+        fail "mount after a simulated reboot: $(cat "$WORK/reboot.log")"
+fi
+# The flush (the agent's helper): syncfs first, then the records go.
+if traced -e trace=syncfs,unlinkat -o "$WORK/strace-flush" \
+        "$NANOLET" internal-helper image-flush "$R4" >"$WORK/flushed" 2>&1; then
+        python3 - "$WORK/strace-flush" >"$WORK/flush-check" 2>&1 <<'PY' && ok "the flush syncs the store before it removes any record" || fail "flush order: $(cat "$WORK/flush-check")"
+import re, sys
+synced = False
+removed = 0
+for line in open(sys.argv[1]):
+    if re.search(r"syncfs\(.*= 0$", line):
+        synced = True
+    if re.search(r'unlinkat\(\d+<[^>]*/layers/\.unflushed>, "[0-9a-f]{64}-[0-9a-f]{16}", 0\) = 0', line):
+        removed += 1
+        if not synced:
+            sys.exit(f"record removed before any syncfs: {line.strip()}")
+if removed < 2:
+    sys.exit(f"only {removed} records removed")
+PY
+        for c in "${CH4[@]}"; do grep -qx "flushed sha256:$c" "$WORK/flushed" || fail "flush output lacks $c: $(cat "$WORK/flushed")"; done
+        [ -z "$(ls "$R4/layers/.unflushed")" ] && ok "no record left after the flush" || fail "records left: $(ls "$R4/layers/.unflushed")"
+else
+        fail "flush helper: $(cat "$WORK/flushed")"
 fi
 
 # --- a load killed with SIGKILL midway
@@ -142,6 +210,21 @@ done
 [ -z "$(find "$R3" -name '.tmp-*')" ] && ok "SIGKILL leftovers cleaned" || fail "SIGKILL leftovers: $(find "$R3" -name '.tmp-*')"
 "$NANOLET" image --root-dir "$R3" prune >/dev/null || fail "prune"
 [ -z "$(ls "$R3/layers")" ] && [ -z "$(ls "$R3/images/blobs/sha256")" ] && ok "prune empties an unused store" || fail "prune left data"
+
+# --- the agent at its start after a "reboot": the layers the CLI loaded
+# above are still recorded unflushed. The base layer's records are made
+# another boot's (its busybox emptied, as a power cut would): the agent
+# removes it at its start, naming it, and the helper unpacks it again for
+# the first pod (checked below); the top layer's record is this boot's: the
+# layer is kept and the agent's flush removes its record later.
+read -r -a CH <<<"$(chains_of "$ROOT" nanolet-test-layers)"
+abase=${CH[0]} atop=${CH[${#CH[@]} - 1]}
+[ -n "$(records_of "$ROOT" "$abase")" ] && [ -n "$(records_of "$ROOT" "$atop")" ] &&
+        ok "the CLI's loads left their layers recorded unflushed" || fail "no records for $abase/$atop: $(ls "$ROOT/layers/.unflushed")"
+abb_sum=$(sha256sum <"$ROOT/layers/$abase/bin/busybox")
+atop_ino=$(stat -c %i "$ROOT/layers/$atop")
+for r in $(records_of "$ROOT" "$abase"); do echo "$OTHER_BOOT" >"$ROOT/layers/.unflushed/$r"; done
+: >"$ROOT/layers/$abase/bin/busybox"
 
 # --- rm and prune leave alone what a pod of the real agent uses
 # (debug level: the rootfs-path checks at the end read the agent's log)
@@ -160,6 +243,16 @@ spec:
     command: ["sleep", "3600"]
 YAML
 check_field "pod using nanolet-test-layers Running" inuse 'p["status"]["phase"]' Running
+expect "the agent named the layer left unflushed by another boot" "$AGENT_LOG" \
+        "Layer sha256:$abase was committed without being flushed to disk in an earlier boot" 1 5
+expect "the first pod's rootfs went to the helper, which unpacked the layer again" "$AGENT_LOG" \
+        "rootfs by the helper: layer sha256:$abase is not unpacked" 1 5
+[ "$(sha256sum <"$ROOT/layers/$abase/bin/busybox")" = "$abb_sum" ] && ok "the layer's busybox is intact again" ||
+        fail "layer $abase not unpacked again"
+expect "the agent flushed the layer recorded under this boot" "$AGENT_LOG" \
+        "layer sha256:$atop is on disk now; its flush record is removed" 1 30
+[ -z "$(records_of "$ROOT" "$atop")" ] && [ "$(stat -c %i "$ROOT/layers/$atop")" = "$atop_ino" ] &&
+        ok "that layer was kept as it was, its record is gone" || fail "layer $atop: records $(records_of "$ROOT" "$atop")"
 cid=$(pod_field inuse 'p["status"]["containerStatuses"][0]["containerID"].split("://")[1]')
 rootfs=$(runc --root "$RUN/runc" state "$cid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["rootfs"])')
 lowers=$(awk -v m="$rootfs" '$2 == m && $3 == "overlay" {print $4}' /proc/mounts | tr ',' '\n' |

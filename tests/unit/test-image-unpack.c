@@ -811,6 +811,202 @@ static void test_rootfs_direct(void **state) {
         event_free(e);
 }
 
+/* ---- layers committed before their flush: the records ---- */
+
+static void test_layer_record_decide(void **state) {
+        const char *boot = "0f3a1c2e-8d4b-4f6a-9c1d-2b3e4f5a6b7c";
+        char line[64];
+        snprintf(line, sizeof line, "%s\n", boot);
+        assert_int_equal(image_layer_record_decide(line, 37, boot), LAYER_RECORD_CURRENT);
+        /* another boot, torn, empty, no newline, trailing bytes, NUL, upper case */
+        assert_int_equal(
+                image_layer_record_decide("1f3a1c2e-8d4b-4f6a-9c1d-2b3e4f5a6b7c\n", 37, boot),
+                LAYER_RECORD_STALE);
+        assert_int_equal(image_layer_record_decide(line, 20, boot), LAYER_RECORD_STALE);
+        assert_int_equal(image_layer_record_decide("", 0, boot), LAYER_RECORD_STALE);
+        assert_int_equal(image_layer_record_decide(line, 36, boot), LAYER_RECORD_STALE);
+        snprintf(line, sizeof line, "%s\nx", boot);
+        assert_int_equal(image_layer_record_decide(line, 38, boot), LAYER_RECORD_STALE);
+        char nul[37];
+        memcpy(nul, boot, 36);
+        nul[5] = 0;
+        nul[36] = '\n';
+        assert_int_equal(image_layer_record_decide(nul, 37, boot), LAYER_RECORD_STALE);
+        assert_int_equal(image_layer_record_decide("0F3A1C2E-8D4B-4F6A-9C1D-2B3E4F5A6B7C\n", 37,
+                                                   "0F3A1C2E-8D4B-4F6A-9C1D-2B3E4F5A6B7C"),
+                         LAYER_RECORD_STALE);
+        /* no (valid) boot ID of our own: nothing vouches for anything */
+        snprintf(line, sizeof line, "%s\n", boot);
+        assert_int_equal(image_layer_record_decide(line, 37, ""), LAYER_RECORD_STALE);
+        assert_int_equal(image_layer_record_decide(line, 37, NULL), LAYER_RECORD_STALE);
+        assert_int_equal(image_layer_record_decide(NULL, 0, boot), LAYER_RECORD_STALE);
+        assert_int_equal(image_layer_record_decide("garbage-garbage-garbage-garbage-gar\n", 37,
+                                                   "garbage-garbage-garbage-garbage-gar"),
+                         LAYER_RECORD_STALE);
+}
+
+/* The records in layers/.unflushed, "<chain hex>-<rnd>", by chain hex. */
+static size_t records_of(const char *root, const char *hex) {
+        _cleanup_free_ char *dir = strprintf("%s/layers/.unflushed", root);
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        size_t n = 0;
+        assert_non_null(d);
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.' && (!hex || strncmp(de->d_name, hex, 64) == 0))
+                        n++;
+        closedir(d);
+        return n;
+}
+
+/* Replaces the chain's records by one record holding data (or, for the
+ * kinds 's' symlink, 'p' FIFO, 'd' directory, such an entry). */
+static void put_record(const char *root, const char *hex, char kind, const char *data,
+                       size_t size) {
+        _cleanup_free_ char *cmd = strprintf("rm -rf '%s/layers/.unflushed/%s'-*", root, hex);
+        _cleanup_free_ char *p = strprintf("%s/layers/.unflushed/%s-0123456789abcdef", root, hex);
+        assert_int_equal(system(cmd), 0);
+        switch (kind) {
+        case 's':
+                assert_int_equal(symlink("/proc/sys/kernel/random/boot_id", p), 0);
+                break;
+        case 'p':
+                assert_int_equal(mkfifo(p, 0600), 0);
+                break;
+        case 'd':
+                assert_int_equal(mkdir(p, 0700), 0);
+                break;
+        default: {
+                FILE *f = fopen(p, "w");
+                assert_non_null(f);
+                assert_int_equal(fwrite(data, 1, size, f), size);
+                fclose(f);
+        }
+        }
+}
+
+static char *read_text(const char *path) {
+        static char buf[256];
+        FILE *f = fopen(path, "r");
+        if (!f)
+                return NULL;
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        return buf;
+}
+
+static void test_unflushed_layers(void **state) {
+        _cleanup_free_ char *root = path_in("unflushed"), *arch = path_in("unflushed.tar");
+        _cleanup_free_ char *lp = NULL, *top = NULL, *boot = NULL;
+        ImageStore *s = NULL;
+        Image *im = NULL;
+        Error err = {};
+        char **flushed = NULL;
+        char hex[65];
+
+        boot = strdup(read_text("/proc/sys/kernel/random/boot_id"));
+        assert_non_null(boot);
+        assert_int_equal(image_store_open(root, NULL, &s, &err), 0);
+        write_archive(arch, GOOD);
+        assert_int_equal(image_store_load(s, arch, NULL, &err), 0);
+        assert_int_equal(image_store_get(s, "localhost/unit:0", &im, &err), 0);
+        lp = image_store_layer_path(s, im->chain_ids[1]);
+        top = strprintf("%s/top", lp);
+        snprintf(hex, sizeof hex, "%s", im->chain_ids[1] + 7);
+
+        /* Committed with one record each, this boot's ID in it. */
+        assert_int_equal(records_of(root, NULL), 2);
+        assert_int_equal(records_of(root, hex), 1);
+        assert_string_equal(read_text(top), "top");
+        /* The flush takes them all and says which. */
+        assert_int_equal(image_store_flush_layers(s, &flushed, &err), 0);
+        assert_int_equal(strv_length(flushed), 2);
+        assert_true(strv_contains(flushed, im->chain_ids[0]));
+        assert_true(strv_contains(flushed, im->chain_ids[1]));
+        flushed = strv_free(flushed);
+        assert_int_equal(records_of(root, NULL), 0);
+        assert_false(image_store_has_unflushed(s));
+
+        /* A record of this boot keeps the layer as it is. */
+        snprintf(hex, sizeof hex, "%s", im->chain_ids[1] + 7);
+        _cleanup_free_ char *cur = strprintf("%s", boot);
+        put_record(root, hex, 'f', cur, strlen(cur));
+        assert_true(image_store_has_unflushed(s));
+        assert_int_equal(truncate(top, 0), 0);
+        assert_int_equal(image_store_unpack(s, "localhost/unit:0", &err), 0);
+        assert_string_equal(read_text(top), ""); /* kept, not unpacked again */
+        assert_int_equal(image_store_flush_layers(s, &flushed, &err), 0);
+        assert_int_equal(strv_length(flushed), 1);
+        flushed = strv_free(flushed);
+
+        /* After a "reboot" (another boot ID), and for every record that is
+         * not exactly this boot's ID: the layer is unpacked again from its
+         * blob, and its record is this boot's again. */
+        static const struct {
+                char kind;
+                const char *data;
+        } stale[] = {
+                { 'f', "00000000-0000-4000-8000-000000000000\n" },
+                { 'f', "" },
+                { 'f', "garbage\n" },
+                { 'h', NULL }, /* huge */
+                { 's', NULL },
+                { 'p', NULL },
+                { 'd', NULL },
+        };
+        static char huge[1 << 20];
+        memset(huge, 'a', sizeof(huge));
+        for (size_t i = 0; i < ELEMENTSOF(stale); i++) {
+                /* The next unpack of the layer fixes what was lost. */
+                assert_int_equal(truncate(top, 0), 0);
+                if (stale[i].kind == 'h')
+                        put_record(root, hex, 'f', huge, sizeof(huge));
+                else
+                        put_record(root, hex, stale[i].kind, stale[i].data,
+                                   stale[i].data ? strlen(stale[i].data) : 0);
+                err = (Error){};
+                if (image_store_unpack(s, "localhost/unit:0", &err) < 0)
+                        fail_msg("record %zu: %s", i, err.message);
+                if (strcmp(read_text(top), "top") != 0)
+                        fail_msg("record %zu: layer not unpacked again", i);
+                if (records_of(root, hex) != 1)
+                        fail_msg("record %zu: %zu records", i, records_of(root, hex));
+                assert_int_equal(image_store_flush_layers(s, &flushed, &err), 0);
+                assert_int_equal(strv_length(flushed), 1);
+                flushed = strv_free(flushed);
+                assert_int_equal(records_of(root, NULL), 0);
+        }
+
+        /* At the store's open: a stale layer is removed (the next unpack
+         * brings it back), records of no layer go, this boot's stay. */
+        put_record(root, hex, 'f', "00000000-0000-4000-8000-000000000000\n", 37);
+        char other[65];
+        snprintf(other, sizeof other, "%s", im->chain_ids[0] + 7);
+        put_record(root, other, 'f', cur, strlen(cur));
+        put_record(root, "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", 'f',
+                   cur, strlen(cur));
+        im = image_free(im);
+        image_store_free(s);
+        s = NULL;
+        assert_int_equal(image_store_open(root, NULL, &s, &err), 0);
+        assert_int_equal(access(lp, F_OK), -1);
+        assert_int_equal(records_of(root, hex), 0);
+        assert_int_equal(records_of(root, other), 1);
+        assert_int_equal(records_of(root, NULL), 1);
+        assert_int_equal(image_store_unpack(s, "localhost/unit:0", &err), 0);
+        assert_string_equal(read_text(top), "top");
+        assert_int_equal(records_of(root, NULL), 2);
+
+        /* A failed unpack leaves no record behind. */
+        assert_int_equal(image_store_flush_layers(s, NULL, &err), 0);
+        assert_int_equal(records_of(root, NULL), 0);
+        write_archive(arch, BAD_DIFF_ID);
+        assert_true(image_store_load(s, arch, NULL, &err) < 0);
+        assert_int_equal(records_of(root, NULL), 0);
+        image_store_free(s);
+}
+
 /* ---- sparse entries: a hole counts as the bytes it becomes ---- */
 
 /* 9 GiB of hole between 8 kB of data at each end: an archive of ~20 kB. */
@@ -1002,6 +1198,8 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_index_cache),
                 cmocka_unit_test(test_rootfs_helper),
                 cmocka_unit_test(test_rootfs_direct),
+                cmocka_unit_test(test_layer_record_decide),
+                cmocka_unit_test(test_unflushed_layers),
                 cmocka_unit_test(test_sparse_layer),
                 cmocka_unit_test(test_sparse_archive),
                 cmocka_unit_test(test_cancel),

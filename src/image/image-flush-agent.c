@@ -1,0 +1,119 @@
+/* The agent's side of the layer flush (image.h, ImageFlusher): a timer and
+ * one directory read on the loop; the syncfs() and the records' removal in
+ * a helper process (IMAGE_HELPER_FLUSH), one at a time, so that the loop
+ * never waits for the disk. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "child.h"
+#include "image.h"
+#include "log.h"
+#include "self-helper.h"
+#include "string-util.h"
+#include "strv.h"
+
+struct ImageFlusher {
+        Event *event;
+        ImageStore *store;
+        usec_t period;
+        EventSource *timer;
+        Child *child;
+        bool again; /* asked for while the helper ran */
+};
+
+static void start_helper(ImageFlusher *f);
+
+static void on_helper_done(Child *c, void *userdata) {
+        ImageFlusher *f = userdata;
+        int code, status;
+
+        child_get_status(c, &code, &status);
+        if (code != CLD_EXITED || status != 0)
+                log_warning("Layer flush helper failed (%s %d%s): %s",
+                            code == CLD_EXITED ? "exit status" : "signal", status,
+                            child_timed_out(c) ? ", timed out" : "", child_stderr(c, NULL));
+        _cleanup_free_ char *out = strdup(child_stdout(c, NULL));
+        char *save = NULL;
+        for (char *line = out ? strtok_r(out, "\n", &save) : NULL; line;
+             line = strtok_r(NULL, "\n", &save)) {
+                const char *chain = startswith(line, "flushed ");
+                if (chain)
+                        log_info("Image store: layer %s is on disk now; its flush record is "
+                                 "removed.",
+                                 chain);
+        }
+        f->child = child_free(f->child);
+        if (f->again) {
+                f->again = false;
+                start_helper(f);
+        }
+}
+
+static void start_helper(ImageFlusher *f) {
+        _cleanup_strv_free_ char **env = NULL;
+
+        if (f->child) {
+                f->again = true;
+                return;
+        }
+        if (!image_store_has_unflushed(f->store))
+                return;
+        if (self_helper_env(&env) < 0) {
+                (void)log_oom();
+                return;
+        }
+        char *const argv[] = { (char *)self_helper_exe(), (char *)SELF_HELPER_VERB,
+                               (char *)IMAGE_HELPER_FLUSH, (char *)image_store_root(f->store),
+                               NULL };
+        ChildOptions o = {
+                .argv = argv,
+                .envp = env,
+                .capture = CHILD_CAPTURE_SEPARATE,
+                .stdout_max = 256 * 1024,
+                .stderr_max = 4096,
+                .timeout = 30 * 60 * USEC_PER_SEC,
+        };
+        int r = child_spawn(f->event, &o, on_helper_done, f, &f->child);
+        if (r < 0)
+                log_warning_errno(r, "Failed to start the layer flush helper: %m");
+}
+
+static int on_timer(EventSource *s, usec_t now, void *userdata) {
+        ImageFlusher *f = userdata;
+        start_helper(f);
+        return event_source_set_time_relative(s, f->period);
+}
+
+int image_flusher_new(Event *e, ImageStore *s, usec_t period, ImageFlusher **ret) {
+        _cleanup_(image_flusher_freep) ImageFlusher *f = calloc(1, sizeof *f);
+        if (!f)
+                return -ENOMEM;
+        f->event = e;
+        f->store = s;
+        f->period = period ?: IMAGE_FLUSH_PERIOD;
+        /* The first look soon after the start: records left by the CLI or
+         * by an agent that stopped before its flush. */
+        int r = event_add_time_relative(e, &f->timer, IMAGE_FLUSH_DELAY, USEC_PER_SEC / 10,
+                                        on_timer, f);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(f);
+        return 0;
+}
+
+void image_flusher_request(ImageFlusher *f) {
+        if (f && f->timer)
+                (void)event_source_set_time_relative(f->timer, IMAGE_FLUSH_DELAY);
+}
+
+ImageFlusher *image_flusher_free(ImageFlusher *f) {
+        if (!f)
+                return NULL;
+        event_source_free(f->timer);
+        child_free(f->child);
+        free(f);
+        return NULL;
+}
