@@ -371,7 +371,7 @@ static int easy_setup(Registry *reg, CURL *easy, const char *url, Response *resp
                 curl_easy_setopt(easy, CURLOPT_USERAGENT, "nanolet/" NANOLET_VERSION) == CURLE_OK &&
                 curl_easy_setopt(easy, CURLOPT_SHARE, reg->share) == CURLE_OK &&
                 curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, 256L * 1024L) == CURLE_OK &&
-                /* HTTP/1.1, as skopeo and containerd's Go clients with their own TLS config:
+                /* HTTP/1.1, as skopeo uses (one connection per blob, seen under strace):
                  * each parallel blob then has its own TLS connection, which the registry
                  * serves and encrypts independently, where HTTP/2 funnels every blob through
                  * one connection's writer (docs/BENCHMARKS.md, "Seventh round"). Idle
