@@ -370,7 +370,14 @@ static int easy_setup(Registry *reg, CURL *easy, const char *url, Response *resp
                 curl_easy_setopt(easy, CURLOPT_HEADERDATA, resp) == CURLE_OK &&
                 curl_easy_setopt(easy, CURLOPT_USERAGENT, "nanolet/" NANOLET_VERSION) == CURLE_OK &&
                 curl_easy_setopt(easy, CURLOPT_SHARE, reg->share) == CURLE_OK &&
-                curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, 256L * 1024L) == CURLE_OK;
+                curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, 256L * 1024L) == CURLE_OK &&
+                /* HTTP/1.1, as skopeo uses (one connection per blob, seen under strace):
+                 * each parallel blob then has its own TLS connection, which the registry
+                 * serves and encrypts independently, where HTTP/2 funnels every blob through
+                 * one connection's writer (docs/BENCHMARKS.md, "Seventh round"). Idle
+                 * connections are still reused through reg->share. */
+                curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1) ==
+                        CURLE_OK;
         if (ok && reg->system_capath)
                 ok = curl_easy_setopt(easy, CURLOPT_CAINFO, NULL) == CURLE_OK &&
                      curl_easy_setopt(easy, CURLOPT_CAPATH, SYSTEM_CA_PATH) == CURLE_OK;
