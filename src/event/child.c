@@ -273,6 +273,17 @@ bool child_exited(const Child *c) {
         return c->exited;
 }
 
+bool child_warn_failure(const Child *c, const char *what) {
+        int code, status;
+
+        child_get_status(c, &code, &status);
+        if (code == CLD_EXITED && status == 0)
+                return false;
+        log_warning("%s failed (%s %d%s): %s", what, code == CLD_EXITED ? "exit status" : "signal",
+                    status, c->timed_out ? ", timed out" : "", child_stderr(c, NULL));
+        return true;
+}
+
 bool child_timed_out(const Child *c) {
         return c->timed_out;
 }

@@ -77,3 +77,7 @@ bool child_stdout_truncated(const Child *c);
 bool child_stderr_truncated(const Child *c);
 /* Reads what is in the pipes now, without blocking. */
 void child_drain(Child *c);
+/* For a helper whose every failure is a warning: false when it exited 0;
+ * otherwise logs "<what> failed (exit status N|signal N[, timed out]):
+ * <stderr>" and returns true. */
+bool child_warn_failure(const Child *c, const char *what);

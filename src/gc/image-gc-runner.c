@@ -36,13 +36,8 @@ struct ImageGc {
 
 static void on_helper_done(Child *c, void *userdata) {
         ImageGc *g = userdata;
-        int code, status;
 
-        child_get_status(c, &code, &status);
-        if (code != CLD_EXITED || status != 0)
-                log_warning("Image GC helper failed (%s %d%s): %s",
-                            code == CLD_EXITED ? "exit status" : "signal", status,
-                            child_timed_out(c) ? ", timed out" : "", child_stderr(c, NULL));
+        (void)child_warn_failure(c, "Image GC helper");
         _cleanup_free_ char *out = strdup(child_stdout(c, NULL));
         char *save = NULL;
         for (char *line = out ? strtok_r(out, "\n", &save) : NULL; line;

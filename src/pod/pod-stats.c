@@ -365,28 +365,28 @@ static DiskUsage du_get(PodStats *s, const char *path) {
 
 static void on_du_done(Child *c, void *userdata) {
         PodStats *s = userdata;
-        int code, status;
         size_t n = strv_length(s->du_running);
+        _cleanup_free_ DiskUsage *res = NULL;
 
-        child_get_status(c, &code, &status);
-        const char *out = child_stdout(c, NULL);
-        _cleanup_free_ DiskUsage *res = calloc(n ?: 1, sizeof *res);
-        if (!res)
+        if (child_warn_failure(c, "Disk usage helper for the stats summary"))
+                goto done;
+        res = calloc(n ?: 1, sizeof *res);
+        if (!res) {
                 (void)log_oom();
-        else if (code != CLD_EXITED || status != 0)
-                log_warning("Disk usage helper for the stats summary failed (%s %d%s): %s",
-                            code == CLD_EXITED ? "exit status" : "signal", status,
-                            child_timed_out(c) ? ", timed out" : "", child_stderr(c, NULL));
-        else if (disk_usage_parse_output(out, n, res) < 0)
+                goto done;
+        }
+        if (disk_usage_parse_output(child_stdout(c, NULL), n, res) < 0) {
                 log_warning("Disk usage helper for the stats summary printed something else than "
                             "%zu lines of usage; ignoring it.",
                             n);
-        else
-                for (size_t i = 0; i < n; i++) {
-                        DuEntry *e = du_find(s, s->du_running[i]);
-                        if (e) /* else forgotten while the helper ran */
-                                e->du = res[i];
-                }
+                goto done;
+        }
+        for (size_t i = 0; i < n; i++) {
+                DuEntry *e = du_find(s, s->du_running[i]);
+                if (e) /* else forgotten while the helper ran */
+                        e->du = res[i];
+        }
+done:
         s->du_running = strv_free(s->du_running);
         s->du_child = child_free(s->du_child);
 }

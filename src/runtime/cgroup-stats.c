@@ -141,15 +141,23 @@ static void read_v2(const char *root, const char *path, CgroupStats *st) {
                 st->memory_limit = limit;
 }
 
+/* 1 for a cgroup2 (unified) root, 0 for v1, -ENOMEM. */
+static int root_is_unified(const char *cgroup_root) {
+        _cleanup_free_ char *controllers = strprintf("%s/cgroup.controllers", cgroup_root);
+        if (!controllers)
+                return -ENOMEM;
+        return access(controllers, F_OK) == 0;
+}
+
 int cgroup_stats_read(const char *cgroup_root, const char *path, CgroupStats *ret) {
         CgroupStats st = { .memory_limit = CGROUP_STATS_NO_LIMIT };
         int r = path_check(path);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *controllers = strprintf("%s/cgroup.controllers", cgroup_root);
-        if (!controllers)
-                return -ENOMEM;
-        if (access(controllers, F_OK) == 0)
+        int unified = root_is_unified(cgroup_root);
+        if (unified < 0)
+                return unified;
+        if (unified)
                 read_v2(cgroup_root, path, &st);
         else
                 read_v1(cgroup_root, path, &st);
@@ -169,10 +177,10 @@ int cgroup_stats_read_cpu(const char *cgroup_root, const char *path, uint64_t *r
         int r = path_check(path);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *controllers = strprintf("%s/cgroup.controllers", cgroup_root);
-        if (!controllers)
-                return -ENOMEM;
-        if (access(controllers, F_OK) == 0)
+        int unified = root_is_unified(cgroup_root);
+        if (unified < 0)
+                return unified;
+        if (unified)
                 read_cpu_v2(cgroup_root, path, &st);
         else
                 read_cpu_v1(cgroup_root, path, &st);
