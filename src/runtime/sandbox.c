@@ -104,7 +104,7 @@ struct SandboxState {
         size_t len;
         bool reported;
         bool committed;
-        bool threaded; /* namespaces from a thread of ours, no helper process */
+        bool threaded;   /* namespaces from a thread of ours, no helper process */
         unsigned pinned; /* SandboxNamespaces flags mounted */
         bool wrote_holder_pid;
 };
@@ -322,8 +322,7 @@ static int pin_thread_start(SandboxState *sb, int ready_fd, int go_fd, Error *er
         r = pthread_attr_init(&attr);
         if (r != 0) {
                 free(t);
-                return error_set(err, -r, "Failed to set up the sandbox thread: %s",
-                                 strerror(r));
+                return error_set(err, -r, "Failed to set up the sandbox thread: %s", strerror(r));
         }
         (void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         /* It needs a few hundred bytes of stack, not the default 8 MiB
@@ -340,8 +339,7 @@ static int pin_thread_start(SandboxState *sb, int ready_fd, int go_fd, Error *er
         (void)pthread_attr_destroy(&attr);
         if (r != 0) {
                 free(t); /* the caller still owns the fds */
-                return error_set(err, -r, "Failed to start the sandbox thread: %s",
-                                 strerror(r));
+                return error_set(err, -r, "Failed to start the sandbox thread: %s", strerror(r));
         }
         return 0;
 }
@@ -642,8 +640,7 @@ static void sandbox_handle_report(RuntimeOp *op, bool eof) {
         } else if (nl && sscanf(sb->buf, "E %d %n", &e, &consumed) >= 1 && consumed > 0) {
                 *nl = 0;
                 (void)error_set(&op->err, e > 0 ? -e : -EIO, "%s failed: %s: %s",
-                                sb->threaded ? "Creating the sandbox namespaces"
-                                             : "Sandbox helper",
+                                sb->threaded ? "Creating the sandbox namespaces" : "Sandbox helper",
                                 sb->buf + consumed, strerror(e > 0 ? e : EIO));
         } else {
                 (void)error_set(&op->err, -EIO, "Sandbox %s exited without reporting",
@@ -722,9 +719,8 @@ void sandbox_op_timed_out(RuntimeOp *op) {
          * freeing the op closes its pipes, and it exits on its own once
          * it gets that far, having pinned nothing. */
         (void)error_set(&op->err, -ETIMEDOUT,
-                        op->sandbox->threaded
-                                ? "Creating the sandbox namespaces timed out"
-                                : "Sandbox helper timed out");
+                        op->sandbox->threaded ? "Creating the sandbox namespaces timed out"
+                                              : "Sandbox helper timed out");
         sandbox_undo(op);
         runtime_op_complete(op, -ETIMEDOUT);
 }
