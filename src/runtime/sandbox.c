@@ -1,33 +1,34 @@
-/* Pod sandboxes without a pause container: namespaces created by a
- * short-lived thread of the agent (or, when the pod shares its PID
- * namespace, a forked helper) and pinned by bind mounts of its
- * /proc/.../ns/<ns> files, as CRI-O's pinns does; a PID holder process only
- * when the pod shares its PID namespace.
+/* Pod sandboxes without a pause container: namespaces created by a short-lived
+ * thread of the agent (or, when the pod shares its PID namespace, a
+ * forked helper) and pinned by bind mounts of its /proc/.../ns/<ns> files, as
+ * CRI-O's pinns does; a PID holder process only when the pod shares its PID
+ * namespace.
  *
  * Without PID (every CNI pod, multi-container pods' IPC) no process is
- * forked: namespaces belong to a task, not to a process, so a detached
- * thread can unshare(NET|IPC|UTS) (allowed in a multi-threaded process, see
- * unshare(2): only CLONE_NEWUSER, CLONE_VM, CLONE_SIGHAND and CLONE_THREAD
- * need a single thread) and only that thread moves. It runs with every
- * signal blocked (process-directed signals stay for the loop's signalfd),
- * sets the hostname, brings "lo" up, reports "T <tid>\n" and then waits,
- * doing nothing else, until the loop closes the go pipe; the loop pins
- * the /proc/<pid>/task/<tid>/ns files meanwhile. The thread never touches the
- * filesystem: if the op times out or is freed, the loop closes its ends and
- * the late thread exits on EOF, its namespaces vanishing with it, so there
- * is never a pin the loop does not know about (a thread that pinned by
- * itself, as first designed, would leave pins behind an abandoned op and race
- * a retry of the same pod for the pin paths). Netns creation can take
- * milliseconds under rtnl contention (other pods' CNI plugins): that is why
- * it is not done on the loop thread itself.
+ * forked: namespaces belong to a task, not to a process, so a detached thread
+ * can unshare(NET|IPC|UTS) (allowed in a multi-threaded process, see
+ * unshare(2): only CLONE_THREAD, CLONE_SIGHAND, CLONE_VM and CLONE_NEWUSER,
+ * which implies them, need a single thread) and only that thread moves. It
+ * runs with every signal blocked (process-directed signals stay for the
+ * loop's signalfd), sets the hostname, brings "lo" up, reports "T <tid>\n"
+ * and then waits, doing nothing else, until the loop closes the go pipe; the
+ * loop pins the /proc/<pid>/task/<tid>/ns files meanwhile. The thread never
+ * touches the filesystem: if the op times out or is freed, the loop closes
+ * its ends and the late thread exits on EOF, its namespaces vanishing with
+ * it, so there is never a pin the loop does not know about (a thread that
+ * pinned by itself, as first designed, would leave pins behind an abandoned
+ * op and race a retry of the same pod for the pin paths). Netns creation can
+ * take milliseconds under rtnl contention (other pods' CNI plugins): that is
+ * why it is not done on the loop thread itself.
  *
- * With PID a new PID namespace only applies to children, and its pid 1 must
- * outlive the agent's call: a fork without exec (CLONE_VFORK cannot be used
- * for a child that outlives the call, and a CLONE_VM child running beside
- * the loop would share its errno and heap). That helper calls only
- * async-signal-safe functions (raw syscalls, write(); no stdio or malloc),
- * since the agent has threads. The holder re-execs nanolet, so it is not
- * bound by that.
+ * With PID a new PID namespace only applies to children and its pid 1 must
+ * outlive the agent's call (a holder spawned by the thread would be the
+ * agent's child to reap, its pdeath signal tied to the thread): a fork
+ * without exec (CLONE_VFORK cannot be used for a child that outlives the
+ * call, and a CLONE_VM child running beside the loop would share its errno
+ * and heap). That helper calls only async-signal-safe functions (raw
+ * syscalls, write(); no stdio or malloc), since the agent has threads. The
+ * holder re-execs nanolet, so it is not bound by that.
  *
  * Protocol of the forked helper (pipes; the helper may block, the agent
  * never does):
