@@ -622,8 +622,12 @@ static void sandbox_handle_report(RuntimeOp *op, bool eof) {
                 /* The thread waits on the go pipe until we close it, so
                  * its tid cannot have been reused meanwhile. */
                 (void)snprintf(proc, sizeof(proc), "/proc/%d/task/%d", (int)getpid(), tid);
-                if (sandbox_pin_all(op, proc, 0) == 0)
+                int q = sandbox_pin_all(op, proc, 0);
+                if (q == 0)
                         sb->committed = true;
+                else if (op->err.error == 0) /* -ENOMEM, without a sentence */
+                        (void)error_set(&op->err, q, "Failed to pin the sandbox namespaces: %s",
+                                        strerror(-q));
         } else if (nl && !sb->threaded && sscanf(sb->buf, "R %d", &holder) == 1) {
                 op->holder_pid = holder;
                 (void)snprintf(proc, sizeof(proc), "/proc/%d", (int)op->pid);
@@ -655,6 +659,8 @@ static void sandbox_handle_report(RuntimeOp *op, bool eof) {
         if (sb->threaded) {
                 /* No child to wait for: the op ends here. */
                 int r = op->err.error;
+                if (r == 0 && !sb->committed)
+                        r = error_set(&op->err, -EIO, "Sandbox namespaces were not pinned");
                 if (r < 0) {
                         sandbox_undo(op);
                         runtime_op_complete(op, r);
