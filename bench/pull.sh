@@ -11,6 +11,9 @@
 #   same runs, interleaved, for a before/after in one lock hold
 #   BENCH_SYNC=0 (do not flush the filesystem, untimed, between the timed
 #   commands)
+#   BENCH_FLUSH_TIMED=1 each timed command includes a `sync -f` after it:
+#   pull and write-back of everything it wrote (nanolet leaves its layers'
+#   files to a later flush, skopeo never flushes), for the whole disk cost
 # Each timed command starts on a quiet disk: an untimed `sync -f` just before
 # it waits for whatever the previous ones left to write back (nanolet
 # flushes its layers after its exit, skopeo never; `rm -rf` of the last
@@ -116,6 +119,7 @@ fi
 
 now() { date +%s.%N; }
 quiesce() { [ "${BENCH_SYNC:-1}" = 0 ] || sync -f "$WORK"; }
+timed_flush() { [ -z "${BENCH_FLUSH_TIMED:-}" ] || sync -f "$WORK"; }
 declare -a T_NANOLET T_SKOPEO T_DOWN T_UNPACK T_BASE
 for ((r = 0; r < RUNS; r++)); do
         if [ -n "${BENCH_BASE:-}" ]; then
@@ -124,6 +128,7 @@ for ((r = 0; r < RUNS; r++)); do
                 tb=$(now)
                 "$BENCH_BASE" image --root-dir "$WORK/root" pull -q --registry-certs-dir "$CERTS" \
                         --credential-file "$WORK/config.json" --registries-conf /dev/null "$REG/bench/big:v1"
+                timed_flush
                 T_BASE+=("$(echo "$(now) - $tb" | bc)")
         fi
         rm -rf "$WORK/root" "$WORK/oci"
@@ -132,6 +137,7 @@ for ((r = 0; r < RUNS; r++)); do
         NANOLET_LOG_LEVEL=7 "$NANOLET" image --root-dir "$WORK/root" pull -q --registry-certs-dir "$CERTS" \
                 --credential-file "$WORK/config.json" --registries-conf /dev/null "$REG/bench/big:v1" \
                 2>"$WORK/pull.log"
+        timed_flush
         t1=$(now)
         phases=$(sed -n 's/.*meanwhile) in \([0-9.]*\)s, rest unpacked and committed in \([0-9.]*\)s.*/\1 \2/p' "$WORK/pull.log")
         T_DOWN+=("${phases% *}")
@@ -139,6 +145,7 @@ for ((r = 0; r < RUNS; r++)); do
         quiesce
         t1s=$(now)
         skopeo copy -q --src-creds bench:bench --src-cert-dir "$CERTS/$REG" "docker://$REG/bench/big:v1" "oci:$WORK/oci:big"
+        timed_flush
         t2=$(now)
         T_NANOLET+=("$(echo "$t1 - $t0" | bc)")
         T_SKOPEO+=("$(echo "$t2 - $t1s" | bc)")

@@ -358,12 +358,12 @@ static int extract_regular(Unpack *u, struct archive *tar, struct archive_entry 
         }
         if (archive_entry_size_is_set(e) && ftruncate(fd, archive_entry_size(e)) < 0)
                 return error_set(u->err, -errno, "entry \"%s\": truncate: %m", path);
-        /* The store flushes the whole layer before committing it
-         * (store_layer_unpack_tmp()); starting a big file's write-back now
-         * lets the disk work while the rest is unpacked, so that flush finds
-         * little left. Small files are left to it: one request each would
-         * cost more than they save. */
-        if (size >= UNPACK_EARLY_WRITEBACK_MIN)
+        /* When the store flushes the whole layer before committing it
+         * (store_layer_unpack_tmp() without a boot ID), starting a big
+         * file's write-back now lets the disk work while the rest is
+         * unpacked, so that flush finds little left. Small files are left to
+         * it: one request each would cost more than they save. */
+        if (u->limits->early_writeback && size >= UNPACK_EARLY_WRITEBACK_MIN)
                 (void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
         r = apply_owner_mode(u, fd, e, path);
         if (r < 0)

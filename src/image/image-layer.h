@@ -24,6 +24,14 @@ typedef struct ImageLimits {
          * (-ECANCELED at the next blob read), e.g. a pull whose download
          * failed while its unpack threads run (image-pull.c). */
         const atomic_bool *cancel;
+        /* Start the write-back of every file of 256 KiB or more as soon as
+         * it is written: only when the caller flushes the layer before
+         * committing it (a store without boot ID, image-store-unpack.c),
+         * so that this flush finds little left. A layer committed with a
+         * flush record is flushed later, off the pull's path; starting its
+         * write-back here would only put that disk work (and its CPU) into
+         * the pull (docs/BENCHMARKS.md, "Eighth round"). */
+        bool early_writeback;
 } ImageLimits;
 
 #define IMAGE_DEFAULT_MAX_LAYER_SIZE (UINT64_C(8) << 30)

@@ -44,6 +44,7 @@ int store_layer_unpack_tmp(ImageStore *s, int blob_fd, const char *blob_digest, 
          * layer still recorded after a reboot is unpacked again. Without a
          * boot ID, one syncfs() before the rename, in this worker. */
         int recorded = store_layer_record(s, tmp, err);
+        limits.early_writeback = recorded == 0; /* the syncfs() below follows */
         _cleanup_close_ int fd = -EBADF;
         if (recorded < 0)
                 r = recorded;

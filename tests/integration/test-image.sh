@@ -116,9 +116,9 @@ records_of() { ls "$1/layers/.unflushed" | grep "^$2-" || true; } # ROOT CHAIN
 # LeakSanitizer cannot run under ptrace: the ASan tree skips its leak check
 # for these traced commands (every other command here keeps it).
 traced() { ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -f -qq -y "$@"; }
-if traced -e trace=openat,fsync,syncfs,renameat,renameat2 -o "$WORK/strace" \
+if traced -e trace=openat,fsync,syncfs,sync_file_range,renameat,renameat2 -o "$WORK/strace" \
         "$NANOLET" image --root-dir "$R4" load "$IMAGES/nanolet-test-layers.tar" >/dev/null 2>&1; then
-        python3 - "$WORK/strace" >"$WORK/sync-check" 2>&1 <<'PY' && ok "every layer's record is durable (file and directory fsync'ed) before the layer's rename; no syncfs on the load's path" || fail "layer record order: $(cat "$WORK/sync-check")"
+        python3 - "$WORK/strace" >"$WORK/sync-check" 2>&1 <<'PY' && ok "every layer's record is durable (file and directory fsync'ed) before the layer's rename; no syncfs, nor early write-back of layer files, on the load's path" || fail "layer record order: $(cat "$WORK/sync-check")"
 import re, sys
 fd = r'\d+(?:<[^>]*>)?'
 record_synced = {}   # record name -> line of its fsync
@@ -127,6 +127,10 @@ renamed = 0
 for no, line in enumerate(open(sys.argv[1])):
     if re.search(r"syncfs\(", line):
         sys.exit(f"syncfs on the load's path: {line.strip()}")
+    # A recorded layer is flushed later, off the load's path: starting its
+    # files' write-back here would only put that disk work into the load.
+    if re.search(r'sync_file_range\(\d+<[^>]*/layers/', line):
+        sys.exit(f"write-back of a recorded layer's file started while unpacking: {line.strip()}")
     m = re.search(r'fsync\(\d+<[^>]*/layers/\.unflushed/([0-9a-f]{64}-[0-9a-f]{16})>\) = 0', line)
     if m:
         record_synced[m.group(1)] = no

@@ -13,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/mman.h>
@@ -1129,6 +1132,53 @@ static void test_cancel(void **state) {
         assert_int_equal(access(f, F_OK), 0);
 }
 
+/* Whether any byte of the file at rel is still delayed-allocation data,
+ * i.e. its write-back has not started: 1 yes, 0 no, -1 when the filesystem
+ * cannot tell (no FIEMAP, e.g. tmpfs). */
+static int file_has_delalloc(const char *rel) {
+        _cleanup_free_ char *p = path_in(rel);
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        struct {
+                struct fiemap f;
+                struct fiemap_extent e[32];
+        } m = { .f = { .fm_length = FIEMAP_MAX_OFFSET, .fm_extent_count = 32 } };
+        int r = ioctl(fd, FS_IOC_FIEMAP, &m.f); /* no FIEMAP_FLAG_SYNC: as it is */
+        close(fd);
+        if (r < 0)
+                return -1;
+        for (unsigned i = 0; i < m.f.fm_mapped_extents; i++)
+                if (m.e[i].fe_flags & FIEMAP_EXTENT_DELALLOC)
+                        return 1;
+        return 0;
+}
+
+/* ImageLimits.early_writeback: a big file's write-back starts as it is
+ * unpacked only when asked for (the store asks only when it flushes the
+ * layer before committing it); otherwise its data is left to a later flush. */
+static void test_early_writeback(void **state) {
+        const Ent ents[] = { { "big", 'z', NULL, 0644 } };
+        ImageLimits lim;
+        Error err = {};
+        /* Does this filesystem delay allocation at all (ext4, xfs, btrfs)? */
+        static char zero[1 << 20];
+        _cleanup_free_ char *probe = path_in("delalloc-probe");
+        int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, zero, sizeof(zero)), (ssize_t)sizeof(zero));
+        close(fd);
+        if (file_has_delalloc("delalloc-probe") != 1)
+                skip(); /* no FIEMAP or no delayed allocation: nothing to observe */
+
+        image_limits_default(&lim);
+        assert_false(lim.early_writeback);
+        assert_int_equal(unpack_ents("r-wb-off", ents, 1, &lim, 1 << 20, true, 0, &err), 0);
+        assert_int_equal(file_has_delalloc("r-wb-off/big"), 1);
+        lim.early_writeback = true;
+        assert_int_equal(unpack_ents("r-wb-on", ents, 1, &lim, 1 << 20, true, 0, &err), 0);
+        assert_int_equal(file_has_delalloc("r-wb-on/big"), 0);
+}
+
 static void test_sparse_archive(void **state) {
         static char buf[1 << 20];
         struct rlimit old;
@@ -1203,6 +1253,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_sparse_layer),
                 cmocka_unit_test(test_sparse_archive),
                 cmocka_unit_test(test_cancel),
+                cmocka_unit_test(test_early_writeback),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
