@@ -1566,6 +1566,12 @@ def start_timeline(lines):
     res = {"pods": len(phases["add_to_started"]), "max_waiting_ops": waiting_max}
     if add and started:
         res["first_add_to_last_started_ms"] = round(max(t for _, t in started.values()) - min(add.values()), 1)
+    creates = sorted(o["create_queued"] + o["create_wait"] for o in ops.values() if "create_wait" in o)
+    if add and creates:
+        # How long the runtime queue stood idle at the start of the drop: the
+        # measured floor's first create starts at once.
+        res["first_add_to_first_create_ms"] = round(creates[0] - min(add.values()), 1)
+        res["first_add_to_tenth_create_ms"] = round(creates[min(9, len(creates) - 1)] - min(add.values()), 1)
     for k, v in phases.items():
         if v:
             res[k] = {"median_ms": round(statistics.median(v), 1), "max_ms": round(max(v), 1),
