@@ -1395,6 +1395,9 @@ wait $child
             tl.append(sel)
         res["timeline_debug_log"] = tl
         self.results["profile"] = res
+        keep = os.environ.get("KEEP_PROFILE_LOG")
+        if keep:  # the debug log of the profile phase's drops, for reading
+            shutil.copyfile(f"{self.w}/agent.log", keep)
 
     def teardown_pods(self):
         if self.agent and self.agent.poll() is None:
