@@ -13,7 +13,7 @@
 #   BENCH_AGENT_ARGS="--flag=value ..." (more agent flags, e.g. --seccomp-default=false)
 #   BENCH_MONITOR=nanolet|conmon (the agent runs with --container-monitor=VALUE; default: the agent's default)
 #   SCALE_SWEEP=1,2,4,8,auto SWEEP_RUNS=2 (SCALE_PODS again per --runtime-max-parallel)
-#   SKIP_PARFLOOR=1 PARFLOOR_RUNS=1 PARFLOOR_BOUND=2xCPUs (the measured parallel floor: SCALE_PODS
+#   SKIP_PARFLOOR=1 PARFLOOR_RUNS=1 PARFLOOR_BOUND=2xCPUs PARFLOOR_VARIANTS=bare/4,pod/4,nanolet PARFLOOR_PERF=DIR (the measured parallel floor: SCALE_PODS
 #     runc create+start at once, bare bundle / the agent's config.json / without seccomp)
 # Builds a non-sanitized optimized tree, installs podman (Debian) if missing,
 # holds the shared integration-test lock for the whole run, and leaves nothing
