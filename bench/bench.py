@@ -1797,25 +1797,6 @@ def report(res, path):
         if "machine_busy_cpu_s_while_starting" in s:
             row(f"machine CPU while starting {n} pods (all processes)",
                 f"{s['machine_busy_cpu_s_while_starting']:.2f} s")
-        pf = res.get("parfloor")
-        if pf and floor:
-            fl = n * floor / cores
-            labels = {"bare": "the floor's bare bundle", "pod": "nanolet's config.json",
-                      "pod-noseccomp": "nanolet's config.json without seccomp"}
-            nano = pf["variants"].get("nanolet/agent", {}).get("median_ms") or s["all_running_ms"]
-            for k, v in pf["variants"].items():
-                kind, bound = k.split("/")
-                runs = [x["all_running_ms"] for x in v["runs"]]
-                if kind == "nanolet":
-                    row(f"nanolet, {n} pods at once, in the measured floor's rounds",
-                        f"{v['median_ms']:.0f} ms", f"{min(runs):.0f}", f"{max(runs):.0f}",
-                        f"{v['median_ms'] / fl:.2f}× issue floor; machine CPU {v['median_cpu_s']:.2f} s")
-                    continue
-                par = f"{bound} at once" if bound == "unbounded" else f"{bound} at a time"
-                row(f"measured floor: {n} × runc create+start, {labels[kind]}, {par}",
-                    f"{v['median_ms']:.0f} ms", f"{min(runs):.0f}", f"{max(runs):.0f}",
-                    f"{v['median_ms'] / fl:.2f}× issue floor; nanolet {nano / v['median_ms']:.2f}× this; "
-                    f"machine CPU {v['median_cpu_s']:.2f} s")
         row(f"agent RSS peak while starting {n} pods", f"{mib(s['agent_rss_peak_kib_while_starting']):.2f} MiB")
         cpu = s["agent_cpu_percent_idle"]
         row(f"agent CPU, {n} pods idle {s['idle_seconds']} s", f"{cpu:.3f} % of a core", "", "",
@@ -1832,6 +1813,27 @@ def report(res, path):
             tot = mib(am["pss"] + cm["pss"])
             row(f"agent + monitors PSS, {n} pods", f"{tot:.1f} MiB", "", "", "",
                 f"≤ {40 * n / 100:.0f} MiB", verdict(tot, 40 * n / 100), m)
+    pf = res.get("parfloor")
+    if pf and floor:
+        # Beside the scale rows (or alone with SKIP_SCALE=1): the measured floor.
+        n = res["config"]["SCALE_PODS"]
+        fl = n * floor / cores
+        labels = {"bare": "the floor's bare bundle", "pod": "nanolet's config.json",
+                  "pod-noseccomp": "nanolet's config.json without seccomp"}
+        nano = pf["variants"].get("nanolet/agent", {}).get("median_ms") or (s or {}).get("all_running_ms")
+        for k, v in pf["variants"].items():
+            kind, bound = k.split("/")
+            runs = [x["all_running_ms"] for x in v["runs"]]
+            if kind == "nanolet":
+                row(f"nanolet, {n} pods at once, in the measured floor's rounds",
+                    f"{v['median_ms']:.0f} ms", f"{min(runs):.0f}", f"{max(runs):.0f}",
+                    f"{v['median_ms'] / fl:.2f}× issue floor; machine CPU {v['median_cpu_s']:.2f} s")
+                continue
+            par = f"{bound} at once" if bound == "unbounded" else f"{bound} at a time"
+            vs = f"nanolet {nano / v['median_ms']:.2f}× this; " if nano else ""
+            row(f"measured floor: {n} × runc create+start, {labels[kind]}, {par}",
+                f"{v['median_ms']:.0f} ms", f"{min(runs):.0f}", f"{max(runs):.0f}",
+                f"{v['median_ms'] / fl:.2f}× issue floor; {vs}machine CPU {v['median_cpu_s']:.2f} s")
     rs = res.get("restart")
     if rs:
         conv = f"{rs['converged_ms']:.0f} ms" if rs["converged_ms"] is not None else f"not within {rs['converged_within_s']} s"
