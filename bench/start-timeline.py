@@ -14,6 +14,10 @@ LINE = re.compile(r"^[IWEF]\d{4} (\d\d):(\d\d):(\d\d)\.(\d{6}) +\d+ [^\]]+\] (.*
 # (step name, pattern); the first match after the previous step counts.
 STEPS = [
     ("manifest read", r'Read ".*/{name}\.yaml"'),
+    # The namespace pins' op (pods with a sandbox to pin: CNI pods,
+    # multi-container pods): its slot taken, its callback run.
+    ("pin op started", r"runtime: sandbox \S+ started after"),
+    ("namespaces pinned", r"runtime: sandbox \S+ done"),
     ("sandbox ready", r'Sandbox of pod "[^"]*{name}[^"]*" is ready'),
     ("rootfs mounted", r'rootfs mounted by the agent|runtime: spawned \S*nanolet\S* '
                        r'|rootfs by the helper'),
@@ -37,20 +41,29 @@ def main():
         m = LINE.match(raw.rstrip("\n"))
         if m:
             lines.append((ts(m), m.group(5)))
-    names = []
-    for _, msg in lines:
-        m = re.search(r'Read ".*/(%s-\d+)\.yaml"' % re.escape(prefix), msg)
-        if m and m.group(1) not in names:
-            names.append(m.group(1))
+    # Every bench pod's first manifest read (host and CNI pods alternate),
+    # and the pods asked for.
+    reads, seen, names = [], set(), []
+    for k, (_, msg) in enumerate(lines):
+        m = re.search(r'Read ".*/([a-z0-9-]+-\d+)\.yaml"', msg)
+        if m and m.group(1) not in seen:
+            seen.add(m.group(1))
+            reads.append(k)
+            if re.fullmatch(r"%s-\d+" % re.escape(prefix), m.group(1)):
+                names.append((m.group(1), len(reads) - 1))
     print("pod\t" + "\t".join(s for s, _ in STEPS[1:]) + "\t(ms since the manifest was read)")
-    for name in names:
-        i, t0, row = 0, None, []
+    for name, n in names:
+        # Pods start one at a time: a step not logged for this pod (a
+        # hostNetwork pod pins nothing) is not looked for past the next
+        # pod's manifest read, where it would match the next pod's line.
+        end = reads[n + 1] if n + 1 < len(reads) else len(lines)
+        i, t0, row = reads[n], None, []
         for step, pat in STEPS:
             rx = re.compile(pat.format(name=re.escape(name)))
             start = i
-            while i < len(lines) and not rx.search(lines[i][1]):
+            while i < end and not rx.search(lines[i][1]):
                 i += 1
-            if i == len(lines):  # a step this build does not log
+            if i == end:  # a step this build (or this pod) does not log
                 row.append("-")
                 i = start
                 continue

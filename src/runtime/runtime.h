@@ -138,9 +138,10 @@ typedef struct SandboxRequest {
         const char *hostname; /* set in the new UTS namespace */
 } SandboxRequest;
 
-/* Creates and pins the namespaces (a forked helper unshares them; the pins
- * are bind mounts of its /proc/<pid>/ns files, as CRI-O's pinns does), and
- * brings up "lo" in a new network namespace. holder_pid is the PID holder
+/* Creates and pins the namespaces (a short-lived thread unshares them, or a
+ * forked helper with SANDBOX_NS_PID; the pins are bind mounts of its
+ * /proc/.../ns files, as CRI-O's pinns does), and brings up "lo" in a new
+ * network namespace. holder_pid is the PID holder
  * (SANDBOX_NS_PID) or 0. On failure nothing is left mounted. */
 typedef void (*sandbox_created_t)(Runtime *rt, int r, pid_t holder_pid, const Error *err,
                                   void *userdata);

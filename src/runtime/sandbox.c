@@ -1,15 +1,39 @@
-/* Pod sandboxes without a pause container: namespaces created by a forked
- * helper and pinned by bind mounts of its /proc/<pid>/ns/<ns> files, as
+/* Pod sandboxes without a pause container: namespaces created by a short-lived
+ * thread of the agent (or, when the pod shares its PID namespace, a
+ * forked helper) and pinned by bind mounts of its /proc/.../ns/<ns> files, as
  * CRI-O's pinns does; a PID holder process only when the pod shares its PID
  * namespace.
  *
- * The helper is a fork without exec: it calls only async-signal-safe
- * functions (raw syscalls, write(); no stdio or malloc), since the agent
- * may have threads. The holder re-execs nanolet, so it is not bound by that.
+ * Without PID (every CNI pod, multi-container pods' IPC) no process is
+ * forked: namespaces belong to a task, not to a process, so a detached thread
+ * can unshare(NET|IPC|UTS) (allowed in a multi-threaded process, see
+ * unshare(2): only CLONE_THREAD, CLONE_SIGHAND, CLONE_VM and CLONE_NEWUSER,
+ * which implies them, need a single thread) and only that thread moves. It
+ * runs with every signal blocked (process-directed signals stay for the
+ * loop's signalfd), sets the hostname, brings "lo" up, reports "T <tid>\n"
+ * and then waits, doing nothing else, until the loop closes the go pipe; the
+ * loop pins the /proc/<pid>/task/<tid>/ns files meanwhile. The thread never
+ * touches the filesystem: if the op times out or is freed, the loop closes
+ * its ends and the late thread exits on EOF, its namespaces vanishing with
+ * it, so there is never a pin the loop does not know about (a thread that
+ * pinned by itself, as first designed, would leave pins behind an abandoned
+ * op and race a retry of the same pod for the pin paths). Netns creation can
+ * take milliseconds under rtnl contention (other pods' CNI plugins): that is
+ * why it is not done on the loop thread itself.
  *
- * Protocol (pipes; the helper may block, the agent never does):
- *   helper: unshare(NET|IPC|UTS[|PID]), sethostname, "lo" up; with PID it
- *           forks the holder (pid 1 of the new namespace), which re-execs
+ * With PID a new PID namespace only applies to children and its pid 1 must
+ * outlive the agent's call (a holder spawned by the thread would be the
+ * agent's child to reap, its pdeath signal tied to the thread): a fork
+ * without exec (CLONE_VFORK cannot be used for a child that outlives the
+ * call, and a CLONE_VM child running beside the loop would share its errno
+ * and heap). That helper calls only async-signal-safe functions (raw
+ * syscalls, write(); no stdio or malloc), since the agent has threads. The
+ * holder re-execs nanolet, so it is not bound by that.
+ *
+ * Protocol of the forked helper (pipes; the helper may block, the agent
+ * never does):
+ *   helper: unshare(NET|IPC|UTS|PID), sethostname, "lo" up, forks the
+ *           holder (pid 1 of the new namespace), which re-execs
  *           /proc/self/exe as SANDBOX_HOLDER_ARGV0 with a SIGKILL pdeath
  *           signal and reports on fd 3.
  *   helper -> agent: "R <holder pid or 0>\n" or "E <errno> <what>\n".
@@ -25,6 +49,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -80,6 +105,7 @@ struct SandboxState {
         size_t len;
         bool reported;
         bool committed;
+        bool threaded;   /* namespaces from a thread of ours, no helper process */
         unsigned pinned; /* SandboxNamespaces flags mounted */
         bool wrote_holder_pid;
 };
@@ -233,6 +259,92 @@ _noreturn_ static void helper_main(pid_t parent, int ready_fd, int go_fd, unsign
         _exit(0);
 }
 
+/* --- thread (no PID namespace) ------------------------------------------------ */
+
+typedef struct PinThread {
+        int ready_fd; /* thread -> loop */
+        int go_fd;    /* loop -> thread: EOF once pinned or given up */
+        int flags;    /* CLONE_NEW* */
+        char hostname[65];
+} PinThread;
+
+static void pin_thread_free(PinThread *t) {
+        safe_close(t->ready_fd);
+        safe_close(t->go_fd);
+        free(t);
+}
+
+/* Runs in a detached thread with every signal blocked. Its errno and
+ * stack are its own; it shares nothing with the loop but the two pipe ends
+ * it owns, and calls nothing that takes a lock the loop could hold (no
+ * logging). It moves only itself into the new namespaces. */
+static void *pin_thread_main(void *userdata) {
+        PinThread *t = userdata;
+        char c;
+
+        if (unshare(t->flags) < 0)
+                helper_report(t->ready_fd, 'E', errno, "unshare");
+        else if ((t->flags & CLONE_NEWUTS) && t->hostname[0] &&
+                 sethostname(t->hostname, strlen(t->hostname)) < 0)
+                helper_report(t->ready_fd, 'E', errno, "sethostname");
+        else {
+                int r = (t->flags & CLONE_NEWNET) ? loopback_up() : 0;
+                if (r < 0)
+                        helper_report(t->ready_fd, 'E', -r, "bringing up lo");
+                else {
+                        helper_report(t->ready_fd, 'T', (long)gettid(), NULL);
+                        /* Alive (so /proc/<pid>/task/<tid> is ours) and idle
+                         * in the new namespaces until the loop is done. */
+                        while (read_byte(t->go_fd, &c) == 1)
+                                ;
+                }
+        }
+        pin_thread_free(t);
+        return NULL;
+}
+
+static int pin_thread_start(SandboxState *sb, int ready_fd, int go_fd, Error *err) {
+        pthread_attr_t attr;
+        sigset_t all, saved;
+        pthread_t thread;
+        int r;
+
+        PinThread *t = calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        t->ready_fd = ready_fd;
+        t->go_fd = go_fd;
+        for (size_t i = 0; i < ELEMENTSOF(pin_table); i++)
+                if (sb->namespaces & pin_table[i].flag)
+                        t->flags |= pin_table[i].clone_flag;
+        if (sb->hostname)
+                (void)strncpy(t->hostname, sb->hostname, sizeof(t->hostname) - 1);
+
+        r = pthread_attr_init(&attr);
+        if (r != 0) {
+                free(t);
+                return error_set(err, -r, "Failed to set up the sandbox thread: %s", strerror(r));
+        }
+        (void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        /* It needs a few hundred bytes of stack, not the default 8 MiB
+         * mapping (128 KiB leaves room for the sanitizers). */
+        (void)pthread_attr_setstacksize(&attr, 128 * 1024);
+        /* A new thread inherits its creator's mask: all blocked, so no
+         * process-directed signal (SIGCHLD, SIGTERM: the loop reads them
+         * from its signalfd) is ever delivered to it, nor its default
+         * action taken there. */
+        (void)sigfillset(&all);
+        (void)pthread_sigmask(SIG_SETMASK, &all, &saved);
+        r = pthread_create(&thread, &attr, pin_thread_main, t);
+        (void)pthread_sigmask(SIG_SETMASK, &saved, NULL);
+        (void)pthread_attr_destroy(&attr);
+        if (r != 0) {
+                free(t); /* the caller still owns the fds */
+                return error_set(err, -r, "Failed to start the sandbox thread: %s", strerror(r));
+        }
+        return 0;
+}
+
 /* --- holder ------------------------------------------------------------------ */
 
 static volatile sig_atomic_t holder_terminate;
@@ -323,9 +435,10 @@ static int ns_root_make_private(Runtime *rt, const char *root, Error *err) {
         return 0;
 }
 
-static int pin_one(const char *dir, const char *name, pid_t pid, Error *err) {
+/* proc: "/proc/<pid>" or "/proc/<pid>/task/<tid>", whose ns/<name> is pinned. */
+static int pin_one(const char *dir, const char *name, const char *proc, Error *err) {
         _cleanup_free_ char *path = sandbox_ns_path(dir, name);
-        _cleanup_free_ char *src = strprintf("/proc/%d/ns/%s", (int)pid, name);
+        _cleanup_free_ char *src = strprintf("%s/ns/%s", proc, name);
         if (!path || !src)
                 return -ENOMEM;
 
@@ -460,14 +573,18 @@ void sandbox_op_free(RuntimeOp *op) {
         op->sandbox = NULL;
 }
 
-static int sandbox_pin_all(RuntimeOp *op, pid_t helper, pid_t holder) {
+/* helper_proc: "/proc/<helper pid>" or "/proc/<pid>/task/<tid>" of the
+ * thread; holder: the PID holder or 0. */
+static int sandbox_pin_all(RuntimeOp *op, const char *helper_proc, pid_t holder) {
         SandboxState *sb = op->sandbox;
+        char holder_proc[32];
         int r;
 
+        (void)snprintf(holder_proc, sizeof(holder_proc), "/proc/%d", (int)holder);
         for (size_t i = 0; i < ELEMENTSOF(pin_table); i++) {
                 if (!(sb->namespaces & pin_table[i].flag))
                         continue;
-                pid_t src = pin_table[i].flag == SANDBOX_NS_PID ? holder : helper;
+                const char *src = pin_table[i].flag == SANDBOX_NS_PID ? holder_proc : helper_proc;
                 r = pin_one(sb->dir, pin_table[i].name, src, &op->err);
                 if (r < 0)
                         return r;
@@ -499,14 +616,26 @@ static void sandbox_handle_report(RuntimeOp *op, bool eof) {
         sb->ready_source = event_source_free(sb->ready_source);
         sb->ready_fd = safe_close(sb->ready_fd);
 
-        int holder = 0, e = 0, consumed = 0;
-        if (nl && sscanf(sb->buf, "R %d", &holder) == 1) {
+        int holder = 0, tid = 0, e = 0, consumed = 0;
+        char proc[64];
+        if (nl && sb->threaded && sscanf(sb->buf, "T %d", &tid) == 1 && tid > 0) {
+                /* The thread waits on the go pipe until we close it, so
+                 * its tid cannot have been reused meanwhile. */
+                (void)snprintf(proc, sizeof(proc), "/proc/%d/task/%d", (int)getpid(), tid);
+                int q = sandbox_pin_all(op, proc, 0);
+                if (q == 0)
+                        sb->committed = true;
+                else if (op->err.error == 0) /* -ENOMEM, without a sentence */
+                        (void)error_set(&op->err, q, "Failed to pin the sandbox namespaces: %s",
+                                        strerror(-q));
+        } else if (nl && !sb->threaded && sscanf(sb->buf, "R %d", &holder) == 1) {
                 op->holder_pid = holder;
+                (void)snprintf(proc, sizeof(proc), "/proc/%d", (int)op->pid);
                 if (op->child_exited) {
                         (void)error_set(&op->err, -ESRCH,
                                         "Sandbox helper died before its namespaces were "
                                         "pinned");
-                } else if (sandbox_pin_all(op, op->pid, holder) == 0) {
+                } else if (sandbox_pin_all(op, proc, holder) == 0) {
                         if (write(sb->go_fd, "c", 1) == 1)
                                 sb->committed = true;
                         else
@@ -515,13 +644,32 @@ static void sandbox_handle_report(RuntimeOp *op, bool eof) {
                 }
         } else if (nl && sscanf(sb->buf, "E %d %n", &e, &consumed) >= 1 && consumed > 0) {
                 *nl = 0;
-                (void)error_set(&op->err, e > 0 ? -e : -EIO, "Sandbox helper failed: %s: %s",
+                (void)error_set(&op->err, e > 0 ? -e : -EIO, "%s failed: %s: %s",
+                                sb->threaded ? "Creating the sandbox namespaces" : "Sandbox helper",
                                 sb->buf + consumed, strerror(e > 0 ? e : EIO));
         } else {
-                (void)error_set(&op->err, -EIO, "Sandbox helper exited without reporting");
+                (void)error_set(&op->err, -EIO, "Sandbox %s exited without reporting",
+                                sb->threaded ? "thread" : "helper");
         }
-        /* Commit sent or not: closing lets the helper exit (abort if not). */
+        /* Commit sent or not: closing lets the helper exit (abort if not);
+         * the thread exits on this EOF either way, its namespaces now
+         * pinned or gone with it. */
         sb->go_fd = safe_close(sb->go_fd);
+
+        if (sb->threaded) {
+                /* No child to wait for: the op ends here. */
+                int r = op->err.error;
+                if (r == 0 && !sb->committed)
+                        r = error_set(&op->err, -EIO, "Sandbox namespaces were not pinned");
+                if (r < 0) {
+                        sandbox_undo(op);
+                        runtime_op_complete(op, r);
+                        return;
+                }
+                log_debug("runtime: sandbox \"%s\" pinned from thread %d, no helper process.",
+                          sb->dir, tid);
+                runtime_op_complete(op, 0);
+        }
 }
 
 static int on_ready(EventSource *s, int fd, uint32_t revents, void *userdata) {
@@ -573,9 +721,13 @@ void sandbox_op_child_exited(RuntimeOp *op) {
 }
 
 void sandbox_op_timed_out(RuntimeOp *op) {
-        /* Only reached once the helper is gone; everything else is done
-         * in sandbox_op_child_exited(). */
-        (void)error_set(&op->err, -ETIMEDOUT, "Sandbox helper timed out");
+        /* Forked helper: only reached once it is gone; everything else is
+         * done in sandbox_op_child_exited(). Thread: it never reported;
+         * freeing the op closes its pipes, and it exits on its own once
+         * it gets that far, having pinned nothing. */
+        (void)error_set(&op->err, -ETIMEDOUT,
+                        op->sandbox->threaded ? "Creating the sandbox namespaces timed out"
+                                              : "Sandbox helper timed out");
         sandbox_undo(op);
         runtime_op_complete(op, -ETIMEDOUT);
 }
@@ -609,6 +761,32 @@ int sandbox_op_start(RuntimeOp *op) {
                 sandbox_undo(op);
                 return r;
         }
+        (void)fcntl(rp[0], F_SETFL, O_NONBLOCK);
+
+        if (!(sb->namespaces & SANDBOX_NS_PID)) {
+                sb->threaded = true;
+                r = pin_thread_start(sb, rp[1], gp[0], &op->err);
+                if (r < 0) {
+                        sandbox_undo(op);
+                        return r; /* closes all four ends */
+                }
+                /* Its ends are the thread's now. */
+                rp[1] = -EBADF;
+                gp[0] = -EBADF;
+                sb->ready_fd = TAKE_FD(rp[0]);
+                sb->go_fd = TAKE_FD(gp[1]);
+                r = runtime_op_arm_timer(op);
+                if (r >= 0)
+                        r = event_add_io(rt->event, &sb->ready_source, sb->ready_fd, EPOLLIN,
+                                         on_ready, op);
+                if (r < 0) {
+                        /* Freeing the op closes our ends: the thread exits. */
+                        sandbox_undo(op);
+                        return r;
+                }
+                return 0;
+        }
+
         pid_t parent = getpid();
         pid_t pid = fork();
         if (pid < 0) {
@@ -623,7 +801,6 @@ int sandbox_op_start(RuntimeOp *op) {
         }
         rp[1] = safe_close(rp[1]);
         gp[0] = safe_close(gp[0]);
-        (void)fcntl(rp[0], F_SETFL, O_NONBLOCK);
         sb->ready_fd = TAKE_FD(rp[0]);
         sb->go_fd = TAKE_FD(gp[1]);
 

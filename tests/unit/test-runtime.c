@@ -18,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -588,6 +590,41 @@ static void test_exec_argv(void **state) {
 
 /* --- sandboxes --------------------------------------------------------------- */
 
+/* fork() calls of this process (pthread_atfork, registered in main): the
+ * sandbox helper is a fork(); runc and conmon are spawned with
+ * clone(CLONE_VFORK), which does not run these handlers. */
+static unsigned n_forks;
+
+static void count_fork(void) {
+        n_forks++;
+}
+
+static unsigned n_threads(void) {
+        DIR *d = opendir("/proc/self/task");
+        unsigned n = 0;
+        assert_non_null(d);
+        for (struct dirent *de; (de = readdir(d));)
+                if (de->d_name[0] != '.')
+                        n++;
+        closedir(d);
+        return n;
+}
+
+/* The sandbox thread exits once the loop is done with it. */
+static void wait_threads(Fixture *f, unsigned want) {
+        for (int i = 0; i < 200 && n_threads() > want; i++)
+                (void)event_run(f->e, 10 * USEC_PER_MSEC);
+        assert_int_equal(n_threads(), want);
+}
+
+static void assert_new_ns(const char *pin, const char *ns) {
+        _cleanup_free_ char *own = strprintf("/proc/self/ns/%s", ns);
+        struct stat a, b;
+        assert_int_equal(stat(pin, &a), 0);
+        assert_int_equal(stat(own, &b), 0);
+        assert_true(a.st_ino != b.st_ino); /* a new namespace, not ours */
+}
+
 static char *sandbox_dir(Fixture *f, const char *uid) {
         char *d = strprintf("%s/ns/%s", f->run_dir, uid);
         assert_int_equal(strv_extend(&f->sandboxes, d), 0);
@@ -611,19 +648,27 @@ static void test_sandbox(void **state) {
         Fixture *f = *state;
         assert_int_equal(new_runtime(f, NULL), 0);
         _cleanup_free_ char *dir = sandbox_dir(f, "pod1");
+        unsigned threads = n_threads(), forks = n_forks;
         Result r =
                 make_sandbox(f, dir, SANDBOX_NS_NET | SANDBOX_NS_IPC | SANDBOX_NS_UTS, "pod-one");
         assert_int_equal(r.r, 0);
         assert_int_equal(r.pid, 0);
+        /* Made by a thread of ours: no fork of this process (issue 18). */
+        assert_int_equal(n_forks, forks);
+        /* The thread is gone; the pins (checked below) outlive it. */
+        wait_threads(f, threads);
 
         _cleanup_free_ char *net = sandbox_ns_path(dir, "net");
         _cleanup_free_ char *uts = sandbox_ns_path(dir, "uts");
         _cleanup_free_ char *ipc = sandbox_ns_path(dir, "ipc");
         assert_true(is_nsfs(net) && is_nsfs(uts) && is_nsfs(ipc));
-        struct stat a, b;
-        assert_int_equal(stat(net, &a), 0);
-        assert_int_equal(stat("/proc/self/ns/net", &b), 0);
-        assert_true(a.st_ino != b.st_ino); /* a new namespace, not ours */
+        assert_new_ns(net, "net");
+        assert_new_ns(ipc, "ipc");
+        assert_new_ns(uts, "uts");
+        /* Only the thread moved: this thread is still in the host's. */
+        char host[80] = {};
+        assert_int_equal(gethostname(host, sizeof(host) - 1), 0);
+        assert_string_not_equal(host, "pod-one");
 
         _cleanup_free_ char *nsnet = strprintf("--net=%s", net);
         _cleanup_free_ char *nsuts = strprintf("--uts=%s", uts);
@@ -677,10 +722,14 @@ static void test_sandbox_pid(void **state) {
         Fixture *f = *state;
         assert_int_equal(new_runtime(f, NULL), 0);
         _cleanup_free_ char *dir = sandbox_dir(f, "pod2");
+        unsigned forks = n_forks;
         Result r = make_sandbox(f, dir,
                                 SANDBOX_NS_NET | SANDBOX_NS_IPC | SANDBOX_NS_UTS | SANDBOX_NS_PID,
                                 "pod-two");
         assert_int_equal(r.r, 0);
+        /* A shared PID namespace still takes the forked helper (its
+         * child, the holder, is pid 1 there). */
+        assert_int_equal(n_forks, forks + 1);
         pid_t holder = r.pid;
         assert_true(holder > 0);
         assert_int_equal(kill(holder, 0), 0);
@@ -722,6 +771,38 @@ static void test_sandbox_pid(void **state) {
         assert_int_equal(sandbox_remove(dir, &err), 0);
 }
 
+/* The op timer still bounds a sandbox made by a thread, which cannot be
+ * killed: whichever of the thread's report and the (1 µs) timeout comes
+ * first, a failed op leaves nothing mounted and no thread behind. */
+static void test_sandbox_timeout(void **state) {
+        Fixture *f = *state;
+        RuntimeOptions o = { .op_timeout = 1 };
+        assert_int_equal(new_runtime(f, &o), 0);
+        unsigned threads = n_threads(), timed_out = 0;
+
+        for (int i = 0; i < 20; i++) {
+                _cleanup_free_ char *uid = strprintf("t%d", i);
+                _cleanup_free_ char *dir = sandbox_dir(f, uid);
+                Result r = make_sandbox(f, dir, SANDBOX_NS_NET | SANDBOX_NS_UTS, "t");
+                _cleanup_free_ char *net = sandbox_ns_path(dir, "net");
+                if (r.r == 0)
+                        assert_true(is_nsfs(net));
+                else {
+                        assert_int_equal(r.r, -ETIMEDOUT);
+                        assert_non_null(strstr(r.message, "timed out"));
+                        timed_out++;
+                }
+                /* A late thread pins nothing after the op gave up. */
+                wait_threads(f, threads);
+                if (r.r < 0)
+                        assert_false(mounted_under(dir));
+                assert_int_equal(sandbox_remove(dir, NULL), 0);
+        }
+        if (getenv("TEST_VERBOSE"))
+                fprintf(stderr, "sandbox timeout: %u of 20 timed out\n", timed_out);
+        assert_true(timed_out > 0);
+}
+
 static void test_sandbox_failure(void **state) {
         Fixture *f = *state;
         assert_int_equal(new_runtime(f, NULL), 0);
@@ -739,6 +820,24 @@ static void test_sandbox_failure(void **state) {
         if (getenv("TEST_VERBOSE"))
                 fprintf(stderr, "sandbox failure: %d %s\n", r.r, r.message);
         assert_false(mounted_under(f->tmp));
+
+        /* A pin path that cannot be a mount point ("ipc" is a directory):
+         * the net pin made before it is undone, the thread exits, and the
+         * error names the path. */
+        unsigned threads = n_threads();
+        _cleanup_free_ char *d3 = sandbox_dir(f, "badpin");
+        _cleanup_free_ char *ipc_dir = sandbox_ns_path(d3, "ipc");
+        assert_int_equal(mkdir_p(ipc_dir, 0755), 0);
+        r = make_sandbox(f, d3, SANDBOX_NS_NET | SANDBOX_NS_IPC | SANDBOX_NS_UTS, "bad");
+        if (getenv("TEST_VERBOSE"))
+                fprintf(stderr, "pin failure: %d %s\n", r.r, r.message);
+        assert_int_equal(r.r, -ENOTDIR);
+        assert_non_null(strstr(r.message, "Failed to pin"));
+        assert_non_null(strstr(r.message, ipc_dir));
+        assert_false(mounted_under(d3));
+        _cleanup_free_ char *net3 = sandbox_ns_path(d3, "net");
+        assert_int_equal(access(net3, F_OK), -1);
+        wait_threads(f, threads);
 
         /* No namespaces at all: nothing to pin, succeeds. */
         _cleanup_free_ char *d2 = sandbox_dir(f, "hostnet");
@@ -761,6 +860,7 @@ int main(int argc, char **argv) {
                 return is_strict ? 1 : 77;
         }
 
+        assert_int_equal(pthread_atfork(count_fork, NULL, NULL), 0);
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_lifecycle, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_exit_code, setup, teardown),
@@ -773,6 +873,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test_setup_teardown(test_sandbox, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_sandbox_pid, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_sandbox_failure, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_sandbox_timeout, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
