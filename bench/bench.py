@@ -11,6 +11,7 @@ when it arrives. The container is running when its own process has run.
 Usage: bench.py REPO_ROOT NANOLET BENCH_RESCAN      (a full run)
        bench.py --cleanup WORKDIR                  (what the run.sh trap calls)
 """
+import concurrent.futures
 import ctypes
 import datetime
 import json
@@ -64,6 +65,16 @@ BENCH_MONITOR = os.environ.get("BENCH_MONITOR", "")
 # rounds interleaved: the measurement the runtime queue's size comes from.
 SCALE_SWEEP = [v for v in os.environ.get("SCALE_SWEEP", "").split(",") if v]
 SWEEP_RUNS = env_int("SWEEP_RUNS", 2)
+# The measured parallel floor (docs/BENCHMARKS.md, "100 pods against a
+# measured parallel floor"): SCALE_PODS runc create+start at once, per variant.
+SKIP_PARFLOOR = env_flag("SKIP_PARFLOOR")
+PARFLOOR_RUNS = env_int("PARFLOOR_RUNS", 1)
+# The agent's runtime queue bound (--runtime-max-parallel's default: 2 per CPU).
+PARFLOOR_BOUND = env_int("PARFLOOR_BOUND", 2 * (os.cpu_count() or 1))
+# PARFLOOR_PERF=DIR: a system-wide `perf record -a -g` around the scale drop
+# and each parallel-floor variant, data files kept in DIR (the figures of such
+# a run carry perf's overhead: for the split by process, not for the table).
+PARFLOOR_PERF = os.environ.get("PARFLOOR_PERF", "")
 # The four kubeadm control-plane manifests (tests/manifests/valid/, as
 # kubeadm v1.29 writes them) and the 127.0.0.1 ports their probes use.
 KUBEADM_PODS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
@@ -252,6 +263,14 @@ def proc_cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
 
 
+def system_busy_s():
+    """CPU seconds the whole machine spent busy so far (user, nice, system,
+    irq, softirq of /proc/stat; idle, iowait and steal excluded)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return (v[0] + v[1] + v[2] + v[5] + v[6]) / CLK_TCK
+
+
 def conmon_pids(marker):
     pids = []
     for p in os.listdir("/proc"):
@@ -312,6 +331,22 @@ def listening_ports(ports):
     return sorted(busy)
 
 
+def rmdir_cgroups_prefixed(prefix):
+    """Empty cgroups whose name starts with prefix, in every hierarchy,
+    leaves first (the parallel floor's pod cgroups: runc deletes only the
+    container's)."""
+    if not prefix:
+        return
+    for top, dirs, _ in os.walk("/sys/fs/cgroup"):
+        for d in [d for d in dirs if d.startswith(prefix)]:
+            dirs.remove(d)
+            for sub, _, _ in sorted(os.walk(f"{top}/{d}"), key=lambda x: -len(x[0])):
+                try:
+                    os.rmdir(sub)
+                except OSError:
+                    pass
+
+
 def rmdir_pod_cgroups(agent_log):
     """Pod cgroups (pod<uid>, wherever the QoS class put them) of the UIDs an
     agent logged: empty ones only, leaves first, as a reboot would leave none."""
@@ -331,6 +366,34 @@ def rmdir_pod_cgroups(agent_log):
                     os.rmdir(sub)
                 except OSError:
                     pass
+
+
+class PerfAll:
+    """`perf record -a -g` while a measured step runs, if PARFLOOR_PERF names a
+    directory; the CPU split by command goes into res[key]."""
+
+    def __init__(self, tag, res, key="perf_by_comm"):
+        self.tag, self.res, self.key, self.p = tag, res, key, None
+
+    def __enter__(self):
+        if PARFLOOR_PERF:
+            os.makedirs(PARFLOOR_PERF, exist_ok=True)
+            self.data = f"{PARFLOOR_PERF}/{self.tag}.data"
+            self.p = subprocess.Popen(["perf", "record", "-a", "-g", "-F", "499", "-o", self.data],
+                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
+            time.sleep(0.5)
+        return self
+
+    def __exit__(self, *exc):
+        if self.p:
+            self.p.send_signal(signal.SIGINT)
+            self.p.wait()
+            rep = out(["perf", "report", "-i", self.data, "--stdio", "--no-children",
+                       "--sort", "comm", "-g", "none", "--percent-limit", "0.5"], check=False)
+            self.res[self.key] = [l.strip() for l in rep.splitlines()
+                                  if l.strip() and not l.startswith("#")][:20]
+        return False
 
 
 class Sampler:
@@ -948,6 +1011,179 @@ wait $child
         self.results["sweep"] = {v: {"runs": r, "median_ms": statistics.median(x["all_running_ms"] for x in r)}
                                  for v, r in res.items()}
 
+    # ---- the measured parallel floor (docs/BENCHMARKS.md, "100 pods against
+    # a measured parallel floor"): what runc alone takes for SCALE_PODS
+    # create+start at once, with the floor's bare bundle and with the bundle
+    # the agent writes for the scale phase's pod, so that the 100-pod figure
+    # splits into runc's bare work, runc's work for a pod's config, the
+    # seccomp profile's share and the agent's and the monitors' own.
+    def parfloor_template(self):
+        """The config.json the agent wrote for the bench's pod. The agent and
+        that pod keep running while the copies run: the copies join the pod's
+        IPC and UTS namespaces and bind its /etc files and termination log,
+        as the agent's own later containers of that pod would."""
+        self.start_agent()
+        name = "pftpl"
+        self.drop([name], True)
+        self.watcher.wait([name], TIMEOUT)
+        for top, _, files in os.walk(f"{self.w}/root"):
+            if os.path.basename(top) == "bundle" and "config.json" in files:
+                with open(f"{top}/config.json") as f:
+                    spec = json.load(f)
+                if any(f"/out/{name};" in a for a in spec["process"]["args"]):
+                    return spec
+        raise RuntimeError("the template pod's config.json was not found")
+
+    def parfloor_bundles(self, variant, spec, names):
+        """Bundles for one variant: "bare" is the single-pod floor's bundle
+        (`runc spec`, the shared rootfs directory); "pod" the agent's
+        config.json with, per copy, its own command, an overlay root over
+        the image's rootfs (as the agent mounts one per container) and its
+        own pod and container cgroup; "pod-noseccomp" the same without its
+        seccomp section."""
+        bundles = []
+        for n in names:
+            if variant == "bare":
+                bundles.append(self.floor_bundle(n, None))
+                continue
+            b = f"{self.w}/bundles/{n}"
+            for d in ("rootfs", "upper", "work"):
+                os.makedirs(f"{b}/{d}")
+            run(["mount", "-t", "overlay", "overlay", "-o",
+                 f"lowerdir={self.w}/bundles/rootfs,upperdir={b}/upper,workdir={b}/work",
+                 f"{b}/rootfs"])
+            c = json.loads(json.dumps(spec))
+            c["process"]["args"] = ["sh", "-c", f": > /out/{n}; exec sleep 3600"]
+            c["root"]["path"] = f"{b}/rootfs"
+            cg = c.get("linux", {}).get("cgroupsPath")
+            if cg:
+                parts = cg.split("/")
+                parts[-2], parts[-1] = f"pod{self.state['parfloor_cgroup_prefix']}{n}", n
+                c["linux"]["cgroupsPath"] = "/".join(parts)
+            if variant == "pod-noseccomp":
+                c["linux"].pop("seccomp", None)
+            with open(f"{b}/config.json", "w") as f:
+                json.dump(c, f)
+            bundles.append(b)
+        return bundles
+
+    def parfloor_teardown(self, names, bundles):
+        root = self.state["floor_runc_root"]
+        q = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with concurrent.futures.ThreadPoolExecutor(PARFLOOR_BOUND) as ex:
+            list(ex.map(lambda n: subprocess.run([RUNC, "--root", root, "delete", "--force", n], **q),
+                        names))
+        for b in bundles:
+            if os.path.ismount(f"{b}/rootfs"):
+                run(["umount", f"{b}/rootfs"], check=False)
+            shutil.rmtree(b, ignore_errors=True)
+        rmdir_cgroups_prefixed("pod" + self.state["parfloor_cgroup_prefix"])
+
+    def parfloor_nanolet(self, tag):
+        """The scale phase's drop again, into the agent that runs the template
+        pod, so that nanolet's figure sits in the same rounds as the floors."""
+        names = [f"pfn{tag}-{i:03d}" for i in range(SCALE_PODS)]
+        perf_res = {}
+        pid = self.agent.pid
+        with PerfAll(f"parfloor-nanolet-{tag}", perf_res):
+            c0 = proc_cpu_s(pid)
+            b0 = system_busy_s()
+            t0 = self.drop(names, True)
+            first = self.watcher.wait(names, SCALE_TIMEOUT)
+            b1 = system_busy_s()
+            c1 = proc_cpu_s(pid)
+        t1 = max(first.values())
+        for n in names:
+            os.unlink(f"{self.man}/{n}.yaml")
+        # Until only the template pod is left: its container and status file.
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            busy = run(self.runc_agent("list", "-q"), check=False,
+                       stdout=subprocess.PIPE).stdout.split()
+            if len(busy) <= 1 and len(pod_status_files(f"{self.w}/run/status")) <= 1:
+                break
+            time.sleep(0.1)
+        else:
+            raise TimeoutError("agent did not remove the parallel floor's nanolet pods")
+        time.sleep(1)  # the last pod's cgroup and directory removal
+        return {"all_running_ms": round((t1 - t0) / 1e6, 1),
+                "median_running_ms": round(statistics.median(v - t0 for v in first.values()) / 1e6, 1),
+                "machine_busy_cpu_s": round(b1 - b0, 2), "agent_cpu_s": round(c1 - c0, 3),
+                **perf_res}
+
+    def parfloor_once(self, variant, bound, tag):
+        if variant == "nanolet":
+            return self.parfloor_nanolet(tag)
+        names = [f"pf{tag}-{i:03d}" for i in range(SCALE_PODS)]
+        bundles = self.parfloor_bundles(variant, self.parfloor_spec, names)
+        root = self.state["floor_runc_root"]
+        failed = []
+        perf_res = {}
+        try:
+            with open(f"{self.w}/floor-runc.log", "ab") as lf:
+                def one(i):
+                    # The container inherits runc's stdio: a file, never a
+                    # pipe anyone waits on (as lat_floor does).
+                    r = subprocess.run([RUNC, "--root", root, "create", "--bundle", bundles[i],
+                                        "--pid-file", f"{bundles[i]}/pid", names[i]],
+                                       stdin=subprocess.DEVNULL, stdout=lf, stderr=lf)
+                    if r.returncode == 0:
+                        r = subprocess.run([RUNC, "--root", root, "start", names[i]],
+                                           stdin=subprocess.DEVNULL, stdout=lf, stderr=lf)
+                    if r.returncode != 0:
+                        failed.append(names[i])
+
+                with PerfAll(f"parfloor-{variant}-{bound or 'unbounded'}-{tag}", perf_res):
+                    b0 = system_busy_s()
+                    t0 = time.monotonic_ns()
+                    with concurrent.futures.ThreadPoolExecutor(bound or len(names)) as ex:
+                        list(ex.map(one, range(len(names))))
+                    if failed:
+                        raise RuntimeError(f"parallel floor {variant}: {len(failed)} runc create/start "
+                                           f"failed, e.g. {failed[0]}; see {self.w}/floor-runc.log")
+                    first = self.watcher.wait(names, SCALE_TIMEOUT)
+                    b1 = system_busy_s()
+        finally:
+            self.parfloor_teardown(names, bundles)
+        t1 = max(first.values())
+        return {"all_running_ms": round((t1 - t0) / 1e6, 1),
+                "median_running_ms": round(statistics.median(v - t0 for v in first.values()) / 1e6, 1),
+                "machine_busy_cpu_s": round(b1 - b0, 2), **perf_res}
+
+    def parfloor(self):
+        self.state["parfloor_cgroup_prefix"] = f"{self.state['netns_prefix']}"
+        self.save_state()
+        self.parfloor_spec = self.parfloor_template()
+        variants = [(v, b) for v in ("bare", "pod", "pod-noseccomp") for b in (PARFLOOR_BOUND, 0)]
+        variants.append(("nanolet", PARFLOOR_BOUND))
+        only = [v for v in os.environ.get("PARFLOOR_VARIANTS", "").split(",") if v]
+        if only:  # e.g. "bare/4,pod/4,nanolet" for a shorter lock hold
+            variants = [(v, b) for v, b in variants
+                        if v in only or f"{v}/{b or 'unbounded'}" in only]
+        res = {("nanolet/agent" if v == "nanolet" else f"{v}/{b or 'unbounded'}"): []
+               for v, b in variants}
+        for rnd in range(PARFLOOR_RUNS):
+            # Rotate the order each round: a run pays for the inodes the
+            # previous one freed (docs/BENCHMARKS.md, par100's profile).
+            for k in range(len(variants)):
+                v, b = variants[(k + rnd) % len(variants)]
+                key = "nanolet/agent" if v == "nanolet" else f"{v}/{b or 'unbounded'}"
+                r = self.parfloor_once(v, b, f"{rnd}{k}")
+                res[key].append(r)
+                log(f"parallel floor {key}: {r}")
+        self.results["parfloor"] = {
+            "bound": PARFLOOR_BOUND, "runs": PARFLOOR_RUNS,
+            "seccomp_in_pod_config": "seccomp" in self.parfloor_spec.get("linux", {}),
+            "pod_config": {"cgroupsPath": self.parfloor_spec.get("linux", {}).get("cgroupsPath"),
+                           "namespaces": self.parfloor_spec.get("linux", {}).get("namespaces"),
+                           "mounts": [m["destination"] for m in self.parfloor_spec.get("mounts", [])],
+                           "maskedPaths": len(self.parfloor_spec.get("linux", {}).get("maskedPaths", [])),
+                           "readonlyPaths": len(self.parfloor_spec.get("linux", {}).get("readonlyPaths", []))},
+            "variants": {k: {"runs": r,
+                             "median_ms": statistics.median(x["all_running_ms"] for x in r),
+                             "median_cpu_s": statistics.median(x["machine_busy_cpu_s"] for x in r)}
+                         for k, r in res.items()}}
+
     def agent_idle_zero(self):
         time.sleep(3)
         pid = self.agent.pid
@@ -975,18 +1211,23 @@ wait $child
         names = [f"scale-{i:03d}" for i in range(n)]
         pid = self.agent.pid
         log(f"scale: dropping {n} hostNetwork pods at once")
-        c0 = proc_cpu_s(pid)
-        sampler = Sampler(pid)
-        t0 = self.drop(names, True)
-        first = self.watcher.wait(names, SCALE_TIMEOUT)
-        t1 = max(first.values())
+        perf_res = {}
+        with PerfAll("scale", perf_res):
+            c0 = proc_cpu_s(pid)
+            b0 = system_busy_s()
+            sampler = Sampler(pid)
+            t0 = self.drop(names, True)
+            first = self.watcher.wait(names, SCALE_TIMEOUT)
+            t1 = max(first.values())
+            b1 = system_busy_s()
         peak = sampler.finish()
         c1 = proc_cpu_s(pid)
         conmon, comms = monitor_pids(f"{self.w}/run", pid)
         res = {"pods": n, "all_running_ms": round((t1 - t0) / 1e6, 1),
                "median_running_ms": round(statistics.median(v - t0 for v in first.values()) / 1e6, 1),
                "agent_rss_peak_kib_while_starting": peak,
-               "agent_cpu_s_while_starting": round(c1 - c0, 3)}
+               "agent_cpu_s_while_starting": round(c1 - c0, 3),
+               "machine_busy_cpu_s_while_starting": round(b1 - b0, 2), **perf_res}
         log(f"scale: all {n} running after {res['all_running_ms']} ms; idle {IDLE_SECONDS}s")
         time.sleep(2)  # let the last status writes settle
         sampler = Sampler(pid, 0.5)
@@ -1158,6 +1399,9 @@ wait $child
             tl.append(sel)
         res["timeline_debug_log"] = tl
         self.results["profile"] = res
+        keep = os.environ.get("KEEP_PROFILE_LOG")
+        if keep:  # the debug log of the profile phase's drops, for reading
+            shutil.copyfile(f"{self.w}/agent.log", keep)
 
     def teardown_pods(self):
         if self.agent and self.agent.poll() is None:
@@ -1218,6 +1462,9 @@ wait $child
             if not SKIP_RESTART:
                 self.restart(names)
         self.teardown_pods()
+        if not SKIP_PARFLOOR:
+            self.parfloor()
+            self.teardown_pods()
         if not SKIP_COLDSTART:
             self.start_agent()
             try:
@@ -1326,6 +1573,12 @@ def start_timeline(lines):
     res = {"pods": len(phases["add_to_started"]), "max_waiting_ops": waiting_max}
     if add and started:
         res["first_add_to_last_started_ms"] = round(max(t for _, t in started.values()) - min(add.values()), 1)
+    creates = sorted(o["create_queued"] + o["create_wait"] for o in ops.values() if "create_wait" in o)
+    if add and creates:
+        # How long the runtime queue stood idle at the start of the drop: the
+        # measured floor's first create starts at once.
+        res["first_add_to_first_create_ms"] = round(creates[0] - min(add.values()), 1)
+        res["first_add_to_tenth_create_ms"] = round(creates[min(9, len(creates) - 1)] - min(add.values()), 1)
     for k, v in phases.items():
         if v:
             res[k] = {"median_ms": round(statistics.median(v), 1), "max_ms": round(max(v), 1),
@@ -1439,6 +1692,7 @@ def cleanup(w):
     iptables_undo(s.get("iptables_before"))
     # Pod cgroups of a killed agent (the UIDs it logged).
     rmdir_pod_cgroups(f"{w}/agent.log")
+    rmdir_cgroups_prefixed("pod" + s["parfloor_cgroup_prefix"] if s.get("parfloor_cgroup_prefix") else "")
     # kubeadm's hostPath directories and files the bench found missing.
     for path in reversed(s.get("kubeadm_created") or []):
         if os.path.isdir(path) and not os.path.islink(path):
@@ -1540,6 +1794,9 @@ def report(res, path):
             if "median_running_ms" in s:
                 row(f"{n} pods dropped at once → each pod running (median)", f"{s['median_running_ms']:.0f} ms")
         row(f"agent CPU while starting {n} pods", f"{s['agent_cpu_s_while_starting']:.2f} s")
+        if "machine_busy_cpu_s_while_starting" in s:
+            row(f"machine CPU while starting {n} pods (all processes)",
+                f"{s['machine_busy_cpu_s_while_starting']:.2f} s")
         row(f"agent RSS peak while starting {n} pods", f"{mib(s['agent_rss_peak_kib_while_starting']):.2f} MiB")
         cpu = s["agent_cpu_percent_idle"]
         row(f"agent CPU, {n} pods idle {s['idle_seconds']} s", f"{cpu:.3f} % of a core", "", "",
@@ -1556,6 +1813,27 @@ def report(res, path):
             tot = mib(am["pss"] + cm["pss"])
             row(f"agent + monitors PSS, {n} pods", f"{tot:.1f} MiB", "", "", "",
                 f"≤ {40 * n / 100:.0f} MiB", verdict(tot, 40 * n / 100), m)
+    pf = res.get("parfloor")
+    if pf and floor:
+        # Beside the scale rows (or alone with SKIP_SCALE=1): the measured floor.
+        n = res["config"]["SCALE_PODS"]
+        fl = n * floor / cores
+        labels = {"bare": "the floor's bare bundle", "pod": "nanolet's config.json",
+                  "pod-noseccomp": "nanolet's config.json without seccomp"}
+        nano = pf["variants"].get("nanolet/agent", {}).get("median_ms") or (s or {}).get("all_running_ms")
+        for k, v in pf["variants"].items():
+            kind, bound = k.split("/")
+            runs = [x["all_running_ms"] for x in v["runs"]]
+            if kind == "nanolet":
+                row(f"nanolet, {n} pods at once, in the measured floor's rounds",
+                    f"{v['median_ms']:.0f} ms", f"{min(runs):.0f}", f"{max(runs):.0f}",
+                    f"{v['median_ms'] / fl:.2f}× issue floor; machine CPU {v['median_cpu_s']:.2f} s")
+                continue
+            par = f"{bound} at once" if bound == "unbounded" else f"{bound} at a time"
+            vs = f"nanolet {nano / v['median_ms']:.2f}× this; " if nano else ""
+            row(f"measured floor: {n} × runc create+start, {labels[kind]}, {par}",
+                f"{v['median_ms']:.0f} ms", f"{min(runs):.0f}", f"{max(runs):.0f}",
+                f"{v['median_ms'] / fl:.2f}× issue floor; {vs}machine CPU {v['median_cpu_s']:.2f} s")
     rs = res.get("restart")
     if rs:
         conv = f"{rs['converged_ms']:.0f} ms" if rs["converged_ms"] is not None else f"not within {rs['converged_within_s']} s"

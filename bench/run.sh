@@ -7,11 +7,14 @@
 #   BENCH_NO_LOCK=1 (do not take /tmp/nanolet-itest.lock: a machine of your own, or a caller holding it)
 #   KEEP_AGENT_LOG=FILE RESTART_LOG_LEVEL=7 (the agent restart's timeline, docs/BENCHMARKS.md)
 #   KEEP_LATENCY_LOG=FILE LATENCY_LOG_LEVEL=7 (each pod start's timeline: bench/start-timeline.py FILE)
+#   KEEP_PROFILE_LOG=FILE (the profile phase's debug log: its many-pod drops)
 #   BENCH_NANOLET=PATH (measure another nanolet binary, e.g. main's, with this bench)
 #   SKIP_KUBEADM=1 SKIP_COLDSTART=1 COLDSTART_PODS=20 KUBEADM_TIMEOUT=120
 #   BENCH_AGENT_ARGS="--flag=value ..." (more agent flags, e.g. --seccomp-default=false)
 #   BENCH_MONITOR=nanolet|conmon (the agent runs with --container-monitor=VALUE; default: the agent's default)
 #   SCALE_SWEEP=1,2,4,8,auto SWEEP_RUNS=2 (SCALE_PODS again per --runtime-max-parallel)
+#   SKIP_PARFLOOR=1 PARFLOOR_RUNS=1 PARFLOOR_BOUND=2xCPUs PARFLOOR_VARIANTS=bare/4,pod/4,nanolet PARFLOOR_PERF=DIR (the measured parallel floor: SCALE_PODS
+#     runc create+start at once, bare bundle / the agent's config.json / without seccomp)
 # Builds a non-sanitized optimized tree, installs podman (Debian) if missing,
 # holds the shared integration-test lock for the whole run, and leaves nothing
 # behind (containers, pods, netns, leases, bridges, iptables rules, mounts,

@@ -134,7 +134,8 @@ struct EventSource {
                         int fd;
                 } inotify;
                 struct {
-                        Link link; /* on event->defer_pending while enabled */
+                        Link link; /* on event->defer_pending (or defer_urgent) while enabled */
+                        bool urgent;
                 } defer;
         };
 };
@@ -161,6 +162,7 @@ struct Event {
 
         Link sources;
         Link defer_pending;
+        Link defer_urgent; /* urgent defer sources: run after the current callback */
         Link gc;
 };
 
@@ -338,7 +340,7 @@ static int source_enable(EventSource *s) {
                         sigdelset(&e->signal_mask, s->signal.sig);
                 return r;
         case SOURCE_DEFER:
-                link_append(&e->defer_pending, &s->defer.link);
+                link_append(s->defer.urgent ? &e->defer_urgent : &e->defer_pending, &s->defer.link);
                 return 0;
         case _SOURCE_TYPE_INVALID:
         case _SOURCE_TYPE_MAX:
@@ -536,6 +538,7 @@ int event_new(Event **ret) {
         sigemptyset(&e->signal_blocked);
         link_init(&e->sources);
         link_init(&e->defer_pending);
+        link_init(&e->defer_urgent);
         link_init(&e->gc);
 
         e->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
@@ -814,6 +817,19 @@ int event_add_defer(Event *e, EventSource **ret, event_time_handler_t cb, void *
         return source_start(s, ret);
 }
 
+int event_source_set_defer_urgent(EventSource *s, bool urgent) {
+        assert(s);
+        if (s->type != SOURCE_DEFER)
+                return -EINVAL;
+        if (s->dead)
+                return -ESTALE;
+        bool enabled = s->enabled;
+        if (enabled)
+                source_disable(s);
+        s->defer.urgent = urgent;
+        return enabled ? event_source_set_enabled(s, true) : 0;
+}
+
 /* --- accessors ------------------------------------------------------- */
 
 void *event_source_get_userdata(EventSource *s) {
@@ -957,6 +973,8 @@ static int dispatch_epoll(Event *e, const struct epoll_event *ev) {
         }
 }
 
+static int dispatch_urgent(Event *e);
+
 static int dispatch_timers(Event *e) {
         TimeHeap *hp = &e->heap[HEAP_WHEN];
 
@@ -971,6 +989,31 @@ static int dispatch_timers(Event *e) {
                 int r = s->cb.time(s, e->now, s->userdata);
                 if (r < 0)
                         return source_failed(s, r);
+                r = dispatch_urgent(e);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The urgent defer sources pending now, in the order they were enabled; one
+ * that a callback here enables again waits for the next check, so an urgent
+ * source cannot keep the loop to itself. */
+static int dispatch_urgent(Event *e) {
+        Link running;
+
+        if (link_empty(&e->defer_urgent) || e->exiting)
+                return 0;
+        link_init(&running);
+        link_splice(&running, &e->defer_urgent);
+        while (!link_empty(&running)) {
+                EventSource *s = container_of(running.next, EventSource, defer.link);
+                source_disable(s);
+                int r = s->cb.defer(s, e->now, s->userdata);
+                if (r < 0) {
+                        link_splice(&e->defer_urgent, &running);
+                        return source_failed(s, r);
+                }
         }
         return 0;
 }
@@ -989,6 +1032,11 @@ static int dispatch_defer(Event *e) {
                 if (r < 0) {
                         link_splice(&e->defer_pending, &running);
                         return source_failed(s, r);
+                }
+                r = dispatch_urgent(e);
+                if (r < 0) {
+                        link_splice(&e->defer_pending, &running);
+                        return r;
                 }
         }
         return 0;
@@ -1011,7 +1059,7 @@ int event_run(Event *e, usec_t timeout) {
         r = timer_arm(e);
         if (r < 0)
                 return r;
-        if (!link_empty(&e->defer_pending))
+        if (!link_empty(&e->defer_pending) || !link_empty(&e->defer_urgent))
                 timeout = 0;
 
         n = epoll_wait(e->epoll_fd, evs, ELEMENTSOF(evs), timeout_msec(timeout));
@@ -1022,9 +1070,14 @@ int event_run(Event *e, usec_t timeout) {
         e->iteration++;
         e->dispatching = true;
 
-        r = 0;
-        for (int i = 0; i < n && r >= 0 && !e->exiting; i++)
+        /* Urgent defer sources run after every callback (and first, for
+         * those enabled outside the loop). */
+        r = dispatch_urgent(e);
+        for (int i = 0; i < n && r >= 0 && !e->exiting; i++) {
                 r = dispatch_epoll(e, &evs[i]);
+                if (r >= 0)
+                        r = dispatch_urgent(e);
+        }
         if (r >= 0 && !e->exiting)
                 r = dispatch_timers(e);
         if (r >= 0 && !e->exiting)

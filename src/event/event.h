@@ -108,6 +108,15 @@ int event_source_inotify_rm_watch(EventSource *s, int wd);
  * iteration's defer phase; one re-enabled from a defer callback runs in the
  * next iteration. */
 int event_add_defer(Event *e, EventSource **ret, event_time_handler_t cb, void *userdata);
+/* An urgent defer source runs as soon as the callback that enabled it
+ * returns, ahead of the rest of the iteration's events, timers and defer
+ * sources (once enabled outside a callback: first in the next iteration).
+ * For a step that hands work to others and must not wait behind every other
+ * callback of a busy iteration: the runtime queue's kick, which starts a
+ * container's create while the loop still prepares a hundred other pods. One
+ * it enables again from its own callback runs after the next callback, so it
+ * cannot keep the loop to itself. Defer sources only (-EINVAL otherwise). */
+int event_source_set_defer_urgent(EventSource *s, bool urgent);
 
 int event_source_set_enabled(EventSource *s, bool enabled);
 bool event_source_get_enabled(EventSource *s);

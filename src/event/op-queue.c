@@ -67,6 +67,18 @@ int op_queue_new(Event *e, unsigned max_parallel, const OpQueueOps *ops, const c
                 return r;
         }
         (void)event_source_set_enabled(q->kick, false);
+        /* Urgent: an op queued while the loop works through many callbacks
+         * (100 pods dropped at once each prepare their container in turn)
+         * starts in a free slot right after the callback that queued it,
+         * not after all of them, so the runtime's slots fill while the loop
+         * prepares the other pods. The kick still never runs inside the
+         * call that queued the op. */
+        r = event_source_set_defer_urgent(q->kick, true);
+        if (r < 0) {
+                q->kick = event_source_free(q->kick);
+                free(q);
+                return r;
+        }
         if (description)
                 (void)event_source_set_description(q->kick, description);
         *ret = q;

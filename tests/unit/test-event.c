@@ -357,6 +357,107 @@ static void test_defer(void **state) {
         assert_int_equal(rearms, 3);
 }
 
+/* Urgent defer sources: the runtime queue's kick (op-queue.c) must start an
+ * op right after the callback that queued it, not after every other
+ * callback of a busy iteration. */
+typedef struct UrgentState {
+        char order[32];
+        size_t n;
+        EventSource *urgent;
+        bool urgent_rearms;
+} UrgentState;
+
+static void urgent_log(UrgentState *st, char c) {
+        assert_true(st->n + 1 < sizeof(st->order));
+        st->order[st->n++] = c;
+        st->order[st->n] = 0;
+}
+
+static int on_urgent(EventSource *s, usec_t now, void *userdata) {
+        UrgentState *st = userdata;
+        urgent_log(st, 'U');
+        return st->urgent_rearms ? event_source_set_enabled(s, true) : 0;
+}
+
+static int on_normal_a(EventSource *s, usec_t now, void *userdata) {
+        UrgentState *st = userdata;
+        urgent_log(st, 'A');
+        return event_source_set_enabled(st->urgent, true);
+}
+
+static int on_normal_b(EventSource *s, usec_t now, void *userdata) {
+        urgent_log(userdata, 'B');
+        return 0;
+}
+
+static int on_normal_c(EventSource *s, usec_t now, void *userdata) {
+        urgent_log(userdata, 'C');
+        return 0;
+}
+
+static int on_io_arms_urgent(EventSource *s, int fd, uint32_t revents, void *userdata) {
+        UrgentState *st = userdata;
+        char buf[8];
+        assert_true(read(fd, buf, sizeof(buf)) > 0);
+        urgent_log(st, 'I');
+        return event_source_set_enabled(st->urgent, true);
+}
+
+static void test_defer_urgent(void **state) {
+        _cleanup_event_free_ Event *e = NULL;
+        _cleanup_event_source_free_ EventSource *a = NULL, *b = NULL, *c = NULL, *io = NULL,
+                                                *t = NULL;
+        UrgentState st = {};
+        int p[2];
+
+        assert_int_equal(event_new(&e), 0);
+        assert_int_equal(event_add_defer(e, &st.urgent, on_urgent, &st), 0);
+        assert_int_equal(event_source_set_defer_urgent(st.urgent, true), 0);
+        /* Enabled outside the loop: first in the next iteration. */
+        assert_int_equal(event_add_defer(e, &a, on_normal_b, &st), 0);
+        assert_int_equal(event_run(e, 0), 0);
+        assert_string_equal(st.order, "UB");
+
+        /* Enabled by a defer callback: right after it, before the defer
+         * sources already pending (a plain defer would run next iteration). */
+        st.n = 0;
+        a = event_source_free(a);
+        assert_int_equal(event_add_defer(e, &a, on_normal_a, &st), 0);
+        assert_int_equal(event_add_defer(e, &b, on_normal_b, &st), 0);
+        assert_int_equal(event_add_defer(e, &c, on_normal_c, &st), 0);
+        assert_int_equal(event_run(e, 0), 0);
+        assert_string_equal(st.order, "AUBC");
+
+        /* Enabled by an I/O callback: before the iteration's defer sources. */
+        st.n = 0;
+        assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+        assert_int_equal(event_add_io(e, &io, p[0], EPOLLIN, on_io_arms_urgent, &st), 0);
+        assert_int_equal(event_source_set_io_fd_own(io, true), 0);
+        assert_int_equal(event_source_set_enabled(b, true), 0);
+        assert_int_equal(write(p[1], "x", 1), 1);
+        assert_int_equal(event_run(e, 0), 0);
+        assert_string_equal(st.order, "IUB");
+        close(p[1]);
+        io = event_source_free(io);
+
+        /* One that enables itself again runs after the next callback, not
+         * in a loop of its own. */
+        st.n = 0;
+        st.urgent_rearms = true;
+        assert_int_equal(event_source_set_enabled(a, true), 0);
+        assert_int_equal(event_source_set_enabled(b, true), 0);
+        assert_int_equal(event_run(e, 0), 0);
+        assert_string_equal(st.order, "AUBU");
+        st.urgent_rearms = false;
+        assert_int_equal(event_run(e, 0), 0);
+        assert_string_equal(st.order, "AUBUU");
+
+        /* Defer sources only. */
+        assert_int_equal(event_add_time_relative(e, &t, USEC_PER_SEC, 0, on_timer_victim, NULL), 0);
+        assert_int_equal(event_source_set_defer_urgent(t, true), -EINVAL);
+        st.urgent = event_source_free(st.urgent);
+}
+
 typedef struct ExitState {
         Event *e;
         unsigned io_calls;
@@ -680,6 +781,7 @@ int main(void) {
                 cmocka_unit_test(test_timer_accuracy_and_disable),
                 cmocka_unit_test(test_callback_error_stops_loop),
                 cmocka_unit_test(test_defer),
+                cmocka_unit_test(test_defer_urgent),
                 cmocka_unit_test(test_exit_code),
                 cmocka_unit_test(test_signal),
                 cmocka_unit_test(test_child_exit),

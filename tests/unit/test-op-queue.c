@@ -121,6 +121,46 @@ static void complete_all_running(Harness *h, TestOp **ops, size_t n) {
                 }
 }
 
+/* Two callbacks of one busy iteration (two pods preparing their
+ * containers): an op the first queues starts before the second runs, so the
+ * queue's slots fill while the loop still works through the others. */
+typedef struct PrepState {
+        Harness *h;
+        unsigned started_seen;
+        bool started_in_first;
+} PrepState;
+
+static int on_prep_first(EventSource *s, usec_t now, void *userdata) {
+        PrepState *ps = userdata;
+        queue_op(ps->h, 1);
+        ps->started_in_first = ps->h->started > 0;
+        return 0;
+}
+
+static int on_prep_second(EventSource *s, usec_t now, void *userdata) {
+        PrepState *ps = userdata;
+        ps->started_seen = ps->h->started;
+        return 0;
+}
+
+static void test_kick_right_after_the_queuing_callback(void **state) {
+        Harness h;
+        PrepState ps = { .h = &h };
+        EventSource *first = NULL, *second = NULL;
+
+        harness_init(&h, 2);
+        assert_int_equal(event_add_defer(h.event, &first, on_prep_first, &ps), 0);
+        assert_int_equal(event_add_defer(h.event, &second, on_prep_second, &ps), 0);
+        assert_int_equal(event_run(h.event, 0), 0);
+        assert_false(ps.started_in_first); /* never inside the call that queued it */
+        assert_int_equal(ps.started_seen, 1);
+        assert_int_equal(h.started, 1);
+        complete(h.last_started);
+        first = event_source_free(first);
+        second = event_source_free(second);
+        harness_done(&h);
+}
+
 static void test_limit_and_kick_fills_every_slot(void **state) {
         Harness h;
         TestOp *ops[5];
@@ -351,6 +391,7 @@ static void test_complete_at_start_keeps_filling(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_limit_and_kick_fills_every_slot),
+                cmocka_unit_test(test_kick_right_after_the_queuing_callback),
                 cmocka_unit_test(test_cancel_queued),
                 cmocka_unit_test(test_cancel_running),
                 cmocka_unit_test(test_urgent_ahead_in_order),
