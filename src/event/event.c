@@ -1019,6 +1019,8 @@ static int dispatch_urgent(Event *e) {
 }
 
 static int dispatch_defer(Event *e) {
+        usec_t began = now_usec(CLOCK_MONOTONIC);
+        unsigned ran = 0;
         Link running;
 
         /* Only what was pending when this phase began runs now; what the
@@ -1026,8 +1028,20 @@ static int dispatch_defer(Event *e) {
         link_init(&running);
         link_splice(&running, &e->defer_pending);
         while (!link_empty(&running)) {
+                /* A hundred pods' preparation pending at once would
+                 * otherwise keep every pod's I/O (a monitor's "created", a
+                 * CNI result) waiting until all of it is done: past the
+                 * budget, what is left goes first in the next iteration,
+                 * after that iteration's I/O and timers. At least one
+                 * callback runs per phase, so the loop always moves on. */
+                if (ran > 0 && now_usec(CLOCK_MONOTONIC) - began >= EVENT_DEFER_PHASE_BUDGET_USEC) {
+                        link_splice(&running, &e->defer_pending);
+                        link_splice(&e->defer_pending, &running);
+                        return 0;
+                }
                 EventSource *s = container_of(running.next, EventSource, defer.link);
                 source_disable(s);
+                ran++;
                 int r = s->cb.defer(s, e->now, s->userdata);
                 if (r < 0) {
                         link_splice(&e->defer_pending, &running);

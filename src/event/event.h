@@ -44,9 +44,13 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Event *, event_free)
 int event_loop(Event *e);
 /* Runs one iteration, waiting at most timeout (USEC_INFINITY: forever; no
  * wait at all while a defer source is pending). Order within an iteration:
- * io/signal/child/inotify, then due timers, then defer sources. Returns 0,
- * or the negative errno of a failed callback or of epoll. */
+ * io/signal/child/inotify, then due timers, then defer sources. The defer
+ * phase stops once it has run for EVENT_DEFER_PHASE_BUDGET_USEC (after at
+ * least one callback); the sources it did not reach run first in the next
+ * defer phase, after the next iteration's I/O and timers. Returns 0, or the
+ * negative errno of a failed callback or of epoll. */
 int event_run(Event *e, usec_t timeout);
+#define EVENT_DEFER_PHASE_BUDGET_USEC (5 * USEC_PER_MSEC)
 int event_exit(Event *e, int code);
 /* CLOCK_MONOTONIC time cached at the start of the current iteration; the
  * current time when called outside an iteration. */

@@ -458,6 +458,69 @@ static void test_defer_urgent(void **state) {
         st.urgent = event_source_free(st.urgent);
 }
 
+/* A defer phase stops at its time budget, so one pod's I/O (its monitor's
+ * "created") is not held behind a hundred other pods' preparation that is
+ * pending in the same iteration. */
+typedef struct BudgetState {
+        UrgentState log;
+        int wfd;
+} BudgetState;
+
+static int on_defer_slow_writes(EventSource *s, usec_t now, void *userdata) {
+        BudgetState *st = userdata;
+        usec_t began = now_usec(CLOCK_MONOTONIC);
+        urgent_log(&st->log, 'A');
+        assert_int_equal(write(st->wfd, "x", 1), 1);
+        while (now_usec(CLOCK_MONOTONIC) - began < EVENT_DEFER_PHASE_BUDGET_USEC + USEC_PER_MSEC)
+                ;
+        return 0;
+}
+
+static int on_defer_fast(EventSource *s, usec_t now, void *userdata) {
+        urgent_log(&((BudgetState *)userdata)->log, 'B');
+        return 0;
+}
+
+static int on_io_log(EventSource *s, int fd, uint32_t revents, void *userdata) {
+        char buf[8];
+        assert_true(read(fd, buf, sizeof(buf)) > 0);
+        urgent_log(&((BudgetState *)userdata)->log, 'I');
+        return 0;
+}
+
+static void test_defer_phase_budget(void **state) {
+        _cleanup_event_free_ Event *e = NULL;
+        _cleanup_event_source_free_ EventSource *a = NULL, *b = NULL, *c = NULL, *io = NULL;
+        BudgetState st = {};
+        int p[2];
+
+        assert_int_equal(event_new(&e), 0);
+        assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+        st.wfd = p[1];
+        assert_int_equal(event_add_io(e, &io, p[0], EPOLLIN, on_io_log, &st), 0);
+        assert_int_equal(event_source_set_io_fd_own(io, true), 0);
+        assert_int_equal(event_add_defer(e, &a, on_defer_slow_writes, &st), 0);
+        assert_int_equal(event_add_defer(e, &b, on_defer_fast, &st), 0);
+        assert_int_equal(event_add_defer(e, &c, on_defer_fast, &st), 0);
+
+        /* A overran the budget: B and C wait for the next iteration... */
+        assert_int_equal(event_run(e, 0), 0);
+        assert_string_equal(st.log.order, "A");
+        /* ...which first reads the I/O that became ready meanwhile, then
+         * runs them, before anything enabled later. */
+        assert_int_equal(event_source_set_enabled(a, false), 0);
+        assert_int_equal(event_run(e, 0), 0);
+        assert_string_equal(st.log.order, "AIBB");
+
+        /* Fast callbacks all run in one phase. */
+        st.log.n = 0;
+        assert_int_equal(event_source_set_enabled(b, true), 0);
+        assert_int_equal(event_source_set_enabled(c, true), 0);
+        assert_int_equal(event_run(e, 0), 0);
+        assert_string_equal(st.log.order, "BB");
+        close(p[1]);
+}
+
 typedef struct ExitState {
         Event *e;
         unsigned io_calls;
@@ -782,6 +845,7 @@ int main(void) {
                 cmocka_unit_test(test_callback_error_stops_loop),
                 cmocka_unit_test(test_defer),
                 cmocka_unit_test(test_defer_urgent),
+                cmocka_unit_test(test_defer_phase_budget),
                 cmocka_unit_test(test_exit_code),
                 cmocka_unit_test(test_signal),
                 cmocka_unit_test(test_child_exit),
