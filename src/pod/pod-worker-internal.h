@@ -134,6 +134,14 @@ struct ContainerOp {
         EventSource *iw_source;
         RuntimeOp *rop;
         bool rootfs_mounted;
+        /* A start prepared while the sandbox is being created (issue 18,
+         * PodActions.prepare_starts): early until the ready sandbox's start
+         * claims it; parked once its bundle is written and it waits for that
+         * claim; early_tried: at most once per worker, so a preparation that
+         * failed or was given up is not repeated on every sync. */
+        bool early;
+        bool parked;
+        bool early_tried;
 
         ContainerRunState state_before; /* restored when the attempt cannot start */
         int stop_signal;
@@ -207,6 +215,14 @@ void op_clear_start(ContainerOp *op);
 void op_clear_exit_watch(ContainerOp *op);
 void container_set_waiting(ContainerState *c, const char *reason, const char *message);
 void container_start(PodWorker *w, const ContainerStartAction *a);
+/* Begins a start of PodActions.prepare_starts while the sandbox is being
+ * created: image (present, no pull), attempt, rootfs and bundle, then parks
+ * until container_start() claims it. Nothing when a pull is needed. */
+void container_prepare(PodWorker *w, const ContainerStartAction *a);
+/* Gives up parked preparations nobody will claim: the pod terminates, the
+ * sandbox failed, or (claim_done) the ready sandbox's starts did not name
+ * them. Their attempt goes as if it had never begun. */
+void containers_release_unclaimed(PodWorker *w, bool claim_done);
 /* A terminating pod's start that waits for an image pull is given up at
  * once: a pull can stall for as long as the helper's timeout, and nothing
  * of the attempt exists yet. Returns true when one was given up. */

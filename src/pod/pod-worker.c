@@ -442,6 +442,7 @@ static bool worker_sync(PodWorker *w) {
         if (w->state.terminating)
                 for (size_t i = 0; i < w->n_ops; i++)
                         (void)container_start_abandon_pull(w->ops[i]);
+        containers_release_unclaimed(w, false);
         r = pod_compute_actions(&w->state, now, &a);
         if (r < 0) {
                 log_oom();
@@ -473,10 +474,17 @@ static bool worker_sync(PodWorker *w) {
         }
         if (a.create_sandbox)
                 worker_create_sandbox(w);
+        /* While the namespaces are pinned and CNI ADD runs (children the
+         * loop waits for), the first containers' image, rootfs and bundle
+         * are prepared; their start after the sandbox only launches them. */
+        if (w->sandbox_pending || w->cni_op)
+                for (size_t i = 0; i < a.n_prepare_starts; i++)
+                        container_prepare(w, &a.prepare_starts[i]);
         for (size_t i = 0; i < a.n_kills; i++)
                 container_kill(w, &a.kills[i]);
         for (size_t i = 0; i < a.n_starts; i++)
                 container_start(w, &a.starts[i]);
+        containers_release_unclaimed(w, true);
 
         if (a.pod_done && w->busy == 0) {
                 if (w->state.terminating) {
