@@ -454,7 +454,7 @@ static void early_release(ContainerOp *op, const char *why) {
         PodWorker *w = op->w;
         ContainerState *c = op_container(op);
 
-        worker_log(w, LOG_DEBUG, c->spec->name,
+        worker_log(w, LOG_INFO, c->spec->name,
                    "Container \"%s\" of pod \"%s\": its start prepared during the sandbox's "
                    "creation is given up (%s).",
                    c->spec->name, w->full_name, why);
