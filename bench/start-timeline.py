@@ -11,16 +11,21 @@ import sys
 
 LINE = re.compile(r"^[IWEF]\d{4} (\d\d):(\d\d):(\d\d)\.(\d{6}) +\d+ [^\]]+\] (.*)$")
 
-# (step name, pattern); the first match after the previous step counts.
+# (step name, pattern, where its search begins: the line after the step of
+# that index, or after the latest of several). The rootfs and the bundle
+# may come before the sandbox is ready (a CNI pod's first container is
+# prepared while CNI ADD runs, issue 18): they are searched from the
+# manifest on, with patterns that name the pod; the monitor comes after
+# both the sandbox and the rootfs.
 STEPS = [
-    ("manifest read", r'Read ".*/{name}\.yaml"'),
-    ("sandbox ready", r'Sandbox of pod "[^"]*{name}[^"]*" is ready'),
-    ("rootfs mounted", r'rootfs mounted by the agent|runtime: spawned \S*nanolet\S* '
-                       r'|rootfs by the helper'),
-    ("monitor spawned", r"runtime: spawned \S*(?:conmon|nanolet-monitor) "),
-    ("created", r'runtime: created "'),
-    ("runc start spawned", r"runtime: spawned \S*runc"),
-    ("started", r'Started container "main" of pod "[^"]*{name}'),
+    ("manifest read", r'Read ".*/{name}\.yaml"', None),
+    ("rootfs mounted", r'of pod "[^"]*{name}[^"]*": rootfs (?:mounted by the agent|by the helper)', (0,)),
+    ("bundle prepared", r'of pod "[^"]*{name}[^"]*": bundle prepared', (0,)),
+    ("sandbox ready", r'Sandbox of pod "[^"]*{name}[^"]*" is ready', (0,)),
+    ("monitor spawned", r"runtime: spawned \S*(?:conmon|nanolet-monitor) ", (1, 3)),
+    ("created", r'runtime: created "', (4,)),
+    ("runc start spawned", r"runtime: spawned \S*runc", (5,)),
+    ("started", r'Started container "main" of pod "[^"]*{name}', (6,)),
 ]
 
 
@@ -42,23 +47,27 @@ def main():
         m = re.search(r'Read ".*/(%s-\d+)\.yaml"' % re.escape(prefix), msg)
         if m and m.group(1) not in names:
             names.append(m.group(1))
-    print("pod\t" + "\t".join(s for s, _ in STEPS[1:]) + "\t(ms since the manifest was read)")
+    print("pod\t" + "\t".join(s for s, _, _ in STEPS[1:]) + "\t(ms since the manifest was read)")
     for name in names:
-        i, t0, row = 0, None, []
-        for step, pat in STEPS:
+        pos, t0, row = [], None, []
+        for step, pat, after in STEPS:
             rx = re.compile(pat.format(name=re.escape(name)))
-            start = i
+            if after is None:
+                i = 0
+            else:
+                found = [pos[k] for k in after if pos[k] is not None]
+                i = max(found) + 1 if found else len(lines)
             while i < len(lines) and not rx.search(lines[i][1]):
                 i += 1
-            if i == len(lines):  # a step this build does not log
+            if i >= len(lines):  # a step this build does not log
+                pos.append(None)
                 row.append("-")
-                i = start
                 continue
+            pos.append(i)
             if t0 is None:
                 t0 = lines[i][0]
             else:
                 row.append(f"{lines[i][0] - t0:.1f}")
-            i += 1
         print(name + "\t" + "\t".join(row))
 
 

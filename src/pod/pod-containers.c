@@ -380,6 +380,7 @@ void container_start(PodWorker *w, const ContainerStartAction *a) {
                 op->early = false;
                 metric_inc(w->ctx->metrics.started_containers,
                            METRIC_LABELS(pod_metrics_container_type(c->is_init)));
+                container_set_waiting(c, "ContainerCreating", NULL);
                 /* container_start_image()'s event, in the order it has there */
                 worker_event(w, c, POD_EVENT_PULLED,
                              "Container image \"%s\" already present on machine", c->spec->image);
@@ -640,7 +641,11 @@ static void container_start_with_image(ContainerOp *op) {
         /* SPEC §14: the last exited attempt stays for `logs -p`. */
         if (op->attempt >= 1)
                 pod_worker_gc_attempts(w, c, op->attempt - 1);
-        container_set_waiting(c, "ContainerCreating", NULL);
+        /* A preparation shows nothing until a start claims it: the
+         * status keeps kubelet's waiting reasons for a pod whose sandbox is
+         * being created (PodInitializing, ContainerCreating). */
+        if (!op->early)
+                container_set_waiting(c, "ContainerCreating", NULL);
 
         /* In use from here on, before the rootfs helper looks the image up:
          * `image prune`/`rm` and image GC read the attempt's record
