@@ -51,6 +51,14 @@ struct PodWorker {
         CniConfig *cni_config;         /* the network the pod was added to */
         CniOp *cni_op;                 /* ADD or DEL in flight */
         bool network_added;            /* an ADD may have left state to DEL */
+        /* The first starts to prepare while the sandbox is created
+         * (PodActions.prepare_starts), run from prepare_defer: armed once the
+         * CNI ADD (or, without CNI, the pin's helper) was queued, so the
+         * deferred spawn of that child goes first and the preparation runs
+         * while it works instead of before it. */
+        ContainerStartAction *prepare_starts;
+        size_t n_prepare_starts;
+        EventSource *prepare_defer;
 
         unsigned busy; /* operations in flight */
         bool sync_requested;
@@ -187,6 +195,10 @@ void worker_op_done(PodWorker *w);
  * written after this loop iteration. Asks for no sync. */
 void worker_event(PodWorker *w, const ContainerState *c, PodEventReason reason, const char *fmt,
                   ...) _printf_(4, 5);
+
+/* Runs the stored prepare_starts after the children queued so far are
+ * spawned (pod-worker.c). Nothing when none are stored. */
+void worker_arm_prepare(PodWorker *w);
 
 /* pod-sandbox.c */
 unsigned sandbox_namespaces(const Pod *p);

@@ -2,9 +2,8 @@
 # Issue 18: a CNI pod's first containers are prepared (attempt directory,
 # overlay rootfs, config.json) while CNI ADD runs, and only launched once
 # the network has given the pod its IP. The bridge plugin is wrapped by a
-# gate of this test that records which bundles exist when the agent asks
-# for the network, and holds the ADD until the test lets it go (or fails
-# it). Checked: the bundle is there during ADD, a container whose env needs
+# gate of this test that holds the ADD until the test lets it go (or fails
+# it). Checked: the bundle is there while ADD runs, a container whose env needs
 # status.podIP is not prepared early and gets the right IP, /etc/hosts has
 # the pod IP; a failed ADD, a pod removed during ADD and an agent killed
 # during ADD leave no attempt, overlay mount or container cgroup behind
@@ -31,16 +30,16 @@ for p in bridge host-local; do
         [ -n "$found" ] || skip "CNI plugin $p not found"
         if [ "$p" = bridge ]; then REAL_BRIDGE=$found; else ln -s "$found" "$CNI_BIN/$p"; fi
 done
-# The gate, per pod (K8S_POD_NAME): <name>.bundles lists the config.json
-# files of the pod's attempts when ADD began, <name>.entered says it began;
-# <name>.go lets it go on, <name>.fail makes it fail with a CNI error.
+# The gate, per pod (K8S_POD_NAME): <name>.entered says ADD began and holds
+# the pod UID; <name>.go lets it go on, <name>.fail makes it fail with a CNI
+# error.
 cat >"$CNI_BIN/bridge" <<SH
 #!/bin/sh
 if [ "\$CNI_COMMAND" = ADD ]; then
         name=\$(echo "\$CNI_ARGS" | tr ';' '\n' | sed -n 's/^K8S_POD_NAME=//p')
         g=$GATE/\$name
-        ls $ROOT/pods/\$CNI_CONTAINERID/containers/*/*/bundle/config.json >"\$g.bundles" 2>/dev/null
-        : >"\$g.entered"
+        echo "\$CNI_CONTAINERID" >"\$g.entered.tmp"
+        mv "\$g.entered.tmp" "\$g.entered"
         i=0
         while [ ! -e "\$g.go" ] && [ ! -e "\$g.fail" ] && [ \$i -lt 300 ]; do
                 sleep 0.1
@@ -110,12 +109,16 @@ if wait_file "$GATE/early-node1.entered"; then
 else
         fail "CNI ADD of pod early never began"
 fi
-if grep -q '/containers/a/0/bundle/config.json' "$GATE/early-node1.bundles" 2>/dev/null; then
-        ok "container a's config.json was written before CNI ADD"
+# attempt PODNAME CONTAINER: the attempt 0 directory of that container
+attempt() { echo "$ROOT/pods/$(cat "$GATE/$1-node1.entered" 2>/dev/null)/containers/$2/0"; }
+# The preparation runs once the ADD was spawned: its bundle appears while
+# the gate holds the ADD, i.e. before the agent has the network's result.
+if wait_file "$(attempt early a)/bundle/config.json"; then
+        ok "container a's config.json is written while CNI ADD runs"
 else
-        fail "container a's config.json did not exist when CNI ADD began: $(cat "$GATE/early-node1.bundles" 2>/dev/null)"
+        fail "container a's config.json did not appear while CNI ADD ran"
 fi
-if grep -q '/containers/b/' "$GATE/early-node1.bundles" 2>/dev/null; then
+if [ -e "$(attempt early b)" ]; then
         fail "container b (env from status.podIP) was prepared before the pod had an IP"
 else
         ok "container b (env from status.podIP) waits for the network"
@@ -141,7 +144,7 @@ expect "the prepared bundle was launched after the sandbox" "$AGENT_LOG" 'sandbo
 
 # --- 2. ADD fails: the prepared attempt goes as a failed create's would
 put_manifest refused.yaml < <(sleep_pod refused)
-if wait_file "$GATE/refused-node1.entered" && grep -q '/containers/main/0/bundle/config.json' "$GATE/refused-node1.bundles"; then
+if wait_file "$GATE/refused-node1.entered" && wait_file "$(attempt refused main)/bundle/config.json"; then
         ok "pod refused: bundle prepared during ADD"
 else
         fail "pod refused: no bundle during ADD"
@@ -163,7 +166,8 @@ rm -f "$MAN/refused.yaml"
 
 # --- 3. the pod is removed while ADD runs
 put_manifest gone.yaml < <(sleep_pod gone)
-wait_file "$GATE/gone-node1.entered" && ok "pod gone: ADD began" || fail "pod gone: ADD never began"
+wait_file "$GATE/gone-node1.entered" && wait_file "$(attempt gone main)/bundle/config.json" &&
+        ok "pod gone: bundle prepared during ADD" || fail "pod gone: no bundle during ADD"
 UID_GONE=$(pod_uid gone)
 rm -f "$MAN/gone.yaml"
 expect "pod gone: the prepared start was given up while ADD ran" "$AGENT_LOG" 'gone-node1.*given up \(the pod is terminating\)' 1 10
@@ -177,7 +181,7 @@ expect "pod gone is torn down" "$AGENT_LOG" 'Pod "gone-node1.*" is gone' 1 20
 # --- 4. the agent is killed while ADD runs: the restarted agent starts the
 # pod afresh and unmounts what the prepared attempt had mounted
 put_manifest restart.yaml < <(sleep_pod restart)
-if wait_file "$GATE/restart-node1.entered" && grep -q '/containers/main/0/bundle' "$GATE/restart-node1.bundles"; then
+if wait_file "$GATE/restart-node1.entered" && wait_file "$(attempt restart main)/bundle/config.json"; then
         ok "pod restart: bundle prepared during ADD"
 else
         fail "pod restart: no bundle during ADD"
