@@ -60,10 +60,10 @@ void container_set_waiting(ContainerState *c, const char *reason, const char *me
         (void)set_str(&c->waiting_message, message);
 }
 
-/* An attempt could not be created or started: the container waits with the
- * reason kubelet would show and retries after the back-off. */
 static void early_release(ContainerOp *op, const char *why);
 
+/* An attempt could not be created or started: the container waits with the
+ * reason kubelet would show and retries after the back-off. */
 static void start_failed(ContainerOp *op, const char *reason, const char *message) {
         PodWorker *w = op->w;
         ContainerState *c = op_container(op);
@@ -475,6 +475,7 @@ static void early_release(ContainerOp *op, const char *why) {
         c->state = op->state_before;
         c->attempt = c->restart_count = 0;
         c->image_digest = mfree(c->image_digest);
+        c->image_id = mfree(c->image_id);
         op->early = op->parked = false;
         op_clear_start(op);
         worker_op_done(w);
