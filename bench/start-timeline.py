@@ -11,20 +11,25 @@ import sys
 
 LINE = re.compile(r"^[IWEF]\d{4} (\d\d):(\d\d):(\d\d)\.(\d{6}) +\d+ [^\]]+\] (.*)$")
 
-# (step name, pattern); the first match after the previous step counts.
+# (step name, pattern, where its search begins: the line after the step of
+# that index, or after the latest of several). The rootfs and the bundle
+# may come before the sandbox is ready (a CNI pod's first container is
+# prepared while CNI ADD runs, issue 18): they are searched from the
+# manifest on, with patterns that name the pod; the monitor comes after
+# both the sandbox and the rootfs.
 STEPS = [
-    ("manifest read", r'Read ".*/{name}\.yaml"'),
+    ("manifest read", r'Read ".*/{name}\.yaml"', None),
     # The namespace pins' op (pods with a sandbox to pin: CNI pods,
     # multi-container pods): its slot taken, its callback run.
-    ("pin op started", r"runtime: sandbox \S+ started after"),
-    ("namespaces pinned", r"runtime: sandbox \S+ done"),
-    ("sandbox ready", r'Sandbox of pod "[^"]*{name}[^"]*" is ready'),
-    ("rootfs mounted", r'rootfs mounted by the agent|runtime: spawned \S*nanolet\S* '
-                       r'|rootfs by the helper'),
-    ("monitor spawned", r"runtime: spawned \S*(?:conmon|nanolet-monitor) "),
-    ("created", r'runtime: created "'),
-    ("runc start spawned", r"runtime: spawned \S*runc"),
-    ("started", r'Started container "main" of pod "[^"]*{name}'),
+    ("pin op started", r"runtime: sandbox \S+ started after", (0,)),
+    ("namespaces pinned", r"runtime: sandbox \S+ done", (1,)),
+    ("rootfs mounted", r'of pod "[^"]*{name}[^"]*": rootfs (?:mounted by the agent|by the helper)', (0,)),
+    ("bundle prepared", r'of pod "[^"]*{name}[^"]*": bundle prepared', (0,)),
+    ("sandbox ready", r'Sandbox of pod "[^"]*{name}[^"]*" is ready', (0,)),
+    ("monitor spawned", r"runtime: spawned \S*(?:conmon|nanolet-monitor) ", (5, 3)),
+    ("created", r'runtime: created "', (6,)),
+    ("runc start spawned", r"runtime: spawned \S*runc", (7,)),
+    ("started", r'Started container "main" of pod "[^"]*{name}', (8,)),
 ]
 
 
@@ -51,27 +56,31 @@ def main():
             reads.append(k)
             if re.fullmatch(r"%s-\d+" % re.escape(prefix), m.group(1)):
                 names.append((m.group(1), len(reads) - 1))
-    print("pod\t" + "\t".join(s for s, _ in STEPS[1:]) + "\t(ms since the manifest was read)")
+    print("pod\t" + "\t".join(s for s, _, _ in STEPS[1:]) + "\t(ms since the manifest was read)")
     for name, n in names:
         # Pods start one at a time: a step not logged for this pod (a
         # hostNetwork pod pins nothing) is not looked for past the next
         # pod's manifest read, where it would match the next pod's line.
         end = reads[n + 1] if n + 1 < len(reads) else len(lines)
-        i, t0, row = reads[n], None, []
-        for step, pat in STEPS:
+        pos, t0, row = [], None, []
+        for step, pat, after in STEPS:
             rx = re.compile(pat.format(name=re.escape(name)))
-            start = i
+            if after is None:
+                i = reads[n]
+            else:
+                found = [pos[k] for k in after if pos[k] is not None]
+                i = max(found) + 1 if found else end
             while i < end and not rx.search(lines[i][1]):
                 i += 1
-            if i == end:  # a step this build (or this pod) does not log
+            if i >= end:  # a step this build (or this pod) does not log
+                pos.append(None)
                 row.append("-")
-                i = start
                 continue
+            pos.append(i)
             if t0 is None:
                 t0 = lines[i][0]
             else:
                 row.append(f"{lines[i][0] - t0:.1f}")
-            i += 1
         print(name + "\t" + "\t".join(row))
 
 

@@ -681,6 +681,20 @@ static int ns_path(RuntimeNamespace *ns, const char *path, const char *what, Err
         return 0;
 }
 
+bool container_config_needs_network(const Container *c) {
+        for (size_t i = 0; i < c->n_env; i++) {
+                const EnvVarSource *src = c->env[i].value_from;
+                if (src && src->field_ref && src->field_ref->field_path &&
+                    startswith(src->field_ref->field_path, "status.podIP"))
+                        return true;
+        }
+        for (size_t i = 0; i < c->n_volume_mounts; i++)
+                if (!isempty(c->volume_mounts[i].sub_path) ||
+                    !isempty(c->volume_mounts[i].sub_path_expr))
+                        return true;
+        return false;
+}
+
 bool pod_ipc_per_container(const Pod *pod) {
         const PodSpec *s = &pod->spec;
         return s->host_network && !s->host_ipc && !s->share_process_namespace &&

@@ -96,6 +96,16 @@ int container_subpaths_release(const char *attempt_dir);
  * stays the pod's tmpfs) is in docs/runtime.md. */
 bool pod_ipc_per_container(const Pod *pod);
 
+/* Whether container c's config.json depends on what the pod's network
+ * returns (the pod IP), so that it cannot be built while CNI ADD runs: an
+ * env var (and so any $(VAR) in command, args or subPathExpr) from the
+ * fieldRef status.podIP or status.podIPs, or a subPath/subPathExpr mount,
+ * which binds a volume's file as it is at build time (a downwardAPI or
+ * projected file holding the pod IP is rewritten after CNI). The etc
+ * files and volume directories are bound by path and rewritten in place
+ * before runc create, so they do not count. */
+bool container_config_needs_network(const Container *c);
+
 typedef enum PodQOSClass {
         POD_QOS_GUARANTEED,
         POD_QOS_BURSTABLE,

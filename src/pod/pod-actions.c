@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "container-config.h"
 #include "macro.h"
 #include "string-util.h"
 
@@ -491,6 +492,52 @@ static int tidy_waiting(Ctx *x, bool initialized) {
         return 0;
 }
 
+/* The first starts the pod makes once its sandbox is ready, computed from
+ * the same state with the sandbox taken as ready: the worker prepares them
+ * while the sandbox is still being created (PodActions.prepare_starts). */
+static int prepare_starts(Ctx *x) {
+        PodState ready = *x->s; /* shallow: the same containers, read only */
+        size_t n = x->s->n_init + x->s->n_app;
+        size_t alloc = MAX(n, (size_t)1);
+        PodActions b = {
+                .next_wakeup = USEC_INFINITY,
+                .starts = calloc(alloc, sizeof(ContainerStartAction)),
+                .kills = calloc(alloc, sizeof(ContainerKillAction)),
+                .waiting = calloc(alloc, sizeof(ContainerWaitingUpdate)),
+        };
+        _cleanup_free_ bool *touched = calloc(alloc, sizeof(bool));
+        bool initialized;
+        int r = -ENOMEM;
+
+        ready.sandbox = SANDBOX_READY;
+        Ctx y = { .s = &ready, .now = x->now, .a = &b, .touched = touched };
+        if (!b.starts || !b.kills || !b.waiting || !touched)
+                goto finish;
+        r = init_actions(&y, any_app_started(&ready), &initialized);
+        if (r >= 0 && initialized)
+                r = app_actions(&y);
+        if (r < 0)
+                goto finish;
+        x->a->prepare_starts = calloc(alloc, sizeof(ContainerStartAction));
+        if (!x->a->prepare_starts) {
+                r = -ENOMEM;
+                goto finish;
+        }
+        for (size_t i = 0; i < b.n_starts; i++) {
+                const ContainerStartAction *st = &b.starts[i];
+                const ContainerState *c =
+                        st->is_init ? &x->s->init[st->index] : &x->s->app[st->index];
+                if (st->restart || c->state != CONTAINER_NONE || c->container_id ||
+                    container_config_needs_network(c->spec))
+                        continue;
+                x->a->prepare_starts[x->a->n_prepare_starts++] = *st;
+        }
+        r = 0;
+finish:
+        pod_actions_done(&b);
+        return r;
+}
+
 static int compute(Ctx *x) {
         const PodState *s = x->s;
         PodActions *a = x->a;
@@ -543,11 +590,12 @@ static int compute(Ctx *x) {
                         return 0;
                 }
                 a->create_sandbox = true;
-                return 0;
+                return prepare_starts(x);
         case SANDBOX_FAILED:
-                if (s->sandbox_backoff_until <= x->now)
+                if (s->sandbox_backoff_until <= x->now) {
                         a->create_sandbox = true;
-                else
+                        return prepare_starts(x);
+                } else
                         wakeup_at(a, s->sandbox_backoff_until);
                 return 0;
         case SANDBOX_READY:
@@ -611,6 +659,7 @@ void pod_actions_done(PodActions *a) {
         for (size_t i = 0; i < a->n_waiting; i++)
                 free(a->waiting[i].message);
         free(a->starts);
+        free(a->prepare_starts);
         free(a->kills);
         free(a->waiting);
         *a = (PodActions){ .next_wakeup = USEC_INFINITY, .phase = _POD_PHASE_INVALID };

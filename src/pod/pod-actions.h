@@ -17,7 +17,9 @@
  *   2. init failed (Never)   -> kill in stages, phase Failed
  *   3. all apps completed    -> (restartPolicy Never/OnFailure) stop sidecars, Succeeded/Failed
  *   4. activeDeadlineSeconds -> kill in stages, phase Failed, reason DeadlineExceeded
- *   5. sandbox NONE/FAILED   -> create it (honouring the sandbox back-off), nothing else
+ *   5. sandbox NONE/FAILED   -> create it (honouring the sandbox back-off); the first
+ *                               starts steps 6-7 would make once it is ready are offered
+ *                               as prepare_starts (see there), nothing else
  *   6. init containers in order (sidecars gate on started), sidecar restarts
  *   7. app containers: first starts, restarts per restartPolicy, probe kills
  *
@@ -91,6 +93,15 @@ typedef struct PodActions {
 
         ContainerStartAction *starts; /* in start order */
         size_t n_starts;
+        /* With create_sandbox: the starts the pod will make once the
+         * sandbox is ready (issue 18), which the worker may prepare (image,
+         * rootfs, config.json) while the namespaces are pinned and CNI ADD
+         * runs, and launch when the ready sandbox's starts name them. Only
+         * first starts of containers that never ran, and only those whose
+         * config.json does not depend on the network's result
+         * (container_config_needs_network()). */
+        ContainerStartAction *prepare_starts;
+        size_t n_prepare_starts;
         ContainerKillAction *kills; /* all may be signalled at once */
         size_t n_kills;
         ContainerWaitingUpdate *waiting;

@@ -60,12 +60,22 @@ void container_set_waiting(ContainerState *c, const char *reason, const char *me
         (void)set_str(&c->waiting_message, message);
 }
 
+static void early_release(ContainerOp *op, const char *why);
+
 /* An attempt could not be created or started: the container waits with the
  * reason kubelet would show and retries after the back-off. */
 static void start_failed(ContainerOp *op, const char *reason, const char *message) {
         PodWorker *w = op->w;
         ContainerState *c = op_container(op);
 
+        if (op->early) {
+                /* Not claimed by a ready sandbox's start: no event and no
+                 * back-off; the start after the sandbox tries again and
+                 * reports what fails then, as without the preparation. */
+                _cleanup_free_ char *why = strprintf("%s: %s", reason, message);
+                early_release(op, why ? why : reason);
+                return;
+        }
         worker_log(w, LOG_WARNING, c->spec->name,
                    "Failed to start container \"%s\" of pod \"%s\": %s: %s", c->spec->name,
                    w->full_name, reason, message);
@@ -176,6 +186,8 @@ static void on_container_created(Runtime *rt, int r, pid_t pid, pid_t conmon_pid
         }
 }
 
+static void container_launch(ContainerOp *op);
+
 static void container_create(ContainerOp *op) {
         PodWorker *w = op->w;
         const PodManagerOptions *o = w->ctx->o;
@@ -272,6 +284,37 @@ static void container_create(ContainerOp *op) {
                 start_failed(op, "CreateContainerError", msg ? msg : "bad log directory");
                 return;
         }
+        if (op->early) {
+                /* Prepared while the sandbox is being created: the rest
+                 * waits for the ready sandbox's start (container_start()). */
+                op->parked = true;
+                worker_log(w, LOG_DEBUG, c->spec->name,
+                           "Container \"%s\" of pod \"%s\": bundle prepared, waiting for the "
+                           "sandbox.",
+                           c->spec->name, w->full_name);
+                if (!w->sandbox_pending && !w->cni_op)
+                        /* The sandbox is done (ready or failed): the next
+                         * sync claims or releases this preparation. */
+                        pod_worker_request_sync(w);
+                return;
+        }
+        container_launch(op);
+}
+
+/* The step after the bundle: the monitor and `runc create`. Everything it
+ * uses that depends on the sandbox (the pinned namespaces, /etc/hosts with
+ * the pod IP) is there by now. */
+static void container_launch(ContainerOp *op) {
+        PodWorker *w = op->w;
+        const PodManagerOptions *o = w->ctx->o;
+        ContainerState *c = op_container(op);
+        int r;
+
+        _cleanup_free_ char *bundle = strprintf("%s/bundle", op->attempt_dir);
+        if (!bundle) {
+                start_failed(op, "CreateContainerError", "out of memory");
+                return;
+        }
         RuntimeCreateRequest req = {
                 .id = op->id,
                 .bundle_dir = bundle,
@@ -328,7 +371,30 @@ void container_start(PodWorker *w, const ContainerStartAction *a) {
         ContainerOp *op = worker_op(w, a->is_init, a->index);
         ContainerState *c = pod_actions_target(&w->state, a->is_init, a->index);
 
-        if (!op || !c || op->starting || op->killing)
+        if (!op || !c || op->killing)
+                return;
+        if (op->starting && op->early) {
+                /* Prepared while the sandbox was created: this start claims
+                 * it, and goes on from the bundle (parked) or, when the
+                 * preparation is still running, where it parks. */
+                op->early = false;
+                metric_inc(w->ctx->metrics.started_containers,
+                           METRIC_LABELS(pod_metrics_container_type(c->is_init)));
+                container_set_waiting(c, "ContainerCreating", NULL);
+                /* container_start_image()'s event, in the order it has there */
+                worker_event(w, c, POD_EVENT_PULLED,
+                             "Container image \"%s\" already present on machine", c->spec->image);
+                if (op->parked) {
+                        op->parked = false;
+                        worker_log(w, LOG_DEBUG, c->spec->name,
+                                   "Container \"%s\" of pod \"%s\": sandbox ready, starting "
+                                   "the prepared bundle.",
+                                   c->spec->name, w->full_name);
+                        container_launch(op);
+                }
+                return;
+        }
+        if (op->starting)
                 return;
         op->starting = true;
         op->state_before = c->state;
@@ -353,6 +419,84 @@ void container_start(PodWorker *w, const ContainerStartAction *a) {
 }
 
 static void container_start_with_image(ContainerOp *op);
+
+void container_prepare(PodWorker *w, const ContainerStartAction *a) {
+        ContainerOp *op = worker_op(w, a->is_init, a->index);
+        ContainerState *c = pod_actions_target(&w->state, a->is_init, a->index);
+        const PodManagerOptions *o = w->ctx->o;
+        Error ierr = {};
+
+        if (!op || !c || op->starting || op->killing || op->early_tried)
+                return;
+        op->early_tried = true;
+        /* A pull stays after the sandbox, as kubelet orders it: its events
+         * and back-off belong to a start that happens. */
+        PullPolicy policy = o->image_pull_never ? PULL_POLICY_NEVER : c->spec->image_pull_policy;
+        if (policy == PULL_POLICY_ALWAYS && o->pulls)
+                return;
+        if (image_store_get(o->images, c->spec->image, &op->image, &ierr) < 0)
+                return;
+        op->starting = true;
+        op->early = true;
+        op->state_before = c->state;
+        op->attempt = 0; /* a first start only (prepare_starts) */
+        w->busy++;
+        worker_log(w, LOG_DEBUG, c->spec->name,
+                   "Container \"%s\" of pod \"%s\": preparing its start while the sandbox is "
+                   "created.",
+                   c->spec->name, w->full_name);
+        container_start_with_image(op);
+}
+
+/* An early preparation nobody claims: undone as a failed create is (rootfs
+ * unmounted, subPath mounts released) and its attempt directory removed,
+ * since the attempt never began; the container is as before. */
+static void early_release(ContainerOp *op, const char *why) {
+        PodWorker *w = op->w;
+        ContainerState *c = op_container(op);
+
+        worker_log(w, LOG_INFO, c->spec->name,
+                   "Container \"%s\" of pod \"%s\": its start prepared during the sandbox's "
+                   "creation is given up (%s).",
+                   c->spec->name, w->full_name, why);
+        if (op->rootfs_mounted) {
+                Error ie = {};
+                (void)image_rootfs_umount(op->rootfs, &ie);
+                op->rootfs_mounted = false;
+        }
+        if (op->attempt_dir) {
+                (void)container_subpaths_release(op->attempt_dir);
+                _cleanup_close_ int pfd = open(w->pod_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                _cleanup_free_ char *rel =
+                        strprintf("containers/%s/%u", c->spec->name, op->attempt);
+                if (pfd >= 0 && rel)
+                        (void)rm_rf_at(pfd, rel);
+        }
+        c->state = op->state_before;
+        c->attempt = c->restart_count = 0;
+        c->image_digest = mfree(c->image_digest);
+        c->image_id = mfree(c->image_id);
+        op->early = op->parked = false;
+        op_clear_start(op);
+        worker_op_done(w);
+}
+
+void containers_release_unclaimed(PodWorker *w, bool claim_done) {
+        bool sandbox_busy = w->sandbox_pending || w->cni_op;
+        bool failed = !sandbox_busy && w->state.sandbox != SANDBOX_READY;
+
+        for (size_t slot = 0; slot < w->n_ops; slot++) {
+                ContainerOp *op = w->ops[slot];
+                if (!op->early || !op->parked)
+                        continue;
+                if (w->state.terminating || w->state.evicted)
+                        early_release(op, "the pod is terminating");
+                else if (failed)
+                        early_release(op, "the sandbox failed");
+                else if (claim_done && w->state.sandbox == SANDBOX_READY && !sandbox_busy)
+                        early_release(op, "the ready sandbox does not start it");
+        }
+}
 
 static void on_image_pulled(int r, const char *digest, const char *error, usec_t duration,
                             void *userdata) {
@@ -498,7 +642,11 @@ static void container_start_with_image(ContainerOp *op) {
         /* SPEC §14: the last exited attempt stays for `logs -p`. */
         if (op->attempt >= 1)
                 pod_worker_gc_attempts(w, c, op->attempt - 1);
-        container_set_waiting(c, "ContainerCreating", NULL);
+        /* A preparation shows nothing until a start claims it: the
+         * status keeps kubelet's waiting reasons for a pod whose sandbox is
+         * being created (PodInitializing, ContainerCreating). */
+        if (!op->early)
+                container_set_waiting(c, "ContainerCreating", NULL);
 
         /* In use from here on, before the rootfs helper looks the image up:
          * `image prune`/`rm` and image GC read the attempt's record

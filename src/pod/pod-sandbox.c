@@ -179,7 +179,10 @@ static void worker_network_add(PodWorker *w) {
                         w->busy--;
                         w->sandbox_pending = false;
                         w->network_added = false;
-                }
+                } else
+                        /* the first containers' preparation, after the
+                         * plugin's spawn (pod-worker.c) */
+                        worker_arm_prepare(w);
         }
         if (r < 0) {
                 _cleanup_free_ char *msg = cni_error_to_string(&err);

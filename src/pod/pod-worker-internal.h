@@ -51,6 +51,14 @@ struct PodWorker {
         CniConfig *cni_config;         /* the network the pod was added to */
         CniOp *cni_op;                 /* ADD or DEL in flight */
         bool network_added;            /* an ADD may have left state to DEL */
+        /* The first starts to prepare while the sandbox is created
+         * (PodActions.prepare_starts), run from prepare_defer: armed once the
+         * CNI ADD (or, without CNI, the pin's helper) was queued, so the
+         * deferred spawn of that child goes first and the preparation runs
+         * while it works instead of before it. */
+        ContainerStartAction *prepare_starts;
+        size_t n_prepare_starts;
+        EventSource *prepare_defer;
 
         unsigned busy; /* operations in flight */
         bool sync_requested;
@@ -134,6 +142,14 @@ struct ContainerOp {
         EventSource *iw_source;
         RuntimeOp *rop;
         bool rootfs_mounted;
+        /* A start prepared while the sandbox is being created (issue 18,
+         * PodActions.prepare_starts): early until the ready sandbox's start
+         * claims it; parked once its bundle is written and it waits for that
+         * claim; early_tried: at most once per worker, so a preparation that
+         * failed or was given up is not repeated on every sync. */
+        bool early;
+        bool parked;
+        bool early_tried;
 
         ContainerRunState state_before; /* restored when the attempt cannot start */
         int stop_signal;
@@ -180,6 +196,10 @@ void worker_op_done(PodWorker *w);
 void worker_event(PodWorker *w, const ContainerState *c, PodEventReason reason, const char *fmt,
                   ...) _printf_(4, 5);
 
+/* Runs the stored prepare_starts after the children queued so far are
+ * spawned (pod-worker.c). Nothing when none are stored. */
+void worker_arm_prepare(PodWorker *w);
+
 /* pod-sandbox.c */
 unsigned sandbox_namespaces(const Pod *p);
 bool pod_uses_cni(const PodWorker *w);
@@ -207,6 +227,14 @@ void op_clear_start(ContainerOp *op);
 void op_clear_exit_watch(ContainerOp *op);
 void container_set_waiting(ContainerState *c, const char *reason, const char *message);
 void container_start(PodWorker *w, const ContainerStartAction *a);
+/* Begins a start of PodActions.prepare_starts while the sandbox is being
+ * created: image (present, no pull), attempt, rootfs and bundle, then parks
+ * until container_start() claims it. Nothing when a pull is needed. */
+void container_prepare(PodWorker *w, const ContainerStartAction *a);
+/* Gives up parked preparations nobody will claim: the pod terminates, the
+ * sandbox failed, or (claim_done) the ready sandbox's starts did not name
+ * them. Their attempt goes as if it had never begun. */
+void containers_release_unclaimed(PodWorker *w, bool claim_done);
 /* A terminating pod's start that waits for an image pull is given up at
  * once: a pull can stall for as long as the helper's timeout, and nothing
  * of the attempt exists yet. Returns true when one was given up. */

@@ -442,6 +442,7 @@ static bool worker_sync(PodWorker *w) {
         if (w->state.terminating)
                 for (size_t i = 0; i < w->n_ops; i++)
                         (void)container_start_abandon_pull(w->ops[i]);
+        containers_release_unclaimed(w, false);
         r = pod_compute_actions(&w->state, now, &a);
         if (r < 0) {
                 log_oom();
@@ -473,10 +474,25 @@ static bool worker_sync(PodWorker *w) {
         }
         if (a.create_sandbox)
                 worker_create_sandbox(w);
+        /* While the namespaces are pinned and CNI ADD runs (children the
+         * loop waits for), the first containers' image, rootfs and bundle
+         * are prepared; their start after the sandbox only launches them.
+         * A CNI pod's preparation waits for the ADD's spawn (pod-sandbox.c
+         * arms it): the pin's helper is short, the ADD is most of the
+         * sandbox's time, and a preparation still running when the pin is
+         * done would hold the ADD back. */
+        if ((w->sandbox_pending || w->cni_op) && a.n_prepare_starts > 0 && !w->prepare_starts) {
+                w->prepare_starts = TAKE_PTR(a.prepare_starts);
+                w->n_prepare_starts = a.n_prepare_starts;
+                a.n_prepare_starts = 0;
+                if (!pod_uses_cni(w) || w->cni_op)
+                        worker_arm_prepare(w);
+        }
         for (size_t i = 0; i < a.n_kills; i++)
                 container_kill(w, &a.kills[i]);
         for (size_t i = 0; i < a.n_starts; i++)
                 container_start(w, &a.starts[i]);
+        containers_release_unclaimed(w, true);
 
         if (a.pod_done && w->busy == 0) {
                 if (w->state.terminating) {
@@ -558,6 +574,25 @@ bool pod_worker_is_evicted(const PodWorker *w) {
 bool pod_worker_eviction_done(const PodWorker *w, usec_t min_age) {
         return w->state.evicted && w->evicted_volumes_released &&
                now_usec(CLOCK_MONOTONIC) >= w->evicted_at + min_age;
+}
+
+static int on_prepare_defer(EventSource *s, usec_t now, void *userdata) {
+        PodWorker *w = userdata;
+        _cleanup_free_ ContainerStartAction *starts = TAKE_PTR(w->prepare_starts);
+        size_t n = w->n_prepare_starts;
+
+        w->n_prepare_starts = 0;
+        if (w->torn_down || w->state.terminating || w->state.evicted ||
+            !(w->sandbox_pending || w->cni_op))
+                return 0;
+        for (size_t i = 0; i < n; i++)
+                container_prepare(w, &starts[i]);
+        return 0;
+}
+
+void worker_arm_prepare(PodWorker *w) {
+        if (w->prepare_starts)
+                (void)event_source_set_enabled(w->prepare_defer, true);
 }
 
 static int on_sync_defer(EventSource *s, usec_t now, void *userdata) {
@@ -706,6 +741,10 @@ int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *obje
         if (r < 0)
                 goto fail;
         (void)event_source_set_enabled(w->files_defer, false);
+        r = event_add_defer(ctx->event, &w->prepare_defer, on_prepare_defer, w);
+        if (r < 0)
+                goto fail;
+        (void)event_source_set_enabled(w->prepare_defer, false);
         *ret = TAKE_PTR(w);
         return 0;
 fail:
@@ -728,6 +767,8 @@ PodWorker *pod_worker_free(PodWorker *w) {
                 cni_op_cancel(w->cni_op);
         cni_config_unref(w->cni_config);
         event_source_free(w->sync_defer);
+        event_source_free(w->prepare_defer);
+        free(w->prepare_starts);
         event_source_free(w->files_defer);
         event_source_free(w->wakeup);
         pod_state_done(&w->state);

@@ -140,6 +140,74 @@ static void test_sandbox(void **state) {
         fx_done(&f);
 }
 
+static const ContainerStartAction *find_prepare(const PodActions *a, const char *name) {
+        for (size_t i = 0; i < a->n_prepare_starts; i++)
+                if (strcmp(a->prepare_starts[i].name, name) == 0)
+                        return &a->prepare_starts[i];
+        return NULL;
+}
+
+/* Issue 18: while the sandbox is created (namespaces pinned, CNI ADD), the
+ * first starts it will allow are offered for preparation, before the
+ * network's result exists; once it is ready they are ordinary starts. */
+static void test_prepare_during_sandbox(void **state) {
+        (void)state;
+        Fixture f;
+
+        /* init containers: only the first one, as the ready sandbox starts it */
+        fx_setup(&f, INIT_POD("Always"));
+        PodActions *a = fx_compute(&f, 100 * SEC);
+        assert_true(a->create_sandbox);
+        assert_int_equal(a->n_starts, 0);
+        assert_int_equal(a->n_prepare_starts, 1);
+        assert_non_null(find_prepare(a, "i1"));
+        assert_true(find_prepare(a, "i1")->is_init);
+        /* the same after a failed sandbox, once its back-off passed */
+        f.s.sandbox = SANDBOX_FAILED;
+        f.s.sandbox_backoff_until = 110 * SEC;
+        a = fx_compute(&f, 105 * SEC);
+        assert_false(a->create_sandbox);
+        assert_int_equal(a->n_prepare_starts, 0);
+        a = fx_compute(&f, 111 * SEC);
+        assert_true(a->create_sandbox);
+        assert_non_null(find_prepare(a, "i1"));
+        /* ready: started, nothing left to prepare */
+        f.s.sandbox = SANDBOX_READY;
+        a = fx_compute(&f, 112 * SEC);
+        assert_non_null(find_start(a, "i1"));
+        assert_int_equal(a->n_prepare_starts, 0);
+        fx_done(&f);
+
+        /* app containers all at once; a container whose config.json needs
+         * the pod IP (env from status.podIP, a subPath) waits for it */
+        fx_setup(&f, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n"
+                     "  volumes: [{name: v, emptyDir: {}}]\n"
+                     "  containers:\n"
+                     "  - {name: a1, image: busybox}\n"
+                     "  - name: a2\n    image: busybox\n    env:\n"
+                     "    - name: IP\n      valueFrom: {fieldRef: {fieldPath: status.podIP}}\n"
+                     "  - name: a3\n    image: busybox\n"
+                     "    volumeMounts: [{name: v, mountPath: /x, subPath: s}]\n"
+                     "  - name: a4\n    image: busybox\n    env:\n"
+                     "    - name: NAME\n      valueFrom: {fieldRef: {fieldPath: metadata.name}}\n");
+        a = fx_compute(&f, 100 * SEC);
+        assert_true(a->create_sandbox);
+        assert_int_equal(a->n_prepare_starts, 2);
+        assert_non_null(find_prepare(a, "a1"));
+        assert_non_null(find_prepare(a, "a4"));
+        assert_null(find_prepare(a, "a2"));
+        assert_null(find_prepare(a, "a3"));
+        fx_done(&f);
+
+        /* a pod held back by admission prepares nothing */
+        fx_setup(&f, INIT_POD("Always"));
+        f.s.wait_reason = strdup("WaitingForPods");
+        a = fx_compute(&f, 100 * SEC);
+        assert_false(a->create_sandbox);
+        assert_int_equal(a->n_prepare_starts, 0);
+        fx_done(&f);
+}
+
 static void test_init_order(void **state) {
         (void)state;
         Fixture f;
@@ -824,6 +892,7 @@ int main(void) {
                 cmocka_unit_test(test_first_restart_at_once),
                 cmocka_unit_test(test_image_pull_back_off),
                 cmocka_unit_test(test_sandbox),
+                cmocka_unit_test(test_prepare_during_sandbox),
                 cmocka_unit_test(test_init_order),
                 cmocka_unit_test(test_init_rerun_after_reboot),
                 cmocka_unit_test(test_wait_for_gate),
