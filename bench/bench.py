@@ -331,20 +331,25 @@ def listening_ports(ports):
     return sorted(busy)
 
 
-def rmdir_cgroups_prefixed(prefix):
-    """Empty cgroups whose name starts with prefix, in every hierarchy,
-    leaves first (the parallel floor's pod cgroups: runc deletes only the
-    container's)."""
-    if not prefix:
-        return
+def rmdir_cgroup_trees(wanted):
+    """Every cgroup directory whose name wanted() accepts, in every
+    hierarchy, with what is under it: empty ones only, leaves first."""
     for top, dirs, _ in os.walk("/sys/fs/cgroup"):
-        for d in [d for d in dirs if d.startswith(prefix)]:
+        for d in [d for d in dirs if wanted(d)]:
             dirs.remove(d)
             for sub, _, _ in sorted(os.walk(f"{top}/{d}"), key=lambda x: -len(x[0])):
                 try:
                     os.rmdir(sub)
                 except OSError:
                     pass
+
+
+def rmdir_cgroups_prefixed(prefix):
+    """Empty cgroups whose name starts with prefix, in every hierarchy,
+    leaves first (the parallel floor's pod cgroups: runc deletes only the
+    container's)."""
+    if prefix:
+        rmdir_cgroup_trees(lambda d: d.startswith(prefix))
 
 
 def rmdir_pod_cgroups(agent_log):
@@ -356,16 +361,8 @@ def rmdir_pod_cgroups(agent_log):
     except OSError:
         uids = set()
     targets = {f"pod{u}" for u in uids}
-    if not targets:
-        return
-    for top, dirs, _ in os.walk("/sys/fs/cgroup"):
-        for d in [d for d in dirs if d in targets]:
-            dirs.remove(d)
-            for sub, _, _ in sorted(os.walk(f"{top}/{d}"), key=lambda x: -len(x[0])):
-                try:
-                    os.rmdir(sub)
-                except OSError:
-                    pass
+    if targets:
+        rmdir_cgroup_trees(lambda d: d in targets)
 
 
 class PerfAll:

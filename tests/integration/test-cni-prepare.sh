@@ -13,12 +13,6 @@
 require_root
 . "$(dirname "$0")/lib-agent.sh"
 
-skip() {
-        echo "SKIP: $*"
-        [ "${NANOLET_TEST_STRICT:-0}" = 1 ] && exit 1
-        exit 77
-}
-
 CNI_BIN=$WORK/cni-bin
 GATE=$WORK/gate
 mkdir -p "$CNI_BIN" "$GATE"

@@ -11,12 +11,6 @@
 . "$(dirname "$0")/lib.sh"
 require_root
 . "$(dirname "$0")/lib-agent.sh"
-
-skip() {
-        echo "SKIP: $*"
-        [ "${NANOLET_TEST_STRICT:-0}" = 1 ] && exit 1
-        exit 77
-}
 command -v iptables >/dev/null && command -v iptables-save >/dev/null || skip "iptables not installed"
 
 NET=${TEST_SUBNET%.0/24}

@@ -12,12 +12,6 @@
 require_root
 . "$(dirname "$0")/lib-agent.sh"
 
-skip() {
-        echo "SKIP: $*"
-        [ "${NANOLET_TEST_STRICT:-0}" = 1 ] && exit 1
-        exit 77
-}
-
 # --- prerequisites: the plugins (in a bin dir of this test, so one can go
 # missing), iptables for portmap
 CNI_BIN=$WORK/cni-bin
