@@ -1139,16 +1139,19 @@ static int file_has_delalloc(const char *rel) {
         _cleanup_free_ char *p = path_in(rel);
         int fd = open(p, O_RDONLY | O_CLOEXEC);
         assert_true(fd >= 0);
-        struct {
-                struct fiemap f;
-                struct fiemap_extent e[32];
-        } m = { .f = { .fm_length = FIEMAP_MAX_OFFSET, .fm_extent_count = 32 } };
-        int r = ioctl(fd, FS_IOC_FIEMAP, &m.f); /* no FIEMAP_FLAG_SYNC: as it is */
+        /* struct fiemap ends in a flexible array: the extents follow it in
+         * one allocation (a struct around it is a GNU extension). */
+        _cleanup_free_ struct fiemap *m =
+                calloc(1, sizeof(struct fiemap) + 32 * sizeof(struct fiemap_extent));
+        assert_non_null(m);
+        m->fm_length = FIEMAP_MAX_OFFSET;
+        m->fm_extent_count = 32;
+        int r = ioctl(fd, FS_IOC_FIEMAP, m); /* no FIEMAP_FLAG_SYNC: as it is */
         close(fd);
         if (r < 0)
                 return -1;
-        for (unsigned i = 0; i < m.f.fm_mapped_extents; i++)
-                if (m.e[i].fe_flags & FIEMAP_EXTENT_DELALLOC)
+        for (unsigned i = 0; i < m->fm_mapped_extents; i++)
+                if (m->fm_extents[i].fe_flags & FIEMAP_EXTENT_DELALLOC)
                         return 1;
         return 0;
 }
