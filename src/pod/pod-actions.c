@@ -506,7 +506,7 @@ static int prepare_starts(Ctx *x) {
                 .waiting = calloc(alloc, sizeof(ContainerWaitingUpdate)),
         };
         _cleanup_free_ bool *touched = calloc(alloc, sizeof(bool));
-        bool initialized;
+        bool initialized = false; /* init_actions() sets it only when initialization is over */
         int r = -ENOMEM;
 
         ready.sandbox = SANDBOX_READY;
