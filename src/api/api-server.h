@@ -1,4 +1,4 @@
-/* A read-only HTTP server on the agent's event loop (SPEC §12).
+/* A read-only HTTP server on the agent's event loop.
  *
  * libmicrohttpd runs in its external epoll mode: MHD's epoll fd is one io
  * source of the loop, and a timer follows MHD_get_timeout() and the
@@ -8,8 +8,9 @@
  * Bounded, and whatever clients do, a connection waiting to be accepted
  * waits at most API_SERVER_CONNECTION_TIMEOUT_SEC (T):
  *  1. At most API_SERVER_MAX_CONNECTIONS connections. While that many are
- *     open the server is full (logged once when it starts and when it ends)
- *     and new connections wait in the kernel's backlog.
+ *     open the server is full, a state logged when it begins and ends (as a
+ *     warning at most once a minute, else at debug), and new connections
+ *     wait in the kernel's backlog.
  *  2. A request target longer than API_SERVER_MAX_TARGET is answered 414, one
  *     with more than API_SERVER_MAX_QUERY_ARGS query parameters 431, at once
  *     and the connection closed, before libmicrohttpd parses the parameters
@@ -21,11 +22,14 @@
  *     trickles in; libmicrohttpd's own timeout only counts idle time. The
  *     answer is then bound by the idle timeout (T without progress).
  *  4. While the server is full, a kept-alive connection waiting for its next
- *     request is closed at once, and an answer being sent for longer than T
- *     is cut, so a slot frees within T.
+ *     request is closed at once (libmicrohttpd closes every connection after
+ *     its answer today, as the answer is queued before it read the whole
+ *     request: a safety net), and an answer being sent for longer than T is
+ *     cut, so a slot frees within T.
  *  5. Whenever a slot frees, MHD_run() runs again at once: libmicrohttpd puts
  *     its listening socket back into its epoll set only at the start of a
- *     run, and nothing else would wake the loop to do it.
+ *     run, and nothing else would wake the loop to do it. While a connection
+ *     is open the timer never waits longer than T.
  * Connections are closed with shutdown(): the socket stays libmicrohttpd's,
  * which sees the hang-up and frees the slot in its next run.
  *
