@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "list.h"
 #include "log.h"
 #include "string-util.h"
 
@@ -29,6 +30,10 @@
  * cannot starve the rest of the loop. */
 #define API_SERVER_RUNS_PER_DISPATCH 8
 
+/* A full server is logged as a warning at most this often (a client can
+ * make it fill and drain many times a second); the other times at debug. */
+#define API_SERVER_FULL_LOG_INTERVAL_USEC (60 * USEC_PER_SEC)
+
 /* The libmicrohttpd functions the server calls: X(MHD name, MhdApi member). */
 #define MHD_API_FUNCTIONS(X)                                                                       \
         X(MHD_start_daemon, start_daemon)                                                          \
@@ -36,6 +41,7 @@
         X(MHD_get_daemon_info, get_daemon_info)                                                    \
         X(MHD_run, run)                                                                            \
         X(MHD_get_timeout, get_timeout)                                                            \
+        X(MHD_get_connection_info, get_connection_info)                                            \
         X(MHD_lookup_connection_value, lookup_connection_value)                                    \
         X(MHD_create_response_from_buffer, create_response_from_buffer)                            \
         X(MHD_add_response_header, add_response_header)                                            \
@@ -55,6 +61,23 @@ typedef enum ApiServerState {
         API_SERVER_RUNNING, /* MHD owns the socket and answers */
         API_SERVER_FAILED,  /* the load or start failed: connections are closed */
 } ApiServerState;
+
+typedef enum ApiServerLoad {
+        API_SERVER_ACCEPTING, /* below the connection limit */
+        API_SERVER_FULL,      /* at the limit: new connections wait in the backlog */
+} ApiServerLoad;
+
+/* One connection MHD holds, from its accept to its close. */
+typedef struct ApiConn ApiConn;
+struct ApiConn {
+        ApiConn *prev, *next;
+        int fd; /* MHD's; only ever shut down here */
+        ApiConnPhase phase;
+        usec_t since; /* when the phase began */
+        unsigned answered;
+        bool shut;    /* shut down here; MHD closes it in its next run */
+        bool refused; /* answered here, before routing (rule 2) */
+};
 
 typedef struct ApiRoute {
         char *path;
@@ -76,6 +99,11 @@ struct ApiServer {
         ApiRoute *routes;
         size_t n_routes;
         uint16_t port;
+        ApiConn *conns;
+        unsigned n_conns;
+        ApiServerLoad load;
+        usec_t full_logged; /* when a full server was last logged as a warning */
+        bool full_warned;   /* this time it was */
 };
 
 struct ApiRequest {
@@ -106,6 +134,128 @@ int api_response_printf(ApiResponse *resp, const char *fmt, ...) {
         resp->body = s;
         resp->body_size = (size_t)n;
         return 0;
+}
+
+unsigned api_server_check_target(const char *target) {
+        if (!target)
+                return 0;
+        if (strnlen(target, API_SERVER_MAX_TARGET + 1) > API_SERVER_MAX_TARGET)
+                return MHD_HTTP_URI_TOO_LONG;
+        const char *q = strchr(target, '?');
+        if (!q)
+                return 0;
+        /* libmicrohttpd makes a record of every piece between two '&'. */
+        unsigned args = 1;
+        for (q++; *q; q++)
+                if (*q == '&' && ++args > API_SERVER_MAX_QUERY_ARGS)
+                        return MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE;
+        return 0;
+}
+
+usec_t api_server_conn_deadline(ApiConnPhase phase, usec_t since, unsigned answered, bool full) {
+        const usec_t t = API_SERVER_CONNECTION_TIMEOUT_SEC * USEC_PER_SEC;
+
+        switch (phase) {
+        case API_CONN_REQUEST:
+                /* A kept-alive connection yields its slot to those waiting. */
+                return full && answered > 0 ? since : since + t;
+        case API_CONN_ANSWER:
+                /* An answer is bound by the idle timeout, unless others wait. */
+                return full ? since + t : USEC_INFINITY;
+        case _API_CONN_PHASE_MAX:
+        case _API_CONN_PHASE_INVALID:
+                break;
+        }
+        return USEC_INFINITY;
+}
+
+static void conn_shut(ApiServer *s, ApiConn *conn, const char *why) {
+        if (conn->shut)
+                return;
+        conn->shut = true;
+        if (shutdown(conn->fd, SHUT_RDWR) < 0)
+                log_debug_errno(errno, "%s: cannot shut a connection down: %m", s->name);
+        else
+                log_debug("%s: closing a connection: %s.", s->name, why);
+}
+
+static void conn_set_phase(ApiServer *s, ApiConn *conn, ApiConnPhase phase) {
+        conn->phase = phase;
+        conn->since = event_now(s->event);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+        ApiServer *s = cls;
+        ApiConn *conn = *socket_context;
+
+        if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+                if (!conn)
+                        return;
+                LIST_REMOVE(s->conns, conn);
+                s->n_conns--;
+                free(conn);
+                *socket_context = NULL;
+                return;
+        }
+        if (code != MHD_CONNECTION_NOTIFY_STARTED)
+                return;
+        const union MHD_ConnectionInfo *info =
+                s->api.get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        conn = calloc(1, sizeof *conn);
+        if (!conn || !info) {
+                /* Untracked, it would escape the deadlines: refused. */
+                free(conn);
+                if (info)
+                        (void)shutdown(info->connect_fd, SHUT_RDWR);
+                log_debug("%s: cannot track a new connection, closing it.", s->name);
+                return;
+        }
+        conn->fd = info->connect_fd;
+        conn_set_phase(s, conn, API_CONN_REQUEST);
+        LIST_PREPEND(s->conns, conn);
+        s->n_conns++;
+        *socket_context = conn;
+}
+
+/* Called with the request line, before libmicrohttpd parses the query:
+ * a target too large for the connection's memory is answered here and the
+ * connection shut down, and on_request() then drops it. The answer is
+ * written on libmicrohttpd's socket because libmicrohttpd has written
+ * nothing on it for this request yet, and will not. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
+        static const char too_long[] = "HTTP/1.1 414 URI Too Long\r\n"
+                                       "Content-Length: 0\r\nConnection: close\r\n\r\n";
+        static const char too_many[] = "HTTP/1.1 431 Request Header Fields Too Large\r\n"
+                                       "Content-Length: 0\r\nConnection: close\r\n\r\n";
+        ApiServer *s = cls;
+        const union MHD_ConnectionInfo *info =
+                s->api.get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        ApiConn *conn = info ? info->socket_context : NULL;
+
+        unsigned status = api_server_check_target(uri);
+        if (status == 0 || !conn || conn->shut)
+                return conn;
+        const char *a = status == MHD_HTTP_URI_TOO_LONG ? too_long : too_many;
+        /* The socket's send buffer is empty between requests and takes it
+         * whole; should it not, the client sees the connection close. */
+        (void)send(conn->fd, a, strlen(a), MSG_NOSIGNAL | MSG_DONTWAIT);
+        conn->refused = true;
+        conn_shut(s, conn,
+                  status == MHD_HTTP_URI_TOO_LONG ? "request target too long"
+                                                  : "too many query parameters");
+        return conn;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
+        ApiServer *s = cls;
+        ApiConn *conn = *con_cls;
+
+        if (!conn || toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+                return;
+        conn->answered++;
+        conn_set_phase(s, conn, API_CONN_REQUEST);
 }
 
 static const ApiRoute *find_route(const ApiServer *s, const char *path) {
@@ -148,8 +298,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls) {
         ApiServer *s = cls;
+        ApiConn *conn = *con_cls;
         ApiResponse resp = { .status = MHD_HTTP_OK };
 
+        if (conn) {
+                if (conn->refused)
+                        return MHD_NO; /* answered in on_uri(); MHD closes it */
+                conn_set_phase(s, conn, API_CONN_ANSWER);
+        }
         if (!streq(method, MHD_HTTP_METHOD_GET) && !streq(method, MHD_HTTP_METHOD_HEAD)) {
                 resp.status = MHD_HTTP_METHOD_NOT_ALLOWED;
                 (void)api_response_printf(&resp, "method not allowed\n");
@@ -181,29 +337,95 @@ _printf_(2, 0) static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
         log_debug("%s: %s", s->name, buf);
 }
 
-static void rearm(ApiServer *s) {
+static void set_load(ApiServer *s, ApiServerLoad load) {
+        if (s->load == load)
+                return;
+        s->load = load;
+        usec_t now = event_now(s->event);
+        if (load == API_SERVER_FULL) {
+                s->full_warned = s->full_logged == USEC_INFINITY ||
+                                 now - s->full_logged >= API_SERVER_FULL_LOG_INTERVAL_USEC;
+                if (s->full_warned)
+                        s->full_logged = now;
+                log_full(s->full_warned ? LOG_WARNING : LOG_DEBUG,
+                         "%s: %u connections, the limit: new ones wait until one closes "
+                         "(within %us).",
+                         s->name, s->n_conns, (unsigned)API_SERVER_CONNECTION_TIMEOUT_SEC);
+        } else
+                log_full(s->full_warned ? LOG_INFO : LOG_DEBUG, "%s: accepting connections again.",
+                         s->name);
+}
+
+/* Rules 3 and 4: shuts down the connections past their deadline. Returns
+ * whether it shut one, and the next deadline in *ret_next. */
+static bool enforce_deadlines(ApiServer *s, usec_t now, usec_t *ret_next) {
+        const bool full = s->load == API_SERVER_FULL;
+        usec_t next = USEC_INFINITY;
+        bool shut = false;
+
+        for (ApiConn *c = s->conns; c; c = c->next) {
+                if (c->shut)
+                        continue;
+                usec_t d = api_server_conn_deadline(c->phase, c->since, c->answered, full);
+                if (d <= now) {
+                        conn_shut(s, c,
+                                  c->phase == API_CONN_ANSWER ? "answer too slow, server full"
+                                  : c->answered > 0           ? "kept alive, server full"
+                                                              : "request too slow");
+                        shut = true;
+                } else
+                        next = MIN(next, d);
+        }
+        *ret_next = next;
+        return shut;
+}
+
+/* The timer: libmicrohttpd's next timeout, the next deadline, and while a
+ * connection is open never later than one idle timeout, so that nothing a
+ * client does leaves the server without a next run. */
+static void rearm(ApiServer *s, usec_t when) {
+        const usec_t t = API_SERVER_CONNECTION_TIMEOUT_SEC * USEC_PER_SEC;
+        usec_t now = event_now(s->event);
         MHD_UNSIGNED_LONG_LONG ms;
         int r;
 
         if (s->api.get_timeout(s->mhd, &ms) == MHD_YES)
-                r = event_source_set_time(s->timer, event_now(s->event) + ms * USEC_PER_MSEC);
-        else
+                when = MIN(when, now + MIN((usec_t)ms * USEC_PER_MSEC, t));
+        if (s->n_conns > 0 || s->load == API_SERVER_FULL)
+                when = MIN(when, now + t);
+        if (when == USEC_INFINITY)
                 r = event_source_set_enabled(s->timer, false);
+        else
+                r = event_source_set_time(s->timer, when);
         if (r < 0)
                 log_warning_errno(r, "%s: cannot re-arm the connection timer: %m", s->name);
 }
 
 /* Failures stay inside the server: a bad client never stops the loop. */
 static void run(ApiServer *s) {
-        MHD_UNSIGNED_LONG_LONG ms;
+        usec_t next = USEC_INFINITY;
+        bool again = false;
 
         for (unsigned i = 0; i < API_SERVER_RUNS_PER_DISPATCH; i++) {
+                MHD_UNSIGNED_LONG_LONG ms;
+                unsigned before = s->n_conns;
+
                 if (s->api.run(s->mhd) != MHD_YES)
                         log_debug("%s: MHD_run() failed", s->name);
-                if (s->api.get_timeout(s->mhd, &ms) != MHD_YES || ms > 0)
+                /* Rule 5: a freed slot puts the listening socket back only
+                 * in the next run. */
+                again = s->n_conns < before;
+                set_load(s, s->n_conns >= API_SERVER_MAX_CONNECTIONS ? API_SERVER_FULL
+                                                                     : API_SERVER_ACCEPTING);
+                if (enforce_deadlines(s, event_now(s->event), &next))
+                        again = true; /* MHD sees the hang-ups in its next run */
+                if (s->api.get_timeout(s->mhd, &ms) == MHD_YES && ms == 0)
+                        again = true;
+                if (!again)
                         break;
         }
-        rearm(s);
+        /* Out of runs for this dispatch with work left: the next iteration. */
+        rearm(s, again ? event_now(s->event) : next);
 }
 
 static int on_io(EventSource *src, int fd, uint32_t revents, void *userdata) {
@@ -292,6 +514,8 @@ static int mhd_start(ApiServer *s, Error *error) {
         s->mhd = s->api.start_daemon(
                 MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, s,
                 MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s, MHD_OPTION_LISTEN_SOCKET, fd,
+                MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_NOTIFY_COMPLETED,
+                on_completed, s, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)API_SERVER_MAX_CONNECTIONS,
                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)API_SERVER_CONNECTION_TIMEOUT_SEC,
                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)API_SERVER_CONNECTION_MEMORY,
@@ -380,6 +604,7 @@ int api_server_new(ApiServer **ret, Event *e, const ApiServerOptions *o, Error *
                 return -ENOMEM;
         s->event = e;
         s->listen_fd = -EBADF;
+        s->full_logged = USEC_INFINITY;
         s->name = strdup(o->name ?: "API");
         s->library = strdup(o->library ?: API_SERVER_LIBRARY);
         if (!s->name || !s->library)
@@ -402,7 +627,7 @@ ApiServer *api_server_free(ApiServer *s) {
         event_source_free(s->io);
         event_source_free(s->timer);
         if (s->mhd)
-                s->api.stop_daemon(s->mhd);
+                s->api.stop_daemon(s->mhd); /* closes every connection: s->conns empties */
         safe_close(s->listen_fd);
         for (size_t i = 0; i < s->n_routes; i++)
                 free(s->routes[i].path);

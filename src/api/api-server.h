@@ -1,12 +1,37 @@
-/* A read-only HTTP server on the agent's event loop (SPEC §12).
+/* A read-only HTTP server on the agent's event loop.
  *
  * libmicrohttpd runs in its external epoll mode: MHD's epoll fd is one io
- * source of the loop, and a timer follows MHD_get_timeout() after every
- * MHD_run(), so there is no thread and no blocking call. Handlers answer at
- * once from memory, on the loop. Bounded: request line and headers must fit
- * API_SERVER_CONNECTION_MEMORY (else MHD answers 414/431), at most
- * API_SERVER_MAX_CONNECTIONS connections, each closed after
- * API_SERVER_CONNECTION_TIMEOUT_SEC idle seconds.
+ * source of the loop, and a timer follows MHD_get_timeout() and the
+ * connections' deadlines after every MHD_run(), so there is no thread and no
+ * blocking call. Handlers answer at once from memory, on the loop.
+ *
+ * Bounded, and whatever clients do, a connection waiting to be accepted
+ * waits at most API_SERVER_CONNECTION_TIMEOUT_SEC (T):
+ *  1. At most API_SERVER_MAX_CONNECTIONS connections. While that many are
+ *     open the server is full, a state logged when it begins and ends (as a
+ *     warning at most once a minute, else at debug), and new connections
+ *     wait in the kernel's backlog.
+ *  2. A request target longer than API_SERVER_MAX_TARGET is answered 414, one
+ *     with more than API_SERVER_MAX_QUERY_ARGS query parameters 431, at once
+ *     and the connection closed, before libmicrohttpd parses the parameters
+ *     (it would otherwise run out of the connection's memory and leave the
+ *     request unanswered, holding its slot until the idle timeout). Headers
+ *     must fit API_SERVER_CONNECTION_MEMORY (else MHD answers 431).
+ *  3. A request must arrive whole (through its empty line) within T of the
+ *     connection's accept or of the previous answer, however slowly it
+ *     trickles in; libmicrohttpd's own timeout only counts idle time. The
+ *     answer is then bound by the idle timeout (T without progress).
+ *  4. While the server is full, a kept-alive connection waiting for its next
+ *     request is closed at once (libmicrohttpd closes every connection after
+ *     its answer today, as the answer is queued before it read the whole
+ *     request: a safety net), and an answer being sent for longer than T is
+ *     cut, so a slot frees within T.
+ *  5. Whenever a slot frees, MHD_run() runs again at once: libmicrohttpd puts
+ *     its listening socket back into its epoll set only at the start of a
+ *     run, and nothing else would wake the loop to do it. While a connection
+ *     is open the timer never waits longer than T.
+ * Connections are closed with shutdown(): the socket stays libmicrohttpd's,
+ * which sees the hang-up and frees the slot in its next run.
  *
  * libmicrohttpd is not linked: api_server_new() only binds and listens
  * (so a port in use is still a start-up error) and watches the listening
@@ -25,6 +50,7 @@
  * exactly, without the query. */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,6 +62,10 @@
 #define API_SERVER_MAX_CONNECTIONS 64
 #define API_SERVER_CONNECTION_TIMEOUT_SEC 10
 #define API_SERVER_CONNECTION_MEMORY (32 * 1024)
+/* Far above what the routes take (a path and a flag or two), and low enough
+ * that the parameters' records always fit the connection's memory. */
+#define API_SERVER_MAX_TARGET 8192
+#define API_SERVER_MAX_QUERY_ARGS 64
 /* The soname loaded on the first connection; named in the error. */
 #define API_SERVER_LIBRARY "libmicrohttpd.so.12"
 
@@ -80,3 +110,21 @@ uint16_t api_server_port(const ApiServer *s);
 /* Whether libmicrohttpd runs this server (a connection came and the
  * library loaded and started). */
 bool api_server_loaded(const ApiServer *s);
+
+/* The rules above as pure functions (tested on their own). */
+
+/* The status a request target gets before routing: 0 (go on), 414 or 431.
+ * NULL (a request line without a target) goes on. */
+unsigned api_server_check_target(const char *target);
+
+typedef enum ApiConnPhase {
+        API_CONN_REQUEST, /* waiting for a request, or receiving one */
+        API_CONN_ANSWER,  /* the request is in; its answer is being sent */
+        _API_CONN_PHASE_MAX,
+        _API_CONN_PHASE_INVALID = -EINVAL,
+} ApiConnPhase;
+
+/* When a connection in phase since `since`, with `answered` answers sent
+ * before, is closed (rules 3 and 4): `since` itself when at once,
+ * USEC_INFINITY when only the idle timeout applies. */
+usec_t api_server_conn_deadline(ApiConnPhase phase, usec_t since, unsigned answered, bool full);

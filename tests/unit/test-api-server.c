@@ -1,6 +1,8 @@
 /* Tests for the HTTP API: libmicrohttpd loaded on the first connection and
  * not before, a library that cannot be loaded, routing, 404/405, HEAD,
- * handler failures, the request limits, a port in use, the order in which
+ * handler failures, the request limits (too many query parameters answered
+ * at once), a listener that was full taking connections again as soon as its
+ * clients left, the connection deadlines, a port in use, the order in which
  * a waiting request is answered (before the iteration's timers), and the
  * health rule. A server runs on the loop in-process on 127.0.0.1, port 0;
  * a plain socket asks. */
@@ -24,6 +26,7 @@
 #include "api-node.h"
 #include "api-server.h"
 #include "macro.h"
+#include "time-util.h"
 
 typedef struct Fixture {
         Event *event;
@@ -333,6 +336,113 @@ static void test_limits(void **state) {
         free(a);
 }
 
+/* Targets libmicrohttpd cannot hold with their parameters are refused at
+ * once (it would leave them unanswered until the idle timeout). */
+static void test_query_limits(void **state) {
+        Fixture *f = *state;
+        static const struct {
+                unsigned args;
+                unsigned status;
+        } cases[] = { { 64, 200 }, { 65, 431 }, { 480, 431 }, { 490, 431 }, { 5000, 414 } };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                size_t cap = 16 + cases[i].args * 8, len = 0;
+                char *target = malloc(cap);
+                assert_non_null(target);
+                len += (size_t)snprintf(target, cap, "/hello?");
+                for (unsigned k = 0; k < cases[i].args; k++)
+                        len += (size_t)snprintf(target + len, cap - len, "%sa=%u", k ? "&" : "",
+                                                k % 10);
+                usec_t t = now_usec(CLOCK_MONOTONIC);
+                char *a = request(f, "GET", target);
+                assert_int_equal(status_of(a), cases[i].status);
+                assert_true(now_usec(CLOCK_MONOTONIC) - t < 2 * USEC_PER_SEC);
+                free(a);
+                free(target);
+        }
+        assert_int_equal(f->handler_calls, 1);
+
+        assert_int_equal(api_server_check_target(NULL), 0);
+        assert_int_equal(api_server_check_target("/pods"), 0);
+        assert_int_equal(api_server_check_target("/pods?"), 0);
+        assert_int_equal(api_server_check_target("/a?&&&"), 0);
+        char big[API_SERVER_MAX_TARGET + 2];
+        memset(big, '&', sizeof big - 1);
+        big[0] = '/';
+        big[1] = '?';
+        big[API_SERVER_MAX_QUERY_ARGS + 1] = 0; /* 63 '&': 64 parameters */
+        assert_int_equal(api_server_check_target(big), 0);
+        big[API_SERVER_MAX_QUERY_ARGS + 1] = '&';
+        big[API_SERVER_MAX_QUERY_ARGS + 2] = 0;
+        assert_int_equal(api_server_check_target(big), 431);
+        memset(big + 2, 'x', sizeof big - 3);
+        big[API_SERVER_MAX_TARGET] = 0;
+        assert_int_equal(api_server_check_target(big), 0);
+        big[API_SERVER_MAX_TARGET] = 'x';
+        big[API_SERVER_MAX_TARGET + 1] = 0;
+        assert_int_equal(api_server_check_target(big), 414);
+}
+
+/* Runs the loop until fd has an answer or the server closed it, for at
+ * most budget; returns whether it did. */
+static bool answered_within(Fixture *f, int fd, usec_t budget) {
+        usec_t end = now_usec(CLOCK_MONOTONIC) + budget;
+        char c;
+        assert_int_equal(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+        while (now_usec(CLOCK_MONOTONIC) < end) {
+                ssize_t k = recv(fd, &c, 1, MSG_PEEK);
+                if (k >= 0 || errno != EAGAIN)
+                        return true;
+                assert_int_equal(event_run(f->event, 10 * USEC_PER_MSEC), 0);
+        }
+        return false;
+}
+
+/* A full listener whose clients all leave takes the next connection at
+ * once: the listening socket goes back into libmicrohttpd's epoll set only
+ * in a run after a slot freed, and nothing but the server itself asks for
+ * that run. */
+static void test_full_then_drained(void **state) {
+        Fixture *f = *state;
+        int fds[API_SERVER_MAX_CONNECTIONS];
+        const char *req = "GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+
+        char *a = request(f, "GET", "/hello"); /* libmicrohttpd runs */
+        free(a);
+        for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+                fds[i] = connect_to(api_server_port(f->server));
+        for (unsigned i = 0; i < 20; i++)
+                assert_int_equal(event_run(f->event, 10 * USEC_PER_MSEC), 0);
+        int waiting = connect_to(api_server_port(f->server));
+        send_all(waiting, req, strlen(req));
+        assert_false(answered_within(f, waiting, 200 * USEC_PER_MSEC));
+
+        for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+                close(fds[i]);
+        assert_true(answered_within(f, waiting, 2 * USEC_PER_SEC));
+        a = read_answer(f, waiting);
+        close(waiting);
+        assert_int_equal(status_of(a), 200);
+        free(a);
+        a = request(f, "GET", "/hello");
+        assert_int_equal(status_of(a), 200);
+        free(a);
+}
+
+static void test_conn_deadlines(void **state) {
+        const usec_t t = API_SERVER_CONNECTION_TIMEOUT_SEC * USEC_PER_SEC, s = 1000;
+
+        /* A request must be in within T, however slowly it trickles. */
+        assert_int_equal(api_server_conn_deadline(API_CONN_REQUEST, s, 0, false), s + t);
+        assert_int_equal(api_server_conn_deadline(API_CONN_REQUEST, s, 0, true), s + t);
+        assert_int_equal(api_server_conn_deadline(API_CONN_REQUEST, s, 3, false), s + t);
+        /* Kept alive while others wait: closed at once. */
+        assert_int_equal(api_server_conn_deadline(API_CONN_REQUEST, s, 1, true), s);
+        /* An answer: the idle timeout only, unless others wait. */
+        assert_true(api_server_conn_deadline(API_CONN_ANSWER, s, 0, false) == USEC_INFINITY);
+        assert_int_equal(api_server_conn_deadline(API_CONN_ANSWER, s, 0, true), s + t);
+}
+
 static int on_timer(EventSource *s, usec_t now, void *userdata) {
         Fixture *f = userdata;
         f->timer_ran = true;
@@ -429,6 +539,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_method_not_allowed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_handler_error, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_query_limits, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_full_then_drained, setup, teardown),
+                cmocka_unit_test(test_conn_deadlines),
                 cmocka_unit_test_setup_teardown(test_waiting_request_before_timers, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_port_in_use, setup, teardown),
