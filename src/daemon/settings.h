@@ -67,7 +67,7 @@ typedef enum SettingCheck {
         SETTING_CHECK_IP,          /* an IPv4 or IPv6 address */
         SETTING_CHECK_CIDR,        /* ADDRESS/PREFIX */
         SETTING_CHECK_URL,         /* http:// or https:// and printable ASCII */
-        SETTING_CHECK_HTTP_HEADER, /* "Name: value", RFC 9110 token and field value */
+        SETTING_CHECK_HTTP_HEADER, /* "Name: value", an RFC 9110 token and printable ASCII */
         SETTING_CHECK_HOST_PORT,   /* HOST[:PORT] */
         SETTING_CHECK_SYSCTL,      /* a sysctl name, or a prefix ending in '*' */
         _SETTING_CHECK_MAX,
