@@ -82,35 +82,49 @@ int nanolet_parse_duration(const char *s, usec_t *ret) {
         return go_duration_parse_usec(s, ret);
 }
 
+int nanolet_reserved_add(const char *resource, const char *quantity, int64_t *milli_cpu,
+                         int64_t *memory, char **ret_error) {
+        Quantity q;
+        if (quantity_parse(quantity, &q) < 0 || q.value < 0) {
+                *ret_error = strprintf("\"%s\" is not a quantity", quantity);
+                return -EINVAL;
+        }
+        if (streq(resource, "cpu"))
+                *milli_cpu = q.milli;
+        else if (streq(resource, "memory"))
+                *memory = q.value;
+        else if (!streq(resource, "ephemeral-storage") && !streq(resource, "pid")) {
+                *ret_error = strprintf("unknown resource \"%s\" (cpu, memory, "
+                                       "ephemeral-storage, pid)",
+                                       resource);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 int nanolet_parse_reserved(const char *s, int64_t *ret_milli_cpu, int64_t *ret_memory,
                            char **ret_error) {
         _cleanup_free_ char *copy = strdup(s);
         int64_t cpu = 0, mem = 0;
         char *save = NULL;
+        size_t n = 0;
+        int r;
         if (!copy)
                 return -ENOMEM;
         for (char *e = strtok_r(copy, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
                 char *eq = strchr(e, '=');
-                Quantity q;
+                if (++n > RESERVED_ENTRIES_MAX) {
+                        *ret_error = strprintf("more than %d resources", RESERVED_ENTRIES_MAX);
+                        return -EINVAL;
+                }
                 if (!eq) {
                         *ret_error = strprintf("\"%s\" is not resource=quantity", e);
                         return -EINVAL;
                 }
                 *eq = 0;
-                if (quantity_parse(eq + 1, &q) < 0 || q.value < 0) {
-                        *ret_error = strprintf("\"%s\" is not a quantity", eq + 1);
-                        return -EINVAL;
-                }
-                if (streq(e, "cpu"))
-                        cpu = q.milli;
-                else if (streq(e, "memory"))
-                        mem = q.value;
-                else if (!streq(e, "ephemeral-storage") && !streq(e, "pid")) {
-                        *ret_error = strprintf("unknown resource \"%s\" (cpu, memory, "
-                                               "ephemeral-storage, pid)",
-                                               e);
-                        return -EINVAL;
-                }
+                r = nanolet_reserved_add(e, eq + 1, &cpu, &mem, ret_error);
+                if (r < 0)
+                        return r;
         }
         *ret_milli_cpu = cpu;
         *ret_memory = mem;
@@ -190,9 +204,16 @@ static struct option *options_new(void) {
 }
 
 static int load_config_file(NanoletConfig *c, const char *path) {
+        _cleanup_free_ char *error = NULL;
         _cleanup_diagnostics_ Diagnostics d;
         diagnostics_init(&d);
-        int r = nanolet_config_load_file(c, path, &d);
+        int r = setting_check_value(settings_find_flag("config"), path, &error);
+        if (r < 0) {
+                _cleanup_free_ char *quoted = setting_value_quote(path);
+                log_error("Invalid value %s for --config: %s.", strna(quoted), strna(error));
+                return r;
+        }
+        r = nanolet_config_load_file(c, path, &d);
         diagnostics_print(&d, stderr);
         if (r < 0) {
                 log_error("Invalid configuration file \"%s\".", path);
@@ -245,14 +266,15 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                         return 1;
                 }
                 if (opt == ':') {
-                        log_error("Flag \"%s\" needs a value.", argv[optind - 1]);
+                        _cleanup_free_ char *quoted = setting_value_quote(argv[optind - 1]);
+                        log_error("Flag %s needs a value.", strna(quoted));
                         return -EINVAL;
                 }
                 if (opt < OPTION_BASE) {
                         /* kubelet's own flags are all in the table (accepted or
                          * rejected), so this is a typo or a flag of another tool */
-                        log_error("Unknown flag \"%s\"; see \"nanolet serve --help\".",
-                                  argv[optind - 1]);
+                        _cleanup_free_ char *quoted = setting_value_quote(argv[optind - 1]);
+                        log_error("Unknown flag %s; see \"nanolet serve --help\".", strna(quoted));
                         return -EINVAL;
                 }
                 size_t i = (size_t)(opt - OPTION_BASE);
@@ -264,7 +286,8 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                         return r;
         }
         if (optind < argc) {
-                log_error("Unexpected argument \"%s\".", argv[optind]);
+                _cleanup_free_ char *quoted = setting_value_quote(argv[optind]);
+                log_error("Unexpected argument %s.", strna(quoted));
                 return -EINVAL;
         }
         /* Each value was checked against its bounds in the settings table;
@@ -285,11 +308,6 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                           "imageMinimumGCAge %" PRIu64 "s (kubelet's rule).",
                           (uint64_t)(c->image_maximum_gc_age / USEC_PER_SEC),
                           (uint64_t)(c->image_minimum_gc_age / USEC_PER_SEC));
-                return -EINVAL;
-        }
-        if (isempty(c->pod_logs_dir) || c->pod_logs_dir[0] != '/') {
-                log_error("Invalid podLogsDir \"%s\": expected an absolute path.",
-                          strempty(c->pod_logs_dir));
                 return -EINVAL;
         }
         {

@@ -119,6 +119,12 @@ int nanolet_config_finish(NanoletConfig *c);
  * bytes; -EINVAL with a message in err for anything else. */
 int nanolet_parse_reserved(const char *s, int64_t *ret_milli_cpu, int64_t *ret_memory,
                            char **ret_error);
+/* One resource=quantity pair of the same form into *milli_cpu or *memory. */
+int nanolet_reserved_add(const char *resource, const char *quantity, int64_t *milli_cpu,
+                         int64_t *memory, char **ret_error);
+/* Most resource=quantity pairs in one reservation (the four resources,
+ * each perhaps repeated). */
+#define RESERVED_ENTRIES_MAX 64
 
 /* Go-style duration or bare seconds ("20s", "1m30s", "20"). */
 int nanolet_parse_duration(const char *s, usec_t *ret);

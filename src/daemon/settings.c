@@ -14,7 +14,269 @@
 #include "time-util.h"
 #include "yaml-node.h"
 
-/* ---- checks and custom parsers ---- */
+/* ---- what a string value may hold ---- */
+
+char *setting_value_quote(const char *value) {
+        char buf[64 * 4 + 8];
+        size_t n = 0, i = 0;
+        for (; value[i] && i < 64; i++) {
+                unsigned char ch = (unsigned char)value[i];
+                if (ch == '\\' || ch == '"')
+                        n += (size_t)snprintf(buf + n, sizeof buf - n, "\\%c", ch);
+                else if (ch >= 0x20 && ch < 0x7f)
+                        buf[n++] = (char)ch;
+                else if (ch == '\n')
+                        n += (size_t)snprintf(buf + n, sizeof buf - n, "\\n");
+                else if (ch == '\r')
+                        n += (size_t)snprintf(buf + n, sizeof buf - n, "\\r");
+                else
+                        n += (size_t)snprintf(buf + n, sizeof buf - n, "\\x%02x", ch);
+        }
+        buf[n] = 0;
+        return strprintf("\"%s\"%s", buf, value[i] ? "..." : "");
+}
+
+/* The rules every kind shares; see SettingCheck. */
+static int check_text(const char *value, char **ret_error) {
+        size_t len = strlen(value);
+        if (len > SETTING_VALUE_MAX) {
+                *ret_error = strprintf("is %zu bytes long, at most %d are accepted", len,
+                                       SETTING_VALUE_MAX);
+                return -EINVAL;
+        }
+        for (size_t i = 0; i < len;) {
+                unsigned char ch = (unsigned char)value[i];
+                if (ch < 0x20 || ch == 0x7f) {
+                        char hex[8];
+                        snprintf(hex, sizeof hex, "0x%02x", ch);
+                        *ret_error = strprintf(
+                                "holds the control character %s at byte %zu",
+                                ch == '\n'   ? "LF (a line break; a YAML block scalar ends in one)"
+                                : ch == '\r' ? "CR"
+                                : ch == '\t' ? "TAB"
+                                : ch == 0x1b ? "ESC"
+                                             : hex,
+                                i);
+                        return -EINVAL;
+                }
+                if (ch < 0x80) {
+                        i++;
+                        continue;
+                }
+                size_t n = utf8_sequence_length(value + i, len - i);
+                /* C1 controls (U+0080..U+009F) act as terminal escapes too */
+                if (n == 0 || (n == 2 && ch == 0xc2 && (unsigned char)value[i + 1] < 0xa0)) {
+                        *ret_error = strprintf("holds %s at byte %zu",
+                                               n ? "a C1 control character" : "malformed UTF-8", i);
+                        return -EINVAL;
+                }
+                i += n;
+        }
+        return 0;
+}
+
+static bool is_ascii_word(const char *value) {
+        for (const char *p = value; *p; p++)
+                if (*p <= 0x20 || *p >= 0x7f)
+                        return false;
+        return true;
+}
+
+/* RFC 1123 labels joined by dots, as Kubernetes' IsDNS1123Subdomain
+ * (letters of either case when any_case: a hostname before lowercasing). */
+static bool is_dns_subdomain(const char *value, size_t max, bool any_case) {
+        size_t len = strlen(value), label = 0;
+        if (len == 0 || len > max)
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                char ch = value[i];
+                if (ch == '.') {
+                        if (label == 0 || value[i - 1] == '-')
+                                return false;
+                        label = 0;
+                        continue;
+                }
+                bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+                             (any_case && ch >= 'A' && ch <= 'Z');
+                if (!alnum && (ch != '-' || label == 0))
+                        return false;
+                if (++label > 63)
+                        return false;
+        }
+        return value[len - 1] != '-';
+}
+
+static bool is_ip(const char *value) {
+        unsigned char buf[sizeof(struct in6_addr)];
+        return inet_pton(AF_INET, value, buf) == 1 || inet_pton(AF_INET6, value, buf) == 1;
+}
+
+/* [start, end): an absolute path without "." or ".." components. */
+static bool is_absolute_path(const char *start, const char *end) {
+        if (start >= end || *start != '/')
+                return false;
+        for (const char *p = start; p < end;) {
+                while (p < end && *p == '/')
+                        p++;
+                const char *c = p;
+                while (p < end && *p != '/')
+                        p++;
+                size_t n = (size_t)(p - c);
+                if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+                        return false;
+        }
+        return true;
+}
+
+static bool is_cidr(const char *value) {
+        const char *slash = strchr(value, '/');
+        if (!slash || slash == value || (size_t)(slash - value) >= INET6_ADDRSTRLEN)
+                return false;
+        char addr[INET6_ADDRSTRLEN];
+        memcpy(addr, value, (size_t)(slash - value));
+        addr[slash - value] = 0;
+        unsigned char buf[sizeof(struct in6_addr)];
+        unsigned max = inet_pton(AF_INET, addr, buf) == 1    ? 32
+                       : inet_pton(AF_INET6, addr, buf) == 1 ? 128
+                                                             : 0;
+        unsigned prefix;
+        return max && safe_atou(slash + 1, &prefix) >= 0 && prefix <= max;
+}
+
+/* RFC 9110 section 5.6.2 token characters. */
+static bool is_tchar(char ch) {
+        return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+               (ch && strchr("!#$%&'*+-.^_`|~", ch));
+}
+
+static bool is_http_header(const char *value) {
+        const char *p = value;
+        while (is_tchar(*p))
+                p++;
+        if (p == value || *p != ':')
+                return false;
+        /* the field value: visible ASCII and spaces (check_text refused
+         * CR, LF, TAB and NUL already; obs-text is refused too) */
+        for (p++; *p; p++)
+                if (*p != ' ' && (*p < 0x21 || *p > 0x7e))
+                        return false;
+        return true;
+}
+
+static bool is_host_port(const char *value) {
+        if (isempty(value) || strstr(value, "://") || strpbrk(value, "/@"))
+                return false;
+        return is_ascii_word(value);
+}
+
+static bool is_sysctl(const char *value) {
+        size_t len = strlen(value);
+        if (len == 0 || len > 255)
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                char ch = value[i];
+                if (ch == '*' && i == len - 1)
+                        break;
+                if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                      (ch >= '0' && ch <= '9') || strchr("_-./", ch)))
+                        return false;
+        }
+        return true;
+}
+
+static const char *const check_names[_SETTING_CHECK_MAX] = {
+        [SETTING_CHECK_TEXT] = "text without control characters",
+        [SETTING_CHECK_WORD] = "printable ASCII without spaces",
+        [SETTING_CHECK_PATH] = "an absolute path without \".\" or \"..\" components",
+        [SETTING_CHECK_PATH_LIST] = "absolute paths separated by ':'",
+        [SETTING_CHECK_DNS_DOMAIN] = "a lowercase RFC 1123 DNS subdomain (at most 253 bytes)",
+        [SETTING_CHECK_NODE_NAME] = "an RFC 1123 DNS subdomain of at most 63 bytes",
+        [SETTING_CHECK_IP] = "an IPv4 or IPv6 address",
+        [SETTING_CHECK_CIDR] = "an IPv4 or IPv6 CIDR such as 10.86.0.0/16",
+        [SETTING_CHECK_URL] = "an http:// or https:// URL in printable ASCII",
+        [SETTING_CHECK_HTTP_HEADER] = "'Name: value', an RFC 9110 token and printable ASCII",
+        [SETTING_CHECK_HOST_PORT] = "HOST[:PORT] without a scheme or path",
+        [SETTING_CHECK_SYSCTL] = "a sysctl name, or a prefix ending in *",
+};
+
+const char *setting_check_to_string(SettingCheck k) {
+        return k >= 0 && k < _SETTING_CHECK_MAX ? check_names[k] : NULL;
+}
+
+int setting_check_value(const Setting *s, const char *value, char **ret_error) {
+        int r = check_text(value, ret_error);
+        if (r < 0)
+                return r;
+        if (isempty(value)) {
+                if (s->flags & SETTING_EMPTY_ALLOWED)
+                        return 0;
+                if (s->check != SETTING_CHECK_TEXT) {
+                        *ret_error =
+                                strprintf("must not be empty: expected %s", check_names[s->check]);
+                        return -EINVAL;
+                }
+                return 0;
+        }
+        bool ok = true;
+        switch (s->check) {
+        case SETTING_CHECK_TEXT:
+                break;
+        case SETTING_CHECK_WORD:
+                ok = is_ascii_word(value);
+                break;
+        case SETTING_CHECK_PATH:
+                ok = is_absolute_path(value, value + strlen(value));
+                break;
+        case SETTING_CHECK_PATH_LIST:
+                for (const char *p = value;; p++) {
+                        const char *e = strchrnul(p, ':');
+                        if (!is_absolute_path(p, e)) {
+                                ok = false;
+                                break;
+                        }
+                        if (!*e)
+                                break;
+                        p = e;
+                }
+                break;
+        case SETTING_CHECK_DNS_DOMAIN:
+                ok = is_dns_subdomain(value, 253, false);
+                break;
+        case SETTING_CHECK_NODE_NAME:
+                ok = is_dns_subdomain(value, 63, true);
+                break;
+        case SETTING_CHECK_IP:
+                ok = is_ip(value);
+                break;
+        case SETTING_CHECK_CIDR:
+                ok = is_cidr(value);
+                break;
+        case SETTING_CHECK_URL:
+                ok = (startswith(value, "http://") || startswith(value, "https://")) &&
+                     is_ascii_word(value);
+                break;
+        case SETTING_CHECK_HTTP_HEADER:
+                ok = is_http_header(value);
+                break;
+        case SETTING_CHECK_HOST_PORT:
+                ok = is_host_port(value);
+                break;
+        case SETTING_CHECK_SYSCTL:
+                ok = is_sysctl(value);
+                break;
+        case _SETTING_CHECK_MAX:
+        case _SETTING_CHECK_INVALID:
+                break;
+        }
+        if (!ok) {
+                _cleanup_free_ char *q = setting_value_quote(value);
+                *ret_error = strprintf("%s is not %s", strna(q), check_names[s->check]);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* ---- custom parsers ---- */
 
 static int parse_verbosity(NanoletConfig *c, const Setting *s, const char *value,
                            char **ret_error) {
@@ -53,36 +315,6 @@ static int parse_pull_override(NanoletConfig *c, const Setting *s, const char *v
         return 0;
 }
 
-static int check_insecure_registry(NanoletConfig *c, const Setting *s, const char *value,
-                                   char **ret_error) {
-        (void)c, (void)s;
-        if (isempty(value) || strstr(value, "://") || strpbrk(value, "/ \t@")) {
-                *ret_error = strdup("expected HOST[:PORT] without a scheme or path");
-                return -EINVAL;
-        }
-        return 0;
-}
-
-static int check_ip(NanoletConfig *c, const Setting *s, const char *value, char **ret_error) {
-        unsigned char buf[sizeof(struct in6_addr)];
-        (void)c, (void)s;
-        if (inet_pton(AF_INET, value, buf) != 1 && inet_pton(AF_INET6, value, buf) != 1) {
-                *ret_error = strprintf("\"%s\" is not an IP address", value);
-                return -EINVAL;
-        }
-        return 0;
-}
-
-static int check_cgroup_root(NanoletConfig *c, const Setting *s, const char *value,
-                             char **ret_error) {
-        (void)c, (void)s;
-        if (value[0] != '/' || strstr(value, "..")) {
-                *ret_error = strdup("expected an absolute cgroup path such as \"/\"");
-                return -EINVAL;
-        }
-        return 0;
-}
-
 static int check_cgroup_driver(NanoletConfig *c, const Setting *s, const char *value,
                                char **ret_error) {
         (void)c, (void)s;
@@ -108,8 +340,9 @@ static int check_hairpin_mode(NanoletConfig *c, const Setting *s, const char *va
 
 static int check_runtime(NanoletConfig *c, const Setting *s, const char *value, char **ret_error) {
         (void)c, (void)s;
-        if (!streq(value, "runc") && !streq(value, "crun") && !strchr(value, '/')) {
-                *ret_error = strdup("expected runc, crun or a path");
+        if (!streq(value, "runc") && !streq(value, "crun") &&
+            !is_absolute_path(value, value + strlen(value))) {
+                *ret_error = strdup("expected runc, crun or an absolute path");
                 return -EINVAL;
         }
         return 0;
@@ -120,15 +353,6 @@ static int check_container_monitor(NanoletConfig *c, const Setting *s, const cha
         (void)c, (void)s;
         if (!streq(value, "nanolet") && !streq(value, "conmon")) {
                 *ret_error = strdup("expected nanolet or conmon");
-                return -EINVAL;
-        }
-        return 0;
-}
-
-static int check_header(NanoletConfig *c, const Setting *s, const char *value, char **ret_error) {
-        (void)c, (void)s;
-        if (!strchr(value, ':')) {
-                *ret_error = strdup("expected 'Key: Value'");
                 return -EINVAL;
         }
         return 0;
@@ -169,6 +393,7 @@ const Setting settings_table[] = {
           .type = SETTING_STRING,
           .disposition = SETTING_HONOURED,
           .offset = OFF(config_file),
+          .check = SETTING_CHECK_TEXT,
           .metavar = "FILE",
           .help = "KubeletConfiguration file (kubelet.config.k8s.io/v1beta1); flags override "
                   "it" },
@@ -185,38 +410,42 @@ const Setting settings_table[] = {
 
         /* ---- manifest sources ---- */
         H("pod-manifest-path", "staticPodPath", SETTING_STRING, pod_manifest_path,
-          "/etc/kubernetes/manifests", "PATH", "manifest directory or file"),
+          "/etc/kubernetes/manifests", "PATH", "manifest directory or file (empty: none)",
+          .check = SETTING_CHECK_PATH, .flags = SETTING_EMPTY_ALLOWED),
         H("manifest-url", "staticPodURL", SETTING_STRING, manifest_url, NULL, "URL",
-          "also read pods from this URL"),
+          "also read pods from this URL", .check = SETTING_CHECK_URL,
+          .flags = SETTING_EMPTY_ALLOWED),
         H("manifest-url-header", "staticPodURLHeader", SETTING_HEADERS, manifest_url_headers, NULL,
           "'K: V'", "HTTP header for the URL (repeatable; the flag replaces the file's headers)",
-          .parse = check_header, .flags = SETTING_REPEATABLE),
+          .check = SETTING_CHECK_HTTP_HEADER, .flags = SETTING_REPEATABLE),
         H("file-check-frequency", "fileCheckFrequency", SETTING_DURATION, file_check_frequency,
           "20s", "D", "full rescan period of the manifest directory",
-          .flags = SETTING_FILE_ZERO_IS_DEFAULT, .min = 1),
+          .flags = SETTING_FILE_ZERO_IS_DEFAULT, .min = USEC_PER_SEC,
+          .max = 24 * 3600 * USEC_PER_SEC),
         H("http-check-frequency", "httpCheckFrequency", SETTING_DURATION, http_check_frequency,
           "20s", "D", "polling period of the manifest URL", .flags = SETTING_FILE_ZERO_IS_DEFAULT,
-          .min = 1),
+          .min = USEC_PER_SEC, .max = 24 * 3600 * USEC_PER_SEC),
         H("sync-frequency", "syncFrequency", SETTING_DURATION, sync_frequency, "1m", "D",
           "every pod is synced at least this often, besides on each event and change the "
           "one-second relist sees",
-          .flags = SETTING_FILE_ZERO_IS_DEFAULT, .min = 1),
+          .flags = SETTING_FILE_ZERO_IS_DEFAULT, .min = USEC_PER_SEC,
+          .max = 24 * 3600 * USEC_PER_SEC),
         H("max-manifest-size", NULL, SETTING_QUANTITY, max_manifest_size, "10Mi", "SIZE",
           "largest manifest accepted"),
         H("allow-insecure-manifests", NULL, SETTING_BOOL, allow_insecure_manifests, "false", NULL,
           "accept manifests not owned by root or writable by others"),
         H("hostname-override", NULL, SETTING_STRING, hostname_override, NULL, "NAME", "node name",
-          .shown_default = "the lowercase hostname"),
+          .shown_default = "the lowercase hostname", .check = SETTING_CHECK_NODE_NAME),
 
         /* ---- files on the node ---- */
         H("root-dir", NULL, SETTING_STRING, root_dir, "/var/lib/nanolet", "DIR",
-          "agent state (images, pod records)"),
+          "agent state (images, pod records)", .check = SETTING_CHECK_PATH),
         H("run-dir", NULL, SETTING_STRING, run_dir, "/run/nanolet", "DIR",
-          "runtime state (pod status files, sockets)"),
+          "runtime state (pod status files, sockets)", .check = SETTING_CHECK_PATH),
         H("pod-logs-dir", "podLogsDir", SETTING_STRING, pod_logs_dir, "/var/log/pods", "DIR",
-          "container logs"),
+          "container logs", .check = SETTING_CHECK_PATH),
         H("container-logs-dir", NULL, SETTING_STRING, container_logs_dir, "/var/log/containers",
-          "DIR", "log symlinks for log shippers"),
+          "DIR", "log symlinks for log shippers", .check = SETTING_CHECK_PATH),
         H("container-log-max-size", "containerLogMaxSize", SETTING_QUANTITY, container_log_max_size,
           "10Mi", "SIZE", "a running container's log is rotated once it reaches this size"),
         H("container-log-max-files", "containerLogMaxFiles", SETTING_INT, container_log_max_files,
@@ -226,7 +455,7 @@ const Setting settings_table[] = {
           container_log_max_workers, "1", "N", "log rotations done at once", .min = 1, .max = 64),
         H("container-log-monitor-interval", "containerLogMonitorInterval", SETTING_DURATION,
           container_log_monitor_interval, "10s", "D", "how often log sizes are checked",
-          .min = 100 * USEC_PER_MSEC),
+          .min = 100 * USEC_PER_MSEC, .max = 3600 * USEC_PER_SEC),
 
         /* ---- runtime ---- */
         H("runtime", NULL, SETTING_STRING, runtime, "runc", "runc|crun|PATH", "OCI runtime",
@@ -246,14 +475,15 @@ const Setting settings_table[] = {
         H("allowed-unsafe-sysctls", "allowedUnsafeSysctls", SETTING_STRV, allowed_unsafe_sysctls,
           NULL, "S[,S]",
           "unsafe sysctls (or patterns ending in *) pods may set, beyond Kubernetes' safe set",
-          .flags = SETTING_REPEATABLE),
+          .flags = SETTING_REPEATABLE, .check = SETTING_CHECK_SYSCTL),
         H(NULL, "shutdownGracePeriod", SETTING_DURATION, shutdown_grace_period, "0s", NULL,
           "accepted and validated, not honoured: graceful node shutdown needs systemd-logind; a "
           "non-zero value is warned about at start",
-          .flags = SETTING_ZERO_ALLOWED),
+          .flags = SETTING_ZERO_ALLOWED, .min = USEC_PER_SEC, .max = 24 * 3600 * USEC_PER_SEC),
         H(NULL, "shutdownGracePeriodCriticalPods", SETTING_DURATION,
           shutdown_grace_period_critical_pods, "0s", NULL,
-          "the part of shutdownGracePeriod kept for critical pods", .flags = SETTING_ZERO_ALLOWED),
+          "the part of shutdownGracePeriod kept for critical pods", .flags = SETTING_ZERO_ALLOWED,
+          .min = USEC_PER_SEC, .max = 24 * 3600 * USEC_PER_SEC),
 
         /* ---- cgroups and resources ---- */
         H("cgroup-driver", "cgroupDriver", SETTING_STRING, cgroup_driver, "cgroupfs",
@@ -261,15 +491,16 @@ const Setting settings_table[] = {
           "systemd only where systemd is PID 1: the agent refuses to start otherwise",
           .parse = check_cgroup_driver),
         H("cgroup-root", "cgroupRoot", SETTING_STRING, cgroup_root, "/", "PATH",
-          "parent of the kubepods cgroup hierarchy", .parse = check_cgroup_root),
+          "parent of the kubepods cgroup hierarchy", .check = SETTING_CHECK_PATH),
         H("cpu-cfs-quota", "cpuCFSQuota", SETTING_BOOL, cpu_cfs_quota, "true", "BOOL",
           "CFS quota from cpu limits"),
         H("kube-reserved", "kubeReserved", SETTING_RESERVED, kube_reserved_milli_cpu, NULL,
           "cpu=Q,memory=Q",
           "kept from the node's capacity: the rest is allocatable (ephemeral-storage and pid "
-          "accepted, not counted)"),
+          "accepted, not counted)",
+          .check = SETTING_CHECK_WORD),
         H("system-reserved", "systemReserved", SETTING_RESERVED, system_reserved_milli_cpu, NULL,
-          "cpu=Q,memory=Q", "as kubeReserved, for the system"),
+          "cpu=Q,memory=Q", "as kubeReserved, for the system", .check = SETTING_CHECK_WORD),
         H("max-pods", "maxPods", SETTING_INT, max_pods, "110", "N",
           "pods run at once; more wait (Pending, OutOfpods)", .min = 1, .max = 100000,
           .flags = SETTING_FILE_ZERO_IS_DEFAULT),
@@ -281,20 +512,22 @@ const Setting settings_table[] = {
 
         /* ---- networking ---- */
         H("cni-conf-dir", NULL, SETTING_STRING, cni_conf_dir, "/etc/cni/net.d", "DIR",
-          "CNI network configurations"),
+          "CNI network configurations", .check = SETTING_CHECK_PATH),
         H("cni-bin-dir", NULL, SETTING_STRING, cni_bin_dir, "/opt/cni/bin:/usr/lib/cni", "PATH",
-          "CNI plugin directories"),
+          "CNI plugin directories", .check = SETTING_CHECK_PATH_LIST),
         H("pod-cidr", "podCIDR", SETTING_STRING, pod_cidr, "10.86.0.0/16", "CIDR",
-          "pod network of the built-in CNI configuration"),
+          "pod network of the built-in CNI configuration", .check = SETTING_CHECK_CIDR),
         H("cluster-dns", "clusterDNS", SETTING_STRV, cluster_dns, NULL, "IP[,IP]",
           "DNS servers of pods with dnsPolicy ClusterFirst", .flags = SETTING_REPEATABLE,
-          .parse = check_ip),
+          .check = SETTING_CHECK_IP),
         H("cluster-domain", "clusterDomain", SETTING_STRING, cluster_domain, "cluster.local", "D",
-          "DNS search domain of pods"),
+          "DNS search domain of pods (empty: none)", .check = SETTING_CHECK_DNS_DOMAIN,
+          .flags = SETTING_EMPTY_ALLOWED),
         H("resolv-conf", "resolvConf", SETTING_STRING, resolv_conf, "/etc/resolv.conf", "FILE",
-          "host resolver file used for dnsPolicy Default"),
+          "host resolver file used for dnsPolicy Default (empty: none)",
+          .check = SETTING_CHECK_PATH, .flags = SETTING_EMPTY_ALLOWED),
         H("node-ip", NULL, SETTING_STRV, node_ips, NULL, "IP[,IP]", "status.hostIP",
-          .shown_default = "the default route's address", .parse = check_ip),
+          .shown_default = "the default route's address", .check = SETTING_CHECK_IP),
         H("hairpin-mode", "hairpinMode", SETTING_STRING, hairpin_mode, "hairpin-veth", "MODE",
           "hairpin-veth, promiscuous-bridge or none; the built-in bridge network always uses "
           "hairpin-veth (another value is warned about at start)",
@@ -302,25 +535,27 @@ const Setting settings_table[] = {
 
         /* ---- HTTP API ---- */
         H("address", "address", SETTING_STRING, address, "127.0.0.1", "IP",
-          "address of the read-only API"),
+          "address of the read-only API", .check = SETTING_CHECK_IP),
         H("read-only-port", "readOnlyPort", SETTING_INT, read_only_port, "10255", "N",
           "read-only API (GET /pods, /healthz, /metrics, /stats/summary); 0: off", .min = 0,
           .max = 65535),
         H("healthz-bind-address", "healthzBindAddress", SETTING_STRING, healthz_bind_address,
-          "127.0.0.1", "IP", "address of the health endpoint"),
+          "127.0.0.1", "IP", "address of the health endpoint", .check = SETTING_CHECK_IP),
         H("healthz-port", "healthzPort", SETTING_INT, healthz_port, "10248", "N",
           "GET /healthz; 0: off", .min = 0, .max = 65535),
 
         /* ---- images ---- */
         H("image-credential-file", NULL, SETTING_STRING, image_credential_file,
-          "/var/lib/nanolet/config.json", "FILE", "registry credentials (docker config.json)"),
+          "/var/lib/nanolet/config.json", "FILE", "registry credentials (docker config.json)",
+          .check = SETTING_CHECK_PATH),
         H("registries-conf", NULL, SETTING_STRING, registries_conf,
-          "/etc/containers/registries.conf", "FILE", "mirrors, blocked and insecure registries"),
+          "/etc/containers/registries.conf", "FILE", "mirrors, blocked and insecure registries",
+          .check = SETTING_CHECK_PATH),
         H("registry-certs-dir", NULL, SETTING_STRING, registry_certs_dir, "/etc/containers/certs.d",
-          "DIR", "per-registry CAs and client certificates"),
+          "DIR", "per-registry CAs and client certificates", .check = SETTING_CHECK_PATH),
         H("insecure-registry", NULL, SETTING_STRV, insecure_registries, NULL, "HOST[:PORT]",
           "allow plain HTTP / unverified TLS (repeatable)", .flags = SETTING_REPEATABLE,
-          .parse = check_insecure_registry),
+          .check = SETTING_CHECK_HOST_PORT),
         H("serialize-image-pulls", "serializeImagePulls", SETTING_BOOL, serialize_image_pulls,
           "true", "BOOL", "one registry pull at a time"),
         H("max-parallel-image-pulls", "maxParallelImagePulls", SETTING_INT,
@@ -341,20 +576,23 @@ const Setting settings_table[] = {
           "D", "an image unused for longer is removed by image GC (0: off)",
           .flags = SETTING_ZERO_ALLOWED),
         H("pinned-images", "pinnedImages", SETTING_STRV, pinned_images, NULL, "REF[,REF]",
-          "images image GC never removes (nanolet's own key)", .flags = SETTING_REPEATABLE),
+          "images image GC never removes (nanolet's own key)", .flags = SETTING_REPEATABLE,
+          .check = SETTING_CHECK_WORD),
 
         /* ---- eviction ---- */
         H("eviction-hard", "evictionHard", SETTING_EVICTION, eviction_hard,
           "memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<"
           "15%",
-          "S<V[,S<V]", "hard eviction thresholds (replace the defaults)"),
+          "S<V[,S<V]", "hard eviction thresholds (replace the defaults)",
+          .check = SETTING_CHECK_WORD),
         H("eviction-soft", "evictionSoft", SETTING_EVICTION, eviction_soft, NULL, "S<V[,S<V]",
-          "soft eviction thresholds"),
+          "soft eviction thresholds", .check = SETTING_CHECK_WORD),
         H("eviction-soft-grace-period", "evictionSoftGracePeriod", SETTING_SIGNAL_MAP,
           eviction_soft_grace_period, NULL, "S=D[,S=D]",
-          "how long a soft threshold must hold (required for each)"),
+          "how long a soft threshold must hold (required for each)", .check = SETTING_CHECK_WORD),
         H("eviction-minimum-reclaim", "evictionMinimumReclaim", SETTING_SIGNAL_MAP,
-          eviction_minimum_reclaim, NULL, "S=V[,S=V]", "reclaim beyond the threshold"),
+          eviction_minimum_reclaim, NULL, "S=V[,S=V]", "reclaim beyond the threshold",
+          .check = SETTING_CHECK_WORD),
         H("eviction-pressure-transition-period", "evictionPressureTransitionPeriod",
           SETTING_DURATION, eviction_pressure_transition_period, "5m", "D",
           "a pressure condition stays this long after its last threshold cleared",
@@ -611,10 +849,42 @@ static int parse_bool(const char *s, bool *ret) {
         return -EINVAL;
 }
 
-static int parse_reserved_into(const Setting *s, NanoletConfig *c, const char *value,
-                               char **ret_error) {
-        int64_t *cpu = (int64_t *)((char *)c + s->offset), *mem = cpu + 1;
-        return nanolet_parse_reserved(value, cpu, mem, ret_error);
+/* "1s", "100ms", "24h": the largest unit that divides d. */
+static void format_duration(usec_t d, char buf[static 32]) {
+        static const struct {
+                usec_t usec;
+                const char *unit;
+        } units[] = {
+                { 3600 * USEC_PER_SEC, "h" },
+                { 60 * USEC_PER_SEC, "m" },
+                { USEC_PER_SEC, "s" },
+                { USEC_PER_MSEC, "ms" },
+                { 1, "us" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(units); i++)
+                if (d % units[i].usec == 0) {
+                        snprintf(buf, 32, "%llu%s", (unsigned long long)(d / units[i].usec),
+                                 units[i].unit);
+                        return;
+                }
+}
+
+static usec_t duration_max(const Setting *s) {
+        return s->max > 0 ? (usec_t)s->max : SETTING_DURATION_MAX;
+}
+
+/* One element of a string, list or map setting: the table's check kind,
+ * then the setting's own parser or check. */
+static int check_element(NanoletConfig *c, const Setting *s, const char *value, char **ret_error) {
+        int r = setting_check_value(s, value, ret_error);
+        if (r < 0 || !s->parse)
+                return r;
+        return s->parse(c, s, value, ret_error);
+}
+
+static int too_many_entries(size_t n, char **ret_error) {
+        *ret_error = strprintf("has %zu entries, at most %d are accepted", n, SETTING_ENTRIES_MAX);
+        return -EINVAL;
 }
 
 /* Appends the comma-separated elements of value to *l; with sep, each must
@@ -622,19 +892,21 @@ static int parse_reserved_into(const Setting *s, NanoletConfig *c, const char *v
 static int append_list(const Setting *s, NanoletConfig *c, char ***l, const char *value, char sep,
                        char **ret_error) {
         _cleanup_free_ char *copy = strdup(value);
+        size_t n = strv_length(*l);
         char *save = NULL;
         int r;
         if (!copy)
                 return -ENOMEM;
         for (char *e = strtok_r(copy, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+                if (++n > SETTING_ENTRIES_MAX)
+                        return too_many_entries(n, ret_error);
+                r = check_element(c, s, e, ret_error);
+                if (r < 0)
+                        return r;
                 if (sep && !strchr(e, sep)) {
-                        *ret_error = strprintf("\"%s\" is not signal%cvalue", e, sep);
+                        _cleanup_free_ char *q = setting_value_quote(e);
+                        *ret_error = strprintf("%s is not signal%cvalue", strna(q), sep);
                         return -EINVAL;
-                }
-                if (s->parse) {
-                        r = s->parse(c, s, e, ret_error);
-                        if (r < 0)
-                                return r;
                 }
                 r = strv_extend(l, e);
                 if (r < 0)
@@ -647,6 +919,34 @@ static int append_list(const Setting *s, NanoletConfig *c, char ***l, const char
         return 0;
 }
 
+static int parse_duration_bounded(const Setting *s, const char *value, usec_t *ret,
+                                  char **ret_error) {
+        char lo[32], hi[32];
+        usec_t u;
+        int r = nanolet_parse_duration(value, &u);
+        format_duration((usec_t)s->min, lo);
+        format_duration(duration_max(s), hi);
+        if (r == -ERANGE || (r >= 0 && u > duration_max(s))) {
+                *ret_error = strprintf("must be at most %s", hi);
+                return -EINVAL;
+        }
+        if (r < 0) {
+                *ret_error = strdup("expected a duration such as \"20s\"");
+                return -EINVAL;
+        }
+        if (u == 0 && !(s->flags & SETTING_ZERO_ALLOWED)) {
+                *ret_error = strprintf("must not be 0: expected %s to %s", lo, hi);
+                return -EINVAL;
+        }
+        if (u != 0 && u < (usec_t)s->min) {
+                *ret_error = strprintf("must be at least %s%s", lo,
+                                       (s->flags & SETTING_ZERO_ALLOWED) ? " (or 0)" : "");
+                return -EINVAL;
+        }
+        *ret = u;
+        return 0;
+}
+
 /* The scalar forms of every type, shared by flags and file scalars. */
 static int apply_scalar(NanoletConfig *c, const Setting *s, const char *value, bool replace,
                         char **ret_error) {
@@ -655,32 +955,17 @@ static int apply_scalar(NanoletConfig *c, const Setting *s, const char *value, b
 
         switch (s->type) {
         case SETTING_STRING:
-                if (s->parse) {
-                        r = s->parse(c, s, value, ret_error);
-                        if (r < 0)
-                                return r;
-                }
+                r = check_element(c, s, value, ret_error);
+                if (r < 0)
+                        return r;
                 return set_str(p, value);
         case SETTING_CUSTOM:
+                r = setting_check_value(s, value, ret_error);
+                if (r < 0)
+                        return r;
                 return s->parse(c, s, value, ret_error);
-        case SETTING_DURATION: {
-                usec_t u;
-                if (nanolet_parse_duration(value, &u) < 0) {
-                        *ret_error = strdup("expected a duration such as \"20s\"");
-                        return -EINVAL;
-                }
-                if (u == 0 && !(s->flags & SETTING_ZERO_ALLOWED)) {
-                        *ret_error = strdup("must not be 0");
-                        return -EINVAL;
-                }
-                if (u != 0 && u < (usec_t)s->min) {
-                        *ret_error = strprintf("must be at least %llums",
-                                               (unsigned long long)(s->min / USEC_PER_MSEC));
-                        return -EINVAL;
-                }
-                *(usec_t *)p = u;
-                return 0;
-        }
+        case SETTING_DURATION:
+                return parse_duration_bounded(s, value, p, ret_error);
         case SETTING_INT: {
                 char *end;
                 errno = 0;
@@ -722,14 +1007,21 @@ static int apply_scalar(NanoletConfig *c, const Setting *s, const char *value, b
                                                                    : 0,
                                    ret_error);
         case SETTING_HEADERS:
-                r = check_header(c, s, value, ret_error);
+                r = check_element(c, s, value, ret_error);
                 if (r < 0)
                         return r;
                 if (replace)
                         *(char ***)p = strv_free(*(char ***)p);
+                if (strv_length(*(char ***)p) >= SETTING_ENTRIES_MAX)
+                        return too_many_entries(strv_length(*(char ***)p) + 1, ret_error);
                 return strv_extend(p, value);
-        case SETTING_RESERVED:
-                return parse_reserved_into(s, c, value, ret_error);
+        case SETTING_RESERVED: {
+                r = setting_check_value(s, value, ret_error);
+                if (r < 0)
+                        return r;
+                int64_t *cpu = p, *mem = cpu + 1;
+                return nanolet_parse_reserved(value, cpu, mem, ret_error);
+        }
         case SETTING_OBJECT:
         case _SETTING_TYPE_MAX:
         case _SETTING_TYPE_INVALID:
@@ -740,7 +1032,7 @@ static int apply_scalar(NanoletConfig *c, const Setting *s, const char *value, b
 }
 
 int setting_apply_flag(NanoletConfig *c, const Setting *s, const char *value, bool replace) {
-        _cleanup_free_ char *error = NULL;
+        _cleanup_free_ char *error = NULL, *quoted = NULL;
         int r;
 
         if (!value) {
@@ -758,7 +1050,8 @@ int setting_apply_flag(NanoletConfig *c, const Setting *s, const char *value, bo
         case SETTING_REJECTED:
                 if (streq(value, s->value))
                         return 0;
-                log_error("Flag --%s=%s is not supported: %s.", s->flag, value, s->help);
+                quoted = setting_value_quote(value);
+                log_error("Flag --%s=%s is not supported: %s.", s->flag, strna(quoted), s->help);
                 return -EINVAL;
         case SETTING_HONOURED:
         case _SETTING_DISPOSITION_MAX:
@@ -766,8 +1059,10 @@ int setting_apply_flag(NanoletConfig *c, const Setting *s, const char *value, bo
                 break;
         }
         r = apply_scalar(c, s, value, replace, &error);
-        if (r == -EINVAL)
-                log_error("Invalid value \"%s\" for --%s: %s.", value, s->flag, strna(error));
+        if (r == -EINVAL) {
+                quoted = setting_value_quote(value);
+                log_error("Invalid value %s for --%s: %s.", strna(quoted), s->flag, strna(error));
+        }
         return r;
 }
 
@@ -822,17 +1117,59 @@ static const char *file_type_hint(const Setting *s) {
         return "has the wrong type";
 }
 
+/* A YAML string may hold a NUL ("\0" in double quotes) that C strings
+ * would silently cut off. */
+static bool scalar_has_nul(const YamlNode *n) {
+        return n->str && memchr(n->str, 0, n->str_len);
+}
+
+static bool is_http_token(const char *s) {
+        if (isempty(s))
+                return false;
+        for (; *s; s++)
+                if (!is_tchar(*s))
+                        return false;
+        return true;
+}
+
+/* kubeReserved/systemReserved as a map: each pair on its own, so the
+ * work is linear in the map and a key cannot smuggle in a ',' or '='. */
+static int apply_reserved_map(NanoletConfig *c, const Setting *s, const YamlNode *v,
+                              char **ret_error) {
+        int64_t cpu = 0, mem = 0;
+        for (size_t i = 0; i < v->n; i++) {
+                const YamlNode *key = v->pairs[i].key, *val = v->pairs[i].value;
+                int r = setting_check_value(s, key->str, ret_error);
+                if (r >= 0)
+                        r = setting_check_value(s, val->str, ret_error);
+                if (r >= 0)
+                        r = nanolet_reserved_add(key->str, val->str, &cpu, &mem, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        int64_t *p = (int64_t *)((char *)c + s->offset);
+        p[0] = cpu;
+        p[1] = mem;
+        return 0;
+}
+
 static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, const char *file,
                        Diagnostics *diag) {
         _cleanup_free_ char *error = NULL;
         _cleanup_strv_free_ char **l = NULL;
         void *p = (char *)c + s->offset;
+        size_t n_entries = 0;
         int r;
 
 #define BAD(...)                                                                                   \
         do {                                                                                       \
                 diagnostics_add(diag, DIAG_ERROR, file, v->line, v->column, s->key, __VA_ARGS__);  \
                 return 0;                                                                          \
+        } while (0)
+#define BAD_NUL(n)                                                                                 \
+        do {                                                                                       \
+                if (scalar_has_nul(n))                                                             \
+                        BAD("holds a NUL byte");                                                   \
         } while (0)
 
         switch (s->type) {
@@ -841,6 +1178,7 @@ static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, co
         case SETTING_DURATION:
                 if (!node_is_string(v))
                         BAD("%s", file_type_hint(s));
+                BAD_NUL(v);
                 break;
         case SETTING_INT:
                 if (v->type != YAML_NODE_INT)
@@ -853,15 +1191,19 @@ static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, co
         case SETTING_QUANTITY:
                 if (v->type != YAML_NODE_INT && !node_is_string(v))
                         BAD("%s", file_type_hint(s));
+                BAD_NUL(v);
                 break;
         case SETTING_STRV:
                 if (v->type != YAML_NODE_SEQ)
                         BAD("%s", file_type_hint(s));
+                if (v->n > SETTING_ENTRIES_MAX)
+                        BAD("has %zu entries, at most %d are accepted", v->n, SETTING_ENTRIES_MAX);
                 for (size_t i = 0; i < v->n; i++) {
                         if (!node_is_string(v->items[i]))
                                 BAD("%s", file_type_hint(s));
-                        if (s->parse && s->parse(c, s, v->items[i]->str, &error) < 0)
-                                BAD("%s", strna(error));
+                        BAD_NUL(v->items[i]);
+                        if (check_element(c, s, v->items[i]->str, &error) < 0)
+                                BAD("item %zu: %s", i + 1, strna(error));
                         r = strv_extend(&l, v->items[i]->str);
                         if (r < 0)
                                 return r;
@@ -875,25 +1217,47 @@ static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, co
                 if (v->type != YAML_NODE_MAP)
                         BAD("%s", file_type_hint(s));
                 for (size_t i = 0; i < v->n; i++) {
-                        const YamlNode *val = v->pairs[i].value;
-                        const char *key = v->pairs[i].key->str;
+                        const YamlNode *val = v->pairs[i].value, *key = v->pairs[i].key;
+                        BAD_NUL(key);
                         if (s->type != SETTING_HEADERS) {
                                 if (!node_is_string(val) && val->type != YAML_NODE_INT)
                                         BAD("%s", file_type_hint(s));
-                                r = strv_consume(&l,
-                                                 strprintf("%s%c%s", key,
-                                                           s->type == SETTING_EVICTION ? '<' : '=',
-                                                           val->str));
+                                BAD_NUL(val);
+                                if (++n_entries > SETTING_ENTRIES_MAX)
+                                        BAD("has %zu entries, at most %d are accepted", v->n,
+                                            SETTING_ENTRIES_MAX);
+                                _cleanup_free_ char *e = strprintf(
+                                        "%s%c%s", key->str, s->type == SETTING_EVICTION ? '<' : '=',
+                                        val->str);
+                                if (!e)
+                                        return -ENOMEM;
+                                if (check_element(c, s, e, &error) < 0)
+                                        BAD("%s", strna(error));
+                                r = strv_consume(&l, TAKE_PTR(e));
                                 if (r < 0)
                                         return r;
                                 continue;
+                        }
+                        if (!is_http_token(key->str)) {
+                                _cleanup_free_ char *q = setting_value_quote(key->str);
+                                BAD("header name %s is not an RFC 9110 token", strna(q));
                         }
                         if (val->type != YAML_NODE_SEQ)
                                 BAD("%s", file_type_hint(s));
                         for (size_t j = 0; j < val->n; j++) {
                                 if (!node_is_string(val->items[j]))
                                         BAD("%s", file_type_hint(s));
-                                r = strv_consume(&l, strprintf("%s: %s", key, val->items[j]->str));
+                                BAD_NUL(val->items[j]);
+                                if (++n_entries > SETTING_ENTRIES_MAX)
+                                        BAD("has more than %d values, at most %d are accepted",
+                                            SETTING_ENTRIES_MAX, SETTING_ENTRIES_MAX);
+                                _cleanup_free_ char *h =
+                                        strprintf("%s: %s", key->str, val->items[j]->str);
+                                if (!h)
+                                        return -ENOMEM;
+                                if (check_element(c, s, h, &error) < 0)
+                                        BAD("header %s: %s", key->str, strna(error));
+                                r = strv_consume(&l, TAKE_PTR(h));
                                 if (r < 0)
                                         return r;
                         }
@@ -901,27 +1265,22 @@ static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, co
                 strv_free(*(char ***)p);
                 *(char ***)p = TAKE_PTR(l);
                 return 0;
-        case SETTING_RESERVED: {
+        case SETTING_RESERVED:
                 if (v->type != YAML_NODE_MAP)
                         BAD("%s", file_type_hint(s));
-                _cleanup_free_ char *joined = NULL;
+                if (v->n > RESERVED_ENTRIES_MAX)
+                        BAD("has %zu entries, at most %d are accepted", v->n, RESERVED_ENTRIES_MAX);
                 for (size_t i = 0; i < v->n; i++) {
                         const YamlNode *val = v->pairs[i].value;
                         if (!node_is_string(val) && val->type != YAML_NODE_INT)
                                 BAD("values must be quantities such as \"100m\" or \"1Gi\"");
-                        char *n = strprintf("%s%s%s=%s", strempty(joined), joined ? "," : "",
-                                            v->pairs[i].key->str, val->str);
-                        if (!n)
-                                return -ENOMEM;
-                        free(joined);
-                        joined = n;
+                        BAD_NUL(v->pairs[i].key);
+                        BAD_NUL(val);
                 }
-                int64_t *cpu = p, *mem = cpu + 1;
-                *cpu = *mem = 0;
-                if (joined && parse_reserved_into(s, c, joined, &error) < 0)
+                r = apply_reserved_map(c, s, v, &error);
+                if (r == -EINVAL)
                         BAD("%s", strna(error));
-                return 0;
-        }
+                return r;
         case SETTING_OBJECT:
         case _SETTING_TYPE_MAX:
         case _SETTING_TYPE_INVALID:
@@ -941,6 +1300,7 @@ static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, co
         if (r == -EINVAL)
                 BAD("%s", strna(error));
         return r;
+#undef BAD_NUL
 #undef BAD
 }
 
@@ -956,8 +1316,15 @@ int settings_apply_document(NanoletConfig *c, const void *yaml_map, const char *
                         continue;
                 const Setting *s = settings_find_key(key);
                 if (!s) {
-                        diagnostics_add(diag, DIAG_WARNING, filename, v->line, v->column, key,
-                                        "unknown field, ignored");
+                        /* the key as written, unless it holds bytes a terminal acts on */
+                        _cleanup_free_ char *error = NULL, *quoted = NULL;
+                        if (scalar_has_nul(doc->pairs[i].key) || check_text(key, &error) < 0) {
+                                quoted = setting_value_quote(key);
+                                if (!quoted)
+                                        return -ENOMEM;
+                        }
+                        diagnostics_add(diag, DIAG_WARNING, filename, v->line, v->column,
+                                        quoted ?: key, "unknown field, ignored");
                         continue;
                 }
                 /* kubelet decodes null as "not set": the default stays */
@@ -1050,6 +1417,8 @@ static void fputs_scdoc(const char *text, FILE *f) {
         }
 }
 
+static void print_man_allowed(FILE *f, const Setting *s);
+
 static void print_man_entry(FILE *f, const Setting *s, bool key_first) {
         if (key_first)
                 fprintf(f, "*%s* (%s)\n", s->key, setting_type_to_string(s->type));
@@ -1062,6 +1431,7 @@ static void print_man_entry(FILE *f, const Setting *s, bool key_first) {
         fputc('.', f);
         if (key_first && s->flag)
                 fprintf(f, " Flag: *--%s*.", s->flag);
+        print_man_allowed(f, s);
         const char *def = shown_default(s);
         if (def) {
                 fputs(" Default: ", f);
@@ -1069,6 +1439,46 @@ static void print_man_entry(FILE *f, const Setting *s, bool key_first) {
                 fputc('.', f);
         }
         fputs("\n\n", f);
+}
+
+/* The values a setting accepts, from its type, bounds and check kind. */
+static void print_man_allowed(FILE *f, const Setting *s) {
+        char lo[32], hi[32];
+        switch (s->type) {
+        case SETTING_DURATION:
+                format_duration((usec_t)s->min, lo);
+                format_duration(duration_max(s), hi);
+                fprintf(f, " Range: %s to %s%s.", s->min > 0 ? lo : "0", hi,
+                        (s->flags & SETTING_ZERO_ALLOWED) && s->min > 0 ? ", or 0" : "");
+                return;
+        case SETTING_INT:
+                fprintf(f, " Range: %lld to %lld.", (long long)s->min, (long long)s->max);
+                return;
+        case SETTING_STRING:
+        case SETTING_STRV:
+        case SETTING_HEADERS:
+        case SETTING_EVICTION:
+        case SETTING_SIGNAL_MAP:
+        case SETTING_RESERVED:
+                break;
+        case SETTING_BOOL:
+        case SETTING_QUANTITY:
+        case SETTING_OBJECT:
+        case SETTING_CUSTOM:
+        case _SETTING_TYPE_MAX:
+        case _SETTING_TYPE_INVALID:
+                return;
+        }
+        if (s->check == SETTING_CHECK_TEXT)
+                return;
+        fprintf(f, " %s: ", s->type == SETTING_STRING ? "Value" : "Each element");
+        fputs_scdoc(setting_check_to_string(s->check), f);
+        if (s->flags & SETTING_EMPTY_ALLOWED)
+                fputs(", or empty", f);
+        if (s->type != SETTING_STRING)
+                fprintf(f, "; at most %d elements",
+                        s->type == SETTING_RESERVED ? RESERVED_ENTRIES_MAX : SETTING_ENTRIES_MAX);
+        fputc('.', f);
 }
 
 /* One "- name: reason." line per setting of a disposition: the fields

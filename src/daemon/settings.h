@@ -51,6 +51,39 @@ typedef enum SettingDisposition {
         _SETTING_DISPOSITION_INVALID = -EINVAL,
 } SettingDisposition;
 
+/* What a string value may hold. Every kind, SETTING_CHECK_TEXT included,
+ * refuses control characters (C0, DEL, C1: a CR or LF would start a new
+ * line in resolv.conf, a header or a log line), malformed UTF-8 and more
+ * than SETTING_VALUE_MAX bytes; the kinds add the syntax of where the
+ * value ends up. Flags and file values go through the same check, for
+ * each element of a list or map. */
+typedef enum SettingCheck {
+        SETTING_CHECK_TEXT,        /* only the rules above */
+        SETTING_CHECK_WORD,        /* printable ASCII, no space (image references, signals) */
+        SETTING_CHECK_PATH,        /* an absolute path without "." or ".." components */
+        SETTING_CHECK_PATH_LIST,   /* absolute paths separated by ':' */
+        SETTING_CHECK_DNS_DOMAIN,  /* an RFC 1123 subdomain, lowercase, at most 253 bytes */
+        SETTING_CHECK_NODE_NAME,   /* an RFC 1123 subdomain of at most 63 bytes, any case */
+        SETTING_CHECK_IP,          /* an IPv4 or IPv6 address */
+        SETTING_CHECK_CIDR,        /* ADDRESS/PREFIX */
+        SETTING_CHECK_URL,         /* http:// or https:// and printable ASCII */
+        SETTING_CHECK_HTTP_HEADER, /* "Name: value", an RFC 9110 token and printable ASCII */
+        SETTING_CHECK_HOST_PORT,   /* HOST[:PORT] */
+        SETTING_CHECK_SYSCTL,      /* a sysctl name, or a prefix ending in '*' */
+        _SETTING_CHECK_MAX,
+        _SETTING_CHECK_INVALID = -EINVAL,
+} SettingCheck;
+
+/* Longest string value accepted (PATH_MAX). */
+#define SETTING_VALUE_MAX 4096
+/* Most elements in a list or map setting, file or flags: far beyond any
+ * real configuration, and a bound on the work a hostile one costs. */
+#define SETTING_ENTRIES_MAX 1024
+/* Longest duration accepted where a setting names none: one year. Larger
+ * values are typos, and usec_t arithmetic on them (now + period) would
+ * come close to overflowing. */
+#define SETTING_DURATION_MAX (365 * 24 * 3600 * USEC_PER_SEC)
+
 enum {
         /* In the file, 0 means "use the default": kubelet's defaulting turns
          * a zero duration or count into the default, and kubeadm writes
@@ -60,6 +93,8 @@ enum {
         SETTING_ZERO_ALLOWED = 1 << 1,
         /* The setting may hold several values: a flag given twice adds. */
         SETTING_REPEATABLE = 1 << 2,
+        /* A string that may be empty (off, or kubelet's "not set"). */
+        SETTING_EMPTY_ALLOWED = 1 << 3,
 };
 
 typedef struct Setting Setting;
@@ -76,7 +111,9 @@ struct Setting {
         SettingDisposition disposition;
         unsigned flags;
         size_t offset;             /* into NanoletConfig (honoured only) */
-        int64_t min, max;          /* SETTING_INT bounds; SETTING_DURATION minimum in usec */
+        int64_t min, max;          /* SETTING_INT bounds; SETTING_DURATION bounds in usec
+                                    * (max 0: SETTING_DURATION_MAX) */
+        SettingCheck check;        /* strings, lists and maps: what each element may hold */
         const char *value;         /* default, parsed as a flag value by nanolet_config_init()
                                     * (NULL: none, or set by code); for a rejected setting,
                                     * kubelet's default, the only value accepted */
@@ -96,6 +133,17 @@ const Setting *settings_find_key(const char *key);
 
 const char *setting_type_to_string(SettingType t);
 const char *setting_disposition_to_string(SettingDisposition d);
+/* What a check kind allows, as a phrase for --help and the man page. */
+const char *setting_check_to_string(SettingCheck k);
+
+/* Checks one string element of s (a scalar, or one list or map element)
+ * against s->check; -EINVAL with *ret_error saying what is wrong, without
+ * quoting the hostile bytes. */
+int setting_check_value(const Setting *s, const char *value, char **ret_error);
+
+/* value quoted for a log line or diagnostic: control characters and
+ * non-ASCII bytes escaped, at most 64 bytes shown. NULL on ENOMEM. */
+char *setting_value_quote(const char *value);
 
 /* Applies one flag value (value NULL: a bare flag). Errors are logged with
  * the flag named; returns 0, -EINVAL or -ENOMEM. replace: the first time

@@ -4,7 +4,8 @@
 # ($KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS
 # $KUBELET_EXTRA_ARGS), kubeadm's config.yaml and kubeadm-flags.env unchanged
 # (tests/kubeadm/), runs a kubeadm control-plane static pod and prints exactly
-# one warning per ignored setting, counted against the settings table.
+# one warning per ignored setting, counted against the settings table; the
+# same file with a hostile value in it stops the agent, naming the field.
 #
 # KUBELET_EXTRA_ARGS holds what a user of this host would add there: paths
 # into the test's temp dir, --resolv-conf (kubeadm wrote systemd-resolved's),
@@ -52,6 +53,39 @@ if [ "$(cat /proc/1/comm)" != systemd ]; then
         expect "the error says why" "$WORK/systemd.log" 'systemd'
         grep -q 'nanolet starting' "$WORK/systemd.log" && fail "it started anyway" || true
 fi
+
+# --- values that end up in files and headers are checked before anything
+# starts: an accident in kubeadm's file (a block scalar keeps its newline,
+# which would add lines to every pod's resolv.conf) or a header with CR/LF
+# stops the agent with the file, line and field named
+refuse() { # DESC LOG-PATTERN CONFIG [FLAGS...]
+        local desc=$1 pattern=$2 config=$3 rc=0
+        shift 3
+        # shellcheck disable=SC2086 # split at whitespace, as systemd does
+        timeout 20 "$NANOLET" serve $KUBELET_KUBECONFIG_ARGS --config="$config" $KUBELET_KUBEADM_ARGS \
+                --cgroup-driver=cgroupfs --root-dir="$WORK/root3" --run-dir="$WORK/run3" \
+                --pod-manifest-path="$MAN" --read-only-port=0 --healthz-port=0 "$@" \
+                >"$WORK/refused.log" 2>&1 || rc=$?
+        if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -qE -- "$pattern" "$WORK/refused.log" &&
+                ! grep -q 'nanolet starting' "$WORK/refused.log"; then
+                ok "$desc"
+        else
+                fail "$desc: status $rc; $(grep -E '^E|: error: ' "$WORK/refused.log" | head -3)"
+        fi
+}
+line=$(grep -n '^clusterDomain: cluster.local$' "$WORK/config.yaml" | cut -d: -f1)
+[ -n "$line" ] || fail "no clusterDomain in kubeadm's file"
+sed 's/^clusterDomain: cluster.local$/clusterDomain: |\n  cluster.local/' "$WORK/config.yaml" >"$WORK/block.yaml"
+refuse "a block scalar's newline in clusterDomain stops the agent" \
+        "block\.yaml:$line: clusterDomain: .*control character LF" "$WORK/block.yaml"
+{
+        cat "$WORK/config.yaml"
+        printf 'staticPodURL: http://127.0.0.1:9/pods\nstaticPodURLHeader:\n  X-Token: ["abc\\r\\nHost: evil"]\n'
+} >"$WORK/header.yaml"
+refuse "CR/LF in a staticPodURLHeader value stops the agent" \
+        "header\.yaml:[0-9]+: staticPodURLHeader: .*control character CR" "$WORK/header.yaml"
+refuse "--sync-frequency=1us stops the agent" "sync-frequency: must be at least 1s" \
+        "$WORK/config.yaml" --sync-frequency=1us
 
 # --- the kubeadm command line
 load_test_image

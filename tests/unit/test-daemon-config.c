@@ -1021,6 +1021,314 @@ static void test_kubeadm_files(void **state) {
         nanolet_config_deinit(&c);
 }
 
+/* ---- what each setting may hold ---- */
+
+static int parse_flag(const char *flag, const char *value) {
+        _cleanup_free_ char *arg = strprintf("--%s", flag);
+        char *argv[] = { "serve", arg, (char *)value, NULL };
+        NanoletConfig c;
+        assert_int_equal(nanolet_config_init(&c), 0);
+        int r = nanolet_config_parse_argv(&c, 3, argv);
+        nanolet_config_deinit(&c);
+        return r;
+}
+
+/* Loads a KubeletConfiguration whose fields are body; returns the load's
+ * result and, when expect is set, asserts that a diagnostic holds it. */
+static int load_body(const char *body, size_t body_len, const char *expect) {
+        static const char head[] = "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                   "kind: KubeletConfiguration\n";
+        size_t n = strlen(head) + body_len;
+        _cleanup_free_ char *buf = malloc(n);
+        assert_non_null(buf);
+        memcpy(buf, head, strlen(head));
+        memcpy(buf + strlen(head), body, body_len);
+        NanoletConfig c;
+        Diagnostics d;
+        diagnostics_init(&d);
+        assert_int_equal(nanolet_config_init(&c), 0);
+        int r = nanolet_config_load_buffer(&c, buf, n, "kc.yaml", &d);
+        bool seen = !expect;
+        for (size_t i = 0; i < d.n; i++) {
+                _cleanup_free_ char *line = diag_to_string(&d.items[i]);
+                if (expect && strstr(line, expect))
+                        seen = true;
+                /* a diagnostic never carries the hostile bytes themselves */
+                for (const char *q = line; *q; q++)
+                        assert_true((unsigned char)*q >= 0x20 && *q != 0x7f);
+                if (!seen)
+                        print_message("diagnostic: %s\n", line);
+        }
+        assert_true(seen);
+        nanolet_config_deinit(&c);
+        diagnostics_deinit(&d);
+        return r;
+}
+
+#define LOAD(body, expect) load_body(body, sizeof(body) - 1, expect)
+
+static void test_string_checks_flags(void **state) {
+        _cleanup_free_ char *huge = malloc(5001);
+        assert_non_null(huge);
+        huge[0] = '/';
+        memset(huge + 1, 'a', 4999);
+        huge[5000] = 0;
+        static const struct {
+                const char *flag, *value;
+        } bad[] = {
+                { "cluster-domain", "cluster.local\nnameserver 10.0.0.66" },
+                { "cluster-domain", "cluster.local\n" },
+                { "cluster-domain", "Cluster.Local" },
+                { "cluster-domain", "-bad.local" },
+                { "cluster-domain", "cl\xc3\xbcster.local" },
+                { "cluster-domain", "cluster..local" },
+                { "manifest-url-header", "X-A: b\r\nHost: evil" },
+                { "manifest-url-header", "X-A: b\n" },
+                { "manifest-url-header", "X A: b" },
+                { "manifest-url-header", ": b" },
+                { "manifest-url-header", "X-A: caf\xc3\xa9" },
+                { "manifest-url-header", "X-A: \x1b[31m" },
+                { "manifest-url", "ftp://example.com/pods" },
+                { "manifest-url", "http://example.com/pods\r\nX: y" },
+                { "manifest-url", "http://exa mple.com/" },
+                { "pod-manifest-path", "relative/dir" },
+                { "pod-manifest-path", "/etc/../tmp" },
+                { "pod-manifest-path", "/etc/kubernetes/manifests\n" },
+                { "root-dir", "/var/lib/\x1bnanolet" },
+                { "root-dir", "/var/lib/nano\xc2\x85let" }, /* U+0085, a C1 control */
+                { "root-dir", "/var/lib/\xffnanolet" },     /* not UTF-8 */
+                { "root-dir", "" },
+                { "run-dir", "/run/nanolet\t" },
+                { "pod-logs-dir", "logs" },
+                { "container-logs-dir", "/var/log/./containers" },
+                { "cni-bin-dir", "/opt/cni/bin:relative" },
+                { "cni-bin-dir", "/opt/cni/bin::/usr/lib/cni" },
+                { "cni-conf-dir", "/etc/cni/net.d\n" },
+                { "resolv-conf", "/etc/resolv.conf\r" },
+                { "image-credential-file", "config.json" },
+                { "registries-conf", "/etc/containers/registries.conf\n" },
+                { "registry-certs-dir", "certs.d" },
+                { "cgroup-root", "kubepods" },
+                { "cluster-dns", "10.96.0.10\n" },
+                { "cluster-dns", "10.96.0.10 #" },
+                { "node-ip", "10.0.0.1\r" },
+                { "address", "localhost" },
+                { "address", "127.0.0.1\n" },
+                { "healthz-bind-address", "" },
+                { "pod-cidr", "10.86.0.0/33" },
+                { "pod-cidr", "10.86.0.0" },
+                { "pod-cidr", "10.86.0.0/16\n" },
+                { "hostname-override", "node1\x1b]0;pwned\x07" },
+                { "hostname-override", "node 1" },
+                { "hostname-override",
+                  "a123456789012345678901234567890123456789012345678901234567890123" },
+                { "pinned-images", "busybox latest" },
+                { "pinned-images", "busybox:latest\n" },
+                { "allowed-unsafe-sysctls", "kernel.msg*.x" },
+                { "allowed-unsafe-sysctls", "net.core.somaxconn\n" },
+                { "insecure-registry", "registry.local\n" },
+                { "eviction-hard", "memory.available<100Mi\n" },
+                { "eviction-soft-grace-period", "memory.available=1m\r" },
+                { "system-reserved", "cpu=100m\n" },
+                { "runtime", "bin/runc" },
+                { "runtime", "/usr/bin/runc\n" },
+                { "config", "/etc/kubelet.yaml\n" },
+                { "v", "4\n" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                if (parse_flag(bad[i].flag, bad[i].value) != -EINVAL)
+                        fail_msg("--%s accepted \"%s\"", bad[i].flag, bad[i].value);
+        }
+        assert_int_equal(parse_flag("root-dir", huge), -EINVAL);
+
+        static const struct {
+                const char *flag, *value;
+        } good[] = {
+                { "cluster-domain", "cluster.local" },
+                { "cluster-domain", "" }, /* no search domain */
+                { "manifest-url-header", "Authorization: Bearer abc.def" },
+                { "manifest-url-header", "X-Empty:" },
+                { "manifest-url", "https://10.0.0.1:8443/pods?node=a" },
+                { "manifest-url", "" },
+                { "pod-manifest-path", "" },
+                { "pod-manifest-path", "/etc/kubernetes/manifests/" },
+                { "root-dir", "/srv/donn\xc3\xa9" }, /* UTF-8 */
+                { "cni-bin-dir", "/opt/cni/bin:/usr/lib/cni" },
+                { "resolv-conf", "" },
+                { "address", "::" },
+                { "pod-cidr", "fd00:86::/64" },
+                { "hostname-override", "Node-1.example" },
+                { "allowed-unsafe-sysctls", "net.core.*" },
+                { "insecure-registry", "registry.local:5000" },
+                { "runtime", "/usr/local/bin/crun" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(good); i++) {
+                if (parse_flag(good[i].flag, good[i].value) != 0)
+                        fail_msg("--%s refused \"%s\"", good[i].flag, good[i].value);
+        }
+}
+
+static void test_string_checks_file(void **state) {
+        /* a block scalar keeps its final newline: "cluster.local\n" */
+        assert_int_equal(LOAD("clusterDomain: |\n  cluster.local\n", "kc.yaml:3: clusterDomain: "
+                                                                     "holds the control "
+                                                                     "character LF"),
+                         -EINVAL);
+        assert_int_equal(
+                LOAD("clusterDomain: \"cluster.local\\nnameserver 10.0.0.66\"\n", "clusterDomain"),
+                -EINVAL);
+        assert_int_equal(LOAD("clusterDomain: \"cluster.local\\0.evil\"\n", "NUL"), -EINVAL);
+        assert_int_equal(LOAD("clusterDomain: \"cl\\u00fcster.local\"\n", "clusterDomain"),
+                         -EINVAL);
+        assert_int_equal(LOAD("staticPodURLHeader:\n  X-Token: [\"abc\\r\\nHost: evil\"]\n",
+                              "kc.yaml:4: staticPodURLHeader: header X-Token: holds the control "
+                              "character CR"),
+                         -EINVAL);
+        assert_int_equal(LOAD("staticPodURLHeader:\n  \"X-Token\\r\\nHost\": [abc]\n",
+                              "is not an RFC 9110 token"),
+                         -EINVAL);
+        assert_int_equal(LOAD("staticPodURLHeader:\n  \"X Token\": [abc]\n", "staticPodURLHeader"),
+                         -EINVAL);
+        assert_int_equal(LOAD("staticPodURLHeader:\n  X-Token: [\"a\\0b\"]\n", "NUL"), -EINVAL);
+        assert_int_equal(LOAD("staticPodURLHeader:\n  X-Token: [\"\\e[2J\"]\n", "ESC"), -EINVAL);
+        assert_int_equal(LOAD("staticPodURL: \"http://a/\\r\\nX: y\"\n", "staticPodURL"), -EINVAL);
+        assert_int_equal(LOAD("staticPodPath: manifests\n", "staticPodPath"), -EINVAL);
+        assert_int_equal(LOAD("staticPodPath: \"/etc/kubernetes/manifests\\0/x\"\n", "NUL"),
+                         -EINVAL);
+        assert_int_equal(LOAD("podLogsDir: |\n  /var/log/pods\n", "podLogsDir"), -EINVAL);
+        assert_int_equal(LOAD("resolvConf: \"/etc/resolv.conf\\n\"\n", "resolvConf"), -EINVAL);
+        assert_int_equal(LOAD("cgroupRoot: \"/\\x1b\"\n", "ESC"), -EINVAL);
+        assert_int_equal(LOAD("clusterDNS: [\"10.96.0.10\\n\"]\n", "clusterDNS: item 1:"), -EINVAL);
+        assert_int_equal(LOAD("podCIDR: 10.86.0.0/40\n", "podCIDR"), -EINVAL);
+        assert_int_equal(LOAD("address: \"0.0.0.0\\n\"\n", "address"), -EINVAL);
+        assert_int_equal(LOAD("healthzBindAddress: localhost\n", "healthzBindAddress"), -EINVAL);
+        assert_int_equal(LOAD("pinnedImages: [\"busybox\\n\"]\n", "pinnedImages"), -EINVAL);
+        assert_int_equal(LOAD("allowedUnsafeSysctls: [\"net.*.x\"]\n", "allowedUnsafeSysctls"),
+                         -EINVAL);
+        assert_int_equal(LOAD("evictionHard:\n  \"memory.available\\n\": 100Mi\n", "evictionHard"),
+                         -EINVAL);
+        assert_int_equal(LOAD("evictionSoft:\n  memory.available: \"100Mi\\r\"\n", "evictionSoft"),
+                         -EINVAL);
+        assert_int_equal(LOAD("evictionSoftGracePeriod:\n  memory.available: \"1m\\0\"\n", "NUL"),
+                         -EINVAL);
+        /* a key cannot smuggle in more pairs of the flag form */
+        assert_int_equal(LOAD("systemReserved:\n  \"cpu=1,memory\": 1Gi\n", "systemReserved"),
+                         -EINVAL);
+        assert_int_equal(LOAD("kubeReserved:\n  cpu: \"100m\\n\"\n", "kubeReserved"), -EINVAL);
+        assert_int_equal(LOAD("kubeReserved:\n  \"cpu\\0\": 100m\n", "NUL"), -EINVAL);
+
+        /* what real files hold still loads */
+        assert_int_equal(LOAD("clusterDomain: cluster.local\n", NULL), 0);
+        assert_int_equal(LOAD("clusterDomain: \"\"\n"
+                              "resolvConf: \"\"\n"
+                              "staticPodPath: \"\"\n"
+                              "staticPodURLHeader:\n  Authorization: [\"Bearer a.b/c+d=\"]\n"
+                              "systemReserved: {cpu: 100m, memory: 1Gi}\n",
+                              NULL),
+                         0);
+}
+
+static void test_duration_bounds(void **state) {
+        static const struct {
+                const char *flag, *value;
+        } bad[] = {
+                { "sync-frequency", "1us" },
+                { "sync-frequency", "999ms" },
+                { "sync-frequency", "0" },
+                { "sync-frequency", "25h" },
+                { "sync-frequency", "99999999999999999999" },
+                { "sync-frequency", "18446744073709551615" },
+                { "sync-frequency", "2562047h47m16.854775808s" }, /* Go's range + 1ns */
+                { "file-check-frequency", "1ns" },
+                { "http-check-frequency", "100ms" },
+                { "container-log-monitor-interval", "1us" },
+                { "container-log-monitor-interval", "2h" },
+                { "eviction-pressure-transition-period", "1000000h" },
+                { "image-minimum-gc-age", "9000h" },
+                { "image-maximum-gc-age", "2562047h" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                if (parse_flag(bad[i].flag, bad[i].value) != -EINVAL)
+                        fail_msg("--%s accepted \"%s\"", bad[i].flag, bad[i].value);
+        }
+        static const struct {
+                const char *flag, *value;
+        } good[] = {
+                { "sync-frequency", "1s" },
+                { "sync-frequency", "24h" },
+                { "file-check-frequency", "2s" },
+                { "http-check-frequency", "1s" },
+                { "container-log-monitor-interval", "1s" },
+                { "image-minimum-gc-age", "0" },
+                { "image-maximum-gc-age", "8760h" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(good); i++) {
+                if (parse_flag(good[i].flag, good[i].value) != 0)
+                        fail_msg("--%s refused \"%s\"", good[i].flag, good[i].value);
+        }
+        assert_int_equal(LOAD("syncFrequency: 1us\n", "kc.yaml:3: syncFrequency: must be at "
+                                                      "least 1s"),
+                         -EINVAL);
+        assert_int_equal(LOAD("fileCheckFrequency: 100000h\n", "at most 24h"), -EINVAL);
+        assert_int_equal(LOAD("shutdownGracePeriod: 500ms\n", "shutdownGracePeriod"), -EINVAL);
+        assert_int_equal(LOAD("syncFrequency: 0s\n", NULL), 0); /* kubeadm's "default" */
+}
+
+/* Every list and map setting has a bound on its elements, so a hostile
+ * file costs little to refuse; 85,000 keys in systemReserved once took
+ * seconds (each key re-joined into a growing string). */
+static void test_many_entries(void **state) {
+        static const char *const keys[] = { "systemReserved", "kubeReserved", "evictionHard",
+                                            "evictionSoftGracePeriod" };
+        for (size_t k = 0; k < ELEMENTSOF(keys); k++) {
+                size_t len = 0, cap = 0;
+                _cleanup_free_ char *body = NULL;
+                _cleanup_free_ char *head = strprintf("%s:\n", keys[k]);
+                assert_int_equal(strbuf_append(&body, &len, &cap, head, strlen(head)), 0);
+                for (unsigned i = 0; i < 85000; i++) {
+                        char line[32];
+                        int n = snprintf(line, sizeof line, "  c%u: 1\n", i);
+                        assert_int_equal(strbuf_append(&body, &len, &cap, line, (size_t)n), 0);
+                }
+                assert_int_equal(load_body(body, len, "has 85000 entries, at most"), -EINVAL);
+        }
+
+        size_t len = 0, cap = 0;
+        _cleanup_free_ char *body = NULL;
+        const char head[] = "staticPodURLHeader:\n  X-A: [";
+        assert_int_equal(strbuf_append(&body, &len, &cap, head, strlen(head)), 0);
+        for (unsigned i = 0; i < 2000; i++)
+                assert_int_equal(strbuf_append(&body, &len, &cap, "a,", 2), 0);
+        assert_int_equal(strbuf_append(&body, &len, &cap, "a]\n", 3), 0);
+        assert_int_equal(load_body(body, len, "at most 1024"), -EINVAL);
+
+        /* the flag forms */
+        len = cap = 0;
+        _cleanup_free_ char *list = NULL;
+        for (unsigned i = 0; i < 2000; i++)
+                assert_int_equal(strbuf_append(&list, &len, &cap, "10.0.0.1,", 9), 0);
+        assert_int_equal(strbuf_append(&list, &len, &cap, "", 1), 0);
+        assert_int_equal(parse_flag("cluster-dns", list), -EINVAL);
+        len = cap = 0;
+        _cleanup_free_ char *reserved = NULL;
+        for (unsigned i = 0; i < 100; i++)
+                assert_int_equal(strbuf_append(&reserved, &len, &cap, "cpu=1,", 6), 0);
+        assert_int_equal(strbuf_append(&reserved, &len, &cap, "", 1), 0);
+        assert_int_equal(parse_flag("system-reserved", reserved), -EINVAL);
+        assert_int_equal(parse_flag("system-reserved", "cpu=1,cpu=2,memory=1Gi"), 0);
+}
+
+static void test_value_quote(void **state) {
+        _cleanup_free_ char *a = setting_value_quote("a\r\n\x1b\"\\b\xc3\xa9");
+        assert_string_equal(a, "\"a\\r\\n\\x1b\\\"\\\\b\\xc3\\xa9\"");
+        char long_value[200];
+        memset(long_value, 'x', sizeof long_value - 1);
+        long_value[sizeof long_value - 1] = 0;
+        _cleanup_free_ char *b = setting_value_quote(long_value);
+        assert_true(endswith(b, "\"..."));
+        assert_int_equal(strlen(b), 64 + 5);
+}
+
 static void test_help_and_man(void **state) {
         _cleanup_free_ char *help = NULL, *man = NULL;
         size_t n;
@@ -1066,6 +1374,11 @@ int main(void) {
                 cmocka_unit_test(test_null_and_zero),
                 cmocka_unit_test(test_kubeadm_files),
                 cmocka_unit_test(test_help_and_man),
+                cmocka_unit_test(test_string_checks_flags),
+                cmocka_unit_test(test_string_checks_file),
+                cmocka_unit_test(test_duration_bounds),
+                cmocka_unit_test(test_many_entries),
+                cmocka_unit_test(test_value_quote),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
