@@ -28,8 +28,7 @@ static bool uid_char(char c) {
 const char *pod_log_dir_uid(const char *name) {
         const char *a = strchr(name, '_');
         const char *b = a ? strchr(a + 1, '_') : NULL;
-        if (!b || a == name || b == a + 1 || b[1] == 0 || strchr(b + 1, '_') ||
-            strchr(name, '/'))
+        if (!b || a == name || b == a + 1 || b[1] == 0 || strchr(b + 1, '_') || strchr(name, '/'))
                 return NULL;
         for (const char *p = b + 1; *p; p++)
                 if (!uid_char(*p))
@@ -83,8 +82,8 @@ int pod_log_link_parse(const char *name, const char *target, const char *pod_log
         const char *us = strchr(l.dir, '_');
         _cleanup_free_ char *ns = strndup(l.dir, (size_t)(us - l.dir));
         _cleanup_free_ char *pod = strndup(us + 1, (size_t)(uid - 1 - (us + 1)));
-        _cleanup_free_ char *prefix = ns && pod ? strprintf("%s_%s_%s-", pod, ns, l.container)
-                                                : NULL;
+        _cleanup_free_ char *prefix =
+                ns && pod ? strprintf("%s_%s_%s-", pod, ns, l.container) : NULL;
         if (!prefix)
                 return -ENOMEM;
         const char *id = startswith(name, prefix);
@@ -148,12 +147,11 @@ static bool link_in_dir(const PodLogLink *l, void *userdata) {
         return streq(l->dir, (const char *)userdata);
 }
 
-int pod_log_remove(const char *pod_logs_dir, const char *container_logs_dir,
-                   const char *dir_name) {
+int pod_log_remove(const char *pod_logs_dir, const char *container_logs_dir, const char *dir_name) {
         int ret = 0;
         if (container_logs_dir)
-                (void)remove_links(pod_logs_dir, container_logs_dir, link_in_dir,
-                                   (void *)dir_name, &ret);
+                (void)remove_links(pod_logs_dir, container_logs_dir, link_in_dir, (void *)dir_name,
+                                   &ret);
         _cleanup_close_ int fd = open(pod_logs_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         int r = fd < 0 ? (errno == ENOENT ? 0 : -errno) : rm_rf_at(fd, dir_name);
         return ret < 0 ? ret : r;
@@ -211,12 +209,12 @@ unsigned pod_log_sweep(const char *pod_logs_dir, const char *container_logs_dir,
                 struct stat st;
                 /* Only real directories: a symlink here is the operator's. */
                 if (!uid || known(uid, userdata) ||
-                    fstatat(root, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-                    !S_ISDIR(st.st_mode))
+                    fstatat(root, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
                         continue;
                 r = rm_rf_at(root, de->d_name);
                 if (r < 0) {
-                        log_warning_errno(r, "Cannot remove the orphaned pod log directory %s/%s: %m",
+                        log_warning_errno(r,
+                                          "Cannot remove the orphaned pod log directory %s/%s: %m",
                                           pod_logs_dir, de->d_name);
                         continue;
                 }

@@ -45,8 +45,7 @@ int pod_log_link_parse(const char *name, const char *target, const char *pod_log
  * pod_logs_dir and every link of ours in container_logs_dir (NULL: none)
  * that points into it. Returns 0 or the first error (the rest is still
  * removed). */
-int pod_log_remove(const char *pod_logs_dir, const char *container_logs_dir,
-                   const char *dir_name);
+int pod_log_remove(const char *pod_logs_dir, const char *container_logs_dir, const char *dir_name);
 
 /* Whether the pod uid is one the agent has (running, terminating, adopted
  * or waiting). */

@@ -329,10 +329,9 @@ static bool worker_teardown(PodWorker *w) {
          * directory of a pod whose content may be removed; a pod put back
          * with the same UID starts from attempt 0 again, so keeping them
          * would make it append to the old files. */
-        _cleanup_free_ char *logs = strprintf("%s_%s_%s", w->object->namespace, w->object->name,
-                                              w->object->uid);
-        int lr = logs ? pod_log_remove(w->ctx->o->pod_logs_dir, w->ctx->o->container_logs_dir,
-                                       logs)
+        _cleanup_free_ char *logs =
+                strprintf("%s_%s_%s", w->object->namespace, w->object->name, w->object->uid);
+        int lr = logs ? pod_log_remove(w->ctx->o->pod_logs_dir, w->ctx->o->container_logs_dir, logs)
                       : -ENOMEM;
         if (lr < 0)
                 worker_log_errno(w, LOG_WARNING, lr, NULL,

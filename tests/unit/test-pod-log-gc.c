@@ -49,8 +49,8 @@ static void test_link_parse(void **state) {
         _cleanup_free_ char *name = link_name(UID, "main", 3);
         PodLogLink l = {};
 
-        assert_int_equal(pod_log_link_parse(name, "/var/log/pods/default_web-node1_" UID
-                                                  "/main/3.log",
+        assert_int_equal(pod_log_link_parse(name,
+                                            "/var/log/pods/default_web-node1_" UID "/main/3.log",
                                             "/var/log/pods", &l),
                          1);
         assert_string_equal(l.dir, "default_web-node1_" UID);
@@ -61,16 +61,15 @@ static void test_link_parse(void **state) {
         assert_null(l.dir);
 
         /* A trailing slash, or doubled ones, as the agent's own paths have them. */
-        assert_int_equal(pod_log_link_parse(name, "/var/log/pods//default_web-node1_" UID
-                                                  "/main/3.log",
+        assert_int_equal(pod_log_link_parse(name,
+                                            "/var/log/pods//default_web-node1_" UID "/main/3.log",
                                             "/var/log/pods/", &l),
                          1);
         pod_log_link_done(&l);
 
         /* The legacy container ID scheme. */
         assert_int_equal(pod_log_link_parse("web-node1_default_main-" UID "-main-3.log",
-                                            "/var/log/pods/default_web-node1_" UID
-                                            "/main/3.log",
+                                            "/var/log/pods/default_web-node1_" UID "/main/3.log",
                                             "/var/log/pods", &l),
                          1);
         pod_log_link_done(&l);
@@ -129,8 +128,7 @@ static bool exists(const char *path) {
 }
 
 static char *pod_log(Tree *t, const char *uid, const char *container, unsigned attempt) {
-        _cleanup_free_ char *dir = strprintf("%s/default_web-node1_%s/%s", t->pods, uid,
-                                             container);
+        _cleanup_free_ char *dir = strprintf("%s/default_web-node1_%s/%s", t->pods, uid, container);
         assert_int_equal(mkdir_p(dir, 0755), 0);
         char *log = strprintf("%s/%u.log", dir, attempt);
         touch(log);
@@ -138,8 +136,8 @@ static char *pod_log(Tree *t, const char *uid, const char *container, unsigned a
 }
 
 static char *pod_link(Tree *t, const char *uid, const char *container, unsigned attempt) {
-        _cleanup_free_ char *target = strprintf("%s/default_web-node1_%s/%s/%u.log", t->pods,
-                                                uid, container, attempt);
+        _cleanup_free_ char *target =
+                strprintf("%s/default_web-node1_%s/%s/%u.log", t->pods, uid, container, attempt);
         _cleanup_free_ char *name = link_name(uid, container, attempt);
         char *link = strprintf("%s/%s", t->links, name);
         assert_int_equal(symlink(target, link), 0);
@@ -249,8 +247,8 @@ static void test_sweep(void **state) {
         assert_int_equal(symlink(t->outside, linked_dir), 0);
         _cleanup_free_ char *foreign = strprintf("%s/foreign_default_main-abc.log", t->links);
         assert_int_equal(symlink("/nonexistent/x.log", foreign), 0);
-        _cleanup_free_ char *mismatch = strprintf("%s/other_default_main-%s-main-0.log",
-                                                  t->links, OTHER);
+        _cleanup_free_ char *mismatch =
+                strprintf("%s/other_default_main-%s-main-0.log", t->links, OTHER);
         _cleanup_free_ char *mismatch_target =
                 strprintf("%s/default_web-node1_%s/main/0.log", t->pods, OTHER);
         assert_int_equal(symlink(mismatch_target, mismatch), 0);
