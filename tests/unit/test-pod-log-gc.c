@@ -200,6 +200,8 @@ static void test_remove(void **state) {
         assert_int_equal(pod_log_remove(t->pods, t->links, "default_web-node1_" UID), 0);
         _cleanup_free_ char *dir = strprintf("%s/default_web-node1_%s", t->pods, UID);
         assert_false(exists(dir));
+        assert_false(exists(log0));
+        assert_false(exists(log1));
         assert_false(exists(l0));
         assert_false(exists(l1));
         assert_true(exists(other_log));
@@ -252,7 +254,7 @@ static void test_sweep(void **state) {
         _cleanup_free_ char *mismatch_target =
                 strprintf("%s/default_web-node1_%s/main/0.log", t->pods, OTHER);
         assert_int_equal(symlink(mismatch_target, mismatch), 0);
-        /* A regular file and a link to outside under a link's name. */
+        /* A regular file under a link's name. */
         _cleanup_free_ char *plain = link_name(OTHER, "main", 5);
         _cleanup_free_ char *plain_path = strprintf("%s/%s", t->links, plain);
         touch(plain_path);
@@ -260,6 +262,7 @@ static void test_sweep(void **state) {
         unsigned n = pod_log_sweep(t->pods, t->links, known_uid, (void *)UID);
         assert_int_equal(n, 3); /* other's dir, its link, l0 */
         assert_false(exists(other_dir));
+        assert_false(exists(other_log));
         assert_false(exists(other_link));
         assert_false(exists(l0));
         assert_true(exists(log1));
