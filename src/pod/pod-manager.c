@@ -16,6 +16,7 @@
 #include "cgroup.h"
 #include "container-config.h"
 #include "log.h"
+#include "pod-log-gc.h"
 #include "pod-logs.h"
 #include "pod-metrics.h"
 #include "pod-stats.h"
@@ -815,10 +816,15 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
         return 0;
 }
 
+static bool pod_known(const char *uid, void *userdata) {
+        return find_worker(userdata, uid) != NULL;
+}
+
 int pod_manager_start(PodManager *m) {
         adopt_checkpointed(m);
         /* After adoption, so every checkpointed pod counts as live. */
         sweep_orphans(m);
+        (void)pod_log_sweep(m->o.pod_logs_dir, m->o.container_logs_dir, pod_known, m);
         int r = event_add_time_relative(m->event, &m->orphan_timer, ORPHAN_SWEEP_PERIOD_USEC,
                                         USEC_PER_SEC, on_orphan_timer, m);
         if (r < 0)

@@ -32,6 +32,7 @@
 #include "log.h"
 #include "mount-util.h"
 #include "pod-actions.h"
+#include "pod-log-gc.h"
 #include "pod-logs.h"
 #include "pod-status.h"
 #include "rm-rf.h"
@@ -324,6 +325,18 @@ static bool worker_teardown(PodWorker *w) {
                                          "Pod \"%s\": failed to remove %s: %m", w->full_name,
                                          w->pod_dir);
         }
+        /* Its logs go with it, as kubelet's container GC removes the log
+         * directory of a pod whose content may be removed; a pod put back
+         * with the same UID starts from attempt 0 again, so keeping them
+         * would make it append to the old files. */
+        _cleanup_free_ char *logs =
+                strprintf("%s_%s_%s", w->object->namespace, w->object->name, w->object->uid);
+        int lr = logs ? pod_log_remove(w->ctx->o->pod_logs_dir, w->ctx->o->container_logs_dir, logs)
+                      : -ENOMEM;
+        if (lr < 0)
+                worker_log_errno(w, LOG_WARNING, lr, NULL,
+                                 "Pod \"%s\": failed to remove its logs in %s: %m", w->full_name,
+                                 w->log_dir);
         worker_cgroup_remove(w);
         /* the burstable level's shares without this pod */
         if (w->ctx->qos_changed)
