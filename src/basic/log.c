@@ -107,6 +107,16 @@ static void fput_json_string(const char *s, FILE *f) {
 static void fput_escaped(const char *s, EscapeFlags flags, FILE *f) {
         size_t n = strlen(s);
         for (size_t i = 0; i < n;) {
+                /* printable ASCII in runs, the rest one character at a time */
+                size_t run = 0;
+                while (i + run < n && s[i + run] >= 0x20 && s[i + run] < 0x7F &&
+                       !(flags & ESCAPE_QUOTE && (s[i + run] == '"' || s[i + run] == '\\')))
+                        run++;
+                if (run > 0) {
+                        fwrite(s + i, 1, run, f);
+                        i += run;
+                        continue;
+                }
                 char buf[ESCAPE_ONE_MAX];
                 size_t k;
                 i += escape_one(s + i, n - i, flags, buf, &k);

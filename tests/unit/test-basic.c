@@ -897,6 +897,16 @@ static void log_hostile(void) {
                      "31m");
 }
 
+/* Escaping makes a full message four times longer than the line buffer:
+ * the line is cut, still one. */
+static void log_huge(void) {
+        char big[4000];
+        for (size_t i = 0; i < sizeof big - 1; i++)
+                big[i] = i % 100 == 99 ? '\n' : '\x1b';
+        big[sizeof big - 1] = 0;
+        log_warning("huge: %s", big);
+}
+
 static size_t count_lines(const char *s) {
         size_t n = 0;
         for (; *s; s++)
@@ -923,6 +933,11 @@ static void test_log_injection(void **state) {
                 assert_non_null(strstr(out, " message=\"line1\\nE1128 forged\\x1b[2J\\xff\"\n"));
         }
         log_set_target_journal(0);
+        _cleanup_free_ char *huge = capture_log(log_huge);
+        assert_int_equal(count_lines(huge), 1);
+        assert_true(strlen(huge) > 4000);
+        assert_int_equal(huge[strlen(huge) - 1], '\n');
+        assert_null(strchr(huge, '\x1b'));
         log_set_format(LOG_FORMAT_JSON);
         _cleanup_free_ char *json = capture_log(log_hostile);
         log_set_format(LOG_FORMAT_TEXT);
