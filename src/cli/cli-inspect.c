@@ -87,12 +87,12 @@ static int print_json_for_terminal(const json_t *j, FILE *f) {
         size_t n = strlen(text);
         for (size_t i = 0; i < n;) {
                 char buf[ESCAPE_ONE_MAX];
-                size_t k = 1;
+                size_t k = 1, m = 1;
                 if ((unsigned char)text[i] < 0x80)
                         buf[0] = text[i]; /* structure, ASCII, or jansson's own escapes */
                 else
-                        i += escape_one(text + i, n - i, 0, buf, &k) - 1;
-                i++;
+                        m = escape_one(text + i, n - i, 0, buf, &k);
+                i += m;
                 if (fwrite(buf, 1, k, f) != k)
                         return -EIO;
         }

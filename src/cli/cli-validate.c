@@ -108,12 +108,14 @@ static int validate_file(ValidateContext *c, int dir_fd, const char *name, const
                 return 0;
         }
         if (c->check_trust && !streq(path, "-")) {
-                _cleanup_free_ char *reason = NULL;
-                if (manifest_path_check_trust(fd, path, &reason) < 0)
+                _cleanup_free_ char *reason = NULL, *reason_shown = NULL;
+                if (manifest_path_check_trust(fd, path, &reason) < 0) {
+                        reason_shown = reason ? str_escape(reason, 0) : NULL;
                         fprintf(stderr,
                                 "%s: warning: %s (the agent refuses it unless "
                                 "--allow-insecure-manifests)\n",
-                                shown, reason ? reason : "not trusted");
+                                shown, reason_shown ? reason_shown : "not trusted");
+                }
         }
         r = read_full_fd(fd, c->max_size, &buf, &size);
         if (r < 0) {
