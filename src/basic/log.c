@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "string-util.h"
+
 static int max_level = LOG_INFO;
 static int journal = -1;
 static LogFormat log_format = LOG_FORMAT_TEXT;
@@ -61,26 +63,71 @@ static const char *basename_of(const char *file) {
         return slash ? slash + 1 : file ? file : "?";
 }
 
-/* A JSON string body (no quotes) of s, as Go's encoder writes it. */
-static void fput_json_string(const char *s, FILE *f) {
-        for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-                if (*p == '"' || *p == '\\')
-                        fprintf(f, "\\%c", *p);
-                else if (*p == '\n')
+/* A JSON string body (no quotes) of s, as Go's encoder writes it: a byte
+ * that does not start well-formed UTF-8 becomes U+FFFD, so the line stays
+ * valid JSON whatever a registry or a container sent. */
+static void fput_json_string_n(const char *s, size_t n, FILE *f) {
+        for (size_t i = 0; i < n;) {
+                unsigned char c = (unsigned char)s[i];
+                if (c == '"' || c == '\\')
+                        fprintf(f, "\\%c", c);
+                else if (c == '\n')
                         fputs("\\n", f);
-                else if (*p == '\t')
+                else if (c == '\r')
+                        fputs("\\r", f);
+                else if (c == '\t')
                         fputs("\\t", f);
-                else if (*p < 0x20 || *p == 0x7f)
-                        fprintf(f, "\\u%04x", *p);
-                else
-                        fputc(*p, f);
+                else if (c < 0x20 || c == 0x7f)
+                        fprintf(f, "\\u%04x", c);
+                else if (c >= 0x80) {
+                        size_t k = utf8_sequence_length(s + i, n - i);
+                        if (k == 0)
+                                fputs("\\ufffd", f);
+                        else if (k == 3 && memcmp(s + i, "\xe2\x80\xa8", 3) == 0)
+                                fputs("\\u2028", f);
+                        else if (k == 3 && memcmp(s + i, "\xe2\x80\xa9", 3) == 0)
+                                fputs("\\u2029", f);
+                        else
+                                fwrite(s + i, 1, k, f);
+                        i += k ? k : 1;
+                        continue;
+                } else
+                        fputc(c, f);
+                i++;
         }
 }
 
-/* Go's %q body for a text-format value (klog quotes string values). */
+static void fput_json_string(const char *s, FILE *f) {
+        fput_json_string_n(s, strlen(s), f);
+}
+
+/* Text that came from outside, escaped (string-util.h): no control
+ * character reaches the line, so no value can end it early and start a
+ * forged one, or drive the terminal that shows it. */
+static void fput_escaped(const char *s, EscapeFlags flags, FILE *f) {
+        size_t n = strlen(s);
+        for (size_t i = 0; i < n;) {
+                /* printable ASCII in runs, the rest one character at a time */
+                size_t run = 0;
+                while (i + run < n && s[i + run] >= 0x20 && s[i + run] < 0x7F &&
+                       !(flags & ESCAPE_QUOTE && (s[i + run] == '"' || s[i + run] == '\\')))
+                        run++;
+                if (run > 0) {
+                        fwrite(s + i, 1, run, f);
+                        i += run;
+                        continue;
+                }
+                char buf[ESCAPE_ONE_MAX];
+                size_t k;
+                i += escape_one(s + i, n - i, flags, buf, &k);
+                fwrite(buf, 1, k, f);
+        }
+}
+
+/* Go's %q for a text-format value (klog quotes string values). */
 static void fput_go_quoted(const char *s, FILE *f) {
         fputc('"', f);
-        fput_json_string(s, f);
+        fput_escaped(s, ESCAPE_QUOTE, f);
         fputc('"', f);
 }
 
@@ -105,7 +152,9 @@ static void fput_kv_json(const char *const *kv, FILE *f) {
                 if (strcmp(p[0], "pod") == 0 && slash) {
                         fputs("{\"name\":\"", f);
                         fput_json_string(slash + 1, f);
-                        fprintf(f, "\",\"namespace\":\"%.*s\"}", (int)(slash - p[1]), p[1]);
+                        fputs("\",\"namespace\":\"", f);
+                        fput_json_string_n(p[1], (size_t)(slash - p[1]), f);
+                        fputs("\"}", f);
                 } else {
                         fputc('"', f);
                         fput_json_string(p[1], f);
@@ -161,17 +210,20 @@ _printf_(6, 0) static int log_write(int level, int error, const char *file, int 
                                 basename_of(file), line);
                 }
                 /* klog's InfoS quotes the message; ours stay as they were
-                 * (operators and tests grep them), the pairs follow. */
+                 * (operators and tests grep them), the pairs follow. The
+                 * message carries values from outside (a registry's error
+                 * body, a file name, a termination message): every control
+                 * character in it is escaped, so the newline below is the
+                 * only one in the line, whoever wrote the text. */
+                fput_escaped(msg, 0, out);
                 if (kv) {
-                        fputs(msg, out);
                         if (r && level <= LOG_ERR) {
                                 fputs(" err=", out);
                                 fput_go_quoted(strerror(r), out);
                         }
                         fput_kv_text(kv, out);
-                        fputc('\n', out);
-                } else
-                        fprintf(out, "%s\n", msg);
+                }
+                fputc('\n', out);
         }
         funlockfile(out);
         if (out != stderr) {

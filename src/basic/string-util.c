@@ -1,5 +1,6 @@
 #include "string-util.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -128,4 +129,96 @@ char *utf8_make_valid(const char *s, size_t len) {
         }
         *o = 0;
         return out;
+}
+
+static uint32_t utf8_decode(const unsigned char *u, size_t len) {
+        if (len == 2)
+                return (uint32_t)(u[0] & 0x1F) << 6 | (u[1] & 0x3F);
+        if (len == 3)
+                return (uint32_t)(u[0] & 0x0F) << 12 | (uint32_t)(u[1] & 0x3F) << 6 | (u[2] & 0x3F);
+        return (uint32_t)(u[0] & 0x07) << 18 | (uint32_t)(u[1] & 0x3F) << 12 |
+               (uint32_t)(u[2] & 0x3F) << 6 | (u[3] & 0x3F);
+}
+
+/* Code points above ASCII that a terminal does not show as themselves. */
+static bool codepoint_is_control(uint32_t c) {
+        return (c >= 0x80 && c <= 0x9F) || c == 0x2028 || c == 0x2029 || c == 0xFEFF ||
+               c == 0x061C || c == 0x200E || c == 0x200F || (c >= 0x202A && c <= 0x202E) ||
+               (c >= 0x2066 && c <= 0x2069);
+}
+
+size_t escape_one(const char *s, size_t n, EscapeFlags flags, char out[static ESCAPE_ONE_MAX],
+                  size_t *ret_out_len) {
+        static const char hex[] = "0123456789abcdef";
+        const unsigned char *u = (const unsigned char *)s;
+        static const char named_from[] = "\n\r\t\a\b\f\v\"\\", named_to[] = "nrtabfv\"\\";
+        const char *named = u[0] ? strchr(named_from, u[0]) : NULL;
+
+        assert(n > 0);
+        /* '"' and '\\' are the last two of the table */
+        if (named && (flags & ESCAPE_QUOTE || named - named_from < 7)) {
+                out[0] = '\\';
+                out[1] = named_to[named - named_from];
+                *ret_out_len = 2;
+                return 1;
+        }
+        size_t len = u[0] < 0x80 ? 1 : utf8_sequence_length(s, n);
+        if (u[0] < 0x20 || u[0] == 0x7F || len == 0) {
+                out[0] = '\\';
+                out[1] = 'x';
+                out[2] = hex[u[0] >> 4];
+                out[3] = hex[u[0] & 0xF];
+                *ret_out_len = 4;
+                return 1;
+        }
+        if (len == 1) {
+                out[0] = (char)u[0];
+                *ret_out_len = 1;
+                return 1;
+        }
+        uint32_t c = utf8_decode(u, len);
+        if (codepoint_is_control(c)) {
+                out[0] = '\\';
+                out[1] = 'u';
+                for (size_t i = 0; i < 4; i++)
+                        out[2 + i] = hex[(c >> (12 - 4 * i)) & 0xF];
+                *ret_out_len = 6;
+                return len;
+        }
+        memcpy(out, s, len);
+        *ret_out_len = len;
+        return len;
+}
+
+bool escape_needed(const char *s, size_t len, EscapeFlags flags) {
+        for (size_t i = 0; i < len;) {
+                char buf[ESCAPE_ONE_MAX];
+                size_t k, m = escape_one(s + i, len - i, flags, buf, &k);
+                if (k != m || memcmp(buf, s + i, k) != 0)
+                        return true;
+                i += m;
+        }
+        return false;
+}
+
+char *str_escape_n(const char *s, size_t len, EscapeFlags flags) {
+        /* At most ESCAPE_ONE_MAX bytes out per byte in ("\xff" is 4, "\u0085" 6 for 2). */
+        if (len > (SIZE_MAX - 1) / 4)
+                return NULL;
+        char *out = malloc(len * 4 + 1), *o = out;
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < len;) {
+                char buf[ESCAPE_ONE_MAX];
+                size_t k;
+                i += escape_one(s + i, len - i, flags, buf, &k);
+                memcpy(o, buf, k);
+                o += k;
+        }
+        *o = 0;
+        return out;
+}
+
+char *str_escape(const char *s, EscapeFlags flags) {
+        return str_escape_n(s ? s : "", s ? strlen(s) : 0, flags);
 }

@@ -922,7 +922,10 @@ int cli_table_add_row(CliTable *t, const char *const *row) {
                 return -ENOMEM;
         t->cells = nc;
         for (size_t i = 0; i < t->n_columns; i++) {
-                char *s = strdup(strempty(row[i]));
+                /* Cells carry text from outside (event messages from a
+                 * registry's error body, termination reasons, file names):
+                 * escaped, so a row stays one line and drives no terminal. */
+                char *s = str_escape(row[i], 0);
                 if (!s) {
                         for (size_t k = 0; k < i; k++)
                                 free(t->cells[t->n_cells + k]);

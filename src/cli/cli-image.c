@@ -158,8 +158,11 @@ static int cmd_load(ImageStore *s, ImageArgs *a) {
                 return EXIT_ERROR;
         }
         STRV_FOREACH(n, names)
-                if (!a->quiet)
-                        printf("Loaded image: %s\n", *n);
+                if (!a->quiet) {
+                        /* names from the archive */
+                        _cleanup_free_ char *shown = str_escape(*n, 0);
+                        printf("Loaded image: %s\n", shown ? shown : "?");
+                }
         return EXIT_OK;
 }
 

@@ -77,6 +77,28 @@ static int add_runtime_states(const CliCommon *c, json_t *pod, json_t *target) {
         return 0;
 }
 
+/* The document for a terminal: jansson escapes C0 controls in strings but
+ * writes the C1 range, the line separators and the bidirectional controls
+ * as UTF-8; those become \uNNNN here, which reads back as the same string. */
+static int print_json_for_terminal(const json_t *j, FILE *f) {
+        _cleanup_free_ char *text = json_dumps(j, JSON_INDENT(4));
+        if (!text)
+                return -ENOMEM;
+        size_t n = strlen(text);
+        for (size_t i = 0; i < n;) {
+                char buf[ESCAPE_ONE_MAX];
+                size_t k = 1, m = 1;
+                if ((unsigned char)text[i] < 0x80)
+                        buf[0] = text[i]; /* structure, ASCII, or jansson's own escapes */
+                else
+                        m = escape_one(text + i, n - i, 0, buf, &k);
+                i += m;
+                if (fwrite(buf, 1, k, f) != k)
+                        return -EIO;
+        }
+        return 0;
+}
+
 int cli_inspect(int argc, char **argv) {
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -135,7 +157,9 @@ int cli_inspect(int argc, char **argv) {
         }
         if (json_only && json_object_set(out, "events", events) < 0)
                 goto oom;
-        bool written = json_dumpf(out, stdout, JSON_INDENT(4)) >= 0 && putchar('\n') != EOF;
+        bool written = (json_only ? json_dumpf(out, stdout, JSON_INDENT(4))
+                                  : print_json_for_terminal(out, stdout)) >= 0 &&
+                       putchar('\n') != EOF;
         if (written && !json_only) {
                 putchar('\n');
                 if (cli_events_print_describe(events, cli_now_nsec(), stdout) < 0)

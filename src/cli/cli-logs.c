@@ -168,9 +168,11 @@ static bool planted(int r) {
 }
 
 static void skip_planted(LogsContext *x, const char *name, int r) {
+        /* a name the container chose */
+        _cleanup_free_ char *shown = str_escape(name, ESCAPE_QUOTE);
         x->n_skipped++;
-        fprintf(stderr, "nanolet logs: skipping \"%s\": not a regular file (%s)\n", name,
-                strerror(-r));
+        fprintf(stderr, "nanolet logs: skipping \"%s\": not a regular file (%s)\n",
+                shown ? shown : "?", strerror(-r));
 }
 
 /* The live file, or -ENOENT when it is missing or not a regular file. */

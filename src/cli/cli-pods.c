@@ -111,8 +111,10 @@ static int print_table(const CliPodList *l, const char *ns, bool wide, size_t *w
                 r = cli_table_add_row(&t, row.cells);
                 if (r < 0)
                         return r;
+                /* as printed: the table escapes its cells */
                 for (size_t k = 0; widths && k < N_COLUMNS; k++)
-                        widths[k] = MAX(widths[k], strlen(row.cells[k]));
+                        widths[k] = MAX(widths[k], k < ncol ? strlen(t.cells[t.n_cells - ncol + k])
+                                                            : strlen(row.cells[k]));
                 shown++;
         }
         if (shown == 0) {
@@ -155,7 +157,11 @@ static char *format_row(const WatchContext *x, const char *const *cells) {
         size_t len = 0, cap = 0, ncol = x->wide ? N_COLUMNS : 7;
         int r = strbuf_append(&s, &len, &cap, "", 0);
         for (size_t k = 0; r >= 0 && k < ncol; k++) {
-                const char *c = strempty(cells[k]);
+                _cleanup_free_ char *c = str_escape(cells[k], 0);
+                if (!c) {
+                        r = -ENOMEM;
+                        break;
+                }
                 size_t pad =
                         k + 1 < ncol && x->widths[k] > strlen(c) ? x->widths[k] - strlen(c) : 0;
                 r = strbuf_append(&s, &len, &cap, c, strlen(c));
@@ -311,15 +317,19 @@ static void print_source_errors(const json_t *errors, FILE *f) {
         if (json_array_size(errors) == 0)
                 return;
         fprintf(f, "\nmanifest errors:\n");
+        /* File names and messages quoting a manifest's bad values:
+         * escaped, one line each (-o json has them exact). */
         json_array_foreach(errors, i, e) {
                 json_t *messages = cli_json_path(e, "messages", NULL);
-                const char *origin = cli_json_str(e, "origin");
                 if (json_array_size(messages) == 0) {
-                        fprintf(f, "  %s: error\n", strna(origin));
+                        _cleanup_free_ char *origin = str_escape(cli_json_str(e, "origin"), 0);
+                        fprintf(f, "  %s: error\n", origin ? origin : "?");
                         continue;
                 }
-                json_array_foreach(messages, k, m) if (json_is_string(m))
-                        fprintf(f, "  %s\n", json_string_value(m));
+                json_array_foreach(messages, k, m) if (json_is_string(m)) {
+                        _cleanup_free_ char *text = str_escape(json_string_value(m), 0);
+                        fprintf(f, "  %s\n", text ? text : "?");
+                }
         }
 }
 

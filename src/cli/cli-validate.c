@@ -50,7 +50,8 @@ static int validate_buffer(ValidateContext *c, const char *path, const char *buf
 
         diagnostics_init(&d);
         _cleanup_free_ char *source_id = strprintf("file:%s", path);
-        if (!source_id)
+        _cleanup_free_ char *shown = str_escape(path, 0); /* a file name is anyone's */
+        if (!source_id || !shown)
                 return log_oom();
         ManifestParseOptions o = {
                 .filename = path,
@@ -71,13 +72,13 @@ static int validate_buffer(ValidateContext *c, const char *path, const char *buf
         if (r < 0) {
                 c->n_bad_files++;
                 if (!c->quiet)
-                        printf("%s: INVALID (%zu error%s)\n", path, d.n_errors,
+                        printf("%s: INVALID (%zu error%s)\n", shown, d.n_errors,
                                d.n_errors == 1 ? "" : "s");
                 return 0;
         }
         for (size_t i = 0; i < n; i++) {
                 if (!c->quiet)
-                        printf("%s: OK: %s %s/%s (uid %s)\n", path,
+                        printf("%s: OK: %s %s/%s (uid %s)\n", shown,
                                manifest_kind_to_string(objs[i]->kind), objs[i]->namespace,
                                objs[i]->name, objs[i]->uid);
                 c->n_objects++;
@@ -90,34 +91,39 @@ static int validate_buffer(ValidateContext *c, const char *path, const char *buf
 static int validate_file(ValidateContext *c, int dir_fd, const char *name, const char *path) {
         _cleanup_free_ char *buf = NULL;
         _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *shown = str_escape(path, 0);
         size_t size;
         int r;
 
+        if (!shown)
+                return log_oom();
         if (streq(path, "-"))
                 fd = dup(STDIN_FILENO);
         else
                 fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0) {
-                fprintf(stderr, "%s: cannot open: %m\n", path);
+                fprintf(stderr, "%s: cannot open: %m\n", shown);
                 c->n_files++;
                 c->n_bad_files++;
                 return 0;
         }
         if (c->check_trust && !streq(path, "-")) {
-                _cleanup_free_ char *reason = NULL;
-                if (manifest_path_check_trust(fd, path, &reason) < 0)
+                _cleanup_free_ char *reason = NULL, *reason_shown = NULL;
+                if (manifest_path_check_trust(fd, path, &reason) < 0) {
+                        reason_shown = reason ? str_escape(reason, 0) : NULL;
                         fprintf(stderr,
                                 "%s: warning: %s (the agent refuses it unless "
                                 "--allow-insecure-manifests)\n",
-                                path, reason ? reason : "not trusted");
+                                shown, reason_shown ? reason_shown : "not trusted");
+                }
         }
         r = read_full_fd(fd, c->max_size, &buf, &size);
         if (r < 0) {
                 if (r == -EFBIG)
-                        fprintf(stderr, "%s: file is larger than the limit of %zu bytes\n", path,
+                        fprintf(stderr, "%s: file is larger than the limit of %zu bytes\n", shown,
                                 c->max_size);
                 else
-                        fprintf(stderr, "%s: cannot read: %s\n", path, strerror(-r));
+                        fprintf(stderr, "%s: cannot read: %s\n", shown, strerror(-r));
                 c->n_files++;
                 c->n_bad_files++;
                 return 0;
@@ -152,8 +158,11 @@ static int validate_directory(ValidateContext *c, const char *path) {
                 if (fstatat(dirfd(dir), *name, &st, 0) < 0 || !S_ISREG(st.st_mode))
                         continue;
                 int k = manifest_filename_classify(*name);
-                if (k == 0 && !c->quiet)
-                        printf("%s: ignored (backup, editor or package-manager file)\n", full);
+                if (k == 0 && !c->quiet) {
+                        _cleanup_free_ char *shown = str_escape(full, 0);
+                        printf("%s: ignored (backup, editor or package-manager file)\n",
+                               shown ? shown : "?");
+                }
                 if (k <= 0)
                         continue;
                 r = validate_file(c, dirfd(dir), *name, full);

@@ -155,9 +155,12 @@ char *diag_to_string(const Diag *item) {
 }
 
 void diagnostics_print(const Diagnostics *d, FILE *f) {
+        /* Messages quote the manifest's bad values and the file names are
+         * anyone's: escaped, one line per problem on the terminal. */
         for (size_t i = 0; i < d->n; i++) {
-                diag_format(&d->items[i], f);
-                fputc('\n', f);
+                _cleanup_free_ char *text = diag_to_string(&d->items[i]);
+                _cleanup_free_ char *shown = text ? str_escape(text, 0) : NULL;
+                fprintf(f, "%s\n", shown ? shown : "(out of memory)");
         }
         size_t dropped =
                 d->n_errors + d->n_warnings > d->n ? d->n_errors + d->n_warnings - d->n : 0;

@@ -19,6 +19,10 @@ any repository name and tag, and can
                      only: a pull must renew its token part-way. Expiry by
                      use count rather than by clock keeps the test free of
                      time windows; the client sees the same 401 either way.
+  --deny FILE        answer every manifest request with a 403 whose error
+                     body ({"errors":[{"code":"DENIED","message":…}]}) has
+                     FILE's text (UTF-8) as its message: a hostile
+                     registry's words reaching the client;
   --first-token-life S
                      require Bearer tokens (expires_in 60, with issued_at):
                      the first one issued is dated so that only S seconds of
@@ -55,6 +59,7 @@ ap.add_argument("--hold-until")
 ap.add_argument("--redirect", action="append", default=[])
 ap.add_argument("--token-uses", type=int, default=0)
 ap.add_argument("--first-token-life", type=float, default=0)
+ap.add_argument("--deny")
 args = ap.parse_args()
 
 tar = tarfile.open(args.archive)
@@ -155,6 +160,12 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(404)
         if not self.authorized(repo):
             return
+        if kind == "/manifests/" and args.deny:
+            with open(args.deny, encoding="utf-8", errors="surrogateescape", newline="") as f:
+                message = f.read()
+            body = json.dumps({"errors": [{"code": "DENIED", "message": message}]})
+            return self.reply(403, body.encode("utf-8", "surrogateescape"),
+                              [("Content-Type", "application/json")])
         if kind == "/manifests/":
             if args.first_token_life and self.command == "GET" and self.tok_n == 1 and 1 not in held:
                 held.add(1)

@@ -93,6 +93,72 @@ static void test_utf8(void **state) {
         assert_int_equal(utf8_sequence_length("\xef\xbf\xbf", 3), 3);
 }
 
+static void assert_escape(const char *in, size_t len, EscapeFlags flags, const char *want) {
+        _cleanup_free_ char *got = str_escape_n(in, len, flags);
+        assert_non_null(got);
+        assert_string_equal(got, want);
+        assert_int_equal(escape_needed(in, len, flags), !streq(in, want) || strlen(in) != len);
+}
+
+/* Go's %q body: printable UTF-8 kept, every control character and every
+ * byte outside well-formed UTF-8 escaped. */
+static void test_escape(void **state) {
+        (void)state;
+        assert_escape("plain text, ok", 14, 0, "plain text, ok");
+        assert_escape("a\nb\rc\td", 7, 0, "a\\nb\\rc\\td");
+        assert_escape("\a\b\f\v", 4, 0, "\\a\\b\\f\\v");
+        assert_escape("\x1b]0;pwned\x07\x1b[2J", 14, 0, "\\x1b]0;pwned\\a\\x1b[2J");
+        assert_escape("nul\0x", 5, 0, "nul\\x00x");
+        assert_escape("\x7f\x01\x1f", 3, 0, "\\x7f\\x01\\x1f");
+        assert_escape("say \"hi\" \\ ok", 13, 0, "say \"hi\" \\ ok");
+        assert_escape("say \"hi\" \\ ok", 13, ESCAPE_QUOTE, "say \\\"hi\\\" \\\\ ok");
+        /* C1 controls, U+0085 (NEL) and U+009B (CSI) among them */
+        assert_escape("\xc2\x80\xc2\x85\xc2\x9b\xc2\x9f", 8, 0, "\\u0080\\u0085\\u009b\\u009f");
+        /* line/paragraph separators, BOM, bidi overrides */
+        assert_escape("\xe2\x80\xa8\xe2\x80\xa9\xef\xbb\xbf", 9, 0, "\\u2028\\u2029\\ufeff");
+        assert_escape("a\xe2\x80\xae"
+                      "b\xe2\x81\xa6",
+                      8, 0, "a\\u202eb\\u2066");
+        /* valid multibyte kept: U+00A0, é, €, 😀 */
+        assert_escape("\xc2\xa0\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 11, 0,
+                      "\xc2\xa0\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+        /* invalid UTF-8: each byte on its own */
+        assert_escape("\xff\xfe", 2, 0, "\\xff\\xfe");
+        assert_escape("\xc0\xaf", 2, 0, "\\xc0\\xaf");                   /* overlong '/' */
+        assert_escape("\xe0\x80\xaf", 3, 0, "\\xe0\\x80\\xaf");          /* overlong, 3 bytes */
+        assert_escape("\xed\xa0\x80", 3, 0, "\\xed\\xa0\\x80");          /* surrogate */
+        assert_escape("\xf4\x90\x80\x80", 4, 0, "\\xf4\\x90\\x80\\x80"); /* > U+10FFFF */
+        assert_escape("x\xe2\x82", 3, 0, "x\\xe2\\x82");                 /* truncated */
+        assert_escape("\x80"
+                      "z",
+                      2, 0, "\\x80z"); /* lone continuation */
+        assert_escape("", 0, 0, "");
+
+        _cleanup_free_ char *null = str_escape(NULL, 0);
+        assert_string_equal(null, "");
+
+        /* huge input: every byte the longest escape, nothing below 0x20 left */
+        size_t n = 1 << 20;
+        _cleanup_free_ char *big = malloc(n);
+        assert_non_null(big);
+        for (size_t i = 0; i < n; i++)
+                big[i] = (char)(i % 2 ? 0xff : 0x1b);
+        _cleanup_free_ char *e = str_escape_n(big, n, 0);
+        assert_non_null(e);
+        assert_int_equal(strlen(e), n * 4);
+        for (const char *p = e; *p; p++)
+                assert_true((unsigned char)*p >= 0x20 && *p != 0x7f);
+        /* every byte value, alone: the escape never holds a control byte */
+        for (unsigned b = 0; b < 256; b++) {
+                char in = (char)b, out[ESCAPE_ONE_MAX];
+                size_t k;
+                assert_int_equal(escape_one(&in, 1, 0, out, &k), 1);
+                for (size_t i = 0; i < k; i++)
+                        assert_true((unsigned char)out[i] >= 0x20 && out[i] != 0x7f &&
+                                    (unsigned char)out[i] < 0x80);
+        }
+}
+
 static void test_read_file_tail(void **state) {
         char dir[] = "/tmp/nanolet-test-tail-XXXXXX";
         assert_non_null(mkdtemp(dir));
@@ -760,7 +826,7 @@ static void test_log_klog_text(void **state) {
         log_set_format(LOG_FORMAT_TEXT);
         _cleanup_free_ char *out = capture_log(log_three);
         assert_matches(out, "^I[0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{6} +[0-9]+ "
-                            "test-basic\\.c:[0-9]+\\] hello \"quoted\"\tand tab$");
+                            "test-basic\\.c:[0-9]+\\] hello \"quoted\"\\\\tand tab$");
         assert_matches(out, "^W[0-9]{4} [0-9:.]{15} +[0-9]+ test-basic\\.c:[0-9]+\\] careful$");
         assert_matches(out, "^E[0-9]{4} [0-9:.]{15} +[0-9]+ test-basic\\.c:[0-9]+\\] failed: "
                             "No such file or directory$");
@@ -823,6 +889,65 @@ static void test_log_kv(void **state) {
         assert_matches(json, "\"err\":\"Input/output error\",\"pod\":");
 }
 
+static void log_hostile(void) {
+        log_warning("pull failed: %s", "denied\nW1128 00:00:00 all pods evicted\r\x1b]0;pwned\x07");
+        log_kv_error(LOG_KV("pod", "default/x", "message", "line1\nE1128 forged\x1b[2J\xff"),
+                     "Container terminated: %s",
+                     "bye\n\xc2\x9b"
+                     "31m");
+}
+
+/* Escaping makes a full message four times longer than the line buffer:
+ * the line is cut, still one. */
+static void log_huge(void) {
+        char big[4000];
+        for (size_t i = 0; i < sizeof big - 1; i++)
+                big[i] = i % 100 == 99 ? '\n' : '\x1b';
+        big[sizeof big - 1] = 0;
+        log_warning("huge: %s", big);
+}
+
+static size_t count_lines(const char *s) {
+        size_t n = 0;
+        for (; *s; s++)
+                n += *s == '\n';
+        return n;
+}
+
+/* A value from outside cannot end a line early: one call, one line, and no
+ * control character but its newline, in text, under journald and in JSON. */
+static void test_log_injection(void **state) {
+        (void)state;
+        log_set_format(LOG_FORMAT_TEXT);
+        for (int j = 0; j <= 1; j++) {
+                log_set_target_journal(j);
+                _cleanup_free_ char *out = capture_log(log_hostile);
+                assert_int_equal(count_lines(out), 2);
+                for (const char *p = out; *p; p++)
+                        assert_true(*p == '\n' || ((unsigned char)*p >= 0x20 && *p != 0x7f));
+                assert_null(strstr(out, "\nW1128"));
+                assert_null(strstr(out, "\xc2\x9b"));
+                assert_non_null(strstr(out, "pull failed: denied\\nW1128 00:00:00 all pods "
+                                            "evicted\\r\\x1b]0;pwned\\a\n"));
+                assert_non_null(strstr(out, "Container terminated: bye\\n\\u009b31m"));
+                assert_non_null(strstr(out, " message=\"line1\\nE1128 forged\\x1b[2J\\xff\"\n"));
+        }
+        log_set_target_journal(0);
+        _cleanup_free_ char *huge = capture_log(log_huge);
+        assert_int_equal(count_lines(huge), 1);
+        assert_true(strlen(huge) > 4000);
+        assert_int_equal(huge[strlen(huge) - 1], '\n');
+        assert_null(strchr(huge, '\x1b'));
+        log_set_format(LOG_FORMAT_JSON);
+        _cleanup_free_ char *json = capture_log(log_hostile);
+        log_set_format(LOG_FORMAT_TEXT);
+        assert_int_equal(count_lines(json), 2);
+        assert_non_null(strstr(json, "\"msg\":\"pull failed: denied\\nW1128 00:00:00 all pods "
+                                     "evicted\\r\\u001b]0;pwned\\u0007\""));
+        /* invalid UTF-8 as U+FFFD, as Go's encoder writes it: the line stays JSON */
+        assert_non_null(strstr(json, "\"message\":\"line1\\nE1128 forged\\u001b[2J\\ufffd\""));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_error_first_wins),
@@ -846,6 +971,8 @@ int main(void) {
                 cmocka_unit_test(test_log_klog_text),
                 cmocka_unit_test(test_log_json),
                 cmocka_unit_test(test_log_kv),
+                cmocka_unit_test(test_log_injection),
+                cmocka_unit_test(test_escape),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -481,6 +481,40 @@ static void test_table(void **state) {
         free(buf);
 }
 
+/* Cells from outside (an event message holding a registry's error body)
+ * print escaped: one line per row, nothing a terminal acts on. The widths
+ * are those of the escaped text. */
+static void test_table_escapes(void **state) {
+        static const char *const header[] = { "REASON", "MESSAGE" };
+        static const char *const row[] = { "Failed\x1b]0;pwned\x07",
+                                           "denied\x1b[2J\nW1128 00:00:00 all pods evicted\r" };
+        _cleanup_(cli_table_done) CliTable t = {};
+        char *buf = NULL;
+        size_t size = 0;
+
+        assert_int_equal(cli_table_init(&t, header, 2), 0);
+        assert_int_equal(cli_table_add_row(&t, row), 0);
+        FILE *f = open_memstream(&buf, &size);
+        cli_table_print(&t, f);
+        fclose(f);
+        assert_string_equal(buf, "REASON                 MESSAGE\n"
+                                 "Failed\\x1b]0;pwned\\a   "
+                                 "denied\\x1b[2J\\nW1128 00:00:00 all pods evicted\\r\n");
+        free(buf);
+
+        _cleanup_json_ json_t *events =
+                json_pack("[{s:s,s:s,s:s,s:{s:s}}]", "type", "Warning", "reason", "Failed",
+                          "message", "pull failed:\x1b[2J\nW1128 00:00:00 all pods evicted",
+                          "source", "component", "kubelet");
+        assert_non_null(events);
+        f = open_memstream(&buf, &size);
+        assert_int_equal(cli_events_print_describe(events, 0, f), 0);
+        fclose(f);
+        assert_null(strchr(buf, '\x1b'));
+        assert_non_null(strstr(buf, "pull failed:\\x1b[2J\\nW1128 00:00:00 all pods evicted\n"));
+        free(buf);
+}
+
 static void test_run_capture(void **state) {
         _cleanup_free_ char *out = NULL, *err = NULL;
         int status;
@@ -502,11 +536,12 @@ static void test_run_capture(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_age),     cmocka_unit_test(test_go_duration),
-                cmocka_unit_test(test_status),  cmocka_unit_test(test_restarts_column),
-                cmocka_unit_test(test_resolve), cmocka_unit_test(test_default_container),
-                cmocka_unit_test(test_load),    cmocka_unit_test(test_yaml),
-                cmocka_unit_test(test_table),   cmocka_unit_test(test_run_capture),
+                cmocka_unit_test(test_age),         cmocka_unit_test(test_go_duration),
+                cmocka_unit_test(test_status),      cmocka_unit_test(test_restarts_column),
+                cmocka_unit_test(test_resolve),     cmocka_unit_test(test_default_container),
+                cmocka_unit_test(test_load),        cmocka_unit_test(test_yaml),
+                cmocka_unit_test(test_table),       cmocka_unit_test(test_table_escapes),
+                cmocka_unit_test(test_run_capture),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
