@@ -81,6 +81,46 @@ int read_full_file_at(int dir_fd, const char *path, size_t max_size, char **ret_
         return read_full_fd(fd, max_size, ret_data, ret_size);
 }
 
+int read_state_file_at(int dir_fd, const char *path, size_t max_size, char **ret_data,
+                       size_t *ret_size, Error *err) {
+        _cleanup_free_ char *data = NULL;
+        size_t size;
+        off_t fsize;
+
+        _cleanup_close_ int fd =
+                openat(dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+        if (fd < 0) {
+                int r = -errno;
+                if (r == -ENOENT)
+                        return error_set(err, r, "\"%s\" is missing", path);
+                if (r == -ELOOP)
+                        return error_set(err, r, "\"%s\" is a symlink (not followed)", path);
+                return error_set(err, r, "Cannot open \"%s\": %s", path, strerror(-r));
+        }
+        int r = regular_file_size(fd, &fsize);
+        if (r == -EISDIR)
+                return error_set(err, r, "\"%s\" is a directory", path);
+        if (r == -EBADFD)
+                return error_set(err, r, "\"%s\" is not a regular file", path);
+        if (r < 0)
+                return error_set(err, r, "Cannot read \"%s\": %s", path, strerror(-r));
+        if (fsize == 0)
+                return error_set(err, -ENODATA, "\"%s\" is empty", path);
+        if ((uint64_t)fsize > max_size)
+                return error_set(err, -EFBIG, "\"%s\" is larger than %zu bytes", path, max_size);
+        r = read_full_fd(fd, max_size, &data, &size);
+        if (r == -EFBIG)
+                return error_set(err, r, "\"%s\" is larger than %zu bytes", path, max_size);
+        if (r < 0)
+                return error_set(err, r, "Cannot read \"%s\": %s", path, strerror(-r));
+        if (size == 0)
+                return error_set(err, -ENODATA, "\"%s\" is empty", path);
+        *ret_data = TAKE_PTR(data);
+        if (ret_size)
+                *ret_size = size;
+        return 0;
+}
+
 int read_file_tail_at(int dir_fd, const char *path, size_t max_size, char **ret_data,
                       size_t *ret_size, bool *ret_truncated) {
         _cleanup_close_ int fd =
