@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "dirent-util.h"
 #include "string-util.h"
 
 int read_full_fd(int fd, size_t max_size, char **ret_data, size_t *ret_size) {
@@ -221,6 +222,42 @@ static int write_file_renamed(const char *path, const void *data, size_t size, m
 fail:
         (void)unlink(tmp);
         return r;
+}
+
+static bool is_temp_name(const char *name) {
+        const char *t = strstr(name, ".tmp.");
+        if (!t || t == name)
+                return false;
+        /* the last ".tmp." and mkostemp()'s six characters after it */
+        for (const char *n; (n = strstr(t + 1, ".tmp.")); t = n)
+                ;
+        t += strlen(".tmp.");
+        if (strlen(t) != 6)
+                return false;
+        for (; *t; t++)
+                if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", *t))
+                        return false;
+        return true;
+}
+
+int remove_stale_temp_files(const char *dir) {
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = opendir_fd(AT_FDCWD, dir, O_NOFOLLOW, &d);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        int n = 0;
+        FOREACH_DIRENT(de, d) {
+                struct stat st;
+                if (!is_temp_name(de->d_name) ||
+                    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    !S_ISREG(st.st_mode))
+                        continue;
+                if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+                        n++;
+        }
+        return n;
 }
 
 int write_file_atomic(const char *path, const void *data, size_t size, mode_t mode) {

@@ -63,6 +63,13 @@ int write_file_atomic_if_changed(const char *path, const void *data, size_t size
 /* The same without the fsync()s (see write_file_replace()). */
 int write_file_replace_if_changed(const char *path, const void *data, size_t size, mode_t mode);
 
+/* Removes what write_file_atomic() and write_file_replace() leave behind
+ * when the process dies between creating the temporary file and the rename
+ * ("<name>.tmp.XXXXXX", regular files only; nothing is followed): for a
+ * directory only this process writes to, at its start. Returns the number
+ * removed, 0 when dir does not exist, or -errno. */
+int remove_stale_temp_files(const char *dir);
+
 /* mkdir -p with the given mode for created components. */
 int mkdir_p(const char *path, mode_t mode);
 /* mkdir_p(), then gives the last component exactly mode even when it

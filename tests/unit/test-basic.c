@@ -236,6 +236,34 @@ static void test_read_state_file(void **state) {
         close(pfd);
 }
 
+static void test_remove_stale_temp_files(void **state) {
+        char dir[] = "/tmp/nanolet-test-tmpfiles-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(dfd >= 0);
+        static const char *const files[] = { "a.json.tmp.AbC123", "b.tmp.x.tmp.000000", "a.json",
+                                             "c.tmp.abc", "d.tmp.abcdefg", ".tmp.ABCDEF" };
+        for (size_t i = 0; i < ELEMENTSOF(files); i++)
+                close(openat(dfd, files[i], O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+        assert_int_equal(symlinkat("a.json", dfd, "l.json.tmp.ABCDEF"), 0);
+        assert_int_equal(mkdirat(dfd, "s.tmp.ABCDEF", 0700), 0);
+
+        _cleanup_free_ char *path = strprintf("%s/%s", dir, "a.json");
+        assert_int_equal(write_file_atomic(path, "x", 1, 0600), 0);
+        assert_int_equal(remove_stale_temp_files(dir), 2);
+        assert_int_equal(faccessat(dfd, "a.json.tmp.AbC123", F_OK, 0), -1);
+        assert_int_equal(faccessat(dfd, "b.tmp.x.tmp.000000", F_OK, 0), -1);
+        for (size_t i = 2; i < ELEMENTSOF(files); i++)
+                assert_int_equal(faccessat(dfd, files[i], F_OK, 0), 0);
+        assert_int_equal(faccessat(dfd, "l.json.tmp.ABCDEF", F_OK, AT_SYMLINK_NOFOLLOW), 0);
+        assert_int_equal(faccessat(dfd, "s.tmp.ABCDEF", F_OK, 0), 0);
+        assert_int_equal(remove_stale_temp_files("/nonexistent/nanolet"), 0);
+
+        int pfd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_int_equal(rm_rf_at(pfd, dir + strlen("/tmp/")), 0);
+        close(pfd);
+}
+
 static void test_strv(void **state) {
         _cleanup_strv_free_ char **l = NULL;
         assert_int_equal(strv_length(l), 0);
@@ -915,6 +943,7 @@ int main(void) {
                 cmocka_unit_test(test_utf8),
                 cmocka_unit_test(test_read_file_tail),
                 cmocka_unit_test(test_read_state_file),
+                cmocka_unit_test(test_remove_stale_temp_files),
                 cmocka_unit_test_setup_teardown(test_fileio_disk_full, full_setup, full_teardown),
                 cmocka_unit_test(test_hash),
                 cmocka_unit_test(test_container_id_valid),
