@@ -674,11 +674,18 @@ static int op_begin(CniOp *op) {
 
         Error cerr = {};
         r = cache_read(op->runner, op->container_id, &cache, &cerr);
+        if (r < 0 && op->cmd == CNI_COMMAND_CHECK) {
+                /* The caller knows the ADD happened. Without a cache, a DEL
+                 * owed after the pod went while the agent was down would
+                 * be forgotten (the orphan sweep finds sandboxes by it). */
+                bool rewritten = op->config && cache_write(op) >= 0;
+                op_fail_msg(op, r, NULL, "%s%s", cerr.message,
+                            rewritten ? "; written again from the current configuration, "
+                                        "without the ADD's result"
+                                      : "");
+                return 1;
+        }
         if (r < 0 && r != -ENOENT) {
-                if (op->cmd == CNI_COMMAND_CHECK) {
-                        op_fail_msg(op, r, NULL, "%s: nothing to CHECK against", cerr.message);
-                        return 1;
-                }
                 /* What the DEL was ADDed with is lost: the configuration
                  * the caller passed is the best left. */
                 log_warning("CNI cache of %s unusable, DEL with the current configuration: %s",
@@ -724,17 +731,12 @@ static int op_begin(CniOp *op) {
         }
 
         /* CHECK */
-        if (!cache) {
-                op_fail_msg(op, -ENOENT, NULL, "%s: never ADDed, or the file was lost",
-                            cerr.message);
-                return 1;
-        }
         if (!cni_version_has_check(op->config->version) || op->config->disable_check)
                 return 1;
         if (!op->prev_result) {
                 op_fail_msg(op, -ENOENT, NULL,
                             "no cached result for %s: the ADD did not "
-                            "complete",
+                            "complete, or its cache was lost",
                             op->container_id);
                 return 1;
         }
@@ -815,9 +817,9 @@ int cni_del(CniRunner *runner, CniConfig *config, const CniRequest *req, cni_don
         return op_new(runner, CNI_COMMAND_DEL, config, req, done, userdata, ret_op);
 }
 
-int cni_check(CniRunner *runner, const CniRequest *req, cni_done_t done, void *userdata,
-              CniOp **ret_op) {
-        return op_new(runner, CNI_COMMAND_CHECK, NULL, req, done, userdata, ret_op);
+int cni_check(CniRunner *runner, CniConfig *config, const CniRequest *req, cni_done_t done,
+              void *userdata, CniOp **ret_op) {
+        return op_new(runner, CNI_COMMAND_CHECK, config, req, done, userdata, ret_op);
 }
 
 void cni_op_cancel(CniOp *op) {

@@ -796,7 +796,7 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
         _cleanup_free_ char *events_dir = strprintf("%s/events", m->ctx.status_dir);
         _cleanup_free_ char *cni_dir = strprintf("%s/cni", o->run_dir);
         const char *const written[] = { o->run_dir, m->ctx.status_dir, events_dir,
-                                         m->ctx.sandboxes_dir, cni_dir };
+                                        m->ctx.sandboxes_dir, cni_dir };
         for (size_t i = 0; i < ELEMENTSOF(written); i++) {
                 int n = written[i] ? remove_stale_temp_files(written[i]) : -ENOMEM;
                 if (n > 0)

@@ -238,7 +238,7 @@ void worker_network_check(PodWorker *w) {
         if (w->cni_op || worker_cni_request(w, &req, &ports, &netns) < 0)
                 return;
         w->busy++;
-        if (cni_check(w->ctx->o->cni, &req, on_network_checked, w, &w->cni_op) < 0)
+        if (cni_check(w->ctx->o->cni, w->cni_config, &req, on_network_checked, w, &w->cni_op) < 0)
                 w->busy--;
 }
 

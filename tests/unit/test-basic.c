@@ -241,8 +241,10 @@ static void test_remove_stale_temp_files(void **state) {
         assert_non_null(mkdtemp(dir));
         _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         assert_true(dfd >= 0);
-        static const char *const files[] = { "a.json.tmp.AbC123", "b.tmp.x.tmp.000000", "a.json",
-                                             "c.tmp.abc", "d.tmp.abcdefg", ".tmp.ABCDEF" };
+        static const char *const files[] = {
+                "a.json.tmp.AbC123", "b.tmp.x.tmp.000000", "a.json",
+                "c.tmp.abc",         "d.tmp.abcdefg",      ".tmp.ABCDEF"
+        };
         for (size_t i = 0; i < ELEMENTSOF(files); i++)
                 close(openat(dfd, files[i], O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
         assert_int_equal(symlinkat("a.json", dfd, "l.json.tmp.ABCDEF"), 0);
