@@ -107,13 +107,14 @@ group_files() {
                 ;;
         images)
                 echo "$ROOT/images/index.json warn"
-                [ -n "$IMAGE_HEX" ] && echo "$ROOT/images/last-used/$IMAGE_HEX client"
+                if [ -n "$IMAGE_HEX" ]; then echo "$ROOT/images/last-used/$IMAGE_HEX client"; fi
                 ;;
         checkpoints)
                 echo "$ROOT/pods/$CNI_UID/pod.json warn"
                 echo "$ROOT/pods/$HOST_UID/pod.json warn"
                 local a
                 for a in "$ROOT/pods/$CNI_UID"/containers/main/*/attempt.json "$ROOT/pods/$HOST_UID"/containers/main/*/attempt.json; do
+                        [ -e "$a" ] || continue
                         echo "$a warn"
                 done
                 ;;
