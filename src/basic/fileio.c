@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "dirent-util.h"
 #include "string-util.h"
 
 int read_full_fd(int fd, size_t max_size, char **ret_data, size_t *ret_size) {
@@ -79,6 +80,46 @@ int read_full_file_at(int dir_fd, const char *path, size_t max_size, char **ret_
         if ((uint64_t)size > max_size)
                 return -EFBIG;
         return read_full_fd(fd, max_size, ret_data, ret_size);
+}
+
+int read_state_file_at(int dir_fd, const char *path, size_t max_size, char **ret_data,
+                       size_t *ret_size, Error *err) {
+        _cleanup_free_ char *data = NULL;
+        size_t size;
+        off_t fsize;
+
+        _cleanup_close_ int fd =
+                openat(dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+        if (fd < 0) {
+                int r = -errno;
+                if (r == -ENOENT)
+                        return error_set(err, r, "\"%s\" is missing", path);
+                if (r == -ELOOP)
+                        return error_set(err, r, "\"%s\" is a symlink (not followed)", path);
+                return error_set(err, r, "Cannot open \"%s\": %s", path, strerror(-r));
+        }
+        int r = regular_file_size(fd, &fsize);
+        if (r == -EISDIR)
+                return error_set(err, r, "\"%s\" is a directory", path);
+        if (r == -EBADFD)
+                return error_set(err, r, "\"%s\" is not a regular file", path);
+        if (r < 0)
+                return error_set(err, r, "Cannot read \"%s\": %s", path, strerror(-r));
+        if (fsize == 0)
+                return error_set(err, -ENODATA, "\"%s\" is empty", path);
+        if ((uint64_t)fsize > max_size)
+                return error_set(err, -EFBIG, "\"%s\" is larger than %zu bytes", path, max_size);
+        r = read_full_fd(fd, max_size, &data, &size);
+        if (r == -EFBIG)
+                return error_set(err, r, "\"%s\" is larger than %zu bytes", path, max_size);
+        if (r < 0)
+                return error_set(err, r, "Cannot read \"%s\": %s", path, strerror(-r));
+        if (size == 0)
+                return error_set(err, -ENODATA, "\"%s\" is empty", path);
+        *ret_data = TAKE_PTR(data);
+        if (ret_size)
+                *ret_size = size;
+        return 0;
 }
 
 int read_file_tail_at(int dir_fd, const char *path, size_t max_size, char **ret_data,
@@ -181,6 +222,42 @@ static int write_file_renamed(const char *path, const void *data, size_t size, m
 fail:
         (void)unlink(tmp);
         return r;
+}
+
+static bool is_temp_name(const char *name) {
+        const char *t = strstr(name, ".tmp.");
+        if (!t || t == name)
+                return false;
+        /* the last ".tmp." and mkostemp()'s six characters after it */
+        for (const char *n; (n = strstr(t + 1, ".tmp.")); t = n)
+                ;
+        t += strlen(".tmp.");
+        if (strlen(t) != 6)
+                return false;
+        for (; *t; t++)
+                if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", *t))
+                        return false;
+        return true;
+}
+
+int remove_stale_temp_files(const char *dir) {
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = opendir_fd(AT_FDCWD, dir, O_NOFOLLOW, &d);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        int n = 0;
+        FOREACH_DIRENT(de, d) {
+                struct stat st;
+                if (!is_temp_name(de->d_name) ||
+                    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    !S_ISREG(st.st_mode))
+                        continue;
+                if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+                        n++;
+        }
+        return n;
 }
 
 int write_file_atomic(const char *path, const void *data, size_t size, mode_t mode) {

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "error.h"
+
 /* Reads a regular file (relative to dir_fd, or AT_FDCWD) into a NUL-terminated
  * buffer. Refuses with -EFBIG when the file is larger than max_size, so a
  * hostile file cannot make us allocate without bound. */
@@ -20,6 +22,17 @@ int read_full_file_at(int dir_fd, const char *path, size_t max_size, char **ret_
  * (optional) tells whether earlier bytes were left out. */
 int read_file_tail_at(int dir_fd, const char *path, size_t max_size, char **ret_data,
                       size_t *ret_size, bool *ret_truncated);
+/* Reads a state file that the agent wrote and reads back (a record under
+ * <run-dir> or <root-dir>), trusting nothing about what is there now: the
+ * last component is opened without following a symlink, without blocking on
+ * a FIFO, and anything but a regular file of 1 to max_size bytes is refused.
+ * Each refusal returns a negative errno and puts in err (optional) one
+ * sentence naming path and what is wrong: -ENOENT missing, -ELOOP a symlink
+ * (never followed), -EISDIR a directory, -EBADFD another kind of file,
+ * -ENODATA empty, -EFBIG larger than max_size. json_state_load_at()
+ * (json-util.h) adds the parse. */
+int read_state_file_at(int dir_fd, const char *path, size_t max_size, char **ret_data,
+                       size_t *ret_size, Error *err);
 /* Reads all of an fd (pipe or file) with the same cap. */
 int read_full_fd(int fd, size_t max_size, char **ret_data, size_t *ret_size);
 
@@ -49,6 +62,13 @@ int write_file_replace(const char *path, const void *data, size_t size, mode_t m
 int write_file_atomic_if_changed(const char *path, const void *data, size_t size, mode_t mode);
 /* The same without the fsync()s (see write_file_replace()). */
 int write_file_replace_if_changed(const char *path, const void *data, size_t size, mode_t mode);
+
+/* Removes what write_file_atomic() and write_file_replace() leave behind
+ * when the process dies between creating the temporary file and the rename
+ * ("<name>.tmp.XXXXXX", regular files only; nothing is followed): for a
+ * directory only this process writes to, at its start. Returns the number
+ * removed, 0 when dir does not exist, or -errno. */
+int remove_stale_temp_files(const char *dir);
 
 /* mkdir -p with the given mode for created components. */
 int mkdir_p(const char *path, mode_t mode);

@@ -289,25 +289,16 @@ int cli_pods_load(const CliCommon *c, CliPodList *ret) {
                     streq(de->d_name, "sources.json"))
                         continue;
                 _cleanup_free_ char *path = strprintf("%s/%s", dir_path, de->d_name);
-                _cleanup_free_ char *data = NULL;
-                size_t size;
                 if (!path)
                         return -ENOMEM;
-                int r = read_full_file_at(dirfd(dir), de->d_name, CLI_STATUS_FILE_MAX, &data,
-                                          &size);
+                _cleanup_json_ json_t *j = NULL;
+                Error err = {};
+                int r = json_state_load_at(AT_FDCWD, path, CLI_STATUS_FILE_MAX, &j, &err);
                 if (r == -ENOENT)
                         continue; /* removed since readdir */
                 if (r < 0) {
-                        fprintf(stderr, "%s: warning: skipping status file %s: %s\n", c->prog, path,
-                                strerror(-r));
-                        continue;
-                }
-                json_error_t err;
-                _cleanup_json_ json_t *j = json_loadb(data, size, JSON_REJECT_DUPLICATES, &err);
-                if (!j) {
-                        fprintf(stderr,
-                                "%s: warning: skipping malformed status file %s: line %d: %s\n",
-                                c->prog, path, err.line, err.text);
+                        fprintf(stderr, "%s: warning: skipping status file: %s\n", c->prog,
+                                err.message[0] ? err.message : strerror(-r));
                         continue;
                 }
                 CliPod p;
@@ -341,21 +332,20 @@ int cli_pods_load(const CliCommon *c, CliPodList *ret) {
 /* The array under key in a status file the agent writes; an empty array
  * when the file does not exist (yet), and a warning when it is malformed. */
 static int status_array_load(const CliCommon *c, const char *path, const char *key, json_t **ret) {
-        _cleanup_free_ char *data = NULL;
-        size_t size;
+        _cleanup_json_ json_t *j = NULL;
+        Error err = {};
 
-        int r = read_full_file_at(AT_FDCWD, path, CLI_STATUS_FILE_MAX, &data, &size);
+        int r = json_state_load_at(AT_FDCWD, path, CLI_STATUS_FILE_MAX, &j, &err);
         if (r == -ENOENT) {
                 *ret = json_array();
                 return *ret ? 0 : -ENOMEM;
         }
-        if (r < 0)
+        if (r == -ENOMEM)
                 return r;
-        json_error_t err;
-        _cleanup_json_ json_t *j = json_loadb(data, size, 0, &err);
-        json_t *array = cli_json_path(j, key, NULL);
+        json_t *array = r < 0 ? NULL : cli_json_path(j, key, NULL);
         if (!json_is_array(array)) {
-                fprintf(stderr, "%s: warning: ignoring malformed %s\n", c->prog, path);
+                fprintf(stderr, "%s: warning: ignoring %s\n", c->prog,
+                        err.message[0] ? err.message : path);
                 *ret = json_array();
                 return *ret ? 0 : -ENOMEM;
         }

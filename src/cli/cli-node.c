@@ -28,25 +28,20 @@ static void help(FILE *f) {
 /* The JSON object in run_dir/name; NULL with a message when it cannot be
  * read (quiet when missing and !required). */
 static json_t *load_record(const CliCommon *c, const char *name, bool required) {
-        _cleanup_free_ char *path = strprintf("%s/%s", c->run_dir, name), *data = NULL;
-        size_t size;
+        _cleanup_free_ char *path = strprintf("%s/%s", c->run_dir, name);
+        Error err = {};
+        json_t *j = NULL;
 
         if (!path)
                 return NULL;
-        int r = read_full_file_at(AT_FDCWD, path, 1 << 20, &data, &size);
-        if (r < 0) {
-                if (required || r != -ENOENT)
-                        fprintf(stderr, "%s: cannot read %s (is the agent running?): %s\n", c->prog,
-                                path, strerror(-r));
-                return NULL;
-        }
-        json_t *j = json_loadb(data, size, 0, NULL);
-        if (!json_is_object(j)) {
-                json_decref(j);
-                fprintf(stderr, "%s: %s is not a node record\n", c->prog, path);
-                return NULL;
-        }
-        return j;
+        int r = json_state_load_at(AT_FDCWD, path, 1 << 20, &j, &err);
+        if (r == -ENOENT && required)
+                fprintf(stderr, "%s: cannot read %s (is the agent running?): %s\n", c->prog, path,
+                        strerror(-r));
+        else if (r < 0 && r != -ENOENT)
+                fprintf(stderr, "%s: %s: not a node record\n", c->prog,
+                        err.message[0] ? err.message : strerror(-r));
+        return r < 0 ? NULL : j;
 }
 
 static void print_resources(const json_t *j) {

@@ -254,19 +254,20 @@ static int cache_write(CniOp *op) {
         return write_file_atomic(path, s, strlen(s), 0600);
 }
 
-/* 0 with the cached document, -ENOENT, or -EBADMSG for a corrupt file. */
-static int cache_read(CniRunner *runner, const char *id, json_t **ret) {
-        _cleanup_free_ char *path = cache_path(runner, id), *data = NULL;
-        size_t size;
+/* 0 with the cached document, -ENOENT, or another negative errno with err
+ * saying what is wrong with the file (a symlink, never followed, counts as
+ * corrupt: the cache is ours alone). */
+static int cache_read(CniRunner *runner, const char *id, json_t **ret, Error *err) {
+        _cleanup_free_ char *path = cache_path(runner, id);
+        json_t *o = NULL;
         if (!path)
                 return -ENOMEM;
-        int r = read_full_file_at(AT_FDCWD, path, CNI_CACHE_MAX, &data, &size);
+        int r = json_state_load_at(AT_FDCWD, path, CNI_CACHE_MAX, &o, err);
         if (r < 0)
                 return r;
-        json_t *o = json_loadb(data, size, 0, NULL);
-        if (!json_is_object(o) || !json_is_object(json_object_get(o, "config"))) {
+        if (!json_is_object(json_object_get(o, "config"))) {
                 json_decref(o);
-                return -EBADMSG;
+                return error_set(err, -EBADMSG, "\"%s\" has no \"config\" object", path);
         }
         *ret = o;
         return 0;
@@ -283,7 +284,7 @@ int cni_runner_cached_result(CniRunner *runner, const char *container_id, CniRes
         _cleanup_json_ json_t *o = NULL;
         if (!container_id_valid(container_id))
                 return -EINVAL;
-        int r = cache_read(runner, container_id, &o);
+        int r = cache_read(runner, container_id, &o, NULL);
         if (r < 0)
                 return r;
         json_t *res = json_object_get(o, "result");
@@ -671,9 +672,25 @@ static int op_begin(CniOp *op) {
                 return 0;
         }
 
-        r = cache_read(op->runner, op->container_id, &cache);
-        if (r < 0 && r != -ENOENT)
-                log_debug_errno(r, "cni: ignoring unreadable cache of %s: %m", op->container_id);
+        Error cerr = {};
+        r = cache_read(op->runner, op->container_id, &cache, &cerr);
+        if (r < 0 && op->cmd == CNI_COMMAND_CHECK) {
+                /* The caller knows the ADD happened. Without a cache, a DEL
+                 * owed after the pod went while the agent was down would
+                 * be forgotten (the orphan sweep finds sandboxes by it). */
+                bool rewritten = op->config && cache_write(op) >= 0;
+                op_fail_msg(op, r, NULL, "%s%s", cerr.message,
+                            rewritten ? "; written again from the current configuration, "
+                                        "without the ADD's result"
+                                      : "");
+                return 1;
+        }
+        if (r < 0 && r != -ENOENT) {
+                /* What the DEL was ADDed with is lost: the configuration
+                 * the caller passed is the best left. */
+                log_warning("CNI cache of %s unusable, DEL with the current configuration: %s",
+                            op->container_id, cerr.message);
+        }
         if (cache) {
                 CniConfig *cached = NULL;
                 CniError e = {};
@@ -714,17 +731,12 @@ static int op_begin(CniOp *op) {
         }
 
         /* CHECK */
-        if (!cache) {
-                op_fail_msg(op, -ENOENT, NULL, "no CNI cache for %s: never ADDed",
-                            op->container_id);
-                return 1;
-        }
         if (!cni_version_has_check(op->config->version) || op->config->disable_check)
                 return 1;
         if (!op->prev_result) {
                 op_fail_msg(op, -ENOENT, NULL,
                             "no cached result for %s: the ADD did not "
-                            "complete",
+                            "complete, or its cache was lost",
                             op->container_id);
                 return 1;
         }
@@ -805,9 +817,9 @@ int cni_del(CniRunner *runner, CniConfig *config, const CniRequest *req, cni_don
         return op_new(runner, CNI_COMMAND_DEL, config, req, done, userdata, ret_op);
 }
 
-int cni_check(CniRunner *runner, const CniRequest *req, cni_done_t done, void *userdata,
-              CniOp **ret_op) {
-        return op_new(runner, CNI_COMMAND_CHECK, NULL, req, done, userdata, ret_op);
+int cni_check(CniRunner *runner, CniConfig *config, const CniRequest *req, cni_done_t done,
+              void *userdata, CniOp **ret_op) {
+        return op_new(runner, CNI_COMMAND_CHECK, config, req, done, userdata, ret_op);
 }
 
 void cni_op_cancel(CniOp *op) {

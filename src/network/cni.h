@@ -194,12 +194,13 @@ int cni_add(CniRunner *runner, CniConfig *config, const CniRequest *req, cni_don
  * one fails; the first failure is reported and the cache kept for a retry. */
 int cni_del(CniRunner *runner, CniConfig *config, const CniRequest *req, cni_done_t done,
             void *userdata, CniOp **ret_op);
-/* CHECK with the cached result and configuration (-ENOENT without a
- * cache). A no-op for cniVersion < 0.4.0 and for disableCheck lists. */
-int cni_check(CniRunner *runner, const CniRequest *req, cni_done_t done, void *userdata,
-              CniOp **ret_op);
-/* No callback for this op any more. A queued op is dropped; a running one
- * finishes its current chain (so the sandbox is not left half-configured). */
+/* CHECK with the cached result and configuration. A missing or unusable
+ * cache fails it (-ENOENT or the read's error, the message naming the file)
+ * and, with config (the current configuration; may be NULL), is written
+ * again from config without a result, so that a later DEL still finds it.
+ * A no-op for cniVersion < 0.4.0 and for disableCheck lists. */
+int cni_check(CniRunner *runner, CniConfig *config, const CniRequest *req, cni_done_t done,
+              void *userdata, CniOp **ret_op);
 void cni_op_cancel(CniOp *op);
 
 /* The cached ADD result of a container, for adoption after a restart:

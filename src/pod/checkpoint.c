@@ -1,5 +1,6 @@
 #include "checkpoint.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -9,6 +10,7 @@
 
 #include "cleanup.h"
 #include "fileio.h"
+#include "json-util.h"
 #include "log.h"
 #include "string-util.h"
 #include "strv.h"
@@ -321,23 +323,32 @@ int sandbox_record_write(const char *path, const SandboxRecord *r) {
         return write_json_file(path, json_pack("{s:o, s:b}", "podIPs", ips, "network", r->network));
 }
 
-int sandbox_record_read(const char *path, SandboxRecord *ret) {
-        json_t *o;
-        int q = load_json_object(path, &o);
+int sandbox_record_read(const char *path, SandboxRecord *ret, Error *err) {
+        _cleanup_json_ json_t *o = NULL;
+        int q = json_state_load_at(AT_FDCWD, path, 1024 * 1024, &o, err);
         if (q < 0)
                 return q;
-        SandboxRecord r = { .network = json_is_true(json_object_get(o, "network")) };
+        /* Both members, always written: without "network" a DEL owed to the
+         * pod's network would be forgotten. */
+        json_t *network = json_object_get(o, "network"), *ips = json_object_get(o, "podIPs");
+        if (!json_is_boolean(network) || !json_is_array(ips))
+                return error_set(err, -EBADMSG, "\"%s\" lacks \"network\" or \"podIPs\"", path);
+        SandboxRecord r = { .network = json_is_true(network) };
         size_t i;
         json_t *ip;
-        json_array_foreach(json_object_get(o, "podIPs"), i, ip) {
+        json_array_foreach(ips, i, ip) {
                 const char *s = json_string_value(ip);
-                if (s && strv_extend(&r.pod_ips, s) < 0) {
-                        json_decref(o);
+                unsigned char a[16];
+                if (!s || (inet_pton(AF_INET, s, a) != 1 && inet_pton(AF_INET6, s, a) != 1)) {
+                        sandbox_record_done(&r);
+                        return error_set(err, -EBADMSG, "\"%s\": podIPs[%zu] is no IP address",
+                                         path, i);
+                }
+                if (strv_extend(&r.pod_ips, s) < 0) {
                         sandbox_record_done(&r);
                         return -ENOMEM;
                 }
         }
-        json_decref(o);
         *ret = r;
         return 0;
 }

@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "error.h"
 #include "image.h"
 #include "manifest.h"
 #include "time-util.h"
@@ -79,4 +80,6 @@ typedef struct SandboxRecord {
 
 void sandbox_record_done(SandboxRecord *r);
 int sandbox_record_write(const char *path, const SandboxRecord *r);
-int sandbox_record_read(const char *path, SandboxRecord *ret);
+/* Fails with err naming the file and what is wrong with it (fileio.h,
+ * read_state_file_at()), or -EBADMSG when a member is missing or wrong. */
+int sandbox_record_read(const char *path, SandboxRecord *ret, Error *err);

@@ -240,7 +240,8 @@ bool worker_adopt(PodWorker *w) {
                 w->state.start_time = cp.start_time;
                 w->state.start_monotonic = now_mono > age ? now_mono - age : 0;
         }
-        bool intact = sandbox_record_read(w->sandbox_record, &sb) >= 0;
+        (void)runtime_list_ids(w->ctx->o->runtime, &ids);
+        bool intact = worker_sandbox_record_load(w, ids, &sb);
         unsigned ns = sandbox_namespaces(w->state.pod);
         static const struct {
                 unsigned flag;
@@ -258,7 +259,6 @@ bool worker_adopt(PodWorker *w) {
                 if (!pin || access(pin, F_OK) < 0)
                         intact = false;
         }
-        (void)runtime_list_ids(w->ctx->o->runtime, &ids);
         worker_log(w, LOG_INFO, NULL,
                    "Pod \"%s\" was checkpointed by an earlier run of the agent: %s.", w->full_name,
                    intact ? "adopting it" : "its sandbox is gone, starting it afresh");

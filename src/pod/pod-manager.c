@@ -793,6 +793,17 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
             (r = mkdir_p(m->ctx.sandboxes_dir, 0700)) < 0 ||
             (r = mkdir_p(m->ctx.ns_dir, 0755)) < 0 || (r = mkdir_p(o->pod_logs_dir, 0755)) < 0)
                 return log_error_errno(r, "Failed to create the agent's directories: %m");
+        /* Only this agent writes there, and nothing is being written yet. */
+        _cleanup_free_ char *events_dir = strprintf("%s/events", m->ctx.status_dir);
+        _cleanup_free_ char *cni_dir = strprintf("%s/cni", o->run_dir);
+        const char *const written[] = { o->run_dir, m->ctx.status_dir, events_dir,
+                                        m->ctx.sandboxes_dir, cni_dir };
+        for (size_t i = 0; i < ELEMENTSOF(written); i++) {
+                int n = written[i] ? remove_stale_temp_files(written[i]) : -ENOMEM;
+                if (n > 0)
+                        log_info("Removed %d temporary file(s) an interrupted write left in %s.", n,
+                                 written[i]);
+        }
         r = pod_metrics_register(&m->ctx.metrics, o->metrics, o->probe_metrics);
         if (r >= 0 && o->metrics)
                 r = metrics_add_collector(o->metrics, collect_metrics, m);

@@ -22,6 +22,7 @@
 #include "child.h"
 #include "cni.h"
 #include "container-config.h"
+#include "container-id.h"
 #include "fileio.h"
 #include "log.h"
 #include "mount-util.h"
@@ -216,12 +217,12 @@ static void on_network_checked(CniRunner *runner, int r, CniResult *result, cons
 
         cni_result_free(result);
         w->cni_op = NULL;
-        if (r < 0 && r != -ENOENT) {
+        if (r < 0) {
                 _cleanup_free_ char *msg = cni_error_to_string(err);
                 worker_log(w, LOG_WARNING, NULL,
                            "Pod \"%s\": CNI CHECK of the adopted network failed: %s", w->full_name,
                            strna(msg));
-        } else if (r >= 0)
+        } else
                 worker_log(w, LOG_DEBUG, NULL, "Pod \"%s\": CNI CHECK passed.", w->full_name);
         worker_op_done(w);
 }
@@ -237,8 +238,55 @@ void worker_network_check(PodWorker *w) {
         if (w->cni_op || worker_cni_request(w, &req, &ports, &netns) < 0)
                 return;
         w->busy++;
-        if (cni_check(w->ctx->o->cni, &req, on_network_checked, w, &w->cni_op) < 0)
+        if (cni_check(w->ctx->o->cni, w->cni_config, &req, on_network_checked, w, &w->cni_op) < 0)
                 w->busy--;
+}
+
+bool worker_sandbox_record_load(PodWorker *w, char **ids, SandboxRecord *ret) {
+        Error err = {};
+        int r = sandbox_record_read(w->sandbox_record, ret, &err);
+        if (r >= 0)
+                return true;
+        bool present = false;
+        STRV_FOREACH(id, ids)
+                if (container_id_of_pod(*id, w->object->uid)) {
+                        present = true;
+                        break;
+                }
+        if (!present) {
+                /* Missing: the earlier run died before the sandbox was
+                 * complete, the usual case this record is for. */
+                if (r != -ENOENT) {
+                        worker_log(w, LOG_WARNING, NULL,
+                                   "Pod \"%s\": %s; no container of the pod is left, its "
+                                   "sandbox is made again.",
+                                   w->full_name, err.message);
+                        (void)unlink(w->sandbox_record);
+                }
+                return false;
+        }
+
+        SandboxRecord rec = { .network = pod_uses_cni(w) };
+        if (rec.network) {
+                CniResult *res = NULL;
+                if (cni_runner_cached_result(w->ctx->o->cni, w->object->uid, &res) >= 0 && res)
+                        (void)cni_result_pod_ips(res, &rec.pod_ips);
+                cni_result_free(res);
+        }
+        worker_log(w, LOG_WARNING, NULL,
+                   "Pod \"%s\": %s; containers of the pod are still there, so its sandbox was "
+                   "complete: the record is written again%s.",
+                   w->full_name, err.message,
+                   rec.network && !rec.pod_ips ? " (pod IPs unknown: the CNI cache has none)" : "");
+        /* The rename would replace a symlink there too; gone first, so a
+         * failed write leaves nothing unreadable behind. */
+        (void)unlink(w->sandbox_record);
+        r = sandbox_record_write(w->sandbox_record, &rec);
+        if (r < 0)
+                worker_log_errno(w, LOG_WARNING, r, NULL, "Pod \"%s\": cannot write %s: %m",
+                                 w->full_name, w->sandbox_record);
+        *ret = rec;
+        return true;
 }
 
 /* DEL before the namespaces go (SPEC §8). Returns true while it runs. */

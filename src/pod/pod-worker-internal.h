@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "checkpoint.h"
 #include "image.h"
 #include "image-pulls.h"
 #include "pod-actions.h"
@@ -208,6 +209,12 @@ void worker_create_sandbox(PodWorker *w);
 /* The pod's cgroup once the pod is gone (pod-sandbox.c). */
 void worker_cgroup_remove(PodWorker *w);
 void worker_network_check(PodWorker *w);
+/* The sandbox record of a pod an earlier run checkpointed: true (and ret
+ * set) when it says the sandbox was completed. One that is missing or
+ * unreadable while the runtime still has containers of the pod (ids) is
+ * written again from what is known: containers are only created in a
+ * complete sandbox. The caller checks that its namespaces are still pinned. */
+bool worker_sandbox_record_load(PodWorker *w, char **ids, SandboxRecord *ret);
 /* DEL before the namespaces go (SPEC §8). Returns true while it runs. */
 bool worker_network_del(PodWorker *w);
 

@@ -29,6 +29,7 @@
 #include <jansson.h>
 
 #include "fileio.h"
+#include "log.h"
 #include "macro.h"
 #include "runtime-internal.h"
 #include "string-util.h"
@@ -159,30 +160,53 @@ static bool conmon_alive(Runtime *rt, const char *id) {
         return monitor_pid_alive(pid);
 }
 
-/* Reads <exits>/<id>: 1 if present (code and mtime set), 0 if not. */
-static int read_exit_file(Runtime *rt, const char *id, int *ret_code, usec_t *ret_mtime) {
+/* Reads <exits>/<id>: 1 if present (code and mtime set), 0 if not. A file
+ * there that is not the monitor's (a symlink, which is never followed, an
+ * empty file, anything but a small regular file, or text that is no exit
+ * code) counts as present with code -1, and ret_damaged (an errno) says why:
+ * the caller decides whether it is removed. */
+static int read_exit_file(Runtime *rt, const char *id, int *ret_code, usec_t *ret_mtime,
+                          int *ret_damaged, Error *err) {
         char path[PATH_MAX];
         _cleanup_free_ char *s = NULL;
         struct stat st;
 
+        *ret_damaged = 0;
         (void)snprintf(path, sizeof(path), "%s/%s", rt->exits_dir, id);
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-                return errno == ENOENT ? 0 : -errno;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        int r = read_full_fd(fd, 64, &s, NULL);
-        if (r < 0)
-                return r;
+        int r = read_state_file_at(AT_FDCWD, path, 64, &s, NULL, err);
+        if (r == -ENOENT)
+                return 0;
+        *ret_code = -1;
+        *ret_mtime = 0;
+        if (r < 0) {
+                *ret_damaged = r;
+                return 1;
+        }
+        if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                *ret_mtime = (usec_t)st.st_mtim.tv_sec * USEC_PER_SEC +
+                             (usec_t)st.st_mtim.tv_nsec / 1000;
         char *end;
         errno = 0;
         long v = strtol(s, &end, 10);
-        if (errno != 0 || end == s || v < -1 || v > 255)
-                *ret_code = -1;
-        else
-                *ret_code = (int)v;
-        *ret_mtime = (usec_t)st.st_mtim.tv_sec * USEC_PER_SEC + (usec_t)st.st_mtim.tv_nsec / 1000;
+        while (*end == '\n')
+                end++;
+        if (errno != 0 || end == s || *end || v < -1 || v > 255) {
+                *ret_damaged = error_set(err, -EBADMSG, "\"%s\" holds no exit code", path);
+                return 1;
+        }
+        *ret_code = (int)v;
         return 1;
+}
+
+/* Removes a damaged exit file (never what a symlink points to), once, with
+ * a warning naming it. */
+static void exit_file_discard(Runtime *rt, const char *id, const Error *err, const char *why) {
+        char path[PATH_MAX];
+
+        (void)snprintf(path, sizeof(path), "%s/%s", rt->exits_dir, id);
+        if (unlink(path) < 0 && errno != ENOENT)
+                log_debug("runtime: unlink \"%s\": %m", path);
+        log_warning("%s; removed it (%s).", err->message[0] ? err->message : path, why);
 }
 
 int runtime_container_status(Runtime *rt, const char *id, RuntimeContainerStatus *ret) {
@@ -195,9 +219,10 @@ int runtime_container_status(Runtime *rt, const char *id, RuntimeContainerStatus
         if (!rt || !ret || !container_id_valid(id))
                 return -EINVAL;
 
-        int code = -1;
+        int code = -1, damaged = 0;
         usec_t mtime = 0;
-        r = read_exit_file(rt, id, &code, &mtime);
+        Error eerr = {};
+        r = read_exit_file(rt, id, &code, &mtime, &damaged, &eerr);
         if (r < 0)
                 return r;
         bool have_exit = r > 0;
@@ -228,6 +253,16 @@ int runtime_container_status(Runtime *rt, const char *id, RuntimeContainerStatus
                 return alive;
         if (alive > 0 && start != 0 && actual != start)
                 alive = 0; /* the PID was reused */
+        if (have_exit && alive > 0 && start != 0) {
+                /* The monitor writes the exit file after it reaped the
+                 * container's process: this one is not its. */
+                if (!eerr.message[0])
+                        (void)error_set(&eerr, -EEXIST, "\"%s/%s\" says container %s exited",
+                                        rt->exits_dir, id, id);
+                exit_file_discard(rt, id, &eerr, "the container still runs");
+                have_exit = false;
+        } else if (have_exit && damaged)
+                exit_file_discard(rt, id, &eerr, "exit code unknown");
 
         if (alive > 0 && !have_exit) {
                 s.state = fifo ? RUNTIME_STATE_CREATED : RUNTIME_STATE_RUNNING;

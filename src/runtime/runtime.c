@@ -711,7 +711,8 @@ bool monitor_pid_alive(pid_t pid) {
 
 int read_pid_file(const char *path, pid_t *ret) {
         _cleanup_free_ char *s = NULL;
-        int r = read_full_file_at(AT_FDCWD, path, 64, &s, NULL);
+        /* Ours or the monitor's, never followed elsewhere. */
+        int r = read_state_file_at(AT_FDCWD, path, 64, &s, NULL, NULL);
         if (r < 0)
                 return r;
         char *end;

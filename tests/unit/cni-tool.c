@@ -59,7 +59,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[1], "del") == 0)
                 r = cni_del(runner, config, &req, on_done, e, NULL);
         else
-                r = cni_check(runner, &req, on_done, e, NULL);
+                r = cni_check(runner, NULL, &req, on_done, e, NULL);
         if (r < 0 || event_loop(e) < 0)
                 result = 1;
         cni_runner_free(runner);

@@ -23,6 +23,7 @@
 #include "error.h"
 #include "fileio.h"
 #include "hash.h"
+#include "json-util.h"
 #include "log.h"
 #include "mount-util.h"
 #include "rm-rf.h"
@@ -214,6 +215,117 @@ static void test_read_file_tail(void **state) {
         assert_int_equal(read_file_tail_at(dfd, "fifo", 4096, &data, &size, NULL), -EBADFD);
         assert_int_equal(read_file_tail_at(dfd, "none", 4096, &data, &size, NULL), -ENOENT);
         assert_null(data);
+
+        int pfd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_int_equal(rm_rf_at(pfd, dir + strlen("/tmp/")), 0);
+        close(pfd);
+}
+
+static void test_read_state_file(void **state) {
+        char dir[] = "/tmp/nanolet-test-state-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(dfd >= 0);
+        char *data = NULL;
+        size_t size = 0;
+        Error err = {};
+
+        int fd = openat(dfd, "good", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        assert_int_equal(write(fd, "{}\n", 3), 3);
+        close(fd);
+        assert_int_equal(read_state_file_at(dfd, "good", 64, &data, &size, &err), 0);
+        assert_string_equal(data, "{}\n");
+        assert_int_equal(size, 3);
+        assert_int_equal(err.error, 0);
+        data = mfree(data);
+
+        static const struct {
+                const char *name;
+                int error;
+                const char *says;
+        } bad[] = {
+                { "none", -ENOENT, "is missing" },
+                { "empty", -ENODATA, "is empty" },
+                { "link", -ELOOP, "is a symlink" },
+                { "sub", -EISDIR, "is a directory" },
+                { "fifo", -EBADFD, "is not a regular file" },
+                { "big", -EFBIG, "is larger than 64 bytes" },
+        };
+        fd = openat(dfd, "empty", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        close(fd);
+        assert_int_equal(symlinkat("good", dfd, "link"), 0);
+        assert_int_equal(mkdirat(dfd, "sub", 0755), 0);
+        assert_int_equal(mkfifoat(dfd, "fifo", 0600), 0);
+        fd = openat(dfd, "big", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        assert_int_equal(ftruncate(fd, 65), 0);
+        close(fd);
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                error_clear(&err);
+                assert_int_equal(read_state_file_at(dfd, bad[i].name, 64, &data, &size, &err),
+                                 bad[i].error);
+                assert_int_equal(err.error, bad[i].error);
+                assert_non_null(strstr(err.message, bad[i].name));
+                assert_non_null(strstr(err.message, bad[i].says));
+        }
+        /* err is optional */
+        assert_int_equal(read_state_file_at(dfd, "link", 64, &data, &size, NULL), -ELOOP);
+        assert_null(data);
+
+        /* json_state_load_at(): the same refusals, then the parse */
+        static const struct {
+                const char *name, *text, *says;
+        } docs[] = {
+                { "garbage", "{\"a\": 1,\n  oops}", "line 2 column" },
+                { "array", "[1, 2]", "is not a JSON object" },
+                { "dup", "{\"a\": 1, \"a\": 2}", "is not valid JSON" },
+        };
+        json_t *j = NULL;
+        for (size_t i = 0; i < ELEMENTSOF(docs); i++) {
+                fd = openat(dfd, docs[i].name, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+                assert_int_equal(write(fd, docs[i].text, strlen(docs[i].text)),
+                                 (ssize_t)strlen(docs[i].text));
+                close(fd);
+                error_clear(&err);
+                assert_int_equal(json_state_load_at(dfd, docs[i].name, 64, &j, &err), -EBADMSG);
+                assert_non_null(strstr(err.message, docs[i].name));
+                assert_non_null(strstr(err.message, docs[i].says));
+        }
+        error_clear(&err);
+        assert_int_equal(json_state_load_at(dfd, "link", 64, &j, &err), -ELOOP);
+        assert_null(j);
+        assert_int_equal(json_state_load_at(dfd, "good", 64, &j, &err), 0);
+        assert_true(json_is_object(j));
+        json_decref(j);
+
+        int pfd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_int_equal(rm_rf_at(pfd, dir + strlen("/tmp/")), 0);
+        close(pfd);
+}
+
+static void test_remove_stale_temp_files(void **state) {
+        char dir[] = "/tmp/nanolet-test-tmpfiles-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(dfd >= 0);
+        static const char *const files[] = {
+                "a.json.tmp.AbC123", "b.tmp.x.tmp.000000", "a.json",
+                "c.tmp.abc",         "d.tmp.abcdefg",      ".tmp.ABCDEF"
+        };
+        for (size_t i = 0; i < ELEMENTSOF(files); i++)
+                close(openat(dfd, files[i], O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+        assert_int_equal(symlinkat("a.json", dfd, "l.json.tmp.ABCDEF"), 0);
+        assert_int_equal(mkdirat(dfd, "s.tmp.ABCDEF", 0700), 0);
+
+        _cleanup_free_ char *path = strprintf("%s/%s", dir, "a.json");
+        assert_int_equal(write_file_atomic(path, "x", 1, 0600), 0);
+        assert_int_equal(remove_stale_temp_files(dir), 2);
+        assert_int_equal(faccessat(dfd, "a.json.tmp.AbC123", F_OK, 0), -1);
+        assert_int_equal(faccessat(dfd, "b.tmp.x.tmp.000000", F_OK, 0), -1);
+        for (size_t i = 2; i < ELEMENTSOF(files); i++)
+                assert_int_equal(faccessat(dfd, files[i], F_OK, 0), 0);
+        assert_int_equal(faccessat(dfd, "l.json.tmp.ABCDEF", F_OK, AT_SYMLINK_NOFOLLOW), 0);
+        assert_int_equal(faccessat(dfd, "s.tmp.ABCDEF", F_OK, 0), 0);
+        assert_int_equal(remove_stale_temp_files("/nonexistent/nanolet"), 0);
 
         int pfd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         assert_int_equal(rm_rf_at(pfd, dir + strlen("/tmp/")), 0);
@@ -957,6 +1069,8 @@ int main(void) {
                 cmocka_unit_test(test_fileio),
                 cmocka_unit_test(test_utf8),
                 cmocka_unit_test(test_read_file_tail),
+                cmocka_unit_test(test_read_state_file),
+                cmocka_unit_test(test_remove_stale_temp_files),
                 cmocka_unit_test_setup_teardown(test_fileio_disk_full, full_setup, full_teardown),
                 cmocka_unit_test(test_hash),
                 cmocka_unit_test(test_container_id_valid),

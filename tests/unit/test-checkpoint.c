@@ -115,11 +115,11 @@ static void test_sandbox_record(void **state) {
         _cleanup_free_ char *path = strprintf("%s/uid.json", dir);
         SandboxRecord rec = {};
 
-        assert_int_equal(sandbox_record_read(path, &rec), -ENOENT);
+        assert_int_equal(sandbox_record_read(path, &rec, NULL), -ENOENT);
         char *ips[] = { "10.86.0.5", "fd00::5", NULL };
         SandboxRecord w = { .pod_ips = ips, .network = true };
         assert_int_equal(sandbox_record_write(path, &w), 0);
-        assert_int_equal(sandbox_record_read(path, &rec), 0);
+        assert_int_equal(sandbox_record_read(path, &rec, NULL), 0);
         assert_true(rec.network);
         assert_int_equal(strv_length(rec.pod_ips), 2);
         assert_string_equal(rec.pod_ips[1], "fd00::5");
@@ -127,10 +127,39 @@ static void test_sandbox_record(void **state) {
 
         SandboxRecord host = {};
         assert_int_equal(sandbox_record_write(path, &host), 0);
-        assert_int_equal(sandbox_record_read(path, &rec), 0);
+        assert_int_equal(sandbox_record_read(path, &rec, NULL), 0);
         assert_false(rec.network);
         assert_null(rec.pod_ips);
         sandbox_record_done(&rec);
+
+        /* what a restarted agent may find there instead */
+        static const char *const bad[] = {
+                "",
+                "{",
+                "[]",
+                "{\"version\": 99}",
+                "{\"network\": true}",
+                "{\"network\": 1, \"podIPs\": []}",
+                "{\"network\": true, \"podIPs\": [\"x\"]}",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                Error err = {};
+                assert_int_equal(write_file_atomic(path, bad[i], strlen(bad[i]), 0600), 0);
+                assert_true(sandbox_record_read(path, &rec, &err) < 0);
+                assert_non_null(strstr(err.message, path));
+                assert_null(rec.pod_ips);
+        }
+        /* newer members are ignored */
+        const char *newer = "{\"network\": false, \"podIPs\": [], \"zone\": 3}";
+        assert_int_equal(write_file_atomic(path, newer, strlen(newer), 0600), 0);
+        assert_int_equal(sandbox_record_read(path, &rec, NULL), 0);
+        sandbox_record_done(&rec);
+        /* never followed */
+        _cleanup_free_ char *link = strprintf("%s/link.json", dir);
+        assert_int_equal(symlink(path, link), 0);
+        Error err = {};
+        assert_int_equal(sandbox_record_read(link, &rec, &err), -ELOOP);
+        assert_non_null(strstr(err.message, "symlink"));
         remove_tmpdir(dir);
 }
 

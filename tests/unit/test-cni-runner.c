@@ -238,7 +238,7 @@ static void test_add_del(void **state) {
 
         /* CHECK in order with the cached result. */
         CniRequest creq = request(f);
-        assert_int_equal(cni_check(f->runner, &creq, on_done, f, NULL), 0);
+        assert_int_equal(cni_check(f->runner, NULL, &creq, on_done, f, NULL), 0);
         wait_done(f);
         assert_int_equal(f->r, 0);
         json_t *c2 = stdin_of(f, "stdin-CHECK-p2");
@@ -279,7 +279,7 @@ static void test_add_del(void **state) {
         assert_int_equal(f->r, 0);
 
         /* CHECK without a cache. */
-        assert_int_equal(cni_check(f->runner, &creq, on_done, f, NULL), 0);
+        assert_int_equal(cni_check(f->runner, NULL, &creq, on_done, f, NULL), 0);
         wait_done(f);
         assert_int_equal(f->r, -ENOENT);
         json_decref(a);
@@ -476,7 +476,7 @@ static void test_version_040(void **state) {
         assert_int_equal(cni_add(f->runner, f->config, &req, on_done, f, NULL), 0);
         wait_done(f);
         assert_int_equal(f->r, 0);
-        assert_int_equal(cni_check(f->runner, &req, on_done, f, NULL), 0);
+        assert_int_equal(cni_check(f->runner, NULL, &req, on_done, f, NULL), 0);
         wait_done(f);
         assert_int_equal(f->r, 0);
         assert_false(exists(f, "stdin-CHECK-p1"));
@@ -489,6 +489,44 @@ static void test_version_040(void **state) {
         json_decref(d);
 }
 
+/* A cache that is missing, garbage or a symlink: CHECK fails naming the
+ * file, runs no plugin, never follows the link, and writes the cache again
+ * from the configuration given, without a result, for a later DEL. */
+static void test_check_damaged_cache(void **state) {
+        Fixture *f = *state;
+        CniRequest req = request(f);
+        _cleanup_free_ char *path = strprintf("%s/pod-1.json", f->cache);
+        _cleanup_free_ char *target = strprintf("%s/target", f->dir);
+        static const char secret[] = "{\"config\": {\"name\": \"secret\"}}";
+
+        use_config(f, "1.0.0", "{\"type\":\"p1\"}");
+        assert_int_equal(mkdir_p(f->cache, 0700), 0);
+        assert_int_equal(write_file_atomic(target, secret, strlen(secret), 0600), 0);
+        for (int way = 0; way < 3; way++) {
+                (void)unlink(path);
+                if (way == 1)
+                        assert_int_equal(write_file_atomic(path, "{oops", 5, 0600), 0);
+                else if (way == 2)
+                        assert_int_equal(symlink(target, path), 0);
+                assert_int_equal(cni_check(f->runner, f->config, &req, on_done, f, NULL), 0);
+                wait_done(f);
+                assert_true(f->r < 0);
+                assert_non_null(strstr(f->err.base.message, path));
+                assert_non_null(strstr(f->err.base.message, "written again"));
+                assert_false(exists(f, "stdin-CHECK-p1"));
+                struct stat st;
+                assert_int_equal(lstat(path, &st), 0);
+                assert_true(S_ISREG(st.st_mode));
+        }
+        _cleanup_free_ char *kept = NULL;
+        assert_int_equal(read_full_file_at(AT_FDCWD, target, 1024, &kept, NULL), 0);
+        assert_string_equal(kept, secret);
+        /* the rewritten cache: the next CHECK lacks only the result */
+        assert_int_equal(cni_check(f->runner, NULL, &req, on_done, f, NULL), 0);
+        wait_done(f);
+        assert_non_null(strstr(f->err.base.message, "no cached result"));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_add_del, setup, teardown),
@@ -497,6 +535,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_queue_cancel_free, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_version_040, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_check_damaged_cache, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
