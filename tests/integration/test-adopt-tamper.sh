@@ -92,6 +92,9 @@ done
 [ -z "$(pod_runc_ids "${UID_OF[orphan]}")" ] && ok "orphan's containers stopped" ||
         fail "orphan's containers left: $(pod_runc_ids "${UID_OF[orphan]}")"
 [ ! -e "$(pd orphan)" ] && ok "orphan's directory removed" || fail "orphan's directory remains"
+# The adopted pods keep their network: no CNI DEL took it as an orphan's.
+n=$(ip -o link show master "$TEST_BRIDGE" 2>/dev/null | wc -l || true)
+[ "$n" = 4 ] && ok "the 4 adopted pods keep their veths" || fail "$n veths on the bridge, want 4"
 for p in trunc link garbage missing; do
         live "$p" >"$WORK/$p.after"
         diff -u "$WORK/$p.before" "$WORK/$p.after" >&2 &&
