@@ -46,7 +46,19 @@ sleep_pod link | put_manifest link.yaml
 sleep_pod garbage | put_manifest garbage.yaml
 sleep_pod missing | put_manifest missing.yaml
 sleep_pod orphan | put_manifest orphan.yaml
-PODS="trunc link garbage missing orphan"
+# without a network namespace to pin, nothing else stands in the way of a
+# second sandbox
+put_manifest hostnet.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: hostnet}
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 2
+  containers:
+  - {name: main, $C, command: [sleep, "3600"]}
+YAML
+PODS="trunc link garbage missing orphan hostnet"
 for p in $PODS; do
         check_field "$p Running" "$p" 'p["status"]["phase"] == "Running" and all("running" in c["state"] for c in p["status"]["containerStatuses"])' True 60
 done
@@ -76,12 +88,13 @@ echo 'keep me' >"$WORK/elsewhere.json"
 rm -f "$(pd link)/pod.json"
 ln -s "$WORK/elsewhere.json" "$(pd link)/pod.json"
 head -c 300 /dev/urandom >"$(pd garbage)/pod.json"
+: >"$(pd hostnet)/pod.json"
 rm -f "$(pd missing)/pod.json"
 : >"$(pd orphan)/pod.json"
 rm -f "$MAN/orphan.yaml"
 
 start_agent "${AGENT_ARGS[@]}"
-for p in trunc link garbage missing; do
+for p in trunc link garbage missing hostnet; do
         check_field "$p Running after restart, RESTARTS 0" "$p" 'p["status"]["phase"] == "Running" and all("running" in c["state"] and c["restartCount"] == 0 for c in p["status"]["containerStatuses"])' True 30
 done
 # The orphan's containers go, and only then its directory.
@@ -95,7 +108,7 @@ done
 # The adopted pods keep their network: no CNI DEL took it as an orphan's.
 n=$(ip -o link show master "$TEST_BRIDGE" 2>/dev/null | wc -l || true)
 [ "$n" = 4 ] && ok "the 4 adopted pods keep their veths" || fail "$n veths on the bridge, want 4"
-for p in trunc link garbage missing; do
+for p in trunc link garbage missing hostnet; do
         live "$p" >"$WORK/$p.after"
         diff -u "$WORK/$p.before" "$WORK/$p.after" >&2 &&
                 ok "$p: the same containers run, no second copy" || fail "$p: containers changed"
