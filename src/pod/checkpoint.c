@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -54,6 +55,24 @@ static int dup_string(json_t *o, const char *key, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
+/* A record file's text: the file itself, never what a symlink in its place
+ * points to (-ELOOP), and only a regular file of at most max bytes. */
+static int read_record_file(const char *path, size_t max, char **ret, size_t *ret_size) {
+        _cleanup_close_ int fd =
+                open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+        struct stat st;
+
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        if ((uint64_t)st.st_size > max)
+                return -EFBIG;
+        return read_full_fd(fd, max, ret, ret_size);
+}
+
 int pod_checkpoint_read(const char *pod_dir, PodCheckpoint *ret) {
         _cleanup_free_ char *path = strprintf("%s/pod.json", pod_dir);
         _cleanup_free_ char *text = NULL;
@@ -62,10 +81,10 @@ int pod_checkpoint_read(const char *pod_dir, PodCheckpoint *ret) {
 
         if (!path)
                 return -ENOMEM;
-        r = read_full_file_at(AT_FDCWD, path, 16 * 1024 * 1024, &text, &size);
-        if (r < 0)
+        r = read_record_file(path, 16 * 1024 * 1024, &text, &size);
+        if (r == -ENOENT || r == -ENOMEM)
                 return r;
-        json_t *o = json_loadb(text, size, 0, NULL);
+        json_t *o = r < 0 ? NULL : json_loadb(text, size, 0, NULL);
         if (!json_is_object(o)) {
                 json_decref(o);
                 return -EINVAL;
@@ -201,13 +220,24 @@ int pod_checkpoints_image_users(const char *pods_dir, ImageUsers *ret) {
                 int r = pod_checkpoint_read(dir, &cp);
                 if (r >= 0)
                         r = pod_checkpoint_parse(&cp, "node", &o);
-                if (r == -ENOENT)
-                        continue;
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0) {
-                        log_warning_errno(
-                                r, "Cannot read the checkpoint in \"%s\", ignoring it: %m", dir);
+                        /* Its containers may still run (the agent adopts them
+                         * once a manifest claims the pod): what their
+                         * attempts were created from stays in use. */
+                        if (r != -ENOENT)
+                                log_warning_errno(r,
+                                                  "Cannot read the checkpoint in \"%s\", "
+                                                  "counting only its container attempts' "
+                                                  "images: %m",
+                                                  dir);
+                        _cleanup_free_ char *user = strprintf("pod directory \"%s\"", de->d_name);
+                        if (!user)
+                                return -ENOMEM;
+                        r = pod_attempt_image_users(dir, user, &users);
+                        if (r < 0)
+                                return r;
                         continue;
                 }
                 _cleanup_free_ char *user = strprintf("pod \"%s/%s\"", cp.namespace, cp.name);
@@ -224,13 +254,14 @@ int pod_checkpoints_image_users(const char *pods_dir, ImageUsers *ret) {
         return 0;
 }
 
-/* A record file's JSON object: -ENOENT if absent, -EINVAL if unreadable or
- * not an object (a torn or damaged file is refused, never half-used). */
+/* A record file's JSON object: -ENOENT if absent, -EINVAL if unreadable, a
+ * symlink or not an object (a torn or damaged file is refused, never
+ * half-used). */
 static int load_json_object(const char *path, json_t **ret) {
         _cleanup_free_ char *text = NULL;
         size_t size;
-        int r = read_full_file_at(AT_FDCWD, path, 1024 * 1024, &text, &size);
-        if (r == -ENOENT)
+        int r = read_record_file(path, 1024 * 1024, &text, &size);
+        if (r == -ENOENT || r == -ENOMEM)
                 return r;
         json_t *o = r < 0 ? NULL : json_loadb(text, size, 0, NULL);
         if (!json_is_object(o)) {

@@ -26,7 +26,9 @@ void pod_checkpoint_done(PodCheckpoint *c);
 
 /* Writes <pod_dir>/pod.json atomically. */
 int pod_checkpoint_write(const char *pod_dir, const PodCheckpoint *c);
-/* Reads it back; -ENOENT if absent, -EINVAL if unreadable. */
+/* Reads it back; -ENOENT if absent, -EINVAL if unreadable: empty, not a
+ * JSON object with the string fields, not a regular file, or a symlink
+ * (never followed: what it points to is not the agent's). */
 int pod_checkpoint_read(const char *pod_dir, PodCheckpoint *ret);
 /* The pod a checkpoint holds, parsed back from its canonical manifest as the
  * agent adopts it; its UID is the checkpoint's (the UID depends on where the
@@ -39,9 +41,10 @@ int pod_checkpoint_parse(const PodCheckpoint *c, const char *node_name, Manifest
  * imageDigest: what runs, or ran and may be restarted or inspected, whatever
  * the tags do), and every container, init container and image volume
  * reference as the pod names it (what the pod's next start needs; for
- * attempts recorded before the digest was, the only record). A pod directory
- * without a checkpoint has no container yet; an unreadable one is skipped
- * with a warning, as the agent skips it. The one answer to "is this image in
+ * attempts recorded before the digest was, the only record). For a pod
+ * directory without a readable checkpoint (its containers may still run)
+ * only its attempts' digests count, with user "pod directory \"<uid>\"" (and
+ * a warning when the checkpoint exists). The one answer to "is this image in
  * use" for `image rm`, `image prune` and image GC. */
 int pod_checkpoints_image_users(const char *pods_dir, ImageUsers *ret);
 
@@ -65,7 +68,7 @@ typedef struct AttemptRecord {
 
 void attempt_record_done(AttemptRecord *r);
 int attempt_record_write(const char *attempt_dir, const AttemptRecord *r);
-/* -ENOENT if absent, -EINVAL if unreadable. */
+/* -ENOENT if absent, -EINVAL if unreadable (a symlink included). */
 int attempt_record_read(const char *attempt_dir, AttemptRecord *ret);
 
 /* The sandbox of a pod as the agent left it: <run-dir>/sandboxes/<uid>.json,

@@ -1,6 +1,8 @@
 /* The pod worker's adoption of what an earlier run of the agent left
  * (SPEC §6): running containers are adopted, exited ones reported, a
- * sandbox lost to a reboot is cleaned up. See pod-worker-internal.h. */
+ * sandbox lost to a reboot is cleaned up. See pod-worker-internal.h; the
+ * decision per pod is pod_adopt_decide() (pod-adopt.h). */
+#include "pod-adopt.h"
 #include "pod-worker-internal.h"
 
 #include <assert.h>
@@ -29,6 +31,43 @@
 #include "rm-rf.h"
 #include "string-util.h"
 #include "strv.h"
+
+/* ---- the decision (pod-adopt.h) ---- */
+
+PodAdoptVerdict pod_adopt_decide(const PodAdoptFacts *f) {
+        if (f->checkpoint == POD_ADOPT_CHECKPOINT_READABLE)
+                return POD_ADOPT_FROM_CHECKPOINT;
+        if (!f->live)
+                return POD_ADOPT_NEW;
+        if (f->wanted)
+                return POD_ADOPT_REBUILD;
+        return f->sources_settled ? POD_ADOPT_STOP : POD_ADOPT_WAIT;
+}
+
+static const char *const verdict_names[_POD_ADOPT_VERDICT_MAX] = {
+        [POD_ADOPT_FROM_CHECKPOINT] = "from-checkpoint",
+        [POD_ADOPT_NEW] = "new",
+        [POD_ADOPT_REBUILD] = "rebuild",
+        [POD_ADOPT_STOP] = "stop",
+        [POD_ADOPT_WAIT] = "wait",
+};
+
+const char *pod_adopt_verdict_to_string(PodAdoptVerdict v) {
+        return v >= 0 && v < _POD_ADOPT_VERDICT_MAX ? verdict_names[v] : NULL;
+}
+
+PodAdoptCheckpoint pod_adopt_checkpoint_from_errno(int r) {
+        if (r >= 0)
+                return POD_ADOPT_CHECKPOINT_READABLE;
+        return r == -ENOENT ? POD_ADOPT_CHECKPOINT_MISSING : POD_ADOPT_CHECKPOINT_UNREADABLE;
+}
+
+bool pod_adopt_live(char *const *ids, const char *uid, const char *sandbox_record) {
+        STRV_FOREACH(id, ids)
+                if (container_id_of_pod(*id, uid))
+                        return true;
+        return sandbox_record && access(sandbox_record, F_OK) >= 0;
+}
 
 /* ---- adoption (SPEC §6): an agent restart never restarts a running container ---- */
 
@@ -120,7 +159,8 @@ static bool container_adopt(PodWorker *w, ContainerOp *op, ContainerState *c, ch
         _cleanup_free_ char *dir = attempt_dir_of(w, c, n);
         if (!dir)
                 return false;
-        bool have_rec = attempt_record_read(dir, &rec) >= 0;
+        int rec_r = attempt_record_read(dir, &rec);
+        bool have_rec = rec_r >= 0;
         c->attempt = c->restart_count = n;
         free(c->container_id);
         c->container_id = attempt_container_id(w, c, n, ids);
@@ -144,6 +184,26 @@ static bool container_adopt(PodWorker *w, ContainerOp *op, ContainerState *c, ch
         RuntimeContainerStatus st = {};
         if (runtime_container_status(w->ctx->o->runtime, c->container_id, &st) < 0)
                 st.state = RUNTIME_STATE_UNKNOWN;
+        /* Recorded (the record comes before the runtime's create) but never
+         * started: the earlier run died in between. Not a restart: the next
+         * start reuses its number, so RESTARTS stays as it was. A created
+         * container of it is removed below. A record that cannot be read
+         * tells nothing, and the attempt counts as before. */
+        bool never_started =
+                (rec_r == -ENOENT || (have_rec && !rec.started_at && !rec.finished_at)) &&
+                (st.state == RUNTIME_STATE_UNKNOWN || st.state == RUNTIME_STATE_CREATED);
+        if (never_started) {
+                worker_log(w, LOG_INFO, c->spec->name,
+                           "Container \"%s\" of pod \"%s\": attempt %u was recorded but never "
+                           "started; its number is used again.",
+                           c->spec->name, w->full_name, n);
+                c->state = CONTAINER_NONE;
+                c->backoff_until = 0;
+                free(c->container_id);
+                c->container_id = n > 0 ? attempt_container_id(w, c, n - 1, ids) : NULL;
+                c->attempt = c->restart_count = n > 0 ? n - 1 : 0;
+                return false;
+        }
         if (intact && st.state == RUNTIME_STATE_RUNNING) {
                 usec_t now_rt = now_usec(CLOCK_REALTIME), now_mono = now_usec(CLOCK_MONOTONIC);
                 c->state = CONTAINER_RUNNING;
@@ -232,15 +292,32 @@ bool worker_adopt(PodWorker *w) {
         bool pending = false;
 
         w->adopt_checked = true;
-        if (pod_checkpoint_read(w->pod_dir, &cp) < 0)
-                return false; /* a new pod */
-        if (cp.start_time > 0) {
+        (void)runtime_list_ids(w->ctx->o->runtime, &ids);
+        int r = pod_checkpoint_read(w->pod_dir, &cp);
+        if (r >= 0 && !streq(cp.uid, w->object->uid))
+                r = -EINVAL; /* another pod's */
+        if (r < 0) {
+                /* The runtime is the truth: live containers of this UID are
+                 * adopted whatever happened to the checkpoint, never started
+                 * a second time beside themselves. */
+                PodAdoptFacts f = {
+                        .checkpoint = pod_adopt_checkpoint_from_errno(r),
+                        .live = pod_adopt_live(ids, w->object->uid, w->sandbox_record),
+                        .wanted = true,
+                };
+                if (pod_adopt_decide(&f) != POD_ADOPT_REBUILD)
+                        return false; /* a new pod */
+                worker_log(w, LOG_WARNING, NULL,
+                           "Pod \"%s\": its checkpoint %s/pod.json is %s, yet its containers or "
+                           "sandbox still exist: adopting them, the checkpoint is rewritten "
+                           "from the manifest.",
+                           w->full_name, w->pod_dir, r == -ENOENT ? "missing" : "unreadable");
+        } else if (cp.start_time > 0) {
                 usec_t now_rt = now_usec(CLOCK_REALTIME), now_mono = now_usec(CLOCK_MONOTONIC);
                 usec_t age = now_rt > cp.start_time ? now_rt - cp.start_time : 0;
                 w->state.start_time = cp.start_time;
                 w->state.start_monotonic = now_mono > age ? now_mono - age : 0;
         }
-        (void)runtime_list_ids(w->ctx->o->runtime, &ids);
         bool intact = worker_sandbox_record_load(w, ids, &sb);
         unsigned ns = sandbox_namespaces(w->state.pod);
         static const struct {
@@ -259,8 +336,8 @@ bool worker_adopt(PodWorker *w) {
                 if (!pin || access(pin, F_OK) < 0)
                         intact = false;
         }
-        worker_log(w, LOG_INFO, NULL,
-                   "Pod \"%s\" was checkpointed by an earlier run of the agent: %s.", w->full_name,
+        worker_log(w, LOG_INFO, NULL, "Pod \"%s\" was left by an earlier run of the agent: %s.",
+                   w->full_name,
                    intact ? "adopting it" : "its sandbox is gone, starting it afresh");
 
         for (size_t slot = 0; slot < w->n_ops; slot++) {
@@ -318,7 +395,7 @@ bool worker_adopt(PodWorker *w) {
                 (void)set_str(&w->state.pod_ip, w->state.pod_ips ? w->state.pod_ips[0] : NULL);
                 w->state.sandbox = SANDBOX_READY;
                 Error err = {};
-                if (worker_prepare(w, &err) < 0)
+                if (!w->stray && worker_prepare(w, &err) < 0)
                         worker_log(w, LOG_WARNING, NULL, "Pod \"%s\": %s", w->full_name,
                                    err.message);
                 if (sb.network && pod_uses_cni(w)) {

@@ -16,6 +16,8 @@
 #include "cgroup.h"
 #include "container-config.h"
 #include "log.h"
+#include "container-id.h"
+#include "pod-adopt.h"
 #include "pod-log-gc.h"
 #include "pod-logs.h"
 #include "pod-metrics.h"
@@ -43,6 +45,12 @@ struct PodManager {
         LogRotator *log_rotator;       /* NULL: rotation off */
         EventSource *log_timer;
         bool sources_ready;
+        /* Live pods (pod_adopt_live()) whose checkpoint could not be read at
+         * start: no worker until a source wants the UID (its worker adopts
+         * them) or every source was read without one (a stray worker stops
+         * them). Their sandboxes are no orphans meanwhile. */
+        char **unreadable;
+        bool strays_checked;         /* runtime containers of no pod were looked for */
         SourceErrors *source_errors; /* status/sources.json */
         PodStats *stats;             /* /stats/summary: CPU samples, directory usage */
         EventSource *stats_timer;
@@ -209,12 +217,83 @@ static bool origin_has_error(PodManager *m, const char *origin) {
         return false;
 }
 
+static bool any_source_error(PodManager *m) {
+        const char *o;
+        const Diagnostics *d;
+        size_t iter = 0;
+        return m->o.config && pod_config_next_error(m->o.config, &iter, &o, &d);
+}
+
+static int add_worker(PodManager *m, PodWorker *w);
+
+static void on_stray_deleted(Runtime *rt, int r, const Error *err, void *userdata) {
+        (void)rt, (void)userdata;
+        if (r < 0)
+                log_warning("Cannot remove a container of no pod: %s",
+                            err ? err->message : strerror(-r));
+}
+
+/* Containers in the runtime's root that belong to no pod the agent knows
+ * (no worker, no pod directory or sandbox record of their UID: IDs carry the
+ * pod UID's hash, container-id.h): nothing would ever stop them. */
+static void stop_stray_containers(PodManager *m) {
+        _cleanup_strv_free_ char **ids = NULL;
+
+        m->strays_checked = true;
+        if (runtime_list_ids(m->o.runtime, &ids) < 0)
+                return;
+        STRV_FOREACH(id, ids) {
+                bool known = false;
+                for (size_t i = 0; !known && i < m->n_workers; i++)
+                        known = container_id_of_pod(*id, pod_worker_uid(m->workers[i]));
+                STRV_FOREACH(uid, m->unreadable)
+                        known = known || container_id_of_pod(*id, *uid);
+                if (known)
+                        continue;
+                log_warning("Container %s belongs to no pod of the agent: removing it.", *id);
+                (void)runtime_container_delete(m->o.runtime, *id, true, on_stray_deleted, NULL,
+                                               NULL);
+        }
+}
+
+/* Live pods with an unreadable checkpoint that no source wants once every
+ * source was read, none broken (pod_adopt_decide()): stopped by a worker made
+ * up for it, as a removed pod is, before anything of it is removed. */
+static void stop_unwanted_unreadable(PodManager *m) {
+        PodAdoptFacts f = {
+                .checkpoint = POD_ADOPT_CHECKPOINT_UNREADABLE,
+                .live = true,
+                .sources_settled = m->sources_ready && !any_source_error(m),
+        };
+        if (pod_adopt_decide(&f) != POD_ADOPT_STOP)
+                return;
+        _cleanup_strv_free_ char **uids = TAKE_PTR(m->unreadable);
+        STRV_FOREACH(uid, uids) {
+                PodWorker *w;
+                int r = pod_worker_new_stray(&w, &m->ctx, *uid);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot set up the stop of pod %s, left alone: %m",
+                                        *uid);
+                        continue;
+                }
+                if (add_worker(m, w) < 0) {
+                        pod_worker_free(w);
+                        (void)log_oom();
+                        continue;
+                }
+                pod_worker_terminate(w, "no source wants it and its checkpoint was unreadable");
+        }
+        if (!m->strays_checked)
+                stop_stray_containers(m);
+}
+
 /* Pods adopted from checkpoints that no source wants once every source has
  * been read are terminated, except those whose file is broken right now (a
  * half-written file never takes a running pod down, SPEC §15). */
 static void terminate_unclaimed(PodManager *m) {
         if (!m->sources_ready)
                 return;
+        stop_unwanted_unreadable(m);
         for (size_t i = 0; i < m->n_workers; i++) {
                 PodWorker *w = m->workers[i];
                 if (!pod_worker_is_unclaimed(w) || pod_worker_is_terminating(w) ||
@@ -381,9 +460,26 @@ static int wait_for_check(PodWorker *w, char **ret_reason, char **ret_message, v
         return *ret_reason && *ret_message ? 0 : -ENOMEM;
 }
 
+/* Removes uid from the strv l, if there. */
+static void strv_drop(char **l, const char *uid) {
+        char **keep = l;
+        STRV_FOREACH(s, l) {
+                if (streq(*s, uid))
+                        free(*s);
+                else
+                        *keep++ = *s;
+        }
+        if (keep)
+                *keep = NULL;
+}
+
 static int start_worker(PodManager *m, const SourceEvent *ev, PodWorker *predecessor) {
         PodWorker *w;
         int r;
+
+        /* A live pod whose checkpoint was unreadable: this worker adopts it
+         * (worker_adopt(), POD_ADOPT_REBUILD). */
+        strv_drop(m->unreadable, ev->uid);
 
         r = pod_worker_new(&w, &m->ctx, ev->object, ev->source, ev->origin);
         if (r < 0)
@@ -538,7 +634,8 @@ static void sweep_orphan_records(PodManager *m, char *const *cached) {
                 if (de->d_name[0] == '.' || !dot || !streq(dot, ".json"))
                         continue;
                 _cleanup_free_ char *uid = strndup(de->d_name, (size_t)(dot - de->d_name));
-                if (!uid || find_worker(m, uid) || strv_contains(cached, uid))
+                if (!uid || find_worker(m, uid) || strv_contains(cached, uid) ||
+                    strv_contains(m->unreadable, uid))
                         continue;
                 _cleanup_free_ char *dir = strprintf("%s/%s", m->ctx.ns_dir, uid);
                 Error rerr = {};
@@ -566,7 +663,7 @@ static void sweep_orphans(PodManager *m) {
                 config = NULL;
         cni_error_done(&err);
         STRV_FOREACH(id, cached) {
-                if (find_worker(m, *id))
+                if (find_worker(m, *id) || strv_contains(m->unreadable, *id))
                         continue;
                 log_info("Releasing the network of sandbox %s, whose pod no longer exists.", *id);
                 _cleanup_free_ char *netns = strprintf("%s/%s/net", m->ctx.ns_dir, *id);
@@ -594,7 +691,7 @@ static void retry_cgroup_leftovers(PodManager *m) {
         STRV_FOREACH(p, l) {
                 const char *base = strrchr(*p, '/');
                 const char *uid = base && startswith(base + 1, "pod") ? base + 4 : NULL;
-                if (uid && find_worker(m, uid)) {
+                if (uid && (find_worker(m, uid) || strv_contains(m->unreadable, uid))) {
                         free(*p);
                         continue;
                 }
@@ -622,10 +719,33 @@ void pod_manager_sources_ready(PodManager *m) {
         terminate_unclaimed(m);
 }
 
+/* A pod an earlier run left whose checkpoint cannot be used: live ones wait
+ * for a source to want them (pod_adopt_decide()); the others are nothing to
+ * adopt. */
+static void note_unreadable(PodManager *m, const char *uid, int r, char *const *ids) {
+        _cleanup_free_ char *record = strprintf("%s/%s.json", m->ctx.sandboxes_dir, uid);
+        PodAdoptFacts f = {
+                .checkpoint = pod_adopt_checkpoint_from_errno(r),
+                .live = record && pod_adopt_live(ids, uid, record),
+        };
+        if (strv_contains(m->unreadable, uid) || pod_adopt_decide(&f) != POD_ADOPT_WAIT)
+                return;
+        log_warning("Pod %s: its checkpoint in %s/%s is %s, yet its containers or sandbox "
+                    "still exist: they are adopted if a manifest wants the pod, else stopped "
+                    "once every source was read.",
+                    uid, m->ctx.pods_dir, uid, r == -ENOENT ? "missing" : "unreadable");
+        if (strv_extend(&m->unreadable, uid) < 0)
+                (void)log_oom();
+}
+
 /* Every pod an earlier run of the agent checkpointed gets a worker before
  * any source is read: the worker adopts what still runs, and the sources
- * then claim it (or, once they are all read, it is terminated). */
+ * then claim it (or, once they are all read, it is terminated). Pods the
+ * runtime still runs without a usable checkpoint (missing, damaged, a
+ * symlink, another pod's) are noted instead (note_unreadable()). */
 static void adopt_checkpointed(PodManager *m) {
+        _cleanup_strv_free_ char **ids = NULL;
+        (void)runtime_list_ids(m->o.runtime, &ids);
         _cleanup_closedir_ DIR *d = opendir(m->ctx.pods_dir);
         struct dirent *de;
         while (d && (de = readdir(d))) {
@@ -636,21 +756,44 @@ static void adopt_checkpointed(PodManager *m) {
                 if (!dir)
                         continue;
                 int r = pod_worker_new_from_checkpoint(&w, &m->ctx, dir);
-                if (r == -ENOENT)
-                        continue; /* a pod directory without a checkpoint: GC's business */
-                if (r < 0) {
-                        log_warning_errno(
-                                r, "Cannot read the checkpoint in %s, leaving it alone: %m", dir);
+                if (r == -ENOMEM) {
+                        (void)log_oom();
                         continue;
                 }
-                if (!streq(pod_worker_uid(w), de->d_name) || add_worker(m, w) < 0) {
-                        log_warning(
-                                "Checkpoint in %s does not match its directory, leaving it alone.",
-                                dir);
+                if (r < 0) {
+                        if (r != -ENOENT)
+                                log_warning_errno(r, "Cannot read the checkpoint in %s: %m", dir);
+                        note_unreadable(m, de->d_name, r, ids);
+                        continue;
+                }
+                if (!streq(pod_worker_uid(w), de->d_name)) {
+                        log_warning("Checkpoint in %s does not match its directory.", dir);
+                        pod_worker_free(w);
+                        note_unreadable(m, de->d_name, -EINVAL, ids);
+                        continue;
+                }
+                if (add_worker(m, w) < 0) {
+                        (void)log_oom();
                         pod_worker_free(w);
                         continue;
                 }
                 pod_worker_request_sync(w);
+        }
+        /* Sandboxes whose pod directory is gone while containers of theirs
+         * still run. */
+        _cleanup_closedir_ DIR *sd = opendir(m->ctx.sandboxes_dir);
+        while (sd && (de = readdir(sd))) {
+                const char *dot = strrchr(de->d_name, '.');
+                if (de->d_name[0] == '.' || !dot || !streq(dot, ".json"))
+                        continue;
+                _cleanup_free_ char *uid = strndup(de->d_name, (size_t)(dot - de->d_name));
+                if (!uid || find_worker(m, uid))
+                        continue;
+                bool running = false;
+                STRV_FOREACH(id, ids)
+                        running = running || container_id_of_pod(*id, uid);
+                if (running)
+                        note_unreadable(m, uid, -ENOENT, ids);
         }
 }
 
@@ -827,8 +970,12 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
         return 0;
 }
 
+/* A live pod whose checkpoint could not be read has no worker yet, but its
+ * containers still write to their logs. */
 static bool pod_known(const char *uid, void *userdata) {
-        return find_worker(userdata, uid) != NULL;
+        PodManager *m = userdata;
+
+        return find_worker(m, uid) != NULL || strv_contains(m->unreadable, uid);
 }
 
 int pod_manager_start(PodManager *m) {
@@ -907,6 +1054,7 @@ PodManager *pod_manager_free(PodManager *m) {
         event_source_free(m->stats_timer);
         pod_stats_free(m->stats);
         strv_free(m->ctx.cgroup_leftovers);
+        strv_free(m->unreadable);
         free(m->ctx.status_dir);
         free(m->ctx.pods_dir);
         free(m->ctx.ns_dir);

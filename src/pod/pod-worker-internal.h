@@ -44,7 +44,11 @@ struct PodWorker {
          * the pod yet in this run (the manager terminates it if none does). */
         bool from_checkpoint;
         bool claimed;
-        char **wait_for; /* "namespace/name" of pods to wait for (annotation) */
+        /* Made up only to stop what an earlier run left (pod_worker_new_stray()):
+         * writes no checkpoint, which would make it a pod a manifest could claim. */
+        bool stray;
+        bool leftovers_removed; /* teardown's removal of unknown containers ran */
+        char **wait_for;        /* "namespace/name" of pods to wait for (annotation) */
         bool sandbox_pending;
         bool sandbox_released;         /* a finished pod's namespaces were removed */
         bool evicted_volumes_released; /* an evicted pod's volumes were removed */

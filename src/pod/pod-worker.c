@@ -27,6 +27,7 @@
 #include "checkpoint.h"
 #include "cni.h"
 #include "container-config.h"
+#include "container-id.h"
 #include "fileio.h"
 #include "json-util.h"
 #include "log.h"
@@ -292,20 +293,42 @@ void worker_op_done(PodWorker *w) {
 
 /* ---- teardown ---- */
 
-/* Returns true when the pod is gone (and w freed), false while the
- * network DEL still runs (the sync comes back when it finishes). */
-static bool worker_teardown(PodWorker *w) {
+/* Nothing a container uses goes while it exists: containers of this pod
+ * the runtime still has (the worker never knew them, or lost track) are
+ * removed (SIGKILL) before the sandbox and the pod directory. Returns 1
+ * while removals run (each requests a sync when done), 0 when none is
+ * left, -EBUSY when some are still there after one round of removals (the
+ * pod directory then stays). */
+static int worker_remove_leftover_containers(PodWorker *w) {
+        _cleanup_strv_free_ char **ids = NULL;
+        bool pending = false, found = false;
+
+        if (runtime_list_ids(w->ctx->o->runtime, &ids) < 0)
+                return 0;
+        STRV_FOREACH(id, ids) {
+                if (!container_id_of_pod(*id, w->object->uid))
+                        continue;
+                found = true;
+                if (w->leftovers_removed)
+                        continue;
+                worker_log(w, LOG_WARNING, NULL,
+                           "Pod \"%s\": container %s still exists at its removal; removing it "
+                           "first.",
+                           w->full_name, *id);
+                w->busy++;
+                if (runtime_container_delete(w->ctx->o->runtime, *id, true, on_attempt_deleted, w,
+                                             NULL) < 0)
+                        w->busy--;
+                else
+                        pending = true;
+        }
+        w->leftovers_removed = true;
+        return pending ? 1 : found ? -EBUSY : 0;
+}
+
+static void worker_remove_pod_dir(PodWorker *w) {
         Error err = {};
 
-        if (w->torn_down)
-                return true;
-        if (worker_network_del(w))
-                return false;
-        w->torn_down = true;
-        if (sandbox_remove(w->ns_dir, &err) < 0)
-                worker_log(w, LOG_WARNING, NULL, "Pod \"%s\": %s", w->full_name, err.message);
-        (void)unlink(w->sandbox_record);
-        err = (Error){};
         if (pod_volumes_cleanup(w->pod_dir, &err) < 0)
                 worker_log(w, LOG_WARNING, NULL, "Pod \"%s\": %s", w->full_name, err.message);
         /* Whatever is still mounted under the pod (a rootfs whose container
@@ -337,6 +360,31 @@ static bool worker_teardown(PodWorker *w) {
                 worker_log_errno(w, LOG_WARNING, lr, NULL,
                                  "Pod \"%s\": failed to remove its logs in %s: %m", w->full_name,
                                  w->log_dir);
+}
+
+/* Returns true when the pod is gone (and w freed), false while the
+ * network DEL still runs (the sync comes back when it finishes). */
+static bool worker_teardown(PodWorker *w) {
+        Error err = {};
+
+        if (w->torn_down)
+                return true;
+        int left = worker_remove_leftover_containers(w);
+        if (left > 0)
+                return false;
+        if (worker_network_del(w))
+                return false;
+        w->torn_down = true;
+        if (sandbox_remove(w->ns_dir, &err) < 0)
+                worker_log(w, LOG_WARNING, NULL, "Pod \"%s\": %s", w->full_name, err.message);
+        (void)unlink(w->sandbox_record);
+        if (left < 0)
+                worker_log(w, LOG_ERR, NULL,
+                           "Pod \"%s\": containers of it cannot be removed from the runtime; "
+                           "%s and its mounts are kept for them.",
+                           w->full_name, w->pod_dir);
+        else
+                worker_remove_pod_dir(w);
         worker_cgroup_remove(w);
         /* the burstable level's shares without this pod */
         if (w->ctx->qos_changed)
@@ -820,6 +868,90 @@ int pod_worker_new_from_checkpoint(PodWorker **ret, PodManagerContext *ctx, cons
         if (r < 0)
                 return r;
         w->from_checkpoint = true;
+        w->start_measured = true;
+        *ret = w;
+        return 0;
+}
+
+/* The name and spec of a stray pod: its status file's (<run-dir>/status,
+ * written by the run that started it: the real names, init containers and
+ * grace period), else its container directories' names with kubelet's
+ * default grace period. The name loses the node suffix the parser adds. */
+static json_t *stray_manifest(PodManagerContext *ctx, const char *uid, const char *pod_dir) {
+        _cleanup_free_ char *status_path = pod_status_path(ctx->status_dir, uid);
+        _cleanup_free_ char *text = NULL;
+        _cleanup_free_ char *suffix = strprintf("-%s", ctx->o->node_name);
+        size_t size;
+
+        if (!suffix)
+                return NULL;
+        if (status_path &&
+            read_full_file_at(AT_FDCWD, status_path, 16 * 1024 * 1024, &text, &size) >= 0) {
+                json_t *st = json_loadb(text, size, 0, NULL);
+                json_t *meta = json_object_get(st, "metadata");
+                const char *name = json_string_value(json_object_get(meta, "name"));
+                const char *ns = json_string_value(json_object_get(meta, "namespace"));
+                json_t *spec = json_object_get(st, "spec");
+                if (name && ns && json_is_object(spec)) {
+                        size_t n = strlen(name);
+                        if (endswith(name, suffix))
+                                n -= strlen(suffix);
+                        json_t *o = json_pack("{s:s, s:s, s:{s:s%, s:s}, s:O}", "apiVersion", "v1",
+                                              "kind", "Pod", "metadata", "name", name, n,
+                                              "namespace", ns, "spec", spec);
+                        json_decref(st);
+                        return o;
+                }
+                json_decref(st);
+        }
+        json_t *containers = json_array();
+        _cleanup_free_ char *cdir = strprintf("%s/containers", pod_dir);
+        _cleanup_closedir_ DIR *d = cdir ? opendir(cdir) : NULL;
+        struct dirent *de;
+        while (containers && d && (de = readdir(d)))
+                if (de->d_name[0] != '.' && strlen(de->d_name) <= 63 &&
+                    strspn(de->d_name, "abcdefghijklmnopqrstuvwxyz0123456789-") ==
+                            strlen(de->d_name))
+                        (void)json_array_append_new(
+                                containers,
+                                json_pack("{s:s, s:s}", "name", de->d_name, "image", "unknown"));
+        if (containers && json_array_size(containers) == 0)
+                (void)json_array_append_new(
+                        containers, json_pack("{s:s, s:s}", "name", "unknown", "image", "unknown"));
+        _cleanup_free_ char *name = strprintf("stray-%.8s", uid);
+        if (!containers || !name) {
+                json_decref(containers);
+                return NULL;
+        }
+        return json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:o}}", "apiVersion", "v1", "kind", "Pod",
+                         "metadata", "name", name, "namespace", "default", "spec", "containers",
+                         containers);
+}
+
+int pod_worker_new_stray(PodWorker **ret, PodManagerContext *ctx, const char *uid) {
+        _cleanup_manifest_object_unref_ ManifestObject *o = NULL;
+        _cleanup_free_ char *pod_dir = strprintf("%s/%s", ctx->pods_dir, uid);
+        int r;
+
+        if (!pod_dir)
+                return -ENOMEM;
+        PodCheckpoint cp = {
+                .uid = (char *)uid,
+                .source = (char *)"file",
+                .origin = pod_dir,
+                .manifest = stray_manifest(ctx, uid, pod_dir),
+        };
+        if (!cp.manifest)
+                return -ENOMEM;
+        r = pod_checkpoint_parse(&cp, ctx->o->node_name, &o);
+        json_decref(cp.manifest);
+        if (r < 0)
+                return r;
+        PodWorker *w;
+        r = pod_worker_new(&w, ctx, o, cp.source, cp.origin);
+        if (r < 0)
+                return r;
+        w->stray = true;
         w->start_measured = true;
         *ret = w;
         return 0;

@@ -64,6 +64,14 @@ int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *obje
  * the manifest comes from the checkpoint. The first sync adopts what still
  * runs (or, after a reboot, cleans up and restarts, restart counts kept). */
 int pod_worker_new_from_checkpoint(PodWorker **ret, PodManagerContext *ctx, const char *pod_dir);
+/* A worker only to stop pod uid, whose checkpoint could not be read while
+ * its containers or sandbox still exist and no source wants it
+ * (pod_adopt_decide()'s POD_ADOPT_STOP): its spec is rebuilt from what the
+ * earlier run left (its status file, else its container directories). The
+ * caller terminates it at once; its first sync adopts what runs so that the
+ * usual termination stops it (stop signal, grace period, kill, delete, CNI
+ * DEL) before the pod directory goes. It never writes a checkpoint. */
+int pod_worker_new_stray(PodWorker **ret, PodManagerContext *ctx, const char *uid);
 PodWorker *pod_worker_free(PodWorker *w);
 /* Asks for a sync on the next loop iteration (coalesced). */
 void pod_worker_request_sync(PodWorker *w);

@@ -187,10 +187,14 @@ AGENT_PID=
 : >"$GATE/restart-node1.go"
 start_agent -v 4 --cni-bin-dir "$CNI_BIN"
 check_field "pod restart runs after the agent restart" restart 'p["status"]["phase"]' Running 30
+# The prepared attempt never started: not a restart, its number is used
+# again, and only the running attempt's rootfs is mounted.
 m=$(pod_mounts restart)
-[ "$(echo "$m" | grep -c rootfs)" -eq 1 ] && ! echo "$m" | grep -q '/main/0/rootfs$' &&
-        ok "pod restart: only the new attempt's rootfs is mounted" ||
+[ "$(echo "$m" | grep -c rootfs)" -eq 1 ] && echo "$m" | grep -q '/main/0/rootfs$' &&
+        ok "pod restart: only the running attempt's rootfs is mounted" ||
         fail "pod restart: mounts: $m"
+check_field "pod restart: the attempt that never started is no restart" restart \
+        'p["status"]["containerStatuses"][0]["restartCount"]' 0
 check_field "pod early was adopted, not restarted" early \
         'sum(c["restartCount"] for c in p["status"]["containerStatuses"])' 0
 

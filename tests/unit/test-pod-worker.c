@@ -192,6 +192,55 @@ static void test_claim_checkpoint(void **state) {
         pod_worker_free(w);
 }
 
+/* A pod to stop whose checkpoint is unreadable: its spec from the status
+ * file the earlier run wrote, else its container directories' names. */
+static void test_stray(void **state) {
+        Fixture *f = *state;
+        const char *uid = "0123456789abcdef0123456789abcdef";
+        _cleanup_free_ char *status = strprintf("%s/%s.json", f->status_dir, uid);
+        const char *text =
+                "{\"metadata\":{\"name\":\"web-node1\",\"namespace\":\"prod\",\"uid\":\"x\"},"
+                "\"spec\":{\"terminationGracePeriodSeconds\":7,\"nodeName\":\"node1\","
+                "\"initContainers\":[{\"name\":\"i\",\"image\":\"busybox\"}],"
+                "\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]},"
+                "\"status\":{\"phase\":\"Running\"}}";
+        PodWorker *w = NULL;
+
+        assert_int_equal(write_file_atomic(status, text, strlen(text), 0600), 0);
+        assert_int_equal(pod_worker_new_stray(&w, &f->ctx, uid), 0);
+        assert_string_equal(pod_worker_uid(w), uid);
+        assert_string_equal(pod_worker_object(w)->name, "web-node1");
+        assert_string_equal(pod_worker_object(w)->namespace, "prod");
+        assert_int_equal(pod_worker_state(w)->n_init, 1);
+        assert_int_equal(pod_worker_state(w)->n_app, 1);
+        assert_int_equal(pod_worker_object(w)->pod->spec.termination_grace_period_seconds.value, 7);
+        /* Not a pod a source could claim. */
+        assert_false(pod_worker_is_unclaimed(w));
+        pod_worker_free(w);
+
+        /* Without a usable status file: the container directories. */
+        assert_int_equal(write_file_atomic(status, "garbage", 7, 0600), 0);
+        _cleanup_free_ char *a = strprintf("%s/%s/containers/a/0", f->pods_dir, uid);
+        _cleanup_free_ char *b = strprintf("%s/%s/containers/b", f->pods_dir, uid);
+        _cleanup_free_ char *bad = strprintf("%s/%s/containers/Not_A-Name", f->pods_dir, uid);
+        assert_int_equal(mkdir_p(a, 0700), 0);
+        assert_int_equal(mkdir_p(b, 0700), 0);
+        assert_int_equal(mkdir_p(bad, 0700), 0);
+        assert_int_equal(pod_worker_new_stray(&w, &f->ctx, uid), 0);
+        assert_string_equal(pod_worker_uid(w), uid);
+        assert_int_equal(pod_worker_state(w)->n_init, 0);
+        assert_int_equal(pod_worker_state(w)->n_app, 2);
+        pod_worker_free(w);
+
+        /* Nothing at all: still a worker that can stop what runs. */
+        _cleanup_free_ char *pod = strprintf("%s/%s", f->pods_dir, uid);
+        assert_int_equal(rm_rf_at(AT_FDCWD, pod), 0);
+        assert_int_equal(unlink(status), 0);
+        assert_int_equal(pod_worker_new_stray(&w, &f->ctx, uid), 0);
+        assert_int_equal(pod_worker_state(w)->n_app, 1);
+        pod_worker_free(w);
+}
+
 static void test_successor(void **state) {
         Fixture *f = *state;
         PodWorker *old = new_worker(f), *a = new_worker(f), *b = new_worker(f);
@@ -444,6 +493,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_terminating, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_claim, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_claim_checkpoint, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_stray, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_successor, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_successor_freed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_successor_waits, setup, teardown),
