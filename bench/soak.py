@@ -434,7 +434,7 @@ def soak():
 
 KILL_POINTS = [r'SyncLoop \(ADD', r'SyncLoop \(REMOVE', r'Pulling image', r'Successfully pulled',
                r'Created container', r'Started container', r'Killing container', r'is gone',
-               r'Image GC', r'Updated volumes', r'adopt']
+               r'Image GC', r'adopt']
 
 
 def kill9():
@@ -535,10 +535,13 @@ def kill9():
             fail(f"kill {k + 1} ({point}): live containers of no pod: {stray}")
         for n in stable:
             c = cstatus(s.get(n, {}))
+            # the attempt records: one attempt dir, 0, for a pod never restarted
+            cdir = f"{ROOT}/pods/{ids[n][1]}/containers/main"
+            attempts = sorted(a for a in os.listdir(cdir) if a.isdigit()) if os.path.isdir(cdir) else []
             if (c.get("containerID"), s.get(n, {}).get("metadata", {}).get("uid")) != ids[n] \
-                    or c.get("restartCount") != 0:
+                    or c.get("restartCount") != 0 or attempts != ["0"]:
                 restarts += 1
-                fail(f"kill {k + 1} ({point}): stable pod {n} restarted: {c}")
+                fail(f"kill {k + 1} ({point}): stable pod {n} restarted: {c}, attempts {attempts}")
                 ids[n] = (c.get("containerID"), s.get(n, {}).get("metadata", {}).get("uid"))
         if (k + 1) % 10 == 0:
             log(f"{k + 1}/{kills} kills; {len(want)} churn pods wanted")
@@ -550,8 +553,9 @@ def kill9():
     settle(stable, base_images, timeout=240)
     after = resources.snapshot(TARGET)
     rows, detail = resources.diff(base, after, counts["lifecycles"], same_process=False)
-    print(f"\n{kills} kill -9 points in {t2 - t1:.0f}s ({', '.join(f'{k}: {v}' for k, v in sorted(points.items()))}); "
-          f"restarts of unchanged pods {restarts}, duplicate containers {dups}, containers of no pod {orphans}, convergence timeouts {timeouts}, "
+    where = ", ".join(f"{k}: {v}" for k, v in sorted(points.items()))
+    print(f"\n{kills} kill -9 points in {t2 - t1:.0f}s ({where}); restarts of unchanged pods {restarts}, "
+          f"duplicate containers {dups}, containers of no pod {orphans}, convergence timeouts {timeouts}, "
           f"churn lifecycles {counts['lifecycles']}, image GC removals {log_count(r'Image GC: removed image')}")
     resources.print_diff(rows, detail)
     for r in rows:
