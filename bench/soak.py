@@ -553,6 +553,16 @@ def kill9():
     settle(stable, base_images, timeout=240)
     after = resources.snapshot(TARGET)
     rows, detail = resources.diff(base, after, counts["lifecycles"], same_process=False)
+    # The last agent process adopted the pods and removed the churn ones: its
+    # own resources against a fresh process's with the same pods tell
+    # whether that left anything in the process.
+    stop_agent()
+    start_agent()
+    settle(stable, base_images)
+    fresh = resources.snapshot(TARGET)
+    own = {k: (after["counts"][k], fresh["counts"][k]) for k in resources.PROCESS if k in fresh["counts"]}
+    print("the last agent process against a fresh one with the same pods: " +
+          ", ".join(f"{k} {a} vs {b}" for k, (a, b) in own.items()))
     where = ", ".join(f"{k}: {v}" for k, v in sorted(points.items()))
     print(f"\n{kills} kill -9 points in {t2 - t1:.0f}s ({where}); restarts of unchanged pods {restarts}, "
           f"duplicate containers {dups}, containers of no pod {orphans}, convergence timeouts {timeouts}, "
@@ -562,7 +572,7 @@ def kill9():
         if not r["ok"]:
             fail(f"{r['resource']}: {r['before']} -> {r['after']} ({r['growth']:+})")
     stop_agent()
-    return {"kills": kills, "points": points, "restarts": restarts, "duplicates": dups, "orphans": orphans,
+    return {"kills": kills, "points": points, "last_vs_fresh": own, "restarts": restarts, "duplicates": dups, "orphans": orphans,
             "timeouts": timeouts, "counts": counts, "rows": rows, "detail": detail,
             "seconds": t2 - t1}
 
