@@ -46,9 +46,9 @@ iptables_cleanup() {
 # The agent is soak.py's child (restarted by the kill -9 phase): its last pid.
 soak_cleanup() {
         AGENT_PID=$(cat "$WORK/agent.pid" 2>/dev/null || true)
-        [ -n "$SOAK_PID" ] && kill -9 "$SOAK_PID" 2>/dev/null
+        [ -n "$SOAK_PID" ] && kill -9 "$SOAK_PID" 2>/dev/null || true
         [ -n "$AGENT_PID" ] && [ -d "/proc/$AGENT_PID" ] && grep -qF "$WORK" "/proc/$AGENT_PID/cmdline" 2>/dev/null &&
-                kill -9 "$AGENT_PID" 2>/dev/null
+                kill -9 "$AGENT_PID" 2>/dev/null || true
         AGENT_PID=
         agent_cleanup
 }
