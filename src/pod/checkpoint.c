@@ -55,24 +55,6 @@ static int dup_string(json_t *o, const char *key, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
-/* A record file's text: the file itself, never what a symlink in its place
- * points to (-ELOOP), and only a regular file of at most max bytes. */
-static int read_record_file(const char *path, size_t max, char **ret, size_t *ret_size) {
-        _cleanup_close_ int fd =
-                open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
-        struct stat st;
-
-        if (fd < 0)
-                return -errno;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISREG(st.st_mode))
-                return -EBADFD;
-        if ((uint64_t)st.st_size > max)
-                return -EFBIG;
-        return read_full_fd(fd, max, ret, ret_size);
-}
-
 int pod_checkpoint_read(const char *pod_dir, PodCheckpoint *ret) {
         _cleanup_free_ char *path = strprintf("%s/pod.json", pod_dir);
         _cleanup_free_ char *text = NULL;
@@ -81,7 +63,7 @@ int pod_checkpoint_read(const char *pod_dir, PodCheckpoint *ret) {
 
         if (!path)
                 return -ENOMEM;
-        r = read_record_file(path, 16 * 1024 * 1024, &text, &size);
+        r = read_state_file_at(AT_FDCWD, path, 16 * 1024 * 1024, &text, &size, NULL);
         if (r == -ENOENT || r == -ENOMEM)
                 return r;
         json_t *o = r < 0 ? NULL : json_loadb(text, size, 0, NULL);
@@ -260,7 +242,7 @@ int pod_checkpoints_image_users(const char *pods_dir, ImageUsers *ret) {
 static int load_json_object(const char *path, json_t **ret) {
         _cleanup_free_ char *text = NULL;
         size_t size;
-        int r = read_record_file(path, 1024 * 1024, &text, &size);
+        int r = read_state_file_at(AT_FDCWD, path, 1024 * 1024, &text, &size, NULL);
         if (r == -ENOENT || r == -ENOMEM)
                 return r;
         json_t *o = r < 0 ? NULL : json_loadb(text, size, 0, NULL);

@@ -204,6 +204,12 @@ static bool container_adopt(PodWorker *w, ContainerOp *op, ContainerState *c, ch
                 c->attempt = c->restart_count = n > 0 ? n - 1 : 0;
                 return false;
         }
+        if (rec_r < 0 && st.state != RUNTIME_STATE_UNKNOWN)
+                worker_log(w, LOG_WARNING, c->spec->name,
+                           "Container \"%s\" of pod \"%s\": its attempt record %s/attempt.json "
+                           "is %s; its state is taken from the runtime.",
+                           c->spec->name, w->full_name, dir,
+                           rec_r == -ENOENT ? "missing" : "unreadable");
         if (intact && st.state == RUNTIME_STATE_RUNNING) {
                 usec_t now_rt = now_usec(CLOCK_REALTIME), now_mono = now_usec(CLOCK_MONOTONIC);
                 c->state = CONTAINER_RUNNING;
