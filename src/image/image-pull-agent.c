@@ -5,6 +5,7 @@
  * neither image-pull.c nor, through it, libcurl's and libarchive's
  * dependency chains (docs/BENCHMARKS.md, memory). */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,9 +25,35 @@
 
 struct ImagePull {
         Child *child;
+        char *root_dir;
         image_pull_done_t done;
         void *userdata;
+        bool cancelled; /* killed: freed once reaped, done() not called */
 };
+
+static ImagePull *pull_free(ImagePull *pull) {
+        if (!pull)
+                return NULL;
+        child_free(pull->child);
+        free(pull->root_dir);
+        free(pull);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(ImagePull *, pull_free)
+
+/* A helper that died (killed, crashed) removed none of its partial
+ * downloads; its locks on them went with it. */
+static void pull_sweep(ImagePull *pull) {
+        uint64_t bytes = 0;
+        int r = image_store_sweep_partials(pull->root_dir, &bytes);
+        if (r > 0)
+                log_info("Removed %d partial registry download(s) of an ended image pull "
+                         "(%" PRIu64 " bytes).",
+                         r, bytes);
+        else if (r < 0)
+                log_warning_errno(r, "Cannot remove the partial downloads of an ended image "
+                                     "pull, ignoring (the next start or image GC pass does): %m");
+}
 
 static void pull_child_done(Child *c, void *userdata) {
         ImagePull *pull = userdata;
@@ -41,6 +68,12 @@ static void pull_child_done(Child *c, void *userdata) {
         int r;
 
         child_get_status(c, &code, &status);
+        if (pull->cancelled) {
+                pull->child = child_free(c);
+                pull_sweep(pull);
+                pull_free(pull);
+                return;
+        }
         if (en > 0)
                 log_debug("Image pull helper: %.*s", (int)MIN(en, (size_t)4096), errout);
         if (json_is_integer(res)) {
@@ -58,6 +91,8 @@ static void pull_child_done(Child *c, void *userdata) {
                 msg = buf;
         }
         pull->child = child_free(c);
+        if (!json_is_integer(res))
+                pull_sweep(pull);
         /* done() may cancel (free) the pull: nothing touches it afterwards. */
         pull->done(pull, r, r >= 0 ? digest : NULL, r < 0 ? msg : NULL, pull->userdata);
 }
@@ -79,7 +114,7 @@ int image_pull_start(Event *e, const char *root_dir, const char *ref, const Imag
         _cleanup_strv_free_ char **env = NULL;
         _cleanup_json_ json_t *job = options_json(ref, o);
         _cleanup_free_ char *input = job ? json_dumps(job, JSON_COMPACT) : NULL;
-        _cleanup_free_ ImagePull *pull = calloc(1, sizeof(ImagePull));
+        _cleanup_(pull_freep) ImagePull *pull = calloc(1, sizeof(ImagePull));
         int r;
 
         if (!input || !pull || self_helper_env(&env) < 0)
@@ -99,6 +134,8 @@ int image_pull_start(Event *e, const char *root_dir, const char *ref, const Imag
                             .stderr_max = HELPER_OUTPUT_MAX };
         pull->done = done;
         pull->userdata = userdata;
+        if (!(pull->root_dir = strdup(root_dir)))
+                return error_set(err, -ENOMEM, "out of memory");
         r = child_spawn(e, &co, pull_child_done, pull, &pull->child);
         explicit_bzero(input, strlen(input));
         if (r < 0)
@@ -110,6 +147,12 @@ int image_pull_start(Event *e, const char *root_dir, const char *ref, const Imag
 void image_pull_cancel(ImagePull *pull) {
         if (!pull)
                 return;
-        child_free(pull->child); /* kills it; the loop reaps it */
-        free(pull);
+        if (pull->child && !child_exited(pull->child)) {
+                /* Killed; pull_child_done() removes its partial downloads
+                 * once it is reaped, and frees it. */
+                pull->cancelled = true;
+                child_kill(pull->child);
+                return;
+        }
+        pull_free(pull);
 }
