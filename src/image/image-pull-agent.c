@@ -28,13 +28,12 @@ struct ImagePull {
         char *root_dir;
         image_pull_done_t done;
         void *userdata;
-        bool cancelled; /* killed: freed once reaped, done() not called */
 };
 
 static ImagePull *pull_free(ImagePull *pull) {
         if (!pull)
                 return NULL;
-        child_free(pull->child);
+        child_free(pull->child); /* a running one is killed; the loop reaps it */
         free(pull->root_dir);
         free(pull);
         return NULL;
@@ -42,17 +41,19 @@ static ImagePull *pull_free(ImagePull *pull) {
 DEFINE_TRIVIAL_CLEANUP_FUNC(ImagePull *, pull_free)
 
 /* A helper that died (killed, crashed) removed none of its partial
- * downloads; its locks on them went with it. */
+ * downloads, and one cancelled earlier (killed while the agent went on)
+ * neither; their locks went with them. Swept after every pull, so a
+ * cancelled pull's files go when the next one ends. */
 static void pull_sweep(ImagePull *pull) {
         uint64_t bytes = 0;
         int r = image_store_sweep_partials(pull->root_dir, &bytes);
         if (r > 0)
-                log_info("Removed %d partial registry download(s) of an ended image pull "
+                log_info("Removed %d partial registry download(s) of image pulls that ended "
                          "(%" PRIu64 " bytes).",
                          r, bytes);
         else if (r < 0)
-                log_warning_errno(r, "Cannot remove the partial downloads of an ended image "
-                                     "pull, ignoring (the next start or image GC pass does): %m");
+                log_warning_errno(r, "Cannot remove the partial downloads of ended image pulls, "
+                                     "ignoring (the next start or image GC pass does): %m");
 }
 
 static void pull_child_done(Child *c, void *userdata) {
@@ -68,12 +69,6 @@ static void pull_child_done(Child *c, void *userdata) {
         int r;
 
         child_get_status(c, &code, &status);
-        if (pull->cancelled) {
-                pull->child = child_free(c);
-                pull_sweep(pull);
-                pull_free(pull);
-                return;
-        }
         if (en > 0)
                 log_debug("Image pull helper: %.*s", (int)MIN(en, (size_t)4096), errout);
         if (json_is_integer(res)) {
@@ -91,8 +86,7 @@ static void pull_child_done(Child *c, void *userdata) {
                 msg = buf;
         }
         pull->child = child_free(c);
-        if (!json_is_integer(res))
-                pull_sweep(pull);
+        pull_sweep(pull);
         /* done() may cancel (free) the pull: nothing touches it afterwards. */
         pull->done(pull, r, r >= 0 ? digest : NULL, r < 0 ? msg : NULL, pull->userdata);
 }
@@ -145,14 +139,5 @@ int image_pull_start(Event *e, const char *root_dir, const char *ref, const Imag
 }
 
 void image_pull_cancel(ImagePull *pull) {
-        if (!pull)
-                return;
-        if (pull->child && !child_exited(pull->child)) {
-                /* Killed; pull_child_done() removes its partial downloads
-                 * once it is reaped, and frees it. */
-                pull->cancelled = true;
-                child_kill(pull->child);
-                return;
-        }
         pull_free(pull);
 }

@@ -10,8 +10,8 @@
  * commits the verified image through image_store_load_staged(), the code
  * `image load` uses. A pull that fails removes its partial files; those
  * of a pull that was killed go with the next sweep of files no pull holds
- * (image_store_sweep_partials(): the agent runs it when a pull helper
- * dies, image_store_open() at every open, so at the agent's start and in
+ * (image_store_sweep_partials(): the agent runs it whenever a pull helper
+ * ends, image_store_open() at every open, so at the agent's start and in
  * each image GC pass).
  *
  * Auth: anonymous, Basic, and Bearer tokens (the WWW-Authenticate realm/
@@ -85,8 +85,8 @@ typedef void (*image_pull_done_t)(ImagePull *pull, int r, const char *digest, co
                                   void *userdata);
 int image_pull_start(Event *e, const char *root_dir, const char *ref, const ImagePullOptions *o,
                      image_pull_done_t done, void *userdata, ImagePull **ret, Error *err);
-/* Kills the helper; once it is reaped, its partial downloads are removed
- * and the pull freed (done() is not called). An ended pull is freed now. */
+/* Kills the helper (its partial downloads go with the sweep after the next
+ * pull, or at the next start or image GC pass) and frees the pull. */
 void image_pull_cancel(ImagePull *pull);
 
 #define IMAGE_HELPER_PULL "image-pull"

@@ -192,7 +192,7 @@ int store_index_rebuild(ImageStore *s, json_t *backup, json_t **ret, unsigned *r
                     fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
                     !S_ISREG(st.st_mode) || (uint64_t)st.st_size > IMAGE_JSON_MAX)
                         continue;
-                (void)snprintf(digest, sizeof(digest), "sha256:%s", de->d_name);
+                (void)snprintf(digest, sizeof(digest), "sha256:%.64s", de->d_name);
                 if (index_lists(index, digest) || !blob_looks_like_json(dirfd(dir), de->d_name))
                         continue;
                 _cleanup_(image_freep) Image *im = NULL;

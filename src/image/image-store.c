@@ -221,15 +221,15 @@ int store_open(const char *root_dir, const ImageLimits *limits, bool cleanup_sta
                 if (r < 0)
                         return error_set(err, r, "cannot write \"%s\": %s", p, strerror(-r));
         }
-        /* A missing or damaged index is rebuilt here, before anything
-         * reads it. */
-        _cleanup_json_ json_t *index = NULL;
-        r = store_index_load(s, false, &index, err);
-        if (r < 0)
-                return r;
         if (cleanup_stale) {
+                /* A missing or damaged index is rebuilt here, before
+                 * anything reads it (a helper, opening a store its agent
+                 * opened, leaves that to its first read); a store from
+                 * before the backup gets one. */
                 _cleanup_close_ int lock = -EBADF;
-                if ((r = store_lock(s, INDEX_LOCK, LOCK_EX, &lock, err)) < 0)
+                _cleanup_json_ json_t *index = NULL;
+                if ((r = store_lock(s, INDEX_LOCK, LOCK_EX, &lock, err)) < 0 ||
+                    (r = store_index_load(s, true, &index, err)) < 0)
                         return r;
                 r = store_index_backup_check_locked(s);
                 if (r < 0)

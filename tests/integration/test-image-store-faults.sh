@@ -103,7 +103,7 @@ expect "the pull is held mid-layer" "$WORK/hold.log" '^HOLD ' 1 60
 helper=$(pull_helpers)
 [ -n "$helper" ] && kill -9 $helper
 expect "the agent removed the killed pull's partial" "$AGENT_LOG" \
-        'Removed 1 partial registry download\(s\) of an ended image pull' 1 10
+        'Removed 1 partial registry download\(s\) of image pulls that ended' 1 10
 [ "$(partials)" = 0 ] && ok "no partial left by the killed pull" || fail "partials left after the helper was killed"
 rm -f "$MAN/held.yaml"
 touch "$WORK/release"
