@@ -76,6 +76,13 @@ static int run(const char *root, const ImageGcPolicy *policy, char **pinned_refs
 
         if (!images_dir || !pods_dir)
                 return log_oom();
+        /* Partial registry downloads no pull holds any more (a pull that
+         * was killed): before the store's open would remove them silently,
+         * so that the report says so. */
+        uint64_t partial_bytes = 0;
+        int partials = image_store_sweep_partials(root, &partial_bytes);
+        if (partials > 0)
+                printf("partials %d %" PRIu64 "\n", partials, partial_bytes);
         r = image_store_open(root, NULL, &s, &err);
         if (r < 0)
                 return log_error_errno(r, "Cannot open the image store: %s", err.message);

@@ -44,7 +44,13 @@ static void on_helper_done(Child *c, void *userdata) {
              line = strtok_r(NULL, "\n", &save)) {
                 char digest[80], name[512];
                 uint64_t size, cap, before, after;
-                if (sscanf(line, "expired %79s %" SCNu64 " %511s", digest, &size, name) == 3) {
+                int n;
+                if (sscanf(line, "partials %d %" SCNu64, &n, &size) == 2) {
+                        log_info("Image GC: removed %d partial registry download(s) no pull "
+                                 "owned any more (%" PRIu64 " bytes).",
+                                 n, size);
+                } else if (sscanf(line, "expired %79s %" SCNu64 " %511s", digest, &size, name) ==
+                           3) {
                         g->removed++;
                         metric_inc(g->collected, METRIC_LABELS("age"));
                         log_info("Image GC: removed image \"%s\" (%s, %" PRIu64 " bytes), unused "

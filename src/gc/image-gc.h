@@ -82,7 +82,9 @@ size_t image_gc_select_expired(const ImageGcPolicy *p, const ImageGcCandidate *c
 bool image_gc_labels_pinned(char *const *labels);
 
 /* The helper: `SELF_HELPER_VERB IMAGE_GC_HELPER_MODE ROOT_DIR HIGH LOW
- * MIN_AGE_USEC MAX_AGE_USEC [PINNED_REF...]`. Prints one line per image
+ * MIN_AGE_USEC MAX_AGE_USEC [PINNED_REF...]`. Removes the partial registry
+ * downloads no pull holds (image_store_sweep_partials()) and prints
+ * "partials <count> <bytes>" when there were any. Prints one line per image
  * removed by age, "expired <digest> <size> <name or digest>", then one per
  * image removed for space, "removed <digest> <size> <name or digest>", and
  * a last line "done <capacity> <available before> <available after>";

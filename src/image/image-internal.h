@@ -52,9 +52,42 @@ int store_open(const char *root_dir, const ImageLimits *limits, bool cleanup_sta
                ImageStore **ret, Error *err);
 /* flock() on images/<name>; returns the fd holding the lock. */
 int store_lock(ImageStore *s, const char *name, int op, int *ret_fd, Error *err);
-int store_index_load(ImageStore *s, json_t **ret, Error *err);
-/* Writes index.json (atomically) and drops the cache. */
+/* ---- index.json (image-store-index.c) ---- */
+#define INDEX_FILE "index.json"
+/* The same document, written after each index.json: the tags' second copy. */
+#define INDEX_BACKUP "index.json.backup"
+/* A damaged index.json moved aside by a rebuild (one kept). */
+#define INDEX_CORRUPT_PREFIX "index.json.corrupt-"
+/* index.json's content: 0 and the index, or -EBADMSG and ret_problem (a
+ * phrase after "index.json ...": "is empty", "is not valid JSON (line 1,
+ * column 2)", ...). */
+int store_index_parse(const char *data, size_t size, json_t **ret, char **ret_problem);
+/* Reads index.json. When it is missing, or there but not an index (empty,
+ * not JSON, another JSON type, another version's, a symlink: never
+ * followed, not a regular file, too large), rebuilds it with
+ * store_index_rebuild() under INDEX_LOCK (taken here unless locked says
+ * the caller holds it), moves a bad file aside (INDEX_CORRUPT_PREFIX),
+ * saves the new one and logs one error naming the file, the problem and
+ * what was recovered. A new store (no index, no backup, no image blobs)
+ * just gets an empty index. An index that cannot be read (EIO, EACCES)
+ * is an error: nothing is rebuilt. */
+int store_index_load(ImageStore *s, bool locked, json_t **ret, Error *err);
+/* An index of what the store holds: backup's entries (tags included) whose
+ * image is stored, then every other blob that is an image manifest with
+ * its config blob stored, untagged. backup may be NULL. ret_tags
+ * (optional): entries with a tag; ret_untagged (optional): without. */
+int store_index_rebuild(ImageStore *s, json_t *backup, json_t **ret, unsigned *ret_tags,
+                        unsigned *ret_untagged);
+/* Writes index.json, then INDEX_BACKUP (both atomically: temp, fsync,
+ * rename), and drops the cache. */
 int store_index_save(ImageStore *s, json_t *index, Error *err);
+/* Under INDEX_LOCK: writes INDEX_BACKUP from index.json when it is missing
+ * or bad (a store from before backups). */
+int store_index_backup_check_locked(ImageStore *s);
+/* Removes the PARTIAL_PREFIX files of images_fd that no pull owns (their
+ * flock is free: see blob_open_partial()); returns how many, ret_bytes
+ * (optional) their allocated size. Needs no store lock. */
+int store_partials_sweep(int images_fd, uint64_t *ret_bytes);
 void store_cache_drop(ImageStore *s);
 /* Adds name -> descriptor to the index (moving the name if another image had it). */
 int store_index_add(json_t *index, const ImageDescriptor *manifest, const char *name);
@@ -99,7 +132,8 @@ int store_mounted_layers(ImageStore *s, char ***keep);
  * -E2BIG when the whole is longer than mount(2) takes. */
 int store_overlay_options(ImageStore *s, const Image *im, const char *upper_dir,
                           const char *work_dir, char **ret, Error *err);
-/* Removes blobs and layer dirs no index entry references. Needs GC_LOCK exclusive. */
-int store_gc_locked(ImageStore *s, uint64_t *ret_reclaimed, Error *err);
+/* Removes blobs and layer dirs no index entry references. Needs GC_LOCK
+ * exclusive; index_locked: the caller holds INDEX_LOCK too. */
+int store_gc_locked(ImageStore *s, bool index_locked, uint64_t *ret_reclaimed, Error *err);
 /* Builds an Image from a manifest digest present in the store. */
 int store_image_build(ImageStore *s, const char *digest, Image **ret, Error *err);

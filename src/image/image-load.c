@@ -654,7 +654,7 @@ static int commit(Load *l, char ***ret_names) {
         }
         (void)fsync(l->s->blobs_fd);
         if ((r = store_lock(l->s, INDEX_LOCK, LOCK_EX, &lock, l->err)) < 0 ||
-            (r = store_index_load(l->s, &index, l->err)) < 0)
+            (r = store_index_load(l->s, true, &index, l->err)) < 0)
                 return r;
         for (size_t i = 0; i < l->n_images; i++) {
                 LoadImage *im = &l->images[i];

@@ -5,6 +5,7 @@
  * neither image-pull.c nor, through it, libcurl's and libarchive's
  * dependency chains (docs/BENCHMARKS.md, memory). */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,9 +25,36 @@
 
 struct ImagePull {
         Child *child;
+        char *root_dir;
         image_pull_done_t done;
         void *userdata;
 };
+
+static ImagePull *pull_free(ImagePull *pull) {
+        if (!pull)
+                return NULL;
+        child_free(pull->child); /* a running one is killed; the loop reaps it */
+        free(pull->root_dir);
+        free(pull);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(ImagePull *, pull_free)
+
+/* A helper that died (killed, crashed) removed none of its partial
+ * downloads, and one cancelled earlier (killed while the agent went on)
+ * neither; their locks went with them. Swept after every pull, so a
+ * cancelled pull's files go when the next one ends. */
+static void pull_sweep(ImagePull *pull) {
+        uint64_t bytes = 0;
+        int r = image_store_sweep_partials(pull->root_dir, &bytes);
+        if (r > 0)
+                log_info("Removed %d partial registry download(s) of image pulls that ended "
+                         "(%" PRIu64 " bytes).",
+                         r, bytes);
+        else if (r < 0)
+                log_warning_errno(r, "Cannot remove the partial downloads of ended image pulls, "
+                                     "ignoring (the next start or image GC pass does): %m");
+}
 
 static void pull_child_done(Child *c, void *userdata) {
         ImagePull *pull = userdata;
@@ -58,6 +86,7 @@ static void pull_child_done(Child *c, void *userdata) {
                 msg = buf;
         }
         pull->child = child_free(c);
+        pull_sweep(pull);
         /* done() may cancel (free) the pull: nothing touches it afterwards. */
         pull->done(pull, r, r >= 0 ? digest : NULL, r < 0 ? msg : NULL, pull->userdata);
 }
@@ -79,7 +108,7 @@ int image_pull_start(Event *e, const char *root_dir, const char *ref, const Imag
         _cleanup_strv_free_ char **env = NULL;
         _cleanup_json_ json_t *job = options_json(ref, o);
         _cleanup_free_ char *input = job ? json_dumps(job, JSON_COMPACT) : NULL;
-        _cleanup_free_ ImagePull *pull = calloc(1, sizeof(ImagePull));
+        _cleanup_(pull_freep) ImagePull *pull = calloc(1, sizeof(ImagePull));
         int r;
 
         if (!input || !pull || self_helper_env(&env) < 0)
@@ -99,6 +128,8 @@ int image_pull_start(Event *e, const char *root_dir, const char *ref, const Imag
                             .stderr_max = HELPER_OUTPUT_MAX };
         pull->done = done;
         pull->userdata = userdata;
+        if (!(pull->root_dir = strdup(root_dir)))
+                return error_set(err, -ENOMEM, "out of memory");
         r = child_spawn(e, &co, pull_child_done, pull, &pull->child);
         explicit_bzero(input, strlen(input));
         if (r < 0)
@@ -108,8 +139,5 @@ int image_pull_start(Event *e, const char *root_dir, const char *ref, const Imag
 }
 
 void image_pull_cancel(ImagePull *pull) {
-        if (!pull)
-                return;
-        child_free(pull->child); /* kills it; the loop reaps it */
-        free(pull);
+        pull_free(pull);
 }

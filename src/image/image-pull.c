@@ -649,7 +649,9 @@ typedef struct Blob {
         size_t wlen;
         EVP_MD_CTX *md;
         uint64_t have;
-        bool ranged; /* sent a Range header */
+        uint64_t attempt_start; /* have when this transfer started */
+        unsigned resumes;       /* transfers continued after an early end */
+        bool ranged;            /* sent a Range header */
         bool started_body;
         bool oversize;
         bool write_failed;
@@ -716,6 +718,10 @@ static void unpack_stop(Pull *p, Blob *b) {
 
 static void blob_done(Blob *b) {
         unpack_stop(b->pull, b);
+        /* Not staged: the pull failed. The partial is ours while fd holds
+         * its lock (no other pull or sweep renames or removes it then). */
+        if (b->fd >= 0 && !b->done && b->partial)
+                (void)unlinkat(b->pull->s->images_fd, b->partial, 0);
         if (b->easy)
                 curl_easy_cleanup(b->easy);
         curl_slist_free_all(b->hdrs);
@@ -906,6 +912,7 @@ static int blob_start(Pull *p, Blob *b, CURLM *multi) {
                 return -ENOMEM;
         if (p->reg->auth && !(b->hdrs = curl_slist_append(b->hdrs, p->reg->auth)))
                 return -ENOMEM;
+        b->attempt_start = b->have;
         b->ranged = b->have > 0;
         if (b->ranged) {
                 char range[64];
@@ -927,7 +934,10 @@ static int blob_start(Pull *p, Blob *b, CURLM *multi) {
         return 0;
 }
 
-/* A finished transfer: 1 when it must be started again (after a 401). */
+#define BLOB_MAX_RESUMES 3
+
+/* A finished transfer: 1 when it must be started again (after a 401, a
+ * 416, or an early end). */
 static int blob_finish(Pull *p, Blob *b, CURLcode c) {
         char digest[72];
         int r;
@@ -952,6 +962,18 @@ static int blob_finish(Pull *p, Blob *b, CURLcode c) {
                         return r;
                 return 1;
         }
+        /* The connection ended before the blob did: continued from where it
+         * stopped (Range) while each transfer brings bytes, a few times per
+         * pull. A failed pull removes what it downloaded. */
+        bool short_body = c == CURLE_PARTIAL_FILE || c == CURLE_RECV_ERROR ||
+                          (c == CURLE_OK && (b->resp.code == 200 || b->resp.code == 206) &&
+                           b->have < (uint64_t)b->desc->size);
+        if (short_body && b->have > b->attempt_start && b->resumes < BLOB_MAX_RESUMES) {
+                b->resumes++;
+                log_debug("%s %s: the transfer ended after %llu of %lld bytes; continuing", b->what,
+                          b->desc->digest, (unsigned long long)b->have, (long long)b->desc->size);
+                return 1;
+        }
         if (c != CURLE_OK && c != CURLE_WRITE_ERROR)
                 return transport_error(p->reg, c, &b->resp, p->err);
         if (b->resp.code == 416 && b->ranged) {
@@ -967,9 +989,7 @@ static int blob_finish(Pull *p, Blob *b, CURLcode c) {
                 return http_status_error(p->reg, what ? what : b->what, &b->resp, p->err);
         }
         if (b->have != (uint64_t)b->desc->size)
-                return error_set(p->err, -EBADMSG,
-                                 "%s %s: the registry sent %llu of %lld bytes (the partial "
-                                 "download is kept for a resume)",
+                return error_set(p->err, -EBADMSG, "%s %s: the registry sent %llu of %lld bytes",
                                  b->what, b->desc->digest, (unsigned long long)b->have,
                                  (long long)b->desc->size);
         if ((r = sha256_final_digest(b->md, digest)) < 0)

@@ -4,10 +4,15 @@
  * the manifest (OCI or Docker schema 2; an image index / manifest list is
  * resolved to linux/<this arch>[/variant]), downloads the config and the
  * layers it does not already have (at most 3 at a time, each streamed to
- * images/.tmp-partial-HEX and hashed while written, resumed with Range
- * after an interruption, cut and refused when longer than its descriptor)
- * and commits the verified image through image_store_load_staged(), the
- * code `image load` uses.
+ * images/.tmp-partial-HEX, flocked by its pull, and hashed while written;
+ * continued with Range when a connection ends early and brought bytes, up
+ * to 3 times a blob; cut and refused when longer than its descriptor) and
+ * commits the verified image through image_store_load_staged(), the code
+ * `image load` uses. A pull that fails removes its partial files; those
+ * of a pull that was killed go with the next sweep of files no pull holds
+ * (image_store_sweep_partials(): the agent runs it whenever a pull helper
+ * ends, image_store_open() at every open, so at the agent's start and in
+ * each image GC pass).
  *
  * Auth: anonymous, Basic, and Bearer tokens (the WWW-Authenticate realm/
  * service/scope dance; a token is reused until it expires and fetched again
@@ -80,7 +85,8 @@ typedef void (*image_pull_done_t)(ImagePull *pull, int r, const char *digest, co
                                   void *userdata);
 int image_pull_start(Event *e, const char *root_dir, const char *ref, const ImagePullOptions *o,
                      image_pull_done_t done, void *userdata, ImagePull **ret, Error *err);
-/* Kills the helper (partials stay for a resume) and frees the pull. */
+/* Kills the helper (its partial downloads go with the sweep after the next
+ * pull, or at the next start or image GC pass) and frees the pull. */
 void image_pull_cancel(ImagePull *pull);
 
 #define IMAGE_HELPER_PULL "image-pull"

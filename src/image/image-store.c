@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -17,6 +18,7 @@
 #include "image-util.h"
 #include "log.h"
 #include "mount-util.h"
+#include "rm-rf.h"
 #include "string-util.h"
 #include "strv.h"
 
@@ -81,17 +83,82 @@ static int remove_tmp_entries(int dir_fd, const char *prefix, const char *keep,
         return n;
 }
 
-/* Leftovers of a killed writer: only when no writer is active right now. */
+int store_partials_sweep(int images_fd, uint64_t *ret_bytes) {
+        _cleanup_closedir_ DIR *d = NULL;
+        uint64_t bytes = 0;
+        int n = 0;
+        int r = opendir_fd(images_fd, NULL, 0, &d);
+        if (r < 0)
+                return r;
+        FOREACH_DIRENT(de, d) {
+                struct stat a, b;
+                if (!startswith(de->d_name, PARTIAL_PREFIX))
+                        continue;
+                _cleanup_close_ int fd =
+                        openat(dirfd(d), de->d_name,
+                               O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+                if (fd < 0) {
+                        /* A pull creates regular files only: a symlink
+                         * there is no pull's, and goes unfollowed. */
+                        if (errno == ELOOP && unlinkat(dirfd(d), de->d_name, 0) == 0)
+                                n++;
+                        continue;
+                }
+                if (fstat(fd, &a) < 0)
+                        continue;
+                if (!S_ISREG(a.st_mode)) {
+                        if (rm_rf_at(dirfd(d), de->d_name) >= 0)
+                                n++;
+                        continue;
+                }
+                /* Held by a running pull: its own. */
+                if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+                        continue;
+                /* Still that file under that name (a pull may have staged
+                 * it and another created a new one meanwhile). */
+                if (fstatat(dirfd(d), de->d_name, &b, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    a.st_ino != b.st_ino || a.st_dev != b.st_dev)
+                        continue;
+                if (unlinkat(dirfd(d), de->d_name, 0) < 0)
+                        continue;
+                log_debug("Removed \"%s\" (%" PRIu64 " bytes), a registry download no pull owns",
+                          de->d_name, (uint64_t)a.st_blocks * 512);
+                bytes += (uint64_t)a.st_blocks * 512;
+                n++;
+        }
+        if (ret_bytes)
+                *ret_bytes = bytes;
+        return n;
+}
+
+int image_store_sweep_partials(const char *root_dir, uint64_t *ret_bytes) {
+        _cleanup_free_ char *p = strprintf("%s/images", root_dir);
+        if (!p)
+                return -ENOMEM;
+        _cleanup_close_ int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        return store_partials_sweep(fd, ret_bytes);
+}
+
+/* Leftovers of a killed writer: only when no writer is active right now.
+ * Partial downloads have a lock each and go whenever no pull holds it. */
 static int store_cleanup_stale(ImageStore *s, Error *err) {
         _cleanup_close_ int lock = -EBADF;
+        uint64_t bytes = 0;
+        int n = store_partials_sweep(s->images_fd, &bytes);
+        if (n > 0)
+                log_info("Removed %d partial registry download(s) of pulls that ended (%" PRIu64
+                         " bytes).",
+                         n, bytes);
         int r = store_lock(s, GC_LOCK, LOCK_EX | LOCK_NB, &lock, err);
         if (r == -EWOULDBLOCK)
                 return 0;
         if (r < 0)
                 return r;
-        /* Partial registry downloads stay for a resume; prune removes them. */
         int staged = remove_tmp_entries(s->images_fd, TMP_PREFIX, PARTIAL_PREFIX, NULL);
         (void)remove_tmp_entries(s->images_fd, "index.json.tmp.", NULL, NULL);
+        (void)remove_tmp_entries(s->images_fd, "index.json.backup.tmp.", NULL, NULL);
         (void)remove_tmp_entries(s->blobs_fd, TMP_PREFIX, NULL, NULL);
         (void)remove_tmp_entries(s->layers_fd, TMP_PREFIX, NULL, NULL);
         /* Layers committed unflushed before a reboot: removed now, unpacked
@@ -100,7 +167,7 @@ static int store_cleanup_stale(ImageStore *s, Error *err) {
         /* A load killed while committing may have left blobs/layers that no
          * index entry references yet: collect them now. */
         if (staged > 0)
-                return store_gc_locked(s, NULL, err);
+                return store_gc_locked(s, false, NULL, err);
         return 0;
 }
 
@@ -154,23 +221,21 @@ int store_open(const char *root_dir, const ImageLimits *limits, bool cleanup_sta
                 if (r < 0)
                         return error_set(err, r, "cannot write \"%s\": %s", p, strerror(-r));
         }
-        if (faccessat(s->images_fd, "index.json", F_OK, 0) < 0) {
-                _cleanup_close_ int lock = -EBADF;
-                r = store_lock(s, INDEX_LOCK, LOCK_EX, &lock, err);
-                if (r < 0)
-                        return r;
-                if (faccessat(s->images_fd, "index.json", F_OK, 0) < 0) {
-                        _cleanup_json_ json_t *idx =
-                                json_pack("{s:i, s:s, s:[]}", "schemaVersion", 2, "mediaType",
-                                          IMAGE_MT_OCI_INDEX, "manifests");
-                        if (!idx)
-                                return -ENOMEM;
-                        r = store_index_save(s, idx, err);
-                        if (r < 0)
-                                return r;
-                }
-        }
         if (cleanup_stale) {
+                /* A missing or damaged index is rebuilt here, before
+                 * anything reads it (a helper, opening a store its agent
+                 * opened, leaves that to its first read); a store from
+                 * before the backup gets one. */
+                _cleanup_close_ int lock = -EBADF;
+                _cleanup_json_ json_t *index = NULL;
+                if ((r = store_lock(s, INDEX_LOCK, LOCK_EX, &lock, err)) < 0 ||
+                    (r = store_index_load(s, true, &index, err)) < 0)
+                        return r;
+                r = store_index_backup_check_locked(s);
+                if (r < 0)
+                        log_debug("Cannot write %s/" INDEX_BACKUP " (%s); ignoring it.",
+                                  s->images_dir, strerror(-r));
+                lock = safe_close(lock);
                 r = store_cleanup_stale(s, err);
                 if (r < 0)
                         return r;
@@ -182,35 +247,6 @@ int store_open(const char *root_dir, const ImageLimits *limits, bool cleanup_sta
 int image_store_open(const char *root_dir, const ImageLimits *limits, ImageStore **ret,
                      Error *err) {
         return store_open(root_dir, limits, true, ret, err);
-}
-
-int store_index_load(ImageStore *s, json_t **ret, Error *err) {
-        _cleanup_free_ char *data = NULL;
-        size_t size;
-        json_error_t jerr;
-        int r = read_full_file_at(s->images_fd, "index.json", IMAGE_JSON_MAX, &data, &size);
-        if (r < 0)
-                return error_set(err, r, "cannot read %s/index.json: %s", s->images_dir,
-                                 strerror(-r));
-        json_t *j = json_loadb(data, size, 0, &jerr);
-        if (!j || !json_is_object(j) || !json_is_array(json_object_get(j, "manifests"))) {
-                json_decref(j);
-                return error_set(err, -EBADMSG, "%s/index.json is corrupt", s->images_dir);
-        }
-        *ret = j;
-        return 0;
-}
-
-int store_index_save(ImageStore *s, json_t *index, Error *err) {
-        _cleanup_free_ char *data = json_dumps(index, JSON_INDENT(2));
-        _cleanup_free_ char *p = strprintf("%s/index.json", s->images_dir);
-        if (!data || !p)
-                return -ENOMEM;
-        int r = write_file_atomic(p, data, strlen(data), 0644);
-        store_cache_drop(s);
-        if (r < 0)
-                return error_set(err, r, "cannot write \"%s\": %s", p, strerror(-r));
-        return 0;
 }
 
 void store_cache_drop(ImageStore *s) {
@@ -233,17 +269,17 @@ static bool index_unchanged(const struct stat *a, const struct stat *b) {
 static int store_cache_index(ImageStore *s, Error *err) {
         struct stat st;
 
-        if (s->cache.index && fstatat(s->images_fd, "index.json", &st, 0) == 0 &&
+        if (s->cache.index && fstatat(s->images_fd, "index.json", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
             index_unchanged(&st, &s->cache.st))
                 return 0;
         store_cache_drop(s);
         /* Stat the file, then read it by name: if a writer replaces it in
          * between, the cache holds the newer content under the older file's
          * identity, and the next call reads it again. Never the reverse. */
-        _cleanup_close_ int fd =
-                openat(s->images_fd, "index.json", O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        _cleanup_close_ int fd = openat(s->images_fd, "index.json",
+                                        O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         json_t *index = NULL;
-        int r = store_index_load(s, &index, err);
+        int r = store_index_load(s, false, &index, err);
         if (r < 0)
                 return r;
         if (fd < 0 || fstat(fd, &st) < 0) {
@@ -443,7 +479,7 @@ fail:
 
 int image_store_list(ImageStore *s, Image ***ret, size_t *ret_n, Error *err) {
         _cleanup_json_ json_t *index = NULL;
-        int r = store_index_load(s, &index, err);
+        int r = store_index_load(s, false, &index, err);
         if (r < 0)
                 return r;
         return list_from_index(s, index, ret, ret_n, err);
@@ -551,7 +587,7 @@ int image_store_tag(ImageStore *s, const char *src, const char *dst, Error *err)
         if (digest_only)
                 return error_set(err, -EINVAL, "tag \"%s\": a tag cannot be a digest", dst);
         if ((r = store_lock(s, INDEX_LOCK, LOCK_EX, &lock, err)) < 0 ||
-            (r = store_index_load(s, &index, err)) < 0 ||
+            (r = store_index_load(s, true, &index, err)) < 0 ||
             (r = resolve_ref(index, src, &digest, NULL, err)) < 0 ||
             (r = store_image_build(s, digest, &im, err)) < 0)
                 return r;
@@ -641,7 +677,7 @@ int image_store_remove(ImageStore *s, const char *ref, const ImageUsers *users, 
 
         if ((r = store_lock(s, GC_LOCK, LOCK_EX, &gc, err)) < 0 ||
             (r = store_lock(s, INDEX_LOCK, LOCK_EX, &lock, err)) < 0 ||
-            (r = store_index_load(s, &index, err)) < 0 ||
+            (r = store_index_load(s, true, &index, err)) < 0 ||
             (r = resolve_ref(index, ref, &digest, &name, err)) < 0 ||
             (r = users_resolve(index, users, &before)) < 0)
                 return r;
@@ -660,7 +696,7 @@ int image_store_remove(ImageStore *s, const char *ref, const ImageUsers *users, 
         if (r < 0)
                 return r;
         if (deleted) {
-                r = store_gc_locked(s, NULL, err);
+                r = store_gc_locked(s, true, NULL, err);
                 if (r < 0)
                         return r;
         }
@@ -680,7 +716,7 @@ int image_store_prune(ImageStore *s, const ImageUsers *users, char ***ret_remove
                 return -ENOMEM;
         if ((r = store_lock(s, GC_LOCK, LOCK_EX, &gc, err)) < 0 ||
             (r = store_lock(s, INDEX_LOCK, LOCK_EX, &lock, err)) < 0 ||
-            (r = store_index_load(s, &index, err)) < 0 ||
+            (r = store_index_load(s, true, &index, err)) < 0 ||
             (r = users_resolve(index, users, &in_use)) < 0 ||
             (r = list_from_index(s, index, &l, &n, err)) < 0)
                 return r;
@@ -701,12 +737,12 @@ int image_store_prune(ImageStore *s, const ImageUsers *users, char ***ret_remove
         r = store_index_save(s, index, err);
         if (r < 0)
                 return r;
-        r = store_gc_locked(s, ret_reclaimed, err);
+        r = store_gc_locked(s, true, ret_reclaimed, err);
         if (r < 0)
                 return r;
         /* Partial downloads: no pull runs (they hold GC_LOCK shared). */
         uint64_t partial = 0;
-        (void)remove_tmp_entries(s->images_fd, PARTIAL_PREFIX, NULL, &partial);
+        (void)store_partials_sweep(s->images_fd, &partial);
         if (ret_reclaimed)
                 *ret_reclaimed += partial;
         if (ret_removed)
@@ -756,7 +792,7 @@ int store_mounted_layers(ImageStore *s, char ***keep) {
         return 0;
 }
 
-int store_gc_locked(ImageStore *s, uint64_t *ret_reclaimed, Error *err) {
+int store_gc_locked(ImageStore *s, bool index_locked, uint64_t *ret_reclaimed, Error *err) {
         _cleanup_json_ json_t *index = NULL;
         _cleanup_strv_free_ char **keep_blobs = calloc(1, sizeof(char *)),
                                  **keep_layers = calloc(1, sizeof(char *));
@@ -767,7 +803,7 @@ int store_gc_locked(ImageStore *s, uint64_t *ret_reclaimed, Error *err) {
 
         if (!keep_blobs || !keep_layers)
                 return -ENOMEM;
-        r = store_index_load(s, &index, err);
+        r = store_index_load(s, index_locked, &index, err);
         if (r < 0)
                 return r;
         json_array_foreach(json_object_get(index, "manifests"), i, e) {

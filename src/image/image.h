@@ -57,6 +57,11 @@ void image_list_free(Image **images, size_t n);
 int image_store_open(const char *root_dir, const ImageLimits *limits, ImageStore **ret, Error *err);
 ImageStore *image_store_free(ImageStore *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ImageStore *, image_store_free)
+/* Removes the partial registry downloads (images/.tmp-partial-*) no running
+ * pull owns, as image_store_open() does: for the agent after a pull helper
+ * died. Returns how many; ret_bytes (optional) their allocated size. A
+ * directory read and an unlink per file: fine on the loop. */
+int image_store_sweep_partials(const char *root_dir, uint64_t *ret_bytes);
 #define _cleanup_image_store_ _cleanup_(image_store_freep)
 const char *image_store_root(const ImageStore *s);
 

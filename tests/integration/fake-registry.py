@@ -33,6 +33,16 @@ any repository name and tag, and can
                      requests after it must come with a renewed token, which
                      the client can only know by the clock.
 
+  --claim-size N     serve a manifest (its own digest) that declares every
+                     layer N bytes long, and send N as each layer blob's
+                     Content-Length (a registry lying about a layer's size);
+  --cut N            send each layer blob's headers, then only its first N
+                     bytes (zeros past its end), log "CUT DIGEST" and close
+                     the connection; a Range request gets the same 200;
+  --cut-first N      the first GET of each layer blob is cut after N bytes
+                     as with --cut; later ones honour "Range: bytes=K-"
+                     with a 206 for the rest (a connection that broke once).
+
 Every request is logged as one line "METHOD PATH STATUS" to --log (with
 " tok=N" when it carried the Nth token issued), and
 "STALL DIGEST", "CLOSED DIGEST", "TOKEN N" lines say what the server did,
@@ -60,6 +70,9 @@ ap.add_argument("--redirect", action="append", default=[])
 ap.add_argument("--token-uses", type=int, default=0)
 ap.add_argument("--first-token-life", type=float, default=0)
 ap.add_argument("--deny")
+ap.add_argument("--claim-size", type=int, default=0)
+ap.add_argument("--cut", type=int, default=0)
+ap.add_argument("--cut-first", type=int, default=0)
 args = ap.parse_args()
 
 tar = tarfile.open(args.archive)
@@ -71,6 +84,15 @@ for m in tar.getmembers():
         blobs["sha256:" + m.name.rsplit("/", 1)[1]] = tar.extractfile(m).read()
 manifest = blobs[manifest_digest]
 layers = {l["digest"] for l in json.loads(manifest)["layers"]}
+if args.claim_size:
+    import hashlib
+    m = json.loads(manifest)
+    for l in m["layers"]:
+        l["size"] = args.claim_size
+    manifest = json.dumps(m).encode()
+    manifest_digest = "sha256:" + hashlib.sha256(manifest).hexdigest()
+    blobs[manifest_digest] = manifest
+cut_done = set()  # layers whose first GET was cut (--cut-first)
 redirects = dict(r.split("=", 1) for r in args.redirect)
 scheme = "https" if args.tls else "http"
 tokens = {}  # token -> [number, uses left, expiry (time.time())]
@@ -196,6 +218,31 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body[len(body) // 2:])
             self.wfile.flush()
             log("RELEASED " + ref)
+            return
+        first_cut = args.cut_first and ref not in cut_done
+        if (args.cut or first_cut) and ref in layers and self.command == "GET":
+            n = args.cut or args.cut_first
+            cut_done.add(ref)
+            log("%s %s 200" % (self.command, self.path))
+            self.send_response(200)
+            self.send_header("Content-Length", str(args.claim_size or len(body)))
+            self.send_header("Docker-Content-Digest", ref)
+            self.end_headers()
+            self.wfile.write((body + b"\0" * n)[:n])
+            self.wfile.flush()
+            log("CUT " + ref)
+            self.close_connection = True
+            return
+        rng = self.headers.get("Range", "")
+        if args.cut_first and ref in layers and self.command == "GET" and rng.startswith("bytes="):
+            start = int(rng[6:].split("-", 1)[0])
+            log("%s %s 206" % (self.command, self.path))
+            self.send_response(206)
+            self.send_header("Content-Length", str(len(body) - start))
+            self.send_header("Content-Range", "bytes %d-%d/%d" % (start, len(body) - 1, len(body)))
+            self.send_header("Docker-Content-Digest", ref)
+            self.end_headers()
+            self.wfile.write(body[start:])
             return
         if args.stall and ref in layers and self.command == "GET":
             log("%s %s 200" % (self.command, self.path))

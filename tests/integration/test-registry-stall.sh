@@ -2,8 +2,9 @@
 # A pod whose container start waits on a stalled registry pull is removed:
 # the pod goes at once (its status file is removed) instead of waiting for
 # the transfer, and the pull helper is killed once no pod waits for it any
-# more, leaving no blob committed. Two pods share the pull: removing the
-# first leaves the pull running for the second. The registry is
+# more, leaving no blob committed and no partial download after the next
+# store open. Two pods share the pull: removing the first leaves the pull
+# running for the second. The registry is
 # fake-registry.py on 127.0.0.1 (plain HTTP, --insecure-registry), which
 # sends half of each layer and then nothing: every step is observed in its
 # log (STALL, CLOSED) and in the agent's status files, not by timing.
@@ -109,6 +110,9 @@ fi
         fail "layer $LAYER committed"
 nl image ls >"$WORK/ls" 2>&1 || true
 grep -q "test/stall" "$WORK/ls" && fail "image listed: $(cat "$WORK/ls")" || ok "no image recorded"
+# No pull holds the killed helper's partial any more: that store open removed it.
+ls "$ROOT"/images/.tmp-partial-* >/dev/null 2>&1 && fail "partials left: $(ls -la "$ROOT"/images/.tmp-partial-*)" ||
+        ok "no partial download left by the cancelled pull"
 grep -q 'no longer waiting for image' "$AGENT_LOG" && ok "the agent logged the abandoned wait" ||
         fail "no 'no longer waiting' log line"
 

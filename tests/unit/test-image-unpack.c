@@ -31,6 +31,8 @@
 #include "hash.h"
 #include "self-helper.h"
 #include "time-util.h"
+#include "fileio.h"
+#include "image-internal.h"
 #include "image.h"
 #include "string-util.h"
 #include "strv.h"
@@ -568,6 +570,257 @@ static void test_index_cache(void **state) {
         b = image_free(b);
 
         image_store_free(other);
+        image_store_free(s);
+}
+
+/* ---- index.json damaged or missing: rebuilt from the store ---- */
+
+static void write_text(const char *path, const char *text) {
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+/* How many entries of dir start with prefix. */
+static int count_prefixed(const char *dir, const char *prefix) {
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        int n = 0;
+        assert_non_null(d);
+        while ((de = readdir(d)))
+                if (startswith(de->d_name, prefix))
+                        n++;
+        closedir(d);
+        return n;
+}
+
+static void test_index_parse(void **state) {
+        static const struct {
+                const char *text;
+                const char *problem;
+        } bad[] = {
+                { "", "is empty" },
+                { "{\"manifests\":[", "is not valid JSON (line 1" },
+                { "\x01\x02garbage", "is not valid JSON" },
+                { "[]", "is a JSON array, not an OCI image index" },
+                { "\"index\"", "is a JSON string" },
+                { "{}", "has no \"manifests\" list" },
+                { "{\"manifests\":{}}", "has \"manifests\" as a JSON object, not an array" },
+                { "{\"schemaVersion\":3,\"manifests\":[]}", "schemaVersion other than 2" },
+                { "{\"schemaVersion\":\"2\",\"manifests\":[]}", "schemaVersion other than 2" },
+                { "{\"schemaVersion\":2,\"mediaType\":\"x/y\",\"manifests\":[]}",
+                  "mediaType other than" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                json_t *j = NULL;
+                char *problem = NULL;
+                assert_int_equal(store_index_parse(bad[i].text, strlen(bad[i].text), &j, &problem),
+                                 -EBADMSG);
+                assert_null(j);
+                if (!strstr(problem, bad[i].problem))
+                        fail_msg("\"%s\": \"%s\" lacks \"%s\"", bad[i].text, problem,
+                                 bad[i].problem);
+                free(problem);
+        }
+        const char *good =
+                "{\"schemaVersion\":2,\"mediaType\":\"" IMAGE_MT_OCI_INDEX "\",\"manifests\":[]}";
+        json_t *j = NULL;
+        char *problem = NULL;
+        assert_int_equal(store_index_parse(good, strlen(good), &j, &problem), 0);
+        assert_null(problem);
+        json_decref(j);
+}
+
+typedef enum Damage {
+        DAMAGE_MISSING,
+        DAMAGE_EMPTY,
+        DAMAGE_GARBAGE,
+        DAMAGE_WRONG_TYPE,
+        DAMAGE_OTHER_VERSION,
+        DAMAGE_SYMLINK,
+        DAMAGE_DIRECTORY,
+        _DAMAGE_MAX,
+} Damage;
+
+static void damage_index(const char *root, Damage d) {
+        _cleanup_free_ char *p = strprintf("%s/images/index.json", root);
+        _cleanup_free_ char *target = path_in("elsewhere.json");
+        assert_int_equal(unlink(p), 0);
+        switch (d) {
+        case DAMAGE_MISSING:
+                break;
+        case DAMAGE_EMPTY:
+                write_text(p, "");
+                break;
+        case DAMAGE_GARBAGE:
+                write_text(p, "\x7f"
+                              "ELF\x01\x01 not json");
+                break;
+        case DAMAGE_WRONG_TYPE:
+                write_text(p, "[{\"digest\":\"sha256:00\"}]");
+                break;
+        case DAMAGE_OTHER_VERSION:
+                write_text(p, "{\"schemaVersion\":3,\"images\":{}}");
+                break;
+        case DAMAGE_SYMLINK:
+                /* A valid index elsewhere: never read through the link. */
+                write_text(target, "{\"schemaVersion\":2,\"manifests\":[]}");
+                assert_int_equal(symlink(target, p), 0);
+                break;
+        case DAMAGE_DIRECTORY:
+                assert_int_equal(mkdir(p, 0755), 0);
+                break;
+        case _DAMAGE_MAX:
+                break;
+        }
+}
+
+static void test_index_rebuild(void **state) {
+        _cleanup_free_ char *root = path_in("rebuild"), *arch = path_in("rebuild.tar");
+        _cleanup_free_ char *images = strprintf("%s/images", root);
+        _cleanup_free_ char *index = strprintf("%s/images/index.json", root);
+        _cleanup_free_ char *backup = strprintf("%s/images/index.json.backup", root);
+        _cleanup_free_ char *elsewhere = path_in("elsewhere.json");
+        ImageStore *s = NULL;
+        Image *im = NULL;
+        Error err = {};
+        struct stat st;
+
+        assert_int_equal(image_store_open(root, NULL, &s, &err), 0);
+        write_archive(arch, GOOD);
+        assert_int_equal(image_store_load(s, arch, NULL, &err), 0);
+        assert_int_equal(image_store_tag(s, "localhost/unit:0", "second", &err), 0);
+        assert_int_equal(image_store_get(s, "localhost/unit:0", &im, &err), 0);
+        _cleanup_free_ char *digest = strdup(im->digest);
+        im = image_free(im);
+        s = image_store_free(s);
+        assert_int_equal(stat(backup, &st), 0);
+
+        for (Damage d = 0; d < _DAMAGE_MAX; d++) {
+                damage_index(root, d);
+                err = (Error){};
+                if (image_store_open(root, NULL, &s, &err) < 0)
+                        fail_msg("damage %d: %s", d, err.message);
+                if (image_store_get(s, "localhost/unit:0", &im, &err) < 0)
+                        fail_msg("damage %d: %s", d, err.message);
+                assert_string_equal(im->digest, digest);
+                assert_int_equal(strv_length(im->names), 2);
+                im = image_free(im);
+                assert_int_equal(lstat(index, &st), 0);
+                assert_true(S_ISREG(st.st_mode));
+                /* The bad file aside, one at most. */
+                assert_int_equal(count_prefixed(images, "index.json.corrupt-"),
+                                 d == DAMAGE_MISSING ? 0 : 1);
+                s = image_store_free(s);
+        }
+        _cleanup_free_ char *kept = NULL;
+        {
+                DIR *dd = opendir(images);
+                struct dirent *de;
+                while ((de = readdir(dd)))
+                        if (startswith(de->d_name, "index.json.corrupt-"))
+                                kept = strprintf("%s/%s", images, de->d_name);
+                closedir(dd);
+        }
+        assert_int_equal(lstat(kept, &st), 0);
+        assert_true(S_ISDIR(st.st_mode)); /* the last one: the directory */
+        /* The symlink's target was not touched. */
+        FILE *f = fopen(elsewhere, "r");
+        assert_non_null(f);
+        char buf[128] = {};
+        assert_true(fread(buf, 1, sizeof(buf) - 1, f) > 0);
+        fclose(f);
+        assert_string_equal(buf, "{\"schemaVersion\":2,\"manifests\":[]}");
+
+        /* Damaged while the store is open (and its index cached). */
+        assert_int_equal(image_store_open(root, NULL, &s, &err), 0);
+        assert_int_equal(image_store_get(s, "second", &im, &err), 0);
+        im = image_free(im);
+        assert_int_equal(unlink(index), 0);
+        write_text(index, "{\"schemaVersion\":2,\"manifests\":");
+        err = (Error){};
+        if (image_store_get(s, "second", &im, &err) < 0)
+                fail_msg("after damage while open: %s", err.message);
+        im = image_free(im);
+
+        /* No backup either: the image is kept, by digest; the tags are lost. */
+        assert_int_equal(unlink(backup), 0);
+        write_text(backup, "garbage");
+        assert_int_equal(unlink(index), 0);
+        err = (Error){};
+        assert_int_equal(image_store_get(s, "localhost/unit:0", &im, &err), -ENOENT);
+        assert_int_equal(image_store_get(s, digest, &im, &err), 0);
+        assert_int_equal(strv_length(im->names), 0);
+        im = image_free(im);
+        /* The backup is good again: written with the index. */
+        {
+                _cleanup_free_ char *data = NULL;
+                size_t n = 0;
+                json_t *j = NULL;
+                char *problem = NULL;
+                assert_int_equal(read_full_file_at(AT_FDCWD, backup, 1 << 20, &data, &n), 0);
+                assert_int_equal(store_index_parse(data, n, &j, &problem), 0);
+                json_decref(j);
+        }
+
+        /* Missing index, then prune: a user's digest keeps the image. */
+        ImageUsers users = {};
+        assert_int_equal(image_users_add(&users, digest, "pod \"default/web\""), 0);
+        assert_int_equal(unlink(index), 0);
+        char **removed = NULL;
+        uint64_t reclaimed = 0;
+        err = (Error){};
+        if (image_store_prune(s, &users, &removed, &reclaimed, &err) < 0)
+                fail_msg("prune: %s", err.message);
+        assert_int_equal(strv_length(removed), 0);
+        removed = strv_free(removed);
+        image_users_done(&users);
+        _cleanup_free_ char *mblob = blob_path(root, digest);
+        assert_int_equal(access(mblob, F_OK), 0);
+        assert_int_equal(image_store_get(s, digest, &im, &err), 0);
+        for (size_t k = 0; k < im->manifest.n_layers; k++) {
+                _cleanup_free_ char *lb = blob_path(root, im->manifest.layers[k].digest);
+                assert_int_equal(access(lb, F_OK), 0);
+        }
+        im = image_free(im);
+        image_store_free(s);
+}
+
+static void test_partials_sweep(void **state) {
+        _cleanup_free_ char *root = path_in("sweep"), *images = strprintf("%s/images", root);
+        _cleanup_free_ char *a = strprintf("%s/.tmp-partial-aaaa", images);
+        _cleanup_free_ char *b = strprintf("%s/.tmp-partial-bbbb", images);
+        _cleanup_free_ char *c = strprintf("%s/.tmp-partial-cccc", images);
+        _cleanup_free_ char *d = strprintf("%s/.tmp-partial-dddd", images);
+        _cleanup_free_ char *canary = path_in("canary/secret");
+        ImageStore *s = NULL;
+        Error err = {};
+
+        assert_int_equal(image_store_open(root, NULL, &s, &err), 0);
+        write_text(a, "left by a killed pull");
+        write_text(b, "a running pull's");
+        assert_int_equal(symlink(canary, c), 0);
+        assert_int_equal(mkdir(d, 0700), 0);
+        /* A pull holds its partial's flock (another open file: as another
+         * process would). */
+        int held = open(b, O_RDONLY | O_CLOEXEC);
+        assert_true(held >= 0);
+        assert_int_equal(flock(held, LOCK_EX), 0);
+        uint64_t bytes = 0;
+        assert_int_equal(image_store_sweep_partials(root, &bytes), 3);
+        assert_true(bytes > 0);
+        assert_int_equal(access(a, F_OK), -1);
+        assert_int_equal(access(b, F_OK), 0);
+        struct stat st;
+        assert_int_equal(lstat(c, &st), -1);
+        assert_int_equal(lstat(d, &st), -1);
+        assert_canary_intact();
+        /* Its pull is gone: the next store open removes it. */
+        close(held);
+        s = image_store_free(s);
+        assert_int_equal(image_store_open(root, NULL, &s, &err), 0);
+        assert_int_equal(access(b, F_OK), -1);
         image_store_free(s);
 }
 
@@ -1249,6 +1502,9 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_good_and_whiteouts),
                 cmocka_unit_test(test_store),
                 cmocka_unit_test(test_index_cache),
+                cmocka_unit_test(test_index_parse),
+                cmocka_unit_test(test_index_rebuild),
+                cmocka_unit_test(test_partials_sweep),
                 cmocka_unit_test(test_rootfs_helper),
                 cmocka_unit_test(test_rootfs_direct),
                 cmocka_unit_test(test_layer_record_decide),
