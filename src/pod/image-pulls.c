@@ -187,8 +187,10 @@ void image_pull_waiter_cancel(ImagePullWaiter *w) {
         }
         /* Nobody waits any more (the pods that wanted it are terminating):
          * the helper is killed so the pod's worker is not held for as long
-         * as a stalled transfer lasts. Its partial blobs stay uncommitted,
-         * for a later pull to resume with Range. */
+         * as a stalled transfer lasts. Its partial blobs are removed when
+         * the next pull ends, at the next start or image GC pass (the
+         * store's sweep takes each one's lock, so none is removed under a
+         * pull). */
         ImagePulls *owner = pull->owner;
         if (pull->handle && owner->backend.cancel)
                 owner->backend.cancel(pull->handle);
