@@ -11,7 +11,20 @@ require_root
 load_test_image || { fail "test image"; finish; }
 HOSTDIR=$WORK/host
 mkdir -p "$HOSTDIR"
+# agent_fds: the agent's open fds, the least of a few reads (a helper's pipe
+# in flight does not count), without the image store's cached index.json
+# (one fd, held once any image was looked up, never one per pod).
+agent_fds() {
+        local i n min=
+        for ((i = 0; i < 5; i++)); do
+                n=$(find "/proc/$AGENT_PID/fd" -mindepth 1 -printf '%l\n' 2>/dev/null | grep -vc '/images/index\.json$' || true)
+                [ -z "$min" ] || [ "$n" -lt "$min" ] && min=$n
+                sleep 0.1
+        done
+        echo "$min"
+}
 start_agent
+fds_no_pods=$(agent_fds)
 
 C='image: nanolet-test, imagePullPolicy: Never'
 
@@ -182,6 +195,11 @@ for ((i = 0; i < 100; i++)); do [ ! -e "$ROOT/pods/$late_uid" ] && break; sleep 
 
 rm -f "$MAN"/*.yaml
 for ((i = 0; i < 250; i++)); do [ -z "$(ls "$RUN/status" 2>/dev/null | grep -vx sources.json | grep json)" ] && break; sleep 0.2; done
+# This agent adopted every pod it had (kill -9 above): their exit watches
+# and whatever else adoption opened went with them.
+fds_after=$(agent_fds)
+[ "$fds_after" = "$fds_no_pods" ] && ok "fds after adoption and removal of every pod: $fds_after, as with no pods" \
+        || { fail "fds after adoption and removal: $fds_after, with no pods: $fds_no_pods"; ls -l "/proc/$AGENT_PID/fd" >&2; }
 check_no_leftovers
 stop_agent
 finish
