@@ -35,6 +35,27 @@ void backoff_on_exit(ContainerState *c, usec_t now_mono) {
         c->running_since = 0;
 }
 
+void backoff_restore(ContainerState *c, unsigned restart_count, usec_t started_at,
+                     usec_t finished_at, usec_t now_rt, usec_t now_mono) {
+        assert(c);
+        /* The window the restart_count earlier exits left: none after none,
+         * 10 s after the first, doubling. */
+        usec_t window = 0;
+        for (unsigned i = 0; i < restart_count && window < BACKOFF_MAX_USEC; i++)
+                window = backoff_next_delay(window, 0);
+        usec_t ran_for = finished_at > started_at && started_at > 0 ? finished_at - started_at : 0;
+        if (window == 0 || ran_for >= BACKOFF_RESET_USEC) {
+                c->backoff_delay = 0;
+                c->backoff_window = BACKOFF_INITIAL_USEC;
+        } else {
+                c->backoff_delay = window;
+                c->backoff_window = backoff_next_delay(window, 0);
+        }
+        usec_t since = now_rt > finished_at ? now_rt - finished_at : 0;
+        c->backoff_until = c->backoff_delay > since ? now_mono + (c->backoff_delay - since) : 0;
+        c->running_since = 0;
+}
+
 void backoff_on_failed_start(ContainerState *c, usec_t now_mono) {
         assert(c);
         c->backoff_delay = c->backoff_window ? c->backoff_window : BACKOFF_INITIAL_USEC;

@@ -28,6 +28,13 @@ usec_t backoff_next_delay(usec_t prev_delay, usec_t ran_for);
  * now) and backoff_until = now_mono + delay, advances the window for the
  * next exit and clears running_since. */
 void backoff_on_exit(ContainerState *c, usec_t now_mono);
+/* After an agent restart: the back-off c would have if the agent had seen
+ * every exit, from what its attempt records keep. restart_count exits came
+ * before the attempt that ran from started_at to finished_at (both
+ * CLOCK_REALTIME); its restart waits from finished_at, so an agent that
+ * restarts in a loop does not hurry a crash-looping container. */
+void backoff_restore(ContainerState *c, unsigned restart_count, usec_t started_at,
+                     usec_t finished_at, usec_t now_rt, usec_t now_mono);
 /* Call when an attempt could not be pulled, created or started: waits the
  * current window (10 s the first time) and doubles it. */
 void backoff_on_failed_start(ContainerState *c, usec_t now_mono);

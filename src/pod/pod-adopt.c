@@ -231,6 +231,8 @@ static bool container_adopt(PodWorker *w, ContainerOp *op, ContainerState *c, ch
                 c->state = CONTAINER_RUNNING;
                 c->started_at = have_rec ? rec.started_at : 0;
                 container_exited(w, op, c, &st);
+                backoff_restore(c, n, c->started_at, c->finished_at, now_usec(CLOCK_REALTIME),
+                                now_usec(CLOCK_MONOTONIC));
                 return true; /* container_exited() removes it */
         }
         if (!intact) {
@@ -278,9 +280,15 @@ static bool container_adopt(PodWorker *w, ContainerOp *op, ContainerState *c, ch
                 /* The attempt never ran (the agent died while creating it):
                  * the next one gets the next number. */
                 c->state = CONTAINER_NONE;
-        /* Restarting what an agent restart or reboot interrupted is not a
+        /* An exit the earlier run saw, or that came while the agent was
+         * down, waits the back-off its restart count earned, counted from
+         * when it exited. Restarting what a reboot interrupted is not a
          * crash loop: no back-off. */
-        c->backoff_until = 0;
+        if (intact && c->state == CONTAINER_EXITED)
+                backoff_restore(c, n, c->started_at, c->finished_at, now_usec(CLOCK_REALTIME),
+                                now_usec(CLOCK_MONOTONIC));
+        else
+                c->backoff_until = 0;
         return false;
 }
 

@@ -40,6 +40,7 @@ struct PodManager {
         EventSource *sync_timer; /* syncFrequency */
         usec_t last_relist;      /* event loop time of the last relist, for /healthz */
         EventSource *exits_watch;
+        bool leftovers_swept; /* runtime_sweep_leftovers() ran once since start */
         EventSource *orphan_timer;
         struct OrphanDel *orphan_dels; /* DELs of orphaned sandboxes in flight */
         LogRotator *log_rotator;       /* NULL: rotation off */
@@ -648,10 +649,26 @@ static void sweep_orphan_records(PodManager *m, char *const *cached) {
         }
 }
 
+/* The monitor dirs and exit files a delete interrupted by an agent crash
+ * left (runtime_sweep_leftovers()). Only once every worker has adopted what
+ * the earlier run left: adoption reads the exit file of a container deleted
+ * while the agent was down. */
+static void sweep_runtime_leftovers(PodManager *m) {
+        if (!m->o.runtime)
+                return;
+        for (size_t i = 0; i < m->n_workers; i++)
+                if (!pod_worker_adopted(m->workers[i]))
+                        return;
+        (void)runtime_sweep_leftovers(m->o.runtime);
+        m->leftovers_swept = true;
+}
+
 static void sweep_orphans(PodManager *m) {
         _cleanup_strv_free_ char **cached = NULL;
         CniConfig *config = NULL;
         CniError err = {};
+
+        sweep_runtime_leftovers(m);
 
         if (m->o.cni && cni_runner_list_cached(m->o.cni, &cached) < 0)
                 return;
@@ -819,6 +836,8 @@ static int on_relist(EventSource *s, usec_t now, void *userdata) {
          * middle of this iteration still shows the stop. */
         m->last_relist = now;
         relist_all(m, false);
+        if (!m->leftovers_swept)
+                sweep_runtime_leftovers(m);
         metric_observe(m->ctx.metrics.pleg_relist_duration, NULL,
                        (double)(now_usec(CLOCK_MONOTONIC) - begin) / USEC_PER_SEC);
         return event_source_set_time_relative(s, RELIST_PERIOD_USEC);

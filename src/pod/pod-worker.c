@@ -52,6 +52,10 @@ static void op_free(ContainerOp *op) {
         free(op);
 }
 
+bool pod_worker_adopted(const PodWorker *w) {
+        return w->adopt_checked;
+}
+
 const char *pod_worker_uid(const PodWorker *w) {
         return w->object->uid;
 }

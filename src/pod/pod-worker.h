@@ -97,6 +97,8 @@ void pod_worker_relist(PodWorker *w, bool all);
  * Everything else is private (pod-worker-internal.h). The getters borrow:
  * what they return lives as long as the worker. */
 const char *pod_worker_uid(const PodWorker *w);
+/* Whether its first sync adopted (or removed) what an earlier agent run left. */
+bool pod_worker_adopted(const PodWorker *w);
 /* The wanted pod (its name carries the node suffix). */
 const ManifestObject *pod_worker_object(const PodWorker *w);
 const char *pod_worker_source(const PodWorker *w);  /* "file" | "http" */

@@ -58,6 +58,9 @@ struct Runtime {
          * again only when it changed (inode, size or mtime). */
         RuntimeStateCacheEntry *state_cache;
         size_t n_state_cache;
+
+        /* IDs with a create in flight (one entry per op) */
+        char **creating;
 };
 
 /* Drops the cached state of a deleted container (runtime-status.c). */
@@ -138,6 +141,7 @@ int runtime_op_arm_timer(RuntimeOp *op);
 void runtime_extract_message(const char *out, char *buf, size_t size);
 int runtime_resolve(Runtime *rt, char **ret_path, Error *err);
 int read_pid_file(const char *path, pid_t *ret);
+int read_pid_file_at(int dir_fd, const char *path, pid_t *ret);
 /* Whether pid runs a container monitor (conmon or nanolet-monitor, either
  * one: containers started under the other setting keep theirs). */
 bool monitor_pid_alive(pid_t pid);

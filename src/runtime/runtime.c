@@ -130,9 +130,22 @@ oom:
         return -ENOMEM;
 }
 
+static void creating_forget(Runtime *rt, const char *id) {
+        char **l = rt->creating;
+
+        for (size_t i = 0; l && l[i]; i++)
+                if (streq(l[i], id)) {
+                        free(l[i]);
+                        memmove(l + i, l + i + 1, (strv_length(l + i + 1) + 1) * sizeof(char *));
+                        return;
+                }
+}
+
 static RuntimeOp *op_free(RuntimeOp *op) {
         if (!op)
                 return NULL;
+        if (op->kind == RUNTIME_OP_CREATE && op->id && op->rt)
+                creating_forget(op->rt, op->id);
         op->child = child_free(op->child);
         op->sync_source = event_source_free(op->sync_source);
         op->timer = event_source_free(op->timer);
@@ -167,6 +180,7 @@ Runtime *runtime_free(Runtime *rt) {
                 op_free((RuntimeOp *)item);
         rt->queue = op_queue_free(rt->queue); /* frees the waiting ops */
         free(rt->state_cache);
+        strv_free(rt->creating);
         free(rt->runtime);
         free(rt->runtime_name);
         free(rt->conmon);
@@ -211,6 +225,13 @@ int runtime_op_new(Runtime *rt, RuntimeOpKind kind, const char *id, RuntimeOp **
                         free(op);
                         return -ENOMEM;
                 }
+        }
+        /* Its monitor dir exists before the runtime knows the container:
+         * the leftover sweep must not take it. */
+        if (kind == RUNTIME_OP_CREATE && id && strv_extend(&rt->creating, id) < 0) {
+                free(op->id);
+                free(op);
+                return -ENOMEM;
         }
         *ret = op;
         return 0;
@@ -633,6 +654,69 @@ int runtime_list_ids(Runtime *rt, char ***ret_ids) {
         return 0;
 }
 
+/* Whether name under dir_fd (a monitor dir, never followed when it is a
+ * symlink) belongs to a monitor that still runs. */
+static bool monitor_dir_alive(int dir_fd, const char *name) {
+        _cleanup_close_ int fd =
+                openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        pid_t pid;
+
+        return fd >= 0 && read_pid_file_at(fd, "conmon.pid", &pid) == 0 && monitor_pid_alive(pid);
+}
+
+/* Removes the entries of dir (the monitor dirs or the exit files) whose
+ * container the runtime does not know, no create is making and no live
+ * monitor owns. Returns how many went. */
+static unsigned sweep_dir(Runtime *rt, const char *dir, char *const *known, bool is_exits) {
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int monitors = -EBADF;
+        unsigned n = 0;
+
+        if (dfd < 0)
+                return 0;
+        if (is_exits)
+                monitors = open(rt->conmon_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int rfd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+        if (rfd < 0)
+                return 0;
+        _cleanup_closedir_ DIR *d = fdopendir(rfd);
+        if (!d) {
+                safe_close(rfd);
+                return 0;
+        }
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if (strv_contains(known, de->d_name) || strv_contains(rt->creating, de->d_name))
+                        continue;
+                if (monitor_dir_alive(is_exits ? monitors : dfd, de->d_name))
+                        continue;
+                int r = rm_rf_at(dfd, de->d_name);
+                if (r < 0 && r != -ENOENT) {
+                        log_debug_errno(r, "runtime: remove \"%s/%s\": %m", dir, de->d_name);
+                        continue;
+                }
+                log_info("Removed %s/%s, left by a container the runtime no longer knows.", dir,
+                         de->d_name);
+                n++;
+        }
+        return n;
+}
+
+int runtime_sweep_leftovers(Runtime *rt) {
+        _cleanup_strv_free_ char **known = NULL;
+
+        if (!rt)
+                return -EINVAL;
+        /* An unreadable runtime root tells nothing: nothing is removed. */
+        int r = runtime_list_ids(rt, &known);
+        if (r < 0)
+                return r;
+        return (int)(sweep_dir(rt, rt->conmon_dir, known, false) +
+                     sweep_dir(rt, rt->exits_dir, known, true));
+}
+
 /* --- helpers ------------------------------------------------------------- */
 
 /* Appends src[0..n) to buf (size, used *len), unescaping \" and \\ . */
@@ -701,18 +785,29 @@ void runtime_extract_message(const char *out, char *buf, size_t size) {
 
 bool monitor_pid_alive(pid_t pid) {
         char path[64];
-        _cleanup_free_ char *comm = NULL;
+        _cleanup_free_ char *stat = NULL;
 
-        (void)snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-        if (read_full_file_at(AT_FDCWD, path, 64, &comm, NULL) < 0)
+        /* "<pid> (<comm>) <state> ...": a zombie monitor (one whose parent
+         * does not reap it, as a container's init may not) has exited. */
+        (void)snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        if (read_full_file_at(AT_FDCWD, path, 4096, &stat, NULL) < 0)
                 return false;
+        const char *comm = strchr(stat, '(');
+        const char *end = strrchr(stat, ')');
+        if (!comm || !end || end < comm || end[1] != ' ' || strchr("ZX", end[2]))
+                return false;
+        comm++;
         return startswith(comm, "conmon") || startswith(comm, "nanolet-monito");
 }
 
 int read_pid_file(const char *path, pid_t *ret) {
+        return read_pid_file_at(AT_FDCWD, path, ret);
+}
+
+int read_pid_file_at(int dir_fd, const char *path, pid_t *ret) {
         _cleanup_free_ char *s = NULL;
         /* Ours or the monitor's, never followed elsewhere. */
-        int r = read_state_file_at(AT_FDCWD, path, 64, &s, NULL, NULL);
+        int r = read_state_file_at(dir_fd, path, 64, &s, NULL, NULL);
         if (r < 0)
                 return r;
         char *end;

@@ -114,6 +114,13 @@ int runtime_container_status(Runtime *rt, const char *id, RuntimeContainerStatus
 int runtime_container_pidfd(Runtime *rt, const char *id);
 /* Every container ID the runtime root holds (for orphan cleanup). */
 int runtime_list_ids(Runtime *rt, char ***ret_ids);
+/* The monitor dirs (<run_dir>/conmon/<id>) and exit files (<run_dir>/exits/
+ * <id>) of containers the runtime no longer knows, that no create in flight
+ * is making and no live monitor owns: what a delete interrupted by an agent
+ * crash left. Symlinks there are removed, never followed. Returns how many
+ * entries went, or -errno when the runtime's list cannot be read (then
+ * nothing is removed). */
+int runtime_sweep_leftovers(Runtime *rt);
 /* Directory conmon writes exit files into (watch it with inotify to see
  * exits at once). */
 const char *runtime_exits_dir(Runtime *rt);

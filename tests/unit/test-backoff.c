@@ -103,11 +103,52 @@ static void test_sandbox(void **state) {
         assert_int_equal(s.sandbox_backoff_until, 40 * SEC);
 }
 
+/* After an agent restart the back-off follows from the restart count and
+ * the last exit's time: the same schedule as if every exit had been seen. */
+static void test_restore(void **state) {
+        (void)state;
+        static const unsigned expected[] = { 0, 10, 20, 40, 80, 160, 300, 300, 300 };
+        usec_t rt = 5000000 * SEC, mono = 1000 * SEC;
+
+        for (unsigned n = 0; n < sizeof(expected) / sizeof(expected[0]); n++) {
+                ContainerState c = { .exit_code = -1, .running_since = 7 };
+                /* exited 2 s ago after a 1 s run */
+                backoff_restore(&c, n, rt - 3 * SEC, rt - 2 * SEC, rt, mono);
+                assert_int_equal(c.backoff_delay, expected[n] * SEC);
+                assert_int_equal(c.running_since, 0);
+                if (expected[n] == 0) {
+                        assert_false(backoff_active(&c, mono));
+                        continue;
+                }
+                assert_int_equal(c.backoff_until, mono + (expected[n] - 2) * SEC);
+                /* the next exit continues the schedule */
+                c.running_since = mono;
+                backoff_on_exit(&c, mono + SEC);
+                assert_int_equal(
+                        c.backoff_delay,
+                        (n + 1 < sizeof(expected) / sizeof(expected[0]) ? expected[n + 1] : 300) *
+                                SEC);
+        }
+
+        /* a wait that already passed while the agent was down */
+        ContainerState c = { .exit_code = -1 };
+        backoff_restore(&c, 1, rt - 60 * SEC, rt - 30 * SEC, rt, mono);
+        assert_false(backoff_active(&c, mono));
+        /* a long run resets it */
+        backoff_restore(&c, 5, rt - 700 * SEC, rt - SEC, rt, mono);
+        assert_int_equal(c.backoff_delay, 0);
+        assert_false(backoff_active(&c, mono));
+        /* a huge restart count stays capped; a finish time in the future waits the whole delay */
+        backoff_restore(&c, 4000000000U, rt - 2 * SEC, rt + 50 * SEC, rt, mono);
+        assert_int_equal(c.backoff_delay, 300 * SEC);
+        assert_int_equal(c.backoff_until, mono + 300 * SEC);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_sequence),     cmocka_unit_test(test_reset_after_long_run),
                 cmocka_unit_test(test_failed_start), cmocka_unit_test(test_next_delay),
-                cmocka_unit_test(test_sandbox),
+                cmocka_unit_test(test_sandbox),      cmocka_unit_test(test_restore),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# What a kill -9 of the agent leaves in <run-dir> has an owner (docs/
+# runtime.md, "Adoption"): the monitor dir and exit file of a container
+# deleted while the agent was down are read by the adoption, then removed;
+# planted entries of unknown IDs go too, a symlink there without being
+# followed; a live container's stay. A crash-looping container keeps its
+# back-off across the restart: its next start waits the delay its restart
+# count earned, counted from its last exit.
+. "$(dirname "$0")/lib.sh"
+require_root
+. "$(dirname "$0")/lib-agent.sh"
+
+load_test_image || { fail "test image"; finish; }
+start_agent
+
+put_manifest crash.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: crash}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: main, image: nanolet-test, imagePullPolicy: Never, command: [sh, -c, "exit 3"]}
+YAML
+sleep_pod gone | put_manifest gone.yaml
+sleep_pod live | put_manifest live.yaml
+for p in gone live; do
+        check_field "$p Running" "$p" 'p["status"]["phase"]' Running 60
+done
+# Its second exit: restart count 1, waiting out its first back-off (10 s).
+CS='p["status"]["containerStatuses"][0]'
+check_field "crash in back-off" crash "$CS[\"restartCount\"] == 1 and \"waiting\" in $CS[\"state\"]" True 60
+gone_id=$(pod_runc_ids "$(pod_field gone 'p["metadata"]["uid"]')")
+live_id=$(pod_runc_ids "$(pod_field live 'p["metadata"]["uid"]')")
+
+kill -9 "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null || true; AGENT_PID=
+CRASH_STARTED='Started container "main" of pod "crash-'
+starts_before=$(grep -c "$CRASH_STARTED" "$AGENT_LOG")
+# when the agent saw its last exit (the agent's own stamps)
+exited_at=$(log_times 'Container "main" of pod "crash-[^"]*" exited' | tail -1)
+# "gone" exits and its runtime state goes while the agent is down, as if
+# the agent died between runc delete and removing what the monitor wrote.
+runc --root "$RUN/runc" kill "$gone_id" KILL
+wait_for_file() { local i; for ((i = 0; i < 100; i++)); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
+wait_for_file "$RUN/exits/$gone_id" || fail "no exit file of gone"
+runc --root "$RUN/runc" delete --force "$gone_id"
+[ -d "$RUN/conmon/$gone_id" ] || fail "gone's monitor dir is missing before the restart"
+# Entries of IDs no runtime knows; one a symlink to a directory outside
+# with a pid file naming a live process of the monitor's name.
+fake=$(printf 'f%.0s' {1..64})
+link=$(printf 'e%.0s' {1..64})
+mkdir -p "$RUN/conmon/$fake" "$WORK/outside"
+echo x >"$RUN/conmon/$fake/oom"
+echo 1 >"$RUN/exits/$fake"
+echo keep >"$WORK/outside/keep"
+ln -s "$WORK/outside" "$RUN/conmon/$link"
+ln -s "$WORK/outside/keep" "$RUN/exits/$link"
+
+start_agent
+check_field "gone reported with the monitor's exit code" gone \
+        'p["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"] if "terminated" in p["status"]["containerStatuses"][0].get("lastState", {}) else p["status"]["containerStatuses"][0]["state"].get("terminated", {}).get("exitCode")' 137 30
+wait_for "$AGENT_LOG" "left by a container the runtime no longer knows" 6 30 || true
+for e in "conmon/$gone_id" "exits/$gone_id" "conmon/$fake" "exits/$fake" "conmon/$link" "exits/$link"; do
+        [ ! -e "$RUN/$e" ] && [ ! -L "$RUN/$e" ] && ok "$e removed" || fail "$e remains"
+done
+[ "$(cat "$WORK/outside/keep" 2>/dev/null)" = keep ] && ok "symlink target untouched" || fail "symlink target changed"
+[ -e "$RUN/conmon/$live_id/conmon.pid" ] && ok "live container's monitor dir kept" || fail "live monitor dir removed"
+check_field "live still Running" live 'p["status"]["phase"]' Running 10
+
+# The crash loop's next start waits its back-off from its last exit.
+check_field "crash restarted after its back-off" crash "$CS[\"restartCount\"] >= 2" True 60
+next_start=$(log_times "$CRASH_STARTED" | sed -n "$((starts_before + 1))p")
+gap=$(python3 -c 'import sys; print("%.1f" % (float(sys.argv[1]) - float(sys.argv[2])))' "$next_start" "$exited_at")
+echo "# crash: its first start after the restart came ${gap}s after its last exit" >&2
+python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= 9.5 else 1)' "${gap:-0}" &&
+        ok "back-off kept across the restart (${gap}s >= 10 s)" ||
+        fail "back-off lost across the restart: started again ${gap}s after its last exit"
+
+stop_agent
+finish
