@@ -99,7 +99,7 @@ spec:
 YAML
 check_field "init pod Running" init 'p["status"]["phase"]' Running 40
 check_field "init containers Completed" init '",".join(s["state"]["terminated"]["reason"] for s in p["status"]["initContainerStatuses"])' Completed,Completed
-wait_for "$LOGS"/default_init-node1_*/app/0.log 'F first' && \
+wait_for "$LOGS"/default_init-node1_*/app/0.log 'F app$' && \
         [ "$(sed -E 's/^[^ ]+ [^ ]+ [PF] //' "$LOGS"/default_init-node1_*/app/0.log | tr '\n' ' ')" = "first second app " ] \
         && ok "init containers ran in order" || fail "order: $(cat "$LOGS"/default_init-node1_*/app/0.log)"
 check_field "Initialized condition" init '[c["status"] for c in p["status"]["conditions"] if c["type"]=="Initialized"][0]' True
