@@ -81,6 +81,22 @@ def fail(msg):
 agent = None
 
 
+def exit_watches():
+    n = 0
+    for fd in os.listdir(f"/proc/{agent.pid}/fd"):
+        try:
+            n += os.readlink(f"/proc/{agent.pid}/fd/{fd}") == "anon_inode:[pidfd]"
+        except OSError:
+            pass
+    return n
+
+
+def wait_exit_watches(n, timeout=30):
+    deadline = time.monotonic() + timeout
+    while exit_watches() < n and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def start_agent():
     global agent
     cmd = [NANOLET, "serve", "--root-dir", ROOT, "--run-dir", RUN, "--pod-logs-dir", LOGS,
@@ -562,6 +578,9 @@ def kill9():
     stop_agent()
     start_agent()
     settle(stable, base_images)
+    # An adopted container's exit watch (a pidfd) is set up by the agent's
+    # first relist, not by the adoption: compare once it holds one for each.
+    wait_exit_watches(len(stable))
     fresh = resources.snapshot(TARGET)
     own = {k: (after["counts"][k], fresh["counts"][k]) for k in resources.PROCESS if k in fresh["counts"]}
     print("the last agent process against a fresh one with the same pods: " +
