@@ -46,7 +46,11 @@ agent_cleanup() {
         local id m
         if [ "$failures" -gt 0 ] && [ -f "$AGENT_LOG" ]; then
                 cp "$AGENT_LOG" "/tmp/$TEST_NAME-agent.log" 2>/dev/null || true
-                echo "--- agent log kept in /tmp/$TEST_NAME-agent.log; last lines:" >&2
+                # CI keeps only this output: the warnings and errors say why
+                # a pod stalled, the tail what the agent did last.
+                echo "--- agent log kept in /tmp/$TEST_NAME-agent.log; its last warnings and errors:" >&2
+                grep -E '^[WEF][0-9]{4} ' "$AGENT_LOG" | tail -40 >&2 || true
+                echo "--- its last lines:" >&2
                 tail -40 "$AGENT_LOG" >&2
         fi
         if [ -n "$AGENT_PID" ]; then

@@ -15,6 +15,7 @@ cleanup() {
                 [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
         done
         rm -rf "$WORK"
+        print_failed_checks
 }
 trap cleanup EXIT
 
@@ -30,9 +31,19 @@ require_root() {
         [ "$(id -u)" = 0 ] || skip "$TEST_NAME needs root"
 }
 
+FAILED_CHECKS=()
 fail() {
         echo "FAIL: $*" >&2
         failures=$((failures + 1))
+        FAILED_CHECKS+=("$*")
+}
+
+# The failed checks once more, after the cleanup's agent log: CI shows only
+# the end of a test's output.
+print_failed_checks() {
+        [ "${#FAILED_CHECKS[@]}" -gt 0 ] || return 0
+        echo "--- $TEST_NAME: failed checks:" >&2
+        printf 'FAIL: %s\n' "${FAILED_CHECKS[@]}" >&2
 }
 
 ok() {

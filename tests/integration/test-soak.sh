@@ -69,10 +69,14 @@ done
 SOAK_WORK=$WORK SOAK_REG=$REG SOAK_CERTS=$CERTS SOAK_BRIDGE=$TEST_BRIDGE SOAK_SUBNET=$TEST_SUBNET \
         SOAK_NETNAME=$NETNAME SOAK_CGROUP_ROOT=$TEST_CGROUP_ROOT SOAK_VARIANTS=$VARIANTS \
         SOAK_PORT=$(free_ports 1) SOAK_HOSTPORTS="$(free_ports 4)" \
-        python3 "$BENCH/soak.py" &
+        python3 "$BENCH/soak.py" > >(tee "$WORK/soak.out") &
 SOAK_PID=$!
 rc=0
 wait "$SOAK_PID" || rc=$?
 SOAK_PID=
-[ "$rc" = 0 ] && ok "${SOAK_MODE:-soak}: every resource back at its baseline" || fail "${SOAK_MODE:-soak}: see above"
+if [ "$rc" = 0 ]; then
+        ok "${SOAK_MODE:-soak}: every resource back at its baseline"
+else
+        fail "${SOAK_MODE:-soak}: $(grep '^FAIL: ' "$WORK/soak.out" 2>/dev/null | sed 's/^FAIL: //' | head -20 | paste -sd ';' -)"
+fi
 finish
