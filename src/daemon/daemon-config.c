@@ -83,27 +83,25 @@ int nanolet_parse_duration(const char *s, usec_t *ret) {
 }
 
 int nanolet_reserved_add(const char *resource, const char *quantity, int64_t *milli_cpu,
-                         int64_t *memory, char **ret_error) {
+                         int64_t *memory, Error *err) {
         Quantity q;
         if (quantity_parse(quantity, &q) < 0 || q.value < 0) {
-                *ret_error = strprintf("\"%s\" is not a quantity", quantity);
-                return -EINVAL;
+                return error_set(err, -EINVAL, "\"%s\" is not a quantity", quantity);
         }
         if (streq(resource, "cpu"))
                 *milli_cpu = q.milli;
         else if (streq(resource, "memory"))
                 *memory = q.value;
         else if (!streq(resource, "ephemeral-storage") && !streq(resource, "pid")) {
-                *ret_error = strprintf("unknown resource \"%s\" (cpu, memory, "
-                                       "ephemeral-storage, pid)",
-                                       resource);
-                return -EINVAL;
+                return error_set(err, -EINVAL,
+                                 "unknown resource \"%s\" (cpu, memory, "
+                                 "ephemeral-storage, pid)",
+                                 resource);
         }
         return 0;
 }
 
-int nanolet_parse_reserved(const char *s, int64_t *ret_milli_cpu, int64_t *ret_memory,
-                           char **ret_error) {
+int nanolet_parse_reserved(const char *s, int64_t *ret_milli_cpu, int64_t *ret_memory, Error *err) {
         _cleanup_free_ char *copy = strdup(s);
         int64_t cpu = 0, mem = 0;
         char *save = NULL;
@@ -114,15 +112,14 @@ int nanolet_parse_reserved(const char *s, int64_t *ret_milli_cpu, int64_t *ret_m
         for (char *e = strtok_r(copy, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
                 char *eq = strchr(e, '=');
                 if (++n > RESERVED_ENTRIES_MAX) {
-                        *ret_error = strprintf("more than %d resources", RESERVED_ENTRIES_MAX);
-                        return -EINVAL;
+                        return error_set(err, -EINVAL, "more than %d resources",
+                                         RESERVED_ENTRIES_MAX);
                 }
                 if (!eq) {
-                        *ret_error = strprintf("\"%s\" is not resource=quantity", e);
-                        return -EINVAL;
+                        return error_set(err, -EINVAL, "\"%s\" is not resource=quantity", e);
                 }
                 *eq = 0;
-                r = nanolet_reserved_add(e, eq + 1, &cpu, &mem, ret_error);
+                r = nanolet_reserved_add(e, eq + 1, &cpu, &mem, err);
                 if (r < 0)
                         return r;
         }
@@ -204,13 +201,13 @@ static struct option *options_new(void) {
 }
 
 static int load_config_file(NanoletConfig *c, const char *path) {
-        _cleanup_free_ char *error = NULL;
+        Error error = {};
         _cleanup_diagnostics_ Diagnostics d;
         diagnostics_init(&d);
         int r = setting_check_value(settings_find_flag("config"), path, &error);
         if (r < 0) {
                 _cleanup_free_ char *quoted = setting_value_quote(path);
-                log_error("Invalid value %s for --config: %s.", strna(quoted), strna(error));
+                log_error("Invalid value %s for --config: %s.", strna(quoted), error.message);
                 return r;
         }
         r = nanolet_config_load_file(c, path, &d);
@@ -312,13 +309,14 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
         }
         {
                 EvictionConfig ec;
-                _cleanup_free_ char *msg = NULL;
+                Error err = {};
                 r = eviction_config_parse(c->eviction_hard, c->eviction_soft,
                                           c->eviction_soft_grace_period,
                                           c->eviction_minimum_reclaim,
-                                          c->eviction_pressure_transition_period, &ec, &msg);
+                                          c->eviction_pressure_transition_period, &ec, &err);
                 if (r < 0) {
-                        log_error("Invalid eviction settings: %s.", msg ? msg : strerror(-r));
+                        log_error("Invalid eviction settings: %s.",
+                                  err.message[0] ? err.message : strerror(-r));
                         return r;
                 }
                 eviction_config_done(&ec);

@@ -10,6 +10,7 @@
 
 #include "cleanup.h"
 #include "diag.h"
+#include "error.h"
 #include "time-util.h"
 
 typedef struct NanoletConfig {
@@ -117,11 +118,10 @@ int nanolet_config_finish(NanoletConfig *c);
 /* "cpu=100m,memory=256Mi" (kubelet's --kube-reserved form; also
  * ephemeral-storage= and pid=, accepted and not counted) into milli-CPU and
  * bytes; -EINVAL with a message in err for anything else. */
-int nanolet_parse_reserved(const char *s, int64_t *ret_milli_cpu, int64_t *ret_memory,
-                           char **ret_error);
+int nanolet_parse_reserved(const char *s, int64_t *ret_milli_cpu, int64_t *ret_memory, Error *err);
 /* One resource=quantity pair of the same form into *milli_cpu or *memory. */
 int nanolet_reserved_add(const char *resource, const char *quantity, int64_t *milli_cpu,
-                         int64_t *memory, char **ret_error);
+                         int64_t *memory, Error *err);
 /* Most resource=quantity pairs in one reservation (the four resources,
  * each perhaps repeated). */
 #define RESERVED_ENTRIES_MAX 64

@@ -200,10 +200,9 @@ static void on_pull_job_done(ImagePull *pull, int r, const char *digest, const c
 
 static int pull_job_start(void *userdata, const char *ref, const char *auths_json,
                           image_pull_backend_done_t done, void *pull_userdata, void **ret_handle,
-                          char **ret_error) {
+                          Error *err) {
         Daemon *d = userdata;
         NanoletConfig *c = d->config;
-        Error err = {};
 
         PullJob *job = calloc(1, sizeof *job);
         if (!job)
@@ -219,10 +218,9 @@ static int pull_job_start(void *userdata, const char *ref, const char *auths_jso
                 .extra_auths_json = auths_json,
         };
         int r = image_pull_start(d->event, c->root_dir, ref, &o, on_pull_job_done, job, &job->pull,
-                                 &err);
+                                 err);
         if (r < 0) {
                 free(job);
-                *ret_error = strdup(err.message);
                 return r;
         }
         *ret_handle = job;
@@ -428,15 +426,16 @@ static int daemon_setup_runtime(Daemon *d) {
         if (r < 0)
                 return log_error_errno(r, "Failed to set up image GC: %m");
         _cleanup_(eviction_config_done) EvictionConfig ec = {};
-        _cleanup_free_ char *msg = NULL,
-                            *node_status = strprintf("%s/node-conditions.json", c->run_dir);
+        Error err = {};
+        _cleanup_free_ char *node_status = strprintf("%s/node-conditions.json", c->run_dir);
         if (!node_status)
                 return log_oom();
         r = eviction_config_parse(c->eviction_hard, c->eviction_soft, c->eviction_soft_grace_period,
                                   c->eviction_minimum_reclaim,
-                                  c->eviction_pressure_transition_period, &ec, &msg);
+                                  c->eviction_pressure_transition_period, &ec, &err);
         if (r < 0)
-                return log_error_errno(r, "Invalid eviction settings: %s", msg ? msg : "?");
+                return log_error_errno(r, "Invalid eviction settings: %s",
+                                       err.message[0] ? err.message : "?");
         EvictionManagerOptions eo = {
                 .root_dir = c->root_dir,
                 .status_path = node_status,

@@ -37,27 +37,25 @@ char *setting_value_quote(const char *value) {
 }
 
 /* The rules every kind shares; see SettingCheck. */
-static int check_text(const char *value, char **ret_error) {
+static int check_text(const char *value, Error *err) {
         size_t len = strlen(value);
         if (len > SETTING_VALUE_MAX) {
-                *ret_error = strprintf("is %zu bytes long, at most %d are accepted", len,
-                                       SETTING_VALUE_MAX);
-                return -EINVAL;
+                return error_set(err, -EINVAL, "is %zu bytes long, at most %d are accepted", len,
+                                 SETTING_VALUE_MAX);
         }
         for (size_t i = 0; i < len;) {
                 unsigned char ch = (unsigned char)value[i];
                 if (ch < 0x20 || ch == 0x7f) {
                         char hex[8];
                         snprintf(hex, sizeof hex, "0x%02x", ch);
-                        *ret_error = strprintf(
-                                "holds the control character %s at byte %zu",
+                        return error_set(
+                                err, -EINVAL, "holds the control character %s at byte %zu",
                                 ch == '\n'   ? "LF (a line break; a YAML block scalar ends in one)"
                                 : ch == '\r' ? "CR"
                                 : ch == '\t' ? "TAB"
                                 : ch == 0x1b ? "ESC"
                                              : hex,
                                 i);
-                        return -EINVAL;
                 }
                 if (ch < 0x80) {
                         i++;
@@ -66,9 +64,8 @@ static int check_text(const char *value, char **ret_error) {
                 size_t n = utf8_sequence_length(value + i, len - i);
                 /* C1 controls (U+0080..U+009F) act as terminal escapes too */
                 if (n == 0 || (n == 2 && ch == 0xc2 && (unsigned char)value[i + 1] < 0xa0)) {
-                        *ret_error = strprintf("holds %s at byte %zu",
-                                               n ? "a C1 control character" : "malformed UTF-8", i);
-                        return -EINVAL;
+                        return error_set(err, -EINVAL, "holds %s at byte %zu",
+                                         n ? "a C1 control character" : "malformed UTF-8", i);
                 }
                 i += n;
         }
@@ -203,17 +200,16 @@ const char *setting_check_to_string(SettingCheck k) {
         return k >= 0 && k < _SETTING_CHECK_MAX ? check_names[k] : NULL;
 }
 
-int setting_check_value(const Setting *s, const char *value, char **ret_error) {
-        int r = check_text(value, ret_error);
+int setting_check_value(const Setting *s, const char *value, Error *err) {
+        int r = check_text(value, err);
         if (r < 0)
                 return r;
         if (isempty(value)) {
                 if (s->flags & SETTING_EMPTY_ALLOWED)
                         return 0;
                 if (s->check != SETTING_CHECK_TEXT) {
-                        *ret_error =
-                                strprintf("must not be empty: expected %s", check_names[s->check]);
-                        return -EINVAL;
+                        return error_set(err, -EINVAL, "must not be empty: expected %s",
+                                         check_names[s->check]);
                 }
                 return 0;
         }
@@ -270,90 +266,77 @@ int setting_check_value(const Setting *s, const char *value, char **ret_error) {
         }
         if (!ok) {
                 _cleanup_free_ char *q = setting_value_quote(value);
-                *ret_error = strprintf("%s is not %s", strna(q), check_names[s->check]);
-                return -EINVAL;
+                return error_set(err, -EINVAL, "%s is not %s", strna(q), check_names[s->check]);
         }
         return 0;
 }
 
 /* ---- custom parsers ---- */
 
-static int parse_verbosity(NanoletConfig *c, const Setting *s, const char *value,
-                           char **ret_error) {
+static int parse_verbosity(NanoletConfig *c, const Setting *s, const char *value, Error *err) {
         char *end;
         errno = 0;
         long v = strtol(value, &end, 10);
         (void)s;
         if (isempty(value) || *end || errno || v < 0 || v > 10) {
-                *ret_error = strdup("expected a level in 0..10");
-                return -EINVAL;
+                return error_set(err, -EINVAL, "expected a level in 0..10");
         }
         c->verbosity = (int)v;
         return 0;
 }
 
-static int parse_logging_format(NanoletConfig *c, const Setting *s, const char *value,
-                                char **ret_error) {
+static int parse_logging_format(NanoletConfig *c, const Setting *s, const char *value, Error *err) {
         LogFormat format;
         (void)s;
         if (log_format_from_string(value, &format) < 0) {
-                *ret_error = strdup("expected text or json");
-                return -EINVAL;
+                return error_set(err, -EINVAL, "expected text or json");
         }
         c->log_json = format == LOG_FORMAT_JSON;
         return 0;
 }
 
-static int parse_pull_override(NanoletConfig *c, const Setting *s, const char *value,
-                               char **ret_error) {
+static int parse_pull_override(NanoletConfig *c, const Setting *s, const char *value, Error *err) {
         (void)s;
         if (!streq(value, "never") && !streq(value, "")) {
-                *ret_error = strdup("the only override is \"never\" (no pulls at all)");
-                return -EINVAL;
+                return error_set(err, -EINVAL, "the only override is \"never\" (no pulls at all)");
         }
         c->image_pull_never = streq(value, "never");
         return 0;
 }
 
-static int check_cgroup_driver(NanoletConfig *c, const Setting *s, const char *value,
-                               char **ret_error) {
+static int check_cgroup_driver(NanoletConfig *c, const Setting *s, const char *value, Error *err) {
         (void)c, (void)s;
         if (!streq(value, "cgroupfs") && !streq(value, "systemd")) {
-                *ret_error = strdup("expected cgroupfs or systemd");
-                return -EINVAL;
+                return error_set(err, -EINVAL, "expected cgroupfs or systemd");
         }
         return 0;
 }
 
 /* kubelet's three modes; anything else was silently accepted before and
  * then had no effect. */
-static int check_hairpin_mode(NanoletConfig *c, const Setting *s, const char *value,
-                              char **ret_error) {
+static int check_hairpin_mode(NanoletConfig *c, const Setting *s, const char *value, Error *err) {
         (void)c, (void)s;
         if (!streq(value, "hairpin-veth") && !streq(value, "promiscuous-bridge") &&
             !streq(value, "none")) {
-                *ret_error = strdup("expected hairpin-veth, promiscuous-bridge or none");
-                return -EINVAL;
+                return error_set(err, -EINVAL, "expected hairpin-veth, promiscuous-bridge or none");
         }
         return 0;
 }
 
-static int check_runtime(NanoletConfig *c, const Setting *s, const char *value, char **ret_error) {
+static int check_runtime(NanoletConfig *c, const Setting *s, const char *value, Error *err) {
         (void)c, (void)s;
         if (!streq(value, "runc") && !streq(value, "crun") &&
             !is_absolute_path(value, value + strlen(value))) {
-                *ret_error = strdup("expected runc, crun or an absolute path");
-                return -EINVAL;
+                return error_set(err, -EINVAL, "expected runc, crun or an absolute path");
         }
         return 0;
 }
 
 static int check_container_monitor(NanoletConfig *c, const Setting *s, const char *value,
-                                   char **ret_error) {
+                                   Error *err) {
         (void)c, (void)s;
         if (!streq(value, "nanolet") && !streq(value, "conmon")) {
-                *ret_error = strdup("expected nanolet or conmon");
-                return -EINVAL;
+                return error_set(err, -EINVAL, "expected nanolet or conmon");
         }
         return 0;
 }
@@ -875,22 +858,22 @@ static usec_t duration_max(const Setting *s) {
 
 /* One element of a string, list or map setting: the table's check kind,
  * then the setting's own parser or check. */
-static int check_element(NanoletConfig *c, const Setting *s, const char *value, char **ret_error) {
-        int r = setting_check_value(s, value, ret_error);
+static int check_element(NanoletConfig *c, const Setting *s, const char *value, Error *err) {
+        int r = setting_check_value(s, value, err);
         if (r < 0 || !s->parse)
                 return r;
-        return s->parse(c, s, value, ret_error);
+        return s->parse(c, s, value, err);
 }
 
-static int too_many_entries(size_t n, char **ret_error) {
-        *ret_error = strprintf("has %zu entries, at most %d are accepted", n, SETTING_ENTRIES_MAX);
-        return -EINVAL;
+static int too_many_entries(size_t n, Error *err) {
+        return error_set(err, -EINVAL, "has %zu entries, at most %d are accepted", n,
+                         SETTING_ENTRIES_MAX);
 }
 
 /* Appends the comma-separated elements of value to *l; with sep, each must
  * hold it ('<' for thresholds, '=' for signal maps). */
 static int append_list(const Setting *s, NanoletConfig *c, char ***l, const char *value, char sep,
-                       char **ret_error) {
+                       Error *err) {
         _cleanup_free_ char *copy = strdup(value);
         size_t n = strv_length(*l);
         char *save = NULL;
@@ -899,49 +882,42 @@ static int append_list(const Setting *s, NanoletConfig *c, char ***l, const char
                 return -ENOMEM;
         for (char *e = strtok_r(copy, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
                 if (++n > SETTING_ENTRIES_MAX)
-                        return too_many_entries(n, ret_error);
-                r = check_element(c, s, e, ret_error);
+                        return too_many_entries(n, err);
+                r = check_element(c, s, e, err);
                 if (r < 0)
                         return r;
                 if (sep && !strchr(e, sep)) {
                         _cleanup_free_ char *q = setting_value_quote(e);
-                        *ret_error = strprintf("%s is not signal%cvalue", strna(q), sep);
-                        return -EINVAL;
+                        return error_set(err, -EINVAL, "%s is not signal%cvalue", strna(q), sep);
                 }
                 r = strv_extend(l, e);
                 if (r < 0)
                         return r;
         }
         if (!*l) {
-                *ret_error = strdup("expected at least one value");
-                return -EINVAL;
+                return error_set(err, -EINVAL, "expected at least one value");
         }
         return 0;
 }
 
-static int parse_duration_bounded(const Setting *s, const char *value, usec_t *ret,
-                                  char **ret_error) {
+static int parse_duration_bounded(const Setting *s, const char *value, usec_t *ret, Error *err) {
         char lo[32], hi[32];
         usec_t u;
         int r = nanolet_parse_duration(value, &u);
         format_duration((usec_t)s->min, lo);
         format_duration(duration_max(s), hi);
         if (r == -ERANGE || (r >= 0 && u > duration_max(s))) {
-                *ret_error = strprintf("must be at most %s", hi);
-                return -EINVAL;
+                return error_set(err, -EINVAL, "must be at most %s", hi);
         }
         if (r < 0) {
-                *ret_error = strdup("expected a duration such as \"20s\"");
-                return -EINVAL;
+                return error_set(err, -EINVAL, "expected a duration such as \"20s\"");
         }
         if (u == 0 && !(s->flags & SETTING_ZERO_ALLOWED)) {
-                *ret_error = strprintf("must not be 0: expected %s to %s", lo, hi);
-                return -EINVAL;
+                return error_set(err, -EINVAL, "must not be 0: expected %s to %s", lo, hi);
         }
         if (u != 0 && u < (usec_t)s->min) {
-                *ret_error = strprintf("must be at least %s%s", lo,
-                                       (s->flags & SETTING_ZERO_ALLOWED) ? " (or 0)" : "");
-                return -EINVAL;
+                return error_set(err, -EINVAL, "must be at least %s%s", lo,
+                                 (s->flags & SETTING_ZERO_ALLOWED) ? " (or 0)" : "");
         }
         *ret = u;
         return 0;
@@ -949,31 +925,30 @@ static int parse_duration_bounded(const Setting *s, const char *value, usec_t *r
 
 /* The scalar forms of every type, shared by flags and file scalars. */
 static int apply_scalar(NanoletConfig *c, const Setting *s, const char *value, bool replace,
-                        char **ret_error) {
+                        Error *err) {
         void *p = (char *)c + s->offset;
         int r;
 
         switch (s->type) {
         case SETTING_STRING:
-                r = check_element(c, s, value, ret_error);
+                r = check_element(c, s, value, err);
                 if (r < 0)
                         return r;
                 return set_str(p, value);
         case SETTING_CUSTOM:
-                r = setting_check_value(s, value, ret_error);
+                r = setting_check_value(s, value, err);
                 if (r < 0)
                         return r;
-                return s->parse(c, s, value, ret_error);
+                return s->parse(c, s, value, err);
         case SETTING_DURATION:
-                return parse_duration_bounded(s, value, p, ret_error);
+                return parse_duration_bounded(s, value, p, err);
         case SETTING_INT: {
                 char *end;
                 errno = 0;
                 long long v = strtoll(value, &end, 10);
                 if (isempty(value) || *end || errno || v < s->min || v > s->max) {
-                        *ret_error = strprintf("expected an integer in %lld..%lld",
-                                               (long long)s->min, (long long)s->max);
-                        return -EINVAL;
+                        return error_set(err, -EINVAL, "expected an integer in %lld..%lld",
+                                         (long long)s->min, (long long)s->max);
                 }
                 *(int64_t *)p = v;
                 return 0;
@@ -981,8 +956,7 @@ static int apply_scalar(NanoletConfig *c, const Setting *s, const char *value, b
         case SETTING_BOOL: {
                 bool b;
                 if (parse_bool(value, &b) < 0) {
-                        *ret_error = strdup("expected true or false");
-                        return -EINVAL;
+                        return error_set(err, -EINVAL, "expected true or false");
                 }
                 *(bool *)p = b;
                 return 0;
@@ -990,8 +964,7 @@ static int apply_scalar(NanoletConfig *c, const Setting *s, const char *value, b
         case SETTING_QUANTITY: {
                 Quantity q;
                 if (quantity_parse(value, &q) < 0 || q.value <= 0) {
-                        *ret_error = strdup("expected a positive size such as \"10Mi\"");
-                        return -EINVAL;
+                        return error_set(err, -EINVAL, "expected a positive size such as \"10Mi\"");
                 }
                 *(int64_t *)p = q.value;
                 return 0;
@@ -1005,34 +978,34 @@ static int apply_scalar(NanoletConfig *c, const Setting *s, const char *value, b
                                    s->type == SETTING_EVICTION     ? '<'
                                    : s->type == SETTING_SIGNAL_MAP ? '='
                                                                    : 0,
-                                   ret_error);
+                                   err);
         case SETTING_HEADERS:
-                r = check_element(c, s, value, ret_error);
+                r = check_element(c, s, value, err);
                 if (r < 0)
                         return r;
                 if (replace)
                         *(char ***)p = strv_free(*(char ***)p);
                 if (strv_length(*(char ***)p) >= SETTING_ENTRIES_MAX)
-                        return too_many_entries(strv_length(*(char ***)p) + 1, ret_error);
+                        return too_many_entries(strv_length(*(char ***)p) + 1, err);
                 return strv_extend(p, value);
         case SETTING_RESERVED: {
-                r = setting_check_value(s, value, ret_error);
+                r = setting_check_value(s, value, err);
                 if (r < 0)
                         return r;
                 int64_t *cpu = p, *mem = cpu + 1;
-                return nanolet_parse_reserved(value, cpu, mem, ret_error);
+                return nanolet_parse_reserved(value, cpu, mem, err);
         }
         case SETTING_OBJECT:
         case _SETTING_TYPE_MAX:
         case _SETTING_TYPE_INVALID:
                 break;
         }
-        *ret_error = strdup("cannot be given as a flag");
-        return -EINVAL;
+        return error_set(err, -EINVAL, "cannot be given as a flag");
 }
 
 int setting_apply_flag(NanoletConfig *c, const Setting *s, const char *value, bool replace) {
-        _cleanup_free_ char *error = NULL, *quoted = NULL;
+        Error error = {};
+        _cleanup_free_ char *quoted = NULL;
         int r;
 
         if (!value) {
@@ -1061,7 +1034,7 @@ int setting_apply_flag(NanoletConfig *c, const Setting *s, const char *value, bo
         r = apply_scalar(c, s, value, replace, &error);
         if (r == -EINVAL) {
                 quoted = setting_value_quote(value);
-                log_error("Invalid value %s for --%s: %s.", strna(quoted), s->flag, strna(error));
+                log_error("Invalid value %s for --%s: %s.", strna(quoted), s->flag, error.message);
         }
         return r;
 }
@@ -1069,14 +1042,14 @@ int setting_apply_flag(NanoletConfig *c, const Setting *s, const char *value, bo
 int settings_apply_defaults(NanoletConfig *c) {
         for (size_t i = 0; i < settings_table_size; i++) {
                 const Setting *s = &settings_table[i];
-                _cleanup_free_ char *error = NULL;
+                Error error = {};
                 if (s->disposition != SETTING_HONOURED || !s->value)
                         continue;
                 int r = apply_scalar(c, s, s->value, true, &error);
                 if (r < 0)
                         /* a default the table cannot parse is a bug in the table */
                         return log_error_errno(r, "Bad default \"%s\" of %s: %s.", s->value,
-                                               s->flag ? s->flag : s->key, strna(error));
+                                               s->flag ? s->flag : s->key, error.message);
         }
         return 0;
 }
@@ -1134,16 +1107,15 @@ static bool is_http_token(const char *s) {
 
 /* kubeReserved/systemReserved as a map: each pair on its own, so the
  * work is linear in the map and a key cannot smuggle in a ',' or '='. */
-static int apply_reserved_map(NanoletConfig *c, const Setting *s, const YamlNode *v,
-                              char **ret_error) {
+static int apply_reserved_map(NanoletConfig *c, const Setting *s, const YamlNode *v, Error *err) {
         int64_t cpu = 0, mem = 0;
         for (size_t i = 0; i < v->n; i++) {
                 const YamlNode *key = v->pairs[i].key, *val = v->pairs[i].value;
-                int r = setting_check_value(s, key->str, ret_error);
+                int r = setting_check_value(s, key->str, err);
                 if (r >= 0)
-                        r = setting_check_value(s, val->str, ret_error);
+                        r = setting_check_value(s, val->str, err);
                 if (r >= 0)
-                        r = nanolet_reserved_add(key->str, val->str, &cpu, &mem, ret_error);
+                        r = nanolet_reserved_add(key->str, val->str, &cpu, &mem, err);
                 if (r < 0)
                         return r;
         }
@@ -1155,7 +1127,7 @@ static int apply_reserved_map(NanoletConfig *c, const Setting *s, const YamlNode
 
 static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, const char *file,
                        Diagnostics *diag) {
-        _cleanup_free_ char *error = NULL;
+        Error error = {};
         _cleanup_strv_free_ char **l = NULL;
         void *p = (char *)c + s->offset;
         size_t n_entries = 0;
@@ -1203,7 +1175,7 @@ static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, co
                                 BAD("%s", file_type_hint(s));
                         BAD_NUL(v->items[i]);
                         if (check_element(c, s, v->items[i]->str, &error) < 0)
-                                BAD("item %zu: %s", i + 1, strna(error));
+                                BAD("item %zu: %s", i + 1, error.message);
                         r = strv_extend(&l, v->items[i]->str);
                         if (r < 0)
                                 return r;
@@ -1232,7 +1204,7 @@ static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, co
                                 if (!e)
                                         return -ENOMEM;
                                 if (check_element(c, s, e, &error) < 0)
-                                        BAD("%s", strna(error));
+                                        BAD("%s", error.message);
                                 r = strv_consume(&l, TAKE_PTR(e));
                                 if (r < 0)
                                         return r;
@@ -1256,7 +1228,7 @@ static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, co
                                 if (!h)
                                         return -ENOMEM;
                                 if (check_element(c, s, h, &error) < 0)
-                                        BAD("header %s: %s", key->str, strna(error));
+                                        BAD("header %s: %s", key->str, error.message);
                                 r = strv_consume(&l, TAKE_PTR(h));
                                 if (r < 0)
                                         return r;
@@ -1279,7 +1251,7 @@ static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, co
                 }
                 r = apply_reserved_map(c, s, v, &error);
                 if (r == -EINVAL)
-                        BAD("%s", strna(error));
+                        BAD("%s", error.message);
                 return r;
         case SETTING_OBJECT:
         case _SETTING_TYPE_MAX:
@@ -1298,7 +1270,7 @@ static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, co
         /* a scalar: the flag's parser, so both sources accept the same values */
         r = apply_scalar(c, s, value, true, &error);
         if (r == -EINVAL)
-                BAD("%s", strna(error));
+                BAD("%s", error.message);
         return r;
 #undef BAD_NUL
 #undef BAD
@@ -1317,8 +1289,8 @@ int settings_apply_document(NanoletConfig *c, const void *yaml_map, const char *
                 const Setting *s = settings_find_key(key);
                 if (!s) {
                         /* the key as written, unless it holds bytes a terminal acts on */
-                        _cleanup_free_ char *error = NULL, *quoted = NULL;
-                        if (scalar_has_nul(doc->pairs[i].key) || check_text(key, &error) < 0) {
+                        _cleanup_free_ char *quoted = NULL;
+                        if (scalar_has_nul(doc->pairs[i].key) || check_text(key, NULL) < 0) {
                                 quoted = setting_value_quote(key);
                                 if (!quoted)
                                         return -ENOMEM;
