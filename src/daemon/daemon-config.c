@@ -37,18 +37,27 @@ int nanolet_config_init(NanoletConfig *c) {
 
 void nanolet_config_deinit(NanoletConfig *c) {
         char **strings[] = {
-                &c->pod_manifest_path, &c->manifest_url,
-                &c->hostname_override, &c->node_name,
-                &c->root_dir,          &c->run_dir,
-                &c->pod_logs_dir,      &c->container_logs_dir,
-                &c->runtime,           &c->container_monitor,
-                &c->cni_conf_dir,      &c->cni_bin_dir,
-                &c->pod_cidr,          &c->cluster_domain,
-                &c->resolv_conf,       &c->hairpin_mode,
-                &c->cgroup_driver,     &c->cgroup_root,
-                &c->address,           &c->healthz_bind_address,
-                &c->config_file,       &c->image_credential_file,
-                &c->registries_conf,   &c->registry_certs_dir,
+                &c->pod_manifest_path,
+                &c->manifest_url,
+                &c->hostname_override,
+                &c->node_name,
+                &c->root_dir,
+                &c->run_dir,
+                &c->pod_logs_dir,
+                &c->container_logs_dir,
+                &c->runtime_path,
+                &c->cni_conf_dir,
+                &c->cni_bin_dir,
+                &c->pod_cidr,
+                &c->cluster_domain,
+                &c->resolv_conf,
+                &c->cgroup_root,
+                &c->address,
+                &c->healthz_bind_address,
+                &c->config_file,
+                &c->image_credential_file,
+                &c->registries_conf,
+                &c->registry_certs_dir,
         };
         for (size_t i = 0; i < ELEMENTSOF(strings); i++) {
                 free(*strings[i]);
@@ -64,6 +73,62 @@ void nanolet_config_deinit(NanoletConfig *c) {
         c->eviction_soft = strv_free(c->eviction_soft);
         c->eviction_soft_grace_period = strv_free(c->eviction_soft_grace_period);
         c->eviction_minimum_reclaim = strv_free(c->eviction_minimum_reclaim);
+}
+
+static const char *const runtime_kind_table[_RUNTIME_KIND_MAX] = {
+        [RUNTIME_KIND_RUNC] = "runc",
+        [RUNTIME_KIND_CRUN] = "crun",
+        [RUNTIME_KIND_PATH] = "path",
+};
+
+static const char *const container_monitor_table[_CONTAINER_MONITOR_MAX] = {
+        [CONTAINER_MONITOR_NANOLET] = "nanolet",
+        [CONTAINER_MONITOR_CONMON] = "conmon",
+};
+
+static const char *const hairpin_mode_table[_HAIRPIN_MODE_MAX] = {
+        [HAIRPIN_MODE_HAIRPIN_VETH] = "hairpin-veth",
+        [HAIRPIN_MODE_PROMISCUOUS_BRIDGE] = "promiscuous-bridge",
+        [HAIRPIN_MODE_NONE] = "none",
+};
+
+static int lookup(const char *const *table, size_t n, const char *s) {
+        for (size_t i = 0; s && i < n; i++)
+                if (streq(table[i], s))
+                        return (int)i;
+        return -EINVAL;
+}
+
+const char *runtime_kind_to_string(RuntimeKind k) {
+        return k >= 0 && k < _RUNTIME_KIND_MAX ? runtime_kind_table[k] : NULL;
+}
+
+RuntimeKind runtime_kind_from_string(const char *s) {
+        /* "path" is no value of --runtime: a path is given as itself */
+        return lookup(runtime_kind_table, RUNTIME_KIND_PATH, s);
+}
+
+const char *container_monitor_to_string(ContainerMonitor m) {
+        return m >= 0 && m < _CONTAINER_MONITOR_MAX ? container_monitor_table[m] : NULL;
+}
+
+ContainerMonitor container_monitor_from_string(const char *s) {
+        return lookup(container_monitor_table, _CONTAINER_MONITOR_MAX, s);
+}
+
+const char *hairpin_mode_to_string(HairpinMode m) {
+        return m >= 0 && m < _HAIRPIN_MODE_MAX ? hairpin_mode_table[m] : NULL;
+}
+
+HairpinMode hairpin_mode_from_string(const char *s) {
+        return lookup(hairpin_mode_table, _HAIRPIN_MODE_MAX, s);
+}
+
+const char *nanolet_config_runtime(const NanoletConfig *c) {
+        if (c->runtime == RUNTIME_KIND_PATH && c->runtime_path)
+                return c->runtime_path;
+        return runtime_kind_to_string(c->runtime == RUNTIME_KIND_PATH ? RUNTIME_KIND_RUNC
+                                                                      : c->runtime);
 }
 
 int nanolet_parse_duration(const char *s, usec_t *ret) {

@@ -8,10 +8,49 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cgroup.h"
 #include "cleanup.h"
 #include "diag.h"
 #include "error.h"
 #include "time-util.h"
+
+/* The settings that name one of a few values are parsed into these when
+ * read (flag or file), so a bad value stops the agent with the flag or
+ * file:line:field named, and no code below compares strings. */
+
+/* --runtime: runc or crun from PATH, or an absolute path. */
+typedef enum RuntimeKind {
+        RUNTIME_KIND_RUNC,
+        RUNTIME_KIND_CRUN,
+        RUNTIME_KIND_PATH,
+        _RUNTIME_KIND_MAX,
+        _RUNTIME_KIND_INVALID = -EINVAL,
+} RuntimeKind;
+
+/* --container-monitor */
+typedef enum ContainerMonitor {
+        CONTAINER_MONITOR_NANOLET, /* nanolet-monitor, installed next to the agent */
+        CONTAINER_MONITOR_CONMON,  /* conmon in PATH */
+        _CONTAINER_MONITOR_MAX,
+        _CONTAINER_MONITOR_INVALID = -EINVAL,
+} ContainerMonitor;
+
+/* hairpinMode: kubelet's three modes. */
+typedef enum HairpinMode {
+        HAIRPIN_MODE_HAIRPIN_VETH,
+        HAIRPIN_MODE_PROMISCUOUS_BRIDGE,
+        HAIRPIN_MODE_NONE,
+        _HAIRPIN_MODE_MAX,
+        _HAIRPIN_MODE_INVALID = -EINVAL,
+} HairpinMode;
+
+/* "runc", "crun"; RUNTIME_KIND_PATH has no name ("path"). */
+const char *runtime_kind_to_string(RuntimeKind k);
+RuntimeKind runtime_kind_from_string(const char *s);
+const char *container_monitor_to_string(ContainerMonitor m);
+ContainerMonitor container_monitor_from_string(const char *s);
+const char *hairpin_mode_to_string(HairpinMode m);
+HairpinMode hairpin_mode_from_string(const char *s);
 
 typedef struct NanoletConfig {
         /* sources */
@@ -35,8 +74,9 @@ typedef struct NanoletConfig {
         char *container_logs_dir; /* /var/log/containers symlinks */
 
         /* runtime and networking (used by later subsystems) */
-        char *runtime;
-        char *container_monitor;       /* "nanolet" (nanolet-monitor) or "conmon" */
+        RuntimeKind runtime;
+        char *runtime_path; /* RUNTIME_KIND_PATH only */
+        ContainerMonitor container_monitor;
         int64_t runtime_max_parallel;  /* runtime/monitor children at once; 0 = by CPUs */
         bool seccomp_default;          /* seccompDefault [true; kubelet: false] */
         char **allowed_unsafe_sysctls; /* allowedUnsafeSysctls */
@@ -49,8 +89,8 @@ typedef struct NanoletConfig {
         char **node_ips; /* --node-ip; NULL = detect */
         char *cluster_domain;
         char *resolv_conf;
-        char *hairpin_mode;
-        char *cgroup_driver;
+        HairpinMode hairpin_mode;
+        CgroupDriver cgroup_driver;
         char *cgroup_root;  /* --cgroup-root, "/" */
         bool cpu_cfs_quota; /* --cpu-cfs-quota, true */
         /* --kube-reserved / --system-reserved (cpu=,memory=): subtracted
@@ -110,6 +150,9 @@ int nanolet_config_load_buffer(NanoletConfig *c, const char *buf, size_t size, c
  * flags override it. Returns 0, 1 when --help was printed, or -EINVAL after
  * printing a usage error. */
 int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv);
+
+/* The OCI runtime to run: "runc", "crun" or the absolute path. */
+const char *nanolet_config_runtime(const NanoletConfig *c);
 
 /* Resolves derived values: node name from --hostname-override or the
  * lowercase hostname. */

@@ -17,6 +17,7 @@
 #include "fileio.h"
 #include "image-pull.h"
 #include "log.h"
+#include "node-json.h"
 #include "sd-notify.h"
 #include "string-util.h"
 #include "strv.h"
@@ -239,17 +240,23 @@ static void pull_job_cancel(void *handle) {
 static int daemon_write_node(Daemon *d, int64_t milli_cpu, int64_t memory, int64_t alloc_cpu,
                              int64_t alloc_mem) {
         NanoletConfig *c = d->config;
-        _cleanup_free_ char *path = strprintf("%s/node.json", c->run_dir);
-        _cleanup_free_ char *text = strprintf(
-                "{\"name\":\"%s\",\"capacity\":{\"cpu\":\"%" PRId64 "m\",\"memory\":\"%" PRId64
-                "\",\"pods\":\"%" PRId64 "\"},\"allocatable\":{\"cpu\":\"%" PRId64
-                "m\",\"memory\":\"%" PRId64 "\",\"pods\":\"%" PRId64
-                "\"},\"cgroupDriver\":\"%s\",\"cgroupRoot\":\"%s\"}\n",
-                c->node_name, milli_cpu, memory, c->max_pods, alloc_cpu, alloc_mem, c->max_pods,
-                c->cgroup_driver, c->cgroup_root);
-        if (!path || !text)
+        NodeResources n = {
+                .name = c->node_name,
+                .capacity_milli_cpu = milli_cpu,
+                .capacity_memory = memory,
+                .allocatable_milli_cpu = alloc_cpu,
+                .allocatable_memory = alloc_mem,
+                .max_pods = c->max_pods,
+                .cgroup_driver = cgroup_driver_to_string(c->cgroup_driver),
+                .cgroup_root = c->cgroup_root,
+        };
+        _cleanup_free_ char *path = strprintf("%s/node.json", c->run_dir), *text = NULL;
+        if (!path)
                 return -ENOMEM;
-        int r = mkdir_p(c->run_dir, 0755);
+        int r = node_json_format(&n, &text);
+        if (r < 0)
+                return r;
+        r = mkdir_p(c->run_dir, 0755);
         if (r < 0)
                 return r;
         return write_file_atomic(path, text, strlen(text), 0644);
@@ -291,7 +298,7 @@ static int daemon_setup_runtime(Daemon *d) {
 
         /* runc's systemd cgroup manager needs systemd as PID 1: say so now
          * rather than fail every container. */
-        CgroupDriver driver = cgroup_driver_from_string(c->cgroup_driver);
+        CgroupDriver driver = c->cgroup_driver;
         if (driver == CGROUP_DRIVER_SYSTEMD && !runtime_systemd_is_init("/", &ierr)) {
                 log_error("%s.", ierr.message);
                 return -EOPNOTSUPP;
@@ -321,7 +328,7 @@ static int daemon_setup_runtime(Daemon *d) {
         if (r < 0)
                 return r;
         _cleanup_free_ char *monitor = NULL;
-        if (c->container_monitor && streq(c->container_monitor, "nanolet")) {
+        if (c->container_monitor == CONTAINER_MONITOR_NANOLET) {
                 r = find_monitor(&monitor);
                 if (r == -ENOMEM)
                         return log_oom();
@@ -333,7 +340,8 @@ static int daemon_setup_runtime(Daemon *d) {
                                                NANOLET_MONITOR_PATH);
                 log_debug("Container monitor: %s.", monitor);
         }
-        RuntimeOptions ro = { .runtime = c->runtime,
+        const char *runtime = nanolet_config_runtime(c);
+        RuntimeOptions ro = { .runtime = runtime,
                               .run_dir = c->run_dir,
                               .monitor = monitor,
                               .max_parallel = (unsigned)c->runtime_max_parallel,
@@ -341,7 +349,7 @@ static int daemon_setup_runtime(Daemon *d) {
         r = runtime_new(&d->runtime, d->event, &ro);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the container runtime \"%s\": %m",
-                                       c->runtime);
+                                       runtime);
         _cleanup_free_ char *cni_cache = strprintf("%s/cni", c->run_dir);
         if (!cni_cache)
                 return log_oom();
@@ -384,8 +392,7 @@ static int daemon_setup_runtime(Daemon *d) {
                 .cluster_dns = c->cluster_dns,
                 .node_ips = d->node_ips,
                 .resolv_conf = c->resolv_conf,
-                .runtime_name =
-                        strrchr(c->runtime, '/') ? strrchr(c->runtime, '/') + 1 : c->runtime,
+                .runtime_name = strrchr(runtime, '/') ? strrchr(runtime, '/') + 1 : runtime,
                 .pod_pids_limit = c->pod_pids_limit,
                 .cgroups = { .driver = driver, .root = c->cgroup_root },
                 .cpu_cfs_quota = c->cpu_cfs_quota,
@@ -507,11 +514,11 @@ static void daemon_warn_unsupported(const NanoletConfig *c) {
         /* The built-in bridge (src/network/cni-config.c) always sets the
          * bridge plugin's hairpinMode; a CNI configuration file decides for
          * itself, as with a CRI runtime under kubelet. */
-        if (c->hairpin_mode && !streq(c->hairpin_mode, "hairpin-veth"))
+        if (c->hairpin_mode != HAIRPIN_MODE_HAIRPIN_VETH)
                 log_warning("hairpinMode \"%s\" is not applied: the built-in bridge network uses "
                             "hairpin-veth, and a file in the CNI configuration directory sets its "
                             "own.",
-                            c->hairpin_mode);
+                            hairpin_mode_to_string(c->hairpin_mode));
 }
 
 int daemon_new(Daemon **ret, NanoletConfig *config) {

@@ -304,40 +304,49 @@ static int parse_pull_override(NanoletConfig *c, const Setting *s, const char *v
         return 0;
 }
 
-static int check_cgroup_driver(NanoletConfig *c, const Setting *s, const char *value, Error *err) {
-        (void)c, (void)s;
-        if (!streq(value, "cgroupfs") && !streq(value, "systemd")) {
+static int parse_cgroup_driver(NanoletConfig *c, const Setting *s, const char *value, Error *err) {
+        CgroupDriver d = cgroup_driver_from_string(value);
+        (void)s;
+        if (d < 0)
                 return error_set(err, -EINVAL, "expected cgroupfs or systemd");
-        }
+        c->cgroup_driver = d;
         return 0;
 }
 
-/* kubelet's three modes; anything else was silently accepted before and
- * then had no effect. */
-static int check_hairpin_mode(NanoletConfig *c, const Setting *s, const char *value, Error *err) {
-        (void)c, (void)s;
-        if (!streq(value, "hairpin-veth") && !streq(value, "promiscuous-bridge") &&
-            !streq(value, "none")) {
+static int parse_hairpin_mode(NanoletConfig *c, const Setting *s, const char *value, Error *err) {
+        HairpinMode m = hairpin_mode_from_string(value);
+        (void)s;
+        if (m < 0)
                 return error_set(err, -EINVAL, "expected hairpin-veth, promiscuous-bridge or none");
-        }
+        c->hairpin_mode = m;
         return 0;
 }
 
-static int check_runtime(NanoletConfig *c, const Setting *s, const char *value, Error *err) {
-        (void)c, (void)s;
-        if (!streq(value, "runc") && !streq(value, "crun") &&
-            !is_absolute_path(value, value + strlen(value))) {
-                return error_set(err, -EINVAL, "expected runc, crun or an absolute path");
+static int parse_runtime(NanoletConfig *c, const Setting *s, const char *value, Error *err) {
+        RuntimeKind k = runtime_kind_from_string(value);
+        char *path = NULL;
+        (void)s;
+        if (k < 0) {
+                if (!is_absolute_path(value, value + strlen(value)))
+                        return error_set(err, -EINVAL, "expected runc, crun or an absolute path");
+                path = strdup(value);
+                if (!path)
+                        return -ENOMEM;
+                k = RUNTIME_KIND_PATH;
         }
+        free(c->runtime_path);
+        c->runtime_path = path;
+        c->runtime = k;
         return 0;
 }
 
-static int check_container_monitor(NanoletConfig *c, const Setting *s, const char *value,
+static int parse_container_monitor(NanoletConfig *c, const Setting *s, const char *value,
                                    Error *err) {
-        (void)c, (void)s;
-        if (!streq(value, "nanolet") && !streq(value, "conmon")) {
+        ContainerMonitor m = container_monitor_from_string(value);
+        (void)s;
+        if (m < 0)
                 return error_set(err, -EINVAL, "expected nanolet or conmon");
-        }
+        c->container_monitor = m;
         return 0;
 }
 
@@ -441,14 +450,14 @@ const Setting settings_table[] = {
           .min = 100 * USEC_PER_MSEC, .max = 3600 * USEC_PER_SEC),
 
         /* ---- runtime ---- */
-        H("runtime", NULL, SETTING_STRING, runtime, "runc", "runc|crun|PATH", "OCI runtime",
-          .parse = check_runtime),
+        H("runtime", NULL, SETTING_CUSTOM, runtime, "runc", "runc|crun|PATH", "OCI runtime",
+          .parse = parse_runtime),
         /* A flag only: kubelet's strict decoding would refuse the key in a
          * KubeletConfiguration file shared with kubelet. */
-        H("container-monitor", NULL, SETTING_STRING, container_monitor, "nanolet", "nanolet|conmon",
+        H("container-monitor", NULL, SETTING_CUSTOM, container_monitor, "nanolet", "nanolet|conmon",
           "the process that watches each container: nanolet-monitor (installed next to the agent) "
           "or conmon in PATH; both keep the same files, so either adopts the other's containers",
-          .parse = check_container_monitor),
+          .parse = parse_container_monitor),
         H("runtime-max-parallel", NULL, SETTING_INT, runtime_max_parallel, NULL, "N",
           "runtime and monitor processes (runc, the container monitor) at once", .min = 1,
           .max = 1024, .shown_default = "2 per CPU"),
@@ -469,10 +478,10 @@ const Setting settings_table[] = {
           .min = USEC_PER_SEC, .max = 24 * 3600 * USEC_PER_SEC),
 
         /* ---- cgroups and resources ---- */
-        H("cgroup-driver", "cgroupDriver", SETTING_STRING, cgroup_driver, "cgroupfs",
+        H("cgroup-driver", "cgroupDriver", SETTING_CUSTOM, cgroup_driver, "cgroupfs",
           "cgroupfs|systemd",
           "systemd only where systemd is PID 1: the agent refuses to start otherwise",
-          .parse = check_cgroup_driver),
+          .parse = parse_cgroup_driver),
         H("cgroup-root", "cgroupRoot", SETTING_STRING, cgroup_root, "/", "PATH",
           "parent of the kubepods cgroup hierarchy", .check = SETTING_CHECK_PATH),
         H("cpu-cfs-quota", "cpuCFSQuota", SETTING_BOOL, cpu_cfs_quota, "true", "BOOL",
@@ -511,10 +520,10 @@ const Setting settings_table[] = {
           .check = SETTING_CHECK_PATH, .flags = SETTING_EMPTY_ALLOWED),
         H("node-ip", NULL, SETTING_STRV, node_ips, NULL, "IP[,IP]", "status.hostIP",
           .shown_default = "the default route's address", .check = SETTING_CHECK_IP),
-        H("hairpin-mode", "hairpinMode", SETTING_STRING, hairpin_mode, "hairpin-veth", "MODE",
+        H("hairpin-mode", "hairpinMode", SETTING_CUSTOM, hairpin_mode, "hairpin-veth", "MODE",
           "hairpin-veth, promiscuous-bridge or none; the built-in bridge network always uses "
           "hairpin-veth (another value is warned about at start)",
-          .parse = check_hairpin_mode),
+          .parse = parse_hairpin_mode),
 
         /* ---- HTTP API ---- */
         H("address", "address", SETTING_STRING, address, "127.0.0.1", "IP",
