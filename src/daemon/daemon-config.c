@@ -308,52 +308,11 @@ static int load_config_files(NanoletConfig *c, const struct option *options, int
         return r;
 }
 
-int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
-        _cleanup_free_ struct option *options = options_new();
-        _cleanup_free_ bool *seen = calloc(settings_table_size, sizeof(bool));
-        int r, opt;
+/* Each value was checked against its bounds in the settings table; what is
+ * left are kubelet's rules that tie settings together. */
+static int check_combination(const NanoletConfig *c) {
+        int r;
 
-        if (!options || !seen)
-                return log_oom();
-
-        r = load_config_files(c, options, argc, argv);
-        if (r < 0)
-                return r;
-
-        optind = 0;
-        opterr = 0; /* the messages below name the flag and what to do */
-        while ((opt = getopt_long_only(argc, argv, ":h", options, NULL)) >= 0) {
-                if (opt == 'h') {
-                        settings_print_help(stdout);
-                        return 1;
-                }
-                if (opt == ':') {
-                        _cleanup_free_ char *quoted = setting_value_quote(argv[optind - 1]);
-                        log_error("Flag %s needs a value.", strna(quoted));
-                        return -EINVAL;
-                }
-                if (opt < OPTION_BASE) {
-                        /* kubelet's own flags are all in the table (accepted or
-                         * rejected), so this is a typo or a flag of another tool */
-                        _cleanup_free_ char *quoted = setting_value_quote(argv[optind - 1]);
-                        log_error("Unknown flag %s; see \"nanolet serve --help\".", strna(quoted));
-                        return -EINVAL;
-                }
-                size_t i = (size_t)(opt - OPTION_BASE);
-                if (is_config_option(opt))
-                        continue; /* already loaded */
-                r = setting_apply_flag(c, &settings_table[i], optarg, !seen[i]);
-                seen[i] = true;
-                if (r < 0)
-                        return r;
-        }
-        if (optind < argc) {
-                _cleanup_free_ char *quoted = setting_value_quote(argv[optind]);
-                log_error("Unexpected argument %s.", strna(quoted));
-                return -EINVAL;
-        }
-        /* Each value was checked against its bounds in the settings table;
-         * what is left are kubelet's rules that tie settings together. */
         if (c->max_parallel_image_pulls > 1 && c->serialize_image_pulls) {
                 /* kubelet's validation says the same. */
                 log_error("maxParallelImagePulls %lld needs serializeImagePulls false.",
@@ -398,6 +357,53 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                 return -EINVAL;
         }
         return 0;
+}
+
+int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
+        _cleanup_free_ struct option *options = options_new();
+        _cleanup_free_ bool *seen = calloc(settings_table_size, sizeof(bool));
+        int r, opt;
+
+        if (!options || !seen)
+                return log_oom();
+
+        r = load_config_files(c, options, argc, argv);
+        if (r < 0)
+                return r;
+
+        optind = 0;
+        opterr = 0; /* the messages below name the flag and what to do */
+        while ((opt = getopt_long_only(argc, argv, ":h", options, NULL)) >= 0) {
+                if (opt == 'h') {
+                        settings_print_help(stdout);
+                        return 1;
+                }
+                if (opt == ':') {
+                        _cleanup_free_ char *quoted = setting_value_quote(argv[optind - 1]);
+                        log_error("Flag %s needs a value.", strna(quoted));
+                        return -EINVAL;
+                }
+                if (opt < OPTION_BASE) {
+                        /* kubelet's own flags are all in the table (accepted or
+                         * rejected), so this is a typo or a flag of another tool */
+                        _cleanup_free_ char *quoted = setting_value_quote(argv[optind - 1]);
+                        log_error("Unknown flag %s; see \"nanolet serve --help\".", strna(quoted));
+                        return -EINVAL;
+                }
+                size_t i = (size_t)(opt - OPTION_BASE);
+                if (is_config_option(opt))
+                        continue; /* already loaded */
+                r = setting_apply_flag(c, &settings_table[i], optarg, !seen[i]);
+                seen[i] = true;
+                if (r < 0)
+                        return r;
+        }
+        if (optind < argc) {
+                _cleanup_free_ char *quoted = setting_value_quote(argv[optind]);
+                log_error("Unexpected argument %s.", strna(quoted));
+                return -EINVAL;
+        }
+        return check_combination(c);
 }
 
 int nanolet_config_finish(NanoletConfig *c) {

@@ -1134,14 +1134,8 @@ static int apply_reserved_map(NanoletConfig *c, const Setting *s, const YamlNode
         return 0;
 }
 
-static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, const char *file,
-                       Diagnostics *diag) {
-        Error error = {};
-        _cleanup_strv_free_ char **l = NULL;
-        void *p = (char *)c + s->offset;
-        size_t n_entries = 0;
-        int r;
-
+/* The field helpers below add one error naming file:line and the key and
+ * return 0 (the document goes on); a negative return is ENOMEM. */
 #define BAD(...)                                                                                   \
         do {                                                                                       \
                 diagnostics_add(diag, DIAG_ERROR, file, v->line, v->column, s->key, __VA_ARGS__);  \
@@ -1153,120 +1147,155 @@ static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, co
                         BAD("holds a NUL byte");                                                   \
         } while (0)
 
-        switch (s->type) {
-        case SETTING_STRING:
-        case SETTING_CUSTOM:
-        case SETTING_DURATION:
-                if (!node_is_string(v))
+/* A sequence of strings, each checked as a flag's element. */
+static int apply_list_field(NanoletConfig *c, const Setting *s, const YamlNode *v, const char *file,
+                            Diagnostics *diag) {
+        _cleanup_strv_free_ char **l = NULL;
+        Error error = {};
+        if (v->type != YAML_NODE_SEQ)
+                BAD("%s", file_type_hint(s));
+        if (v->n > SETTING_ENTRIES_MAX)
+                BAD("has %zu entries, at most %d are accepted", v->n, SETTING_ENTRIES_MAX);
+        for (size_t i = 0; i < v->n; i++) {
+                if (!node_is_string(v->items[i]))
                         BAD("%s", file_type_hint(s));
-                BAD_NUL(v);
-                break;
-        case SETTING_INT:
-                if (v->type != YAML_NODE_INT)
+                BAD_NUL(v->items[i]);
+                if (check_element(c, s, v->items[i]->str, &error) < 0)
+                        BAD("item %zu: %s", i + 1, error.message);
+                int r = strv_extend(&l, v->items[i]->str);
+                if (r < 0)
+                        return r;
+        }
+        char ***p = (char ***)((char *)c + s->offset);
+        strv_free(*p);
+        *p = TAKE_PTR(l);
+        return 0;
+}
+
+/* The eviction maps: each "key: value" becomes "key<value" (thresholds) or
+ * "key=value", checked as the flag form is. */
+static int apply_signal_map_field(NanoletConfig *c, const Setting *s, const YamlNode *v,
+                                  const char *file, Diagnostics *diag) {
+        _cleanup_strv_free_ char **l = NULL;
+        Error error = {};
+        if (v->type != YAML_NODE_MAP)
+                BAD("%s", file_type_hint(s));
+        for (size_t i = 0; i < v->n; i++) {
+                const YamlNode *val = v->pairs[i].value, *key = v->pairs[i].key;
+                BAD_NUL(key);
+                if (!node_is_string(val) && val->type != YAML_NODE_INT)
                         BAD("%s", file_type_hint(s));
-                break;
-        case SETTING_BOOL:
-                if (v->type != YAML_NODE_BOOL)
-                        BAD("%s", file_type_hint(s));
-                break;
-        case SETTING_QUANTITY:
-                if (v->type != YAML_NODE_INT && !node_is_string(v))
-                        BAD("%s", file_type_hint(s));
-                BAD_NUL(v);
-                break;
-        case SETTING_STRV:
-                if (v->type != YAML_NODE_SEQ)
-                        BAD("%s", file_type_hint(s));
-                if (v->n > SETTING_ENTRIES_MAX)
+                BAD_NUL(val);
+                if (i + 1 > SETTING_ENTRIES_MAX)
                         BAD("has %zu entries, at most %d are accepted", v->n, SETTING_ENTRIES_MAX);
-                for (size_t i = 0; i < v->n; i++) {
-                        if (!node_is_string(v->items[i]))
+                _cleanup_free_ char *e = strprintf(
+                        "%s%c%s", key->str, s->type == SETTING_EVICTION ? '<' : '=', val->str);
+                if (!e)
+                        return -ENOMEM;
+                if (check_element(c, s, e, &error) < 0)
+                        BAD("%s", error.message);
+                int r = strv_consume(&l, TAKE_PTR(e));
+                if (r < 0)
+                        return r;
+        }
+        char ***p = (char ***)((char *)c + s->offset);
+        strv_free(*p);
+        *p = TAKE_PTR(l);
+        return 0;
+}
+
+/* staticPodURLHeader: header name -> list of values, each "Name: value". */
+static int apply_headers_field(NanoletConfig *c, const Setting *s, const YamlNode *v,
+                               const char *file, Diagnostics *diag) {
+        _cleanup_strv_free_ char **l = NULL;
+        Error error = {};
+        size_t n_entries = 0;
+        if (v->type != YAML_NODE_MAP)
+                BAD("%s", file_type_hint(s));
+        for (size_t i = 0; i < v->n; i++) {
+                const YamlNode *val = v->pairs[i].value, *key = v->pairs[i].key;
+                BAD_NUL(key);
+                if (!is_http_token(key->str)) {
+                        _cleanup_free_ char *q = setting_value_quote(key->str);
+                        BAD("header name %s is not an RFC 9110 token", strna(q));
+                }
+                if (val->type != YAML_NODE_SEQ)
+                        BAD("%s", file_type_hint(s));
+                for (size_t j = 0; j < val->n; j++) {
+                        if (!node_is_string(val->items[j]))
                                 BAD("%s", file_type_hint(s));
-                        BAD_NUL(v->items[i]);
-                        if (check_element(c, s, v->items[i]->str, &error) < 0)
-                                BAD("item %zu: %s", i + 1, error.message);
-                        r = strv_extend(&l, v->items[i]->str);
+                        BAD_NUL(val->items[j]);
+                        if (++n_entries > SETTING_ENTRIES_MAX)
+                                BAD("has more than %d values, at most %d are accepted",
+                                    SETTING_ENTRIES_MAX, SETTING_ENTRIES_MAX);
+                        _cleanup_free_ char *h = strprintf("%s: %s", key->str, val->items[j]->str);
+                        if (!h)
+                                return -ENOMEM;
+                        if (check_element(c, s, h, &error) < 0)
+                                BAD("header %s: %s", key->str, error.message);
+                        int r = strv_consume(&l, TAKE_PTR(h));
                         if (r < 0)
                                 return r;
                 }
-                strv_free(*(char ***)p);
-                *(char ***)p = TAKE_PTR(l);
-                return 0;
+        }
+        char ***p = (char ***)((char *)c + s->offset);
+        strv_free(*p);
+        *p = TAKE_PTR(l);
+        return 0;
+}
+
+static int apply_reserved_field(NanoletConfig *c, const Setting *s, const YamlNode *v,
+                                const char *file, Diagnostics *diag) {
+        Error error = {};
+        if (v->type != YAML_NODE_MAP)
+                BAD("%s", file_type_hint(s));
+        if (v->n > RESERVED_ENTRIES_MAX)
+                BAD("has %zu entries, at most %d are accepted", v->n, RESERVED_ENTRIES_MAX);
+        for (size_t i = 0; i < v->n; i++) {
+                const YamlNode *val = v->pairs[i].value;
+                if (!node_is_string(val) && val->type != YAML_NODE_INT)
+                        BAD("values must be quantities such as \"100m\" or \"1Gi\"");
+                BAD_NUL(v->pairs[i].key);
+                BAD_NUL(val);
+        }
+        int r = apply_reserved_map(c, s, v, &error);
+        if (r == -EINVAL)
+                BAD("%s", error.message);
+        return r;
+}
+
+static bool scalar_type_ok(const Setting *s, const YamlNode *v) {
+        switch (s->type) {
+        case SETTING_INT:
+                return v->type == YAML_NODE_INT;
+        case SETTING_BOOL:
+                return v->type == YAML_NODE_BOOL;
+        case SETTING_QUANTITY:
+                return v->type == YAML_NODE_INT || node_is_string(v);
+        case SETTING_STRING:
+        case SETTING_CUSTOM:
+        case SETTING_DURATION:
+        case SETTING_STRV:
         case SETTING_HEADERS:
         case SETTING_EVICTION:
         case SETTING_SIGNAL_MAP:
-                if (v->type != YAML_NODE_MAP)
-                        BAD("%s", file_type_hint(s));
-                for (size_t i = 0; i < v->n; i++) {
-                        const YamlNode *val = v->pairs[i].value, *key = v->pairs[i].key;
-                        BAD_NUL(key);
-                        if (s->type != SETTING_HEADERS) {
-                                if (!node_is_string(val) && val->type != YAML_NODE_INT)
-                                        BAD("%s", file_type_hint(s));
-                                BAD_NUL(val);
-                                if (++n_entries > SETTING_ENTRIES_MAX)
-                                        BAD("has %zu entries, at most %d are accepted", v->n,
-                                            SETTING_ENTRIES_MAX);
-                                _cleanup_free_ char *e = strprintf(
-                                        "%s%c%s", key->str, s->type == SETTING_EVICTION ? '<' : '=',
-                                        val->str);
-                                if (!e)
-                                        return -ENOMEM;
-                                if (check_element(c, s, e, &error) < 0)
-                                        BAD("%s", error.message);
-                                r = strv_consume(&l, TAKE_PTR(e));
-                                if (r < 0)
-                                        return r;
-                                continue;
-                        }
-                        if (!is_http_token(key->str)) {
-                                _cleanup_free_ char *q = setting_value_quote(key->str);
-                                BAD("header name %s is not an RFC 9110 token", strna(q));
-                        }
-                        if (val->type != YAML_NODE_SEQ)
-                                BAD("%s", file_type_hint(s));
-                        for (size_t j = 0; j < val->n; j++) {
-                                if (!node_is_string(val->items[j]))
-                                        BAD("%s", file_type_hint(s));
-                                BAD_NUL(val->items[j]);
-                                if (++n_entries > SETTING_ENTRIES_MAX)
-                                        BAD("has more than %d values, at most %d are accepted",
-                                            SETTING_ENTRIES_MAX, SETTING_ENTRIES_MAX);
-                                _cleanup_free_ char *h =
-                                        strprintf("%s: %s", key->str, val->items[j]->str);
-                                if (!h)
-                                        return -ENOMEM;
-                                if (check_element(c, s, h, &error) < 0)
-                                        BAD("header %s: %s", key->str, error.message);
-                                r = strv_consume(&l, TAKE_PTR(h));
-                                if (r < 0)
-                                        return r;
-                        }
-                }
-                strv_free(*(char ***)p);
-                *(char ***)p = TAKE_PTR(l);
-                return 0;
         case SETTING_RESERVED:
-                if (v->type != YAML_NODE_MAP)
-                        BAD("%s", file_type_hint(s));
-                if (v->n > RESERVED_ENTRIES_MAX)
-                        BAD("has %zu entries, at most %d are accepted", v->n, RESERVED_ENTRIES_MAX);
-                for (size_t i = 0; i < v->n; i++) {
-                        const YamlNode *val = v->pairs[i].value;
-                        if (!node_is_string(val) && val->type != YAML_NODE_INT)
-                                BAD("values must be quantities such as \"100m\" or \"1Gi\"");
-                        BAD_NUL(v->pairs[i].key);
-                        BAD_NUL(val);
-                }
-                r = apply_reserved_map(c, s, v, &error);
-                if (r == -EINVAL)
-                        BAD("%s", error.message);
-                return r;
         case SETTING_OBJECT:
         case _SETTING_TYPE_MAX:
         case _SETTING_TYPE_INVALID:
-                return 0;
+                break;
         }
+        return node_is_string(v);
+}
+
+/* A scalar: the flag's parser, so both sources accept the same values. */
+static int apply_scalar_field(NanoletConfig *c, const Setting *s, const YamlNode *v,
+                              const char *file, Diagnostics *diag) {
+        Error error = {};
+        if (!scalar_type_ok(s, v))
+                BAD("%s", file_type_hint(s));
+        if (s->type != SETTING_INT && s->type != SETTING_BOOL)
+                BAD_NUL(v);
 
         const char *value = v->str;
         if ((s->flags & SETTING_FILE_ZERO_IS_DEFAULT) && s->value) {
@@ -1276,13 +1305,40 @@ static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, co
                     (s->type == SETTING_INT && v->i == 0))
                         value = s->value;
         }
-        /* a scalar: the flag's parser, so both sources accept the same values */
-        r = apply_scalar(c, s, value, true, &error);
+        int r = apply_scalar(c, s, value, true, &error);
         if (r == -EINVAL)
                 BAD("%s", error.message);
         return r;
+}
+
 #undef BAD_NUL
 #undef BAD
+
+static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, const char *file,
+                       Diagnostics *diag) {
+        switch (s->type) {
+        case SETTING_STRING:
+        case SETTING_CUSTOM:
+        case SETTING_DURATION:
+        case SETTING_INT:
+        case SETTING_BOOL:
+        case SETTING_QUANTITY:
+                return apply_scalar_field(c, s, v, file, diag);
+        case SETTING_STRV:
+                return apply_list_field(c, s, v, file, diag);
+        case SETTING_EVICTION:
+        case SETTING_SIGNAL_MAP:
+                return apply_signal_map_field(c, s, v, file, diag);
+        case SETTING_HEADERS:
+                return apply_headers_field(c, s, v, file, diag);
+        case SETTING_RESERVED:
+                return apply_reserved_field(c, s, v, file, diag);
+        case SETTING_OBJECT:
+        case _SETTING_TYPE_MAX:
+        case _SETTING_TYPE_INVALID:
+                break;
+        }
+        return 0;
 }
 
 int settings_apply_document(NanoletConfig *c, const void *yaml_map, const char *filename,
