@@ -135,100 +135,104 @@ static int split(char *s, char op, char **ret_value, EvictionSignal *ret_signal,
         return 0;
 }
 
+/* One "signal<value" of the hard (soft false) or soft list. */
+static int add_threshold(EvictionConfig *c, const char *entry, bool soft, Error *err) {
+        _cleanup_free_ char *copy = strdup(entry);
+        char *value;
+        EvictionSignal sig;
+        EvictionValue v;
+        int r;
+        if (!copy)
+                return -ENOMEM;
+        if ((r = split(copy, '<', &value, &sig, err)) < 0 ||
+            (r = parse_value(copy, value, &v, err)) <= 0)
+                return r;
+        EvictionThreshold *t = find(c, sig, soft);
+        if (!t) {
+                t = reallocarray(c->thresholds, c->n + 1, sizeof *t);
+                if (!t)
+                        return -ENOMEM;
+                c->thresholds = t;
+                t = &c->thresholds[c->n++];
+        }
+        /* A later value for the same signal replaces the earlier one (a flag
+         * after the config file's map). */
+        *t = (EvictionThreshold){ .signal = sig, .value = v, .soft = soft };
+        return 0;
+}
+
+/* One "signal=duration" of the soft thresholds' grace periods. */
+static int add_grace_period(EvictionConfig *c, const char *entry, Error *err) {
+        _cleanup_free_ char *copy = strdup(entry);
+        char *value;
+        EvictionSignal sig;
+        usec_t u;
+        int r;
+        if (!copy)
+                return -ENOMEM;
+        if ((r = split(copy, '=', &value, &sig, err)) < 0)
+                return r;
+        if (go_duration_parse_usec(value, &u) < 0)
+                return error_set(err, -EINVAL, "eviction grace period %s: invalid duration \"%s\"",
+                                 copy, value);
+        EvictionThreshold *t = find(c, sig, true);
+        if (!t)
+                return error_set(err, -EINVAL,
+                                 "eviction grace period for %s without a soft threshold", copy);
+        t->grace_period = u;
+        return 0;
+}
+
+/* One "signal=value": the minimum reclaim of every threshold of the signal. */
+static int add_min_reclaim(EvictionConfig *c, const char *entry, Error *err) {
+        _cleanup_free_ char *copy = strdup(entry);
+        char *value;
+        EvictionSignal sig;
+        EvictionValue v = {};
+        int r;
+        if (!copy)
+                return -ENOMEM;
+        if ((r = split(copy, '=', &value, &sig, err)) < 0 ||
+            (r = parse_value(copy, value, &v, err)) < 0)
+                return r;
+        bool any = false;
+        for (size_t i = 0; i < c->n; i++)
+                if (c->thresholds[i].signal == sig) {
+                        c->thresholds[i].min_reclaim = v;
+                        any = true;
+                }
+        if (!any)
+                return error_set(err, -EINVAL,
+                                 "eviction minimum reclaim for %s without a threshold", copy);
+        return 0;
+}
+
 int eviction_config_parse(char *const *hard, char *const *soft, char *const *grace_periods,
                           char *const *min_reclaims, usec_t transition_period, EvictionConfig *ret,
                           Error *err) {
-        EvictionConfig c = { .pressure_transition_period = transition_period };
-        int r = 0;
+        _cleanup_(eviction_config_done) EvictionConfig c = {
+                .pressure_transition_period = transition_period,
+        };
+        int r;
 
-        for (int pass = 0; pass < 2 && r >= 0; pass++)
-                for (char *const *l = pass ? soft : hard; l && *l && r >= 0; l++) {
-                        _cleanup_free_ char *copy = strdup(*l);
-                        char *value;
-                        EvictionSignal sig;
-                        EvictionValue v;
-                        if (!copy) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        if ((r = split(copy, '<', &value, &sig, err)) < 0 ||
-                            (r = parse_value(copy, value, &v, err)) <= 0)
-                                continue;
-                        EvictionThreshold *t = find(&c, sig, pass);
-                        if (!t) {
-                                t = reallocarray(c.thresholds, c.n + 1, sizeof *t);
-                                if (!t) {
-                                        r = -ENOMEM;
-                                        break;
-                                }
-                                c.thresholds = t;
-                                t = &c.thresholds[c.n++];
-                        }
-                        /* A later value for the same signal replaces the earlier one
-                         * (a flag after the config file's map). */
-                        *t = (EvictionThreshold){ .signal = sig, .value = v, .soft = pass };
-                        r = 0;
-                }
-        for (char *const *l = grace_periods; l && *l && r >= 0; l++) {
-                _cleanup_free_ char *copy = strdup(*l);
-                char *value;
-                EvictionSignal sig;
-                usec_t u;
-                if (!copy) {
-                        r = -ENOMEM;
-                        break;
-                }
-                if ((r = split(copy, '=', &value, &sig, err)) < 0)
-                        break;
-                if (go_duration_parse_usec(value, &u) < 0) {
-                        r = error_set(err, -EINVAL,
-                                      "eviction grace period %s: invalid duration \"%s\"", copy,
-                                      value);
-                        break;
-                }
-                EvictionThreshold *t = find(&c, sig, true);
-                if (!t) {
-                        r = error_set(err, -EINVAL,
-                                      "eviction grace period for %s without a soft threshold",
-                                      copy);
-                        break;
-                }
-                t->grace_period = u;
-        }
-        for (char *const *l = min_reclaims; l && *l && r >= 0; l++) {
-                _cleanup_free_ char *copy = strdup(*l);
-                char *value;
-                EvictionSignal sig;
-                EvictionValue v = {};
-                if (!copy) {
-                        r = -ENOMEM;
-                        break;
-                }
-                if ((r = split(copy, '=', &value, &sig, err)) < 0 ||
-                    (r = parse_value(copy, value, &v, err)) < 0)
-                        break;
-                r = 0;
-                bool any = false;
-                for (size_t i = 0; i < c.n; i++)
-                        if (c.thresholds[i].signal == sig) {
-                                c.thresholds[i].min_reclaim = v;
-                                any = true;
-                        }
-                if (!any)
-                        r = error_set(err, -EINVAL,
-                                      "eviction minimum reclaim for %s without a threshold", copy);
-        }
-        for (size_t i = 0; i < c.n && r >= 0; i++)
+        for (int pass = 0; pass < 2; pass++)
+                for (char *const *l = pass ? soft : hard; l && *l; l++)
+                        if ((r = add_threshold(&c, *l, pass, err)) < 0)
+                                return r;
+        for (char *const *l = grace_periods; l && *l; l++)
+                if ((r = add_grace_period(&c, *l, err)) < 0)
+                        return r;
+        for (char *const *l = min_reclaims; l && *l; l++)
+                if ((r = add_min_reclaim(&c, *l, err)) < 0)
+                        return r;
+        for (size_t i = 0; i < c.n; i++)
                 if (c.thresholds[i].soft && c.thresholds[i].grace_period == 0)
-                        r = error_set(err, -EINVAL,
-                                      "soft eviction threshold %s needs a grace period "
-                                      "(--eviction-soft-grace-period)",
-                                      eviction_signal_to_string(c.thresholds[i].signal));
-        if (r < 0) {
-                eviction_config_done(&c);
-                return r;
-        }
+                        return error_set(err, -EINVAL,
+                                         "soft eviction threshold %s needs a grace period "
+                                         "(--eviction-soft-grace-period)",
+                                         eviction_signal_to_string(c.thresholds[i].signal));
         *ret = c;
+        c = (EvictionConfig){}; /* handed over */
         return 0;
 }
 
