@@ -234,18 +234,42 @@ static void pull_job_cancel(void *handle) {
         free(job);
 }
 
+/* The node's capacity, and what is left of it for pods after
+ * --kube-reserved and --system-reserved (kubelet's allocatable). */
+typedef struct NodeCapacity {
+        int64_t milli_cpu, memory;
+        int64_t alloc_milli_cpu, alloc_memory;
+        bool reserved_cpu, reserved_memory; /* a reservation is set */
+} NodeCapacity;
+
+static void node_capacity_read(const NanoletConfig *c, NodeCapacity *ret) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN), pages = sysconf(_SC_PHYS_PAGES),
+             psize = sysconf(_SC_PAGESIZE);
+        NodeCapacity n = {
+                .milli_cpu = ncpu > 0 ? (int64_t)ncpu * 1000 : 0,
+                .memory = pages > 0 && psize > 0 ? (int64_t)pages * psize : 0,
+                .reserved_cpu = c->kube_reserved_milli_cpu || c->system_reserved_milli_cpu,
+                .reserved_memory = c->kube_reserved_memory || c->system_reserved_memory,
+        };
+        n.alloc_milli_cpu =
+                MAX(n.milli_cpu - c->kube_reserved_milli_cpu - c->system_reserved_milli_cpu,
+                    (int64_t)0);
+        n.alloc_memory =
+                MAX(n.memory - c->kube_reserved_memory - c->system_reserved_memory, (int64_t)0);
+        *ret = n;
+}
+
 /* The node's capacity and allocatable (capacity minus --kube-reserved and
  * --system-reserved, as kubelet's Node status shows them), written to
  * <run-dir>/node.json for `nanolet node`. */
-static int daemon_write_node(Daemon *d, int64_t milli_cpu, int64_t memory, int64_t alloc_cpu,
-                             int64_t alloc_mem) {
+static int daemon_write_node(Daemon *d, const NodeCapacity *cap) {
         NanoletConfig *c = d->config;
         NodeResources n = {
                 .name = c->node_name,
-                .capacity_milli_cpu = milli_cpu,
-                .capacity_memory = memory,
-                .allocatable_milli_cpu = alloc_cpu,
-                .allocatable_memory = alloc_mem,
+                .capacity_milli_cpu = cap->milli_cpu,
+                .capacity_memory = cap->memory,
+                .allocatable_milli_cpu = cap->alloc_milli_cpu,
+                .allocatable_memory = cap->alloc_memory,
                 .max_pods = c->max_pods,
                 .cgroup_driver = cgroup_driver_to_string(c->cgroup_driver),
                 .cgroup_root = c->cgroup_root,
@@ -290,43 +314,11 @@ static int find_monitor(char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
-static int daemon_setup_runtime(Daemon *d) {
+/* The monitor each container gets, and the OCI runtime. */
+static int daemon_setup_oci_runtime(Daemon *d) {
         NanoletConfig *c = d->config;
-        Error ierr = {};
-        char host[256];
         int r;
 
-        /* runc's systemd cgroup manager needs systemd as PID 1: say so now
-         * rather than fail every container. */
-        CgroupDriver driver = c->cgroup_driver;
-        if (driver == CGROUP_DRIVER_SYSTEMD && !runtime_systemd_is_init("/", &ierr)) {
-                log_error("%s.", ierr.message);
-                return -EOPNOTSUPP;
-        }
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN), pages = sysconf(_SC_PHYS_PAGES),
-             psize = sysconf(_SC_PAGESIZE);
-        int64_t cap_cpu = ncpu > 0 ? (int64_t)ncpu * 1000 : 0;
-        int64_t cap_mem = pages > 0 && psize > 0 ? (int64_t)pages * psize : 0;
-        int64_t alloc_cpu = MAX(cap_cpu - c->kube_reserved_milli_cpu - c->system_reserved_milli_cpu,
-                                (int64_t)0);
-        int64_t alloc_mem =
-                MAX(cap_mem - c->kube_reserved_memory - c->system_reserved_memory, (int64_t)0);
-        bool reserved_cpu = c->kube_reserved_milli_cpu || c->system_reserved_milli_cpu;
-        bool reserved_mem = c->kube_reserved_memory || c->system_reserved_memory;
-        r = daemon_write_node(d, cap_cpu, cap_mem, alloc_cpu, alloc_mem);
-        if (r < 0)
-                log_warning_errno(r, "Cannot write %s/node.json: %m", c->run_dir);
-
-        r = image_store_open(c->root_dir, NULL, &d->images, &ierr);
-        if (r < 0)
-                return log_error_errno(r, "Failed to open the image store in \"%s\": %s",
-                                       c->root_dir, ierr.message);
-        r = image_flusher_new(d->event, d->images, 0, &d->flusher);
-        if (r < 0)
-                return log_error_errno(r, "Failed to set up the layer flush: %m");
-        r = daemon_setup_metrics(d);
-        if (r < 0)
-                return r;
         _cleanup_free_ char *monitor = NULL;
         if (c->container_monitor == CONTAINER_MONITOR_NANOLET) {
                 r = find_monitor(&monitor);
@@ -350,6 +342,15 @@ static int daemon_setup_runtime(Daemon *d) {
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the container runtime \"%s\": %m",
                                        runtime);
+        return 0;
+}
+
+/* CNI, and the node's hostname and addresses the pods see. */
+static int daemon_setup_host(Daemon *d) {
+        NanoletConfig *c = d->config;
+        char host[256];
+        int r;
+
         _cleanup_free_ char *cni_cache = strprintf("%s/cni", c->run_dir);
         if (!cni_cache)
                 return log_oom();
@@ -372,6 +373,15 @@ static int daemon_setup_runtime(Daemon *d) {
                                      "(set --node-ip): %m");
         if (c->node_ips && !d->node_ips)
                 return log_oom();
+        return 0;
+}
+
+/* Image pulls and the pod manager. */
+static int daemon_setup_pods(Daemon *d, const NodeCapacity *n) {
+        NanoletConfig *c = d->config;
+        const char *runtime = nanolet_config_runtime(c);
+        int r;
+
         /* kubelet: serializeImagePulls (default) means one pull at a time;
          * without it, maxParallelImagePulls or no bound (here: 100). */
         ImagePullBackend pb = { .start = pull_job_start, .cancel = pull_job_cancel, .userdata = d };
@@ -394,12 +404,12 @@ static int daemon_setup_runtime(Daemon *d) {
                 .resolv_conf = c->resolv_conf,
                 .runtime_name = strrchr(runtime, '/') ? strrchr(runtime, '/') + 1 : runtime,
                 .pod_pids_limit = c->pod_pids_limit,
-                .cgroups = { .driver = driver, .root = c->cgroup_root },
+                .cgroups = { .driver = c->cgroup_driver, .root = c->cgroup_root },
                 .cpu_cfs_quota = c->cpu_cfs_quota,
                 .no_seccomp_default = !c->seccomp_default,
                 .allowed_unsafe_sysctls = c->allowed_unsafe_sysctls,
-                .allocatable_memory = reserved_mem ? (uint64_t)alloc_mem : 0,
-                .allocatable_milli_cpu = reserved_cpu ? alloc_cpu : 0,
+                .allocatable_memory = n->reserved_memory ? (uint64_t)n->alloc_memory : 0,
+                .allocatable_milli_cpu = n->reserved_cpu ? n->alloc_milli_cpu : 0,
                 .max_pods = c->max_pods,
                 .container_log_max_size = c->container_log_max_size,
                 .container_log_max_files = (unsigned)c->container_log_max_files,
@@ -420,6 +430,14 @@ static int daemon_setup_runtime(Daemon *d) {
         r = pod_manager_new(&d->pod_manager, d->event, &po);
         if (r < 0)
                 return r;
+        return 0;
+}
+
+/* Image GC and the eviction manager that also drives it. */
+static int daemon_setup_gc(Daemon *d) {
+        NanoletConfig *c = d->config;
+        int r;
+
         ImageGcOptions go = {
                 .root_dir = c->root_dir,
                 .policy = { .high_percent = (unsigned)c->image_gc_high_threshold,
@@ -455,6 +473,45 @@ static int daemon_setup_runtime(Daemon *d) {
         if (r < 0)
                 return log_error_errno(r, "Failed to set up eviction: %m");
         return 0;
+}
+
+static int daemon_setup_runtime(Daemon *d) {
+        NanoletConfig *c = d->config;
+        Error ierr = {};
+        NodeCapacity n;
+        int r;
+
+        /* runc's systemd cgroup manager needs systemd as PID 1: say so now
+         * rather than fail every container. */
+        if (c->cgroup_driver == CGROUP_DRIVER_SYSTEMD && !runtime_systemd_is_init("/", &ierr)) {
+                log_error("%s.", ierr.message);
+                return -EOPNOTSUPP;
+        }
+        node_capacity_read(c, &n);
+        r = daemon_write_node(d, &n);
+        if (r < 0)
+                log_warning_errno(r, "Cannot write %s/node.json: %m", c->run_dir);
+
+        r = image_store_open(c->root_dir, NULL, &d->images, &ierr);
+        if (r < 0)
+                return log_error_errno(r, "Failed to open the image store in \"%s\": %s",
+                                       c->root_dir, ierr.message);
+        r = image_flusher_new(d->event, d->images, 0, &d->flusher);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the layer flush: %m");
+        r = daemon_setup_metrics(d);
+        if (r < 0)
+                return r;
+        r = daemon_setup_oci_runtime(d);
+        if (r < 0)
+                return r;
+        r = daemon_setup_host(d);
+        if (r < 0)
+                return r;
+        r = daemon_setup_pods(d, &n);
+        if (r < 0)
+                return r;
+        return daemon_setup_gc(d);
 }
 
 static int daemon_listen(Daemon *d, ApiServer **ret, const char *name, const char *address,
