@@ -150,9 +150,8 @@ int nanolet_parse_duration(const char *s, usec_t *ret) {
 int nanolet_reserved_add(const char *resource, const char *quantity, int64_t *milli_cpu,
                          int64_t *memory, Error *err) {
         Quantity q;
-        if (quantity_parse(quantity, &q) < 0 || q.value < 0) {
+        if (quantity_parse(quantity, &q) < 0 || q.value < 0)
                 return error_set(err, -EINVAL, "\"%s\" is not a quantity", quantity);
-        }
         if (streq(resource, "cpu"))
                 *milli_cpu = q.milli;
         else if (streq(resource, "memory"))
@@ -176,13 +175,11 @@ int nanolet_parse_reserved(const char *s, int64_t *ret_milli_cpu, int64_t *ret_m
                 return -ENOMEM;
         for (char *e = strtok_r(copy, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
                 char *eq = strchr(e, '=');
-                if (++n > RESERVED_ENTRIES_MAX) {
+                if (++n > RESERVED_ENTRIES_MAX)
                         return error_set(err, -EINVAL, "more than %d resources",
                                          RESERVED_ENTRIES_MAX);
-                }
-                if (!eq) {
+                if (!eq)
                         return error_set(err, -EINVAL, "\"%s\" is not resource=quantity", e);
-                }
                 *eq = 0;
                 r = nanolet_reserved_add(e, eq + 1, &cpu, &mem, err);
                 if (r < 0)

@@ -39,10 +39,9 @@ char *setting_value_quote(const char *value) {
 /* The rules every kind shares; see SettingCheck. */
 static int check_text(const char *value, Error *err) {
         size_t len = strlen(value);
-        if (len > SETTING_VALUE_MAX) {
+        if (len > SETTING_VALUE_MAX)
                 return error_set(err, -EINVAL, "is %zu bytes long, at most %d are accepted", len,
                                  SETTING_VALUE_MAX);
-        }
         for (size_t i = 0; i < len;) {
                 unsigned char ch = (unsigned char)value[i];
                 if (ch < 0x20 || ch == 0x7f) {
@@ -63,10 +62,9 @@ static int check_text(const char *value, Error *err) {
                 }
                 size_t n = utf8_sequence_length(value + i, len - i);
                 /* C1 controls (U+0080..U+009F) act as terminal escapes too */
-                if (n == 0 || (n == 2 && ch == 0xc2 && (unsigned char)value[i + 1] < 0xa0)) {
+                if (n == 0 || (n == 2 && ch == 0xc2 && (unsigned char)value[i + 1] < 0xa0))
                         return error_set(err, -EINVAL, "holds %s at byte %zu",
                                          n ? "a C1 control character" : "malformed UTF-8", i);
-                }
                 i += n;
         }
         return 0;
@@ -200,6 +198,49 @@ const char *setting_check_to_string(SettingCheck k) {
         return k >= 0 && k < _SETTING_CHECK_MAX ? check_names[k] : NULL;
 }
 
+/* Whether a non-empty value that passed check_text() has the syntax of k. */
+static bool value_has_syntax(SettingCheck k, const char *value) {
+        switch (k) {
+        case SETTING_CHECK_TEXT:
+                break;
+        case SETTING_CHECK_WORD:
+                return is_ascii_word(value);
+        case SETTING_CHECK_PATH:
+                return is_absolute_path(value, value + strlen(value));
+        case SETTING_CHECK_PATH_LIST:
+                for (const char *p = value;; p++) {
+                        const char *e = strchrnul(p, ':');
+                        if (!is_absolute_path(p, e))
+                                return false;
+                        if (!*e)
+                                break;
+                        p = e;
+                }
+                break;
+        case SETTING_CHECK_DNS_DOMAIN:
+                return is_dns_subdomain(value, 253, false);
+        case SETTING_CHECK_NODE_NAME:
+                return is_dns_subdomain(value, 63, true);
+        case SETTING_CHECK_IP:
+                return is_ip(value);
+        case SETTING_CHECK_CIDR:
+                return is_cidr(value);
+        case SETTING_CHECK_URL:
+                return (startswith(value, "http://") || startswith(value, "https://")) &&
+                       is_ascii_word(value);
+        case SETTING_CHECK_HTTP_HEADER:
+                return is_http_header(value);
+        case SETTING_CHECK_HOST_PORT:
+                return is_host_port(value);
+        case SETTING_CHECK_SYSCTL:
+                return is_sysctl(value);
+        case _SETTING_CHECK_MAX:
+        case _SETTING_CHECK_INVALID:
+                break;
+        }
+        return true;
+}
+
 int setting_check_value(const Setting *s, const char *value, Error *err) {
         int r = check_text(value, err);
         if (r < 0)
@@ -207,64 +248,12 @@ int setting_check_value(const Setting *s, const char *value, Error *err) {
         if (isempty(value)) {
                 if (s->flags & SETTING_EMPTY_ALLOWED)
                         return 0;
-                if (s->check != SETTING_CHECK_TEXT) {
+                if (s->check != SETTING_CHECK_TEXT)
                         return error_set(err, -EINVAL, "must not be empty: expected %s",
                                          check_names[s->check]);
-                }
                 return 0;
         }
-        bool ok = true;
-        switch (s->check) {
-        case SETTING_CHECK_TEXT:
-                break;
-        case SETTING_CHECK_WORD:
-                ok = is_ascii_word(value);
-                break;
-        case SETTING_CHECK_PATH:
-                ok = is_absolute_path(value, value + strlen(value));
-                break;
-        case SETTING_CHECK_PATH_LIST:
-                for (const char *p = value;; p++) {
-                        const char *e = strchrnul(p, ':');
-                        if (!is_absolute_path(p, e)) {
-                                ok = false;
-                                break;
-                        }
-                        if (!*e)
-                                break;
-                        p = e;
-                }
-                break;
-        case SETTING_CHECK_DNS_DOMAIN:
-                ok = is_dns_subdomain(value, 253, false);
-                break;
-        case SETTING_CHECK_NODE_NAME:
-                ok = is_dns_subdomain(value, 63, true);
-                break;
-        case SETTING_CHECK_IP:
-                ok = is_ip(value);
-                break;
-        case SETTING_CHECK_CIDR:
-                ok = is_cidr(value);
-                break;
-        case SETTING_CHECK_URL:
-                ok = (startswith(value, "http://") || startswith(value, "https://")) &&
-                     is_ascii_word(value);
-                break;
-        case SETTING_CHECK_HTTP_HEADER:
-                ok = is_http_header(value);
-                break;
-        case SETTING_CHECK_HOST_PORT:
-                ok = is_host_port(value);
-                break;
-        case SETTING_CHECK_SYSCTL:
-                ok = is_sysctl(value);
-                break;
-        case _SETTING_CHECK_MAX:
-        case _SETTING_CHECK_INVALID:
-                break;
-        }
-        if (!ok) {
+        if (!value_has_syntax(s->check, value)) {
                 _cleanup_free_ char *q = setting_value_quote(value);
                 return error_set(err, -EINVAL, "%s is not %s", strna(q), check_names[s->check]);
         }
@@ -278,9 +267,8 @@ static int parse_verbosity(NanoletConfig *c, const Setting *s, const char *value
         errno = 0;
         long v = strtol(value, &end, 10);
         (void)s;
-        if (isempty(value) || *end || errno || v < 0 || v > 10) {
+        if (isempty(value) || *end || errno || v < 0 || v > 10)
                 return error_set(err, -EINVAL, "expected a level in 0..10");
-        }
         c->verbosity = (int)v;
         return 0;
 }
@@ -288,18 +276,16 @@ static int parse_verbosity(NanoletConfig *c, const Setting *s, const char *value
 static int parse_logging_format(NanoletConfig *c, const Setting *s, const char *value, Error *err) {
         LogFormat format;
         (void)s;
-        if (log_format_from_string(value, &format) < 0) {
+        if (log_format_from_string(value, &format) < 0)
                 return error_set(err, -EINVAL, "expected text or json");
-        }
         c->log_json = format == LOG_FORMAT_JSON;
         return 0;
 }
 
 static int parse_pull_override(NanoletConfig *c, const Setting *s, const char *value, Error *err) {
         (void)s;
-        if (!streq(value, "never") && !streq(value, "")) {
+        if (!streq(value, "never") && !streq(value, ""))
                 return error_set(err, -EINVAL, "the only override is \"never\" (no pulls at all)");
-        }
         c->image_pull_never = streq(value, "never");
         return 0;
 }
@@ -903,9 +889,8 @@ static int append_list(const Setting *s, NanoletConfig *c, char ***l, const char
                 if (r < 0)
                         return r;
         }
-        if (!*l) {
+        if (!*l)
                 return error_set(err, -EINVAL, "expected at least one value");
-        }
         return 0;
 }
 
@@ -915,21 +900,55 @@ static int parse_duration_bounded(const Setting *s, const char *value, usec_t *r
         int r = nanolet_parse_duration(value, &u);
         format_duration((usec_t)s->min, lo);
         format_duration(duration_max(s), hi);
-        if (r == -ERANGE || (r >= 0 && u > duration_max(s))) {
+        if (r == -ERANGE || (r >= 0 && u > duration_max(s)))
                 return error_set(err, -EINVAL, "must be at most %s", hi);
-        }
-        if (r < 0) {
+        if (r < 0)
                 return error_set(err, -EINVAL, "expected a duration such as \"20s\"");
-        }
-        if (u == 0 && !(s->flags & SETTING_ZERO_ALLOWED)) {
+        if (u == 0 && !(s->flags & SETTING_ZERO_ALLOWED))
                 return error_set(err, -EINVAL, "must not be 0: expected %s to %s", lo, hi);
-        }
-        if (u != 0 && u < (usec_t)s->min) {
+        if (u != 0 && u < (usec_t)s->min)
                 return error_set(err, -EINVAL, "must be at least %s%s", lo,
                                  (s->flags & SETTING_ZERO_ALLOWED) ? " (or 0)" : "");
-        }
         *ret = u;
         return 0;
+}
+
+static int parse_int(const Setting *s, const char *value, int64_t *ret, Error *err) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(value, &end, 10);
+        if (isempty(value) || *end || errno || v < s->min || v > s->max)
+                return error_set(err, -EINVAL, "expected an integer in %lld..%lld",
+                                 (long long)s->min, (long long)s->max);
+        *ret = v;
+        return 0;
+}
+
+static int parse_bool_value(const char *value, bool *ret, Error *err) {
+        if (parse_bool(value, ret) < 0)
+                return error_set(err, -EINVAL, "expected true or false");
+        return 0;
+}
+
+static int parse_size(const char *value, int64_t *ret, Error *err) {
+        Quantity q;
+        if (quantity_parse(value, &q) < 0 || q.value <= 0)
+                return error_set(err, -EINVAL, "expected a positive size such as \"10Mi\"");
+        *ret = q.value;
+        return 0;
+}
+
+/* One "Name: value" header, added to the list (replace: to an empty one). */
+static int append_header(NanoletConfig *c, const Setting *s, char ***l, const char *value,
+                         bool replace, Error *err) {
+        int r = check_element(c, s, value, err);
+        if (r < 0)
+                return r;
+        if (replace)
+                *l = strv_free(*l);
+        if (strv_length(*l) >= SETTING_ENTRIES_MAX)
+                return too_many_entries(strv_length(*l) + 1, err);
+        return strv_extend(l, value);
 }
 
 /* The scalar forms of every type, shared by flags and file scalars. */
@@ -941,43 +960,18 @@ static int apply_scalar(NanoletConfig *c, const Setting *s, const char *value, b
         switch (s->type) {
         case SETTING_STRING:
                 r = check_element(c, s, value, err);
-                if (r < 0)
-                        return r;
-                return set_str(p, value);
+                return r < 0 ? r : set_str(p, value);
         case SETTING_CUSTOM:
                 r = setting_check_value(s, value, err);
-                if (r < 0)
-                        return r;
-                return s->parse(c, s, value, err);
+                return r < 0 ? r : s->parse(c, s, value, err);
         case SETTING_DURATION:
                 return parse_duration_bounded(s, value, p, err);
-        case SETTING_INT: {
-                char *end;
-                errno = 0;
-                long long v = strtoll(value, &end, 10);
-                if (isempty(value) || *end || errno || v < s->min || v > s->max) {
-                        return error_set(err, -EINVAL, "expected an integer in %lld..%lld",
-                                         (long long)s->min, (long long)s->max);
-                }
-                *(int64_t *)p = v;
-                return 0;
-        }
-        case SETTING_BOOL: {
-                bool b;
-                if (parse_bool(value, &b) < 0) {
-                        return error_set(err, -EINVAL, "expected true or false");
-                }
-                *(bool *)p = b;
-                return 0;
-        }
-        case SETTING_QUANTITY: {
-                Quantity q;
-                if (quantity_parse(value, &q) < 0 || q.value <= 0) {
-                        return error_set(err, -EINVAL, "expected a positive size such as \"10Mi\"");
-                }
-                *(int64_t *)p = q.value;
-                return 0;
-        }
+        case SETTING_INT:
+                return parse_int(s, value, p, err);
+        case SETTING_BOOL:
+                return parse_bool_value(value, p, err);
+        case SETTING_QUANTITY:
+                return parse_size(value, p, err);
         case SETTING_STRV:
         case SETTING_EVICTION:
         case SETTING_SIGNAL_MAP:
@@ -989,20 +983,11 @@ static int apply_scalar(NanoletConfig *c, const Setting *s, const char *value, b
                                                                    : 0,
                                    err);
         case SETTING_HEADERS:
-                r = check_element(c, s, value, err);
-                if (r < 0)
-                        return r;
-                if (replace)
-                        *(char ***)p = strv_free(*(char ***)p);
-                if (strv_length(*(char ***)p) >= SETTING_ENTRIES_MAX)
-                        return too_many_entries(strv_length(*(char ***)p) + 1, err);
-                return strv_extend(p, value);
+                return append_header(c, s, p, value, replace, err);
         case SETTING_RESERVED: {
                 r = setting_check_value(s, value, err);
-                if (r < 0)
-                        return r;
                 int64_t *cpu = p, *mem = cpu + 1;
-                return nanolet_parse_reserved(value, cpu, mem, err);
+                return r < 0 ? r : nanolet_parse_reserved(value, cpu, mem, err);
         }
         case SETTING_OBJECT:
         case _SETTING_TYPE_MAX:
