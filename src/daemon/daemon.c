@@ -578,6 +578,45 @@ static void daemon_warn_unsupported(const NanoletConfig *c) {
                             hairpin_mode_to_string(c->hairpin_mode));
 }
 
+/* The manifest directory and the URL, each when configured. */
+static int daemon_setup_sources(Daemon *d) {
+        NanoletConfig *config = d->config;
+        int r;
+
+        if (!isempty(config->pod_manifest_path)) {
+                DirSourceOptions o = {
+                        .path = config->pod_manifest_path,
+                        .node_name = config->node_name,
+                        .check_frequency = config->file_check_frequency,
+                        .max_file_size = config->max_manifest_size,
+                        .allow_insecure = config->allow_insecure_manifests,
+                };
+                r = dir_source_new(&d->dir_source, d->event, d->pods, &o);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to set up manifest directory \"%s\": %m",
+                                               config->pod_manifest_path);
+        }
+        if (!isempty(config->manifest_url)) {
+                UrlSourceOptions o = {
+                        .url = config->manifest_url,
+                        .headers = config->manifest_url_headers,
+                        .node_name = config->node_name,
+                        .check_frequency = config->http_check_frequency,
+                        .max_body = config->max_manifest_size,
+                        .synced = on_url_synced,
+                        .synced_userdata = d,
+                        .metrics = d->metrics,
+                };
+                Error error = {};
+                r = url_source_new(&d->url_source, d->event, d->pods, &o, &error);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to set up manifest URL \"%s\": %s",
+                                               config->manifest_url,
+                                               error.message[0] ? error.message : strerror(-r));
+        }
+        return 0;
+}
+
 int daemon_new(Daemon **ret, NanoletConfig *config) {
         _cleanup_(daemon_freep) Daemon *d = calloc(1, sizeof *d);
         int r;
@@ -616,38 +655,9 @@ int daemon_new(Daemon **ret, NanoletConfig *config) {
                 if (r < 0)
                         return r;
         }
-        if (!isempty(config->pod_manifest_path)) {
-                DirSourceOptions o = {
-                        .path = config->pod_manifest_path,
-                        .node_name = config->node_name,
-                        .check_frequency = config->file_check_frequency,
-                        .max_file_size = config->max_manifest_size,
-                        .allow_insecure = config->allow_insecure_manifests,
-                };
-                r = dir_source_new(&d->dir_source, d->event, d->pods, &o);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to set up manifest directory \"%s\": %m",
-                                               config->pod_manifest_path);
-        }
-        if (!isempty(config->manifest_url)) {
-                UrlSourceOptions o = {
-                        .url = config->manifest_url,
-                        .headers = config->manifest_url_headers,
-                        .node_name = config->node_name,
-                        .check_frequency = config->http_check_frequency,
-                        .max_body = config->max_manifest_size,
-                        .synced = on_url_synced,
-                        .synced_userdata = d,
-                        .metrics = d->metrics,
-                };
-                Error error = {};
-                r = url_source_new(&d->url_source, d->event, d->pods, &o, &error);
-                if (r < 0) {
-                        return log_error_errno(r, "Failed to set up manifest URL \"%s\": %s",
-                                               config->manifest_url,
-                                               error.message[0] ? error.message : strerror(-r));
-                }
-        }
+        r = daemon_setup_sources(d);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(d);
         return 0;
 }
