@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""nanolet benchmarks (SPEC §16, docs/BENCHMARKS.md). Run through bench/run.sh,
+"""nanolet benchmarks (docs/BENCHMARKS.md). Run through bench/run.sh,
 which builds, installs podman if missing and holds the shared test lock.
 
 Every latency is taken the same way: the bench records CLOCK_MONOTONIC just
@@ -65,8 +65,8 @@ BENCH_MONITOR = os.environ.get("BENCH_MONITOR", "")
 # rounds interleaved: the measurement the runtime queue's size comes from.
 SCALE_SWEEP = [v for v in os.environ.get("SCALE_SWEEP", "").split(",") if v]
 SWEEP_RUNS = env_int("SWEEP_RUNS", 2)
-# The measured parallel floor (docs/BENCHMARKS.md, "100 pods against a
-# measured parallel floor"): SCALE_PODS runc create+start at once, per variant.
+# The measured parallel floor (docs/BENCHMARKS.md, "What each figure
+# means"): SCALE_PODS runc create+start at once, per variant.
 SKIP_PARFLOOR = env_flag("SKIP_PARFLOOR")
 PARFLOOR_RUNS = env_int("PARFLOOR_RUNS", 1)
 # The agent's runtime queue bound (--runtime-max-parallel's default: 2 per CPU).
@@ -1008,8 +1008,8 @@ wait $child
         self.results["sweep"] = {v: {"runs": r, "median_ms": statistics.median(x["all_running_ms"] for x in r)}
                                  for v, r in res.items()}
 
-    # ---- the measured parallel floor (docs/BENCHMARKS.md, "100 pods against
-    # a measured parallel floor"): what runc alone takes for SCALE_PODS
+    # ---- the measured parallel floor (docs/BENCHMARKS.md, "What each
+    # figure means"): what runc alone takes for SCALE_PODS
     # create+start at once, with the floor's bare bundle and with the bundle
     # the agent writes for the scale phase's pod, so that the 100-pod figure
     # splits into runc's bare work, runc's work for a pod's config, the
@@ -1161,7 +1161,7 @@ wait $child
                for v, b in variants}
         for rnd in range(PARFLOOR_RUNS):
             # Rotate the order each round: a run pays for the inodes the
-            # previous one freed (docs/BENCHMARKS.md, par100's profile).
+            # previous one freed (docs/internals/design-decisions.md, "The start path").
             for k in range(len(variants)):
                 v, b = variants[(k + rnd) % len(variants)]
                 key = "nanolet/agent" if v == "nanolet" else f"{v}/{b or 'unbounded'}"
