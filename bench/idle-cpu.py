@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The agent's CPU with SCALE_PODS idle pods (SPEC §16, docs/BENCHMARKS.md
-"Idle CPU with 100 pods, profiled"), for one or more nanolet binaries in one
+"""The agent's CPU with SCALE_PODS idle pods (docs/BENCHMARKS.md;
+docs/internals/design-decisions.md, "Exits are events, not a poll"), for one
+or more nanolet binaries in one
 run, alternated, so that an A/B shares the machine's noise:
 
   sudo flock /tmp/nanolet-itest.lock python3 bench/idle-cpu.py NANOLET [NANOLET2 ...]

@@ -116,7 +116,7 @@ typedef struct NanoletConfig {
         bool serialize_image_pulls;
         int64_t max_parallel_image_pulls; /* with serializeImagePulls false; 0 = no bound */
         bool image_pull_never;            /* --image-pull-policy-override=never */
-        /* registry pulls (SPEC §7): flags only, no KubeletConfiguration field */
+        /* registry pulls (docs/images.md): flags only, no KubeletConfiguration field */
         char *image_credential_file; /* docker config.json */
         char *registries_conf;       /* containers-registries.conf(5) */
         char *registry_certs_dir;    /* containers-certs.d(5) */
@@ -136,7 +136,7 @@ typedef struct NanoletConfig {
         char *config_file;
 } NanoletConfig;
 
-/* Fills in the defaults of SPEC §3, §4, §8, §12, §13. */
+/* Fills in every default of the settings table (docs/settings.md). */
 int nanolet_config_init(NanoletConfig *c);
 void nanolet_config_deinit(NanoletConfig *c);
 

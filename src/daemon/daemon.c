@@ -192,7 +192,7 @@ static void on_pull_job_done(ImagePull *pull, int r, const char *digest, const c
         free(job);
         image_pull_cancel(pull); /* ended: this only frees it */
         done(pull_userdata, r, digest, error);
-        /* SPEC §14: after each pull, not only on the timer. */
+        /* After each pull, not only on the timer (docs/images.md, "Image GC"). */
         if (r >= 0) {
                 image_gc_check(d->image_gc);
                 image_flusher_request(d->flusher);

@@ -449,7 +449,7 @@ const Setting settings_table[] = {
           .max = 1024, .shown_default = "2 per CPU"),
         H("seccomp-default", "seccompDefault", SETTING_BOOL, seccomp_default, "true", "BOOL",
           "RuntimeDefault seccomp profile for containers that name none (kubelet's default is "
-          "false; nanolet confines by default, SPEC §10)"),
+          "false; nanolet confines by default)"),
         H("allowed-unsafe-sysctls", "allowedUnsafeSysctls", SETTING_STRV, allowed_unsafe_sysctls,
           NULL, "S[,S]",
           "unsafe sysctls (or patterns ending in *) pods may set, beyond Kubernetes' safe set",

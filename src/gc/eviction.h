@@ -1,4 +1,4 @@
-/* Node-pressure eviction (SPEC §14), kubelet's model: thresholds on
+/* Node-pressure eviction (docs/eviction.md), kubelet's model: thresholds on
  * eviction signals ("memory.available<100Mi", "nodefs.available<10%"), hard
  * (acted on at once) or soft (after their grace period), node conditions
  * (MemoryPressure, DiskPressure, PIDPressure) that stay set for the

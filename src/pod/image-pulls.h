@@ -1,4 +1,4 @@
-/* The agent's image pulls as the pods need them (SPEC §7): at most
+/* The agent's image pulls as the pods need them (docs/images.md): at most
  * max_parallel pulls at a time (1 with serializeImagePulls, kubelet's
  * default), queued in request order beyond that, and one pull per
  * reference and credentials however many containers wait for it: a second

@@ -1,4 +1,4 @@
-/* imagePullSecrets (SPEC §7): the pod's local Secrets of type
+/* imagePullSecrets (docs/images.md): the pod's local Secrets of type
  * kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg, merged into one
  * docker config.json document for the pull, tried before the agent's own
  * credential file. */

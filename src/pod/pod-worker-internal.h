@@ -219,7 +219,7 @@ void worker_network_check(PodWorker *w);
  * written again from what is known: containers are only created in a
  * complete sandbox. The caller checks that its namespaces are still pinned. */
 bool worker_sandbox_record_load(PodWorker *w, char **ids, SandboxRecord *ret);
-/* DEL before the namespaces go (SPEC §8). Returns true while it runs. */
+/* DEL before the namespaces go (docs/internals/network.md). Returns true while it runs. */
 bool worker_network_del(PodWorker *w);
 
 /* pod-adopt.c */

@@ -174,7 +174,7 @@ static void test_kubelet_settings(void **state) {
         Diagnostics d;
         diagnostics_init(&d);
         assert_int_equal(nanolet_config_init(&c), 0);
-        assert_true(c.seccomp_default); /* SPEC §10: RuntimeDefault, unlike kubelet */
+        assert_true(c.seccomp_default); /* RuntimeDefault, unlike kubelet */
         assert_int_equal(c.container_log_max_workers, 1);
         assert_true(c.image_maximum_gc_age == 0);
         assert_true(c.shutdown_grace_period == 0);
@@ -929,7 +929,7 @@ static void test_null_and_zero(void **state) {
         Diagnostics d;
         diagnostics_init(&d);
         assert_int_equal(nanolet_config_init(&c), 0);
-        assert_true(c.seccomp_default); /* SPEC §10; kubelet's default is false */
+        assert_true(c.seccomp_default); /* kubelet's default is false */
         assert_int_equal(c.container_log_max_workers, 1);
         assert_int_equal(c.image_maximum_gc_age, 0);
         assert_int_equal(nanolet_config_load_buffer(&c, file, strlen(file), "kc.yaml", &d), 0);
