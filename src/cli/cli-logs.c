@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli-common.h"
+#include "cli-options.h"
 #include "cli-logs.h"
 #include "dirent-util.h"
 #include "fileio.h"
@@ -511,17 +512,11 @@ int cli_logs(int argc, char **argv) {
         const CliPod *pod;
         json_t *cs = NULL;
         CliCommon c;
-        int opt;
+        int opt, r;
 
-        cli_common_init(&c, "nanolet logs");
-        optind = 0;
-        while ((opt = getopt_long(argc, argv, "hc:fpt", options, NULL)) >= 0) {
-                if (cli_common_option(&c, opt, optarg))
-                        continue;
+        cli_options_start(&c, "nanolet logs");
+        while ((opt = cli_option_next(&c, argc, argv, "hc:fpt", options, help)) > 0) {
                 switch (opt) {
-                case 'h':
-                        help(stdout);
-                        return EXIT_OK;
                 case 'c':
                         container = optarg;
                         break;
@@ -572,6 +567,8 @@ int cli_logs(int argc, char **argv) {
                         return EXIT_USAGE;
                 }
         }
+        if (cli_options_end(&c, opt, argc, argv, CLI_OPERANDS_ANY, &r))
+                return r;
         if (optind >= argc) {
                 fprintf(stderr, "%s: no POD given (nanolet logs POD, see --help)\n", c.prog);
                 return EXIT_USAGE;
