@@ -293,6 +293,17 @@ static bool find_next_attempt(int dir_fd, unsigned attempt, unsigned *ret) {
         return found;
 }
 
+/* The rest of a file that gets no more lines (fd < 0: none open), and the
+ * partial line it ended with. */
+static int finish_file(LogsContext *x, int fd) {
+        if (fd >= 0) {
+                int r = logs_drain(x, fd);
+                if (r < 0)
+                        return r;
+        }
+        return cri_log_reader_flush(&x->reader);
+}
+
 static int follow(LogsContext *x, const CliPod *pod, int dir_fd, const char *dir_path,
                   unsigned attempt, int live_fd) {
         _cleanup_close_ int ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -334,12 +345,7 @@ static int follow(LogsContext *x, const CliPod *pod, int dir_fd, const char *dir
                 unsigned next = 0;
                 if (find_next_attempt(dir_fd, attempt, &next)) {
                         /* The container restarted: finish the old file, go on with the new. */
-                        if (fd >= 0) {
-                                r = logs_drain(x, fd);
-                                if (r < 0)
-                                        return r;
-                        }
-                        r = cri_log_reader_flush(&x->reader);
+                        r = finish_file(x, fd);
                         if (r < 0)
                                 return r;
                         fd = safe_close(fd);
@@ -367,12 +373,7 @@ static int follow(LogsContext *x, const CliPod *pod, int dir_fd, const char *dir
                 }
                 if (access(pod->file, F_OK) < 0 && errno == ENOENT) {
                         /* The pod was deleted: print what is left and stop. */
-                        if (fd >= 0) {
-                                r = logs_drain(x, fd);
-                                if (r < 0)
-                                        return r;
-                        }
-                        r = cri_log_reader_flush(&x->reader);
+                        r = finish_file(x, fd);
                         if (r < 0)
                                 return r;
                         return fflush(stdout) == 0 ? 0 : -EIO;
