@@ -166,8 +166,12 @@ static void read_v2(const char *root, const char *path, CgroupStats *st) {
                 st->memory_limit = limit;
 }
 
-/* 1 for a cgroup2 (unified) root, 0 for v1, -ENOMEM. */
-static int root_is_unified(const char *cgroup_root) {
+/* Before the stats of path are read: 1 for a cgroup2 (unified) root, 0 for
+ * v1; -EINVAL for a path that is not absolute or climbs up, -ENOMEM. */
+static int stats_root_unified(const char *cgroup_root, const char *path) {
+        int r = path_check(path);
+        if (r < 0)
+                return r;
         _cleanup_free_ char *controllers = strprintf("%s/cgroup.controllers", cgroup_root);
         if (!controllers)
                 return -ENOMEM;
@@ -176,10 +180,7 @@ static int root_is_unified(const char *cgroup_root) {
 
 int cgroup_stats_read(const char *cgroup_root, const char *path, CgroupStats *ret) {
         CgroupStats st = { .memory_limit = CGROUP_STATS_NO_LIMIT };
-        int r = path_check(path);
-        if (r < 0)
-                return r;
-        int unified = root_is_unified(cgroup_root);
+        int unified = stats_root_unified(cgroup_root, path);
         if (unified < 0)
                 return unified;
         if (unified)
@@ -199,10 +200,7 @@ int cgroup_stats_read(const char *cgroup_root, const char *path, CgroupStats *re
 
 int cgroup_stats_read_cpu(const char *cgroup_root, const char *path, uint64_t *ret_ns) {
         CgroupStats st = {};
-        int r = path_check(path);
-        if (r < 0)
-                return r;
-        int unified = root_is_unified(cgroup_root);
+        int unified = stats_root_unified(cgroup_root, path);
         if (unified < 0)
                 return unified;
         if (unified)
