@@ -32,6 +32,14 @@
 #include "strv.h"
 #include "time-util.h"
 
+_printf_(1, 2) static char *via_va_list(const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        char *s = strvprintf(fmt, ap);
+        va_end(ap);
+        return s;
+}
+
 static void test_string_util(void **state) {
         assert_string_equal(startswith("kube-system", "kube-"), "system");
         assert_null(startswith("kube", "kube-"));
@@ -39,6 +47,8 @@ static void test_string_util(void **state) {
         assert_false(endswith("yaml", ".yaml"));
         _cleanup_free_ char *s = strprintf("%s-%d", "etcd", 3);
         assert_string_equal(s, "etcd-3");
+        _cleanup_free_ char *v = via_va_list("%s:%u:%%", "pods", 12U);
+        assert_string_equal(v, "pods:12:%");
 
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, cap = 0;
