@@ -421,8 +421,8 @@ static void test_full_then_drained(void **state) {
 
         for (size_t i = 0; i < ELEMENTSOF(fds); i++)
                 close(fds[i]);
-        assert_true(answered_within(f, waiting,
-                                    API_SERVER_CONNECTION_TIMEOUT_SEC * USEC_PER_SEC / 2));
+        assert_true(
+                answered_within(f, waiting, API_SERVER_CONNECTION_TIMEOUT_SEC * USEC_PER_SEC / 2));
         a = read_answer(f, waiting);
         close(waiting);
         assert_int_equal(status_of(a), 200);
