@@ -30,15 +30,16 @@ typedef struct ContainerOp ContainerOp;
 typedef enum WorkerPhase {
         /* A changed manifest's pod: nothing until its predecessor is gone. */
         WORKER_WAITING_FOR_PREDECESSOR,
-        /* The first sync adopts or removes what an earlier agent run left
-         * (pod-adopt.c); also every pod that is new. */
+        /* Every worker's first sync: what an earlier agent run left of the
+         * pod is adopted or removed (pod-adopt.c); a new pod finds nothing. */
         WORKER_ADOPTING,
         /* Held back by maxPods or nanolet.io/wait-for (pod-admit.h). */
         WORKER_ADMITTING,
         /* Refused by admission (sysctls): Failed, nothing of it made. */
         WORKER_REJECTED,
-        /* Admitted: pod_compute_actions() runs the pod (sandbox after a
-         * failure or an eviction, containers, restarts). */
+        /* Admitted, and counted against maxPods: pod_compute_actions() runs
+         * the pod (sandbox, again after a failure or an eviction,
+         * containers, restarts). */
         WORKER_RUNNING,
         /* Cgroup, namespaces and network are being made (children in
          * flight); back to running when they are ready or failed, even
