@@ -550,11 +550,13 @@ static void container_start_image(ContainerOp *op) {
         bool want_pull = !op->pulled && policy != PULL_POLICY_NEVER &&
                          (!present || policy == PULL_POLICY_ALWAYS);
         if (want_pull && o->pulls) {
-                _cleanup_free_ char *auths = NULL, *error = NULL;
+                _cleanup_free_ char *auths = NULL;
+                Error aerr = {};
                 op->image = image_free(op->image);
-                r = worker_pull_auths(w, &auths, &error);
+                r = worker_pull_auths(w, &auths, &aerr);
                 if (r < 0) {
-                        start_failed(op, "ErrImagePull", error ? error : strerror(-r));
+                        start_failed(op, "ErrImagePull",
+                                     aerr.message[0] ? aerr.message : strerror(-r));
                         return;
                 }
                 worker_event(w, c, POD_EVENT_PULLING, "Pulling image \"%s\"", c->spec->image);

@@ -927,12 +927,12 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
                 return -ENOMEM;
         int r;
         {
-                _cleanup_free_ char *msg = NULL;
+                Error err = {};
                 struct utsname u;
                 r = pod_sysctl_allowlist_init(&m->ctx.sysctls, uname(&u) >= 0 ? u.release : NULL,
-                                              o->allowed_unsafe_sysctls, &msg);
+                                              o->allowed_unsafe_sysctls, &err);
                 if (r == -EINVAL)
-                        return log_error_errno(r, "Invalid allowedUnsafeSysctls: %s.", msg);
+                        return log_error_errno(r, "Invalid allowedUnsafeSysctls: %s.", err.message);
                 if (r < 0)
                         return r;
         }

@@ -272,9 +272,9 @@ char *attempt_dir_of(const PodWorker *w, const ContainerState *c, unsigned attem
 bool worker_adopt(PodWorker *w);
 
 /* pod-pull-auths.c: the pod's imagePullSecrets as one docker config.json
- * document (*ret_json NULL when there is none). -EINVAL with *ret_error
+ * document (*ret_json NULL when there is none). -EINVAL with err set
  * for a Secret whose credentials do not parse; -ENOMEM. */
-int worker_pull_auths(PodWorker *w, char **ret_json, char **ret_error);
+int worker_pull_auths(PodWorker *w, char **ret_json, Error *err);
 
 /* pod-containers.c */
 void op_clear_start(ContainerOp *op);
