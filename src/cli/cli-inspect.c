@@ -1,8 +1,9 @@
 /* nanolet inspect POD: the pod's status file pretty-printed, plus what the
  * runtime says about each of its current containers under "runtime"
- * ({"<container>": <runc state> or {"error": "..."}}), then the pod's
- * events as kubectl describe ends with them. With -o json stdout is one
- * JSON document instead, the events (v1 Events) under "events". */
+ * ({"<container>": <runc state> or {"error": "..."}}), then the pod
+ * worker's state (annotation nanolet.io/worker-state) and the pod's events
+ * as kubectl describe ends with them. With -o json stdout is one JSON
+ * document instead, the events (v1 Events) under "events". */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -17,8 +18,10 @@
 static void help(FILE *f) {
         fprintf(f, "Usage: nanolet inspect [OPTIONS] POD\n\n"
                    "Print a pod's status (a v1 Pod) and the runtime's state of its containers\n"
-                   "as a JSON document, followed by the pod's events as kubectl describe shows\n"
-                   "them. POD is NAME or NAMESPACE/NAME, with or without the node suffix.\n\n"
+                   "as a JSON document, followed by the agent's state of the pod (Worker state:\n"
+                   "adopting, admitting, running, terminating, ...) and the pod's events as\n"
+                   "kubectl describe shows them. POD is NAME or NAMESPACE/NAME, with or without\n"
+                   "the node suffix.\n\n"
                    "  -o, --output json   one JSON document only, the events under "
                    "\"events\"\n" CLI_COMMON_HELP);
 }
@@ -162,6 +165,17 @@ int cli_inspect(int argc, char **argv) {
                        putchar('\n') != EOF;
         if (written && !json_only) {
                 putchar('\n');
+                /* A name of the agent's own (docs/state-files.md); the
+                 * status file is another program's input: printed escaped. */
+                const char *phase =
+                        cli_json_str(cli_json_path(pod->json, "metadata", "annotations", NULL),
+                                     "nanolet.io/worker-state");
+                if (phase) {
+                        _cleanup_free_ char *shown = str_escape(phase, 0);
+                        if (!shown)
+                                goto oom;
+                        printf("Worker state:  %s\n\n", shown);
+                }
                 if (cli_events_print_describe(events, cli_now_nsec(), stdout) < 0)
                         goto oom;
         }

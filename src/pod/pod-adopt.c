@@ -305,7 +305,6 @@ bool worker_adopt(PodWorker *w) {
         _cleanup_strv_free_ char **keep = NULL;
         bool pending = false;
 
-        w->adopt_checked = true;
         (void)runtime_list_ids(w->ctx->o->runtime, &ids);
         int r = pod_checkpoint_read(w->pod_dir, &cp);
         if (r >= 0 && !streq(cp.uid, w->object->uid))
@@ -409,7 +408,7 @@ bool worker_adopt(PodWorker *w) {
                 (void)set_str(&w->state.pod_ip, w->state.pod_ips ? w->state.pod_ips[0] : NULL);
                 w->state.sandbox = SANDBOX_READY;
                 Error err = {};
-                if (!w->stray && worker_prepare(w, &err) < 0)
+                if (w->origin_kind != WORKER_ORIGIN_STRAY && worker_prepare(w, &err) < 0)
                         worker_log(w, LOG_WARNING, NULL, "Pod \"%s\": %s", w->full_name,
                                    err.message);
                 if (sb.network && pod_uses_cni(w)) {

@@ -292,7 +292,7 @@ static void container_create(ContainerOp *op) {
                            "Container \"%s\" of pod \"%s\": bundle prepared, waiting for the "
                            "sandbox.",
                            c->spec->name, w->full_name);
-                if (!w->sandbox_pending && !w->cni_op)
+                if (!worker_sandbox_busy(w))
                         /* The sandbox is done (ready or failed): the next
                          * sync claims or releases this preparation. */
                         pod_worker_request_sync(w);
@@ -482,7 +482,7 @@ static void early_release(ContainerOp *op, const char *why) {
 }
 
 void containers_release_unclaimed(PodWorker *w, bool claim_done) {
-        bool sandbox_busy = w->sandbox_pending || w->cni_op;
+        bool sandbox_busy = worker_sandbox_busy(w);
         bool failed = !sandbox_busy && w->state.sandbox != SANDBOX_READY;
 
         for (size_t slot = 0; slot < w->n_ops; slot++) {

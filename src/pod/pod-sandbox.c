@@ -51,7 +51,14 @@ unsigned sandbox_namespaces(const Pod *p) {
 
 static int worker_write_pod_files(PodWorker *w, bool warn, Error *err);
 
+/* A sandbox creation ended (or a preparation failed before any child). */
+static void sandbox_creation_ended(PodWorker *w) {
+        if (w->phase == WORKER_CREATING_SANDBOX)
+                worker_set_phase(w, WORKER_RUNNING);
+}
+
 static void sandbox_failed(PodWorker *w, const char *message) {
+        sandbox_creation_ended(w);
         worker_log(w, LOG_WARNING, NULL, "Failed to create sandbox of pod \"%s\": %s", w->full_name,
                    message);
         worker_event(w, NULL, POD_EVENT_FAILED_CREATE_POD_SANDBOX,
@@ -65,6 +72,7 @@ static void sandbox_failed(PodWorker *w, const char *message) {
 static void sandbox_ready(PodWorker *w) {
         worker_log(w, LOG_INFO, NULL, "Sandbox of pod \"%s\" is ready%s%s.", w->full_name,
                    w->state.pod_ip ? ", IP " : "", strempty(w->state.pod_ip));
+        sandbox_creation_ended(w);
         w->state.sandbox = SANDBOX_READY;
         metric_inc(w->ctx->metrics.started_pods, NULL);
         (void)set_str(&w->state.sandbox_message, NULL);
@@ -134,7 +142,6 @@ static void on_network_added(CniRunner *runner, int r, CniResult *result, const 
         _cleanup_(cni_result_freep) CniResult *res = result;
 
         w->cni_op = NULL;
-        w->sandbox_pending = false;
         if (r < 0) {
                 _cleanup_free_ char *msg = cni_error_to_string(err);
                 /* The ADD undid itself; the namespaces go too, so a retry
@@ -173,12 +180,10 @@ static void worker_network_add(PodWorker *w) {
                 r = worker_cni_request(w, &req, &ports, &netns);
         if (r >= 0) {
                 w->busy++;
-                w->sandbox_pending = true;
                 w->network_added = true;
                 r = cni_add(w->ctx->o->cni, w->cni_config, &req, on_network_added, w, &w->cni_op);
                 if (r < 0) {
                         w->busy--;
-                        w->sandbox_pending = false;
                         w->network_added = false;
                 } else
                         /* the first containers' preparation, after the
@@ -313,7 +318,6 @@ bool worker_network_del(PodWorker *w) {
 static void on_sandbox_created(Runtime *rt, int r, pid_t holder, const Error *err, void *userdata) {
         PodWorker *w = userdata;
 
-        w->sandbox_pending = false;
         if (r < 0)
                 sandbox_failed(w, err && err->message[0] ? err->message : strerror(-r));
         else if (pod_uses_cni(w))
@@ -610,7 +614,7 @@ static int worker_cgroup_create(PodWorker *w, Error *err) {
                         return error_set(err, r, "cannot create the pod slice %s: %s",
                                          runtime_systemd_slice_unit(path), strerror(-r));
                 w->busy++;
-                w->sandbox_pending = true;
+                worker_set_phase(w, WORKER_CREATING_SANDBOX);
                 return 1;
         }
         r = runtime_cgroup_create(fs, path, &res, err);
@@ -695,7 +699,7 @@ static void worker_create_namespaces(PodWorker *w) {
         (void)pod_hostname(w->state.pod, w->ctx->o->node_hostname, &hostname);
         SandboxRequest req = { .dir = w->ns_dir, .namespaces = ns, .hostname = hostname };
         w->busy++;
-        w->sandbox_pending = true;
+        worker_set_phase(w, WORKER_CREATING_SANDBOX);
         r = sandbox_create(w->ctx->o->runtime, &req, on_sandbox_created, w, NULL);
         if (r < 0) {
                 Error e = {};
@@ -708,10 +712,11 @@ static void worker_create_namespaces(PodWorker *w) {
 static void worker_slice_done(PodWorker *w, SliceCall *c, const char *error) {
         Error err = {};
 
-        w->sandbox_pending = false;
         if (error)
                 worker_prepare_failed(w, error);
-        else if (!pod_worker_is_terminating(w)) {
+        else if (pod_worker_is_terminating(w))
+                sandbox_creation_ended(w);
+        else {
                 /* hugepage limits have no unit property (cgroup.h) */
                 CgroupResources res;
                 int r = pod_cgroup_resources(w->state.pod, w->ctx->o->cpu_cfs_quota, 0, &res);
@@ -735,7 +740,7 @@ void worker_create_sandbox(PodWorker *w) {
         Error err = {};
         int r;
 
-        if (w->sandbox_pending || w->cni_op)
+        if (worker_sandbox_busy(w))
                 return;
         if (w->stale_sandbox) {
                 if (sandbox_remove(w->ns_dir, &err) < 0)

@@ -710,8 +710,18 @@ int pod_status_to_json(const PodState *s, const PodStatusContext *ctx, json_t **
         if (m->labels.n > 0 &&
             ((r = string_map_to_json(&m->labels, &j)) < 0 || (r = jset(meta, "labels", j)) < 0))
                 return r;
-        if (m->annotations.n > 0 && ((r = string_map_to_json(&m->annotations, &j)) < 0 ||
-                                     (r = jset(meta, "annotations", j)) < 0))
+        j = NULL;
+        if (m->annotations.n > 0 && (r = string_map_to_json(&m->annotations, &j)) < 0)
+                return r;
+        if (ctx && ctx->worker_state) {
+                if (!j && !(j = json_object()))
+                        return -ENOMEM;
+                if ((r = jset_str(j, POD_WORKER_STATE_ANNOTATION, ctx->worker_state)) < 0) {
+                        json_decref(j);
+                        return r;
+                }
+        }
+        if (j && (r = jset(meta, "annotations", j)) < 0)
                 return r;
 
         if ((r = jset_str(pod, "apiVersion", "v1")) < 0 || (r = jset_str(pod, "kind", "Pod")) < 0 ||

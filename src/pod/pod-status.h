@@ -69,7 +69,12 @@ typedef struct PodStatusContext {
         const char *canonical_json; /* ManifestObject.canonical_json: spec comes from it */
         const char *node_name;      /* becomes spec.nodeName */
         const char *runtime_name;   /* containerID scheme: "runc" (default) or "crun" */
+        /* The pod worker's phase ("running", ...): annotation
+         * POD_WORKER_STATE_ANNOTATION of the metadata; NULL: none. */
+        const char *worker_state;
 } PodStatusContext;
+
+#define POD_WORKER_STATE_ANNOTATION "nanolet.io/worker-state"
 
 /* A full v1 Pod (apiVersion, kind, metadata, spec, status) as kubectl get
  * pod -o json shows it. 0, -EINVAL (canonical_json not a JSON object), or

@@ -22,6 +22,52 @@
 
 typedef struct ContainerOp ContainerOp;
 
+/* Where the worker is in its pod's life; worker_set_phase() moves it and
+ * worker_sync() is a switch over it. What the pod wants (PodState:
+ * terminating, evicted, the sandbox) is the input of pod_compute_actions();
+ * the phase is the worker's own progress. The names are in the status file
+ * (annotation nanolet.io/worker-state) and in `nanolet inspect`. */
+typedef enum WorkerPhase {
+        /* A changed manifest's pod: nothing until its predecessor is gone. */
+        WORKER_WAITING_FOR_PREDECESSOR,
+        /* Every worker's first sync: what an earlier agent run left of the
+         * pod is adopted or removed (pod-adopt.c); a new pod finds nothing. */
+        WORKER_ADOPTING,
+        /* Held back by maxPods or nanolet.io/wait-for (pod-admit.h). */
+        WORKER_ADMITTING,
+        /* Refused by admission (sysctls): Failed, nothing of it made. */
+        WORKER_REJECTED,
+        /* Admitted, and counted against maxPods: pod_compute_actions() runs
+         * the pod (sandbox, again after a failure or an eviction,
+         * containers, restarts). */
+        WORKER_RUNNING,
+        /* Cgroup, namespaces and network are being made (children in
+         * flight); back to running when they are ready or failed, even
+         * when the pod was told to terminate meanwhile. */
+        WORKER_CREATING_SANDBOX,
+        /* Done (Succeeded or Failed, nothing to restart); its namespaces
+         * are released. Running again only after pod_worker_unevict(). */
+        WORKER_FINISHED,
+        /* Stopping every container (grace periods), pod_worker_terminate(). */
+        WORKER_TERMINATING,
+        /* Nothing runs any more: leftover containers, network, namespaces,
+         * pod directory and cgroup are being removed. */
+        WORKER_TEARING_DOWN,
+        /* Removed; the manager frees the worker. */
+        WORKER_GONE,
+        _WORKER_PHASE_MAX,
+} WorkerPhase;
+
+/* How the worker came to be: a source's pod, a checkpointed pod no source
+ * has asked for in this run yet (the manager terminates it if none does),
+ * or one made up only to stop what an earlier run left (writes no
+ * checkpoint, which would make it a pod a manifest could claim). */
+typedef enum WorkerOrigin {
+        WORKER_ORIGIN_SOURCE,
+        WORKER_ORIGIN_UNCLAIMED_CHECKPOINT,
+        WORKER_ORIGIN_STRAY,
+} WorkerOrigin;
+
 struct PodWorker {
         PodManagerContext *ctx;
         ManifestObject *object; /* the wanted pod (reference) */
@@ -31,31 +77,26 @@ struct PodWorker {
         char *pod_ref;   /* "<namespace>/<name>": pod= of structured log lines */
 
         PodState state;
+        WorkerPhase phase;
+        WorkerOrigin origin_kind;
         char *pod_dir; /* <root-dir>/pods/<uid> */
         char *ns_dir;  /* <run-dir>/ns/<uid> */
         char *log_dir; /* <pod-logs-dir>/<ns>_<name>_<uid> */
         PodEtcFiles etc;
         PodVolumes volumes;
         char *sandbox_record; /* <run-dir>/sandboxes/<uid>.json */
-        bool prepared;        /* checkpoint, etc files and volumes are in place */
-        bool adopt_checked;   /* what an earlier agent run left was adopted or removed */
-        bool stale_sandbox;   /* pins of an earlier run to remove before a new sandbox */
-        /* Created from a checkpoint at agent start: no source has asked for
-         * the pod yet in this run (the manager terminates it if none does). */
-        bool from_checkpoint;
-        bool claimed;
-        /* Made up only to stop what an earlier run left (pod_worker_new_stray()):
-         * writes no checkpoint, which would make it a pod a manifest could claim. */
-        bool stray;
-        bool leftovers_removed; /* teardown's removal of unknown containers ran */
-        char **wait_for;        /* "namespace/name" of pods to wait for (annotation) */
-        bool sandbox_pending;
-        bool sandbox_released;         /* a finished pod's namespaces were removed */
-        bool evicted_volumes_released; /* an evicted pod's volumes were removed */
-        usec_t evicted_at;             /* CLOCK_MONOTONIC */
-        CniConfig *cni_config;         /* the network the pod was added to */
-        CniOp *cni_op;                 /* ADD or DEL in flight */
-        bool network_added;            /* an ADD may have left state to DEL */
+        /* Checkpoint, etc files and volumes are in place: made once, by
+         * the adoption or the first sandbox, kept in every later phase. */
+        bool prepared;
+        bool stale_sandbox; /* pins of an earlier run to remove before a new sandbox */
+        char **wait_for;    /* "namespace/name" of pods to wait for (annotation) */
+        /* An evicted pod's volumes were removed (PodState.evicted is an
+         * overlay on the running phase, lifted by pod_worker_unevict()). */
+        bool evicted_volumes_released;
+        usec_t evicted_at;     /* CLOCK_MONOTONIC */
+        CniConfig *cni_config; /* the network the pod was added to */
+        CniOp *cni_op;         /* ADD or DEL in flight */
+        bool network_added;    /* an ADD may have left state to DEL */
         /* The first starts to prepare while the sandbox is created
          * (PodActions.prepare_starts), run from prepare_defer: armed once the
          * CNI ADD (or, without CNI, the pin's helper) was queued, so the
@@ -91,11 +132,6 @@ struct PodWorker {
          * when it is gone. */
         PodWorker *successor;
         PodWorker *predecessor;
-        bool waiting_for_predecessor;
-        /* Passed the manager's admission (maxPods, wait-for) once: it is
-         * never held back again, and counts against maxPods. */
-        bool admitted;
-        bool torn_down;
 
         ContainerOp **ops;
         size_t n_ops;
@@ -182,6 +218,11 @@ static inline ContainerOp *worker_op(PodWorker *w, bool is_init, unsigned index)
         return slot < w->n_ops ? w->ops[slot] : NULL;
 }
 
+/* The sandbox's children (pin helper, slice start, CNI ADD or DEL) run. */
+static inline bool worker_sandbox_busy(const PodWorker *w) {
+        return w->phase == WORKER_CREATING_SANDBOX || w->cni_op;
+}
+
 static inline int set_str(char **field, const char *value) {
         char *c = NULL;
         if (value && !(c = strdup(value)))
@@ -192,6 +233,8 @@ static inline int set_str(char **field, const char *value) {
 }
 
 /* pod-worker.c */
+/* Moves the worker to phase, logged at debug level. */
+void worker_set_phase(PodWorker *w, WorkerPhase phase);
 /* The status changed: written after the next sync. */
 void worker_mark_status(PodWorker *w);
 /* One operation of the busy count finished: status and a new sync. */

@@ -33,6 +33,7 @@
 #include "log.h"
 #include "mount-util.h"
 #include "pod-actions.h"
+#include "pod-admit.h"
 #include "pod-log-gc.h"
 #include "pod-logs.h"
 #include "pod-status.h"
@@ -52,8 +53,34 @@ static void op_free(ContainerOp *op) {
         free(op);
 }
 
+static const char *const worker_phase_names[_WORKER_PHASE_MAX] = {
+        [WORKER_WAITING_FOR_PREDECESSOR] = "waiting-for-predecessor",
+        [WORKER_ADOPTING] = "adopting",
+        [WORKER_ADMITTING] = "admitting",
+        [WORKER_REJECTED] = "rejected",
+        [WORKER_RUNNING] = "running",
+        [WORKER_CREATING_SANDBOX] = "creating-sandbox",
+        [WORKER_FINISHED] = "finished",
+        [WORKER_TERMINATING] = "terminating",
+        [WORKER_TEARING_DOWN] = "tearing-down",
+        [WORKER_GONE] = "gone",
+};
+
+void worker_set_phase(PodWorker *w, WorkerPhase phase) {
+        assert(phase >= 0 && phase < _WORKER_PHASE_MAX);
+        if (w->phase == phase)
+                return;
+        worker_log(w, LOG_DEBUG, NULL, "Pod \"%s\": %s -> %s.", w->full_name,
+                   worker_phase_names[w->phase], worker_phase_names[phase]);
+        w->phase = phase;
+}
+
+const char *pod_worker_phase_name(const PodWorker *w) {
+        return worker_phase_names[w->phase];
+}
+
 bool pod_worker_adopted(const PodWorker *w) {
-        return w->adopt_checked;
+        return w->phase > WORKER_ADOPTING;
 }
 
 const char *pod_worker_uid(const PodWorker *w) {
@@ -103,11 +130,12 @@ bool pod_worker_is_terminating(const PodWorker *w) {
 }
 
 bool pod_worker_is_unclaimed(const PodWorker *w) {
-        return w->from_checkpoint && !w->claimed;
+        return w->origin_kind == WORKER_ORIGIN_UNCLAIMED_CHECKPOINT;
 }
 
 void pod_worker_claim(PodWorker *w) {
-        w->claimed = true;
+        if (w->origin_kind == WORKER_ORIGIN_UNCLAIMED_CHECKPOINT)
+                w->origin_kind = WORKER_ORIGIN_SOURCE;
 }
 
 PodWorker *pod_worker_set_predecessor(PodWorker *w, PodWorker *predecessor) {
@@ -117,22 +145,30 @@ PodWorker *pod_worker_set_predecessor(PodWorker *w, PodWorker *predecessor) {
                 old->predecessor = NULL;
         predecessor->successor = w;
         w->predecessor = predecessor;
-        w->waiting_for_predecessor = true;
+        worker_set_phase(w, WORKER_WAITING_FOR_PREDECESSOR);
         return old;
 }
 
 PodWorker *pod_worker_take_successor(PodWorker *w) {
         PodWorker *next = w->successor;
         if (next) {
-                next->waiting_for_predecessor = false;
+                if (next->phase == WORKER_WAITING_FOR_PREDECESSOR)
+                        worker_set_phase(next, WORKER_ADOPTING);
                 next->predecessor = NULL;
                 w->successor = NULL;
         }
         return next;
 }
 
+/* Admitted and not on its way out; an adopted or started pod that is
+ * terminating holds its slot through its sandbox until it has finished. */
+static bool worker_admitted(const PodWorker *w) {
+        return w->phase == WORKER_RUNNING || w->phase == WORKER_CREATING_SANDBOX ||
+               w->phase == WORKER_FINISHED;
+}
+
 bool pod_worker_holds_slot(const PodWorker *w) {
-        if (!w->admitted && w->state.sandbox == SANDBOX_NONE)
+        if (!worker_admitted(w) && w->state.sandbox == SANDBOX_NONE)
                 return false;
         PodPhase p = pod_phase(&w->state);
         return p != POD_PHASE_SUCCEEDED && p != POD_PHASE_FAILED;
@@ -140,7 +176,7 @@ bool pod_worker_holds_slot(const PodWorker *w) {
 
 bool pod_worker_counts_for_qos(const PodWorker *w, const Pod **ret_pod) {
         const Pod *pod = w->state.pod ?: w->object->pod;
-        if (w->torn_down || !pod || !pod_worker_holds_slot(w))
+        if (w->phase == WORKER_GONE || !pod || !pod_worker_holds_slot(w))
                 return false;
         *ret_pod = pod;
         return true;
@@ -212,7 +248,7 @@ static void worker_write_status(PodWorker *w) {
         int r;
 
         w->status_dirty = false;
-        if (w->torn_down)
+        if (w->phase == WORKER_GONE)
                 return;
         (void)pod_status_update_conditions(&w->state, now_usec(CLOCK_REALTIME));
         if (!w->start_measured && pod_phase(&w->state) == POD_PHASE_RUNNING) {
@@ -224,6 +260,7 @@ static void worker_write_status(PodWorker *w) {
                 .canonical_json = w->object->canonical_json,
                 .node_name = w->ctx->o->node_name,
                 .runtime_name = w->ctx->o->runtime_name,
+                .worker_state = worker_phase_names[w->phase],
         };
         r = pod_status_to_json(&w->state, &sc, &j);
         if (r < 0) {
@@ -313,8 +350,8 @@ static int worker_remove_leftover_containers(PodWorker *w) {
                 if (!container_id_of_pod(*id, w->object->uid))
                         continue;
                 found = true;
-                if (w->leftovers_removed)
-                        continue;
+                if (w->phase == WORKER_TEARING_DOWN)
+                        continue; /* removed once already */
                 worker_log(w, LOG_WARNING, NULL,
                            "Pod \"%s\": container %s still exists at its removal; removing it "
                            "first.",
@@ -326,7 +363,7 @@ static int worker_remove_leftover_containers(PodWorker *w) {
                 else
                         pending = true;
         }
-        w->leftovers_removed = true;
+        worker_set_phase(w, WORKER_TEARING_DOWN);
         return pending ? 1 : found ? -EBUSY : 0;
 }
 
@@ -371,14 +408,12 @@ static void worker_remove_pod_dir(PodWorker *w) {
 static bool worker_teardown(PodWorker *w) {
         Error err = {};
 
-        if (w->torn_down)
-                return true;
         int left = worker_remove_leftover_containers(w);
         if (left > 0)
                 return false;
         if (worker_network_del(w))
                 return false;
-        w->torn_down = true;
+        worker_set_phase(w, WORKER_GONE);
         if (sandbox_remove(w->ns_dir, &err) < 0)
                 worker_log(w, LOG_WARNING, NULL, "Pod \"%s\": %s", w->full_name, err.message);
         (void)unlink(w->sandbox_record);
@@ -413,7 +448,7 @@ static bool worker_teardown(PodWorker *w) {
 static bool worker_finish_unstarted(PodWorker *w) {
         bool shared = w->predecessor && streq(w->predecessor->object->uid, w->object->uid);
 
-        w->torn_down = true;
+        worker_set_phase(w, WORKER_GONE);
         if (!shared) {
                 (void)pod_status_remove(w->ctx->status_dir, w->object->uid);
                 (void)pod_events_remove(w->ctx->status_dir, w->object->uid);
@@ -431,85 +466,106 @@ static int on_wakeup(EventSource *s, usec_t now, void *userdata) {
         return 0;
 }
 
-/* Returns true when the worker tore its pod down and was freed. */
-static bool worker_sync(PodWorker *w) {
+static bool worker_sync(PodWorker *w);
+
+/* A phase that needs nothing more of this sync: the next one goes on at once. */
+static bool worker_sync_next(PodWorker *w, WorkerPhase phase) {
+        worker_set_phase(w, phase);
+        return worker_sync(w);
+}
+
+static bool worker_sync_adopting(PodWorker *w) {
+        bool pending = worker_adopt(w);
+
+        worker_set_phase(w, WORKER_ADMITTING);
+        if (pending)
+                return false; /* removals in flight; they request the next sync */
+        return worker_sync(w);
+}
+
+/* kubelet's rejectPod: the event has the message, the status says it was
+ * a rejection. */
+static void worker_reject(PodWorker *w, const char *refusal) {
+        worker_log(w, LOG_WARNING, NULL, "Pod \"%s\" rejected: %s", w->full_name, refusal);
+        w->state.rejected = true;
+        (void)set_str(&w->state.reason, POD_SYSCTL_FORBIDDEN_REASON);
+        free(w->state.message);
+        w->state.message = strprintf("Pod was rejected: %s", refusal);
+        worker_event(w, NULL, POD_EVENT_SYSCTL_FORBIDDEN, "%s", refusal);
+        w->status_dirty = true;
+}
+
+/* The admission's facts (pod-admit.h) and what its decision says to do.
+ * Returns the verdict, or < 0 when there is none this time. */
+static int worker_admit(PodWorker *w) {
+        _cleanup_free_ char *refusal = NULL, *reason = NULL, *message = NULL;
+
+        int r = pod_sysctl_admit(&w->ctx->sysctls, w->state.pod, &refusal);
+        if (r == -ENOMEM)
+                return log_oom();
+        PodAdmitFacts f = {
+                .sysctl_refusal = r < 0 ? strempty(refusal) : NULL,
+                .held_reason = w->state.wait_reason,
+                .pod_reason = w->state.reason,
+        };
+        if (!f.sysctl_refusal && w->ctx->wait_for_check(w, &reason, &message, w->ctx->userdata) < 0)
+                return -EAGAIN;
+        f.wait_reason = reason;
+        PodAdmitDecision d = pod_admit_decide(&f);
+        if (d.verdict == POD_ADMIT_REJECT) {
+                worker_reject(w, f.sysctl_refusal);
+                return d.verdict;
+        }
+        if (d.log_held)
+                worker_log(w, LOG_INFO, NULL, "Pod \"%s\" waits: %s", w->full_name, strna(message));
+        if (d.event_out_of_pods)
+                worker_event(w, NULL, POD_EVENT_OUT_OF_PODS, "%s", strna(message));
+        if (d.log_released)
+                worker_log(w, LOG_INFO, NULL, "Pod \"%s\" may start now (it waited: %s).",
+                           w->full_name, w->state.wait_reason);
+        switch (d.pod_reason) {
+        case POD_ADMIT_POD_REASON_SET:
+                (void)set_str(&w->state.reason, reason);
+                (void)set_str(&w->state.message, message);
+                break;
+        case POD_ADMIT_POD_REASON_CLEAR:
+                w->state.reason = mfree(w->state.reason);
+                w->state.message = mfree(w->state.message);
+                break;
+        case POD_ADMIT_POD_REASON_KEEP:
+                break;
+        }
+        free(w->state.wait_reason);
+        free(w->state.wait_message);
+        w->state.wait_reason = TAKE_PTR(reason);
+        w->state.wait_message = TAKE_PTR(message);
+        return d.verdict;
+}
+
+/* Out of admission: the reasons it was held back for go. */
+static void worker_clear_wait(PodWorker *w) {
+        if (!w->state.wait_reason)
+                return;
+        w->state.wait_reason = mfree(w->state.wait_reason);
+        w->state.wait_message = mfree(w->state.wait_message);
+        if (streq_ptr(w->state.reason, POD_OUT_OF_PODS_REASON)) {
+                w->state.reason = mfree(w->state.reason);
+                w->state.message = mfree(w->state.message);
+        }
+}
+
+/* Whatever pod_compute_actions() says now, carried out: container
+ * waiting reasons, the sandbox, kills and starts; a finished pod releases
+ * its namespaces, a terminated one is torn down. */
+static bool worker_run_actions(PodWorker *w) {
         PodActions a = {};
         usec_t now = now_usec(CLOCK_MONOTONIC);
-        int r;
 
-        if (w->torn_down)
-                return false;
-        if (w->waiting_for_predecessor) {
-                if (!w->state.terminating)
-                        return false;
-                return worker_finish_unstarted(w);
-        }
-        if (!w->adopt_checked && worker_adopt(w))
-                return false; /* removals in flight; they request the next sync */
-        if (w->state.sandbox != SANDBOX_NONE)
-                w->admitted = true; /* adopted, or started */
-        if (!w->admitted && !w->state.terminating && !w->state.rejected) {
-                _cleanup_free_ char *reason = NULL, *message = NULL;
-                /* kubelet's sysctl admission: a refusal is final (the pod
-                 * is Failed and nothing of it is created), unlike maxPods
-                 * and wait-for below, which only hold the pod back. */
-                r = pod_sysctl_admit(&w->ctx->sysctls, w->state.pod, &message);
-                if (r == -ENOMEM) {
-                        log_oom();
-                        return false;
-                }
-                if (r < 0) {
-                        /* kubelet's rejectPod: the event has the message,
-                         * the status says it was a rejection. */
-                        worker_log(w, LOG_WARNING, NULL, "Pod \"%s\" rejected: %s", w->full_name,
-                                   message);
-                        w->state.rejected = true;
-                        (void)set_str(&w->state.reason, POD_SYSCTL_FORBIDDEN_REASON);
-                        free(w->state.message);
-                        w->state.message = strprintf("Pod was rejected: %s", message);
-                        worker_event(w, NULL, POD_EVENT_SYSCTL_FORBIDDEN, "%s", message);
-                        w->status_dirty = true;
-                        return false;
-                }
-                if (w->ctx->wait_for_check(w, &reason, &message, w->ctx->userdata) < 0)
-                        return false;
-                if (!streq_ptr(reason, w->state.wait_reason) && reason) {
-                        worker_log(w, LOG_INFO, NULL, "Pod \"%s\" waits: %s", w->full_name,
-                                   strna(message));
-                        if (streq(reason, POD_OUT_OF_PODS_REASON))
-                                worker_event(w, NULL, POD_EVENT_OUT_OF_PODS, "%s", strna(message));
-                } else if (!reason && w->state.wait_reason)
-                        worker_log(w, LOG_INFO, NULL, "Pod \"%s\" may start now (it waited: %s).",
-                                   w->full_name, w->state.wait_reason);
-                /* OutOfpods is also the pod's own reason, as kubelet's
-                 * admission failure shows it */
-                if (streq_ptr(reason, POD_OUT_OF_PODS_REASON)) {
-                        (void)set_str(&w->state.reason, reason);
-                        (void)set_str(&w->state.message, message);
-                } else if (streq_ptr(w->state.reason, POD_OUT_OF_PODS_REASON)) {
-                        w->state.reason = mfree(w->state.reason);
-                        w->state.message = mfree(w->state.message);
-                }
-                free(w->state.wait_reason);
-                free(w->state.wait_message);
-                w->state.wait_reason = TAKE_PTR(reason);
-                w->state.wait_message = TAKE_PTR(message);
-                if (!w->state.wait_reason)
-                        w->admitted = true;
-        } else if (w->state.wait_reason) {
-                w->state.wait_reason = mfree(w->state.wait_reason);
-                w->state.wait_message = mfree(w->state.wait_message);
-                if (streq_ptr(w->state.reason, POD_OUT_OF_PODS_REASON)) {
-                        w->state.reason = mfree(w->state.reason);
-                        w->state.message = mfree(w->state.message);
-                }
-        }
         if (w->state.terminating)
                 for (size_t i = 0; i < w->n_ops; i++)
                         (void)container_start_abandon_pull(w->ops[i]);
         containers_release_unclaimed(w, false);
-        r = pod_compute_actions(&w->state, now, &a);
-        if (r < 0) {
+        if (pod_compute_actions(&w->state, now, &a) < 0) {
                 log_oom();
                 return false;
         }
@@ -546,7 +602,7 @@ static bool worker_sync(PodWorker *w) {
          * arms it): the pin's helper is short, the ADD is most of the
          * sandbox's time, and a preparation still running when the pin is
          * done would hold the ADD back. */
-        if ((w->sandbox_pending || w->cni_op) && a.n_prepare_starts > 0 && !w->prepare_starts) {
+        if (worker_sandbox_busy(w) && a.n_prepare_starts > 0 && !w->prepare_starts) {
                 w->prepare_starts = TAKE_PTR(a.prepare_starts);
                 w->n_prepare_starts = a.n_prepare_starts;
                 a.n_prepare_starts = 0;
@@ -577,14 +633,15 @@ static bool worker_sync(PodWorker *w) {
                 }
                 /* A finished pod (Succeeded/Failed) keeps its status and logs
                  * but not its namespaces. */
-                if (!w->sandbox_released && sandbox_namespaces(w->state.pod) &&
-                    !worker_network_del(w)) {
+                bool pinned = sandbox_namespaces(w->state.pod) != 0;
+                if (w->phase == WORKER_RUNNING && (!pinned || !worker_network_del(w))) {
                         Error err = {};
-                        if (sandbox_remove(w->ns_dir, &err) < 0)
+                        if (pinned && sandbox_remove(w->ns_dir, &err) < 0)
                                 worker_log(w, LOG_WARNING, NULL, "Pod \"%s\": %s", w->full_name,
                                            err.message);
-                        (void)unlink(w->sandbox_record);
-                        w->sandbox_released = true;
+                        if (pinned)
+                                (void)unlink(w->sandbox_record);
+                        worker_set_phase(w, WORKER_FINISHED);
                 }
         }
         if (a.next_wakeup != USEC_INFINITY) {
@@ -596,6 +653,61 @@ static bool worker_sync(PodWorker *w) {
         }
         pod_actions_done(&a);
         w->status_dirty = true;
+        return false;
+}
+
+/* Held back until admitted (an adopted pod was admitted by the run that
+ * started it); the containers show why they wait. */
+static bool worker_sync_admitting(PodWorker *w) {
+        if (w->state.sandbox != SANDBOX_NONE)
+                return worker_sync_next(w, WORKER_RUNNING);
+        if (w->state.terminating)
+                return worker_sync_next(w, WORKER_TERMINATING);
+        int verdict = worker_admit(w);
+        if (verdict < 0)
+                return false;
+        if (verdict == POD_ADMIT_REJECT) {
+                worker_set_phase(w, WORKER_REJECTED);
+                return false;
+        }
+        if (verdict == POD_ADMIT_ADMIT)
+                worker_set_phase(w, WORKER_RUNNING);
+        return worker_run_actions(w);
+}
+
+static bool worker_sync_pod(PodWorker *w) {
+        worker_clear_wait(w);
+        return worker_run_actions(w);
+}
+
+/* Admitted or refused: termination takes over from here. */
+static bool worker_sync_settled(PodWorker *w) {
+        if (w->state.terminating)
+                return worker_sync_next(w, WORKER_TERMINATING);
+        return worker_sync_pod(w);
+}
+
+/* Returns true when the worker tore its pod down and was freed. */
+static bool worker_sync(PodWorker *w) {
+        switch (w->phase) {
+        case WORKER_WAITING_FOR_PREDECESSOR:
+                return w->state.terminating && worker_finish_unstarted(w);
+        case WORKER_ADOPTING:
+                return worker_sync_adopting(w);
+        case WORKER_ADMITTING:
+                return worker_sync_admitting(w);
+        case WORKER_REJECTED:
+        case WORKER_RUNNING:
+        case WORKER_FINISHED:
+                return worker_sync_settled(w);
+        case WORKER_CREATING_SANDBOX: /* its children end first, even for a termination */
+        case WORKER_TERMINATING:
+        case WORKER_TEARING_DOWN:
+                return worker_sync_pod(w);
+        case WORKER_GONE:
+        case _WORKER_PHASE_MAX:
+                break;
+        }
         return false;
 }
 
@@ -620,10 +732,11 @@ void pod_worker_unevict(PodWorker *w) {
         free(w->state.reason);
         free(w->state.message);
         w->state.reason = w->state.message = NULL;
-        if (w->sandbox_released) {
+        if (w->phase == WORKER_FINISHED) {
                 /* Namespaces and volumes are made again. */
-                w->state.sandbox = SANDBOX_NONE;
-                w->sandbox_released = false;
+                if (sandbox_namespaces(w->state.pod))
+                        w->state.sandbox = SANDBOX_NONE;
+                worker_set_phase(w, WORKER_RUNNING);
         }
         worker_log(w, LOG_INFO, NULL,
                    "Pod \"%s\" may start again: the node is no longer under pressure.",
@@ -647,8 +760,8 @@ static int on_prepare_defer(EventSource *s, usec_t now, void *userdata) {
         size_t n = w->n_prepare_starts;
 
         w->n_prepare_starts = 0;
-        if (w->torn_down || w->state.terminating || w->state.evicted ||
-            !(w->sandbox_pending || w->cni_op))
+        if (w->phase == WORKER_GONE || w->state.terminating || w->state.evicted ||
+            !worker_sandbox_busy(w))
                 return 0;
         for (size_t i = 0; i < n; i++)
                 container_prepare(w, &starts[i]);
@@ -677,7 +790,7 @@ static int on_sync_defer(EventSource *s, usec_t now, void *userdata) {
                         return 0; /* w is freed */
                 w->files_synced = true;
         }
-        if ((w->status_dirty || w->events_dirty) && !w->torn_down)
+        if ((w->status_dirty || w->events_dirty) && w->phase != WORKER_GONE)
                 (void)event_source_set_enabled(w->files_defer, true);
         return 0;
 }
@@ -692,7 +805,7 @@ static int on_sync_defer(EventSource *s, usec_t now, void *userdata) {
 static int on_files_defer(EventSource *s, usec_t now, void *userdata) {
         PodWorker *w = userdata;
 
-        if (w->torn_down)
+        if (w->phase == WORKER_GONE)
                 return 0;
         if (w->files_synced && !w->files_postponed) {
                 w->files_synced = false;
@@ -734,6 +847,7 @@ int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *obje
         if (!w)
                 return -ENOMEM;
         w->ctx = ctx;
+        w->phase = WORKER_ADOPTING;
         w->first_seen = now_usec(CLOCK_MONOTONIC);
         pod_events_init(&w->events);
         w->object = manifest_object_ref(object);
@@ -871,7 +985,7 @@ int pod_worker_new_from_checkpoint(PodWorker **ret, PodManagerContext *ctx, cons
         r = pod_worker_new(&w, ctx, o, cp.source, cp.origin);
         if (r < 0)
                 return r;
-        w->from_checkpoint = true;
+        w->origin_kind = WORKER_ORIGIN_UNCLAIMED_CHECKPOINT;
         w->start_measured = true;
         *ret = w;
         return 0;
@@ -955,7 +1069,7 @@ int pod_worker_new_stray(PodWorker **ret, PodManagerContext *ctx, const char *ui
         r = pod_worker_new(&w, ctx, o, cp.source, cp.origin);
         if (r < 0)
                 return r;
-        w->stray = true;
+        w->origin_kind = WORKER_ORIGIN_STRAY;
         w->start_measured = true;
         *ret = w;
         return 0;

@@ -10,6 +10,7 @@
 #include "event-curl.h"
 #include "event.h"
 #include "manifest.h"
+#include "pod-admit.h"
 #include "pod-manager.h"
 #include "pod-metrics.h"
 #include "pod-state.h"
@@ -18,9 +19,6 @@
 #include "runtime-config.h"
 
 typedef struct PodWorker PodWorker;
-
-/* kubelet's admission failure reason when maxPods pods run already. */
-#define POD_OUT_OF_PODS_REASON "OutOfpods"
 
 /* The manager's side, as workers see it. */
 typedef struct PodManagerContext {
@@ -99,6 +97,10 @@ void pod_worker_relist(PodWorker *w, bool all);
 const char *pod_worker_uid(const PodWorker *w);
 /* Whether its first sync adopted (or removed) what an earlier agent run left. */
 bool pod_worker_adopted(const PodWorker *w);
+/* Where the worker is in its pod's life: "waiting-for-predecessor",
+ * "adopting", "admitting", "rejected", "running", "creating-sandbox",
+ * "finished", "terminating", "tearing-down" or "gone" (docs/state-files.md). */
+const char *pod_worker_phase_name(const PodWorker *w);
 /* The wanted pod (its name carries the node suffix). */
 const ManifestObject *pod_worker_object(const PodWorker *w);
 const char *pod_worker_source(const PodWorker *w);  /* "file" | "http" */

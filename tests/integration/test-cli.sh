@@ -113,12 +113,14 @@ pods = {
                                                            "containerID": "runc://uid-web-app-3"}}},
                              running("log", "uid-web", 0)]),
     "uid-job": pod("default", "job-node1", "uid-job", ["main"], phase="Succeeded",
+                   annotations={"nanolet.io/worker-state": "finished\u001b]0;x\u0007"},
                    statuses=[{"name": "main", "ready": False, "restartCount": 0, "image": "busybox:1.36",
                               "containerID": "runc://uid-job-main-0",
                               "state": {"terminated": {"exitCode": 0, "reason": "Completed",
                                                        "startedAt": ts(300), "finishedAt": ts(290),
                                                        "containerID": "runc://uid-job-main-0"}}}]),
     exec_uid: pod("default", "shell-node1", exec_uid, ["app"], conditions=ready, age=30,
+                  annotations={"nanolet.io/worker-state": "running"},
                   statuses=[running("app", exec_uid, 0, started=20)]),
 }
 for uid, p in pods.items():
@@ -308,6 +310,14 @@ mv "$WORK/uid-etcd.json" "$STATUS/uid-etcd.json"
 # -- inspect -----------------------------------------------------------------
 if run 0 inspect shell; then
         has "inspect: ends with the Events section" "$out" '^Events:  <none>$'
+        has "inspect: the worker state line" "$out" '^Worker state:  running$'
+fi
+if run 0 inspect default/job; then
+        has "inspect: a hostile worker state is shown escaped" "$out" '^Worker state:  finished\\x1b]0;x\\a$'
+        if grep -q $'\x1b' "$out"; then fail "inspect job: a raw ESC reached the terminal"; else ok "inspect job: no raw ESC"; fi
+fi
+if run 0 inspect default/web; then
+        if grep -q '^Worker state:' "$out"; then fail "inspect web: a worker state without the annotation"; else ok "inspect: no worker state line without the annotation"; fi
 fi
 if run 0 inspect -o json shell; then
         if python3 -c '

@@ -54,6 +54,10 @@ nl logs simple >"$WORK/out" 2>&1
 grep -q '^hello world simple-node1 default' "$WORK/out" && ok "nanolet logs" || fail "nanolet logs: $(cat "$WORK/out")"
 nl pods >"$WORK/out" 2>&1
 grep -qE 'default +simple-node1 +1/1 +Running +0' "$WORK/out" && ok "nanolet pods" || fail "nanolet pods: $(cat "$WORK/out")"
+WORKER_STATE='p["metadata"]["annotations"].get("nanolet.io/worker-state")'
+check_field "the worker's state of a running pod in its status" simple "$WORKER_STATE" running
+nl inspect simple >"$WORK/out" 2>&1
+grep -q '^Worker state:  running$' "$WORK/out" && ok "nanolet inspect shows the worker state" || fail "inspect simple: $(cat "$WORK/out")"
 rc=0
 nl exec simple -- sh -c 'echo from-exec; exit 4' >"$WORK/out" 2>&1 || rc=$?
 [ "$rc" = 4 ] && grep -q from-exec "$WORK/out" && ok "nanolet exec output and exit code" || fail "exec rc=$rc $(cat "$WORK/out")"
@@ -250,6 +254,7 @@ YAML
 check_field "Never pod Failed" never 'p["status"]["phase"]' Failed
 check_field "exit code 3, reason Error" never '"%s/%s" % (p["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"], p["status"]["containerStatuses"][0]["state"]["terminated"]["reason"])' 3/Error
 check_field "no restart under Never" never 'p["status"]["containerStatuses"][0]["restartCount"]' 0
+check_field "a finished pod's worker state" never "$WORKER_STATE" finished
 
 # --- restartPolicy OnFailure: success -> Succeeded, Completed
 put onfailure.yaml <<'YAML'

@@ -179,6 +179,8 @@ if [ -n "$waiting" ]; then
         check_field "OutOfpods message" "$waiting" 'p["status"].get("message")' \
                 "Node didn't have enough resource: pods, requested: 1, used: 2, capacity: 2"
         check_field "the waiting pod is Pending" "$waiting" 'p["status"]["phase"]' Pending
+        WORKER_STATE='p["metadata"]["annotations"].get("nanolet.io/worker-state")'
+        check_field "the waiting pod's worker state" "$waiting" "$WORKER_STATE" admitting
         check_field "its container waits with OutOfpods" "$waiting" \
                 'p["status"]["containerStatuses"][0]["state"]["waiting"]["reason"]' OutOfpods
         sleep 2
@@ -190,6 +192,7 @@ if [ -n "$waiting" ]; then
         rm -f "$MAN/$other.yaml"
         check_field "the waiting pod starts once $other is gone" "$waiting" 'p["status"]["phase"]' Running 30
         check_field "its reason is cleared" "$waiting" 'p["status"].get("reason")' None
+        check_field "its worker state once admitted" "$waiting" "$WORKER_STATE" running
 fi
 rm -f "$MAN"/*.yaml
 for p in maxa maxb maxc; do

@@ -368,6 +368,35 @@ static void fill_json_state(Fixture *f) {
         a2->waiting_message = strdup("back-off 40s restarting failed container=a2");
 }
 
+/* The worker's phase joins the pod's own annotations; without one there is
+ * no such annotation. */
+static void test_worker_state_annotation(void **state) {
+        (void)state;
+        Fixture f;
+        fx_setup(&f, SIDECAR_POD("Always"));
+
+        for (int with = 0; with < 2; with++) {
+                PodStatusContext ctx = {
+                        .canonical_json = f.objs[0]->canonical_json,
+                        .worker_state = with ? "terminating" : NULL,
+                };
+                json_t *pod = NULL;
+                assert_int_equal(pod_status_to_json(&f.s, &ctx, &pod), 0);
+                json_t *ann = jpath(pod, "metadata.annotations");
+                assert_true(json_is_object(ann));
+                assert_string_equal(
+                        json_string_value(json_object_get(ann, "kubernetes.io/config.source")),
+                        "file");
+                json_t *ws = json_object_get(ann, POD_WORKER_STATE_ANNOTATION);
+                if (with)
+                        assert_string_equal(json_string_value(ws), "terminating");
+                else
+                        assert_null(ws);
+                json_decref(pod);
+        }
+        fx_done(&f);
+}
+
 static void test_json_shape(void **state) {
         (void)state;
         Fixture f;
@@ -638,6 +667,7 @@ int main(void) {
                 cmocka_unit_test(test_conditions),
                 cmocka_unit_test(test_qos),
                 cmocka_unit_test(test_json_shape),
+                cmocka_unit_test(test_worker_state_annotation),
                 cmocka_unit_test(test_json_defaults),
                 cmocka_unit_test(test_write),
                 cmocka_unit_test(test_sandbox_failed),

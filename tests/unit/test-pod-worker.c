@@ -281,15 +281,20 @@ static void test_successor_waits(void **state) {
         PodWorker *old = new_worker(f), *w = new_worker(f);
         _cleanup_free_ char *path = pod_status_path(f->status_dir, f->objs[0]->uid);
 
+        assert_string_equal(pod_worker_phase_name(w), "adopting");
         (void)pod_worker_set_predecessor(w, old);
+        assert_string_equal(pod_worker_phase_name(w), "waiting-for-predecessor");
         pod_worker_request_sync(w);
         run_pending(f);
         assert_int_equal(f->wait_checks, 0);
+        assert_string_equal(pod_worker_phase_name(w), "waiting-for-predecessor");
         assert_ptr_equal(pod_worker_take_successor(old), w);
+        assert_string_equal(pod_worker_phase_name(w), "adopting");
         pod_worker_request_sync(w);
         run_pending(f);
         assert_int_equal(f->wait_checks, 1);
         assert_true(pod_worker_is_waiting(w));
+        assert_string_equal(pod_worker_phase_name(w), "admitting");
         assert_int_equal(access(path, F_OK), 0);
         pod_worker_free(w);
         pod_worker_free(old);
@@ -309,7 +314,23 @@ static void test_wait_for_state(void **state) {
         run_pending(f);
         assert_true(pod_worker_is_waiting(w));
         assert_false(pod_worker_is_ready(w));
-        pod_worker_free(w);
+        /* held back: the phase, in the status file too */
+        assert_string_equal(pod_worker_phase_name(w), "admitting");
+        json_t *j = json_loads(pod_worker_status_text(w), 0, NULL);
+        assert_non_null(j);
+        json_t *ann = json_object_get(json_object_get(j, "metadata"), "annotations");
+        assert_string_equal(json_string_value(json_object_get(ann, POD_WORKER_STATE_ANNOTATION)),
+                            "admitting");
+        json_decref(j);
+        /* a termination takes over from the admission (no check): the pod
+         * is gone, its status file too (worker_finished() frees w) */
+        unsigned checks = f->wait_checks;
+        _cleanup_free_ char *path = pod_status_path(f->status_dir, f->objs[0]->uid);
+        pod_worker_terminate(w, "test");
+        pod_worker_request_sync(w);
+        run_pending(f);
+        assert_int_equal(f->wait_checks, checks);
+        assert_int_equal(access(path, F_OK), -1);
 }
 
 static void stat_status(Fixture *f, struct stat *st) {
