@@ -165,7 +165,7 @@ int cli_inspect(int argc, char **argv) {
                        putchar('\n') != EOF;
         if (written && !json_only) {
                 putchar('\n');
-                /* A name of the agent's own (docs/state-files.md); the
+                /* A name of the agent's own (docs/internals/state-files.md); the
                  * status file is another program's input: printed escaped. */
                 const char *phase =
                         cli_json_str(cli_json_path(pod->json, "metadata", "annotations", NULL),

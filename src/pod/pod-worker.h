@@ -99,7 +99,7 @@ const char *pod_worker_uid(const PodWorker *w);
 bool pod_worker_adopted(const PodWorker *w);
 /* Where the worker is in its pod's life: "waiting-for-predecessor",
  * "adopting", "admitting", "rejected", "running", "creating-sandbox",
- * "finished", "terminating", "tearing-down" or "gone" (docs/state-files.md). */
+ * "finished", "terminating", "tearing-down" or "gone" (docs/internals/state-files.md). */
 const char *pod_worker_phase_name(const PodWorker *w);
 /* The wanted pod (its name carries the node suffix). */
 const ManifestObject *pod_worker_object(const PodWorker *w);
