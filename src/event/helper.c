@@ -293,6 +293,23 @@ static int result_write(int fd, json_t *result, int r, const Error *err) {
         return k < 0 ? k : write_full(fd, "\n", 1);
 }
 
+/* The result channel is the stdout the helper was started with; stdout
+ * itself becomes stderr while the mode runs. So whatever a mode or a
+ * library prints cannot corrupt the result, nor fill a pipe that is read
+ * only after the exit (helper_spawn_nowait()); and the channel, close-on-
+ * exec, reaches EOF when the helper exits, not when a process it started
+ * does. */
+static int result_channel(void) {
+        int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                return STDOUT_FILENO;
+        if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+                (void)close(fd);
+                return STDOUT_FILENO;
+        }
+        return fd;
+}
+
 int helper_main(const HelperMain *const *mains, size_t n, int argc, char *const *argv) {
         _cleanup_json_ json_t *result = json_object();
         const HelperMain *hm = NULL;
@@ -302,6 +319,7 @@ int helper_main(const HelperMain *const *mains, size_t n, int argc, char *const 
 
         if (!result)
                 return log_oom(), EXIT_FAILURE;
+        int out = result_channel();
         for (size_t i = 0; i < n && argc > 0; i++)
                 if (streq(mains[i]->mode->name, name))
                         hm = mains[i];
@@ -320,7 +338,12 @@ int helper_main(const HelperMain *const *mains, size_t n, int argc, char *const 
                         helper_args_done(m, args);
                 }
         }
-        int w = result_write(STDOUT_FILENO, result, r, &err);
+        (void)fflush(stdout);
+        int w = result_write(out, result, r, &err);
+        if (out != STDOUT_FILENO) {
+                (void)dup2(out, STDOUT_FILENO);
+                (void)close(out);
+        }
         if (w < 0)
                 log_error_errno(w, "Internal helper mode \"%.64s\": cannot write the result: %m",
                                 name);

@@ -20,7 +20,8 @@
  *    for every outcome, wrong arguments and unknown modes included; a mode
  *    adds its members to the object it is handed. The exit status is 0 when
  *    R >= 0 and the result was written, else 1 (2: no such mode). The
- *    helper's log lines go to stderr.
+ *    helper's log lines go to stderr, and so does anything else printed
+ *    while the mode runs: the result is all a helper writes to stdout.
  * 3. The agent reads the result with helper_result_parse(): a helper that
  *    crashed, was killed or wrote garbage must not be believed, so the
  *    output is bounded, must be one JSON object with an integer "result"
@@ -165,7 +166,9 @@ int helper_spawn(Event *e, const HelperSpawnOptions *o, child_done_t done, void 
 /* The same helper for a caller that watches the pid itself
  * (event_add_child()): its stdout is the write end of a pipe whose
  * non-blocking read end (O_CLOEXEC) is returned in *ret_result_fd; read it
- * with helper_fd_result() once the helper exited. On failure *ret_pid is 0
+ * with helper_fd_result() once the helper exited. Nothing reads the pipe
+ * before that, so the mode's result must fit in it (64 KiB): for modes
+ * whose result is a sentence at most. On failure *ret_pid is 0
  * or a child that failed to exec, for the caller to reap
  * (event_reap_later()). */
 int helper_spawn_nowait(const HelperSpawnOptions *o, pid_t *ret_pid, int *ret_result_fd);
