@@ -341,6 +341,21 @@ static void test_json_members(void **state) {
 
 /* ---- real helpers: this test re-executed ---- */
 
+/* The helpers' stderr (the test's own) to /dev/null and back, around the
+ * runs that print a lot. */
+static int stderr_quiet(void) {
+        int saved = dup(STDERR_FILENO), null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        assert_true(saved >= 0 && null >= 0);
+        assert_true(dup2(null, STDERR_FILENO) >= 0);
+        close(null);
+        return saved;
+}
+
+static void stderr_restore(int saved) {
+        assert_true(dup2(saved, STDERR_FILENO) >= 0);
+        close(saved);
+}
+
 typedef struct BehaveArgs {
         const char *how;
         uint64_t size;
@@ -454,6 +469,7 @@ static void test_spawn(void **state) {
         assert_string_equal(d.err.message, "the helper was killed by signal 9 (timed out)");
 
         /* What a mode prints goes to stderr: the result stays one object. */
+        int saved = stderr_quiet();
         assert_int_equal(run_helper("garbage", 0, NULL, 0, &d), 0);
         json_decref(d.res);
         assert_int_equal(run_helper("flood", 1000, NULL, 0, &d), 0);
@@ -461,13 +477,16 @@ static void test_spawn(void **state) {
         json_decref(d.res);
 
         /* A result bigger than the caller allows: cut, and not taken for one. */
-        assert_int_equal(run_helper("flood", 1024 * 1024, NULL, 0, &d), -EIO);
+        int r = run_helper("flood", 1024 * 1024, NULL, 0, &d);
+        stderr_restore(saved);
+        assert_int_equal(r, -EIO);
         assert_non_null(strstr(d.err.message, "too long"));
         assert_null(d.res);
 
         /* A mode's own refusal. */
         assert_int_equal(run_helper("nonsense", 0, NULL, 0, &d), -EINVAL);
         assert_string_equal(d.err.message, "no such behaviour");
+        json_decref(d.res);
 }
 
 static void test_spawn_nowait(void **state) {
@@ -491,7 +510,9 @@ static void test_spawn_nowait(void **state) {
          * which nobody reads before the exit: far more than a pipe holds
          * does not block the helper. */
         a = (BehaveArgs){ .how = "garbage" };
+        int saved = stderr_quiet();
         assert_int_equal(helper_spawn_nowait(&o, &pid, &fd), 0);
+        stderr_restore(saved);
         si = (siginfo_t){};
         assert_int_equal(waitid(P_PID, (id_t)pid, &si, WEXITED), 0);
         err = (Error){};
