@@ -395,7 +395,6 @@ int helper_spawn(Event *e, const HelperSpawnOptions *o, child_done_t done, void 
 int helper_spawn_nowait(const HelperSpawnOptions *o, pid_t *ret_pid, int *ret_result_fd) {
         _cleanup_strv_free_ char **argv = NULL, **env = NULL;
         _cleanup_close_pair_ int p[2] = { -EBADF, -EBADF };
-        _cleanup_close_ int in = -EBADF;
 
         if (!ret_pid || !ret_result_fd)
                 return -EINVAL;
