@@ -317,7 +317,10 @@ int helper_main(const HelperMain *const *mains, size_t n, int argc, char *const 
         Error err = {};
         int r;
 
-        if (!result)
+        /* "result" and "error" first, whatever the mode adds: a reader
+         * sees the outcome at the start of the line. */
+        if (!result || json_object_set_new(result, "result", json_integer(0)) < 0 ||
+            json_object_set_new(result, "error", json_null()) < 0)
                 return log_oom(), EXIT_FAILURE;
         int out = result_channel();
         for (size_t i = 0; i < n && argc > 0; i++)
