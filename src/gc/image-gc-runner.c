@@ -137,7 +137,7 @@ static void start_helper(ImageGc *g, bool all, bool space) {
         HelperSpawnOptions o = {
                 .mode = &image_gc_helper_mode,
                 .args = &args,
-                .result_max = 256 * 1024,
+                .result_max = 1024 * 1024,
                 .stderr_max = 4096,
                 .timeout = 30 * 60 * USEC_PER_SEC,
         };
