@@ -1,5 +1,5 @@
-/* Bench-only: what compiling a seccomp profile costs runc (docs/BENCHMARKS.md,
- * "The seccomp profile's cost"). Not installed, not a test.
+/* Bench-only: what compiling a seccomp profile costs runc (docs/internals/design-decisions.md,
+ * "The seccomp profile stays the default"). Not installed, not a test.
  *
  *   bench-seccomp profile            the RuntimeDefault linux.seccomp object a
  *                                    default container gets (containerd's

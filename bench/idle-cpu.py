@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The agent's CPU with SCALE_PODS idle pods (SPEC §16, docs/BENCHMARKS.md
-"Idle CPU with 100 pods, profiled"), for one or more nanolet binaries in one
+"""The agent's CPU with SCALE_PODS idle pods (docs/BENCHMARKS.md;
+docs/internals/design-decisions.md, "Exits are events, not a poll"), for one
+or more nanolet binaries in one
 run, alternated, so that an A/B shares the machine's noise:
 
   sudo flock /tmp/nanolet-itest.lock python3 bench/idle-cpu.py NANOLET [NANOLET2 ...]
@@ -24,13 +25,19 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench  # noqa: E402
+from nanolet_bench import knobs  # noqa: E402
+from nanolet_bench.cleanup import cleanup  # noqa: E402
+from nanolet_bench.common import Interrupted, log, on_signal  # noqa: E402
+from nanolet_bench.harness import Harness  # noqa: E402
+from nanolet_bench.procfs import CLK_TCK, proc_cpu_s  # noqa: E402
 
-ROUNDS = bench.env_int("ROUNDS", 2)
-WINDOWS = bench.env_int("WINDOWS", 2)
+# This script's own knobs (the bench's are in docs/bench-knobs.md).
+ROUNDS = int(os.environ.get("ROUNDS", "2"))
+WINDOWS = int(os.environ.get("WINDOWS", "2"))
 SETTLE = float(os.environ.get("SETTLE", "2"))
 PROFILE = os.environ.get("PROFILE", "")
 OUT = os.environ.get("OUT", "/tmp/nanolet-idle-cpu")
+IDLE_SECONDS = knobs.get("IDLE_SECONDS")
 
 
 def children_cpu_s(pid):
@@ -39,7 +46,7 @@ def children_cpu_s(pid):
     figure leaves out."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[13]) + int(fields[14])) / bench.CLK_TCK
+    return (int(fields[13]) + int(fields[14])) / CLK_TCK
 
 
 def wakeups(pid):
@@ -60,9 +67,9 @@ def one_round(b, nanolet, tag, rnd):
     b.nanolet = nanolet
     b.start_agent()
     pid = b.agent.pid
-    names = [f"idle-{rnd}-{i:03d}" for i in range(bench.SCALE_PODS)]
+    names = [f"idle-{rnd}-{i:03d}" for i in range(knobs.get("SCALE_PODS"))]
     b.drop(names, True)
-    b.watcher.wait(names, bench.SCALE_TIMEOUT)
+    b.watcher.wait(names, knobs.get("SCALE_TIMEOUT"))
     time.sleep(SETTLE)
     res = []
     for w in range(WINDOWS):
@@ -84,19 +91,19 @@ def one_round(b, nanolet, tag, rnd):
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if prof:
             time.sleep(0.5)
-        c0, s0, k0 = bench.proc_cpu_s(pid), wakeups(pid), children_cpu_s(pid)
-        time.sleep(bench.IDLE_SECONDS)
-        c1, s1, k1 = bench.proc_cpu_s(pid), wakeups(pid), children_cpu_s(pid)
+        c0, s0, k0 = proc_cpu_s(pid), wakeups(pid), children_cpu_s(pid)
+        time.sleep(IDLE_SECONDS)
+        c1, s1, k1 = proc_cpu_s(pid), wakeups(pid), children_cpu_s(pid)
         if prof:
             prof.send_signal(signal.SIGINT)
             prof.wait()
-        pct = (c1 - c0) / bench.IDLE_SECONDS * 100
-        kpct = (k1 - k0) / bench.IDLE_SECONDS * 100
+        pct = (c1 - c0) / IDLE_SECONDS * 100
+        kpct = (k1 - k0) / IDLE_SECONDS * 100
         res.append({"window": w, "cpu_percent": round(pct, 3), "children_cpu_percent": round(kpct, 3),
-                    "switches_per_s": round((s1 - s0) / bench.IDLE_SECONDS, 1),
+                    "switches_per_s": round((s1 - s0) / IDLE_SECONDS, 1),
                     "profiled": bool(prof)})
-        bench.log(f"{tag} round {rnd} window {w}: {pct:.3f} % of a core (children {kpct:.3f} %), "
-                  f"{(s1 - s0) / bench.IDLE_SECONDS:.1f} switches/s{' (profiled)' if prof else ''}")
+        log(f"{tag} round {rnd} window {w}: {pct:.3f} % of a core (children {kpct:.3f} %), "
+            f"{(s1 - s0) / IDLE_SECONDS:.1f} switches/s{' (profiled)' if prof else ''}")
     b.teardown_pods()
     b.watcher.forget(names)
     return res
@@ -109,9 +116,9 @@ def main():
         return 2
     os.makedirs(OUT, exist_ok=True)
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    b = bench.Bench(repo, bins[0], None)
+    b = Harness(repo, bins[0], None)
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(s, bench.on_signal)
+        signal.signal(s, on_signal)
     results = {f"{i}:{p}": [] for i, p in enumerate(bins)}
     rc = 0
     try:
@@ -120,8 +127,8 @@ def main():
             order = list(enumerate(bins)) if rnd % 2 == 0 else list(reversed(list(enumerate(bins))))
             for i, p in order:
                 results[f"{i}:{p}"] += one_round(b, p, f"b{i}", rnd)
-    except (bench.Interrupted, KeyboardInterrupt, Exception) as e:  # noqa: BLE001
-        bench.log(f"failed: {e!r}")
+    except (Interrupted, KeyboardInterrupt, Exception) as e:  # noqa: BLE001
+        log(f"failed: {e!r}")
         rc = 1
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -137,7 +144,7 @@ def main():
                     subprocess.run(["cp", f"{b.w}/agent.log", f"{OUT}/agent.log"])
                 except OSError:
                     pass
-            bench.cleanup(b.w)
+            cleanup(b.w)
     for k, v in results.items():
         xs = [x["cpu_percent"] for x in v if not x["profiled"]] or [x["cpu_percent"] for x in v]
         if xs:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Memory of an idle agent with no pods, mapping by mapping (docs/BENCHMARKS.md,
-# "Memory, round 3"):
+# Memory of an idle agent with no pods, mapping by mapping (docs/internals/design-decisions.md,
+# "The agent maps little"):
 #   bash bench/idle-mem.sh NANOLET [RO_PORT HZ_PORT]
 # Starts `NANOLET serve` as bench/bench.py does (private directories under a
 # temp dir, no manifests, no CNI config), waits IDLE_WAIT=4 seconds and prints

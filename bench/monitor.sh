@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The container monitor's own cost, conmon against nanolet-monitor
-# (docs/BENCHMARKS.md, "The container monitor"):
+# (docs/internals/design-decisions.md, "An own container monitor"):
 #   sudo bash bench/monitor.sh [BUILD_DIR]
 # For each monitor: N hostNetwork pods (one sleeping container each) are
 # started one after the other; from the agent's debug log, per container,

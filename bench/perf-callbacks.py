@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Attributes the samples of a `perf record --call-graph dwarf` of the agent
 to the event-loop callback they ran under (the frame just below event_run's
-dispatch), plus the top self-symbols of each (docs/BENCHMARKS.md, "Idle CPU
-with 100 pods, profiled"):
+dispatch), plus the top self-symbols of each (docs/internals/design-decisions.md,
+"Exits are events, not a poll"):
     perf script -i perf.data --comm nanolet-agent | python3 bench/perf-callbacks.py
 """
 import collections

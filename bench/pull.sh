@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Registry pull benchmark (docs/BENCHMARKS.md, "Registry pull"):
+# Registry pull benchmark (docs/BENCHMARKS.md, "Registry pull";
+# docs/internals/design-decisions.md, "Pulls"):
 # `nanolet image pull` against `skopeo copy docker://... oci:DIR` of the same
 # image from the same loopback registry (Debian's docker-registry, TLS with a
 # throwaway CA, htpasswd auth), interleaved, RUNS times each, each into an

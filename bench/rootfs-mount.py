@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The two ways a container's rootfs is mounted when every layer of its image
-is unpacked already (docs/BENCHMARKS.md, start latency round 3), timed
+is unpacked already (docs/internals/design-decisions.md, "The start path"), timed
 interleaved: the rootfs helper (`nanolet internal-helper unpack-rootfs`: fork,
 exec of the 48-library binary, store open, the overlay mount, exit) and the
 overlay mount(2) the agent now makes itself, with the same options.

@@ -1,20 +1,8 @@
 #!/usr/bin/env bash
 # nanolet benchmarks: one command, one table (docs/BENCHMARKS.md).
 #   sudo bash bench/run.sh
-# Knobs (environment): RUNS=10 SCALE_PODS=100 IDLE_SECONDS=60 RESCAN_MANIFESTS=1000
-#   SKIP_PODMAN=1 SKIP_CNI=1 SKIP_SCALE=1 SKIP_RESTART=1 SKIP_RESCAN=1
-#   BENCH_BUILD_DIR=build-bench  BENCH_TIMEOUT=60 (s per pod start) SCALE_TIMEOUT=300
-#   BENCH_NO_LOCK=1 (do not take /tmp/nanolet-itest.lock: a machine of your own, or a caller holding it)
-#   KEEP_AGENT_LOG=FILE RESTART_LOG_LEVEL=7 (the agent restart's timeline, docs/BENCHMARKS.md)
-#   KEEP_LATENCY_LOG=FILE LATENCY_LOG_LEVEL=7 (each pod start's timeline: bench/start-timeline.py FILE)
-#   KEEP_PROFILE_LOG=FILE (the profile phase's debug log: its many-pod drops)
-#   BENCH_NANOLET=PATH (measure another nanolet binary, e.g. main's, with this bench)
-#   SKIP_KUBEADM=1 SKIP_COLDSTART=1 COLDSTART_PODS=20 KUBEADM_TIMEOUT=120
-#   BENCH_AGENT_ARGS="--flag=value ..." (more agent flags, e.g. --seccomp-default=false)
-#   BENCH_MONITOR=nanolet|conmon (the agent runs with --container-monitor=VALUE; default: the agent's default)
-#   SCALE_SWEEP=1,2,4,8,auto SWEEP_RUNS=2 (SCALE_PODS again per --runtime-max-parallel)
-#   SKIP_PARFLOOR=1 PARFLOOR_RUNS=1 PARFLOOR_BOUND=2xCPUs PARFLOOR_VARIANTS=bare/4,pod/4,nanolet PARFLOOR_PERF=DIR (the measured parallel floor: SCALE_PODS
-#     runc create+start at once, bare bundle / the agent's config.json / without seccomp)
+# Knobs (environment): docs/bench-knobs.md, generated from
+# bench/nanolet_bench/knobs.py (`python3 bench/bench.py --print-knobs-md`).
 # Builds a non-sanitized optimized tree, installs podman (Debian) if missing,
 # holds the shared integration-test lock for the whole run, and leaves nothing
 # behind (containers, pods, netns, leases, bridges, iptables rules, mounts,

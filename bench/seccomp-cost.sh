@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What nanolet's RuntimeDefault seccomp profile costs `runc create`, and what
-# rewrites of it would cost (docs/BENCHMARKS.md, "The seccomp profile's cost").
+# rewrites of it would cost (docs/internals/design-decisions.md, "The
+# seccomp profile stays the default").
 #   sudo bash bench/seccomp-cost.sh
 # Knobs (environment): RUNS=20 (create/start/delete cycles per variant)
 #   COMPILE_ROUNDS=50 (in-process libseccomp replays per variant)

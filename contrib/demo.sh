@@ -26,7 +26,10 @@ build=${NANOLET_BUILD_DIR:-build}
 if [[ ! -f $build/build.ninja ]]; then
         meson setup "$build"
 fi
-ninja -C "$build"
+# Only what the demo runs: the CLI, the agent it execs and the container
+# monitor next to them (the tests, fuzz replays and man pages are not needed
+# to run pods).
+ninja -C "$build" nanolet nanolet-agent nanolet-monitor
 nanolet=$build/nanolet
 
 echo

@@ -1,4 +1,4 @@
-/* The node's read-only endpoints (SPEC §12), on ApiServers: GET /pods, the
+/* The node's read-only endpoints (docs/api.md), on ApiServers: GET /pods, the
  * pods as a v1 PodList from the pod manager's memory, and GET /healthz, the
  * sync loop's heartbeat. Nothing here writes, execs or attaches. */
 #pragma once

@@ -1,4 +1,4 @@
-/* GET /stats/summary (SPEC §12): kubelet's Summary API, on the read-only
+/* GET /stats/summary (docs/api.md): kubelet's Summary API, on the read-only
  * listener only. The handler answers from pod_manager_stats_summary_json(),
  * which reads small cgroup and proc files and statfs() on the loop and never
  * waits for anything else. */

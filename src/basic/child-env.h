@@ -1,4 +1,4 @@
-/* The environment every child of the agent starts from (SPEC §3): runc,
+/* The environment every child of the agent starts from (docs/internals/runtime.md): runc,
  * conmon, CNI plugins, probes and hooks get an explicit list, never the
  * agent's own environment. Under systemd that environment holds
  * NOTIFY_SOCKET (runc would hand it to the container and `runc start` would

@@ -1,4 +1,4 @@
-/* Prometheus metrics (SPEC §12): counters, gauges and histograms with
+/* Prometheus metrics (docs/api.md): counters, gauges and histograms with
  * labels, kept in memory and written in the text exposition format 0.0.4,
  * which `promtool check metrics` accepts.
  *

@@ -1,6 +1,6 @@
 /* What the client subcommands (pods, ps, inspect, logs, exec) share: the
  * common directory flags, loading the agent's status files
- * (docs/state-files.md), resolving a POD argument, kubectl's STATUS and AGE
+ * (docs/internals/state-files.md), resolving a POD argument, kubectl's STATUS and AGE
  * columns, tables, JSON→YAML, and running the runtime binary. Functions
  * return 0/-errno; only the cli_* entry points turn that into exit codes. */
 #pragma once
@@ -94,13 +94,13 @@ int cli_pods_load(const CliCommon *c, CliPodList *ret);
 /* The same, printing the failure for the subcommands. */
 int cli_pods_load_or_report(const CliCommon *c, CliPodList *ret);
 /* Reads <run-dir>/status/sources.json: a JSON array of error objects
- * ({"source","origin","since","messages","items"}, docs/state-files.md); an
+ * ({"source","origin","since","messages","items"}, docs/internals/state-files.md); an
  * empty array when there is none. */
 int cli_source_errors_load(const CliCommon *c, json_t **ret);
 
 /* ---- events ---- */
 /* The v1 Events of pod uid from <run-dir>/status/events/<uid>.json
- * (docs/state-files.md), oldest first; an empty array when it has none. */
+ * (docs/internals/state-files.md), oldest first; an empty array when it has none. */
 int cli_events_load(const CliCommon *c, const char *uid, json_t **ret);
 /* kubectl's age of an event: "2m", or "10s (x3 over 2m)" when it repeated. */
 char *cli_event_format_age(char *buf, size_t size, const json_t *ev, int64_t now);
@@ -171,7 +171,7 @@ const char *cli_container_id_strip(const char *id, char **ret_scheme);
 /* The runtime binary for a container: --runtime when given, else the
  * containerID's scheme when it is runc or crun, else runc. */
 const char *cli_runtime_for(const CliCommon *c, const char *container_id);
-/* The runtime's state root, <run-dir>/runc (docs/state-files.md). */
+/* The runtime's state root, <run-dir>/runc (docs/internals/state-files.md). */
 char *cli_runtime_root(const CliCommon *c);
 
 /* ---- output ---- */

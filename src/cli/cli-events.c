@@ -1,5 +1,5 @@
 /* nanolet events [POD] [-w]: the pods' events (status/events/<uid>.json,
- * docs/state-files.md) as `kubectl get events` lists them, oldest first by
+ * docs/internals/state-files.md) as `kubectl get events` lists them, oldest first by
  * last sighting. -w prints them, then every event that is new or repeated
  * since, until the agent's status directory goes (or SIGINT). Changes are
  * noticed by inotify on the status and events directories, and by a rescan

@@ -1,5 +1,5 @@
 /* nanolet image pull|load|ls|inspect|tag|rm|prune: the image store from the
- * command line (SPEC §7, §11). Works without the agent; the store's locks
+ * command line (docs/images.md). Works without the agent; the store's locks
  * make it safe to run while the agent starts pods. */
 #include <errno.h>
 #include <jansson.h>
@@ -122,7 +122,7 @@ static int parse_args(int argc, char **argv, ImageArgs *a) {
                 } else if ((v = startswith(s, "--root-dir="))) {
                         a->root_dir = v;
                 } else if (startswith(s, "--run-dir=") || startswith(s, "--pod-logs-dir=")) {
-                        /* accepted by every subcommand (SPEC §11); unused here */
+                        /* accepted by every subcommand (nanolet(8)); unused here */
                 } else {
                         fprintf(stderr, "nanolet image: unknown option \"%s\"\n", s);
                         return -EINVAL;

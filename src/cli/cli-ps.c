@@ -120,7 +120,7 @@ static int add_row(PsContext *p, const CliPod *pod, const json_t *cs, const char
 }
 
 /* The attempt of a legacy container ID "<uid>-<name>-<attempt>" (agents
- * before 64-hex IDs, docs/state-files.md); other IDs keep the default. */
+ * before 64-hex IDs, docs/internals/state-files.md); other IDs keep the default. */
 static bool attempt_from_id(const char *id, unsigned *ret) {
         const char *dash = id ? strrchr(id, '-') : NULL;
         char *end;

@@ -1,5 +1,5 @@
 /* Subcommands of the nanolet executable, one file each. Each returns the
- * process exit code: 0 ok, 1 error, 2 usage (SPEC §11). */
+ * process exit code: 0 ok, 1 error, 2 usage. */
 #pragma once
 
 enum {

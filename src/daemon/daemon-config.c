@@ -37,18 +37,27 @@ int nanolet_config_init(NanoletConfig *c) {
 
 void nanolet_config_deinit(NanoletConfig *c) {
         char **strings[] = {
-                &c->pod_manifest_path, &c->manifest_url,
-                &c->hostname_override, &c->node_name,
-                &c->root_dir,          &c->run_dir,
-                &c->pod_logs_dir,      &c->container_logs_dir,
-                &c->runtime,           &c->container_monitor,
-                &c->cni_conf_dir,      &c->cni_bin_dir,
-                &c->pod_cidr,          &c->cluster_domain,
-                &c->resolv_conf,       &c->hairpin_mode,
-                &c->cgroup_driver,     &c->cgroup_root,
-                &c->address,           &c->healthz_bind_address,
-                &c->config_file,       &c->image_credential_file,
-                &c->registries_conf,   &c->registry_certs_dir,
+                &c->pod_manifest_path,
+                &c->manifest_url,
+                &c->hostname_override,
+                &c->node_name,
+                &c->root_dir,
+                &c->run_dir,
+                &c->pod_logs_dir,
+                &c->container_logs_dir,
+                &c->runtime_path,
+                &c->cni_conf_dir,
+                &c->cni_bin_dir,
+                &c->pod_cidr,
+                &c->cluster_domain,
+                &c->resolv_conf,
+                &c->cgroup_root,
+                &c->address,
+                &c->healthz_bind_address,
+                &c->config_file,
+                &c->image_credential_file,
+                &c->registries_conf,
+                &c->registry_certs_dir,
         };
         for (size_t i = 0; i < ELEMENTSOF(strings); i++) {
                 free(*strings[i]);
@@ -64,6 +73,62 @@ void nanolet_config_deinit(NanoletConfig *c) {
         c->eviction_soft = strv_free(c->eviction_soft);
         c->eviction_soft_grace_period = strv_free(c->eviction_soft_grace_period);
         c->eviction_minimum_reclaim = strv_free(c->eviction_minimum_reclaim);
+}
+
+static const char *const runtime_kind_table[_RUNTIME_KIND_MAX] = {
+        [RUNTIME_KIND_RUNC] = "runc",
+        [RUNTIME_KIND_CRUN] = "crun",
+        [RUNTIME_KIND_PATH] = "path",
+};
+
+static const char *const container_monitor_table[_CONTAINER_MONITOR_MAX] = {
+        [CONTAINER_MONITOR_NANOLET] = "nanolet",
+        [CONTAINER_MONITOR_CONMON] = "conmon",
+};
+
+static const char *const hairpin_mode_table[_HAIRPIN_MODE_MAX] = {
+        [HAIRPIN_MODE_HAIRPIN_VETH] = "hairpin-veth",
+        [HAIRPIN_MODE_PROMISCUOUS_BRIDGE] = "promiscuous-bridge",
+        [HAIRPIN_MODE_NONE] = "none",
+};
+
+static int lookup(const char *const *table, size_t n, const char *s) {
+        for (size_t i = 0; s && i < n; i++)
+                if (streq(table[i], s))
+                        return (int)i;
+        return -EINVAL;
+}
+
+const char *runtime_kind_to_string(RuntimeKind k) {
+        return k >= 0 && k < _RUNTIME_KIND_MAX ? runtime_kind_table[k] : NULL;
+}
+
+RuntimeKind runtime_kind_from_string(const char *s) {
+        /* "path" is no value of --runtime: a path is given as itself */
+        return lookup(runtime_kind_table, RUNTIME_KIND_PATH, s);
+}
+
+const char *container_monitor_to_string(ContainerMonitor m) {
+        return m >= 0 && m < _CONTAINER_MONITOR_MAX ? container_monitor_table[m] : NULL;
+}
+
+ContainerMonitor container_monitor_from_string(const char *s) {
+        return lookup(container_monitor_table, _CONTAINER_MONITOR_MAX, s);
+}
+
+const char *hairpin_mode_to_string(HairpinMode m) {
+        return m >= 0 && m < _HAIRPIN_MODE_MAX ? hairpin_mode_table[m] : NULL;
+}
+
+HairpinMode hairpin_mode_from_string(const char *s) {
+        return lookup(hairpin_mode_table, _HAIRPIN_MODE_MAX, s);
+}
+
+const char *nanolet_config_runtime(const NanoletConfig *c) {
+        if (c->runtime == RUNTIME_KIND_PATH && c->runtime_path)
+                return c->runtime_path;
+        return runtime_kind_to_string(c->runtime == RUNTIME_KIND_PATH ? RUNTIME_KIND_RUNC
+                                                                      : c->runtime);
 }
 
 int nanolet_parse_duration(const char *s, usec_t *ret) {
@@ -83,27 +148,24 @@ int nanolet_parse_duration(const char *s, usec_t *ret) {
 }
 
 int nanolet_reserved_add(const char *resource, const char *quantity, int64_t *milli_cpu,
-                         int64_t *memory, char **ret_error) {
+                         int64_t *memory, Error *err) {
         Quantity q;
-        if (quantity_parse(quantity, &q) < 0 || q.value < 0) {
-                *ret_error = strprintf("\"%s\" is not a quantity", quantity);
-                return -EINVAL;
-        }
+        if (quantity_parse(quantity, &q) < 0 || q.value < 0)
+                return error_set(err, -EINVAL, "\"%s\" is not a quantity", quantity);
         if (streq(resource, "cpu"))
                 *milli_cpu = q.milli;
         else if (streq(resource, "memory"))
                 *memory = q.value;
         else if (!streq(resource, "ephemeral-storage") && !streq(resource, "pid")) {
-                *ret_error = strprintf("unknown resource \"%s\" (cpu, memory, "
-                                       "ephemeral-storage, pid)",
-                                       resource);
-                return -EINVAL;
+                return error_set(err, -EINVAL,
+                                 "unknown resource \"%s\" (cpu, memory, "
+                                 "ephemeral-storage, pid)",
+                                 resource);
         }
         return 0;
 }
 
-int nanolet_parse_reserved(const char *s, int64_t *ret_milli_cpu, int64_t *ret_memory,
-                           char **ret_error) {
+int nanolet_parse_reserved(const char *s, int64_t *ret_milli_cpu, int64_t *ret_memory, Error *err) {
         _cleanup_free_ char *copy = strdup(s);
         int64_t cpu = 0, mem = 0;
         char *save = NULL;
@@ -113,16 +175,13 @@ int nanolet_parse_reserved(const char *s, int64_t *ret_milli_cpu, int64_t *ret_m
                 return -ENOMEM;
         for (char *e = strtok_r(copy, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
                 char *eq = strchr(e, '=');
-                if (++n > RESERVED_ENTRIES_MAX) {
-                        *ret_error = strprintf("more than %d resources", RESERVED_ENTRIES_MAX);
-                        return -EINVAL;
-                }
-                if (!eq) {
-                        *ret_error = strprintf("\"%s\" is not resource=quantity", e);
-                        return -EINVAL;
-                }
+                if (++n > RESERVED_ENTRIES_MAX)
+                        return error_set(err, -EINVAL, "more than %d resources",
+                                         RESERVED_ENTRIES_MAX);
+                if (!eq)
+                        return error_set(err, -EINVAL, "\"%s\" is not resource=quantity", e);
                 *eq = 0;
-                r = nanolet_reserved_add(e, eq + 1, &cpu, &mem, ret_error);
+                r = nanolet_reserved_add(e, eq + 1, &cpu, &mem, err);
                 if (r < 0)
                         return r;
         }
@@ -204,13 +263,13 @@ static struct option *options_new(void) {
 }
 
 static int load_config_file(NanoletConfig *c, const char *path) {
-        _cleanup_free_ char *error = NULL;
+        Error error = {};
         _cleanup_diagnostics_ Diagnostics d;
         diagnostics_init(&d);
         int r = setting_check_value(settings_find_flag("config"), path, &error);
         if (r < 0) {
                 _cleanup_free_ char *quoted = setting_value_quote(path);
-                log_error("Invalid value %s for --config: %s.", strna(quoted), strna(error));
+                log_error("Invalid value %s for --config: %s.", strna(quoted), error.message);
                 return r;
         }
         r = nanolet_config_load_file(c, path, &d);
@@ -244,6 +303,57 @@ static int load_config_files(NanoletConfig *c, const struct option *options, int
                 if (is_config_option(opt))
                         r = load_config_file(c, optarg);
         return r;
+}
+
+/* Each value was checked against its bounds in the settings table; what is
+ * left are kubelet's rules that tie settings together. */
+static int check_combination(const NanoletConfig *c) {
+        int r;
+
+        if (c->max_parallel_image_pulls > 1 && c->serialize_image_pulls) {
+                /* kubelet's validation says the same. */
+                log_error("maxParallelImagePulls %lld needs serializeImagePulls false.",
+                          (long long)c->max_parallel_image_pulls);
+                return -EINVAL;
+        }
+        if (c->shutdown_grace_period_critical_pods > c->shutdown_grace_period) {
+                log_error("shutdownGracePeriodCriticalPods must not exceed "
+                          "shutdownGracePeriod (kubelet's rule).");
+                return -EINVAL;
+        }
+        if (c->image_maximum_gc_age != 0 && c->image_maximum_gc_age <= c->image_minimum_gc_age) {
+                log_error("Invalid imageMaximumGCAge %" PRIu64 "s: it must be greater than "
+                          "imageMinimumGCAge %" PRIu64 "s (kubelet's rule).",
+                          (uint64_t)(c->image_maximum_gc_age / USEC_PER_SEC),
+                          (uint64_t)(c->image_minimum_gc_age / USEC_PER_SEC));
+                return -EINVAL;
+        }
+        {
+                EvictionConfig ec;
+                Error err = {};
+                r = eviction_config_parse(c->eviction_hard, c->eviction_soft,
+                                          c->eviction_soft_grace_period,
+                                          c->eviction_minimum_reclaim,
+                                          c->eviction_pressure_transition_period, &ec, &err);
+                if (r < 0) {
+                        log_error("Invalid eviction settings: %s.",
+                                  err.message[0] ? err.message : strerror(-r));
+                        return r;
+                }
+                eviction_config_done(&ec);
+        }
+        /* kubelet's validation of the image GC thresholds. */
+        if (c->image_gc_high_threshold < 0 || c->image_gc_high_threshold > 100 ||
+            c->image_gc_low_threshold < 0 || c->image_gc_low_threshold > 100 ||
+            (c->image_gc_high_threshold < 100 &&
+             c->image_gc_low_threshold >= c->image_gc_high_threshold)) {
+                log_error("Invalid image GC thresholds: low %lld%% must be below high %lld%% "
+                          "(both 0..100; high 100 turns image GC off).",
+                          (long long)c->image_gc_low_threshold,
+                          (long long)c->image_gc_high_threshold);
+                return -EINVAL;
+        }
+        return 0;
 }
 
 int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
@@ -290,51 +400,7 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                 log_error("Unexpected argument %s.", strna(quoted));
                 return -EINVAL;
         }
-        /* Each value was checked against its bounds in the settings table;
-         * what is left are kubelet's rules that tie settings together. */
-        if (c->max_parallel_image_pulls > 1 && c->serialize_image_pulls) {
-                /* kubelet's validation says the same. */
-                log_error("maxParallelImagePulls %lld needs serializeImagePulls false.",
-                          (long long)c->max_parallel_image_pulls);
-                return -EINVAL;
-        }
-        if (c->shutdown_grace_period_critical_pods > c->shutdown_grace_period) {
-                log_error("shutdownGracePeriodCriticalPods must not exceed "
-                          "shutdownGracePeriod (kubelet's rule).");
-                return -EINVAL;
-        }
-        if (c->image_maximum_gc_age != 0 && c->image_maximum_gc_age <= c->image_minimum_gc_age) {
-                log_error("Invalid imageMaximumGCAge %" PRIu64 "s: it must be greater than "
-                          "imageMinimumGCAge %" PRIu64 "s (kubelet's rule).",
-                          (uint64_t)(c->image_maximum_gc_age / USEC_PER_SEC),
-                          (uint64_t)(c->image_minimum_gc_age / USEC_PER_SEC));
-                return -EINVAL;
-        }
-        {
-                EvictionConfig ec;
-                _cleanup_free_ char *msg = NULL;
-                r = eviction_config_parse(c->eviction_hard, c->eviction_soft,
-                                          c->eviction_soft_grace_period,
-                                          c->eviction_minimum_reclaim,
-                                          c->eviction_pressure_transition_period, &ec, &msg);
-                if (r < 0) {
-                        log_error("Invalid eviction settings: %s.", msg ? msg : strerror(-r));
-                        return r;
-                }
-                eviction_config_done(&ec);
-        }
-        /* kubelet's validation of the image GC thresholds. */
-        if (c->image_gc_high_threshold < 0 || c->image_gc_high_threshold > 100 ||
-            c->image_gc_low_threshold < 0 || c->image_gc_low_threshold > 100 ||
-            (c->image_gc_high_threshold < 100 &&
-             c->image_gc_low_threshold >= c->image_gc_high_threshold)) {
-                log_error("Invalid image GC thresholds: low %lld%% must be below high %lld%% "
-                          "(both 0..100; high 100 turns image GC off).",
-                          (long long)c->image_gc_low_threshold,
-                          (long long)c->image_gc_high_threshold);
-                return -EINVAL;
-        }
-        return 0;
+        return check_combination(c);
 }
 
 int nanolet_config_finish(NanoletConfig *c) {

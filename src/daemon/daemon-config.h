@@ -8,9 +8,49 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cgroup.h"
 #include "cleanup.h"
 #include "diag.h"
+#include "error.h"
 #include "time-util.h"
+
+/* The settings that name one of a few values are parsed into these when
+ * read (flag or file), so a bad value stops the agent with the flag or
+ * file:line:field named, and no code below compares strings. */
+
+/* --runtime: runc or crun from PATH, or an absolute path. */
+typedef enum RuntimeKind {
+        RUNTIME_KIND_RUNC,
+        RUNTIME_KIND_CRUN,
+        RUNTIME_KIND_PATH,
+        _RUNTIME_KIND_MAX,
+        _RUNTIME_KIND_INVALID = -EINVAL,
+} RuntimeKind;
+
+/* --container-monitor */
+typedef enum ContainerMonitor {
+        CONTAINER_MONITOR_NANOLET, /* nanolet-monitor, installed next to the agent */
+        CONTAINER_MONITOR_CONMON,  /* conmon in PATH */
+        _CONTAINER_MONITOR_MAX,
+        _CONTAINER_MONITOR_INVALID = -EINVAL,
+} ContainerMonitor;
+
+/* hairpinMode: kubelet's three modes. */
+typedef enum HairpinMode {
+        HAIRPIN_MODE_HAIRPIN_VETH,
+        HAIRPIN_MODE_PROMISCUOUS_BRIDGE,
+        HAIRPIN_MODE_NONE,
+        _HAIRPIN_MODE_MAX,
+        _HAIRPIN_MODE_INVALID = -EINVAL,
+} HairpinMode;
+
+/* "runc", "crun"; RUNTIME_KIND_PATH has no name ("path"). */
+const char *runtime_kind_to_string(RuntimeKind k);
+RuntimeKind runtime_kind_from_string(const char *s);
+const char *container_monitor_to_string(ContainerMonitor m);
+ContainerMonitor container_monitor_from_string(const char *s);
+const char *hairpin_mode_to_string(HairpinMode m);
+HairpinMode hairpin_mode_from_string(const char *s);
 
 typedef struct NanoletConfig {
         /* sources */
@@ -34,8 +74,9 @@ typedef struct NanoletConfig {
         char *container_logs_dir; /* /var/log/containers symlinks */
 
         /* runtime and networking (used by later subsystems) */
-        char *runtime;
-        char *container_monitor;       /* "nanolet" (nanolet-monitor) or "conmon" */
+        RuntimeKind runtime;
+        char *runtime_path; /* RUNTIME_KIND_PATH only */
+        ContainerMonitor container_monitor;
         int64_t runtime_max_parallel;  /* runtime/monitor children at once; 0 = by CPUs */
         bool seccomp_default;          /* seccompDefault [true; kubelet: false] */
         char **allowed_unsafe_sysctls; /* allowedUnsafeSysctls */
@@ -48,8 +89,8 @@ typedef struct NanoletConfig {
         char **node_ips; /* --node-ip; NULL = detect */
         char *cluster_domain;
         char *resolv_conf;
-        char *hairpin_mode;
-        char *cgroup_driver;
+        HairpinMode hairpin_mode;
+        CgroupDriver cgroup_driver;
         char *cgroup_root;  /* --cgroup-root, "/" */
         bool cpu_cfs_quota; /* --cpu-cfs-quota, true */
         /* --kube-reserved / --system-reserved (cpu=,memory=): subtracted
@@ -75,7 +116,7 @@ typedef struct NanoletConfig {
         bool serialize_image_pulls;
         int64_t max_parallel_image_pulls; /* with serializeImagePulls false; 0 = no bound */
         bool image_pull_never;            /* --image-pull-policy-override=never */
-        /* registry pulls (SPEC §7): flags only, no KubeletConfiguration field */
+        /* registry pulls (docs/images.md): flags only, no KubeletConfiguration field */
         char *image_credential_file; /* docker config.json */
         char *registries_conf;       /* containers-registries.conf(5) */
         char *registry_certs_dir;    /* containers-certs.d(5) */
@@ -95,7 +136,7 @@ typedef struct NanoletConfig {
         char *config_file;
 } NanoletConfig;
 
-/* Fills in the defaults of SPEC §3, §4, §8, §12, §13. */
+/* Fills in every default of the settings table (docs/settings.md). */
 int nanolet_config_init(NanoletConfig *c);
 void nanolet_config_deinit(NanoletConfig *c);
 
@@ -110,6 +151,9 @@ int nanolet_config_load_buffer(NanoletConfig *c, const char *buf, size_t size, c
  * printing a usage error. */
 int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv);
 
+/* The OCI runtime to run: "runc", "crun" or the absolute path. */
+const char *nanolet_config_runtime(const NanoletConfig *c);
+
 /* Resolves derived values: node name from --hostname-override or the
  * lowercase hostname. */
 int nanolet_config_finish(NanoletConfig *c);
@@ -117,11 +161,10 @@ int nanolet_config_finish(NanoletConfig *c);
 /* "cpu=100m,memory=256Mi" (kubelet's --kube-reserved form; also
  * ephemeral-storage= and pid=, accepted and not counted) into milli-CPU and
  * bytes; -EINVAL with a message in err for anything else. */
-int nanolet_parse_reserved(const char *s, int64_t *ret_milli_cpu, int64_t *ret_memory,
-                           char **ret_error);
+int nanolet_parse_reserved(const char *s, int64_t *ret_milli_cpu, int64_t *ret_memory, Error *err);
 /* One resource=quantity pair of the same form into *milli_cpu or *memory. */
 int nanolet_reserved_add(const char *resource, const char *quantity, int64_t *milli_cpu,
-                         int64_t *memory, char **ret_error);
+                         int64_t *memory, Error *err);
 /* Most resource=quantity pairs in one reservation (the four resources,
  * each perhaps repeated). */
 #define RESERVED_ENTRIES_MAX 64

@@ -17,6 +17,7 @@
 #include "fileio.h"
 #include "image-pull.h"
 #include "log.h"
+#include "node-json.h"
 #include "sd-notify.h"
 #include "string-util.h"
 #include "strv.h"
@@ -191,7 +192,7 @@ static void on_pull_job_done(ImagePull *pull, int r, const char *digest, const c
         free(job);
         image_pull_cancel(pull); /* ended: this only frees it */
         done(pull_userdata, r, digest, error);
-        /* SPEC §14: after each pull, not only on the timer. */
+        /* After each pull, not only on the timer (docs/images.md, "Image GC"). */
         if (r >= 0) {
                 image_gc_check(d->image_gc);
                 image_flusher_request(d->flusher);
@@ -200,10 +201,9 @@ static void on_pull_job_done(ImagePull *pull, int r, const char *digest, const c
 
 static int pull_job_start(void *userdata, const char *ref, const char *auths_json,
                           image_pull_backend_done_t done, void *pull_userdata, void **ret_handle,
-                          char **ret_error) {
+                          Error *err) {
         Daemon *d = userdata;
         NanoletConfig *c = d->config;
-        Error err = {};
 
         PullJob *job = calloc(1, sizeof *job);
         if (!job)
@@ -219,10 +219,9 @@ static int pull_job_start(void *userdata, const char *ref, const char *auths_jso
                 .extra_auths_json = auths_json,
         };
         int r = image_pull_start(d->event, c->root_dir, ref, &o, on_pull_job_done, job, &job->pull,
-                                 &err);
+                                 err);
         if (r < 0) {
                 free(job);
-                *ret_error = strdup(err.message);
                 return r;
         }
         *ret_handle = job;
@@ -235,23 +234,53 @@ static void pull_job_cancel(void *handle) {
         free(job);
 }
 
+/* The node's capacity, and what is left of it for pods after
+ * --kube-reserved and --system-reserved (kubelet's allocatable). */
+typedef struct NodeCapacity {
+        int64_t milli_cpu, memory;
+        int64_t alloc_milli_cpu, alloc_memory;
+        bool reserved_cpu, reserved_memory; /* a reservation is set */
+} NodeCapacity;
+
+static void node_capacity_read(const NanoletConfig *c, NodeCapacity *ret) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN), pages = sysconf(_SC_PHYS_PAGES),
+             psize = sysconf(_SC_PAGESIZE);
+        NodeCapacity n = {
+                .milli_cpu = ncpu > 0 ? (int64_t)ncpu * 1000 : 0,
+                .memory = pages > 0 && psize > 0 ? (int64_t)pages * psize : 0,
+                .reserved_cpu = c->kube_reserved_milli_cpu || c->system_reserved_milli_cpu,
+                .reserved_memory = c->kube_reserved_memory || c->system_reserved_memory,
+        };
+        n.alloc_milli_cpu =
+                MAX(n.milli_cpu - c->kube_reserved_milli_cpu - c->system_reserved_milli_cpu,
+                    (int64_t)0);
+        n.alloc_memory =
+                MAX(n.memory - c->kube_reserved_memory - c->system_reserved_memory, (int64_t)0);
+        *ret = n;
+}
+
 /* The node's capacity and allocatable (capacity minus --kube-reserved and
  * --system-reserved, as kubelet's Node status shows them), written to
  * <run-dir>/node.json for `nanolet node`. */
-static int daemon_write_node(Daemon *d, int64_t milli_cpu, int64_t memory, int64_t alloc_cpu,
-                             int64_t alloc_mem) {
+static int daemon_write_node(Daemon *d, const NodeCapacity *cap) {
         NanoletConfig *c = d->config;
-        _cleanup_free_ char *path = strprintf("%s/node.json", c->run_dir);
-        _cleanup_free_ char *text = strprintf(
-                "{\"name\":\"%s\",\"capacity\":{\"cpu\":\"%" PRId64 "m\",\"memory\":\"%" PRId64
-                "\",\"pods\":\"%" PRId64 "\"},\"allocatable\":{\"cpu\":\"%" PRId64
-                "m\",\"memory\":\"%" PRId64 "\",\"pods\":\"%" PRId64
-                "\"},\"cgroupDriver\":\"%s\",\"cgroupRoot\":\"%s\"}\n",
-                c->node_name, milli_cpu, memory, c->max_pods, alloc_cpu, alloc_mem, c->max_pods,
-                c->cgroup_driver, c->cgroup_root);
-        if (!path || !text)
+        NodeResources n = {
+                .name = c->node_name,
+                .capacity_milli_cpu = cap->milli_cpu,
+                .capacity_memory = cap->memory,
+                .allocatable_milli_cpu = cap->alloc_milli_cpu,
+                .allocatable_memory = cap->alloc_memory,
+                .max_pods = c->max_pods,
+                .cgroup_driver = cgroup_driver_to_string(c->cgroup_driver),
+                .cgroup_root = c->cgroup_root,
+        };
+        _cleanup_free_ char *path = strprintf("%s/node.json", c->run_dir), *text = NULL;
+        if (!path)
                 return -ENOMEM;
-        int r = mkdir_p(c->run_dir, 0755);
+        int r = node_json_format(&n, &text);
+        if (r < 0)
+                return r;
+        r = mkdir_p(c->run_dir, 0755);
         if (r < 0)
                 return r;
         return write_file_atomic(path, text, strlen(text), 0644);
@@ -285,45 +314,13 @@ static int find_monitor(char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
-static int daemon_setup_runtime(Daemon *d) {
+/* The monitor each container gets, and the OCI runtime. */
+static int daemon_setup_oci_runtime(Daemon *d) {
         NanoletConfig *c = d->config;
-        Error ierr = {};
-        char host[256];
         int r;
 
-        /* runc's systemd cgroup manager needs systemd as PID 1: say so now
-         * rather than fail every container. */
-        CgroupDriver driver = cgroup_driver_from_string(c->cgroup_driver);
-        if (driver == CGROUP_DRIVER_SYSTEMD && !runtime_systemd_is_init("/", &ierr)) {
-                log_error("%s.", ierr.message);
-                return -EOPNOTSUPP;
-        }
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN), pages = sysconf(_SC_PHYS_PAGES),
-             psize = sysconf(_SC_PAGESIZE);
-        int64_t cap_cpu = ncpu > 0 ? (int64_t)ncpu * 1000 : 0;
-        int64_t cap_mem = pages > 0 && psize > 0 ? (int64_t)pages * psize : 0;
-        int64_t alloc_cpu = MAX(cap_cpu - c->kube_reserved_milli_cpu - c->system_reserved_milli_cpu,
-                                (int64_t)0);
-        int64_t alloc_mem =
-                MAX(cap_mem - c->kube_reserved_memory - c->system_reserved_memory, (int64_t)0);
-        bool reserved_cpu = c->kube_reserved_milli_cpu || c->system_reserved_milli_cpu;
-        bool reserved_mem = c->kube_reserved_memory || c->system_reserved_memory;
-        r = daemon_write_node(d, cap_cpu, cap_mem, alloc_cpu, alloc_mem);
-        if (r < 0)
-                log_warning_errno(r, "Cannot write %s/node.json: %m", c->run_dir);
-
-        r = image_store_open(c->root_dir, NULL, &d->images, &ierr);
-        if (r < 0)
-                return log_error_errno(r, "Failed to open the image store in \"%s\": %s",
-                                       c->root_dir, ierr.message);
-        r = image_flusher_new(d->event, d->images, 0, &d->flusher);
-        if (r < 0)
-                return log_error_errno(r, "Failed to set up the layer flush: %m");
-        r = daemon_setup_metrics(d);
-        if (r < 0)
-                return r;
         _cleanup_free_ char *monitor = NULL;
-        if (c->container_monitor && streq(c->container_monitor, "nanolet")) {
+        if (c->container_monitor == CONTAINER_MONITOR_NANOLET) {
                 r = find_monitor(&monitor);
                 if (r == -ENOMEM)
                         return log_oom();
@@ -335,7 +332,8 @@ static int daemon_setup_runtime(Daemon *d) {
                                                NANOLET_MONITOR_PATH);
                 log_debug("Container monitor: %s.", monitor);
         }
-        RuntimeOptions ro = { .runtime = c->runtime,
+        const char *runtime = nanolet_config_runtime(c);
+        RuntimeOptions ro = { .runtime = runtime,
                               .run_dir = c->run_dir,
                               .monitor = monitor,
                               .max_parallel = (unsigned)c->runtime_max_parallel,
@@ -343,7 +341,16 @@ static int daemon_setup_runtime(Daemon *d) {
         r = runtime_new(&d->runtime, d->event, &ro);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the container runtime \"%s\": %m",
-                                       c->runtime);
+                                       runtime);
+        return 0;
+}
+
+/* CNI, and the node's hostname and addresses the pods see. */
+static int daemon_setup_host(Daemon *d) {
+        NanoletConfig *c = d->config;
+        char host[256];
+        int r;
+
         _cleanup_free_ char *cni_cache = strprintf("%s/cni", c->run_dir);
         if (!cni_cache)
                 return log_oom();
@@ -366,6 +373,15 @@ static int daemon_setup_runtime(Daemon *d) {
                                      "(set --node-ip): %m");
         if (c->node_ips && !d->node_ips)
                 return log_oom();
+        return 0;
+}
+
+/* Image pulls and the pod manager. */
+static int daemon_setup_pods(Daemon *d, const NodeCapacity *n) {
+        NanoletConfig *c = d->config;
+        const char *runtime = nanolet_config_runtime(c);
+        int r;
+
         /* kubelet: serializeImagePulls (default) means one pull at a time;
          * without it, maxParallelImagePulls or no bound (here: 100). */
         ImagePullBackend pb = { .start = pull_job_start, .cancel = pull_job_cancel, .userdata = d };
@@ -386,15 +402,14 @@ static int daemon_setup_runtime(Daemon *d) {
                 .cluster_dns = c->cluster_dns,
                 .node_ips = d->node_ips,
                 .resolv_conf = c->resolv_conf,
-                .runtime_name =
-                        strrchr(c->runtime, '/') ? strrchr(c->runtime, '/') + 1 : c->runtime,
+                .runtime_name = strrchr(runtime, '/') ? strrchr(runtime, '/') + 1 : runtime,
                 .pod_pids_limit = c->pod_pids_limit,
-                .cgroups = { .driver = driver, .root = c->cgroup_root },
+                .cgroups = { .driver = c->cgroup_driver, .root = c->cgroup_root },
                 .cpu_cfs_quota = c->cpu_cfs_quota,
                 .no_seccomp_default = !c->seccomp_default,
                 .allowed_unsafe_sysctls = c->allowed_unsafe_sysctls,
-                .allocatable_memory = reserved_mem ? (uint64_t)alloc_mem : 0,
-                .allocatable_milli_cpu = reserved_cpu ? alloc_cpu : 0,
+                .allocatable_memory = n->reserved_memory ? (uint64_t)n->alloc_memory : 0,
+                .allocatable_milli_cpu = n->reserved_cpu ? n->alloc_milli_cpu : 0,
                 .max_pods = c->max_pods,
                 .container_log_max_size = c->container_log_max_size,
                 .container_log_max_files = (unsigned)c->container_log_max_files,
@@ -415,6 +430,14 @@ static int daemon_setup_runtime(Daemon *d) {
         r = pod_manager_new(&d->pod_manager, d->event, &po);
         if (r < 0)
                 return r;
+        return 0;
+}
+
+/* Image GC and the eviction manager that also drives it. */
+static int daemon_setup_gc(Daemon *d) {
+        NanoletConfig *c = d->config;
+        int r;
+
         ImageGcOptions go = {
                 .root_dir = c->root_dir,
                 .policy = { .high_percent = (unsigned)c->image_gc_high_threshold,
@@ -428,15 +451,16 @@ static int daemon_setup_runtime(Daemon *d) {
         if (r < 0)
                 return log_error_errno(r, "Failed to set up image GC: %m");
         _cleanup_(eviction_config_done) EvictionConfig ec = {};
-        _cleanup_free_ char *msg = NULL,
-                            *node_status = strprintf("%s/node-conditions.json", c->run_dir);
+        Error err = {};
+        _cleanup_free_ char *node_status = strprintf("%s/node-conditions.json", c->run_dir);
         if (!node_status)
                 return log_oom();
         r = eviction_config_parse(c->eviction_hard, c->eviction_soft, c->eviction_soft_grace_period,
                                   c->eviction_minimum_reclaim,
-                                  c->eviction_pressure_transition_period, &ec, &msg);
+                                  c->eviction_pressure_transition_period, &ec, &err);
         if (r < 0)
-                return log_error_errno(r, "Invalid eviction settings: %s", msg ? msg : "?");
+                return log_error_errno(r, "Invalid eviction settings: %s",
+                                       err.message[0] ? err.message : "?");
         EvictionManagerOptions eo = {
                 .root_dir = c->root_dir,
                 .status_path = node_status,
@@ -449,6 +473,45 @@ static int daemon_setup_runtime(Daemon *d) {
         if (r < 0)
                 return log_error_errno(r, "Failed to set up eviction: %m");
         return 0;
+}
+
+static int daemon_setup_runtime(Daemon *d) {
+        NanoletConfig *c = d->config;
+        Error ierr = {};
+        NodeCapacity n;
+        int r;
+
+        /* runc's systemd cgroup manager needs systemd as PID 1: say so now
+         * rather than fail every container. */
+        if (c->cgroup_driver == CGROUP_DRIVER_SYSTEMD && !runtime_systemd_is_init("/", &ierr)) {
+                log_error("%s.", ierr.message);
+                return -EOPNOTSUPP;
+        }
+        node_capacity_read(c, &n);
+        r = daemon_write_node(d, &n);
+        if (r < 0)
+                log_warning_errno(r, "Cannot write %s/node.json: %m", c->run_dir);
+
+        r = image_store_open(c->root_dir, NULL, &d->images, &ierr);
+        if (r < 0)
+                return log_error_errno(r, "Failed to open the image store in \"%s\": %s",
+                                       c->root_dir, ierr.message);
+        r = image_flusher_new(d->event, d->images, 0, &d->flusher);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the layer flush: %m");
+        r = daemon_setup_metrics(d);
+        if (r < 0)
+                return r;
+        r = daemon_setup_oci_runtime(d);
+        if (r < 0)
+                return r;
+        r = daemon_setup_host(d);
+        if (r < 0)
+                return r;
+        r = daemon_setup_pods(d, &n);
+        if (r < 0)
+                return r;
+        return daemon_setup_gc(d);
 }
 
 static int daemon_listen(Daemon *d, ApiServer **ret, const char *name, const char *address,
@@ -508,11 +571,50 @@ static void daemon_warn_unsupported(const NanoletConfig *c) {
         /* The built-in bridge (src/network/cni-config.c) always sets the
          * bridge plugin's hairpinMode; a CNI configuration file decides for
          * itself, as with a CRI runtime under kubelet. */
-        if (c->hairpin_mode && !streq(c->hairpin_mode, "hairpin-veth"))
+        if (c->hairpin_mode != HAIRPIN_MODE_HAIRPIN_VETH)
                 log_warning("hairpinMode \"%s\" is not applied: the built-in bridge network uses "
                             "hairpin-veth, and a file in the CNI configuration directory sets its "
                             "own.",
-                            c->hairpin_mode);
+                            hairpin_mode_to_string(c->hairpin_mode));
+}
+
+/* The manifest directory and the URL, each when configured. */
+static int daemon_setup_sources(Daemon *d) {
+        NanoletConfig *config = d->config;
+        int r;
+
+        if (!isempty(config->pod_manifest_path)) {
+                DirSourceOptions o = {
+                        .path = config->pod_manifest_path,
+                        .node_name = config->node_name,
+                        .check_frequency = config->file_check_frequency,
+                        .max_file_size = config->max_manifest_size,
+                        .allow_insecure = config->allow_insecure_manifests,
+                };
+                r = dir_source_new(&d->dir_source, d->event, d->pods, &o);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to set up manifest directory \"%s\": %m",
+                                               config->pod_manifest_path);
+        }
+        if (!isempty(config->manifest_url)) {
+                UrlSourceOptions o = {
+                        .url = config->manifest_url,
+                        .headers = config->manifest_url_headers,
+                        .node_name = config->node_name,
+                        .check_frequency = config->http_check_frequency,
+                        .max_body = config->max_manifest_size,
+                        .synced = on_url_synced,
+                        .synced_userdata = d,
+                        .metrics = d->metrics,
+                };
+                Error error = {};
+                r = url_source_new(&d->url_source, d->event, d->pods, &o, &error);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to set up manifest URL \"%s\": %s",
+                                               config->manifest_url,
+                                               error.message[0] ? error.message : strerror(-r));
+        }
+        return 0;
 }
 
 int daemon_new(Daemon **ret, NanoletConfig *config) {
@@ -553,38 +655,9 @@ int daemon_new(Daemon **ret, NanoletConfig *config) {
                 if (r < 0)
                         return r;
         }
-        if (!isempty(config->pod_manifest_path)) {
-                DirSourceOptions o = {
-                        .path = config->pod_manifest_path,
-                        .node_name = config->node_name,
-                        .check_frequency = config->file_check_frequency,
-                        .max_file_size = config->max_manifest_size,
-                        .allow_insecure = config->allow_insecure_manifests,
-                };
-                r = dir_source_new(&d->dir_source, d->event, d->pods, &o);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to set up manifest directory \"%s\": %m",
-                                               config->pod_manifest_path);
-        }
-        if (!isempty(config->manifest_url)) {
-                UrlSourceOptions o = {
-                        .url = config->manifest_url,
-                        .headers = config->manifest_url_headers,
-                        .node_name = config->node_name,
-                        .check_frequency = config->http_check_frequency,
-                        .max_body = config->max_manifest_size,
-                        .synced = on_url_synced,
-                        .synced_userdata = d,
-                        .metrics = d->metrics,
-                };
-                Error error = {};
-                r = url_source_new(&d->url_source, d->event, d->pods, &o, &error);
-                if (r < 0) {
-                        return log_error_errno(r, "Failed to set up manifest URL \"%s\": %s",
-                                               config->manifest_url,
-                                               error.message[0] ? error.message : strerror(-r));
-                }
-        }
+        r = daemon_setup_sources(d);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(d);
         return 0;
 }

@@ -29,9 +29,9 @@ typedef struct Daemon {
         CniRunner *cni;
         PodManager *pod_manager;
         ImagePulls *pulls;         /* registry pulls for the pods, in helper processes */
-        ImageGc *image_gc;         /* SPEC §14: image GC above imageGCHighThresholdPercent */
+        ImageGc *image_gc;         /* image GC above imageGCHighThresholdPercent */
         ImageFlusher *flusher;     /* layers committed unflushed: syncfs in a helper, later */
-        EvictionManager *eviction; /* SPEC §14: signals, node conditions, reclaim */
+        EvictionManager *eviction; /* signals, node conditions, reclaim */
         /* --address:--read-only-port and --healthz-bind-address:--healthz-port;
          * NULL when disabled (port 0) and with --dry-run. */
         ApiServer *read_only_api, *healthz_api;

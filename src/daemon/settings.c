@@ -37,27 +37,24 @@ char *setting_value_quote(const char *value) {
 }
 
 /* The rules every kind shares; see SettingCheck. */
-static int check_text(const char *value, char **ret_error) {
+static int check_text(const char *value, Error *err) {
         size_t len = strlen(value);
-        if (len > SETTING_VALUE_MAX) {
-                *ret_error = strprintf("is %zu bytes long, at most %d are accepted", len,
-                                       SETTING_VALUE_MAX);
-                return -EINVAL;
-        }
+        if (len > SETTING_VALUE_MAX)
+                return error_set(err, -EINVAL, "is %zu bytes long, at most %d are accepted", len,
+                                 SETTING_VALUE_MAX);
         for (size_t i = 0; i < len;) {
                 unsigned char ch = (unsigned char)value[i];
                 if (ch < 0x20 || ch == 0x7f) {
                         char hex[8];
                         snprintf(hex, sizeof hex, "0x%02x", ch);
-                        *ret_error = strprintf(
-                                "holds the control character %s at byte %zu",
+                        return error_set(
+                                err, -EINVAL, "holds the control character %s at byte %zu",
                                 ch == '\n'   ? "LF (a line break; a YAML block scalar ends in one)"
                                 : ch == '\r' ? "CR"
                                 : ch == '\t' ? "TAB"
                                 : ch == 0x1b ? "ESC"
                                              : hex,
                                 i);
-                        return -EINVAL;
                 }
                 if (ch < 0x80) {
                         i++;
@@ -65,11 +62,9 @@ static int check_text(const char *value, char **ret_error) {
                 }
                 size_t n = utf8_sequence_length(value + i, len - i);
                 /* C1 controls (U+0080..U+009F) act as terminal escapes too */
-                if (n == 0 || (n == 2 && ch == 0xc2 && (unsigned char)value[i + 1] < 0xa0)) {
-                        *ret_error = strprintf("holds %s at byte %zu",
-                                               n ? "a C1 control character" : "malformed UTF-8", i);
-                        return -EINVAL;
-                }
+                if (n == 0 || (n == 2 && ch == 0xc2 && (unsigned char)value[i + 1] < 0xa0))
+                        return error_set(err, -EINVAL, "holds %s at byte %zu",
+                                         n ? "a C1 control character" : "malformed UTF-8", i);
                 i += n;
         }
         return 0;
@@ -203,158 +198,141 @@ const char *setting_check_to_string(SettingCheck k) {
         return k >= 0 && k < _SETTING_CHECK_MAX ? check_names[k] : NULL;
 }
 
-int setting_check_value(const Setting *s, const char *value, char **ret_error) {
-        int r = check_text(value, ret_error);
-        if (r < 0)
-                return r;
-        if (isempty(value)) {
-                if (s->flags & SETTING_EMPTY_ALLOWED)
-                        return 0;
-                if (s->check != SETTING_CHECK_TEXT) {
-                        *ret_error =
-                                strprintf("must not be empty: expected %s", check_names[s->check]);
-                        return -EINVAL;
-                }
-                return 0;
-        }
-        bool ok = true;
-        switch (s->check) {
+/* Whether a non-empty value that passed check_text() has the syntax of k. */
+static bool value_has_syntax(SettingCheck k, const char *value) {
+        switch (k) {
         case SETTING_CHECK_TEXT:
                 break;
         case SETTING_CHECK_WORD:
-                ok = is_ascii_word(value);
-                break;
+                return is_ascii_word(value);
         case SETTING_CHECK_PATH:
-                ok = is_absolute_path(value, value + strlen(value));
-                break;
+                return is_absolute_path(value, value + strlen(value));
         case SETTING_CHECK_PATH_LIST:
                 for (const char *p = value;; p++) {
                         const char *e = strchrnul(p, ':');
-                        if (!is_absolute_path(p, e)) {
-                                ok = false;
-                                break;
-                        }
+                        if (!is_absolute_path(p, e))
+                                return false;
                         if (!*e)
                                 break;
                         p = e;
                 }
                 break;
         case SETTING_CHECK_DNS_DOMAIN:
-                ok = is_dns_subdomain(value, 253, false);
-                break;
+                return is_dns_subdomain(value, 253, false);
         case SETTING_CHECK_NODE_NAME:
-                ok = is_dns_subdomain(value, 63, true);
-                break;
+                return is_dns_subdomain(value, 63, true);
         case SETTING_CHECK_IP:
-                ok = is_ip(value);
-                break;
+                return is_ip(value);
         case SETTING_CHECK_CIDR:
-                ok = is_cidr(value);
-                break;
+                return is_cidr(value);
         case SETTING_CHECK_URL:
-                ok = (startswith(value, "http://") || startswith(value, "https://")) &&
-                     is_ascii_word(value);
-                break;
+                return (startswith(value, "http://") || startswith(value, "https://")) &&
+                       is_ascii_word(value);
         case SETTING_CHECK_HTTP_HEADER:
-                ok = is_http_header(value);
-                break;
+                return is_http_header(value);
         case SETTING_CHECK_HOST_PORT:
-                ok = is_host_port(value);
-                break;
+                return is_host_port(value);
         case SETTING_CHECK_SYSCTL:
-                ok = is_sysctl(value);
-                break;
+                return is_sysctl(value);
         case _SETTING_CHECK_MAX:
         case _SETTING_CHECK_INVALID:
                 break;
         }
-        if (!ok) {
+        return true;
+}
+
+int setting_check_value(const Setting *s, const char *value, Error *err) {
+        int r = check_text(value, err);
+        if (r < 0)
+                return r;
+        if (isempty(value)) {
+                if (s->flags & SETTING_EMPTY_ALLOWED)
+                        return 0;
+                if (s->check != SETTING_CHECK_TEXT)
+                        return error_set(err, -EINVAL, "must not be empty: expected %s",
+                                         check_names[s->check]);
+                return 0;
+        }
+        if (!value_has_syntax(s->check, value)) {
                 _cleanup_free_ char *q = setting_value_quote(value);
-                *ret_error = strprintf("%s is not %s", strna(q), check_names[s->check]);
-                return -EINVAL;
+                return error_set(err, -EINVAL, "%s is not %s", strna(q), check_names[s->check]);
         }
         return 0;
 }
 
 /* ---- custom parsers ---- */
 
-static int parse_verbosity(NanoletConfig *c, const Setting *s, const char *value,
-                           char **ret_error) {
+static int parse_verbosity(NanoletConfig *c, const Setting *s, const char *value, Error *err) {
         char *end;
         errno = 0;
         long v = strtol(value, &end, 10);
         (void)s;
-        if (isempty(value) || *end || errno || v < 0 || v > 10) {
-                *ret_error = strdup("expected a level in 0..10");
-                return -EINVAL;
-        }
+        if (isempty(value) || *end || errno || v < 0 || v > 10)
+                return error_set(err, -EINVAL, "expected a level in 0..10");
         c->verbosity = (int)v;
         return 0;
 }
 
-static int parse_logging_format(NanoletConfig *c, const Setting *s, const char *value,
-                                char **ret_error) {
+static int parse_logging_format(NanoletConfig *c, const Setting *s, const char *value, Error *err) {
         LogFormat format;
         (void)s;
-        if (log_format_from_string(value, &format) < 0) {
-                *ret_error = strdup("expected text or json");
-                return -EINVAL;
-        }
+        if (log_format_from_string(value, &format) < 0)
+                return error_set(err, -EINVAL, "expected text or json");
         c->log_json = format == LOG_FORMAT_JSON;
         return 0;
 }
 
-static int parse_pull_override(NanoletConfig *c, const Setting *s, const char *value,
-                               char **ret_error) {
+static int parse_pull_override(NanoletConfig *c, const Setting *s, const char *value, Error *err) {
         (void)s;
-        if (!streq(value, "never") && !streq(value, "")) {
-                *ret_error = strdup("the only override is \"never\" (no pulls at all)");
-                return -EINVAL;
-        }
+        if (!streq(value, "never") && !streq(value, ""))
+                return error_set(err, -EINVAL, "the only override is \"never\" (no pulls at all)");
         c->image_pull_never = streq(value, "never");
         return 0;
 }
 
-static int check_cgroup_driver(NanoletConfig *c, const Setting *s, const char *value,
-                               char **ret_error) {
-        (void)c, (void)s;
-        if (!streq(value, "cgroupfs") && !streq(value, "systemd")) {
-                *ret_error = strdup("expected cgroupfs or systemd");
-                return -EINVAL;
-        }
+static int parse_cgroup_driver(NanoletConfig *c, const Setting *s, const char *value, Error *err) {
+        CgroupDriver d = cgroup_driver_from_string(value);
+        (void)s;
+        if (d < 0)
+                return error_set(err, -EINVAL, "expected cgroupfs or systemd");
+        c->cgroup_driver = d;
         return 0;
 }
 
-/* kubelet's three modes; anything else was silently accepted before and
- * then had no effect. */
-static int check_hairpin_mode(NanoletConfig *c, const Setting *s, const char *value,
-                              char **ret_error) {
-        (void)c, (void)s;
-        if (!streq(value, "hairpin-veth") && !streq(value, "promiscuous-bridge") &&
-            !streq(value, "none")) {
-                *ret_error = strdup("expected hairpin-veth, promiscuous-bridge or none");
-                return -EINVAL;
-        }
+static int parse_hairpin_mode(NanoletConfig *c, const Setting *s, const char *value, Error *err) {
+        HairpinMode m = hairpin_mode_from_string(value);
+        (void)s;
+        if (m < 0)
+                return error_set(err, -EINVAL, "expected hairpin-veth, promiscuous-bridge or none");
+        c->hairpin_mode = m;
         return 0;
 }
 
-static int check_runtime(NanoletConfig *c, const Setting *s, const char *value, char **ret_error) {
-        (void)c, (void)s;
-        if (!streq(value, "runc") && !streq(value, "crun") &&
-            !is_absolute_path(value, value + strlen(value))) {
-                *ret_error = strdup("expected runc, crun or an absolute path");
-                return -EINVAL;
+static int parse_runtime(NanoletConfig *c, const Setting *s, const char *value, Error *err) {
+        RuntimeKind k = runtime_kind_from_string(value);
+        char *path = NULL;
+        (void)s;
+        if (k < 0) {
+                if (!is_absolute_path(value, value + strlen(value)))
+                        return error_set(err, -EINVAL, "expected runc, crun or an absolute path");
+                path = strdup(value);
+                if (!path)
+                        return -ENOMEM;
+                k = RUNTIME_KIND_PATH;
         }
+        free(c->runtime_path);
+        c->runtime_path = path;
+        c->runtime = k;
         return 0;
 }
 
-static int check_container_monitor(NanoletConfig *c, const Setting *s, const char *value,
-                                   char **ret_error) {
-        (void)c, (void)s;
-        if (!streq(value, "nanolet") && !streq(value, "conmon")) {
-                *ret_error = strdup("expected nanolet or conmon");
-                return -EINVAL;
-        }
+static int parse_container_monitor(NanoletConfig *c, const Setting *s, const char *value,
+                                   Error *err) {
+        ContainerMonitor m = container_monitor_from_string(value);
+        (void)s;
+        if (m < 0)
+                return error_set(err, -EINVAL, "expected nanolet or conmon");
+        c->container_monitor = m;
         return 0;
 }
 
@@ -458,20 +436,20 @@ const Setting settings_table[] = {
           .min = 100 * USEC_PER_MSEC, .max = 3600 * USEC_PER_SEC),
 
         /* ---- runtime ---- */
-        H("runtime", NULL, SETTING_STRING, runtime, "runc", "runc|crun|PATH", "OCI runtime",
-          .parse = check_runtime),
+        H("runtime", NULL, SETTING_CUSTOM, runtime, "runc", "runc|crun|PATH", "OCI runtime",
+          .parse = parse_runtime),
         /* A flag only: kubelet's strict decoding would refuse the key in a
          * KubeletConfiguration file shared with kubelet. */
-        H("container-monitor", NULL, SETTING_STRING, container_monitor, "nanolet", "nanolet|conmon",
+        H("container-monitor", NULL, SETTING_CUSTOM, container_monitor, "nanolet", "nanolet|conmon",
           "the process that watches each container: nanolet-monitor (installed next to the agent) "
           "or conmon in PATH; both keep the same files, so either adopts the other's containers",
-          .parse = check_container_monitor),
+          .parse = parse_container_monitor),
         H("runtime-max-parallel", NULL, SETTING_INT, runtime_max_parallel, NULL, "N",
           "runtime and monitor processes (runc, the container monitor) at once", .min = 1,
           .max = 1024, .shown_default = "2 per CPU"),
         H("seccomp-default", "seccompDefault", SETTING_BOOL, seccomp_default, "true", "BOOL",
           "RuntimeDefault seccomp profile for containers that name none (kubelet's default is "
-          "false; nanolet confines by default, SPEC §10)"),
+          "false; nanolet confines by default)"),
         H("allowed-unsafe-sysctls", "allowedUnsafeSysctls", SETTING_STRV, allowed_unsafe_sysctls,
           NULL, "S[,S]",
           "unsafe sysctls (or patterns ending in *) pods may set, beyond Kubernetes' safe set",
@@ -486,10 +464,10 @@ const Setting settings_table[] = {
           .min = USEC_PER_SEC, .max = 24 * 3600 * USEC_PER_SEC),
 
         /* ---- cgroups and resources ---- */
-        H("cgroup-driver", "cgroupDriver", SETTING_STRING, cgroup_driver, "cgroupfs",
+        H("cgroup-driver", "cgroupDriver", SETTING_CUSTOM, cgroup_driver, "cgroupfs",
           "cgroupfs|systemd",
           "systemd only where systemd is PID 1: the agent refuses to start otherwise",
-          .parse = check_cgroup_driver),
+          .parse = parse_cgroup_driver),
         H("cgroup-root", "cgroupRoot", SETTING_STRING, cgroup_root, "/", "PATH",
           "parent of the kubepods cgroup hierarchy", .check = SETTING_CHECK_PATH),
         H("cpu-cfs-quota", "cpuCFSQuota", SETTING_BOOL, cpu_cfs_quota, "true", "BOOL",
@@ -528,10 +506,10 @@ const Setting settings_table[] = {
           .check = SETTING_CHECK_PATH, .flags = SETTING_EMPTY_ALLOWED),
         H("node-ip", NULL, SETTING_STRV, node_ips, NULL, "IP[,IP]", "status.hostIP",
           .shown_default = "the default route's address", .check = SETTING_CHECK_IP),
-        H("hairpin-mode", "hairpinMode", SETTING_STRING, hairpin_mode, "hairpin-veth", "MODE",
+        H("hairpin-mode", "hairpinMode", SETTING_CUSTOM, hairpin_mode, "hairpin-veth", "MODE",
           "hairpin-veth, promiscuous-bridge or none; the built-in bridge network always uses "
           "hairpin-veth (another value is warned about at start)",
-          .parse = check_hairpin_mode),
+          .parse = parse_hairpin_mode),
 
         /* ---- HTTP API ---- */
         H("address", "address", SETTING_STRING, address, "127.0.0.1", "IP",
@@ -875,22 +853,22 @@ static usec_t duration_max(const Setting *s) {
 
 /* One element of a string, list or map setting: the table's check kind,
  * then the setting's own parser or check. */
-static int check_element(NanoletConfig *c, const Setting *s, const char *value, char **ret_error) {
-        int r = setting_check_value(s, value, ret_error);
+static int check_element(NanoletConfig *c, const Setting *s, const char *value, Error *err) {
+        int r = setting_check_value(s, value, err);
         if (r < 0 || !s->parse)
                 return r;
-        return s->parse(c, s, value, ret_error);
+        return s->parse(c, s, value, err);
 }
 
-static int too_many_entries(size_t n, char **ret_error) {
-        *ret_error = strprintf("has %zu entries, at most %d are accepted", n, SETTING_ENTRIES_MAX);
-        return -EINVAL;
+static int too_many_entries(size_t n, Error *err) {
+        return error_set(err, -EINVAL, "has %zu entries, at most %d are accepted", n,
+                         SETTING_ENTRIES_MAX);
 }
 
 /* Appends the comma-separated elements of value to *l; with sep, each must
  * hold it ('<' for thresholds, '=' for signal maps). */
 static int append_list(const Setting *s, NanoletConfig *c, char ***l, const char *value, char sep,
-                       char **ret_error) {
+                       Error *err) {
         _cleanup_free_ char *copy = strdup(value);
         size_t n = strv_length(*l);
         char *save = NULL;
@@ -899,103 +877,101 @@ static int append_list(const Setting *s, NanoletConfig *c, char ***l, const char
                 return -ENOMEM;
         for (char *e = strtok_r(copy, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
                 if (++n > SETTING_ENTRIES_MAX)
-                        return too_many_entries(n, ret_error);
-                r = check_element(c, s, e, ret_error);
+                        return too_many_entries(n, err);
+                r = check_element(c, s, e, err);
                 if (r < 0)
                         return r;
                 if (sep && !strchr(e, sep)) {
                         _cleanup_free_ char *q = setting_value_quote(e);
-                        *ret_error = strprintf("%s is not signal%cvalue", strna(q), sep);
-                        return -EINVAL;
+                        return error_set(err, -EINVAL, "%s is not signal%cvalue", strna(q), sep);
                 }
                 r = strv_extend(l, e);
                 if (r < 0)
                         return r;
         }
-        if (!*l) {
-                *ret_error = strdup("expected at least one value");
-                return -EINVAL;
-        }
+        if (!*l)
+                return error_set(err, -EINVAL, "expected at least one value");
         return 0;
 }
 
-static int parse_duration_bounded(const Setting *s, const char *value, usec_t *ret,
-                                  char **ret_error) {
+static int parse_duration_bounded(const Setting *s, const char *value, usec_t *ret, Error *err) {
         char lo[32], hi[32];
         usec_t u;
         int r = nanolet_parse_duration(value, &u);
         format_duration((usec_t)s->min, lo);
         format_duration(duration_max(s), hi);
-        if (r == -ERANGE || (r >= 0 && u > duration_max(s))) {
-                *ret_error = strprintf("must be at most %s", hi);
-                return -EINVAL;
-        }
-        if (r < 0) {
-                *ret_error = strdup("expected a duration such as \"20s\"");
-                return -EINVAL;
-        }
-        if (u == 0 && !(s->flags & SETTING_ZERO_ALLOWED)) {
-                *ret_error = strprintf("must not be 0: expected %s to %s", lo, hi);
-                return -EINVAL;
-        }
-        if (u != 0 && u < (usec_t)s->min) {
-                *ret_error = strprintf("must be at least %s%s", lo,
-                                       (s->flags & SETTING_ZERO_ALLOWED) ? " (or 0)" : "");
-                return -EINVAL;
-        }
+        if (r == -ERANGE || (r >= 0 && u > duration_max(s)))
+                return error_set(err, -EINVAL, "must be at most %s", hi);
+        if (r < 0)
+                return error_set(err, -EINVAL, "expected a duration such as \"20s\"");
+        if (u == 0 && !(s->flags & SETTING_ZERO_ALLOWED))
+                return error_set(err, -EINVAL, "must not be 0: expected %s to %s", lo, hi);
+        if (u != 0 && u < (usec_t)s->min)
+                return error_set(err, -EINVAL, "must be at least %s%s", lo,
+                                 (s->flags & SETTING_ZERO_ALLOWED) ? " (or 0)" : "");
         *ret = u;
         return 0;
 }
 
+static int parse_int(const Setting *s, const char *value, int64_t *ret, Error *err) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(value, &end, 10);
+        if (isempty(value) || *end || errno || v < s->min || v > s->max)
+                return error_set(err, -EINVAL, "expected an integer in %lld..%lld",
+                                 (long long)s->min, (long long)s->max);
+        *ret = v;
+        return 0;
+}
+
+static int parse_bool_value(const char *value, bool *ret, Error *err) {
+        if (parse_bool(value, ret) < 0)
+                return error_set(err, -EINVAL, "expected true or false");
+        return 0;
+}
+
+static int parse_size(const char *value, int64_t *ret, Error *err) {
+        Quantity q;
+        if (quantity_parse(value, &q) < 0 || q.value <= 0)
+                return error_set(err, -EINVAL, "expected a positive size such as \"10Mi\"");
+        *ret = q.value;
+        return 0;
+}
+
+/* One "Name: value" header, added to the list (replace: to an empty one). */
+static int append_header(NanoletConfig *c, const Setting *s, char ***l, const char *value,
+                         bool replace, Error *err) {
+        int r = check_element(c, s, value, err);
+        if (r < 0)
+                return r;
+        if (replace)
+                *l = strv_free(*l);
+        if (strv_length(*l) >= SETTING_ENTRIES_MAX)
+                return too_many_entries(strv_length(*l) + 1, err);
+        return strv_extend(l, value);
+}
+
 /* The scalar forms of every type, shared by flags and file scalars. */
 static int apply_scalar(NanoletConfig *c, const Setting *s, const char *value, bool replace,
-                        char **ret_error) {
+                        Error *err) {
         void *p = (char *)c + s->offset;
         int r;
 
         switch (s->type) {
         case SETTING_STRING:
-                r = check_element(c, s, value, ret_error);
-                if (r < 0)
-                        return r;
-                return set_str(p, value);
+                r = check_element(c, s, value, err);
+                return r < 0 ? r : set_str(p, value);
         case SETTING_CUSTOM:
-                r = setting_check_value(s, value, ret_error);
-                if (r < 0)
-                        return r;
-                return s->parse(c, s, value, ret_error);
+                r = setting_check_value(s, value, err);
+                return r < 0 ? r : s->parse(c, s, value, err);
         case SETTING_DURATION:
-                return parse_duration_bounded(s, value, p, ret_error);
-        case SETTING_INT: {
-                char *end;
-                errno = 0;
-                long long v = strtoll(value, &end, 10);
-                if (isempty(value) || *end || errno || v < s->min || v > s->max) {
-                        *ret_error = strprintf("expected an integer in %lld..%lld",
-                                               (long long)s->min, (long long)s->max);
-                        return -EINVAL;
-                }
-                *(int64_t *)p = v;
-                return 0;
-        }
-        case SETTING_BOOL: {
-                bool b;
-                if (parse_bool(value, &b) < 0) {
-                        *ret_error = strdup("expected true or false");
-                        return -EINVAL;
-                }
-                *(bool *)p = b;
-                return 0;
-        }
-        case SETTING_QUANTITY: {
-                Quantity q;
-                if (quantity_parse(value, &q) < 0 || q.value <= 0) {
-                        *ret_error = strdup("expected a positive size such as \"10Mi\"");
-                        return -EINVAL;
-                }
-                *(int64_t *)p = q.value;
-                return 0;
-        }
+                return parse_duration_bounded(s, value, p, err);
+        case SETTING_INT:
+                return parse_int(s, value, p, err);
+        case SETTING_BOOL:
+                return parse_bool_value(value, p, err);
+        case SETTING_QUANTITY:
+                return parse_size(value, p, err);
         case SETTING_STRV:
         case SETTING_EVICTION:
         case SETTING_SIGNAL_MAP:
@@ -1005,34 +981,25 @@ static int apply_scalar(NanoletConfig *c, const Setting *s, const char *value, b
                                    s->type == SETTING_EVICTION     ? '<'
                                    : s->type == SETTING_SIGNAL_MAP ? '='
                                                                    : 0,
-                                   ret_error);
+                                   err);
         case SETTING_HEADERS:
-                r = check_element(c, s, value, ret_error);
-                if (r < 0)
-                        return r;
-                if (replace)
-                        *(char ***)p = strv_free(*(char ***)p);
-                if (strv_length(*(char ***)p) >= SETTING_ENTRIES_MAX)
-                        return too_many_entries(strv_length(*(char ***)p) + 1, ret_error);
-                return strv_extend(p, value);
+                return append_header(c, s, p, value, replace, err);
         case SETTING_RESERVED: {
-                r = setting_check_value(s, value, ret_error);
-                if (r < 0)
-                        return r;
+                r = setting_check_value(s, value, err);
                 int64_t *cpu = p, *mem = cpu + 1;
-                return nanolet_parse_reserved(value, cpu, mem, ret_error);
+                return r < 0 ? r : nanolet_parse_reserved(value, cpu, mem, err);
         }
         case SETTING_OBJECT:
         case _SETTING_TYPE_MAX:
         case _SETTING_TYPE_INVALID:
                 break;
         }
-        *ret_error = strdup("cannot be given as a flag");
-        return -EINVAL;
+        return error_set(err, -EINVAL, "cannot be given as a flag");
 }
 
 int setting_apply_flag(NanoletConfig *c, const Setting *s, const char *value, bool replace) {
-        _cleanup_free_ char *error = NULL, *quoted = NULL;
+        Error error = {};
+        _cleanup_free_ char *quoted = NULL;
         int r;
 
         if (!value) {
@@ -1061,7 +1028,7 @@ int setting_apply_flag(NanoletConfig *c, const Setting *s, const char *value, bo
         r = apply_scalar(c, s, value, replace, &error);
         if (r == -EINVAL) {
                 quoted = setting_value_quote(value);
-                log_error("Invalid value %s for --%s: %s.", strna(quoted), s->flag, strna(error));
+                log_error("Invalid value %s for --%s: %s.", strna(quoted), s->flag, error.message);
         }
         return r;
 }
@@ -1069,14 +1036,14 @@ int setting_apply_flag(NanoletConfig *c, const Setting *s, const char *value, bo
 int settings_apply_defaults(NanoletConfig *c) {
         for (size_t i = 0; i < settings_table_size; i++) {
                 const Setting *s = &settings_table[i];
-                _cleanup_free_ char *error = NULL;
+                Error error = {};
                 if (s->disposition != SETTING_HONOURED || !s->value)
                         continue;
                 int r = apply_scalar(c, s, s->value, true, &error);
                 if (r < 0)
                         /* a default the table cannot parse is a bug in the table */
                         return log_error_errno(r, "Bad default \"%s\" of %s: %s.", s->value,
-                                               s->flag ? s->flag : s->key, strna(error));
+                                               s->flag ? s->flag : s->key, error.message);
         }
         return 0;
 }
@@ -1134,16 +1101,15 @@ static bool is_http_token(const char *s) {
 
 /* kubeReserved/systemReserved as a map: each pair on its own, so the
  * work is linear in the map and a key cannot smuggle in a ',' or '='. */
-static int apply_reserved_map(NanoletConfig *c, const Setting *s, const YamlNode *v,
-                              char **ret_error) {
+static int apply_reserved_map(NanoletConfig *c, const Setting *s, const YamlNode *v, Error *err) {
         int64_t cpu = 0, mem = 0;
         for (size_t i = 0; i < v->n; i++) {
                 const YamlNode *key = v->pairs[i].key, *val = v->pairs[i].value;
-                int r = setting_check_value(s, key->str, ret_error);
+                int r = setting_check_value(s, key->str, err);
                 if (r >= 0)
-                        r = setting_check_value(s, val->str, ret_error);
+                        r = setting_check_value(s, val->str, err);
                 if (r >= 0)
-                        r = nanolet_reserved_add(key->str, val->str, &cpu, &mem, ret_error);
+                        r = nanolet_reserved_add(key->str, val->str, &cpu, &mem, err);
                 if (r < 0)
                         return r;
         }
@@ -1153,14 +1119,8 @@ static int apply_reserved_map(NanoletConfig *c, const Setting *s, const YamlNode
         return 0;
 }
 
-static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, const char *file,
-                       Diagnostics *diag) {
-        _cleanup_free_ char *error = NULL;
-        _cleanup_strv_free_ char **l = NULL;
-        void *p = (char *)c + s->offset;
-        size_t n_entries = 0;
-        int r;
-
+/* The field helpers below add one error naming file:line and the key and
+ * return 0 (the document goes on); a negative return is ENOMEM. */
 #define BAD(...)                                                                                   \
         do {                                                                                       \
                 diagnostics_add(diag, DIAG_ERROR, file, v->line, v->column, s->key, __VA_ARGS__);  \
@@ -1172,120 +1132,155 @@ static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, co
                         BAD("holds a NUL byte");                                                   \
         } while (0)
 
-        switch (s->type) {
-        case SETTING_STRING:
-        case SETTING_CUSTOM:
-        case SETTING_DURATION:
-                if (!node_is_string(v))
+/* A sequence of strings, each checked as a flag's element. */
+static int apply_list_field(NanoletConfig *c, const Setting *s, const YamlNode *v, const char *file,
+                            Diagnostics *diag) {
+        _cleanup_strv_free_ char **l = NULL;
+        Error error = {};
+        if (v->type != YAML_NODE_SEQ)
+                BAD("%s", file_type_hint(s));
+        if (v->n > SETTING_ENTRIES_MAX)
+                BAD("has %zu entries, at most %d are accepted", v->n, SETTING_ENTRIES_MAX);
+        for (size_t i = 0; i < v->n; i++) {
+                if (!node_is_string(v->items[i]))
                         BAD("%s", file_type_hint(s));
-                BAD_NUL(v);
-                break;
-        case SETTING_INT:
-                if (v->type != YAML_NODE_INT)
+                BAD_NUL(v->items[i]);
+                if (check_element(c, s, v->items[i]->str, &error) < 0)
+                        BAD("item %zu: %s", i + 1, error.message);
+                int r = strv_extend(&l, v->items[i]->str);
+                if (r < 0)
+                        return r;
+        }
+        char ***p = (char ***)((char *)c + s->offset);
+        strv_free(*p);
+        *p = TAKE_PTR(l);
+        return 0;
+}
+
+/* The eviction maps: each "key: value" becomes "key<value" (thresholds) or
+ * "key=value", checked as the flag form is. */
+static int apply_signal_map_field(NanoletConfig *c, const Setting *s, const YamlNode *v,
+                                  const char *file, Diagnostics *diag) {
+        _cleanup_strv_free_ char **l = NULL;
+        Error error = {};
+        if (v->type != YAML_NODE_MAP)
+                BAD("%s", file_type_hint(s));
+        for (size_t i = 0; i < v->n; i++) {
+                const YamlNode *val = v->pairs[i].value, *key = v->pairs[i].key;
+                BAD_NUL(key);
+                if (!node_is_string(val) && val->type != YAML_NODE_INT)
                         BAD("%s", file_type_hint(s));
-                break;
-        case SETTING_BOOL:
-                if (v->type != YAML_NODE_BOOL)
-                        BAD("%s", file_type_hint(s));
-                break;
-        case SETTING_QUANTITY:
-                if (v->type != YAML_NODE_INT && !node_is_string(v))
-                        BAD("%s", file_type_hint(s));
-                BAD_NUL(v);
-                break;
-        case SETTING_STRV:
-                if (v->type != YAML_NODE_SEQ)
-                        BAD("%s", file_type_hint(s));
-                if (v->n > SETTING_ENTRIES_MAX)
+                BAD_NUL(val);
+                if (i + 1 > SETTING_ENTRIES_MAX)
                         BAD("has %zu entries, at most %d are accepted", v->n, SETTING_ENTRIES_MAX);
-                for (size_t i = 0; i < v->n; i++) {
-                        if (!node_is_string(v->items[i]))
+                _cleanup_free_ char *e = strprintf(
+                        "%s%c%s", key->str, s->type == SETTING_EVICTION ? '<' : '=', val->str);
+                if (!e)
+                        return -ENOMEM;
+                if (check_element(c, s, e, &error) < 0)
+                        BAD("%s", error.message);
+                int r = strv_consume(&l, TAKE_PTR(e));
+                if (r < 0)
+                        return r;
+        }
+        char ***p = (char ***)((char *)c + s->offset);
+        strv_free(*p);
+        *p = TAKE_PTR(l);
+        return 0;
+}
+
+/* staticPodURLHeader: header name -> list of values, each "Name: value". */
+static int apply_headers_field(NanoletConfig *c, const Setting *s, const YamlNode *v,
+                               const char *file, Diagnostics *diag) {
+        _cleanup_strv_free_ char **l = NULL;
+        Error error = {};
+        size_t n_entries = 0;
+        if (v->type != YAML_NODE_MAP)
+                BAD("%s", file_type_hint(s));
+        for (size_t i = 0; i < v->n; i++) {
+                const YamlNode *val = v->pairs[i].value, *key = v->pairs[i].key;
+                BAD_NUL(key);
+                if (!is_http_token(key->str)) {
+                        _cleanup_free_ char *q = setting_value_quote(key->str);
+                        BAD("header name %s is not an RFC 9110 token", strna(q));
+                }
+                if (val->type != YAML_NODE_SEQ)
+                        BAD("%s", file_type_hint(s));
+                for (size_t j = 0; j < val->n; j++) {
+                        if (!node_is_string(val->items[j]))
                                 BAD("%s", file_type_hint(s));
-                        BAD_NUL(v->items[i]);
-                        if (check_element(c, s, v->items[i]->str, &error) < 0)
-                                BAD("item %zu: %s", i + 1, strna(error));
-                        r = strv_extend(&l, v->items[i]->str);
+                        BAD_NUL(val->items[j]);
+                        if (++n_entries > SETTING_ENTRIES_MAX)
+                                BAD("has more than %d values, at most %d are accepted",
+                                    SETTING_ENTRIES_MAX, SETTING_ENTRIES_MAX);
+                        _cleanup_free_ char *h = strprintf("%s: %s", key->str, val->items[j]->str);
+                        if (!h)
+                                return -ENOMEM;
+                        if (check_element(c, s, h, &error) < 0)
+                                BAD("header %s: %s", key->str, error.message);
+                        int r = strv_consume(&l, TAKE_PTR(h));
                         if (r < 0)
                                 return r;
                 }
-                strv_free(*(char ***)p);
-                *(char ***)p = TAKE_PTR(l);
-                return 0;
+        }
+        char ***p = (char ***)((char *)c + s->offset);
+        strv_free(*p);
+        *p = TAKE_PTR(l);
+        return 0;
+}
+
+static int apply_reserved_field(NanoletConfig *c, const Setting *s, const YamlNode *v,
+                                const char *file, Diagnostics *diag) {
+        Error error = {};
+        if (v->type != YAML_NODE_MAP)
+                BAD("%s", file_type_hint(s));
+        if (v->n > RESERVED_ENTRIES_MAX)
+                BAD("has %zu entries, at most %d are accepted", v->n, RESERVED_ENTRIES_MAX);
+        for (size_t i = 0; i < v->n; i++) {
+                const YamlNode *val = v->pairs[i].value;
+                if (!node_is_string(val) && val->type != YAML_NODE_INT)
+                        BAD("values must be quantities such as \"100m\" or \"1Gi\"");
+                BAD_NUL(v->pairs[i].key);
+                BAD_NUL(val);
+        }
+        int r = apply_reserved_map(c, s, v, &error);
+        if (r == -EINVAL)
+                BAD("%s", error.message);
+        return r;
+}
+
+static bool scalar_type_ok(const Setting *s, const YamlNode *v) {
+        switch (s->type) {
+        case SETTING_INT:
+                return v->type == YAML_NODE_INT;
+        case SETTING_BOOL:
+                return v->type == YAML_NODE_BOOL;
+        case SETTING_QUANTITY:
+                return v->type == YAML_NODE_INT || node_is_string(v);
+        case SETTING_STRING:
+        case SETTING_CUSTOM:
+        case SETTING_DURATION:
+        case SETTING_STRV:
         case SETTING_HEADERS:
         case SETTING_EVICTION:
         case SETTING_SIGNAL_MAP:
-                if (v->type != YAML_NODE_MAP)
-                        BAD("%s", file_type_hint(s));
-                for (size_t i = 0; i < v->n; i++) {
-                        const YamlNode *val = v->pairs[i].value, *key = v->pairs[i].key;
-                        BAD_NUL(key);
-                        if (s->type != SETTING_HEADERS) {
-                                if (!node_is_string(val) && val->type != YAML_NODE_INT)
-                                        BAD("%s", file_type_hint(s));
-                                BAD_NUL(val);
-                                if (++n_entries > SETTING_ENTRIES_MAX)
-                                        BAD("has %zu entries, at most %d are accepted", v->n,
-                                            SETTING_ENTRIES_MAX);
-                                _cleanup_free_ char *e = strprintf(
-                                        "%s%c%s", key->str, s->type == SETTING_EVICTION ? '<' : '=',
-                                        val->str);
-                                if (!e)
-                                        return -ENOMEM;
-                                if (check_element(c, s, e, &error) < 0)
-                                        BAD("%s", strna(error));
-                                r = strv_consume(&l, TAKE_PTR(e));
-                                if (r < 0)
-                                        return r;
-                                continue;
-                        }
-                        if (!is_http_token(key->str)) {
-                                _cleanup_free_ char *q = setting_value_quote(key->str);
-                                BAD("header name %s is not an RFC 9110 token", strna(q));
-                        }
-                        if (val->type != YAML_NODE_SEQ)
-                                BAD("%s", file_type_hint(s));
-                        for (size_t j = 0; j < val->n; j++) {
-                                if (!node_is_string(val->items[j]))
-                                        BAD("%s", file_type_hint(s));
-                                BAD_NUL(val->items[j]);
-                                if (++n_entries > SETTING_ENTRIES_MAX)
-                                        BAD("has more than %d values, at most %d are accepted",
-                                            SETTING_ENTRIES_MAX, SETTING_ENTRIES_MAX);
-                                _cleanup_free_ char *h =
-                                        strprintf("%s: %s", key->str, val->items[j]->str);
-                                if (!h)
-                                        return -ENOMEM;
-                                if (check_element(c, s, h, &error) < 0)
-                                        BAD("header %s: %s", key->str, strna(error));
-                                r = strv_consume(&l, TAKE_PTR(h));
-                                if (r < 0)
-                                        return r;
-                        }
-                }
-                strv_free(*(char ***)p);
-                *(char ***)p = TAKE_PTR(l);
-                return 0;
         case SETTING_RESERVED:
-                if (v->type != YAML_NODE_MAP)
-                        BAD("%s", file_type_hint(s));
-                if (v->n > RESERVED_ENTRIES_MAX)
-                        BAD("has %zu entries, at most %d are accepted", v->n, RESERVED_ENTRIES_MAX);
-                for (size_t i = 0; i < v->n; i++) {
-                        const YamlNode *val = v->pairs[i].value;
-                        if (!node_is_string(val) && val->type != YAML_NODE_INT)
-                                BAD("values must be quantities such as \"100m\" or \"1Gi\"");
-                        BAD_NUL(v->pairs[i].key);
-                        BAD_NUL(val);
-                }
-                r = apply_reserved_map(c, s, v, &error);
-                if (r == -EINVAL)
-                        BAD("%s", strna(error));
-                return r;
         case SETTING_OBJECT:
         case _SETTING_TYPE_MAX:
         case _SETTING_TYPE_INVALID:
-                return 0;
+                break;
         }
+        return node_is_string(v);
+}
+
+/* A scalar: the flag's parser, so both sources accept the same values. */
+static int apply_scalar_field(NanoletConfig *c, const Setting *s, const YamlNode *v,
+                              const char *file, Diagnostics *diag) {
+        Error error = {};
+        if (!scalar_type_ok(s, v))
+                BAD("%s", file_type_hint(s));
+        if (s->type != SETTING_INT && s->type != SETTING_BOOL)
+                BAD_NUL(v);
 
         const char *value = v->str;
         if ((s->flags & SETTING_FILE_ZERO_IS_DEFAULT) && s->value) {
@@ -1295,13 +1290,40 @@ static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, co
                     (s->type == SETTING_INT && v->i == 0))
                         value = s->value;
         }
-        /* a scalar: the flag's parser, so both sources accept the same values */
-        r = apply_scalar(c, s, value, true, &error);
+        int r = apply_scalar(c, s, value, true, &error);
         if (r == -EINVAL)
-                BAD("%s", strna(error));
+                BAD("%s", error.message);
         return r;
+}
+
 #undef BAD_NUL
 #undef BAD
+
+static int apply_field(NanoletConfig *c, const Setting *s, const YamlNode *v, const char *file,
+                       Diagnostics *diag) {
+        switch (s->type) {
+        case SETTING_STRING:
+        case SETTING_CUSTOM:
+        case SETTING_DURATION:
+        case SETTING_INT:
+        case SETTING_BOOL:
+        case SETTING_QUANTITY:
+                return apply_scalar_field(c, s, v, file, diag);
+        case SETTING_STRV:
+                return apply_list_field(c, s, v, file, diag);
+        case SETTING_EVICTION:
+        case SETTING_SIGNAL_MAP:
+                return apply_signal_map_field(c, s, v, file, diag);
+        case SETTING_HEADERS:
+                return apply_headers_field(c, s, v, file, diag);
+        case SETTING_RESERVED:
+                return apply_reserved_field(c, s, v, file, diag);
+        case SETTING_OBJECT:
+        case _SETTING_TYPE_MAX:
+        case _SETTING_TYPE_INVALID:
+                break;
+        }
+        return 0;
 }
 
 int settings_apply_document(NanoletConfig *c, const void *yaml_map, const char *filename,
@@ -1317,8 +1339,8 @@ int settings_apply_document(NanoletConfig *c, const void *yaml_map, const char *
                 const Setting *s = settings_find_key(key);
                 if (!s) {
                         /* the key as written, unless it holds bytes a terminal acts on */
-                        _cleanup_free_ char *error = NULL, *quoted = NULL;
-                        if (scalar_has_nul(doc->pairs[i].key) || check_text(key, &error) < 0) {
+                        _cleanup_free_ char *quoted = NULL;
+                        if (scalar_has_nul(doc->pairs[i].key) || check_text(key, NULL) < 0) {
                                 quoted = setting_value_quote(key);
                                 if (!quoted)
                                         return -ENOMEM;

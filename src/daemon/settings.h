@@ -100,9 +100,9 @@ enum {
 typedef struct Setting Setting;
 /* Parses one flag value (or file scalar) of a SETTING_CUSTOM setting, or
  * checks one element of a SETTING_STRING/SETTING_STRV one; on -EINVAL
- * *ret_error says why in a sentence fragment. */
-typedef int (*SettingParser)(NanoletConfig *c, const Setting *s, const char *value,
-                             char **ret_error);
+ * err's message says why in a sentence fragment (the caller names the
+ * flag or file:line:field). */
+typedef int (*SettingParser)(NanoletConfig *c, const Setting *s, const char *value, Error *err);
 
 struct Setting {
         const char *flag; /* without "--"; NULL: file only */
@@ -137,9 +137,9 @@ const char *setting_disposition_to_string(SettingDisposition d);
 const char *setting_check_to_string(SettingCheck k);
 
 /* Checks one string element of s (a scalar, or one list or map element)
- * against s->check; -EINVAL with *ret_error saying what is wrong, without
+ * against s->check; -EINVAL with err saying what is wrong, without
  * quoting the hostile bytes. */
-int setting_check_value(const Setting *s, const char *value, char **ret_error);
+int setting_check_value(const Setting *s, const char *value, Error *err);
 
 /* value quoted for a log line or diagnostic: control characters and
  * non-ASCII bytes escaped, at most 64 bytes shown. NULL on ENOMEM. */

@@ -515,7 +515,7 @@ static void evaluate(EvictionManager *m) {
         }
         /* Node-level reclaim first, as kubelet: unused images (dead
          * containers' attempts are already kept to the last one per
-         * container, SPEC §14). */
+         * container, docs/logs.md). */
         bool reclaim_now = false;
         if (met_cond[NODE_CONDITION_DISK_PRESSURE] && !m->disk_reclaimed) {
                 m->disk_reclaimed = reclaim_now = true;

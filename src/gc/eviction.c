@@ -2,7 +2,6 @@
 #include "eviction.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,21 +83,8 @@ void eviction_config_done(EvictionConfig *c) {
         *c = (EvictionConfig){};
 }
 
-static int set_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
-static int set_error(char **ret_error, const char *fmt, ...) {
-        if (ret_error) {
-                va_list ap;
-                va_start(ap, fmt);
-                free(*ret_error);
-                if (vasprintf(ret_error, fmt, ap) < 0)
-                        *ret_error = NULL;
-                va_end(ap);
-        }
-        return -EINVAL;
-}
-
 /* 1: a value; 0: "0%"/"100%", which kubelet reads as no threshold. */
-static int parse_value(const char *signal, const char *s, EvictionValue *ret, char **ret_error) {
+static int parse_value(const char *signal, const char *s, EvictionValue *ret, Error *err) {
         size_t len = strlen(s);
         if (len > 0 && s[len - 1] == '%') {
                 if (streq(s, "0%") || streq(s, "100%"))
@@ -106,12 +92,12 @@ static int parse_value(const char *signal, const char *s, EvictionValue *ret, ch
                 char *end;
                 double p = strtod(s, &end);
                 if (end != s + len - 1 || end == s)
-                        return set_error(ret_error,
+                        return error_set(err, -EINVAL,
                                          "eviction threshold %s: invalid percentage \"%s\"", signal,
                                          s);
                 if (p < 0 || p > 100)
-                        return set_error(
-                                ret_error,
+                        return error_set(
+                                err, -EINVAL,
                                 "eviction percentage threshold %s must be within 0%%..100%%: %s",
                                 signal, s);
                 *ret = (EvictionValue){ .percentage = p / 100 };
@@ -119,10 +105,10 @@ static int parse_value(const char *signal, const char *s, EvictionValue *ret, ch
         }
         Quantity q;
         if (quantity_parse(s, &q) < 0)
-                return set_error(ret_error, "eviction threshold %s: invalid quantity \"%s\"",
+                return error_set(err, -EINVAL, "eviction threshold %s: invalid quantity \"%s\"",
                                  signal, s);
         if (q.value <= 0)
-                return set_error(ret_error, "eviction threshold %s must be positive: %s", signal,
+                return error_set(err, -EINVAL, "eviction threshold %s must be positive: %s", signal,
                                  s);
         *ret = (EvictionValue){ .quantity = (uint64_t)q.value };
         return 1;
@@ -136,113 +122,117 @@ static EvictionThreshold *find(EvictionConfig *c, EvictionSignal s, bool soft) {
 }
 
 /* "signal<value" (op '<') or "signal=value" (op '='): splits in place. */
-static int split(char *s, char op, char **ret_value, EvictionSignal *ret_signal, char **ret_error) {
+static int split(char *s, char op, char **ret_value, EvictionSignal *ret_signal, Error *err) {
         char *p = strchr(s, op);
         if (!p)
-                return set_error(ret_error, "\"%s\": expected signal%cvalue", s, op);
+                return error_set(err, -EINVAL, "\"%s\": expected signal%cvalue", s, op);
         *p = 0;
         EvictionSignal sig = eviction_signal_from_string(s);
         if (sig < 0)
-                return set_error(ret_error, "unsupported eviction signal \"%s\"", s);
+                return error_set(err, -EINVAL, "unsupported eviction signal \"%s\"", s);
         *ret_signal = sig;
         *ret_value = p + 1;
         return 0;
 }
 
+/* One "signal<value" of the hard (soft false) or soft list. */
+static int add_threshold(EvictionConfig *c, const char *entry, bool soft, Error *err) {
+        _cleanup_free_ char *copy = strdup(entry);
+        char *value;
+        EvictionSignal sig;
+        EvictionValue v;
+        int r;
+        if (!copy)
+                return -ENOMEM;
+        if ((r = split(copy, '<', &value, &sig, err)) < 0 ||
+            (r = parse_value(copy, value, &v, err)) <= 0)
+                return r;
+        EvictionThreshold *t = find(c, sig, soft);
+        if (!t) {
+                t = reallocarray(c->thresholds, c->n + 1, sizeof *t);
+                if (!t)
+                        return -ENOMEM;
+                c->thresholds = t;
+                t = &c->thresholds[c->n++];
+        }
+        /* A later value for the same signal replaces the earlier one (a flag
+         * after the config file's map). */
+        *t = (EvictionThreshold){ .signal = sig, .value = v, .soft = soft };
+        return 0;
+}
+
+/* One "signal=duration" of the soft thresholds' grace periods. */
+static int add_grace_period(EvictionConfig *c, const char *entry, Error *err) {
+        _cleanup_free_ char *copy = strdup(entry);
+        char *value;
+        EvictionSignal sig;
+        usec_t u;
+        int r;
+        if (!copy)
+                return -ENOMEM;
+        if ((r = split(copy, '=', &value, &sig, err)) < 0)
+                return r;
+        if (go_duration_parse_usec(value, &u) < 0)
+                return error_set(err, -EINVAL, "eviction grace period %s: invalid duration \"%s\"",
+                                 copy, value);
+        EvictionThreshold *t = find(c, sig, true);
+        if (!t)
+                return error_set(err, -EINVAL,
+                                 "eviction grace period for %s without a soft threshold", copy);
+        t->grace_period = u;
+        return 0;
+}
+
+/* One "signal=value": the minimum reclaim of every threshold of the signal. */
+static int add_min_reclaim(EvictionConfig *c, const char *entry, Error *err) {
+        _cleanup_free_ char *copy = strdup(entry);
+        char *value;
+        EvictionSignal sig;
+        EvictionValue v = {};
+        int r;
+        if (!copy)
+                return -ENOMEM;
+        if ((r = split(copy, '=', &value, &sig, err)) < 0 ||
+            (r = parse_value(copy, value, &v, err)) < 0)
+                return r;
+        bool any = false;
+        for (size_t i = 0; i < c->n; i++)
+                if (c->thresholds[i].signal == sig) {
+                        c->thresholds[i].min_reclaim = v;
+                        any = true;
+                }
+        if (!any)
+                return error_set(err, -EINVAL,
+                                 "eviction minimum reclaim for %s without a threshold", copy);
+        return 0;
+}
+
 int eviction_config_parse(char *const *hard, char *const *soft, char *const *grace_periods,
                           char *const *min_reclaims, usec_t transition_period, EvictionConfig *ret,
-                          char **ret_error) {
-        EvictionConfig c = { .pressure_transition_period = transition_period };
-        int r = 0;
+                          Error *err) {
+        _cleanup_(eviction_config_done) EvictionConfig c = {
+                .pressure_transition_period = transition_period,
+        };
+        int r;
 
-        for (int pass = 0; pass < 2 && r >= 0; pass++)
-                for (char *const *l = pass ? soft : hard; l && *l && r >= 0; l++) {
-                        _cleanup_free_ char *copy = strdup(*l);
-                        char *value;
-                        EvictionSignal sig;
-                        EvictionValue v;
-                        if (!copy) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        if ((r = split(copy, '<', &value, &sig, ret_error)) < 0 ||
-                            (r = parse_value(copy, value, &v, ret_error)) <= 0)
-                                continue;
-                        EvictionThreshold *t = find(&c, sig, pass);
-                        if (!t) {
-                                t = reallocarray(c.thresholds, c.n + 1, sizeof *t);
-                                if (!t) {
-                                        r = -ENOMEM;
-                                        break;
-                                }
-                                c.thresholds = t;
-                                t = &c.thresholds[c.n++];
-                        }
-                        /* A later value for the same signal replaces the earlier one
-                         * (a flag after the config file's map). */
-                        *t = (EvictionThreshold){ .signal = sig, .value = v, .soft = pass };
-                        r = 0;
-                }
-        for (char *const *l = grace_periods; l && *l && r >= 0; l++) {
-                _cleanup_free_ char *copy = strdup(*l);
-                char *value;
-                EvictionSignal sig;
-                usec_t u;
-                if (!copy) {
-                        r = -ENOMEM;
-                        break;
-                }
-                if ((r = split(copy, '=', &value, &sig, ret_error)) < 0)
-                        break;
-                if (go_duration_parse_usec(value, &u) < 0) {
-                        r = set_error(ret_error,
-                                      "eviction grace period %s: invalid duration \"%s\"", copy,
-                                      value);
-                        break;
-                }
-                EvictionThreshold *t = find(&c, sig, true);
-                if (!t) {
-                        r = set_error(ret_error,
-                                      "eviction grace period for %s without a soft threshold",
-                                      copy);
-                        break;
-                }
-                t->grace_period = u;
-        }
-        for (char *const *l = min_reclaims; l && *l && r >= 0; l++) {
-                _cleanup_free_ char *copy = strdup(*l);
-                char *value;
-                EvictionSignal sig;
-                EvictionValue v = {};
-                if (!copy) {
-                        r = -ENOMEM;
-                        break;
-                }
-                if ((r = split(copy, '=', &value, &sig, ret_error)) < 0 ||
-                    (r = parse_value(copy, value, &v, ret_error)) < 0)
-                        break;
-                r = 0;
-                bool any = false;
-                for (size_t i = 0; i < c.n; i++)
-                        if (c.thresholds[i].signal == sig) {
-                                c.thresholds[i].min_reclaim = v;
-                                any = true;
-                        }
-                if (!any)
-                        r = set_error(ret_error,
-                                      "eviction minimum reclaim for %s without a threshold", copy);
-        }
-        for (size_t i = 0; i < c.n && r >= 0; i++)
+        for (int pass = 0; pass < 2; pass++)
+                for (char *const *l = pass ? soft : hard; l && *l; l++)
+                        if ((r = add_threshold(&c, *l, pass, err)) < 0)
+                                return r;
+        for (char *const *l = grace_periods; l && *l; l++)
+                if ((r = add_grace_period(&c, *l, err)) < 0)
+                        return r;
+        for (char *const *l = min_reclaims; l && *l; l++)
+                if ((r = add_min_reclaim(&c, *l, err)) < 0)
+                        return r;
+        for (size_t i = 0; i < c.n; i++)
                 if (c.thresholds[i].soft && c.thresholds[i].grace_period == 0)
-                        r = set_error(ret_error,
-                                      "soft eviction threshold %s needs a grace period "
-                                      "(--eviction-soft-grace-period)",
-                                      eviction_signal_to_string(c.thresholds[i].signal));
-        if (r < 0) {
-                eviction_config_done(&c);
-                return r;
-        }
+                        return error_set(err, -EINVAL,
+                                         "soft eviction threshold %s needs a grace period "
+                                         "(--eviction-soft-grace-period)",
+                                         eviction_signal_to_string(c.thresholds[i].signal));
         *ret = c;
+        c = (EvictionConfig){}; /* handed over */
         return 0;
 }
 

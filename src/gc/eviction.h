@@ -1,4 +1,4 @@
-/* Node-pressure eviction (SPEC §14), kubelet's model: thresholds on
+/* Node-pressure eviction (docs/eviction.md), kubelet's model: thresholds on
  * eviction signals ("memory.available<100Mi", "nodefs.available<10%"), hard
  * (acted on at once) or soft (after their grace period), node conditions
  * (MemoryPressure, DiskPressure, PIDPressure) that stay set for the
@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "cleanup.h"
+#include "error.h"
 #include "event.h"
 #include "time-util.h"
 
@@ -88,10 +89,10 @@ void eviction_config_done(EvictionConfig *c);
  * quantity is an error); grace periods and minimum reclaims are
  * "signal=value" lists; every soft threshold needs a grace period, and a
  * grace period or minimum reclaim for a signal without threshold is an
- * error. On error, ret_error (may be NULL) gets a sentence. */
+ * error. On error, err (may be NULL) gets a sentence. */
 int eviction_config_parse(char *const *hard, char *const *soft, char *const *grace_periods,
                           char *const *min_reclaims, usec_t transition_period, EvictionConfig *ret,
-                          char **ret_error);
+                          Error *err);
 
 /* What a threshold value means for a capacity: quantity, or percentage of
  * capacity (rounded down). */

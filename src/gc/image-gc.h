@@ -1,4 +1,4 @@
-/* Image garbage collection (SPEC §7, §14), kubelet's policy: when the image
+/* Image garbage collection (docs/images.md), kubelet's policy: when the image
  * filesystem (the one holding <root-dir>/images) is more than
  * high_percent full, unused images are removed, least recently used first
  * (never-used ones before used ones; then the earliest stored), until it is

@@ -1,4 +1,4 @@
-/* Registry pulls (SPEC §7): the OCI distribution API v2 client. A pull
+/* Registry pulls (docs/images.md): the OCI distribution API v2 client. A pull
  * resolves a reference through registries.conf (blocked registries,
  * location rewrites, mirrors tried in order before the registry), fetches
  * the manifest (OCI or Docker schema 2; an image index / manifest list is

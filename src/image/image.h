@@ -1,4 +1,4 @@
-/* The image store (SPEC §3, §7): an OCI image layout under
+/* The image store (docs/images.md): an OCI image layout under
  * <root-dir>/images (blobs/sha256/<hex>, index.json holding every tag as
  * org.opencontainers.image.ref.name = normalised reference), layers
  * unpacked once per chain ID under <root-dir>/layers/<chain-hex>/ in
@@ -127,7 +127,7 @@ int image_store_remove(ImageStore *s, const char *ref, const ImageUsers *users, 
  * images' names/digests. */
 int image_store_prune(ImageStore *s, const ImageUsers *users, char ***ret_removed,
                       uint64_t *ret_reclaimed, Error *err);
-/* Image GC's clock (SPEC §14): image_store_mark_used() records that a
+/* Image GC's clock (docs/images.md): image_store_mark_used() records that a
  * container is being created from the image with manifest digest now (the
  * mtime of images/last-used/<hex>: one open and futimens, fine on the loop);
  * image_store_times() reads it back as ret_last_used (0: never used) and,

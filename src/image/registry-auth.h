@@ -1,4 +1,4 @@
-/* Registry authentication inputs (SPEC §7): RFC 7235 WWW-Authenticate
+/* Registry authentication inputs (docs/images.md): RFC 7235 WWW-Authenticate
  * challenges as registries send them (the Bearer realm/service/scope dance,
  * Basic), docker config.json credentials, and the data of Kubernetes
  * Secrets of type kubernetes.io/dockerconfigjson and kubernetes.io/dockercfg.

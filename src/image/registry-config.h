@@ -1,4 +1,5 @@
-/* containers-registries.conf(5), the subset a node agent needs (SPEC §7):
+/* containers-registries.conf(5), the subset a node agent needs
+ * (docs/images.md):
  *   [[registry]] prefix, location, insecure, blocked, mirror-by-digest-only
  *   [[registry.mirror]] location, insecure, pull-from-mirror
  *   unqualified-search-registries (accepted; nanolet normalises short names

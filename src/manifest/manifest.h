@@ -29,7 +29,7 @@ typedef struct ManifestObject {
         ManifestKind kind;
         char *name;      /* Pods: metadata.name + "-" + node name (static pod naming) */
         char *namespace; /* defaulted to "default" */
-        /* Pods: metadata.uid if given, else the identity hash (SPEC §4).
+        /* Pods: metadata.uid if given, else the identity hash (docs/manifests.md).
          * ConfigMaps/Secrets: hash of their canonical form (change detection). */
         char *uid;
         char *canonical_json; /* sorted-key compact JSON of the document as parsed */
@@ -81,7 +81,7 @@ int manifest_parse_buffer_full(const char *buf, size_t size, const ManifestParse
                                ManifestObject ***ret_objs, size_t *ret_n, size_t *ret_n_documents,
                                Diagnostics *diag);
 
-/* The UID of a pod per SPEC §4: first 32 hex digits of
+/* The UID of a pod (docs/manifests.md, "Identity"): first 32 hex digits of
  * SHA-256(canonical_json "\n" "host:" node_name "\n" "source:" source_id). */
 int manifest_compute_uid(const char *canonical_json, const char *node_name, const char *source_id,
                          char ret[static 33]);

@@ -1,8 +1,8 @@
 /* Kubernetes' SetDefaults_* for the fields nanolet honours, applied after
  * decoding so that validation and the runtime see the same values the API
  * server would have stored. Seccomp is deliberately not defaulted here:
- * the runtime applies RuntimeDefault (SPEC §10), and a manifest's canonical
- * form must not change with that policy. */
+ * the runtime applies RuntimeDefault (docs/internals/runtime.md), and a
+ * manifest's canonical form must not change with that policy. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

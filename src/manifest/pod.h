@@ -377,7 +377,7 @@ typedef struct Capabilities {
 } Capabilities;
 
 /* type is _SECCOMP_PROFILE_TYPE_INVALID when the manifest has none: the
- * runtime applies RuntimeDefault (SPEC §10). */
+ * runtime applies RuntimeDefault (docs/internals/runtime.md). */
 typedef struct SeccompProfile {
         SeccompProfileType type;
         char *localhost_profile;
@@ -644,7 +644,7 @@ int pod_set_annotation(Pod *p, const char *key, const char *value);
 #define POD_RUNTIME_ID_MAX 128
 #define POD_RUNTIME_ID_COUNT_DIGITS 10
 
-/* Start ordering between static pods (SPEC §15). */
+/* Start ordering between static pods (docs/manifests.md, "Start ordering"). */
 #define POD_WAIT_FOR_ANNOTATION "nanolet.io/wait-for"
 /* The pods p waits for, as "namespace/name" (name without the node suffix,
  * namespace defaulted to p's own), from a validated annotation. *ret is

@@ -17,7 +17,7 @@
  * This header is the pure part (unit-tested): argument parsing, the CRI
  * framing, the sync line, exit codes. It depends on libc only, as does the
  * whole program: it must start in well under a millisecond and cost little
- * memory per container (docs/runtime.md, "The container monitor"). */
+ * memory per container (docs/internals/runtime.md, "The container monitor"). */
 #pragma once
 
 #include <stdbool.h>

@@ -9,7 +9,7 @@
  * atomically before the first plugin runs and again with the result), so a
  * DEL or CHECK after an agent restart or a kill -9 in the middle of an ADD
  * has the configuration, port mappings and prevResult the ADD used. A
- * successful DEL removes it. See docs/network.md. */
+ * successful DEL removes it. See docs/internals/network.md. */
 #pragma once
 
 #include <stdbool.h>

@@ -1,4 +1,4 @@
-/* Restart back-off (SPEC §6, kubelet's CrashLoopBackOff): as kubelet, a
+/* Restart back-off (kubelet's CrashLoopBackOff, docs/internals/runtime.md): a
  * container that exits is restarted at once the first time; after the
  * second exit it waits 10 s, then 20 s, doubling up to 300 s, and the count
  * starts over once an attempt has run for 10 minutes. A start that failed

@@ -1,6 +1,6 @@
 /* The pod checkpoint, <root-dir>/pods/<uid>/pod.json: what the agent needs
  * to recognise and adopt a pod after it restarted, written before the pod's
- * first container is created (docs/state-files.md). */
+ * first container is created (docs/internals/state-files.md). */
 #pragma once
 
 #include <jansson.h>

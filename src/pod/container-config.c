@@ -1172,7 +1172,7 @@ static int build_seccomp(const ContainerBuildContext *ctx, RuntimeContainerConfi
                 return 0;
         }
         /* No profile: kubelet's seccompDefault decides. nanolet's default
-         * is RuntimeDefault (SPEC §10), kubelet's Unconfined. */
+         * is RuntimeDefault (docs/internals/runtime.md), kubelet's Unconfined. */
         if (!sp) {
                 c->seccomp = ctx->no_seccomp_default ? RUNTIME_SECCOMP_UNCONFINED
                                                      : RUNTIME_SECCOMP_RUNTIME_DEFAULT;

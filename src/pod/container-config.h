@@ -93,7 +93,7 @@ int container_subpaths_release(const char *attempt_dir);
  * share it with, and would otherwise need the sandbox helper's fork for
  * that one pin. kubelet's pause container holds it in every pod; the
  * difference (a restarted container gets fresh SysV IPC objects; /dev/shm
- * stays the pod's tmpfs) is in docs/runtime.md. */
+ * stays the pod's tmpfs) is in docs/internals/runtime.md. */
 bool pod_ipc_per_container(const Pod *pod);
 
 /* Whether container c's config.json depends on what the pod's network

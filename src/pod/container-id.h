@@ -1,4 +1,4 @@
-/* Runtime container IDs (SPEC §6): 64 lowercase hex digits, the shape
+/* Runtime container IDs (docs/internals/state-files.md): 64 lowercase hex digits, the shape
  * containerd and CRI-O give and that log shippers expect in
  * /var/log/containers/<pod>_<ns>_<container>-<id>.log (Fluent Bit's and
  * fluentd's kubernetes parsers match [a-z0-9]{64}). The ID is derived, not

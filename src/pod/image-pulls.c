@@ -85,16 +85,16 @@ static void on_backend_done(void *pull_userdata, int r, const char *digest, cons
 
 static void pull_start(OpQueueItem *item) {
         Pull *p = (Pull *)item;
-        _cleanup_free_ char *error = NULL;
+        Error err = {};
 
         p->started_at = now_usec(CLOCK_MONOTONIC);
         int r = p->owner->backend.start(p->owner->backend.userdata, p->ref, p->auths,
-                                        on_backend_done, p, &p->handle, &error);
+                                        on_backend_done, p, &p->handle, &err);
         if (r < 0) {
                 p->handle = NULL;
-                if (!error)
-                        error = strprintf("cannot start the pull: %s", strerror(-r));
-                on_backend_done(p, r, NULL, error);
+                /* a backend that gave no reason */
+                r = error_set(&err, r, "cannot start the pull: %s", strerror(-r));
+                on_backend_done(p, r, NULL, err.message);
         }
 }
 

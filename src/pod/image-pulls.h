@@ -1,4 +1,4 @@
-/* The agent's image pulls as the pods need them (SPEC §7): at most
+/* The agent's image pulls as the pods need them (docs/images.md): at most
  * max_parallel pulls at a time (1 with serializeImagePulls, kubelet's
  * default), queued in request order beyond that, and one pull per
  * reference and credentials however many containers wait for it: a second
@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 
+#include "error.h"
 #include "event.h"
 #include "time-util.h"
 
@@ -27,10 +28,10 @@ typedef struct ImagePullBackend {
         /* Starts pulling ref with auths_json (a docker config.json document
          * tried before the agent's credential file; NULL: none). Calls done
          * once, later, from the loop, unless cancelled. Returns 0 and a
-         * handle for cancel(), or -errno with a malloc'd *ret_error. */
+         * handle for cancel(), or -errno with err saying why. */
         int (*start)(void *backend_userdata, const char *ref, const char *auths_json,
                      image_pull_backend_done_t done, void *pull_userdata, void **ret_handle,
-                     char **ret_error);
+                     Error *err);
         void (*cancel)(void *handle);
         void *userdata;
 } ImagePullBackend;

@@ -1,5 +1,5 @@
 /* The pod worker's adoption of what an earlier run of the agent left
- * (SPEC §6): running containers are adopted, exited ones reported, a
+ * (docs/internals/runtime.md): running containers are adopted, exited ones reported, a
  * sandbox lost to a reboot is cleaned up. See pod-worker-internal.h; the
  * decision per pod is pod_adopt_decide() (pod-adopt.h). */
 #include "pod-adopt.h"
@@ -69,7 +69,7 @@ bool pod_adopt_live(char *const *ids, const char *uid, const char *sandbox_recor
         return sandbox_record && access(sandbox_record, F_OK) >= 0;
 }
 
-/* ---- adoption (SPEC §6): an agent restart never restarts a running container ---- */
+/* ---- adoption: an agent restart never restarts a running container ---- */
 
 char *attempt_dir_of(const PodWorker *w, const ContainerState *c, unsigned attempt) {
         return strprintf("%s/containers/%s/%u", w->pod_dir, c->spec->name, attempt);

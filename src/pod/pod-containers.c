@@ -520,7 +520,7 @@ static void on_image_pulled(int r, const char *digest, const char *error, usec_t
         container_start_image(op);
 }
 
-/* The image, as the pull policy says (SPEC §7): Never and IfNotPresent use
+/* The image, as the pull policy says (docs/images.md): Never and IfNotPresent use
  * the store's copy, Always asks the registry for the tag's digest on every
  * start (a pull of an unchanged image downloads no blob) and
  * --image-pull-policy-override=never forbids every pull. */
@@ -550,11 +550,13 @@ static void container_start_image(ContainerOp *op) {
         bool want_pull = !op->pulled && policy != PULL_POLICY_NEVER &&
                          (!present || policy == PULL_POLICY_ALWAYS);
         if (want_pull && o->pulls) {
-                _cleanup_free_ char *auths = NULL, *error = NULL;
+                _cleanup_free_ char *auths = NULL;
+                Error aerr = {};
                 op->image = image_free(op->image);
-                r = worker_pull_auths(w, &auths, &error);
+                r = worker_pull_auths(w, &auths, &aerr);
                 if (r < 0) {
-                        start_failed(op, "ErrImagePull", error ? error : strerror(-r));
+                        start_failed(op, "ErrImagePull",
+                                     aerr.message[0] ? aerr.message : strerror(-r));
                         return;
                 }
                 worker_event(w, c, POD_EVENT_PULLING, "Pulling image \"%s\"", c->spec->image);
@@ -639,7 +641,7 @@ static void container_start_with_image(ContainerOp *op) {
         }
         c->attempt = op->attempt;
         c->restart_count = op->attempt;
-        /* SPEC §14: the last exited attempt stays for `logs -p`. */
+        /* The last exited attempt stays for `logs -p` (docs/logs.md). */
         if (op->attempt >= 1)
                 pod_worker_gc_attempts(w, c, op->attempt - 1);
         /* A preparation shows nothing until a start claims it: the

@@ -1,7 +1,7 @@
 /* A pod's events, as kubelet's event recorder would send them to the
  * apiserver: a bounded list (the last POD_EVENTS_MAX) kept by the pod
  * worker and written next to the pod's status record as a v1 EventList
- * (<run-dir>/status/events/<uid>.json, docs/state-files.md), where
+ * (<run-dir>/status/events/<uid>.json, docs/internals/state-files.md), where
  * `nanolet inspect` and `nanolet events` read it.
  *
  * Repeats collapse as kubelet's EventCorrelator deduplicates: an event with

@@ -1,8 +1,8 @@
 /* Container log upkeep that needs to know the pod's containers: offering the
  * running containers' logs to the rotator (the mechanics are in
  * runtime/log-rotate.h; the pod manager's timer decides when), and removing
- * what attempts older than the last exited one left behind (SPEC §14: bundle
- * and overlay directories, log files, /var/log/containers symlinks). What
+ * what attempts older than the last exited one left behind (docs/logs.md:
+ * bundle and overlay directories, log files, /var/log/containers symlinks). What
  * is left of a pod once it is gone is pod-log-gc.h's. */
 #pragma once
 

@@ -290,7 +290,7 @@ static void stop_unwanted_unreadable(PodManager *m) {
 
 /* Pods adopted from checkpoints that no source wants once every source has
  * been read are terminated, except those whose file is broken right now (a
- * half-written file never takes a running pod down, SPEC §15). */
+ * half-written file never takes a running pod down, docs/manifests.md). */
 static void terminate_unclaimed(PodManager *m) {
         if (!m->sources_ready)
                 return;
@@ -339,7 +339,7 @@ static void on_worker_finished(PodWorker *w, void *userdata) {
                         m->n_workers--;
                         break;
                 }
-        /* A replaced pod's successor starts only now (SPEC §4: the old pod
+        /* A replaced pod's successor starts only now (docs/manifests.md: the old pod
          * is terminated honouring its grace period, then the new one runs). */
         PodWorker *next = pod_worker_take_successor(w);
         if (next)
@@ -358,7 +358,7 @@ static void on_worker_finished(PodWorker *w, void *userdata) {
         }
 }
 
-/* ---- nanolet.io/wait-for (SPEC §15) ---- */
+/* ---- nanolet.io/wait-for (docs/manifests.md, "Start ordering") ---- */
 
 /* The live pod "namespace/name" (name without the node suffix). */
 static PodWorker *find_by_ref(PodManager *m, const char *ref) {
@@ -563,7 +563,7 @@ void pod_manager_handle_source_event(PodManager *m, const SourceEvent *ev) {
         terminate_unclaimed(m);
 }
 
-/* ---- orphans (SPEC §8, §14): networks of sandboxes no worker has ---- */
+/* ---- orphans (docs/internals/network.md): networks of sandboxes no worker has ---- */
 
 #define ORPHAN_SWEEP_PERIOD_USEC (60 * USEC_PER_SEC)
 
@@ -927,12 +927,12 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
                 return -ENOMEM;
         int r;
         {
-                _cleanup_free_ char *msg = NULL;
+                Error err = {};
                 struct utsname u;
                 r = pod_sysctl_allowlist_init(&m->ctx.sysctls, uname(&u) >= 0 ? u.release : NULL,
-                                              o->allowed_unsafe_sysctls, &msg);
+                                              o->allowed_unsafe_sysctls, &err);
                 if (r == -EINVAL)
-                        return log_error_errno(r, "Invalid allowedUnsafeSysctls: %s.", msg);
+                        return log_error_errno(r, "Invalid allowedUnsafeSysctls: %s.", err.message);
                 if (r < 0)
                         return r;
         }
@@ -949,7 +949,7 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
                         return log_error_errno(r, "Failed to set up container log rotation: %m");
         }
         /* Status files and checkpoints hold pod specs with env values
-         * (SPEC §3): root only, also when an older version made them 0755. */
+         * (docs/internals/state-files.md): root only, also when an older version made them 0755. */
         if ((r = mkdir_p_exact(m->ctx.status_dir, 0700)) < 0 ||
             (r = mkdir_p_exact(m->ctx.pods_dir, 0700)) < 0 ||
             (r = mkdir_p(m->ctx.sandboxes_dir, 0700)) < 0 ||

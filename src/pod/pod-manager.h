@@ -1,4 +1,4 @@
-/* The sync loop (SPEC §6): the desired state (source events) and the
+/* The sync loop (docs/internals/runtime.md): the desired state (source events) and the
  * observed state (runtime callbacks, a PLEG-style relist every second and
  * conmon's exit files, watched with inotify) meet here. One worker per pod
  * carries out what pod_compute_actions() decides, asynchronously; a changed
@@ -54,7 +54,7 @@ typedef struct PodManagerOptions {
         /* maxPods: pods beyond it wait, with kubelet's OutOfpods reason,
          * until one goes away; 0 = no bound. */
         int64_t max_pods;
-        int64_t container_log_max_size; /* rotation (SPEC §13); 0 = no rotation */
+        int64_t container_log_max_size; /* rotation (docs/logs.md); 0 = none */
         unsigned container_log_max_files;
         unsigned container_log_max_workers;    /* rotation workers at once; 0 = 1 */
         usec_t container_log_monitor_interval; /* 0 = 10 s */

@@ -1,4 +1,4 @@
-/* The pod layer's Prometheus metrics (SPEC §12), under kubelet's names and
+/* The pod layer's Prometheus metrics (docs/api.md), under kubelet's names and
  * labels where kubelet has the metric. Events (a pod or container started, a
  * relist ran) are counted where they happen; what describes the present
  * (running pods and containers, restart counts, probe results, manifest

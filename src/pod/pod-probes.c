@@ -96,17 +96,12 @@ static ContainerProbes *probes_for(PodProbes *p, ContainerState *c) {
  * probe errors with the reason (the caller logs it, and a hook's event
  * carries it); the next probe tries again, so installing the library is
  * enough, without a restart. */
-static int shared_curl(PodProbes *p, EventCurl **ret, char **ret_error) {
+static int shared_curl(PodProbes *p, EventCurl **ret, Error *err) {
         if (!*p->ctx.curl) {
-                Error error = {};
-                int r = event_curl_new(p->ctx.event, p->ctx.curl, &error);
-                if (r < 0) {
-                        (void)error_prefix(&error, r,
-                                           "HTTP and gRPC probes need " EVENT_CURL_LIBRARY);
-                        free(*ret_error);
-                        *ret_error = strdup(error.message);
-                        return r;
-                }
+                int r = event_curl_new(p->ctx.event, p->ctx.curl, err);
+                if (r < 0)
+                        return error_prefix(err, r,
+                                            "HTTP and gRPC probes need " EVENT_CURL_LIBRARY);
         }
         *ret = *p->ctx.curl;
         return 0;
@@ -168,14 +163,13 @@ static const char *pod_host(PodProbes *p) {
 }
 
 static int build_action(ContainerProbes *cp, const Handler *h, const char *what, ActionBuf *b,
-                        char **ret_error) {
+                        Error *err) {
         PodProbes *p = cp->p;
         ContainerState *c = cp_container(cp);
         uint16_t port;
         int r;
 
         *b = (ActionBuf){};
-        *ret_error = NULL;
         if (h->exec) {
                 r = runtime_exec_argv(p->ctx.runtime, c->container_id, false, false,
                                       h->exec->command, &b->argv);
@@ -215,10 +209,8 @@ static int build_action(ContainerProbes *cp, const Handler *h, const char *what,
         }
         if (h->http_get) {
                 const HTTPGetAction *g = h->http_get;
-                if ((r = resolve_port(c->spec, &g->port, &port)) < 0) {
-                        *ret_error = strprintf("cannot resolve port \"%s\"", strna(g->port.str));
-                        return r;
-                }
+                if ((r = resolve_port(c->spec, &g->port, &port)) < 0)
+                        return error_set(err, r, "cannot resolve port \"%s\"", strna(g->port.str));
                 const char *host = !isempty(g->host) ? g->host : pod_host(p);
                 const char *path = isempty(g->path) ? "/" : g->path;
                 b->url = strprintf("%s://%s%s%s:%u%s%s",
@@ -239,11 +231,9 @@ static int build_action(ContainerProbes *cp, const Handler *h, const char *what,
                 return 0;
         }
         if (h->tcp_socket) {
-                if ((r = resolve_port(c->spec, &h->tcp_socket->port, &port)) < 0) {
-                        *ret_error = strprintf("cannot resolve port \"%s\"",
-                                               strna(h->tcp_socket->port.str));
-                        return r;
-                }
+                if ((r = resolve_port(c->spec, &h->tcp_socket->port, &port)) < 0)
+                        return error_set(err, r, "cannot resolve port \"%s\"",
+                                         strna(h->tcp_socket->port.str));
                 b->host = strdup(!isempty(h->tcp_socket->host) ? h->tcp_socket->host : pod_host(p));
                 if (!b->host)
                         return -ENOMEM;
@@ -271,18 +261,19 @@ static int build_action(ContainerProbes *cp, const Handler *h, const char *what,
 }
 
 static int start_action(ContainerProbes *cp, const Handler *h, const char *what, usec_t timeout,
-                        probe_done_t done, void *userdata, ProbeRun **ret, char **ret_error) {
+                        probe_done_t done, void *userdata, ProbeRun **ret, Error *err) {
         ActionBuf b;
-        int r = build_action(cp, h, what, &b, ret_error);
+        int r = build_action(cp, h, what, &b, err);
         if (r >= 0) {
                 ProbeContext ctx = { .event = cp->p->ctx.event };
                 if (b.a.type == PROBE_ACTION_HTTP_GET || b.a.type == PROBE_ACTION_GRPC)
-                        r = shared_curl(cp->p, &ctx.curl, ret_error);
+                        r = shared_curl(cp->p, &ctx.curl, err);
                 if (r >= 0)
                         r = probe_run_start(&ctx, &b.a, timeout, done, userdata, ret);
         }
         action_buf_done(&b);
-        return r;
+        /* every failure has a message: the errno's when no layer gave one */
+        return r < 0 ? error_set(err, r, "%s", strerror(-r)) : r;
 }
 
 /* ---- flags ---- */
@@ -385,7 +376,7 @@ static void on_probe_done(ProbeResult result, const char *output, void *userdata
 static void start_probe(ContainerProbes *cp, ProbeType t, usec_t now) {
         const Probe *p = cp->spec[t];
         ContainerState *c = cp_container(cp);
-        _cleanup_free_ char *error = NULL;
+        Error error = {};
         char what[32];
 
         probe_tracker_begin(&cp->tracker[t], now);
@@ -397,8 +388,7 @@ static void start_probe(ContainerProbes *cp, ProbeType t, usec_t now) {
                 log_kv_warning(
                         PROBE_KV(cp->p, c),
                         "Probe errored: probeType=\"%s\" pod=\"%s\" container=\"%s\" error=\"%s\"",
-                        probe_type_to_string(t), cp->p->ctx.name, c->spec->name,
-                        error ? error : strerror(-r));
+                        probe_type_to_string(t), cp->p->ctx.name, c->spec->name, error.message);
                 c->probe_results[t][PROBE_RESULT_UNKNOWN]++;
                 (void)probe_tracker_record(&cp->tracker[t], PROBE_RESULT_UNKNOWN);
         }
@@ -532,7 +522,7 @@ static void container_probes_begin(PodProbes *p, ContainerState *c, bool run_pos
 
         const LifecycleHandler *ps = c->spec->lifecycle ? c->spec->lifecycle->post_start : NULL;
         if (run_post_start && ps && !ps->tcp_socket) {
-                _cleanup_free_ char *error = NULL;
+                Error error = {};
                 cp->hook_type = HOOK_POST_START;
                 cp->hook_started = now_usec(CLOCK_MONOTONIC);
                 c->post_start_pending = true;
@@ -541,12 +531,11 @@ static void container_probes_begin(PodProbes *p, ContainerState *c, bool run_pos
                 if (r >= 0)
                         return;
                 c->post_start_pending = false;
-                _cleanup_free_ char *why =
-                        strprintf("FailedPostStartHook: %s", error ? error : strerror(-r));
+                _cleanup_free_ char *why = strprintf("FailedPostStartHook: %s", error.message);
                 log_warning("Container \"%s\" of pod \"%s\": %s", c->spec->name, p->ctx.name,
                             strna(why));
                 emit_event(p, c, POD_EVENT_FAILED_POST_START_HOOK, "PostStartHook failed: %s",
-                           error ? error : strerror(-r));
+                           error.message);
                 request_kill(cp, why ? why : "FailedPostStartHook", 0);
                 return;
         }
@@ -575,7 +564,7 @@ bool pod_probes_pre_stop(PodProbes *p, ContainerState *c, usec_t deadline, pod_p
                          void *userdata) {
         ContainerProbes *cp = probes_for(p, c);
         const LifecycleHandler *h = c->spec->lifecycle ? c->spec->lifecycle->pre_stop : NULL;
-        _cleanup_free_ char *error = NULL;
+        Error error = {};
 
         if (cp)
                 stop_probes(cp);
@@ -595,7 +584,7 @@ bool pod_probes_pre_stop(PodProbes *p, ContainerState *c, usec_t deadline, pod_p
         int r = start_action(cp, h, "pre-stop", timeout, on_hook_done, cp, &cp->hook, &error);
         if (r < 0) {
                 log_warning("PreStop hook of container \"%s\" of pod \"%s\" could not run: %s",
-                            c->spec->name, p->ctx.name, error ? error : strerror(-r));
+                            c->spec->name, p->ctx.name, error.message);
                 cp->then = NULL;
                 return false;
         }

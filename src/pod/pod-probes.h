@@ -1,4 +1,4 @@
-/* Probes and lifecycle hooks of one pod's containers (SPEC §9): turns the
+/* Probes and lifecycle hooks of one pod's containers (docs/probes.md): turns the
  * manifest's handlers into ProbeActions (runc exec command lines, URLs,
  * addresses), runs them on the loop through the probe module, and applies
  * the outcomes to the ContainerState flags the pod worker acts on:

@@ -1,4 +1,4 @@
-/* imagePullSecrets (SPEC §7): the pod's local Secrets of type
+/* imagePullSecrets (docs/images.md): the pod's local Secrets of type
  * kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg, merged into one
  * docker config.json document for the pull, tried before the agent's own
  * credential file. */
@@ -14,7 +14,7 @@
 /* As kubelet: a Secret that is missing or of another type is reported and
  * skipped (the pull may still work anonymously or with the agent's file);
  * of two Secrets naming the same registry the first listed wins. */
-int worker_pull_auths(PodWorker *w, char **ret_json, char **ret_error) {
+int worker_pull_auths(PodWorker *w, char **ret_json, Error *err) {
         const Pod *pod = w->state.pod;
         _cleanup_json_ json_t *auths = NULL;
 
@@ -38,11 +38,10 @@ int worker_pull_auths(PodWorker *w, char **ret_json, char **ret_error) {
                         continue;
                 }
                 _cleanup_free_ char *config = NULL;
-                Error err = {};
-                if (registry_secret_to_config(type, kv->value, kv->value_len, &config, &err) < 0) {
-                        *ret_error = strprintf("imagePullSecrets \"%s\": %s", *name, err.message);
-                        return -EINVAL;
-                }
+                Error serr = {};
+                if (registry_secret_to_config(type, kv->value, kv->value_len, &config, &serr) < 0)
+                        return error_set(err, -EINVAL, "imagePullSecrets \"%s\": %s", *name,
+                                         serr.message);
                 _cleanup_json_ json_t *doc = json_loads(config, 0, NULL);
                 json_t *entries = doc ? json_object_get(doc, "auths") : NULL;
                 if (!json_is_object(entries))

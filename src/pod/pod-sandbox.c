@@ -289,7 +289,7 @@ bool worker_sandbox_record_load(PodWorker *w, char **ids, SandboxRecord *ret) {
         return true;
 }
 
-/* DEL before the namespaces go (SPEC §8). Returns true while it runs. */
+/* DEL before the namespaces go (docs/internals/network.md). Returns true while it runs. */
 bool worker_network_del(PodWorker *w) {
         _cleanup_free_ CniPortMapping *ports = NULL;
         _cleanup_free_ char *netns = NULL;

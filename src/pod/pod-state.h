@@ -43,7 +43,7 @@ typedef struct ContainerState {
         usec_t last_started_at, last_finished_at;
         char *last_container_id;
 
-        /* Back-off (SPEC §6): a restart may not happen before backoff_until
+        /* Back-off (backoff.h): a restart may not happen before backoff_until
          * (CLOCK_MONOTONIC). backoff_delay is the delay used last (0 = none yet). */
         usec_t backoff_until;
         usec_t backoff_delay;  /* the wait before the coming restart (0: none) */
@@ -118,7 +118,7 @@ typedef struct PodState {
          * again before the app containers, whatever ran before (kubelet does
          * the same for a recreated sandbox). */
         bool init_rerun;
-        /* nanolet.io/wait-for (SPEC §15): while set, the pod does not start
+        /* nanolet.io/wait-for (docs/manifests.md): while set, the pod does not start
          * and its containers wait with this reason ("WaitingForPods", or
          * "WaitForCycle" when the annotations form a cycle) and message.
          * The worker keeps it current; it only gates the first start. */

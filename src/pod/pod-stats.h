@@ -1,4 +1,4 @@
-/* The Summary API (GET /stats/summary, SPEC §12): kubelet's
+/* The Summary API (GET /stats/summary, docs/api.md): kubelet's
  * k8s.io/kubelet/pkg/apis/stats/v1alpha1 Summary, built from cgroups
  * (cgroup-stats.h), statfs and directory usage (disk-usage.h).
  *

@@ -678,7 +678,7 @@ static int spec_from_canonical(const char *canonical_json, const char *node_name
                 if (!spec)
                         return -ENOMEM;
         }
-        /* The manifest's nodeName is ignored (SPEC §5): the pod runs here. */
+        /* The manifest's nodeName is ignored (docs/manifests.md): the pod runs here. */
         if (node_name) {
                 int r = jset_str(spec, "nodeName", node_name);
                 if (r < 0)

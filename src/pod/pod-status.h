@@ -1,7 +1,7 @@
 /* The status a pod reports: phase and conditions computed from a
  * PodState the way kubelet computes them (getPhase, the Generate*Condition
  * functions), and the v1 Pod JSON written to
- * <run-dir>/status/<uid>.json for the client (docs/state-files.md).
+ * <run-dir>/status/<uid>.json for the client (docs/internals/state-files.md).
  * Everything except pod_status_write()/pod_status_remove() is pure. */
 #pragma once
 

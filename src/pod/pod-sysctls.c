@@ -94,7 +94,7 @@ static int add(char ***l, const char *name, const char *ns) {
 }
 
 int pod_sysctl_allowlist_init(PodSysctlAllowlist *a, const char *kernel_release,
-                              char *const *unsafe_patterns, char **ret_error) {
+                              char *const *unsafe_patterns, Error *err) {
         *a = (PodSysctlAllowlist){};
         int r;
 
@@ -107,11 +107,11 @@ int pod_sysctl_allowlist_init(PodSysctlAllowlist *a, const char *kernel_release,
         }
         for (char *const *p = unsafe_patterns; p && *p; p++) {
                 if (!valid_pattern(*p)) {
-                        *ret_error = strprintf("sysctl \"%s\" must have at most 253 characters "
-                                               "and be a dotted or slashed name with an optional "
-                                               "trailing \"*\"",
-                                               *p);
-                        r = -EINVAL;
+                        r = error_set(err, -EINVAL,
+                                      "sysctl \"%s\" must have at most 253 characters "
+                                      "and be a dotted or slashed name with an optional "
+                                      "trailing \"*\"",
+                                      *p);
                         goto fail;
                 }
                 _cleanup_free_ char *s = dotted(*p);
@@ -124,12 +124,12 @@ int pod_sysctl_allowlist_init(PodSysctlAllowlist *a, const char *kernel_release,
                         s[strlen(s) - 1] = 0;
                 const char *ns = namespaced_by(s);
                 if (!ns) {
-                        *ret_error = strprintf(prefix ? "the sysctls \"%s*\" are not known to be "
-                                                        "namespaced"
-                                                      : "the sysctl \"%s\" are not known to be "
-                                                        "namespaced",
-                                               s);
-                        r = -EINVAL;
+                        r = error_set(err, -EINVAL,
+                                      prefix ? "the sysctls \"%s*\" are not known to be "
+                                               "namespaced"
+                                             : "the sysctl \"%s\" are not known to be "
+                                               "namespaced",
+                                      s);
                         goto fail;
                 }
                 r = add(prefix ? &a->prefixes : &a->names, s, ns);

@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 
+#include "error.h"
 #include "pod.h"
 
 #define POD_SYSCTL_FORBIDDEN_REASON "SysctlForbidden"
@@ -28,10 +29,10 @@ typedef struct PodSysctlAllowlist {
 /* Builds the allowlist for a kernel release (uname -r, e.g. "6.1.0-18-amd64";
  * NULL or unparsable: only the safe sysctls without a kernel minimum, as
  * kubelet when it cannot tell the version) and the unsafe patterns. -EINVAL
- * with *ret_error (kubelet's words) for a pattern that is malformed or not
+ * with err set (kubelet's words) for a pattern that is malformed or not
  * known to be namespaced; -ENOMEM. */
 int pod_sysctl_allowlist_init(PodSysctlAllowlist *a, const char *kernel_release,
-                              char *const *unsafe_patterns, char **ret_error);
+                              char *const *unsafe_patterns, Error *err);
 void pod_sysctl_allowlist_done(PodSysctlAllowlist *a);
 
 /* 0 when every sysctl of the pod is allowed; -EPERM with *ret_message

@@ -15,7 +15,7 @@
 #include "pod.h"
 #include "runtime-config.h"
 
-/* ---- lookups of local objects (SPEC §4: ConfigMap/Secret documents) ---- */
+/* ---- lookups of local ConfigMap/Secret documents (docs/manifests.md) ---- */
 
 /* Returns the object or NULL when there is none. The pointer must stay
  * valid for the duration of the call that received the lookup. The real

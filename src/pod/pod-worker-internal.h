@@ -219,7 +219,7 @@ void worker_network_check(PodWorker *w);
  * written again from what is known: containers are only created in a
  * complete sandbox. The caller checks that its namespaces are still pinned. */
 bool worker_sandbox_record_load(PodWorker *w, char **ids, SandboxRecord *ret);
-/* DEL before the namespaces go (SPEC §8). Returns true while it runs. */
+/* DEL before the namespaces go (docs/internals/network.md). Returns true while it runs. */
 bool worker_network_del(PodWorker *w);
 
 /* pod-adopt.c */
@@ -229,9 +229,9 @@ char *attempt_dir_of(const PodWorker *w, const ContainerState *c, unsigned attem
 bool worker_adopt(PodWorker *w);
 
 /* pod-pull-auths.c: the pod's imagePullSecrets as one docker config.json
- * document (*ret_json NULL when there is none). -EINVAL with *ret_error
+ * document (*ret_json NULL when there is none). -EINVAL with err set
  * for a Secret whose credentials do not parse; -ENOMEM. */
-int worker_pull_auths(PodWorker *w, char **ret_json, char **ret_error);
+int worker_pull_auths(PodWorker *w, char **ret_json, Error *err);
 
 /* pod-containers.c */
 void op_clear_start(ContainerOp *op);

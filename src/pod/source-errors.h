@@ -1,6 +1,6 @@
 /* The manifest problems the sources report (SOURCE_EVENT_ERROR), kept per
  * origin and published as <run-dir>/status/sources.json for `nanolet pods`
- * (format in docs/state-files.md). The file is rewritten atomically each
+ * (format in docs/internals/state-files.md). The file is rewritten atomically each
  * time an origin's error set changes: it appears with a broken manifest and
  * goes when the file is fixed or removed (the sources send an ERROR event
  * with no errors then). An origin's `since` is when it started failing; a

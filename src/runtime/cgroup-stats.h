@@ -1,4 +1,4 @@
-/* Resource counters for the Summary API (SPEC §12): one cgroup's CPU and
+/* Resource counters for the Summary API (docs/api.md): one cgroup's CPU and
  * memory counters, cgroup v1 or v2, and the node's from the root cgroup and
  * /proc. Readers only: they read a few small kernel files (cheap, never
  * blocking for long), keep no state and take their roots as arguments, so

@@ -27,6 +27,19 @@ CgroupDriver cgroup_driver_from_string(const char *s) {
         return _CGROUP_DRIVER_INVALID;
 }
 
+const char *cgroup_driver_to_string(CgroupDriver d) {
+        switch (d) {
+        case CGROUP_DRIVER_CGROUPFS:
+                return "cgroupfs";
+        case CGROUP_DRIVER_SYSTEMD:
+                return "systemd";
+        case _CGROUP_DRIVER_MAX:
+        case _CGROUP_DRIVER_INVALID:
+        default:
+                return NULL;
+        }
+}
+
 static const char *qos_level_name(CgroupQos qos) {
         switch (qos) {
         case CGROUP_QOS_BURSTABLE:

@@ -49,6 +49,7 @@ typedef struct CgroupLayout {
 
 /* "cgroupfs"/"systemd" <-> CgroupDriver. */
 CgroupDriver cgroup_driver_from_string(const char *s);
+const char *cgroup_driver_to_string(CgroupDriver d);
 
 /* The pod's cgroup directory below each hierarchy root, e.g.
  * "/kubepods/burstable/pod<uid>" or, with systemd,

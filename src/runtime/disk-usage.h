@@ -1,4 +1,4 @@
-/* Filesystem figures for the Summary API (SPEC §12): statfs() of a
+/* Filesystem figures for the Summary API (docs/api.md): statfs() of a
  * filesystem (capacity, free space and inodes: one syscall, fine on the
  * loop) and du-style usage of a directory tree (a container's writable
  * layer, a log directory), which is a walk of unbounded length and so runs

@@ -1,4 +1,4 @@
-/* Rotation of the CRI-format container logs conmon writes (SPEC §13), done
+/* Rotation of the CRI-format container logs conmon writes (docs/logs.md), done
  * the way kubelet's container log manager does it for CRI runtimes:
  *
  * - The live file is <dir>/<n>.log. Once it has reached max_size it is

@@ -35,7 +35,7 @@ typedef struct RuntimeNamespace {
 } RuntimeNamespace;
 
 typedef enum RuntimeSeccompMode {
-        RUNTIME_SECCOMP_RUNTIME_DEFAULT, /* nanolet's default (SPEC §10) */
+        RUNTIME_SECCOMP_RUNTIME_DEFAULT, /* nanolet's default (docs/internals/runtime.md) */
         RUNTIME_SECCOMP_UNCONFINED,
         RUNTIME_SECCOMP_LOCALHOST, /* profile JSON at seccomp_profile_path */
 } RuntimeSeccompMode;

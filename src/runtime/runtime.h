@@ -130,7 +130,7 @@ const char *runtime_exits_dir(Runtime *rt);
 int runtime_exec_argv(Runtime *rt, const char *id, bool tty, bool interactive, char *const *cmd,
                       char ***ret_argv);
 
-/* ---- pod sandbox: pinned namespaces (SPEC §6), no pause container ---- */
+/* ---- pod sandbox: pinned namespaces, no pause container (docs/internals/runtime.md) ---- */
 
 typedef enum SandboxNamespaces {
         SANDBOX_NS_NET = 1 << 0,

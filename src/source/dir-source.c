@@ -1,4 +1,4 @@
-/* Directory source (SPEC §4): the manifests in --pod-manifest-path.
+/* Directory source (docs/manifests.md): the manifests in --pod-manifest-path.
  *
  * It owns the inotify watch on the directory, the periodic rescan and the
  * removal debounce, and hands every file's objects (or errors) to the
@@ -45,7 +45,7 @@
 #define DIR_SOURCE_MAX_DEBOUNCE (1 * USEC_PER_SEC)
 #define DIR_SOURCE_DEFAULT_MAX_FILE_SIZE ((size_t)10 * 1024 * 1024)
 
-/* SPEC §4's mask. IN_CREATE is added only to notice a symlink placed into
+/* The changes docs/manifests.md names. IN_CREATE is added only to notice a symlink placed into
  * the directory at once (a symlink produces no IN_CLOSE_WRITE); created
  * regular files are still read on their IN_CLOSE_WRITE, never half-written. */
 #define DIR_WATCH_MASK                                                                             \
@@ -109,8 +109,8 @@ int manifest_filename_classify(const char *name) {
         /* The ignore rules come first: "etcd.yaml.bak", "etcd.yaml~",
          * ".etcd.yaml.swp" and "etcd.yaml.dpkg-old" carry a manifest
          * extension somewhere but are backups or leftovers, which kubelet
-         * famously started as pods (k8s #129364). The patterns are SPEC's
-         * globs taken literally, so "a.rpmnew.yaml" is ignored too.
+         * famously started as pods (k8s #129364). The patterns are
+         * docs/manifests.md's globs taken literally, so "a.rpmnew.yaml" is ignored too.
          *
          * Matching ignores case: "etcd.YAML" is read, since its author
          * clearly meant a manifest and silently skipping it would be a

@@ -445,34 +445,69 @@ static void emit_change(PodConfig *c, const Change *ch) {
                 c->handler(&ev, c->userdata);
 }
 
-int pod_config_commit(PodConfig *c) {
-        assert(c);
-        if (c->committing)
-                return -EBUSY;
-        if (!c->dirty)
-                return 0;
+/* Everything one commit builds before it switches state. Freed on every
+ * early return, so a failure (ENOMEM) leaves the previous commit in place;
+ * after the switch it holds the previous desired set until the events are
+ * out. */
+typedef struct Commit {
+        Candidate *cand; /* every object of every live origin, by key then rank */
+        size_t n_cand;
+        Wanted *pods;        /* the desired set; at most n_cand entries each */
+        Candidate *pod_cand; /* pod_cand[i]: where pods[i] came from */
+        size_t n_pods;
+        Wanted *locals;
+        size_t n_locals;
+        char **texts; /* per origin: its formatted error set, NULL for none */
+        size_t n_texts;
+        Change *changes; /* pods */
+        size_t n_changes;
+        Change *local_changes; /* ConfigMaps and Secrets */
+        size_t n_local_changes;
+        PendingError *errs;
+        size_t n_errs;
+} Commit;
 
-        int r;
-        size_t n_cand = 0;
+static void commit_done(Commit *m) {
+        free(m->cand);
+        wanted_array_free(m->pods, m->n_pods);
+        free(m->pod_cand);
+        wanted_array_free(m->locals, m->n_locals);
+        for (size_t i = 0; i < m->n_texts; i++)
+                free(m->texts[i]);
+        free(m->texts);
+        free(m->changes);
+        free(m->local_changes);
+        free(m->errs);
+}
+#define _cleanup_commit_ _cleanup_(commit_done)
+
+/* calloc() that never returns NULL for n == 0, so "NULL" always means ENOMEM. */
+static void *calloc_min1(size_t n, size_t size) {
+        return calloc(n ? n : 1, size);
+}
+
+/* Every object of every live origin, sorted so that each key's winner comes
+ * first; and every origin's effective error set restarted from its own
+ * errors, for the duplicates resolve() adds. */
+static int commit_collect(PodConfig *c, Commit *m) {
+        size_t n = 0;
         for (size_t i = 0; i < c->n_origins; i++)
                 if (!c->origins[i]->removed)
-                        n_cand += c->origins[i]->n_objs;
-
-        _cleanup_free_ Candidate *cand = calloc(n_cand ? n_cand : 1, sizeof *cand);
-        if (!cand)
+                        n += c->origins[i]->n_objs;
+        m->cand = calloc_min1(n, sizeof *m->cand);
+        if (!m->cand)
                 return -ENOMEM;
-        n_cand = 0;
         for (size_t i = 0; i < c->n_origins; i++) {
                 Origin *o = c->origins[i];
                 if (o->removed)
                         continue;
                 for (size_t j = 0; j < o->n_objs; j++)
-                        cand[n_cand++] = (Candidate){ .obj = o->objs[j], .origin = i, .doc = j };
+                        m->cand[m->n_cand++] =
+                                (Candidate){ .obj = o->objs[j], .origin = i, .doc = j };
         }
-        qsort(cand, n_cand, sizeof *cand, candidate_compare);
+        qsort(m->cand, m->n_cand, sizeof *m->cand, candidate_compare);
 
-        /* Rebuild every origin's effective error set: its own errors plus the
-         * duplicates found below. Cannot fail: diagnostics remember ENOMEM. */
+        /* Cannot fail: diagnostics remember ENOMEM. */
         for (size_t i = 0; i < c->n_origins; i++) {
                 Origin *o = c->origins[i];
                 diagnostics_deinit(&o->effective);
@@ -481,203 +516,179 @@ int pod_config_commit(PodConfig *c) {
                         diagnostics_merge(&o->effective, &o->errors);
                 o->n_own = o->effective.n;
         }
+        return 0;
+}
 
-        /* The new desired set; at most n_cand entries. */
-        Wanted *new_pods = calloc(n_cand ? n_cand : 1, sizeof *new_pods);
-        Wanted *new_locals = calloc(n_cand ? n_cand : 1, sizeof *new_locals);
-        _cleanup_free_ Candidate *pod_cand = calloc(n_cand ? n_cand : 1, sizeof *pod_cand);
-        size_t n_new_pods = 0, n_new_locals = 0;
-        if (!new_pods || !new_locals || !pod_cand) {
-                free(new_pods);
-                free(new_locals);
-                return -ENOMEM;
-        }
-
-        for (size_t i = 0; i < n_cand;) {
-                size_t j = i + 1;
-                while (j < n_cand && object_key_compare(cand[i].obj, cand[j].obj) == 0)
-                        j++;
-
-                const Origin *winner = c->origins[cand[i].origin];
-                bool is_pod = cand[i].obj->kind == MANIFEST_KIND_POD;
-                Wanted *w = is_pod ? &new_pods[n_new_pods] : &new_locals[n_new_locals];
-                r = wanted_init(w, cand[i].obj, winner);
-                if (r < 0) {
-                        wanted_array_free(new_pods, n_new_pods);
-                        wanted_array_free(new_locals, n_new_locals);
-                        return r;
-                }
-                if (is_pod)
-                        pod_cand[n_new_pods++] = cand[i];
+/* cand[first] won its key; each of cand[first+1..end) is a losing duplicate
+ * and gets an error on its own origin. */
+static void report_duplicates(PodConfig *c, const Candidate *cand, size_t first, size_t end) {
+        const Origin *winner = c->origins[cand[first].origin];
+        for (size_t k = first + 1; k < end; k++) {
+                const ManifestObject *lo = cand[k].obj;
+                Origin *loser = c->origins[cand[k].origin];
+                const char *file = lo->file ? lo->file : loser->name;
+                if (loser == winner)
+                        diagnostics_add(&loser->effective, DIAG_ERROR, file, lo->line, 0, NULL,
+                                        "%s \"%s/%s\" is defined twice in %s; the first "
+                                        "definition (line %u) wins, this one is ignored",
+                                        kind_noun(lo->kind), lo->namespace, lo->name, winner->name,
+                                        cand[first].obj->line);
                 else
-                        n_new_locals++;
-
-                for (size_t k = i + 1; k < j; k++) {
-                        const ManifestObject *lo = cand[k].obj;
-                        Origin *loser = c->origins[cand[k].origin];
-                        const char *file = lo->file ? lo->file : loser->name;
-                        if (loser == winner)
-                                diagnostics_add(&loser->effective, DIAG_ERROR, file, lo->line, 0,
-                                                NULL,
-                                                "%s \"%s/%s\" is defined twice in %s; the "
-                                                "first definition (line %u) wins, this one is "
-                                                "ignored",
-                                                kind_noun(lo->kind), lo->namespace, lo->name,
-                                                winner->name, cand[i].obj->line);
-                        else
-                                diagnostics_add(
-                                        &loser->effective, DIAG_ERROR, file, lo->line, 0, NULL,
-                                        "%s \"%s/%s\" is also defined in %s, which "
-                                        "wins; this definition is ignored",
+                        diagnostics_add(&loser->effective, DIAG_ERROR, file, lo->line, 0, NULL,
+                                        "%s \"%s/%s\" is also defined in %s, which wins; this "
+                                        "definition is ignored",
                                         kind_noun(lo->kind), lo->namespace, lo->name, winner->name);
-                }
+        }
+}
+
+/* The new desired set: the first candidate of each key, then one pod per
+ * UID. */
+static int commit_resolve(PodConfig *c, Commit *m) {
+        m->pods = calloc_min1(m->n_cand, sizeof *m->pods);
+        m->locals = calloc_min1(m->n_cand, sizeof *m->locals);
+        m->pod_cand = calloc_min1(m->n_cand, sizeof *m->pod_cand);
+        if (!m->pods || !m->locals || !m->pod_cand)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < m->n_cand;) {
+                size_t j = i + 1;
+                while (j < m->n_cand && object_key_compare(m->cand[i].obj, m->cand[j].obj) == 0)
+                        j++;
+                const Origin *winner = c->origins[m->cand[i].origin];
+                bool is_pod = m->cand[i].obj->kind == MANIFEST_KIND_POD;
+                Wanted *w = is_pod ? &m->pods[m->n_pods] : &m->locals[m->n_locals];
+                int r = wanted_init(w, m->cand[i].obj, winner);
+                if (r < 0)
+                        return r;
+                if (is_pod)
+                        m->pod_cand[m->n_pods++] = m->cand[i];
+                else
+                        m->n_locals++;
+                report_duplicates(c, m->cand, i, j);
                 i = j;
         }
+        return drop_duplicate_uids(c, m->pods, m->pod_cand, &m->n_pods);
+}
 
-        r = drop_duplicate_uids(c, new_pods, pod_cand, &n_new_pods);
-        if (r < 0) {
-                wanted_array_free(new_pods, n_new_pods);
-                wanted_array_free(new_locals, n_new_locals);
-                return r;
-        }
-
-        /* Diff against the last commit. Both arrays are sorted by
-         * namespace/name, so one merge walk yields each kind of change in
-         * that order. */
-        _cleanup_free_ Change *changes =
-                calloc(c->n_pods + n_new_pods ? c->n_pods + n_new_pods : 1, sizeof *changes);
-        _cleanup_free_ PendingError *errs = calloc(c->n_origins ? c->n_origins : 1, sizeof *errs);
-        _cleanup_free_ char **texts = calloc(c->n_origins ? c->n_origins : 1, sizeof *texts);
-        if (!changes || !errs || !texts) {
-                wanted_array_free(new_pods, n_new_pods);
-                wanted_array_free(new_locals, n_new_locals);
-                return -ENOMEM;
-        }
-
-        /* Format the error sets before touching any state, so that ENOMEM
-         * leaves the previous commit in place. */
-        for (size_t i = 0; i < c->n_origins; i++) {
-                Origin *o = c->origins[i];
-                r = diagnostics_to_text(&o->effective, &texts[i]);
-                if (r < 0) {
-                        for (size_t k = 0; k < i; k++)
-                                free(texts[k]);
-                        wanted_array_free(new_pods, n_new_pods);
-                        wanted_array_free(new_locals, n_new_locals);
-                        return r;
-                }
-        }
-
-        size_t n_changes = 0;
-        size_t a = 0, b = 0;
-        while (a < c->n_pods || b < n_new_pods) {
-                int cmp = a >= c->n_pods    ? 1
-                          : b >= n_new_pods ? -1
-                                            : object_key_compare(c->pods[a].obj, new_pods[b].obj);
-                if (cmp < 0) {
-                        changes[n_changes++] = (Change){ SOURCE_EVENT_REMOVE, &c->pods[a], NULL };
-                        a++;
-                } else if (cmp > 0) {
-                        changes[n_changes++] = (Change){ SOURCE_EVENT_ADD, NULL, &new_pods[b] };
-                        b++;
-                } else {
-                        if (!streq(c->pods[a].obj->uid, new_pods[b].obj->uid))
-                                changes[n_changes++] =
-                                        (Change){ SOURCE_EVENT_UPDATE, &c->pods[a], &new_pods[b] };
-                        else {
-                                /* Same pod: keep the object the pod layer already
-                                 * has (its config.seen is the first sighting), but
-                                 * follow the origin it now comes from. */
-                                manifest_object_unref(new_pods[b].obj);
-                                new_pods[b].obj = manifest_object_ref(c->pods[a].obj);
+/* One merge walk over two arrays sorted by object_key_compare(): a key only
+ * in old is removed, only in new added, in both with another uid changed.
+ * Pods get REMOVE/ADD/UPDATE; ConfigMaps and Secrets (local) get LOCAL for
+ * all three, since only their content matters, not which origin holds them.
+ * An unchanged pod keeps the object the pod layer already has (its
+ * config.seen is the first sighting) but follows the origin it now comes
+ * from. Returns the number of changes written to out. */
+static size_t diff_wanted(const Wanted *old, size_t n_old, Wanted *new, size_t n_new, bool local,
+                          Change *out) {
+        size_t n = 0, a = 0, b = 0;
+        while (a < n_old || b < n_new) {
+                int cmp = a >= n_old   ? 1
+                          : b >= n_new ? -1
+                                       : object_key_compare(old[a].obj, new[b].obj);
+                if (cmp < 0)
+                        out[n++] = (Change){ local ? SOURCE_EVENT_LOCAL : SOURCE_EVENT_REMOVE,
+                                             &old[a++], NULL };
+                else if (cmp > 0)
+                        out[n++] = (Change){ local ? SOURCE_EVENT_LOCAL : SOURCE_EVENT_ADD, NULL,
+                                             &new[b++] };
+                else {
+                        if (!streq(old[a].obj->uid, new[b].obj->uid))
+                                out[n++] =
+                                        (Change){ local ? SOURCE_EVENT_LOCAL : SOURCE_EVENT_UPDATE,
+                                                  &old[a], &new[b] };
+                        else if (!local) {
+                                manifest_object_unref(new[b].obj);
+                                new[b].obj = manifest_object_ref(old[a].obj);
                         }
                         a++;
                         b++;
                 }
         }
+        return n;
+}
 
-        /* The same walk over ConfigMaps and Secrets: only content matters
-         * (their uid is a hash of it); which origin holds them does not. */
-        _cleanup_free_ Change *local_changes = calloc(
-                c->n_locals + n_new_locals ? c->n_locals + n_new_locals : 1, sizeof *local_changes);
-        if (!local_changes) {
-                for (size_t i = 0; i < c->n_origins; i++)
-                        free(texts[i]);
-                wanted_array_free(new_pods, n_new_pods);
-                wanted_array_free(new_locals, n_new_locals);
+/* The changes against the last commit, and every origin's error set as
+ * text; allocates all that publish() needs, so that publish cannot fail. */
+static int commit_diff(PodConfig *c, Commit *m) {
+        m->changes = calloc_min1(c->n_pods + m->n_pods, sizeof *m->changes);
+        m->local_changes = calloc_min1(c->n_locals + m->n_locals, sizeof *m->local_changes);
+        m->errs = calloc_min1(c->n_origins, sizeof *m->errs);
+        m->texts = calloc_min1(c->n_origins, sizeof *m->texts);
+        if (!m->changes || !m->local_changes || !m->errs || !m->texts)
                 return -ENOMEM;
+        m->n_texts = c->n_origins;
+        for (size_t i = 0; i < c->n_origins; i++) {
+                int r = diagnostics_to_text(&c->origins[i]->effective, &m->texts[i]);
+                if (r < 0)
+                        return r;
         }
-        size_t n_local_changes = 0;
-        for (a = 0, b = 0; a < c->n_locals || b < n_new_locals;) {
-                int cmp = a >= c->n_locals ? 1
-                          : b >= n_new_locals
-                                  ? -1
-                                  : object_key_compare(c->locals[a].obj, new_locals[b].obj);
-                if (cmp < 0)
-                        local_changes[n_local_changes++] =
-                                (Change){ SOURCE_EVENT_LOCAL, &c->locals[a++], NULL };
-                else if (cmp > 0)
-                        local_changes[n_local_changes++] =
-                                (Change){ SOURCE_EVENT_LOCAL, NULL, &new_locals[b++] };
-                else {
-                        if (!streq(c->locals[a].obj->uid, new_locals[b].obj->uid))
-                                local_changes[n_local_changes++] =
-                                        (Change){ SOURCE_EVENT_LOCAL, &c->locals[a],
-                                                  &new_locals[b] };
-                        a++;
-                        b++;
-                }
-        }
+        m->n_changes = diff_wanted(c->pods, c->n_pods, m->pods, m->n_pods, false, m->changes);
+        m->n_local_changes =
+                diff_wanted(c->locals, c->n_locals, m->locals, m->n_locals, true, m->local_changes);
+        return 0;
+}
 
-        size_t n_errs = 0;
+/* Each origin whose error text differs from the one last reported owes an
+ * ERROR event (an empty one when its errors are gone). */
+static void commit_take_errors(PodConfig *c, Commit *m) {
         for (size_t i = 0; i < c->n_origins; i++) {
                 Origin *o = c->origins[i];
-                bool same = (!texts[i] && !o->reported) ||
-                            (texts[i] && o->reported && streq(texts[i], o->reported));
+                bool same = (!m->texts[i] && !o->reported) ||
+                            (m->texts[i] && o->reported && streq(m->texts[i], o->reported));
                 free(o->reported);
-                o->reported = TAKE_PTR(texts[i]);
+                o->reported = TAKE_PTR(m->texts[i]);
                 if (!same)
-                        errs[n_errs++] = (PendingError){ o, !o->reported };
+                        m->errs[m->n_errs++] = (PendingError){ o, !o->reported };
         }
+}
 
-        /* Switch to the new state before the handlers run, so lookups from a
-         * handler see it; the old entries live until the events are out. */
-        Wanted *old_pods = c->pods, *old_locals = c->locals;
-        size_t n_old_pods = c->n_pods, n_old_locals = c->n_locals;
-        c->pods = new_pods;
-        c->n_pods = n_new_pods;
-        c->locals = new_locals;
-        c->n_locals = n_new_locals;
-
-        c->committing = true;
-        static const SourceEventType order[] = { SOURCE_EVENT_REMOVE, SOURCE_EVENT_UPDATE,
-                                                 SOURCE_EVENT_ADD };
-        for (size_t k = 0; k < ELEMENTSOF(order); k++)
-                for (size_t i = 0; i < n_changes; i++)
-                        if (changes[i].type == order[k])
-                                emit_change(c, &changes[i]);
-        for (size_t i = 0; i < n_local_changes; i++)
-                emit_change(c, &local_changes[i]);
-
+static void emit_errors(PodConfig *c, const Commit *m) {
         Diagnostics none;
         diagnostics_init(&none);
-        for (size_t i = 0; i < n_errs; i++) {
-                Origin *o = errs[i].origin;
+        for (size_t i = 0; i < m->n_errs; i++) {
+                Origin *o = m->errs[i].origin;
                 SourceEvent ev = {
                         .type = SOURCE_EVENT_ERROR,
                         .source = o->source,
                         .origin = o->name,
-                        .errors = errs[i].cleared ? &none : &o->effective,
-                        .n_conflicts = errs[i].cleared ? 0 : o->effective.n - o->n_own,
+                        .errors = m->errs[i].cleared ? &none : &o->effective,
+                        .n_conflicts = m->errs[i].cleared ? 0 : o->effective.n - o->n_own,
                 };
                 if (c->handler)
                         c->handler(&ev, c->userdata);
         }
         diagnostics_deinit(&none);
-        c->committing = false;
+}
 
-        wanted_array_free(old_pods, n_old_pods);
-        wanted_array_free(old_locals, n_old_locals);
+#define SWAP(a, b)                                                                                 \
+        do {                                                                                       \
+                __typeof__(a) _t_ = (a);                                                           \
+                (a) = (b);                                                                         \
+                (b) = _t_;                                                                         \
+        } while (0)
+
+/* Switches to the new state and sends the events: pods removed, updated,
+ * added, then ConfigMaps and Secrets, then errors. Cannot fail. */
+static void commit_publish(PodConfig *c, Commit *m) {
+        commit_take_errors(c, m);
+
+        /* The new state before the handlers run, so lookups from a handler
+         * see it; the old entries, now in m, live until the events are out. */
+        SWAP(c->pods, m->pods);
+        SWAP(c->n_pods, m->n_pods);
+        SWAP(c->locals, m->locals);
+        SWAP(c->n_locals, m->n_locals);
+
+        c->committing = true;
+        static const SourceEventType order[] = { SOURCE_EVENT_REMOVE, SOURCE_EVENT_UPDATE,
+                                                 SOURCE_EVENT_ADD };
+        for (size_t k = 0; k < ELEMENTSOF(order); k++)
+                for (size_t i = 0; i < m->n_changes; i++)
+                        if (m->changes[i].type == order[k])
+                                emit_change(c, &m->changes[i]);
+        for (size_t i = 0; i < m->n_local_changes; i++)
+                emit_change(c, &m->local_changes[i]);
+        emit_errors(c, m);
+        c->committing = false;
 
         /* Removed origins have had their last word. */
         size_t k = 0;
@@ -689,6 +700,24 @@ int pod_config_commit(PodConfig *c) {
         }
         c->n_origins = k;
         c->dirty = false;
+}
+
+int pod_config_commit(PodConfig *c) {
+        assert(c);
+        if (c->committing)
+                return -EBUSY;
+        if (!c->dirty)
+                return 0;
+
+        _cleanup_commit_ Commit m = {};
+        int r = commit_collect(c, &m);
+        if (r >= 0)
+                r = commit_resolve(c, &m);
+        if (r >= 0)
+                r = commit_diff(c, &m);
+        if (r < 0)
+                return r;
+        commit_publish(c, &m);
         return 0;
 }
 

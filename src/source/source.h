@@ -92,7 +92,7 @@ bool pod_config_next_error(PodConfig *c, size_t *iter, const char **ret_origin,
 int source_parse_manifest(const char *buf, size_t size, const ManifestParseOptions *opts,
                           ManifestObject ***ret_objs, size_t *ret_n, Diagnostics *diag);
 
-/* ---- directory source (SPEC §4) ---- */
+/* ---- directory source (docs/manifests.md) ---- */
 
 typedef struct DirSource DirSource;
 
@@ -113,15 +113,15 @@ int dir_source_rescan(DirSource *s);
 DirSource *dir_source_free(DirSource *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(DirSource *, dir_source_free)
 
-/* Name filter of SPEC §4: 1 = read, 0 = ignored (dotfile, backup, editor
+/* Name filter (docs/manifests.md): 1 = read, 0 = ignored (dotfile, backup, editor
  * temp, package-manager leftovers), -1 = silently skipped (other extension). */
 int manifest_filename_classify(const char *name);
 
-/* Trust check of SPEC §4: owned by root, not group/world writable. Returns 0
+/* Trust check (docs/manifests.md): owned by root, not group/world writable. Returns 0
  * or -EPERM with a sentence in *ret_reason (allocated). */
 int manifest_path_check_trust(int fd, const char *path, char **ret_reason);
 
-/* ---- URL source (SPEC §4) ---- */
+/* ---- URL source (docs/manifests.md) ---- */
 
 typedef struct UrlSource UrlSource;
 

@@ -1,4 +1,4 @@
-/* URL source (SPEC §4): pods from --manifest-url, polled.
+/* URL source (docs/manifests.md): pods from --manifest-url, polled.
  *
  * libcurl's multi interface runs inside the event loop (its sockets become
  * io sources, its timeout a timer source), so a slow or dead server never

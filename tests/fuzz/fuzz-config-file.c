@@ -20,8 +20,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int r = nanolet_config_load_buffer(&c, (const char *)data, size, "config.yaml", &diag);
         if (r < 0 && r != -ENOMEM && diag.n_errors == 0)
                 __builtin_trap();
-        if (r >= 0 && (!c.pod_manifest_path || !c.root_dir || !c.runtime || !c.cgroup_driver ||
-                       !c.address || !c.healthz_bind_address))
+        if (r >= 0 &&
+            (!c.pod_manifest_path || !c.root_dir || !nanolet_config_runtime(&c) ||
+             !cgroup_driver_to_string(c.cgroup_driver) || !c.address || !c.healthz_bind_address))
                 __builtin_trap();
         diagnostics_deinit(&diag);
         nanolet_config_deinit(&c);

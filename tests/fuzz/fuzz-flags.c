@@ -54,7 +54,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int r = nanolet_config_parse_argv(&c, argc, argv);
         if (r != 0 && r != 1 && r != -EINVAL && r != -ENOMEM && r != -ERANGE)
                 __builtin_trap();
-        if (r == 0 && (!c.runtime || !c.cgroup_driver || c.container_log_max_files < 2))
+        if (r == 0 && (!nanolet_config_runtime(&c) || !cgroup_driver_to_string(c.cgroup_driver) ||
+                       c.container_log_max_files < 2))
                 __builtin_trap();
         nanolet_config_deinit(&c);
         free(buf);

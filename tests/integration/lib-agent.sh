@@ -181,7 +181,7 @@ YAML
 # agent_maps DESC yes|no LIB: records whether the running agent process
 # (nanolet-agent, exec'd by `nanolet serve`) has a mapping of library LIB
 # ("libcurl", "libcrypto"), as expected. libcurl is loaded on first use and
-# libcrypto never (docs/runtime.md, "The agent executable").
+# libcrypto never (docs/internals/runtime.md, "The agent executable").
 agent_maps() {
         local desc=$1 want=$2 lib=$3 got=no exe
         exe=$(readlink "/proc/$AGENT_PID/exe" || true)
@@ -267,7 +267,7 @@ check_no_leftovers() {
 }
 
 # check_private_state NAME: what holds pod NAME's spec and env values is
-# root's only (SPEC §3): the status dir and files, the checkpoints and the
+# root's only (docs/internals/state-files.md): the status dir and files, the checkpoints and the
 # bundles' config.json.
 check_private_state() {
         local uid f want got bad=

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# What a kill -9 of the agent leaves in <run-dir> has an owner (docs/
-# runtime.md, "Adoption"): the monitor dir and exit file of a container
+# What a kill -9 of the agent leaves in <run-dir> has an owner
+# (docs/internals/runtime.md, "Agent restart and reboot"): the monitor dir and exit file of a container
 # deleted while the agent was down are read by the adoption, then removed;
 # planted entries of unknown IDs go too, a symlink there without being
 # followed; a live container's stay. A crash-looping container keeps its

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The runtime is the truth at agent start (docs/runtime.md, "Adoption"): a
-# pod whose checkpoint (pod.json) is missing, empty, garbage or a symlink
+# The runtime is the truth at agent start (docs/internals/runtime.md, "Agent
+# restart and reboot"): a pod whose checkpoint (pod.json) is missing, empty, garbage or a symlink
 # while its containers still run is adopted from its manifest, never started
 # a second time beside itself; with no manifest wanting it, its containers
 # are stopped before its directory goes. An attempt the agent recorded but

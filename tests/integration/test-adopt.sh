@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Agent restarts never touch running containers (SPEC §6, issue 5): after a
+# Agent restarts never touch running containers (docs/internals/runtime.md): after a
 # kill -9, a SIGTERM and a simulated reboot, pods are adopted or restarted
 # exactly as kubelet users expect, with the same PIDs where they survived,
 # real exit codes for what died meanwhile, restart counts kept, and nothing

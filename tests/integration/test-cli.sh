@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The client subcommands (pods, ps, inspect, logs, exec) against status and
-# CRI log files laid out as docs/state-files.md says, written here as
+# CRI log files laid out as docs/internals/state-files.md says, written here as
 # fixtures, plus a real runc container for exec and inspect; sources.json
 # comes from the real agent, run on a broken manifest first.
 . "$(dirname "$0")/lib.sh"

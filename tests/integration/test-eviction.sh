@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Node-pressure eviction (SPEC §14) with --root-dir on a 64 MiB tmpfs:
+# Node-pressure eviction (docs/eviction.md) with --root-dir on a 64 MiB tmpfs:
 # - filling it past nodefs.available<10% makes DiskPressure True in
 #   <run-dir>/node-conditions.json (`nanolet node`) with kubelet's message, and
 #   False again once the space is freed and the transition period is over;

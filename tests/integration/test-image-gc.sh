@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Image GC (SPEC §14) with --root-dir on a 64 MiB tmpfs: loading images past
+# Image GC (docs/images.md) with --root-dir on a 64 MiB tmpfs: loading images past
 # 85 % makes the agent remove unused ones, least recently used first, down to
 # 80 %; never the image a running pod uses, never a --pinned-images one.
 # Then --image-maximum-gc-age removes unused images whatever the disk usage.

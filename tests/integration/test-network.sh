@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Pod networking end to end through the agent (SPEC §8): pods on this test's
+# Pod networking end to end through the agent (docs/internals/network.md): pods on this test's
 # own bridge get distinct IPs, reach each other and the host reaches them;
 # hostPort through portmap from 127.0.0.1 and the bridge's address;
 # hostNetwork pods see the host's interfaces and get no CNI call; the first

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Memory and PID pressure eviction (SPEC §14) with the real agent, runc and
+# Memory and PID pressure eviction (docs/eviction.md) with the real agent, runc and
 # conmon, thresholds set relative to what the machine has when the test runs
 # (it is shared: others' use may move by a GiB or a few hundred tasks, so
 # each threshold sits in the middle of what the test's own pod adds):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Probes and lifecycle hooks run by the agent (SPEC §9), end to end with
+# Probes and lifecycle hooks run by the agent (docs/probes.md), end to end with
 # real runc/conmon/CNI: exec (with a hung command), httpGet on the pod IP
 # and on 127.0.0.1 for hostNetwork pods (named port, headers, HTTPS), gRPC
 # health, startup gating, postStart/preStop, and a kubeadm-style etcd

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5: start ordering with nanolet.io/wait-for (SPEC §15) and 50 pods
+# Start ordering with nanolet.io/wait-for (docs/manifests.md) and 50 pods
 # dropped at once starting concurrently (bounded parallelism, the loop
 # never blocked).
 . "$(dirname "$0")/lib.sh"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every state file the agent reads back or rewrites, tampered four ways plus
-# one from another version (docs/state-files.md): missing, empty, garbage, a
+# one from another version (docs/internals/state-files.md): missing, empty, garbage, a
 # symlink to a file outside the agent's dirs, a valid JSON object of an
 # unknown shape. After each tampering the agent is killed (-9) and started
 # again; it must come up, follow no link (the target keeps its bytes and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# spec.securityContext.sysctls (SPEC §10, kubelet's sysctl admission): a safe
+# spec.securityContext.sysctls (kubelet's sysctl admission, docs/internals/runtime.md): a safe
 # sysctl reaches the pod's own network namespace; an unsafe one, or a net.*
 # one in a hostNetwork pod, makes the pod fail admission as kubelet does
 # (phase Failed, reason SysctlForbidden, kubelet's message, an event, nothing

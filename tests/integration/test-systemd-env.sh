@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Under the shipped unit (Type=notify, WatchdogSec=) the agent gets
 # NOTIFY_SOCKET, WATCHDOG_*, maybe LISTEN_* and proxy or credential
-# variables; none of them may reach its children (SPEC §3, issue 12 item 3):
+# variables; none of them may reach its children (docs/internals/runtime.md):
 # runc handed NOTIFY_SOCKET waits in `runc start` for a READY=1 from the
 # container and the pod never starts. The agent itself still talks to
 # systemd: READY=1 once it runs, WATCHDOG=1 from its loop.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `nanolet validate`: real manifests pass, bad ones fail with precise messages
-# and exit codes as SPEC §11 says.
+# and exit codes as nanolet(8) says.
 . "$(dirname "$0")/lib.sh"
 
 DATA=${TEST_DATA_DIR:?}/manifests

@@ -1,5 +1,5 @@
 /* Restart back-off: the 10 s doubling schedule, its 300 s cap and the reset
- * after a long run (SPEC §6). */
+ * after a long run (docs/internals/runtime.md). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

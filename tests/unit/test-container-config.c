@@ -958,7 +958,8 @@ static void test_security_defaults(void **state) {
 
         fx_init(&f, POD_HEAD "  containers:\n  - {name: c, image: b, command: [x]}\n");
         fx_build_ok(&f);
-        assert_int_equal(f.c.seccomp, RUNTIME_SECCOMP_RUNTIME_DEFAULT); /* SPEC §10 */
+        /* seccompDefault (docs/internals/runtime.md) */
+        assert_int_equal(f.c.seccomp, RUNTIME_SECCOMP_RUNTIME_DEFAULT);
         char *uid_ann = strprintf("io.kubernetes.pod.uid=%s", f.node.pod_uid);
         assert_strv(f.c.annotations, "io.kubernetes.pod.name=web-node1",
                     "io.kubernetes.pod.namespace=prod", uid_ann, "io.kubernetes.container.name=c",

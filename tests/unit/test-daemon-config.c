@@ -174,7 +174,7 @@ static void test_kubelet_settings(void **state) {
         Diagnostics d;
         diagnostics_init(&d);
         assert_int_equal(nanolet_config_init(&c), 0);
-        assert_true(c.seccomp_default); /* SPEC §10: RuntimeDefault, unlike kubelet */
+        assert_true(c.seccomp_default); /* RuntimeDefault, unlike kubelet */
         assert_int_equal(c.container_log_max_workers, 1);
         assert_true(c.image_maximum_gc_age == 0);
         assert_true(c.shutdown_grace_period == 0);
@@ -506,7 +506,7 @@ static void test_resource_flags(void **state) {
         assert_int_equal(c.system_reserved_milli_cpu, 1000);
         assert_int_equal(c.system_reserved_memory, 1 << 30);
         assert_int_equal(c.pod_pids_limit, 1024);
-        assert_string_equal(c.cgroup_driver, "systemd");
+        assert_int_equal(c.cgroup_driver, CGROUP_DRIVER_SYSTEMD);
         nanolet_config_deinit(&c);
 
         char *bad1[] = { "serve", "--cgroup-root", "relative", NULL };
@@ -929,7 +929,7 @@ static void test_null_and_zero(void **state) {
         Diagnostics d;
         diagnostics_init(&d);
         assert_int_equal(nanolet_config_init(&c), 0);
-        assert_true(c.seccomp_default); /* SPEC §10; kubelet's default is false */
+        assert_true(c.seccomp_default); /* kubelet's default is false */
         assert_int_equal(c.container_log_max_workers, 1);
         assert_int_equal(c.image_maximum_gc_age, 0);
         assert_int_equal(nanolet_config_load_buffer(&c, file, strlen(file), "kc.yaml", &d), 0);
@@ -995,7 +995,7 @@ static void test_kubeadm_files(void **state) {
         assert_int_equal(nanolet_config_load_buffer(&c, buf, size, path, &d), 0);
         assert_int_equal(d.n_errors, 0);
         assert_int_equal(d.n_warnings, ignored);
-        assert_string_equal(c.cgroup_driver, "systemd");
+        assert_int_equal(c.cgroup_driver, CGROUP_DRIVER_SYSTEMD);
         assert_string_equal(c.pod_manifest_path, "/etc/kubernetes/manifests");
         assert_string_equal(c.cluster_dns[0], "10.96.0.10");
         assert_string_equal(c.resolv_conf, "/run/systemd/resolve/resolv.conf");
@@ -1016,7 +1016,7 @@ static void test_kubeadm_files(void **state) {
                          NULL };
         assert_int_equal(nanolet_config_init(&c), 0);
         assert_int_equal(nanolet_config_parse_argv(&c, (int)ELEMENTSOF(argv) - 1, argv), 0);
-        assert_string_equal(c.cgroup_driver, "cgroupfs");
+        assert_int_equal(c.cgroup_driver, CGROUP_DRIVER_CGROUPFS);
         assert_string_equal(c.config_file, path);
         nanolet_config_deinit(&c);
 }
@@ -1066,6 +1066,147 @@ static int load_body(const char *body, size_t body_len, const char *expect) {
 }
 
 #define LOAD(body, expect) load_body(body, sizeof(body) - 1, expect)
+
+/* ---- settings that name one of a few values ---- */
+
+/* The parsed value of an enum setting. */
+static int enum_value(const NanoletConfig *c, const char *flag) {
+        if (streq(flag, "cgroup-driver"))
+                return c->cgroup_driver;
+        if (streq(flag, "hairpin-mode"))
+                return c->hairpin_mode;
+        if (streq(flag, "runtime"))
+                return c->runtime;
+        if (streq(flag, "container-monitor"))
+                return c->container_monitor;
+        if (streq(flag, "logging-format"))
+                return c->log_json;
+        if (streq(flag, "image-pull-policy-override"))
+                return c->image_pull_never;
+        fail_msg("--%s is no enum setting", flag);
+        return -1;
+}
+
+static const struct {
+        const char *flag, *key, *value;
+        int expect;
+} enum_accepted[] = {
+        { "cgroup-driver", "cgroupDriver", "cgroupfs", CGROUP_DRIVER_CGROUPFS },
+        { "cgroup-driver", "cgroupDriver", "systemd", CGROUP_DRIVER_SYSTEMD },
+        { "hairpin-mode", "hairpinMode", "hairpin-veth", HAIRPIN_MODE_HAIRPIN_VETH },
+        { "hairpin-mode", "hairpinMode", "promiscuous-bridge", HAIRPIN_MODE_PROMISCUOUS_BRIDGE },
+        { "hairpin-mode", "hairpinMode", "none", HAIRPIN_MODE_NONE },
+        { "runtime", NULL, "runc", RUNTIME_KIND_RUNC },
+        { "runtime", NULL, "crun", RUNTIME_KIND_CRUN },
+        { "runtime", NULL, "/usr/local/bin/crun", RUNTIME_KIND_PATH },
+        { "container-monitor", NULL, "nanolet", CONTAINER_MONITOR_NANOLET },
+        { "container-monitor", NULL, "conmon", CONTAINER_MONITOR_CONMON },
+        { "logging-format", NULL, "text", false },
+        { "logging-format", NULL, "json", true },
+        { "image-pull-policy-override", NULL, "never", true },
+        { "image-pull-policy-override", NULL, "", false },
+};
+
+/* The file's diagnostic names file, line and field. */
+static const struct {
+        const char *flag, *key, *value, *diagnostic;
+} enum_rejected[] = {
+        { "cgroup-driver", "cgroupDriver", "docker",
+          "kc.yaml:3: cgroupDriver: expected cgroupfs or systemd" },
+        { "cgroup-driver", "cgroupDriver", "Systemd",
+          "kc.yaml:3: cgroupDriver: expected cgroupfs or systemd" },
+        { "hairpin-mode", "hairpinMode", "promiscuous",
+          "kc.yaml:3: hairpinMode: expected hairpin-veth, promiscuous-bridge or none" },
+        { "runtime", NULL, "docker", NULL },
+        { "runtime", NULL, "path", NULL },
+        { "runtime", NULL, "bin/runc", NULL },
+        { "container-monitor", NULL, "crun", NULL },
+        { "logging-format", NULL, "yaml", NULL },
+        { "image-pull-policy-override", NULL, "always", NULL },
+};
+
+static int load_field(NanoletConfig *c, const char *key, const char *value, Diagnostics *d) {
+        _cleanup_free_ char *buf = strprintf("apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                             "kind: KubeletConfiguration\n"
+                                             "%s: \"%s\"\n",
+                                             key, value);
+        assert_non_null(buf);
+        return nanolet_config_load_buffer(c, buf, strlen(buf), "kc.yaml", d);
+}
+
+static void test_enum_settings_accepted(void **state) {
+        for (size_t i = 0; i < ELEMENTSOF(enum_accepted); i++) {
+                const char *flag = enum_accepted[i].flag, *value = enum_accepted[i].value;
+                _cleanup_free_ char *arg = strprintf("--%s", flag);
+                char *argv[] = { "serve", arg, (char *)value, NULL };
+                NanoletConfig c;
+                assert_int_equal(nanolet_config_init(&c), 0);
+                if (nanolet_config_parse_argv(&c, 3, argv) != 0)
+                        fail_msg("--%s refused \"%s\"", flag, value);
+                if (enum_value(&c, flag) != enum_accepted[i].expect)
+                        fail_msg("--%s=\"%s\" gave %d", flag, value, enum_value(&c, flag));
+                nanolet_config_deinit(&c);
+                if (!enum_accepted[i].key)
+                        continue;
+                Diagnostics d;
+                diagnostics_init(&d);
+                assert_int_equal(nanolet_config_init(&c), 0);
+                assert_int_equal(load_field(&c, enum_accepted[i].key, value, &d), 0);
+                assert_int_equal(enum_value(&c, flag), enum_accepted[i].expect);
+                nanolet_config_deinit(&c);
+                diagnostics_deinit(&d);
+        }
+}
+
+static void test_enum_settings_rejected(void **state) {
+        for (size_t i = 0; i < ELEMENTSOF(enum_rejected); i++) {
+                const char *flag = enum_rejected[i].flag, *value = enum_rejected[i].value;
+                if (parse_flag(flag, value) != -EINVAL)
+                        fail_msg("--%s accepted \"%s\"", flag, value);
+                if (!enum_rejected[i].key)
+                        continue;
+                NanoletConfig c;
+                Diagnostics d;
+                diagnostics_init(&d);
+                assert_int_equal(nanolet_config_init(&c), 0);
+                assert_int_equal(load_field(&c, enum_rejected[i].key, value, &d), -EINVAL);
+                assert_int_equal(d.n_errors, 1);
+                _cleanup_free_ char *line = diag_to_string(&d.items[0]);
+                if (!strstr(line, enum_rejected[i].diagnostic))
+                        fail_msg("diagnostic \"%s\" lacks \"%s\"", line,
+                                 enum_rejected[i].diagnostic);
+                nanolet_config_deinit(&c);
+                diagnostics_deinit(&d);
+        }
+}
+
+static void test_enum_settings_defaults_and_names(void **state) {
+        NanoletConfig c;
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_int_equal(c.cgroup_driver, CGROUP_DRIVER_CGROUPFS);
+        assert_int_equal(c.hairpin_mode, HAIRPIN_MODE_HAIRPIN_VETH);
+        assert_int_equal(c.container_monitor, CONTAINER_MONITOR_NANOLET);
+        assert_int_equal(c.runtime, RUNTIME_KIND_RUNC);
+        assert_string_equal(nanolet_config_runtime(&c), "runc");
+        /* a path, then a name: the name wins and the path is dropped */
+        char *argv[] = { "serve", "--runtime", "/opt/crun", "--runtime=crun", NULL };
+        assert_int_equal(nanolet_config_parse_argv(&c, 4, argv), 0);
+        assert_int_equal(c.runtime, RUNTIME_KIND_CRUN);
+        assert_null(c.runtime_path);
+        assert_string_equal(nanolet_config_runtime(&c), "crun");
+        char *argv2[] = { "serve", "--runtime", "/opt/bin/crun", NULL };
+        assert_int_equal(nanolet_config_parse_argv(&c, 3, argv2), 0);
+        assert_string_equal(nanolet_config_runtime(&c), "/opt/bin/crun");
+        nanolet_config_deinit(&c);
+
+        /* the names the agent writes (node.json, its warnings) */
+        assert_string_equal(cgroup_driver_to_string(CGROUP_DRIVER_SYSTEMD), "systemd");
+        assert_string_equal(hairpin_mode_to_string(HAIRPIN_MODE_PROMISCUOUS_BRIDGE),
+                            "promiscuous-bridge");
+        assert_string_equal(container_monitor_to_string(CONTAINER_MONITOR_CONMON), "conmon");
+        assert_int_equal(runtime_kind_from_string("path"), _RUNTIME_KIND_INVALID);
+        assert_null(hairpin_mode_to_string(_HAIRPIN_MODE_MAX));
+}
 
 static void test_string_checks_flags(void **state) {
         _cleanup_free_ char *huge = malloc(5001);
@@ -1374,6 +1515,9 @@ int main(void) {
                 cmocka_unit_test(test_null_and_zero),
                 cmocka_unit_test(test_kubeadm_files),
                 cmocka_unit_test(test_help_and_man),
+                cmocka_unit_test(test_enum_settings_accepted),
+                cmocka_unit_test(test_enum_settings_rejected),
+                cmocka_unit_test(test_enum_settings_defaults_and_names),
                 cmocka_unit_test(test_string_checks_flags),
                 cmocka_unit_test(test_string_checks_file),
                 cmocka_unit_test(test_duration_bounds),

@@ -1,5 +1,5 @@
 /* Directory source against a real temporary directory and inotify: the
- * timing rules of SPEC §4 (writes at once, removals after the debounce,
+ * timing rules of docs/manifests.md (writes at once, removals after the debounce,
  * saves by rename as one change), the name filter, trust and limits. */
 #include <setjmp.h>
 #include <stdarg.h>

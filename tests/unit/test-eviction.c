@@ -19,10 +19,10 @@ static void test_parse_defaults(void **state) {
         char *hard[] = { "memory.available<100Mi", "nodefs.available<10%", "nodefs.inodesFree<5%",
                          "imagefs.available<15%", NULL };
         EvictionConfig c;
-        char *err = NULL;
+        Error err = {};
         assert_int_equal(
                 eviction_config_parse(hard, NULL, NULL, NULL, 300 * USEC_PER_SEC, &c, &err), 0);
-        assert_null(err);
+        assert_int_equal(err.error, 0);
         assert_int_equal(c.n, 4);
         assert_int_equal(c.thresholds[0].signal, EVICTION_SIGNAL_MEMORY_AVAILABLE);
         assert_int_equal(c.thresholds[0].value.quantity, 100 * MI);
@@ -44,7 +44,7 @@ static void test_parse_soft_and_reclaim(void **state) {
         char *grace[] = { "nodefs.available=1m30s", NULL };
         char *reclaim[] = { "nodefs.available=500Mi", "memory.available=5%", NULL };
         EvictionConfig c;
-        char *err = NULL;
+        Error err = {};
         assert_int_equal(eviction_config_parse(hard, soft, grace, reclaim, 0, &c, &err), 0);
         assert_int_equal(c.n, 2);
         /* The later value for a signal wins. */
@@ -59,13 +59,12 @@ static void test_parse_soft_and_reclaim(void **state) {
 static void expect_error(char **hard, char **soft, char **grace, char **reclaim,
                          const char *needle) {
         EvictionConfig c = {};
-        char *err = NULL;
+        Error err = {};
         assert_int_equal(eviction_config_parse(hard, soft, grace, reclaim, 0, &c, &err), -EINVAL);
-        assert_non_null(err);
-        if (!strstr(err, needle))
-                fail_msg("error \"%s\" lacks \"%s\"", err, needle);
+        assert_int_equal(err.error, -EINVAL);
+        if (!strstr(err.message, needle))
+                fail_msg("error \"%s\" lacks \"%s\"", err.message, needle);
         assert_null(c.thresholds);
-        free(err);
 }
 
 static void test_parse_errors(void **state) {

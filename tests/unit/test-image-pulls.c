@@ -35,13 +35,12 @@ typedef struct Fake {
 
 static int fake_start(void *userdata, const char *ref, const char *auths,
                       image_pull_backend_done_t done, void *pull_userdata, void **ret_handle,
-                      char **ret_error) {
+                      Error *err) {
         Fake *f = userdata;
         if (f->fail_start) {
                 int r = f->fail_start;
                 f->fail_start = 0;
-                *ret_error = strdup("no helper");
-                return r;
+                return error_set(err, r, "no helper");
         }
         assert_true(f->n < ELEMENTSOF(f->pulls));
         FakePull *p = &f->pulls[f->n++];

@@ -508,6 +508,47 @@ static void test_local_objects(void **state) {
         pod_config_free(c);
 }
 
+/* A pod read again unchanged (same key, same uid) sends no event and keeps
+ * the object the pod layer already holds, but follows its new origin; a
+ * ConfigMap read again unchanged sends nothing either. */
+static void test_unchanged_keeps_object(void **state) {
+        Recorder rec = {};
+        PodConfig *c;
+        assert_int_equal(pod_config_new(&c, record, &rec), 0);
+
+        set(c, "/m/a.yaml", 2, pod("x", "u1", "/m/a.yaml"),
+            obj_new(MANIFEST_KIND_CONFIGMAP, "kube-system", "cm", "c1", "/m/a.yaml", 5));
+        assert_int_equal(pod_config_commit(c), 0);
+        assert_int_equal(rec.n, 2);
+        recorder_clear(&rec);
+        ManifestObject *first = pod_config_find(c, MANIFEST_KIND_POD, "kube-system", "x");
+        assert_non_null(first);
+
+        set(c, "/m/a.yaml", 2, pod("x", "u1", "/m/a.yaml"),
+            obj_new(MANIFEST_KIND_CONFIGMAP, "kube-system", "cm", "c1", "/m/a.yaml", 5));
+        assert_int_equal(pod_config_commit(c), 0);
+        assert_int_equal(rec.n, 0);
+        assert_ptr_equal(pod_config_find(c, MANIFEST_KIND_POD, "kube-system", "x"), first);
+
+        /* moved to another file with the same uid: still no event */
+        assert_int_equal(pod_config_remove_origin(c, "file", "/m/a.yaml"), 0);
+        set(c, "/m/b.yaml", 2, pod("x", "u1", "/m/b.yaml"),
+            obj_new(MANIFEST_KIND_CONFIGMAP, "kube-system", "cm", "c1", "/m/b.yaml", 5));
+        assert_int_equal(pod_config_commit(c), 0);
+        assert_int_equal(rec.n, 0);
+        assert_ptr_equal(pod_config_find(c, MANIFEST_KIND_POD, "kube-system", "x"), first);
+
+        /* its removal names the origin it came from last */
+        assert_int_equal(pod_config_remove_origin(c, "file", "/m/b.yaml"), 0);
+        assert_int_equal(pod_config_commit(c), 0);
+        assert_int_equal(rec.n, 2);
+        expect(&rec.ev[0], SOURCE_EVENT_REMOVE, "/m/b.yaml", "u1", NULL);
+        expect(&rec.ev[1], SOURCE_EVENT_LOCAL, "/m/b.yaml", "c1", NULL);
+        assert_null(pod_config_find(c, MANIFEST_KIND_POD, "kube-system", "x"));
+        recorder_clear(&rec);
+        pod_config_free(c);
+}
+
 static void test_event_type_names(void **state) {
         assert_string_equal(source_event_type_to_string(SOURCE_EVENT_ADD), "ADD");
         assert_string_equal(source_event_type_to_string(SOURCE_EVENT_UPDATE), "UPDATE");
@@ -532,6 +573,7 @@ int main(void) {
                 cmocka_unit_test(test_keep_last_good),
                 cmocka_unit_test(test_rename_is_one_update),
                 cmocka_unit_test(test_local_objects),
+                cmocka_unit_test(test_unchanged_keeps_object),
                 cmocka_unit_test(test_event_type_names),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -599,7 +599,7 @@ static void test_write(void **state) {
 
         char path[256];
         snprintf(path, sizeof(path), "%s/abc123.json", dir);
-        /* The pod spec with its env values: root only (SPEC §3). */
+        /* The pod spec with its env values: root only (docs/internals/state-files.md). */
         struct stat st;
         assert_int_equal(stat(path, &st), 0);
         assert_int_equal(st.st_mode & 0777, 0600);

@@ -52,7 +52,7 @@ static char *admit_one(const PodSysctlAllowlist *a, const char *name, bool host_
 static void test_safe_set(void **state) {
         (void)state;
         PodSysctlAllowlist a;
-        char *err = NULL;
+        Error err = {};
 
         assert_int_equal(pod_sysctl_allowlist_init(&a, "6.1.0-18-amd64", NULL, &err), 0);
         ADMITTED(&a, "net.ipv4.ip_local_port_range", false, false);
@@ -96,7 +96,7 @@ static void test_safe_set(void **state) {
 static void test_unsafe_allowed(void **state) {
         (void)state;
         PodSysctlAllowlist a;
-        char *err = NULL;
+        Error err = {};
         char *allowed[] = { "net.core.*", "kernel.msgmax", "fs/mqueue/msg_max", NULL };
 
         assert_int_equal(pod_sysctl_allowlist_init(&a, "6.1.0", allowed, &err), 0);
@@ -133,11 +133,11 @@ static void test_bad_patterns(void **state) {
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
                 PodSysctlAllowlist a;
                 char *l[] = { (char *)bad[i], NULL };
-                _cleanup_free_ char *err = NULL;
+                Error err = {};
                 assert_int_equal(pod_sysctl_allowlist_init(&a, "6.1.0", l, &err), -EINVAL);
-                assert_non_null(err);
+                assert_int_equal(err.error, -EINVAL);
                 if (expect[i])
-                        assert_string_equal(err, expect[i]);
+                        assert_string_equal(err.message, expect[i]);
                 assert_null(a.names);
                 assert_null(a.prefixes);
         }

@@ -326,7 +326,7 @@ static bool same_file(const struct stat *a, const struct stat *b) {
 /* The status file comes after what the sync armed for the next iteration
  * (the runtime queue's kick, the next sync): not in the sync's iteration,
  * not in the next one, which the files wait for once, but in the one after
- * (docs/runtime.md, "The sync loop"). */
+ * (docs/internals/runtime.md, "The sync loop"). */
 static void test_status_after_next_step(void **state) {
         Fixture *f = *state;
         PodWorker *w = new_worker(f);

@@ -210,7 +210,7 @@ static unsigned check_objects(const Parsed *p) {
 
 /* The canonical JSON of an object is itself a manifest: parsed again with
  * the same source it must give the same canonical form and UID. That is
- * what keeps UIDs stable across reformatting (SPEC §4). */
+ * what keeps UIDs stable across reformatting (docs/manifests.md). */
 static unsigned check_canonical_fixed_point(const Parsed *p) {
         unsigned bad = 0;
 

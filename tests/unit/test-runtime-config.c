@@ -720,9 +720,9 @@ static void test_seccomp_default(void **state) {
         assert_true(arr_has(json_object_get(sc, "architectures"), "SCMP_ARCH_X86_64"));
         assert_true(arr_has(json_object_get(sc, "architectures"), "SCMP_ARCH_X86"));
         /* containerd's three: the 32-bit ABIs make up two thirds of the
-         * filter runc compiles (docs/BENCHMARKS.md, "The seccomp profile's
-         * cost"), but dropping one changes what 32-bit and x32 processes
-         * may do, so the list stays whole. */
+         * filter runc compiles (docs/internals/design-decisions.md, "The
+         * seccomp profile stays the default"), but dropping one changes
+         * what 32-bit and x32 processes may do, so the list stays whole. */
         assert_true(arr_has(json_object_get(sc, "architectures"), "SCMP_ARCH_X32"));
         assert_int_equal(json_array_size(json_object_get(sc, "architectures")), 3);
         assert_true(seccomp_allows(j, "arch_prctl"));

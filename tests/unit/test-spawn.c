@@ -124,7 +124,7 @@ static void test_env_cwd_session(void **state) {
 }
 
 /* What systemd and an administrator give the agent stays with the agent
- * (SPEC §3): the default child environment is the allowlist only. */
+ * (docs/internals/runtime.md): the default child environment is the allowlist only. */
 static void test_default_env_is_clean(void **state) {
         static const char *const agent_only[] = {
                 "NOTIFY_SOCKET", "WATCHDOG_USEC",         "WATCHDOG_PID", "LISTEN_FDS",
