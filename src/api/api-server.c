@@ -123,16 +123,15 @@ const char *api_request_query(const ApiRequest *req, const char *key) {
 
 int api_response_printf(ApiResponse *resp, const char *fmt, ...) {
         va_list ap;
-        char *s;
 
         va_start(ap, fmt);
-        int n = vasprintf(&s, fmt, ap);
+        char *s = strvprintf(fmt, ap);
         va_end(ap);
-        if (n < 0)
+        if (!s)
                 return -ENOMEM;
         free(resp->body);
         resp->body = s;
-        resp->body_size = (size_t)n;
+        resp->body_size = strlen(s);
         return 0;
 }
 

@@ -15,6 +15,40 @@
 #include "dirent-util.h"
 #include "string-util.h"
 
+/* read(), or pread() at offset when positional, again after EINTR: the
+ * number of bytes read (0 at the end of the file) or -errno. */
+static ssize_t read_some(int fd, void *buf, size_t size, bool positional, off_t offset) {
+        for (;;) {
+                ssize_t n = positional ? pread(fd, buf, size, offset) : read(fd, buf, size);
+                if (n >= 0 || errno != EINTR)
+                        return n < 0 ? -errno : n;
+        }
+}
+
+static int write_loop(int fd, const void *data, size_t size, bool positional, uint64_t offset) {
+        const char *p = data;
+        while (size > 0) {
+                ssize_t n = positional ? pwrite(fd, p, size, (off_t)offset) : write(fd, p, size);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                p += n;
+                size -= (size_t)n;
+                offset += (uint64_t)n;
+        }
+        return 0;
+}
+
+int write_all(int fd, const void *data, size_t size) {
+        return write_loop(fd, data, size, false, 0);
+}
+
+int pwrite_all(int fd, const void *data, size_t size, uint64_t offset) {
+        return write_loop(fd, data, size, true, offset);
+}
+
 int read_full_fd(int fd, size_t max_size, char **ret_data, size_t *ret_size) {
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, cap = 0;
@@ -32,12 +66,9 @@ int read_full_fd(int fd, size_t max_size, char **ret_data, size_t *ret_size) {
                         buf = nb;
                         cap = nc;
                 }
-                ssize_t n = read(fd, buf + len, cap - len - 1);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
+                ssize_t n = read_some(fd, buf + len, cap - len - 1, false, 0);
+                if (n < 0)
+                        return (int)n;
                 if (n == 0)
                         break;
                 len += (size_t)n;
@@ -141,12 +172,9 @@ int read_file_tail_at(int dir_fd, const char *path, size_t max_size, char **ret_
                 return -ENOMEM;
         /* The file may still change: never more than max_size, whatever it does. */
         while (len < max_size) {
-                ssize_t n = pread(fd, buf + len, max_size - len, offset + (off_t)len);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
+                ssize_t n = read_some(fd, buf + len, max_size - len, true, offset + (off_t)len);
+                if (n < 0)
+                        return (int)n;
                 if (n == 0)
                         break;
                 len += (size_t)n;
@@ -191,20 +219,9 @@ static int write_file_renamed(const char *path, const void *data, size_t size, m
         if (fd < 0)
                 return -errno;
 
-        int r = 0;
-        const char *p = data;
-        size_t left = size;
-        while (left > 0) {
-                ssize_t n = write(fd, p, left);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        r = -errno;
-                        goto fail;
-                }
-                p += n;
-                left -= (size_t)n;
-        }
+        int r = write_all(fd, data, size);
+        if (r < 0)
+                goto fail;
         if (fchmod(fd, mode) < 0 || (sync && fsync(fd) < 0)) {
                 r = -errno;
                 goto fail;

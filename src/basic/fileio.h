@@ -35,6 +35,10 @@ int read_state_file_at(int dir_fd, const char *path, size_t max_size, char **ret
                        size_t *ret_size, Error *err);
 /* Reads all of an fd (pipe or file) with the same cap. */
 int read_full_fd(int fd, size_t max_size, char **ret_data, size_t *ret_size);
+/* Writes all of data, again after EINTR and short writes: 0 or -errno.
+ * pwrite_all() writes at offset, the file offset left as it is. */
+int write_all(int fd, const void *data, size_t size);
+int pwrite_all(int fd, const void *data, size_t size, uint64_t offset);
 
 /* The one openat2(2) wrapper: resolve is a mask of RESOLVE_* flags; mode is
  * used with O_CREAT only; O_CLOEXEC is always added. Returns the fd or -errno. */

@@ -29,13 +29,17 @@ bool endswith(const char *s, const char *suffix) {
         return a >= b && memcmp(s + a - b, suffix, b) == 0;
 }
 
+char *strvprintf(const char *fmt, va_list ap) {
+        char *s;
+        return vasprintf(&s, fmt, ap) < 0 ? NULL : s;
+}
+
 char *strprintf(const char *fmt, ...) {
         va_list ap;
-        char *s;
         va_start(ap, fmt);
-        int r = vasprintf(&s, fmt, ap);
+        char *s = strvprintf(fmt, ap);
         va_end(ap);
-        return r < 0 ? NULL : s;
+        return s;
 }
 
 char *strndup_safe(const char *s, size_t n) {

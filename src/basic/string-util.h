@@ -1,6 +1,7 @@
 /* String helpers the C library lacks. */
 #pragma once
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -11,6 +12,7 @@ const char *startswith(const char *s, const char *prefix) _pure_;
 bool endswith(const char *s, const char *suffix) _pure_;
 /* asprintf() that returns the string, or NULL on ENOMEM. */
 char *strprintf(const char *fmt, ...) _printf_(1, 2);
+char *strvprintf(const char *fmt, va_list ap) _printf_(1, 0);
 /* Duplicates at most n bytes; NULL on ENOMEM. */
 char *strndup_safe(const char *s, size_t n);
 /* Bounded append into a growable buffer; returns 0 or -ENOMEM. */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli-common.h"
+#include "cli-options.h"
 #include "cli.h"
 #include "string-util.h"
 
@@ -272,15 +273,9 @@ int cli_events(int argc, char **argv) {
         _cleanup_(events_context_done) EventsContext x = {};
         int opt, r;
 
-        cli_common_init(&x.c, "nanolet events");
-        optind = 0;
-        while ((opt = getopt_long(argc, argv, "hw", options, NULL)) >= 0) {
-                if (cli_common_option(&x.c, opt, optarg))
-                        continue;
+        cli_options_start(&x.c, "nanolet events");
+        while ((opt = cli_option_next(&x.c, argc, argv, "hw", options, help)) > 0) {
                 switch (opt) {
-                case 'h':
-                        help(stdout);
-                        return EXIT_OK;
                 case 'w':
                         x.watch = true;
                         break;
@@ -288,10 +283,8 @@ int cli_events(int argc, char **argv) {
                         return EXIT_USAGE;
                 }
         }
-        if (argc - optind > 1) {
-                fprintf(stderr, "%s: unexpected argument \"%s\"\n", x.c.prog, argv[optind + 1]);
-                return EXIT_USAGE;
-        }
+        if (cli_options_end(&x.c, opt, argc, argv, 1, &r))
+                return r;
         x.query = optind < argc ? argv[optind] : NULL;
         x.all = !x.query;
         if (x.query) {

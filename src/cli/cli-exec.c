@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli-common.h"
+#include "cli-options.h"
 #include "cli.h"
 #include "string-util.h"
 #include "strv.h"
@@ -42,9 +43,9 @@ int cli_exec(int argc, char **argv) {
         const CliPod *pod;
         json_t *cs = NULL;
         CliCommon c;
-        int opt, nopt = argc;
+        int opt, nopt = argc, r;
 
-        cli_common_init(&c, "nanolet exec");
+        cli_options_start(&c, "nanolet exec");
         /* Options end at "--"; without it at the first word after POD (GNU
          * getopt would otherwise take the command's own options). */
         for (int i = 1; i < argc; i++)
@@ -52,15 +53,9 @@ int cli_exec(int argc, char **argv) {
                         nopt = i;
                         break;
                 }
-        optind = 0;
-        while ((opt = getopt_long(nopt, argv, nopt == argc ? "+hc:it" : "hc:it", options, NULL)) >=
-               0) {
-                if (cli_common_option(&c, opt, optarg))
-                        continue;
+        while ((opt = cli_option_next(&c, nopt, argv, nopt == argc ? "+hc:it" : "hc:it", options,
+                                      help)) > 0) {
                 switch (opt) {
-                case 'h':
-                        help(stdout);
-                        return EXIT_OK;
                 case 'c':
                         container = optarg;
                         break;
@@ -74,6 +69,8 @@ int cli_exec(int argc, char **argv) {
                         return EXIT_USAGE;
                 }
         }
+        if (cli_options_end(&c, opt, nopt, argv, CLI_OPERANDS_ANY, &r))
+                return r;
         if (optind >= nopt) {
                 fprintf(stderr, "%s: no POD given (nanolet exec POD -- COMMAND..., see --help)\n",
                         c.prog);

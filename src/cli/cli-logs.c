@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli-common.h"
+#include "cli-options.h"
 #include "cli-logs.h"
 #include "dirent-util.h"
 #include "fileio.h"
@@ -292,6 +293,17 @@ static bool find_next_attempt(int dir_fd, unsigned attempt, unsigned *ret) {
         return found;
 }
 
+/* The rest of a file that gets no more lines (fd < 0: none open), and the
+ * partial line it ended with. */
+static int finish_file(LogsContext *x, int fd) {
+        if (fd >= 0) {
+                int r = logs_drain(x, fd);
+                if (r < 0)
+                        return r;
+        }
+        return cri_log_reader_flush(&x->reader);
+}
+
 static int follow(LogsContext *x, const CliPod *pod, int dir_fd, const char *dir_path,
                   unsigned attempt, int live_fd) {
         _cleanup_close_ int ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -333,12 +345,7 @@ static int follow(LogsContext *x, const CliPod *pod, int dir_fd, const char *dir
                 unsigned next = 0;
                 if (find_next_attempt(dir_fd, attempt, &next)) {
                         /* The container restarted: finish the old file, go on with the new. */
-                        if (fd >= 0) {
-                                r = logs_drain(x, fd);
-                                if (r < 0)
-                                        return r;
-                        }
-                        r = cri_log_reader_flush(&x->reader);
+                        r = finish_file(x, fd);
                         if (r < 0)
                                 return r;
                         fd = safe_close(fd);
@@ -366,12 +373,7 @@ static int follow(LogsContext *x, const CliPod *pod, int dir_fd, const char *dir
                 }
                 if (access(pod->file, F_OK) < 0 && errno == ENOENT) {
                         /* The pod was deleted: print what is left and stop. */
-                        if (fd >= 0) {
-                                r = logs_drain(x, fd);
-                                if (r < 0)
-                                        return r;
-                        }
-                        r = cri_log_reader_flush(&x->reader);
+                        r = finish_file(x, fd);
                         if (r < 0)
                                 return r;
                         return fflush(stdout) == 0 ? 0 : -EIO;
@@ -511,17 +513,11 @@ int cli_logs(int argc, char **argv) {
         const CliPod *pod;
         json_t *cs = NULL;
         CliCommon c;
-        int opt;
+        int opt, r;
 
-        cli_common_init(&c, "nanolet logs");
-        optind = 0;
-        while ((opt = getopt_long(argc, argv, "hc:fpt", options, NULL)) >= 0) {
-                if (cli_common_option(&c, opt, optarg))
-                        continue;
+        cli_options_start(&c, "nanolet logs");
+        while ((opt = cli_option_next(&c, argc, argv, "hc:fpt", options, help)) > 0) {
                 switch (opt) {
-                case 'h':
-                        help(stdout);
-                        return EXIT_OK;
                 case 'c':
                         container = optarg;
                         break;
@@ -572,6 +568,8 @@ int cli_logs(int argc, char **argv) {
                         return EXIT_USAGE;
                 }
         }
+        if (cli_options_end(&c, opt, argc, argv, CLI_OPERANDS_ANY, &r))
+                return r;
         if (optind >= argc) {
                 fprintf(stderr, "%s: no POD given (nanolet logs POD, see --help)\n", c.prog);
                 return EXIT_USAGE;

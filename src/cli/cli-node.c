@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cli-common.h"
+#include "cli-options.h"
 #include "cli.h"
 #include "fileio.h"
 #include "string-util.h"
@@ -89,17 +90,11 @@ int cli_node(int argc, char **argv) {
         _cleanup_json_ json_t *resources = NULL, *pressure = NULL;
         CliCommon c;
         bool json = false;
-        int opt;
+        int opt, r;
 
-        cli_common_init(&c, "nanolet node");
-        optind = 0;
-        while ((opt = getopt_long(argc, argv, "ho:", options, NULL)) >= 0) {
-                if (cli_common_option(&c, opt, optarg))
-                        continue;
+        cli_options_start(&c, "nanolet node");
+        while ((opt = cli_option_next(&c, argc, argv, "ho:", options, help)) > 0) {
                 switch (opt) {
-                case 'h':
-                        help(stdout);
-                        return EXIT_OK;
                 case 'o':
                         if (!streq(optarg, "json")) {
                                 fprintf(stderr, "%s: unknown output format \"%s\" (json)\n", c.prog,
@@ -112,10 +107,8 @@ int cli_node(int argc, char **argv) {
                         return EXIT_USAGE;
                 }
         }
-        if (optind < argc) {
-                fprintf(stderr, "%s: unexpected argument \"%s\"\n", c.prog, argv[optind]);
-                return EXIT_USAGE;
-        }
+        if (cli_options_end(&c, opt, argc, argv, 0, &r))
+                return r;
         resources = load_record(&c, "node.json", true);
         if (!resources)
                 return EXIT_ERROR;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli-common.h"
+#include "cli-options.h"
 #include "cli.h"
 #include "log.h"
 #include "string-util.h"
@@ -352,15 +353,9 @@ int cli_pods(int argc, char **argv) {
         CliCommon c;
         int r, opt;
 
-        cli_common_init(&c, "nanolet pods");
-        optind = 0;
-        while ((opt = getopt_long(argc, argv, "ho:n:Aw", options, NULL)) >= 0) {
-                if (cli_common_option(&c, opt, optarg))
-                        continue;
+        cli_options_start(&c, "nanolet pods");
+        while ((opt = cli_option_next(&c, argc, argv, "ho:n:Aw", options, help)) > 0) {
                 switch (opt) {
-                case 'h':
-                        help(stdout);
-                        return EXIT_OK;
                 case 'o':
                         if (streq(optarg, "wide"))
                                 output = PODS_OUTPUT_WIDE;
@@ -391,10 +386,8 @@ int cli_pods(int argc, char **argv) {
                         return EXIT_USAGE;
                 }
         }
-        if (optind < argc) {
-                fprintf(stderr, "%s: unexpected argument \"%s\"\n", c.prog, argv[optind]);
-                return EXIT_USAGE;
-        }
+        if (cli_options_end(&c, opt, argc, argv, 0, &r))
+                return r;
 
         if (watching && output != PODS_OUTPUT_TABLE && output != PODS_OUTPUT_WIDE) {
                 fprintf(stderr, "%s: -w prints table rows: use it without -o, or with -o wide\n",

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli-common.h"
+#include "cli-options.h"
 #include "cli.h"
 #include "string-util.h"
 
@@ -194,15 +195,9 @@ int cli_ps(int argc, char **argv) {
         CliCommon c;
         int r, opt;
 
-        cli_common_init(&c, "nanolet ps");
-        optind = 0;
-        while ((opt = getopt_long(argc, argv, "haqo:", options, NULL)) >= 0) {
-                if (cli_common_option(&c, opt, optarg))
-                        continue;
+        cli_options_start(&c, "nanolet ps");
+        while ((opt = cli_option_next(&c, argc, argv, "haqo:", options, help)) > 0) {
                 switch (opt) {
-                case 'h':
-                        help(stdout);
-                        return EXIT_OK;
                 case 'a':
                         p.all = true;
                         break;
@@ -233,6 +228,8 @@ int cli_ps(int argc, char **argv) {
                         return EXIT_USAGE;
                 }
         }
+        if (cli_options_end(&c, opt, argc, argv, CLI_OPERANDS_ANY, &r))
+                return r;
         if (optind < argc && !p.id_prefix)
                 p.id_prefix = cli_container_id_strip(argv[optind++], NULL);
         if (optind < argc) {

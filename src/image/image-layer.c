@@ -20,6 +20,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "hash.h"
 #include "image-util.h"
 #include "log.h"

@@ -32,37 +32,6 @@ int random_hex(char ret[static 17]) {
         return 0;
 }
 
-int write_all(int fd, const void *data, size_t size) {
-        const char *p = data;
-        while (size > 0) {
-                ssize_t n = write(fd, p, size);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                p += n;
-                size -= (size_t)n;
-        }
-        return 0;
-}
-
-int pwrite_all(int fd, const void *data, size_t size, uint64_t offset) {
-        const char *p = data;
-        while (size > 0) {
-                ssize_t n = pwrite(fd, p, size, (off_t)offset);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                p += n;
-                size -= (size_t)n;
-                offset += (uint64_t)n;
-        }
-        return 0;
-}
-
 int openat2_in_root(int dir_fd, const char *path, int flags, uint64_t extra_resolve) {
         return openat2_resolve(dir_fd, path, flags, 0,
                                RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | extra_resolve);

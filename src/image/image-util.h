@@ -27,7 +27,5 @@ int sha256_final_digest(EVP_MD_CTX *md, char ret[static 72]);
 
 /* 16 random lowercase hex characters + NUL. */
 int random_hex(char ret[static 17]);
-int write_all(int fd, const void *data, size_t size);
-int pwrite_all(int fd, const void *data, size_t size, uint64_t offset);
 /* openat2(dir_fd, path, flags, RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS|extra). */
 int openat2_in_root(int dir_fd, const char *path, int flags, uint64_t extra_resolve);

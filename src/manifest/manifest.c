@@ -159,8 +159,7 @@ _printf_(5, 6) static void state_error(ParseState *s, const YamlNode *n, const c
         else if (prefix)
                 path = strdup(prefix);
         va_start(ap, fmt);
-        if (vasprintf(&msg, fmt, ap) < 0)
-                msg = NULL;
+        msg = strvprintf(fmt, ap);
         va_end(ap);
         diagnostics_add(s->diag, DIAG_ERROR, s->file, n ? n->line : 0, n ? n->column : 0, path,
                         "%s", msg ? msg : "out of memory");

@@ -36,9 +36,7 @@ static char *path_index(char *buf, size_t size, const char *parent, size_t i) {
 
 _printf_(5, 0) static void decode_vadd(DecodeContext *c, DiagLevel level, const YamlNode *n,
                                        const char *path, const char *fmt, va_list ap) {
-        _cleanup_free_ char *m = NULL;
-        if (vasprintf(&m, fmt, ap) < 0)
-                m = NULL;
+        _cleanup_free_ char *m = strvprintf(fmt, ap);
         diagnostics_add(c->diag, level, c->file, n ? n->line : 0, n ? n->column : 0, path, "%s",
                         m ?: "out of memory");
         if (level == DIAG_ERROR && path)

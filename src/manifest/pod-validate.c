@@ -76,9 +76,7 @@ _printf_(5, 0) static void vadd(Validator *v, DiagLevel level, const YamlNode *n
                                 const char *fmt, va_list ap) {
         if (level == DIAG_ERROR && strv_contains(v->skip, path))
                 return; /* decoding already said what is wrong here */
-        _cleanup_free_ char *m = NULL;
-        if (vasprintf(&m, fmt, ap) < 0)
-                m = NULL;
+        _cleanup_free_ char *m = strvprintf(fmt, ap);
         if (!n)
                 n = yaml_resolve_path(v->doc, path);
         diagnostics_add(v->diag, level, v->file, n ? n->line : 0, n ? n->column : 0, path, "%s",

@@ -445,8 +445,7 @@ _printf_(5, 6) static int parser_error(Parser *p, int r, unsigned line, unsigned
         _cleanup_free_ char *msg = NULL;
         va_list ap;
         va_start(ap, fmt);
-        if (vasprintf(&msg, fmt, ap) < 0)
-                msg = NULL;
+        msg = strvprintf(fmt, ap);
         va_end(ap);
         if (column > 0)
                 diagnostics_add(p->diag, DIAG_ERROR, p->file, line, column, NULL, "column %u: %s",

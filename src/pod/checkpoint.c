@@ -55,15 +55,13 @@ static int dup_string(json_t *o, const char *key, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
-int pod_checkpoint_read(const char *pod_dir, PodCheckpoint *ret) {
-        _cleanup_free_ char *path = strprintf("%s/pod.json", pod_dir);
+/* A record file's JSON object: -ENOENT if absent, -EINVAL if unreadable, a
+ * symlink or not an object (a torn or damaged file is refused, never
+ * half-used). */
+static int load_json_object(const char *path, size_t max_size, json_t **ret) {
         _cleanup_free_ char *text = NULL;
         size_t size;
-        int r;
-
-        if (!path)
-                return -ENOMEM;
-        r = read_state_file_at(AT_FDCWD, path, 16 * 1024 * 1024, &text, &size, NULL);
+        int r = read_state_file_at(AT_FDCWD, path, max_size, &text, &size, NULL);
         if (r == -ENOENT || r == -ENOMEM)
                 return r;
         json_t *o = r < 0 ? NULL : json_loadb(text, size, 0, NULL);
@@ -71,6 +69,20 @@ int pod_checkpoint_read(const char *pod_dir, PodCheckpoint *ret) {
                 json_decref(o);
                 return -EINVAL;
         }
+        *ret = o;
+        return 0;
+}
+
+int pod_checkpoint_read(const char *pod_dir, PodCheckpoint *ret) {
+        _cleanup_free_ char *path = strprintf("%s/pod.json", pod_dir);
+        json_t *o;
+        int r;
+
+        if (!path)
+                return -ENOMEM;
+        r = load_json_object(path, 16 * 1024 * 1024, &o);
+        if (r < 0)
+                return r;
         PodCheckpoint c = {};
         if ((r = dup_string(o, "uid", &c.uid)) < 0 || (r = dup_string(o, "name", &c.name)) < 0 ||
             (r = dup_string(o, "namespace", &c.namespace)) < 0 ||
@@ -236,24 +248,6 @@ int pod_checkpoints_image_users(const char *pods_dir, ImageUsers *ret) {
         return 0;
 }
 
-/* A record file's JSON object: -ENOENT if absent, -EINVAL if unreadable, a
- * symlink or not an object (a torn or damaged file is refused, never
- * half-used). */
-static int load_json_object(const char *path, json_t **ret) {
-        _cleanup_free_ char *text = NULL;
-        size_t size;
-        int r = read_state_file_at(AT_FDCWD, path, 1024 * 1024, &text, &size, NULL);
-        if (r == -ENOENT || r == -ENOMEM)
-                return r;
-        json_t *o = r < 0 ? NULL : json_loadb(text, size, 0, NULL);
-        if (!json_is_object(o)) {
-                json_decref(o);
-                return -EINVAL;
-        }
-        *ret = o;
-        return 0;
-}
-
 static int write_json_file(const char *path, json_t *o) {
         if (!o)
                 return -ENOMEM;
@@ -294,7 +288,7 @@ int attempt_record_read(const char *attempt_dir, AttemptRecord *ret) {
         json_t *o;
         if (!path)
                 return -ENOMEM;
-        int q = load_json_object(path, &o);
+        int q = load_json_object(path, 1024 * 1024, &o);
         if (q < 0)
                 return q;
         AttemptRecord r = { .exit_code = -1 };

@@ -302,9 +302,11 @@ static int stop_pod(Ctx *x, KillReason reason, PodPhase phase) {
         return 0;
 }
 
-/* A running sidecar (or one that belongs to an already initialized part of
- * the pod) is kept alive regardless of the pod's restartPolicy. */
-static int keep_sidecar(Ctx *x, const ContainerState *c) {
+/* Drives a container towards running: a start when it has no container or
+ * its container exited (the caller has decided that an exited one runs
+ * again; a sidecar always does, whatever the pod's restartPolicy), a kill
+ * when a probe asked for one, nothing while it starts. */
+static int keep_running(Ctx *x, const ContainerState *c) {
         switch (c->state) {
         case CONTAINER_NONE:
         case CONTAINER_EXITED:
@@ -333,7 +335,7 @@ static int init_actions(Ctx *x, bool app_started, bool *ret_initialized) {
         if (app_started) {
                 /* Initialization is over: only sidecars need attention. */
                 for (size_t i = 0; i < s->n_init; i++)
-                        if (is_sidecar(&s->init[i]) && (r = keep_sidecar(x, &s->init[i])) < 0)
+                        if (is_sidecar(&s->init[i]) && (r = keep_running(x, &s->init[i])) < 0)
                                 return r;
                 *ret_initialized = true;
                 return 0;
@@ -350,48 +352,25 @@ static int init_actions(Ctx *x, bool app_started, bool *ret_initialized) {
                         if (later_begun) {
                                 /* It gated its successors once; now it only
                                  * needs to be kept running. */
-                                if ((r = keep_sidecar(x, c)) < 0)
+                                if ((r = keep_running(x, c)) < 0)
                                         return r;
                                 continue;
                         }
-                        switch (c->state) {
-                        case CONTAINER_RUNNING:
-                                if (c->kill_requested)
-                                        return add_kill(x, c, KILL_REASON_UNHEALTHY);
-                                if (c->started)
-                                        continue; /* the next init container may start */
-                                return 0;         /* wait for startupProbe/postStart */
-                        case CONTAINER_NONE:
-                        case CONTAINER_EXITED:
-                                return try_start(x, c);
-                        case CONTAINER_CREATED:
-                        case _CONTAINER_RUN_STATE_INVALID:
-                        case _CONTAINER_RUN_STATE_MAX:
-                        default:
-                                return 0;
-                        }
+                        if (c->state == CONTAINER_RUNNING && !c->kill_requested && c->started)
+                                continue; /* the next init container may start */
+                        /* Started, killed, or waited for (startupProbe/postStart)
+                         * before the next one. */
+                        return keep_running(x, c);
                 }
 
-                switch (c->state) {
-                case CONTAINER_EXITED:
-                        if (c->exit_code == 0)
-                                continue;
-                        /* restartPolicy Never was handled before: restart. */
-                        return try_start(x, c);
-                case CONTAINER_NONE:
-                        if (later_begun)
-                                continue; /* its record was removed after it completed */
-                        return try_start(x, c);
-                case CONTAINER_RUNNING:
-                        if (c->kill_requested)
-                                return add_kill(x, c, KILL_REASON_UNHEALTHY);
-                        return 0;
-                case CONTAINER_CREATED:
-                case _CONTAINER_RUN_STATE_INVALID:
-                case _CONTAINER_RUN_STATE_MAX:
-                default:
-                        return 0;
-                }
+                /* Completed; without a record when it was removed after it
+                 * completed. */
+                if ((c->state == CONTAINER_EXITED && c->exit_code == 0) ||
+                    (c->state == CONTAINER_NONE && later_begun))
+                        continue;
+                /* The first one not completed: restartPolicy Never was
+                 * handled before, so a failed one starts again. */
+                return keep_running(x, c);
         }
 
         *ret_initialized = true;
@@ -404,25 +383,10 @@ static int app_actions(Ctx *x) {
 
         for (size_t i = 0; i < s->n_app; i++) {
                 const ContainerState *c = &s->app[i];
-                switch (c->state) {
-                case CONTAINER_NONE:
-                        r = try_start(x, c);
-                        break;
-                case CONTAINER_EXITED:
-                        r = app_should_restart(s->pod->spec.restart_policy, c->exit_code)
-                                    ? try_start(x, c)
-                                    : 0;
-                        break;
-                case CONTAINER_RUNNING:
-                        r = c->kill_requested ? add_kill(x, c, KILL_REASON_UNHEALTHY) : 0;
-                        break;
-                case CONTAINER_CREATED:
-                case _CONTAINER_RUN_STATE_INVALID:
-                case _CONTAINER_RUN_STATE_MAX:
-                default:
-                        r = 0;
-                        break;
-                }
+                if (c->state == CONTAINER_EXITED &&
+                    !app_should_restart(s->pod->spec.restart_policy, c->exit_code))
+                        continue;
+                r = keep_running(x, c);
                 if (r < 0)
                         return r;
         }

@@ -39,15 +39,12 @@ static int buf_put(Buf *b, const char *s) {
 static int buf_printf(Buf *b, const char *fmt, ...) _printf_(2, 3);
 static int buf_printf(Buf *b, const char *fmt, ...) {
         va_list ap;
-        char *s;
         va_start(ap, fmt);
-        int r = vasprintf(&s, fmt, ap);
+        _cleanup_free_ char *s = strvprintf(fmt, ap);
         va_end(ap);
-        if (r < 0)
+        if (!s)
                 return -ENOMEM;
-        r = strbuf_append(&b->s, &b->len, &b->cap, s, strlen(s));
-        free(s);
-        return r;
+        return strbuf_append(&b->s, &b->len, &b->cap, s, strlen(s));
 }
 
 static char *buf_take(Buf *b) {

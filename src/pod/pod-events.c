@@ -101,8 +101,8 @@ int pod_events_recordv(PodEvents *e, PodEventReason reason, const char *field_pa
                        const char *fmt, va_list ap) {
         assert(e && fmt);
         assert(reason >= 0 && reason < _POD_EVENT_REASON_MAX);
-        _cleanup_free_ char *message = NULL;
-        if (vasprintf(&message, fmt, ap) < 0)
+        _cleanup_free_ char *message = strvprintf(fmt, ap);
+        if (!message)
                 return -ENOMEM;
 
         for (size_t i = 0; i < e->n; i++) {

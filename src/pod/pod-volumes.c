@@ -480,15 +480,9 @@ static int write_file_at(int dir_fd, const PodVolumeFile *f, int64_t fs_group) {
                 openat(dir_fd, f->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return -errno;
-        for (size_t off = 0; off < f->size;) {
-                ssize_t n = write(fd, f->data + off, f->size - off);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                off += (size_t)n;
-        }
+        r = write_all(fd, f->data, f->size);
+        if (r < 0)
+                return r;
         if (fs_group >= 0 && fchown(fd, (uid_t)-1, (gid_t)fs_group) < 0)
                 return -errno;
         /* explicit chmod: the mode must not depend on the agent's umask */

@@ -118,8 +118,7 @@ static void finish(ProbeRun *r, ProbeResult result, const char *fmt, ...) {
         va_list ap;
 
         va_start(ap, fmt);
-        if (vasprintf(&out, fmt, ap) < 0)
-                out = NULL;
+        out = strvprintf(fmt, ap);
         va_end(ap);
         run_release(r);
         r->done(result, out ? out : "", r->userdata);

@@ -97,10 +97,46 @@ static void read_cpu_v2(const char *root, const char *path, CgroupStats *st) {
         }
 }
 
+/* The names memory.stat gives what the stats take from it: v1's hierarchical
+ * totals, v2's own (always hierarchical). */
+typedef struct MemoryStatKeys {
+        const char *inactive_file;
+        const char *rss;
+        const char *pgfault;
+        const char *pgmajfault;
+} MemoryStatKeys;
+
+static const MemoryStatKeys memory_stat_v1 = {
+        .inactive_file = "total_inactive_file",
+        .rss = "total_rss",
+        .pgfault = "total_pgfault",
+        .pgmajfault = "total_pgmajfault",
+};
+
+static const MemoryStatKeys memory_stat_v2 = {
+        .inactive_file = "inactive_file",
+        .rss = "anon",
+        .pgfault = "pgfault",
+        .pgmajfault = "pgmajfault",
+};
+
+/* The memory figures from memory.stat's text, memory_usage already read:
+ * the working set is the usage without the inactive file pages, as
+ * cAdvisor's. */
+static void memory_stat(const char *stat, const MemoryStatKeys *k, CgroupStats *st) {
+        uint64_t inactive = 0;
+
+        st->has_memory = true;
+        (void)keyed_value(stat, k->inactive_file, &inactive);
+        (void)keyed_value(stat, k->rss, &st->memory_rss);
+        (void)keyed_value(stat, k->pgfault, &st->memory_pgfault);
+        (void)keyed_value(stat, k->pgmajfault, &st->memory_pgmajfault);
+        st->memory_working_set = sub_floor(st->memory_usage, inactive);
+}
+
 static void read_v1(const char *root, const char *path, CgroupStats *st) {
         _cleanup_free_ char *mem = strprintf("%s/memory", root);
         _cleanup_free_ char *stat = NULL;
-        uint64_t inactive = 0;
 
         read_cpu_v1(root, path, st);
         _cleanup_free_ char *pids = strprintf("%s/pids", root);
@@ -108,12 +144,7 @@ static void read_v1(const char *root, const char *path, CgroupStats *st) {
         if (!mem || read_u64(mem, path, "memory.usage_in_bytes", &st->memory_usage) < 0 ||
             read_kernel_file(mem, path, "memory.stat", &stat) < 0)
                 return;
-        st->has_memory = true;
-        (void)keyed_value(stat, "total_inactive_file", &inactive);
-        (void)keyed_value(stat, "total_rss", &st->memory_rss);
-        (void)keyed_value(stat, "total_pgfault", &st->memory_pgfault);
-        (void)keyed_value(stat, "total_pgmajfault", &st->memory_pgmajfault);
-        st->memory_working_set = sub_floor(st->memory_usage, inactive);
+        memory_stat(stat, &memory_stat_v1, st);
         /* v1 says "no limit" with a huge page-aligned number. */
         uint64_t limit;
         if (read_u64(mem, path, "memory.limit_in_bytes", &limit) >= 0 &&
@@ -123,26 +154,24 @@ static void read_v1(const char *root, const char *path, CgroupStats *st) {
 
 static void read_v2(const char *root, const char *path, CgroupStats *st) {
         _cleanup_free_ char *stat = NULL, *max = NULL;
-        uint64_t inactive = 0;
 
         read_cpu_v2(root, path, st);
         st->has_pids = read_u64(root, path, "pids.current", &st->pids_current) >= 0;
         if (read_u64(root, path, "memory.current", &st->memory_usage) < 0 ||
             read_kernel_file(root, path, "memory.stat", &stat) < 0)
                 return;
-        st->has_memory = true;
-        (void)keyed_value(stat, "inactive_file", &inactive);
-        (void)keyed_value(stat, "anon", &st->memory_rss);
-        (void)keyed_value(stat, "pgfault", &st->memory_pgfault);
-        (void)keyed_value(stat, "pgmajfault", &st->memory_pgmajfault);
-        st->memory_working_set = sub_floor(st->memory_usage, inactive);
+        memory_stat(stat, &memory_stat_v2, st);
         uint64_t limit;
         if (read_kernel_file(root, path, "memory.max", &max) >= 0 && parse_u64(max, &limit) >= 0)
                 st->memory_limit = limit;
 }
 
-/* 1 for a cgroup2 (unified) root, 0 for v1, -ENOMEM. */
-static int root_is_unified(const char *cgroup_root) {
+/* Before the stats of path are read: 1 for a cgroup2 (unified) root, 0 for
+ * v1; -EINVAL for a path that is not absolute or climbs up, -ENOMEM. */
+static int stats_root_unified(const char *cgroup_root, const char *path) {
+        int r = path_check(path);
+        if (r < 0)
+                return r;
         _cleanup_free_ char *controllers = strprintf("%s/cgroup.controllers", cgroup_root);
         if (!controllers)
                 return -ENOMEM;
@@ -151,10 +180,7 @@ static int root_is_unified(const char *cgroup_root) {
 
 int cgroup_stats_read(const char *cgroup_root, const char *path, CgroupStats *ret) {
         CgroupStats st = { .memory_limit = CGROUP_STATS_NO_LIMIT };
-        int r = path_check(path);
-        if (r < 0)
-                return r;
-        int unified = root_is_unified(cgroup_root);
+        int unified = stats_root_unified(cgroup_root, path);
         if (unified < 0)
                 return unified;
         if (unified)
@@ -174,10 +200,7 @@ int cgroup_stats_read(const char *cgroup_root, const char *path, CgroupStats *re
 
 int cgroup_stats_read_cpu(const char *cgroup_root, const char *path, uint64_t *ret_ns) {
         CgroupStats st = {};
-        int r = path_check(path);
-        if (r < 0)
-                return r;
-        int unified = root_is_unified(cgroup_root);
+        int unified = stats_root_unified(cgroup_root, path);
         if (unified < 0)
                 return unified;
         if (unified)

@@ -425,12 +425,11 @@ static int dir_source_file_error(DirSource *s, DirFile *f, const Diagnostics *d)
 
 static int dir_source_file_errorf(DirSource *s, DirFile *f, const char *fmt, ...) _printf_(3, 4);
 static int dir_source_file_errorf(DirSource *s, DirFile *f, const char *fmt, ...) {
-        _cleanup_free_ char *msg = NULL;
         va_list ap;
         va_start(ap, fmt);
-        int k = vasprintf(&msg, fmt, ap);
+        _cleanup_free_ char *msg = strvprintf(fmt, ap);
         va_end(ap);
-        if (k < 0)
+        if (!msg)
                 return log_oom();
 
         _cleanup_diagnostics_ Diagnostics d;

@@ -253,15 +253,14 @@ static void url_source_fail(UrlSource *s, Diagnostics *d) {
 
 static void url_source_failf(UrlSource *s, const char *fmt, ...) _printf_(2, 3);
 static void url_source_failf(UrlSource *s, const char *fmt, ...) {
-        _cleanup_free_ char *msg = NULL;
         va_list ap;
         va_start(ap, fmt);
-        int k = vasprintf(&msg, fmt, ap);
+        _cleanup_free_ char *msg = strvprintf(fmt, ap);
         va_end(ap);
 
         _cleanup_diagnostics_ Diagnostics d;
         diagnostics_init(&d);
-        diagnostics_add(&d, DIAG_ERROR, s->url, 0, 0, NULL, "%s", k < 0 ? "out of memory" : msg);
+        diagnostics_add(&d, DIAG_ERROR, s->url, 0, 0, NULL, "%s", msg ?: "out of memory");
         url_source_fail(s, &d);
 }
 

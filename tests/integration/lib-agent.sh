@@ -223,9 +223,10 @@ pod_field() {
         pod_json "$1" 2>/dev/null | python3 -c "import json,sys; p=json.load(sys.stdin); print($2)" 2>/dev/null
 }
 
-# wait_field NAME PYEXPR VALUE [TIMEOUT]
+# wait_field NAME PYEXPR VALUE [TIMEOUT]: TIMEOUT is at least WAIT_MIN_S.
 wait_field() {
-        local i v timeout=${4:-30}
+        local i v timeout=${4:-$WAIT_MIN_S}
+        ((timeout >= WAIT_MIN_S)) || timeout=$WAIT_MIN_S
         for ((i = 0; i < timeout * 5; i++)); do
                 v=$(pod_field "$1" "$2" || true)
                 [ "$v" = "$3" ] && return 0

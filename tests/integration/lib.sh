@@ -50,9 +50,17 @@ ok() {
         echo "ok: $*"
 }
 
-# wait_for FILE PATTERN [COUNT] [TIMEOUT_S]: until FILE has COUNT lines matching PATTERN.
+# A wait's budget bounds a stuck test; it is never a speed the agent must
+# reach (that is bench/'s business). A wait ends as soon as its condition
+# holds, so no budget is below WAIT_MIN_S, which a loaded machine needs
+# (a start under ASan beside other builds, a CNI plugin's fork and exec).
+WAIT_MIN_S=30
+
+# wait_for FILE PATTERN [COUNT] [TIMEOUT_S]: until FILE has COUNT lines
+# matching PATTERN, for TIMEOUT_S (at least WAIT_MIN_S).
 wait_for() {
-        local file=$1 pattern=$2 count=${3:-1} timeout=${4:-10} i
+        local file=$1 pattern=$2 count=${3:-1} timeout=${4:-$WAIT_MIN_S} i
+        ((timeout >= WAIT_MIN_S)) || timeout=$WAIT_MIN_S
         for ((i = 0; i < timeout * 10; i++)); do
                 if [ "$(grep -cE -- "$pattern" "$file" 2>/dev/null || true)" -ge "$count" ]; then
                         return 0

@@ -41,7 +41,7 @@ exited_at=$(log_times 'Container "main" of pod "crash-[^"]*" exited' | tail -1)
 # "gone" exits and its runtime state goes while the agent is down, as if
 # the agent died between runc delete and removing what the monitor wrote.
 runc --root "$RUN/runc" kill "$gone_id" KILL
-wait_for_file() { local i; for ((i = 0; i < 100; i++)); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
+wait_for_file() { local i; for ((i = 0; i < 300; i++)); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
 wait_for_file "$RUN/exits/$gone_id" || fail "no exit file of gone"
 runc --root "$RUN/runc" delete --force "$gone_id"
 [ -d "$RUN/conmon/$gone_id" ] || fail "gone's monitor dir is missing before the restart"

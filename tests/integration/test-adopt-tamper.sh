@@ -98,7 +98,7 @@ for p in trunc link garbage missing hostnet; do
         check_field "$p Running after restart, RESTARTS 0" "$p" 'p["status"]["phase"] == "Running" and all("running" in c["state"] and c["restartCount"] == 0 for c in p["status"]["containerStatuses"])' True 30
 done
 # The orphan's containers go, and only then its directory.
-for ((i = 0; i < 100; i++)); do
+for ((i = 0; i < 150; i++)); do
         [ -z "$(pod_runc_ids "${UID_OF[orphan]}")" ] && [ ! -e "$(pd orphan)" ] && break
         sleep 0.2
 done
@@ -137,7 +137,7 @@ kill -9 "$AGENT_PID"
 wait "$AGENT_PID" 2>/dev/null || true
 AGENT_PID=
 echo fail >"$GATE"
-for ((i = 0; i < 100; i++)); do pgrep -f "^/bin/sh $WORK/runtime" >/dev/null || break; sleep 0.1; done
+for ((i = 0; i < 300; i++)); do pgrep -f "^/bin/sh $WORK/runtime" >/dev/null || break; sleep 0.1; done
 rm -f "$GATE"
 [ -z "$(pod_runc_ids "$gated_uid")" ] && ok "the held create never happened" || fail "gated container created"
 start_agent "${AGENT_ARGS[@]}"

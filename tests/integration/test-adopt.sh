@@ -114,7 +114,7 @@ kill -TERM "$victim_pid"
 runc --root "$RUN/runc" delete --force "$deleted_cid" >/dev/null 2>&1 || true
 rm -f "$MAN/gone.yaml"
 sed 's/echo v1/echo v2/' "$MAN/changed.yaml" | put_manifest changed.yaml
-for ((i = 0; i < 50; i++)); do kill -0 "$victim_pid" 2>/dev/null || kill -0 "$deleted_pid" 2>/dev/null || break; sleep 0.1; done
+for ((i = 0; i < 300; i++)); do kill -0 "$victim_pid" 2>/dev/null || kill -0 "$deleted_pid" 2>/dev/null || break; sleep 0.1; done
 start_agent
 expect "adoption logged" "$AGENT_LOG" 'Adopted running container "a" of pod "multi-node1' 1 20
 check_field "victim restarted per policy" victim 'p["status"]["containerStatuses"][0]["restartCount"] == 1 and "running" in p["status"]["containerStatuses"][0]["state"]' True 30
@@ -123,9 +123,9 @@ check_field "runc state deleted while down: restarted" deleted 'p["status"]["con
 check_field "runc state deleted while down: exit code from conmon's exit file (137)" deleted 'p["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"]' 137
 # the rest of the test counts the other pods' containers and veths
 rm -f "$MAN/deleted.yaml"
-for ((i = 0; i < 100; i++)); do [ "$(cat "$HOSTDIR/version" 2>/dev/null)" = v2 ] && break; sleep 0.2; done
+for ((i = 0; i < 150; i++)); do [ "$(cat "$HOSTDIR/version" 2>/dev/null)" = v2 ] && break; sleep 0.2; done
 [ "$(cat "$HOSTDIR/version")" = v2 ] && ok "manifest changed while down: pod recreated" || fail "changed pod not recreated"
-for ((i = 0; i < 100; i++)); do
+for ((i = 0; i < 150; i++)); do
         [ -z "$(pod_runc_ids "$gone_uid" "$changed_uid" "$deleted_uid")" ] && break
         sleep 0.2
 done
@@ -190,7 +190,7 @@ rm -f "$MAN/late.yaml"
 wait_for "$AGENT_LOG" 'Terminating pod "late-node1' 1 20 || true
 kill -9 "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null || true; AGENT_PID=
 start_agent
-for ((i = 0; i < 100; i++)); do [ ! -e "$ROOT/pods/$late_uid" ] && break; sleep 0.2; done
+for ((i = 0; i < 150; i++)); do [ ! -e "$ROOT/pods/$late_uid" ] && break; sleep 0.2; done
 [ ! -e "$ROOT/pods/$late_uid" ] && ok "pod removed during a kill -9 is gone after restart" || fail "late pod remains"
 
 rm -f "$MAN"/*.yaml

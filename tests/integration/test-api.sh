@@ -159,8 +159,8 @@ else
         fail "after SIGSTOP: $code '$reason'"
 fi
 # Once the loop turns again it is healthy: the next relist is at most a
-# period away.
-for ((i = 0; i < 50; i++)); do
+# period away (polled for far longer, for a loaded machine).
+for ((i = 0; i < 150; i++)); do
         code=$(status "$WORK/hz" GET "$HZ/healthz")
         [ "$code" = 200 ] && break
         sleep 0.2

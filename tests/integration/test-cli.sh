@@ -290,7 +290,7 @@ expect "logs -f continues with the restarted container's file" "$follow_out" '^a
 echo "$(now_ts) stdout F more after restart" >>"$ED/3.log"
 expect "logs -f follows the new file" "$follow_out" '^more after restart$'
 mv "$STATUS/uid-etcd.json" "$WORK/uid-etcd.json"
-for ((i = 0; i < 50; i++)); do
+for ((i = 0; i < 300; i++)); do
         kill -0 "$fpid" 2>/dev/null || break
         sleep 0.1
 done
@@ -347,13 +347,13 @@ run 1 exec job -- true && has "exec: exited container" "$err" 'is not running'
 # -it: a terminal inside (script(1) gives this test a pty of its own).
 if command -v script >/dev/null; then
         rc=0
-        timeout 20 script -qec "$NANOLET exec ${DIRS[*]} -it shell -- tty" /dev/null </dev/null >"$out" 2>&1 || rc=$?
+        timeout 60 script -qec "$NANOLET exec ${DIRS[*]} -it shell -- tty" /dev/null </dev/null >"$out" 2>&1 || rc=$?
         # (runc's pty relay may put a NUL byte in front)
         [ "$rc" = 0 ] && grep -aq '/dev/pts/' "$out" && ok "exec -it: the command has a terminal" ||
                 fail "exec -it tty: rc $rc: $(cat "$out")"
         rc=0
         printf 'echo inside-$((6*7))\nexit 3\n' |
-                timeout 20 script -qec "$NANOLET exec ${DIRS[*]} -it shell -- sh" /dev/null >"$out" 2>&1 || rc=$?
+                timeout 60 script -qec "$NANOLET exec ${DIRS[*]} -it shell -- sh" /dev/null >"$out" 2>&1 || rc=$?
         [ "$rc" = 3 ] && grep -q 'inside-42' "$out" && ok "exec -it: interactive shell, exit code kept" ||
                 fail "exec -it sh: rc $rc: $(cat "$out")"
         # as kubectl: no terminal on stdin, so no TTY (a warning), and the command runs

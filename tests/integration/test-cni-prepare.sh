@@ -71,7 +71,7 @@ container_cgroups() {
 }
 wait_file() {
         local i
-        for ((i = 0; i < 150; i++)); do
+        for ((i = 0; i < 300; i++)); do
                 [ -e "$1" ] && return 0
                 sleep 0.1
         done

@@ -99,7 +99,7 @@ check_field "no restart" reader 'p["status"]["containerStatuses"][0]["restartCou
 in_pod touch /tmp/stop || fail "exec touch: $(cat "$WORK/exec.err")"
 check_field "restarted once" reader 'p["status"]["containerStatuses"][0]["restartCount"]' 1 60
 check_field "running again" reader 'p["status"]["containerStatuses"][0]["state"].get("running") is not None' True 60
-for ((i = 0; i < 50; i++)); do
+for ((i = 0; i < 150; i++)); do
         [ "$(nl logs reader 2>/dev/null)" = "env=bonjour" ] && break
         sleep 0.2
 done

@@ -194,7 +194,7 @@ has "agent log: the registry's words, escaped" "$AGENT_LOG" "$ESCAPED"
 if command -v tmux >/dev/null; then
         tmux -S "$TMUX_SOCK" -f /dev/null new-session -d -s inj -x 250 -y 50 \
                 "$NANOLET events --run-dir $RUN >/dev/null; $NANOLET events --run-dir $RUN; echo EVENTS-DONE; sleep 600"
-        for ((i = 0; i < 100; i++)); do
+        for ((i = 0; i < 300; i++)); do
                 tmux -S "$TMUX_SOCK" capture-pane -p -t inj >"$WORK/pane" 2>/dev/null || true
                 grep -q EVENTS-DONE "$WORK/pane" && break
                 sleep 0.1

@@ -45,7 +45,7 @@ done
 if [ "$(cat /proc/1/comm)" != systemd ]; then
         rc=0
         # shellcheck disable=SC2086 # the drop-in's variables are split at whitespace, as systemd does
-        timeout 20 "$NANOLET" serve $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS \
+        timeout 60 "$NANOLET" serve $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS \
                 --root-dir="$WORK/root2" --run-dir="$WORK/run2" --pod-manifest-path="$MAN" \
                 --read-only-port=0 --healthz-port=0 >"$WORK/systemd.log" 2>&1 || rc=$?
         [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && ok "cgroupDriver systemd without systemd as PID 1 stops the agent (status $rc)" ||
@@ -62,7 +62,7 @@ refuse() { # DESC LOG-PATTERN CONFIG [FLAGS...]
         local desc=$1 pattern=$2 config=$3 rc=0
         shift 3
         # shellcheck disable=SC2086 # split at whitespace, as systemd does
-        timeout 20 "$NANOLET" serve $KUBELET_KUBECONFIG_ARGS --config="$config" $KUBELET_KUBEADM_ARGS \
+        timeout 60 "$NANOLET" serve $KUBELET_KUBECONFIG_ARGS --config="$config" $KUBELET_KUBEADM_ARGS \
                 --cgroup-driver=cgroupfs --root-dir="$WORK/root3" --run-dir="$WORK/run3" \
                 --pod-manifest-path="$MAN" --read-only-port=0 --healthz-port=0 "$@" \
                 >"$WORK/refused.log" 2>&1 || rc=$?

@@ -99,7 +99,7 @@ first=$(head -n 1 "$WORK/all" | awk '{print $2}')
 # A rotation may have just emptied the live file, or renamed it before
 # conmon reopened a new one (kubelet's rotation has the same window): wait
 # for its next line.
-for ((i = 0; i < 50; i++)); do
+for ((i = 0; i < 300; i++)); do
         live_last=$(awk '$4 == "seq" {n = $5} END {print n}' "$dir/0.log" 2>/dev/null || true)
         [ -n "$live_last" ] && break
         sleep 0.1
@@ -140,7 +140,7 @@ PIDS+=("$fpid")
 now=$(wait_rotation "$before")
 wait_rotation "$now" >/dev/null # at least one more rotation while following
 # A rotation may have just emptied the live file: wait for its first line.
-for ((i = 0; i < 50; i++)); do
+for ((i = 0; i < 300; i++)); do
         live_first=$(awk '$4 == "seq" {print $5; exit}' "$dir/0.log" 2>/dev/null || true)
         [ -n "$live_first" ] && break
         sleep 0.1
@@ -172,7 +172,7 @@ check_field "crashy restarted twice" crashy 'p["status"]["containerStatuses"][0]
 cdir=$(echo "$ROOT"/pods/*/containers/crash)
 ldir=$(echo "$LOGS"/default_crashy-node1_*/crash)
 rc=$(pod_field crashy 'p["status"]["containerStatuses"][0]["restartCount"]')
-for ((i = 0; i < 50; i++)); do
+for ((i = 0; i < 150; i++)); do
         [ "$(ls "$cdir" | sort -n | tr '\n' ' ')" = "$((rc - 1)) $rc " ] && break
         sleep 0.2
 done

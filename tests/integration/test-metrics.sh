@@ -39,7 +39,7 @@ YAML
 touch -d '2020-01-01' "$WORK/www/pods.yaml"
 (cd "$WORK/www" && exec "$PY" -m http.server --bind 127.0.0.1 "$URL_PORT" >"$WORK/http.log" 2>&1) &
 PIDS+=($!)
-for ((i = 0; i < 50; i++)); do
+for ((i = 0; i < 300; i++)); do
         curl -fs -o /dev/null "http://127.0.0.1:$URL_PORT/pods.yaml" && break
         sleep 0.1
 done

@@ -125,7 +125,7 @@ print(f"{n} records, longest text {longest} bytes")
 PY
 ); then ok "log records bounded ($out)"; else fail "log records: $out"; fi
 # The rotation catches up: at most 3 files, the live one under the limit.
-for ((i = 0; i < 100; i++)); do
+for ((i = 0; i < 150; i++)); do
         n=$(ls "$dir" | grep -cv '\.tmp$' || true)
         sz=$(stat -c %s "$dir/0.log" 2>/dev/null || echo 0)
         [ "$n" -le 3 ] && [ "$sz" -lt 1048576 ] && break
@@ -137,7 +137,7 @@ grep -q "Failed to rotate" "$AGENT_LOG" && fail "agent: $(grep 'Failed to rotate
         ok "no rotation errors"
 
 check_field "tty Running" tty 'p["status"]["phase"]' Running 60
-for ((i = 0; i < 50; i++)); do nl logs tty 2>/dev/null | grep -q tty-hello && break; sleep 0.2; done
+for ((i = 0; i < 150; i++)); do nl logs tty 2>/dev/null | grep -q tty-hello && break; sleep 0.2; done
 nl logs tty >"$WORK/tty.out" 2>&1 || true
 grep -q '^tty-hello' "$WORK/tty.out" && grep -q '^/dev/pts/' "$WORK/tty.out" &&
         ok "tty output logged ($(tr -d '\r' <"$WORK/tty.out" | tr '\n' ' '))" || fail "tty log: $(cat "$WORK/tty.out")"
@@ -184,7 +184,7 @@ mp=$(monitor_pid "$hid4")
 cpid=$(runc --root "$RUN/runc" state "$hid4" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
 kill -STOP "$mp"
 kill -KILL "$cpid"
-for ((i = 0; i < 50; i++)); do [ "$(awk '{print $3}' "/proc/$cpid/stat" 2>/dev/null)" = Z ] && break; sleep 0.1; done
+for ((i = 0; i < 300; i++)); do [ "$(awk '{print $3}' "/proc/$cpid/stat" 2>/dev/null)" = Z ] && break; sleep 0.1; done
 [ "$(awk '{print $3}' "/proc/$cpid/stat" 2>/dev/null)" = Z ] && ok "the container is a zombie of its stopped monitor" ||
         fail "container $cpid: $(cat "/proc/$cpid/stat" 2>/dev/null)"
 kill -KILL "$mp"
@@ -198,7 +198,7 @@ for ((i = 0; i < 250; i++)); do [ -z "$(ls "$RUN/status" 2>/dev/null | grep -vx 
 check_no_leftovers
 # A monitor exits right after its exit file, which the agent may act on
 # first: give the last ones a moment, then name what is left.
-for ((i = 0; i < 50; i++)); do
+for ((i = 0; i < 300; i++)); do
         n=$(pgrep -fc "^[^ ]*nanolet-monitor .*$RUN" || true)
         [ "$n" = 0 ] && break
         sleep 0.1

@@ -412,7 +412,7 @@ YAML
 }
 gone() { # gone NAME: the manifest removed, wait until the pod's status is gone
         rm -f "$MAN/$1.yaml"
-        for ((i = 0; i < 100; i++)); do pod_json "$1" >/dev/null || return 0; sleep 0.2; done
+        for ((i = 0; i < 150; i++)); do pod_json "$1" >/dev/null || return 0; sleep 0.2; done
         fail "$1 still has a status after its manifest was removed"
 }
 

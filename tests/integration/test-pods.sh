@@ -57,7 +57,7 @@ grep -qE 'default +simple-node1 +1/1 +Running +0' "$WORK/out" && ok "nanolet pod
 rc=0
 nl exec simple -- sh -c 'echo from-exec; exit 4' >"$WORK/out" 2>&1 || rc=$?
 [ "$rc" = 4 ] && grep -q from-exec "$WORK/out" && ok "nanolet exec output and exit code" || fail "exec rc=$rc $(cat "$WORK/out")"
-for ((i = 0; i < 25; i++)); do [ -s "$HOSTDIR/pid" ] && break; sleep 0.2; done
+for ((i = 0; i < 150; i++)); do [ -s "$HOSTDIR/pid" ] && break; sleep 0.2; done
 [ "$(cat "$HOSTDIR/pid" 2>/dev/null)" = 1 ] && ok "container is pid 1 of its own PID namespace, wrote to its hostPath" \
         || fail "pid file: $(cat "$HOSTDIR/pid" 2>/dev/null)"
 cid=$(pod_field simple 'p["status"]["containerStatuses"][0]["containerID"].split("://")[1]')
@@ -202,7 +202,7 @@ for f in etcd kube-apiserver kube-controller-manager kube-scheduler; do
 done
 check_field "etcd is hostNetwork with RuntimeDefault seccomp, priority set" etcd 'p["spec"]["priorityClassName"]' system-node-critical
 rm -f "$MAN"/etcd.yaml "$MAN"/kube-*.yaml
-for ((i = 0; i < 100; i++)); do pod_json kube-apiserver >/dev/null || break; sleep 0.2; done
+for ((i = 0; i < 150; i++)); do pod_json kube-apiserver >/dev/null || break; sleep 0.2; done
 for ((i = ${#created[@]} - 1; i >= 0; i--)); do rm -rf "${created[$i]}"; done
 if [ ${#created[@]} -gt 0 ] && [[ " ${created[*]} " == *" /usr/libexec/kubernetes "* ]]; then :; fi
 
@@ -228,9 +228,12 @@ python3 - "$WORK/spacing" <<'PY' && ok "back-off spacing: at once, 10 s, then 20
 import sys
 exits, starts = open(sys.argv[1]).read().split("--")
 exits, starts = [float(x) for x in exits.split()], [float(x) for x in starts.split()]
-# restart n+1 follows exit n; the back-off runs from when the agent saw the exit
+# restart n+1 follows exit n; the back-off runs from when the agent saw the
+# exit. Each gap is at least its back-off and less than the next one: that
+# tells which back-off the agent applied, whatever the container's creation
+# took on a loaded machine.
 d = [s - e for e, s in zip(exits, starts[1:])]
-assert len(d) >= 3 and d[0] <= 3 and 9.9 <= d[1] <= 13 and 19.9 <= d[2] <= 24, d
+assert len(d) >= 3 and d[0] < 9.9 and 9.9 <= d[1] < 19.9 and 19.9 <= d[2] < 39.9, d
 PY
 rm -f "$MAN/spacing.yaml"
 
@@ -303,7 +306,7 @@ spec:
 YAML
 check_field "graceful v1 Running" graceful 'p["status"]["phase"]' Running
 sed -i 's/echo v1/echo v2/' "$MAN/graceful.yaml"
-for ((i = 0; i < 100; i++)); do [ "$(cat "$HOSTDIR/version" 2>/dev/null)" = v2 ] && break; sleep 0.2; done
+for ((i = 0; i < 150; i++)); do [ "$(cat "$HOSTDIR/version" 2>/dev/null)" = v2 ] && break; sleep 0.2; done
 [ "$(cat "$HOSTDIR/version")" = v2 ] && ok "changed manifest recreated the pod" || fail "no v2"
 [ "$(tr '\n' ' ' <"$HOSTDIR/graceful" 2>/dev/null)" = "term bye " ] && ok "old pod got SIGTERM and finished its handler first" \
         || fail "graceful: $(cat "$HOSTDIR/graceful" 2>/dev/null)"
@@ -323,9 +326,9 @@ check_field "restart count unchanged by adoption" simple 'p["status"]["container
 
 # --- delete: SIGTERM seen, then everything is gone
 rm -f "$MAN/simple.yaml"
-for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+for ((i = 0; i < 150; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
 kill -0 "$pid" 2>/dev/null && fail "deleted pod still runs" || ok "deleted pod's process is gone"
-for ((i = 0; i < 50; i++)); do pod_json simple >/dev/null || break; sleep 0.2; done
+for ((i = 0; i < 150; i++)); do pod_json simple >/dev/null || break; sleep 0.2; done
 pod_json simple >/dev/null && fail "status of deleted pod remains" || ok "status of deleted pod removed"
 
 # --- remove everything and check nothing is left

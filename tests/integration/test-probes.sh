@@ -26,6 +26,8 @@ cs() { echo "p[\"status\"][\"containerStatuses\"][$1]"; }
 podlog() { grep -F "$1" "$AGENT_LOG" | grep -c -- "$2" || true; }
 
 # --- liveness exec: the file goes, 3 failures at a 2 s period, restart
+# (a timeout far above a loaded machine's runc exec: only the missing file
+# fails the probe)
 put live.yaml <<'YAML'
 apiVersion: v1
 kind: Pod
@@ -40,6 +42,7 @@ spec:
     livenessProbe:
       exec: {command: [cat, /tmp/healthy]}
       periodSeconds: 2
+      timeoutSeconds: 10
       failureThreshold: 3
 YAML
 check_field "liveness pod running" live "$(cs 0)['state'].get('running') is not None" True
@@ -73,8 +76,13 @@ spec:
       periodSeconds: 2
 YAML
 expect "hung exec probe times out" "$AGENT_LOG" 'probeType="Readiness" pod="hung-node1.*command "sh -c sleep 101" timed out' 2 30
-sleep 1
-n=$(pgrep -fxc 'sleep 101' || true)
+# At most the probe running now: each timed-out one is killed (left alive,
+# one more would pile up every period, each for 101 s).
+for ((i = 0; i < 150; i++)); do
+        n=$(pgrep -fxc 'sleep 101' || true)
+        [ "$n" -le 1 ] && break
+        sleep 0.2
+done
 [ "$n" -le 1 ] && ok "timed-out probe commands are killed ($n running)" || fail "$n 'sleep 101' left"
 check_field "hung probe pod not ready" hung "$(cond Ready)['status']" False
 
@@ -100,7 +108,7 @@ spec:
     startupProbe:
       exec: {command: [test, -f, /tmp/started]}
       periodSeconds: 1
-      failureThreshold: 60
+      failureThreshold: 600
     livenessProbe:
       exec: {command: ["false"]}
       periodSeconds: 1
@@ -269,10 +277,11 @@ rm -f "$MAN/hooks.yaml"
 expect "hooks pod gone" "$AGENT_LOG" 'Pod "hooks-node1_[^"]*" is gone' 1 60
 [ "$(tr '\n' ' ' <"$HOSTDIR/order" 2>/dev/null)" = "prestop term " ] && ok "preStop ran before SIGTERM" \
         || fail "order: $(cat "$HOSTDIR/order" 2>/dev/null)"
-# how long termination took, from the agent's own stamps
+# how long termination took, from the agent's own stamps: at least the
+# grace period (4 s), and far less than the preStop hook's 100 s
 dt=$({ log_times 'Terminating pod "hooks-node1'; log_times 'Pod "hooks-node1_[^"]*" is gone'; } |
         python3 -c 'import sys; t = [float(x) for x in sys.stdin]; print(int(t[1] - t[0]) if len(t) == 2 else -1)')
-[ "$dt" -ge 3 ] && [ "$dt" -le 20 ] && ok "preStop cut at the grace period ($dt s)" || fail "pod took $dt s to stop"
+[ "$dt" -ge 3 ] && [ "$dt" -le 60 ] && ok "preStop cut at the grace period ($dt s)" || fail "pod took $dt s to stop"
 grep -q 'PreStop hook of container "main" of pod "hooks-node1.*failed' "$AGENT_LOG" && ok "cut preStop logged" || fail "preStop log"
 
 # --- kubeadm-style etcd static pod: startup + liveness httpGet on 127.0.0.1 /health
@@ -323,19 +332,19 @@ spec:
       httpGet: {host: 127.0.0.1, path: /health, port: $P_ETCD_M, scheme: HTTP}
       initialDelaySeconds: 2
       periodSeconds: 2
-      timeoutSeconds: 2
+      timeoutSeconds: 5
     startupProbe:
-      failureThreshold: 24
+      failureThreshold: 120
       httpGet: {host: 127.0.0.1, path: /health, port: $P_ETCD_M, scheme: HTTP}
       initialDelaySeconds: 1
       periodSeconds: 1
-      timeoutSeconds: 2
+      timeoutSeconds: 5
     volumeMounts: [{name: etcd-data, mountPath: /var/lib/etcd}]
   volumes:
   - name: etcd-data
     hostPath: {path: $WORK/etcd-data, type: DirectoryOrCreate}
 YAML
-        check_field "etcd becomes Ready" etcd "$(cond Ready)['status']" True 60
+        check_field "etcd becomes Ready" etcd "$(cond Ready)['status']" True 150
         check_field "etcd started (startup probe passed)" etcd "$(cs 0)['started']" True
         sleep 8
         [ "$(pod_field etcd "$(cond Ready)['status']")" = True ] && [ "$(pod_field etcd "$(cs 0)['restartCount']")" = 0 ] \
@@ -343,7 +352,7 @@ YAML
         cid=$(pod_field etcd "$(cs 0)['containerID'].split('://')[1]")
         epid=$(runc --root "$RUN/runc" state "$cid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
         kill -STOP "$epid" && ok "etcd (pid $epid) stopped from the host" || fail "cannot stop etcd"
-        check_field "unresponsive etcd restarted by liveness" etcd "$(cs 0)['restartCount']" 1 60
+        check_field "unresponsive etcd restarted by liveness" etcd "$(cs 0)['restartCount']" 1 120
         check_field "etcd Ready again" etcd "$(cond Ready)['status']" True 60
 else
         echo "SKIP: etcd not installed (apt-get install etcd-server)"

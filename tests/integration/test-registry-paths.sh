@@ -60,7 +60,7 @@ for d in with without rogue; do mkdir -p "$WORK/certs-$d/$CREG" && cp "$REGDIR/c
 cp "$REGDIR/client.cert" "$REGDIR/client.key" "$WORK/certs-with/$CREG/"
 cp "$REGDIR/rogue.cert" "$WORK/certs-rogue/$CREG/client.cert"
 cp "$REGDIR/rogue.key" "$WORK/certs-rogue/$CREG/client.key"
-for ((i = 0; i < 100; i++)); do
+for ((i = 0; i < 300; i++)); do
         curl -s -o /dev/null --cacert "$REGDIR/ca.crt" --cert "$REGDIR/client.cert" --key "$REGDIR/client.key" \
                 "https://$CREG/v2/" && break
         sleep 0.1

@@ -102,7 +102,7 @@ rm -f "$MAN/two.yaml"
 gone two && ok "two is gone while the pull stalls" || fail "two still has a status: $(pod_json two)"
 expect "the registry saw the transfer closed" "$FLOG" '^CLOSED ' 1 30
 if [ -n "$helpers" ]; then
-        for ((i = 0; i < 100; i++)); do kill -0 "$helpers" 2>/dev/null || break; sleep 0.1; done
+        for ((i = 0; i < 300; i++)); do kill -0 "$helpers" 2>/dev/null || break; sleep 0.1; done
         kill -0 "$helpers" 2>/dev/null && fail "pull helper $helpers still runs" || ok "the pull helper is gone"
 fi
 [ -z "$(pull_helpers)" ] && ok "no pull helper left" || fail "pull helpers left: $(pull_helpers)"

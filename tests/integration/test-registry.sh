@@ -246,7 +246,7 @@ python3 "$REGDIR/token-server.py" "$TPORT" "$REGDIR" "$WORK/token.log" 2>>"$WORK
 PIDS+=("$!")
 docker-registry serve "$REGDIR/bearer.yml" >>"$WORK/bearer-registry.log" 2>&1 &
 PIDS+=("$!")
-for ((i = 0; i < 100; i++)); do
+for ((i = 0; i < 300; i++)); do
         [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$REGDIR/ca.crt" "https://$BREG/v2/")" = 401 ] &&
                 [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$REGDIR/ca.crt" "https://127.0.0.1:$TPORT/token")" = 401 ] && break
         sleep 0.1
@@ -299,7 +299,7 @@ HREG=127.0.0.1:$HPORT
 sed -e "s|addr: $REG|addr: $HREG|" -e '/^  tls:/,/^    key:/d' -e '/^auth:/,$d' "$REGDIR/config.yml" >"$REGDIR/http.yml"
 docker-registry serve "$REGDIR/http.yml" >>"$WORK/http-registry.log" 2>&1 &
 PIDS+=("$!")
-for ((i = 0; i < 100; i++)); do
+for ((i = 0; i < 300; i++)); do
         [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$HREG/v2/")" = 200 ] && break
         sleep 0.1
 done

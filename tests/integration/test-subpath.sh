@@ -156,7 +156,7 @@ attempt_mounts() { mounts_under "$ROOT/pods/$uid/containers/app/$1/subpaths"; }
 cid0=$(pod_field adopt 'p["status"]["containerStatuses"][0]["containerID"].split("://")[1]')
 kill -9 "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null || true; AGENT_PID=
 rm -f "$VOL/d/started"
-for ((i = 0; i < 100; i++)); do [ -e "$RUN/exits/$cid0" ] && break; sleep 0.1; done
+for ((i = 0; i < 300; i++)); do [ -e "$RUN/exits/$cid0" ] && break; sleep 0.1; done
 [ -e "$RUN/exits/$cid0" ] || fail "attempt 0 did not exit while the agent was down"
 start_agent
 expect "exit found on adoption" "$AGENT_LOG" "Container \"app\" of pod \"adopt-node1_default\($uid\)\" exited with code 0" 1 30
@@ -167,7 +167,7 @@ check_field "restarted as attempt 1" adopt 'p["status"]["containerStatuses"][0][
 cid1=$(pod_field adopt 'p["status"]["containerStatuses"][0]["containerID"].split("://")[1]')
 stop_agent
 for id in $(runc --root "$RUN/runc" list -q); do runc --root "$RUN/runc" kill "$id" KILL 2>/dev/null || true; done
-for ((i = 0; i < 50; i++)); do [ -e "$RUN/exits/$cid1" ] && break; sleep 0.1; done
+for ((i = 0; i < 300; i++)); do [ -e "$RUN/exits/$cid1" ] && break; sleep 0.1; done
 for id in $(runc --root "$RUN/runc" list -q); do runc --root "$RUN/runc" delete --force "$id" 2>/dev/null || true; done
 pkill -9 -f "conmon.*$RUN" 2>/dev/null || true
 for m in $(awk -v w="$WORK" 'index($2, w) == 1 {print $2}' /proc/mounts | sort -r); do umount -l "$m"; done

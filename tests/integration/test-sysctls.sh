@@ -104,7 +104,7 @@ stop_agent
 # An allowedUnsafeSysctls entry that no namespace isolates: the agent refuses
 # to start, as kubelet does.
 rc=0
-timeout 20 "$NANOLET" serve --root-dir "$ROOT" --run-dir "$RUN" --pod-logs-dir "$LOGS" \
+timeout 60 "$NANOLET" serve --root-dir "$ROOT" --run-dir "$RUN" --pod-logs-dir "$LOGS" \
         --pod-manifest-path "$MAN" --hostname-override node1 --read-only-port 0 --healthz-port 0 \
         --allowed-unsafe-sysctls vm.swappiness >"$WORK/bad.log" 2>&1 || rc=$?
 [ "$rc" -ne 0 ] && grep -q 'the sysctl "vm.swappiness" are not known to be namespaced' "$WORK/bad.log" &&

@@ -26,7 +26,7 @@ with open(sys.argv[2], "a") as log:
         log.flush()
 ' "$WORK/notify.sock" "$NOTIFY_LOG" &
 PIDS+=($!)
-for ((i = 0; i < 50; i++)); do [ -S "$WORK/notify.sock" ] && break; sleep 0.1; done
+for ((i = 0; i < 300; i++)); do [ -S "$WORK/notify.sock" ] && break; sleep 0.1; done
 
 # Wrappers record the environment every runc and CNI plugin invocation gets.
 mkdir -p "$WORK/bin" "$WORK/cnibin" "$WORK/env"

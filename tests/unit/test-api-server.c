@@ -356,7 +356,9 @@ static void test_query_limits(void **state) {
                 usec_t t = now_usec(CLOCK_MONOTONIC);
                 char *a = request(f, "GET", target);
                 assert_int_equal(status_of(a), cases[i].status);
-                assert_true(now_usec(CLOCK_MONOTONIC) - t < 2 * USEC_PER_SEC);
+                /* well before the idle timeout, however loaded the machine */
+                assert_true(now_usec(CLOCK_MONOTONIC) - t <
+                            API_SERVER_CONNECTION_TIMEOUT_SEC * USEC_PER_SEC / 2);
                 free(a);
                 free(target);
         }
@@ -419,7 +421,8 @@ static void test_full_then_drained(void **state) {
 
         for (size_t i = 0; i < ELEMENTSOF(fds); i++)
                 close(fds[i]);
-        assert_true(answered_within(f, waiting, 2 * USEC_PER_SEC));
+        assert_true(
+                answered_within(f, waiting, API_SERVER_CONNECTION_TIMEOUT_SEC * USEC_PER_SEC / 2));
         a = read_answer(f, waiting);
         close(waiting);
         assert_int_equal(status_of(a), 200);

@@ -32,6 +32,14 @@
 #include "strv.h"
 #include "time-util.h"
 
+_printf_(1, 2) static char *via_va_list(const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        char *s = strvprintf(fmt, ap);
+        va_end(ap);
+        return s;
+}
+
 static void test_string_util(void **state) {
         assert_string_equal(startswith("kube-system", "kube-"), "system");
         assert_null(startswith("kube", "kube-"));
@@ -39,6 +47,8 @@ static void test_string_util(void **state) {
         assert_false(endswith("yaml", ".yaml"));
         _cleanup_free_ char *s = strprintf("%s-%d", "etcd", 3);
         assert_string_equal(s, "etcd-3");
+        _cleanup_free_ char *v = via_va_list("%s:%u:%%", "pods", 12U);
+        assert_string_equal(v, "pods:12:%");
 
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, cap = 0;
@@ -506,6 +516,35 @@ static int full_teardown(void **state) {
                 (void)rmdir(full_dir);
         }
         return 0;
+}
+
+static void test_write_all(void **state) {
+        char path[] = "/tmp/nanolet-test-write-all-XXXXXX";
+        int fd = mkostemp(path, O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(write_all(fd, "hello world", 11), 0);
+        assert_int_equal(pwrite_all(fd, "W", 1, 6), 0);
+        /* pwrite_all() leaves the file offset where write_all() put it. */
+        assert_int_equal(lseek(fd, 0, SEEK_CUR), 11);
+        assert_int_equal(write_all(fd, "!", 1), 0);
+        assert_int_equal(pwrite_all(fd, "--", 2, 14), 0);
+        assert_int_equal(write_all(fd, "", 0), 0);
+
+        _cleanup_free_ char *data = NULL;
+        size_t size = 0;
+        assert_int_equal(read_full_file_at(AT_FDCWD, path, 100, &data, &size), 0);
+        assert_int_equal(size, 16);
+        assert_memory_equal(data, "hello World!\0\0--", 16);
+        close(fd);
+        assert_int_equal(unlink(path), 0);
+
+        assert_int_equal(write_all(-1, "x", 1), -EBADF);
+        assert_int_equal(pwrite_all(-1, "x", 1, 0), -EBADF);
+        int p[2];
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        assert_int_equal(pwrite_all(p[1], "x", 1, 0), -ESPIPE);
+        close(p[0]);
+        close(p[1]);
 }
 
 static void test_fileio_disk_full(void **state) {
@@ -1069,6 +1108,7 @@ int main(void) {
                 cmocka_unit_test(test_fileio),
                 cmocka_unit_test(test_utf8),
                 cmocka_unit_test(test_read_file_tail),
+                cmocka_unit_test(test_write_all),
                 cmocka_unit_test(test_read_state_file),
                 cmocka_unit_test(test_remove_stale_temp_files),
                 cmocka_unit_test_setup_teardown(test_fileio_disk_full, full_setup, full_teardown),

@@ -58,6 +58,29 @@ static void test_pod_checkpoint_roundtrip(void **state) {
         _cleanup_free_ char *path = strprintf("%s/pod.json", dir);
         assert_int_equal(write_file_atomic(path, "{\"uid\": \"x\"", 11, 0600), 0);
         assert_int_equal(pod_checkpoint_read(dir, &back), -EINVAL);
+
+        /* pod.json holds the manifest: up to 16 MiB, where an attempt
+         * record stops at 1 MiB. */
+        size_t big_size = 2 * 1024 * 1024;
+        _cleanup_free_ char *big = malloc(big_size + 1);
+        assert_non_null(big);
+        memset(big, 'x', big_size);
+        big[big_size] = 0;
+        cp.manifest = json_pack("{s:s, s:s}", "kind", "Pod", "padding", big);
+        assert_int_equal(pod_checkpoint_write(dir, &cp), 0);
+        json_decref(cp.manifest);
+        assert_int_equal(pod_checkpoint_read(dir, &back), 0);
+        assert_int_equal(strlen(json_string_value(json_object_get(back.manifest, "padding"))),
+                         big_size);
+        pod_checkpoint_done(&back);
+        _cleanup_free_ char *attempt = strprintf("%s/attempt.json", dir);
+        _cleanup_free_ char *record = strprintf("{\"exitCode\": 0, \"reason\": \"%s\"}", big);
+        assert_int_equal(write_file_atomic(attempt, record, strlen(record), 0600), 0);
+        AttemptRecord rec = { .exit_code = -1 };
+        assert_int_equal(attempt_record_read(dir, &rec), -EINVAL);
+
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(pod_checkpoint_read(dir, &back), -ENOENT);
         remove_tmpdir(dir);
 }
 

@@ -292,7 +292,9 @@ static void test_timer_accuracy_and_disable(void **state) {
 
         assert_int_equal(event_loop(e), 0);
         assert_true(precise.fired_at >= start + 20 * USEC_PER_MSEC);
-        assert_true(precise.fired_at < start + 500 * USEC_PER_MSEC);
+        /* late by the sloppy timer's accuracy (10 s) is the failure; a
+         * loaded machine's delay is far less */
+        assert_true(precise.fired_at < start + 5 * USEC_PER_SEC);
         assert_true(sloppy.fired_at >= start + 5 * USEC_PER_MSEC);
         assert_true(sloppy.fired_at <= precise.fired_at);
         assert_int_equal(disabled.fired_at, 0);
@@ -488,6 +490,16 @@ static int on_io_log(EventSource *s, int fd, uint32_t revents, void *userdata) {
         return 0;
 }
 
+/* One iteration, and if the machine stalled it past the defer budget (a
+ * loaded machine can), one more for the defer sources it left pending: the
+ * order checked is then what the loop decided, not the scheduler. */
+static void run_phase(Event *e) {
+        usec_t t = now_usec(CLOCK_MONOTONIC);
+        assert_int_equal(event_run(e, 0), 0);
+        if (now_usec(CLOCK_MONOTONIC) - t >= EVENT_DEFER_PHASE_BUDGET_USEC)
+                assert_int_equal(event_run(e, 0), 0);
+}
+
 static void test_defer_phase_budget(void **state) {
         _cleanup_event_free_ Event *e = NULL;
         _cleanup_event_source_free_ EventSource *a = NULL, *b = NULL, *c = NULL, *io = NULL;
@@ -509,14 +521,14 @@ static void test_defer_phase_budget(void **state) {
         /* ...which first reads the I/O that became ready meanwhile, then
          * runs them, before anything enabled later. */
         assert_int_equal(event_source_set_enabled(a, false), 0);
-        assert_int_equal(event_run(e, 0), 0);
+        run_phase(e);
         assert_string_equal(st.log.order, "AIBB");
 
         /* Fast callbacks all run in one phase. */
         st.log.n = 0;
         assert_int_equal(event_source_set_enabled(b, true), 0);
         assert_int_equal(event_source_set_enabled(c, true), 0);
-        assert_int_equal(event_run(e, 0), 0);
+        run_phase(e);
         assert_string_equal(st.log.order, "BB");
         close(p[1]);
 }

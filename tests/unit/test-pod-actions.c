@@ -595,6 +595,51 @@ static void test_kill_requested(void **state) {
         fx_done(&f);
 }
 
+/* A probe's kill during initialization: of the running regular init
+ * container, and of a sidecar, started or not, that gates the next one or
+ * runs behind later ones. Nothing after the killed one starts. */
+static void test_kill_requested_init(void **state) {
+        (void)state;
+        Fixture f;
+        fx_setup(&f, SIDECAR_POD("Always"));
+        f.s.sandbox = SANDBOX_READY;
+
+        set_running(C(&f, "sc1"), false);
+        C(&f, "sc1")->kill_requested = true;
+        PodActions *a = fx_compute(&f, 100 * SEC);
+        assert_int_equal(a->n_starts, 0);
+        assert_int_equal(a->n_kills, 1);
+        assert_int_equal(find_kill(a, "sc1")->reason, KILL_REASON_UNHEALTHY);
+
+        /* Started, but the kill comes first: i1 waits for the restart. */
+        set_running(C(&f, "sc1"), true);
+        a = fx_compute(&f, 101 * SEC);
+        assert_int_equal(a->n_starts, 0);
+        assert_int_equal(a->n_kills, 1);
+        assert_non_null(find_kill(a, "sc1"));
+
+        C(&f, "sc1")->kill_requested = false;
+        set_running(C(&f, "i1"), true);
+        C(&f, "i1")->kill_requested = true;
+        a = fx_compute(&f, 102 * SEC);
+        assert_int_equal(a->n_starts, 0);
+        assert_int_equal(a->n_kills, 1);
+        assert_int_equal(find_kill(a, "i1")->reason, KILL_REASON_UNHEALTHY);
+
+        /* Behind a later init container, a sidecar is only kept running:
+         * its kill does not hold the next one back. */
+        C(&f, "i1")->kill_requested = false;
+        set_exited(C(&f, "i1"), 0);
+        C(&f, "sc1")->kill_requested = true;
+        a = fx_compute(&f, 103 * SEC);
+        assert_non_null(find_kill(a, "sc1"));
+        assert_non_null(find_start(a, "sc2"));
+        assert_int_equal(a->n_kills, 1);
+        assert_int_equal(a->n_starts, 1);
+
+        fx_done(&f);
+}
+
 static void test_terminating_order(void **state) {
         (void)state;
         Fixture f;
@@ -903,6 +948,7 @@ int main(void) {
                 cmocka_unit_test(test_app_exit_table),
                 cmocka_unit_test(test_stale_crashloop_cleared),
                 cmocka_unit_test(test_kill_requested),
+                cmocka_unit_test(test_kill_requested_init),
                 cmocka_unit_test(test_terminating_order),
                 cmocka_unit_test(test_terminating_during_init),
                 cmocka_unit_test(test_deadline),

@@ -32,6 +32,10 @@
 #include "string-util.h"
 
 #define S USEC_PER_SEC
+/* How long a wait may take before the test gives up: a bound for a stuck
+ * test, not a speed the prober must reach (the commands that must be cut
+ * short run far longer than this). */
+#define WAIT_CAP (30 * S)
 
 /* ---- tracker ---- */
 
@@ -314,7 +318,7 @@ static void http_probe(Event *e, EventCurl *ec, const char *url, char *const *he
         *o = (Outcome){};
         assert_int_equal(probe_run_start(&ctx, &a, timeout, on_done, o, &run), 0);
         assert_false(o->done); /* never from inside start */
-        run_until_done(e, o, 5 * S);
+        run_until_done(e, o, WAIT_CAP);
 }
 
 static void test_http_probe(void **state) {
@@ -386,7 +390,7 @@ static void tcp_probe(Event *e, const char *host, int port, Outcome *o) {
         ProbeRun *run = NULL;
         *o = (Outcome){};
         assert_int_equal(probe_run_start(&ctx, &a, S, on_done, o, &run), 0);
-        run_until_done(e, o, 5 * S);
+        run_until_done(e, o, WAIT_CAP);
 }
 
 static void test_tcp_probe(void **state) {
@@ -415,7 +419,7 @@ static void exec_probe(Event *e, const char *script, usec_t timeout, Outcome *o)
         ProbeRun *run = NULL;
         *o = (Outcome){};
         assert_int_equal(probe_run_start(&ctx, &a, timeout, on_done, o, &run), 0);
-        run_until_done(e, o, 5 * S);
+        run_until_done(e, o, WAIT_CAP);
 }
 
 static void test_exec_probe(void **state) {
@@ -440,7 +444,7 @@ static void test_exec_probe(void **state) {
         snprintf(script, sizeof script, "sleep 100 & echo $! > %s; wait", pidfile);
         usec_t t0 = now_usec(CLOCK_MONOTONIC);
         exec_probe(e, script, 300 * USEC_PER_MSEC, &o);
-        assert_true(now_usec(CLOCK_MONOTONIC) - t0 < 3 * S);
+        assert_true(now_usec(CLOCK_MONOTONIC) - t0 < WAIT_CAP); /* the command alone takes 100 s */
         assert_int_equal(o.result, PROBE_RESULT_FAILURE);
         assert_non_null(strstr(o.output, "timed out"));
         FILE *f = fopen(pidfile, "re");
@@ -450,7 +454,7 @@ static void test_exec_probe(void **state) {
         fclose(f);
         unlink(pidfile);
         /* the background sleep was in the probe's process group */
-        usec_t end = now_usec(CLOCK_MONOTONIC) + 2 * S;
+        usec_t end = now_usec(CLOCK_MONOTONIC) + WAIT_CAP;
         while (kill(child, 0) == 0 && now_usec(CLOCK_MONOTONIC) < end)
                 usleep(10000);
         assert_int_equal(kill(child, 0), -1);
@@ -480,13 +484,13 @@ static void test_cancel_and_sleep(void **state) {
 
         ProbeAction sl = { .type = PROBE_ACTION_SLEEP, .sleep = 100 * USEC_PER_MSEC };
         assert_int_equal(probe_run_start(&ctx, &sl, USEC_INFINITY, on_done, &o, &run), 0);
-        run_until_done(e, &o, 2 * S);
+        run_until_done(e, &o, WAIT_CAP);
         assert_int_equal(o.result, PROBE_RESULT_SUCCESS);
         /* cut at the timeout (preStop at the end of the grace period) */
         o = (Outcome){};
         sl.sleep = 10 * S;
         assert_int_equal(probe_run_start(&ctx, &sl, 100 * USEC_PER_MSEC, on_done, &o, &run), 0);
-        run_until_done(e, &o, 2 * S);
+        run_until_done(e, &o, 5 * S); /* the sleep alone takes 10 s */
         assert_int_equal(o.result, PROBE_RESULT_FAILURE);
 }
 

@@ -316,9 +316,10 @@ static void test_invalid_manifests(void **state) {
                 char **expect;
                 bool ok = true;
 
-                clock_gettime(CLOCK_MONOTONIC, &t0);
+                /* CPU time, which a loaded machine does not stretch */
+                clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
                 assert_int_equal(parse_file("invalid", list[i]->d_name, &p), 0);
-                clock_gettime(CLOCK_MONOTONIC, &t1);
+                clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
 
                 expect = read_expectations(list[i]->d_name, &n_expect);
                 if (n_expect == 0) {
@@ -345,7 +346,7 @@ static void test_invalid_manifests(void **state) {
                  * refuse; generous for sanitizer builds. */
                 double secs = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
                 if (secs > 5.0) {
-                        fprintf(stderr, "%s: took %.1f s to reject\n", p.path, secs);
+                        fprintf(stderr, "%s: took %.1f s of CPU to reject\n", p.path, secs);
                         ok = false;
                 }
 
