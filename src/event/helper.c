@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fileio.h"
 #include "json-util.h"
 #include "log.h"
 #include "self-helper.h"
@@ -260,19 +261,6 @@ void helper_args_done(const HelperMode *m, void *args) {
 
 /* ---- the helper process ---- */
 
-static int write_full(int fd, const char *p, size_t n) {
-        while (n > 0) {
-                ssize_t k = write(fd, p, n);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -errno;
-                p += k;
-                n -= (size_t)k;
-        }
-        return 0;
-}
-
 static int result_write(int fd, json_t *result, int r, const Error *err) {
         json_t *v = json_integer(r);
         if (!v || json_object_set_new(result, "result", v) < 0)
@@ -289,8 +277,8 @@ static int result_write(int fd, json_t *result, int r, const Error *err) {
         _cleanup_free_ char *out = json_dumps(result, JSON_COMPACT);
         if (!out)
                 return -ENOMEM;
-        int k = write_full(fd, out, strlen(out));
-        return k < 0 ? k : write_full(fd, "\n", 1);
+        int k = write_all(fd, out, strlen(out));
+        return k < 0 ? k : write_all(fd, "\n", 1);
 }
 
 /* The result channel is the stdout the helper was started with; stdout
