@@ -1,12 +1,13 @@
 /* Helper modes: the agent runs blocking file work (building a container's
  * root filesystem, compressing rotated logs) in this binary re-executed as
- * `SELF_HELPER_EXE SELF_HELPER_VERB <mode> ...`, never in a bare fork: the
- * agent may have threads (libcurl's resolver), and a forked copy of a
+ * `<self_helper_exe()> SELF_HELPER_VERB <mode> ...`, never in a bare fork:
+ * the agent may have threads (libcurl's resolver), and a forked copy of a
  * threaded process may only call async-signal-safe functions until it
  * execs. /proc/self/exe is the running binary even when an upgrade has
- * replaced the file on disk. argv carries everything a mode needs; main()
- * dispatches SELF_HELPER_VERB before any option parsing, and it is not in
- * --help. */
+ * replaced the file on disk. main() dispatches SELF_HELPER_VERB before any
+ * option parsing, and it is not in --help. How a mode's arguments and its
+ * result travel is src/event/helper.h's; this file only names the
+ * executable and the environment. */
 #pragma once
 
 #define SELF_HELPER_VERB "internal-helper"

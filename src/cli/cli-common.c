@@ -15,6 +15,7 @@
 
 #include "fileio.h"
 #include "macro.h"
+#include "spawn.h"
 #include "string-util.h"
 #include "strv.h"
 #include "time-util.h"
@@ -1130,24 +1131,31 @@ int cli_run_capture(char *const *argv, char **ret_out, char **ret_err, int *ret_
                 return -ENOMEM;
         if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)
                 return -errno;
-        pid_t pid = fork();
-        if (pid < 0)
-                return -errno;
-        if (pid == 0) {
-                int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(out[1], STDOUT_FILENO) < 0 ||
-                    dup2(err[1], STDERR_FILENO) < 0)
-                        _exit(127);
-                execvp(argv[0], argv);
-                dprintf(STDERR_FILENO, "cannot execute %s: %s", argv[0], strerror(errno));
-                _exit(127);
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        o.argv = argv;
+        o.envp = environ; /* the user's command: the user's environment */
+        o.stdout_fd = out[1];
+        o.stderr_fd = err[1];
+        pid_t pid;
+        int r = spawn(&o, &pid, NULL);
+        if (r < 0) {
+                /* As a shell reports a command it cannot run. */
+                _cleanup_free_ char *msg =
+                        strprintf("cannot execute %s: %s", argv[0], strerror(-r));
+                if (!msg)
+                        return -ENOMEM;
+                if (ret_out)
+                        *ret_out = TAKE_PTR(obuf);
+                if (ret_err)
+                        *ret_err = TAKE_PTR(msg);
+                *ret_status = W_EXITCODE(127, 0);
+                return 0;
         }
         out[1] = safe_close(out[1]);
         err[1] = safe_close(err[1]);
 
         struct pollfd pfd[2] = { { .fd = out[0], .events = POLLIN },
                                  { .fd = err[0], .events = POLLIN } };
-        int r = 0;
         while (pfd[0].fd >= 0 || pfd[1].fd >= 0) {
                 if (poll(pfd, 2, -1) < 0) {
                         if (errno == EINTR)

@@ -194,6 +194,8 @@ void cli_table_print_indented(const CliTable *t, const char *indent, FILE *f);
  * emitter; strings that would read back as another type are quoted. */
 int cli_json_dump_yaml(const json_t *j, FILE *f);
 
-/* Runs argv (PATH lookup) with stdin from /dev/null and collects its
- * stdout and stderr (each at most 16 MiB). *ret_status is the wait status. */
+/* Runs argv with spawn() (PATH lookup, the CLI's own environment, stdin
+ * from /dev/null) and collects its stdout and stderr (each at most 16 MiB).
+ * *ret_status is the wait status; a program that cannot be executed reads
+ * as exit status 127 with "cannot execute ..." on stderr, as from a shell. */
 int cli_run_capture(char *const *argv, char **ret_out, char **ret_err, int *ret_status);

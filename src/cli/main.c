@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "disk-usage.h"
+#include "helper.h"
 #include "image-gc.h"
 #include "image-pull.h"
 #include "image.h"
@@ -31,24 +32,12 @@ static const struct {
         { "node", cli_node, "print the node's capacity, allocatable and pressure conditions" },
 };
 
-/* Internal, not in help(): the agent re-executes itself for blocking file
- * work (self-helper.h). argv starts at the mode. */
-static int internal_helper(int argc, char **argv) {
-        if (argc > 0 && streq(argv[0], IMAGE_HELPER_UNPACK_ROOTFS))
-                return image_helper_main(argc, argv);
-        if (argc > 0 && streq(argv[0], IMAGE_HELPER_FLUSH))
-                return image_flush_helper_main(argc, argv);
-        if (argc > 0 && streq(argv[0], IMAGE_HELPER_PULL))
-                return image_pull_helper_main(argc, argv);
-        if (argc > 0 && streq(argv[0], LOG_ROTATE_HELPER_MODE))
-                return log_rotate_helper_main(argc, argv);
-        if (argc > 0 && streq(argv[0], DISK_USAGE_HELPER_MODE))
-                return disk_usage_helper_main(argc, argv);
-        if (argc > 0 && streq(argv[0], IMAGE_GC_HELPER_MODE))
-                return image_gc_helper_main(argc, argv);
-        fprintf(stderr, "nanolet: unknown helper mode \"%s\"\n", argc > 0 ? argv[0] : "");
-        return EXIT_USAGE;
-}
+/* Internal, not in help(): the agent re-executes this binary for blocking
+ * file work (helper.h), one mode per module that owns such work. */
+static const HelperMain *const helpers[] = {
+        &image_unpack_rootfs_helper, &image_flush_helper, &image_pull_helper,
+        &log_rotate_helper,          &disk_usage_helper,  &image_gc_helper,
+};
 
 static void help(FILE *f) {
         fprintf(f, "Usage: nanolet COMMAND [OPTIONS]\n\nCommands:\n");
@@ -63,7 +52,7 @@ int main(int argc, char **argv) {
                 return sandbox_holder_main(argc, argv);
         log_setup();
         if (argc > 1 && streq(argv[1], SELF_HELPER_VERB))
-                return internal_helper(argc - 2, argv + 2);
+                return helper_main(helpers, ELEMENTSOF(helpers), argc - 2, argv + 2);
 
         if (argc < 2) {
                 help(stderr);

@@ -213,7 +213,10 @@ int child_spawn(Event *e, const ChildOptions *o, child_done_t done, void *userda
         so.pdeath_signal = o->pdeath_signal;
         so.stdin_fd = in >= 0 ? in : SPAWN_FD_NULL;
         so.stdout_fd = po[1] >= 0 ? po[1] : SPAWN_FD_NULL;
-        so.stderr_fd = pe[1] >= 0 ? pe[1] : po[1] >= 0 ? po[1] : SPAWN_FD_NULL;
+        if (o->capture == CHILD_CAPTURE_STDOUT)
+                so.stderr_fd = STDERR_FILENO;
+        else
+                so.stderr_fd = pe[1] >= 0 ? pe[1] : po[1] >= 0 ? po[1] : SPAWN_FD_NULL;
         so.new_session = true; /* no terminal signals; its group is its tree */
         r = spawn_nowait(&so, &c->pid, &c->pidfd);
         if (r < 0) {

@@ -27,6 +27,7 @@ typedef enum ChildCapture {
         CHILD_CAPTURE_NONE,     /* stdout and stderr to /dev/null */
         CHILD_CAPTURE_SEPARATE, /* stdout and stderr into two buffers */
         CHILD_CAPTURE_MERGED,   /* both into the stdout buffer, one pipe */
+        CHILD_CAPTURE_STDOUT,   /* stdout into a buffer; stderr is the caller's own */
 } ChildCapture;
 
 typedef struct ChildOptions {

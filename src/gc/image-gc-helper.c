@@ -13,6 +13,7 @@
 #include "checkpoint.h"
 #include "image-gc.h"
 #include "image.h"
+#include "json-util.h"
 #include "log.h"
 #include "string-util.h"
 #include "strv.h"
@@ -26,16 +27,6 @@ static int fs_space(const char *path, uint64_t *ret_capacity, uint64_t *ret_avai
         return 0;
 }
 
-static int parse_u64(const char *s, uint64_t *ret) {
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno || end == s || *end)
-                return -EINVAL;
-        *ret = v;
-        return 0;
-}
-
 /* The digest a reference names now, or NULL. */
 static char *resolve(ImageStore *s, const char *ref) {
         _cleanup_(image_freep) Image *im = NULL;
@@ -45,8 +36,9 @@ static char *resolve(ImageStore *s, const char *ref) {
         return strdup(im->digest);
 }
 
-/* Removes one image and reports it on stdout with the line's kind. */
-static int remove_one(ImageStore *s, const Image *im, const ImageUsers *users, const char *kind) {
+/* Removes one image and adds it to the result's "removed" with its reason. */
+static int remove_one(ImageStore *s, const Image *im, const ImageUsers *users, const char *reason,
+                      json_t *removed) {
         Error rerr = {};
         int r = image_store_remove(s, im->digest, users, &rerr);
         if (r == -EBUSY)
@@ -55,12 +47,22 @@ static int remove_one(ImageStore *s, const Image *im, const ImageUsers *users, c
                 log_warning("Image GC: cannot remove %s: %s", im->digest, rerr.message);
                 return r;
         }
-        printf("%s %s %" PRIu64 " %s\n", kind, im->digest, im->size,
-               im->names && im->names[0] ? im->names[0] : im->digest);
+        const char *name = im->names && im->names[0] ? im->names[0] : im->digest;
+        _cleanup_free_ char *valid = utf8_make_valid(name, strlen(name));
+        json_t *o = valid ? json_pack("{s:s, s:s, s:I, s:s}", "reason", reason, "digest",
+                                      im->digest, "size", (json_int_t)im->size, "name", valid)
+                          : NULL;
+        if (json_array_append_new(removed, o) < 0)
+                log_oom(); /* removed all the same; only the report lacks it */
         return 0;
 }
 
-static int run(const char *root, const ImageGcPolicy *policy, char **pinned_refs) {
+static int set_u64(json_t *result, const char *key, uint64_t v) {
+        return json_object_set_new(result, key, json_integer((json_int_t)v)) < 0 ? -ENOMEM : 0;
+}
+
+static int run(const char *root, const ImageGcPolicy *policy, char *const *pinned_refs,
+               json_t *result, Error *gerr) {
         _cleanup_(image_store_freep) ImageStore *s = NULL;
         _cleanup_(image_users_done) ImageUsers users = {};
         _cleanup_strv_free_ char **in_use = NULL, **pinned = NULL;
@@ -72,52 +74,56 @@ static int run(const char *root, const ImageGcPolicy *policy, char **pinned_refs
         size_t n = 0;
         uint64_t capacity = 0, before = 0, available = 0;
         Error err = {};
+        json_t *removed = json_array();
         int r;
 
-        if (!images_dir || !pods_dir)
-                return log_oom();
+        if (!removed || json_object_set_new(result, "removed", removed) < 0 || !images_dir ||
+            !pods_dir)
+                return error_set(gerr, -ENOMEM, "out of memory");
         /* Partial registry downloads no pull holds any more (a pull that
          * was killed): before the store's open would remove them silently,
          * so that the report says so. */
         uint64_t partial_bytes = 0;
         int partials = image_store_sweep_partials(root, &partial_bytes);
-        if (partials > 0)
-                printf("partials %d %" PRIu64 "\n", partials, partial_bytes);
+        if (partials > 0 && json_object_set_new(result, "partials",
+                                                json_pack("{s:i, s:I}", "count", partials, "bytes",
+                                                          (json_int_t)partial_bytes)) < 0)
+                return error_set(gerr, -ENOMEM, "out of memory");
         r = image_store_open(root, NULL, &s, &err);
         if (r < 0)
-                return log_error_errno(r, "Cannot open the image store: %s", err.message);
+                return error_set(gerr, r, "cannot open the image store: %s", err.message);
         r = fs_space(images_dir, &capacity, &before);
         if (r < 0)
-                return log_error_errno(r, "Cannot statfs \"%s\": %m", images_dir);
+                return error_set(gerr, r, "cannot statfs \"%s\": %s", images_dir, strerror(-r));
         available = before;
         uint64_t to_free = image_gc_bytes_to_free(policy, capacity, before);
         if (to_free == 0 && policy->max_age == 0)
                 goto done;
         r = pod_checkpoints_image_users(pods_dir, &users);
         if (r < 0)
-                return log_error_errno(r, "Cannot list the images pods use: %m");
+                return error_set(gerr, r, "cannot list the images pods use: %s", strerror(-r));
         for (size_t i = 0; i < users.n; i++) {
                 char *d = resolve(s, users.uses[i].ref);
                 if (d && strv_consume(&in_use, d) < 0) {
                         free(d);
-                        return log_oom();
+                        return error_set(gerr, -ENOMEM, "out of memory");
                 }
         }
         STRV_FOREACH(p, pinned_refs) {
                 char *d = resolve(s, *p);
                 if (d && strv_consume(&pinned, d) < 0) {
                         free(d);
-                        return log_oom();
+                        return error_set(gerr, -ENOMEM, "out of memory");
                 }
         }
         r = image_store_list(s, &images, &n, &err);
         if (r < 0)
-                return log_error_errno(r, "Cannot list the images: %s", err.message);
+                return error_set(gerr, r, "cannot list the images: %s", err.message);
         cand = calloc(n ?: 1, sizeof *cand);
         order = calloc(n ?: 1, sizeof *order);
         if (!cand || !order) {
                 image_list_free(images, n);
-                return log_oom();
+                return error_set(gerr, -ENOMEM, "out of memory");
         }
         for (size_t i = 0; i < n; i++) {
                 Image *im = images[i];
@@ -136,7 +142,7 @@ static int run(const char *root, const ImageGcPolicy *policy, char **pinned_refs
          * left (a removed candidate is marked in use: not selected again). */
         size_t k = image_gc_select_expired(policy, cand, n, now, order);
         for (size_t i = 0; i < k; i++)
-                if (remove_one(s, images[order[i]], &users, "expired") >= 0) {
+                if (remove_one(s, images[order[i]], &users, "age", removed) >= 0) {
                         cand[order[i]].in_use = true;
                         (void)fs_space(images_dir, &capacity, &available);
                 }
@@ -144,28 +150,30 @@ static int run(const char *root, const ImageGcPolicy *policy, char **pinned_refs
                 k = image_gc_select(policy, cand, n, now, UINT64_MAX, order);
                 uint64_t target = before + to_free;
                 for (size_t i = 0; i < k && available < target; i++)
-                        if (remove_one(s, images[order[i]], &users, "removed") >= 0)
+                        if (remove_one(s, images[order[i]], &users, "space", removed) >= 0)
                                 (void)fs_space(images_dir, &capacity, &available);
         }
         image_list_free(images, n);
 done:
-        printf("done %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", capacity, before, available);
-        return fflush(stdout) == 0 ? 0 : -EIO;
+        if (set_u64(result, "capacity", capacity) < 0 || set_u64(result, "before", before) < 0 ||
+            set_u64(result, "after", available) < 0)
+                return error_set(gerr, -ENOMEM, "out of memory");
+        return 0;
 }
 
-int image_gc_helper_main(int argc, char **argv) {
-        uint64_t high, low, min_age, max_age;
-        if (argc < 6 || parse_u64(argv[2], &high) < 0 || parse_u64(argv[3], &low) < 0 ||
-            parse_u64(argv[4], &min_age) < 0 || parse_u64(argv[5], &max_age) < 0 || high > 100 ||
-            low > high) {
-                fprintf(stderr,
-                        "usage: %s ROOT_DIR HIGH LOW MIN_AGE_USEC MAX_AGE_USEC [PINNED_REF...]\n",
-                        IMAGE_GC_HELPER_MODE);
-                return 2;
-        }
-        ImageGcPolicy p = { .high_percent = (unsigned)high,
-                            .low_percent = (unsigned)low,
-                            .min_age = min_age,
-                            .max_age = max_age };
-        return run(argv[1], &p, argv + 6) < 0 ? 1 : 0;
+static int run_image_gc(const void *args, json_t *result, Error *err) {
+        const ImageGcArgs *a = args;
+        if (a->high_percent > 100 || a->low_percent > a->high_percent)
+                return error_set(err, -EINVAL, "invalid thresholds %" PRIu64 "%% and %" PRIu64 "%%",
+                                 a->high_percent, a->low_percent);
+        ImageGcPolicy p = { .high_percent = (unsigned)a->high_percent,
+                            .low_percent = (unsigned)a->low_percent,
+                            .min_age = a->min_age,
+                            .max_age = a->max_age };
+        return run(a->root_dir, &p, a->pinned, result, err);
 }
+
+const HelperMain image_gc_helper = {
+        .mode = &image_gc_helper_mode,
+        .run = run_image_gc,
+};

@@ -10,9 +10,10 @@
 #include <sys/wait.h>
 
 #include "child.h"
+#include "helper.h"
 #include "image-gc.h"
+#include "json-util.h"
 #include "log.h"
-#include "self-helper.h"
 #include "string-util.h"
 #include "strv.h"
 
@@ -34,50 +35,83 @@ struct ImageGc {
         MetricFamily *freed;     /* nanolet_image_gc_freed_bytes_total */
 };
 
-static void on_helper_done(Child *c, void *userdata) {
-        ImageGc *g = userdata;
+static const HelperArg image_gc_args[] = {
+        HELPER_ARG_STRING(ImageGcArgs, root_dir, "root-dir", true),
+        HELPER_ARG_U64(ImageGcArgs, high_percent, "high-percent", true),
+        HELPER_ARG_U64(ImageGcArgs, low_percent, "low-percent", true),
+        HELPER_ARG_U64(ImageGcArgs, min_age, "min-age-usec", true),
+        HELPER_ARG_U64(ImageGcArgs, max_age, "max-age-usec", true),
+        HELPER_ARG_STRV(ImageGcArgs, pinned, "pinned", false),
+};
 
-        (void)child_warn_failure(c, "Image GC helper");
-        _cleanup_free_ char *out = strdup(child_stdout(c, NULL));
-        char *save = NULL;
-        for (char *line = out ? strtok_r(out, "\n", &save) : NULL; line;
-             line = strtok_r(NULL, "\n", &save)) {
-                char digest[80], name[512];
-                uint64_t size, cap, before, after;
-                int n;
-                if (sscanf(line, "partials %d %" SCNu64, &n, &size) == 2) {
-                        log_info("Image GC: removed %d partial registry download(s) no pull "
-                                 "owned any more (%" PRIu64 " bytes).",
-                                 n, size);
-                } else if (sscanf(line, "expired %79s %" SCNu64 " %511s", digest, &size, name) ==
-                           3) {
+const HelperMode image_gc_helper_mode = HELPER_MODE_INIT("image-gc", ImageGcArgs, image_gc_args);
+
+#define NAME_MAX_LEN 511
+
+static void report_removed(ImageGc *g, const json_t *removed) {
+        size_t i;
+        json_t *v;
+
+        json_array_foreach(removed, i, v) {
+                const char *reason, *digest, *name;
+                uint64_t size;
+                if (helper_json_str(v, "reason", 16, &reason) < 0 ||
+                    helper_json_str(v, "digest", 128, &digest) < 0 ||
+                    helper_json_str(v, "name", NAME_MAX_LEN, &name) < 0 ||
+                    helper_json_u64(v, "size", &size) < 0)
+                        continue;
+                if (streq(reason, "age")) {
                         g->removed++;
                         metric_inc(g->collected, METRIC_LABELS("age"));
                         log_info("Image GC: removed image \"%s\" (%s, %" PRIu64 " bytes), unused "
                                  "for longer than imageMaximumGCAge (%" PRIu64 "s).",
                                  name, digest, size, (uint64_t)(g->policy.max_age / USEC_PER_SEC));
-                } else if (sscanf(line, "removed %79s %" SCNu64 " %511s", digest, &size, name) ==
-                           3) {
+                } else if (streq(reason, "space")) {
                         g->removed++;
                         metric_inc(g->collected, METRIC_LABELS("space"));
                         log_info("Image GC: removed image \"%s\" (%s, %" PRIu64 " bytes), least "
                                  "recently used.",
                                  name, digest, size);
-                } else if (sscanf(line, "done %" SCNu64 " %" SCNu64 " %" SCNu64, &cap, &before,
-                                  &after) == 3 &&
-                           after != before && g->space) {
-                        if (after > before)
-                                metric_add(g->freed, NULL, (double)(after - before));
-                        uint64_t target = cap / 100 * (100 - g->policy.low_percent);
-                        log_full(after >= target ? LOG_INFO : LOG_WARNING,
-                                 "Image GC: %" PRIu64 " bytes available of %" PRIu64
-                                 " (were %" PRIu64 ")%s.",
-                                 after, cap, before,
-                                 after >= target ? ""
-                                                 : "; still above the low threshold: the rest is "
-                                                   "in use, pinned or too recent");
                 }
         }
+}
+
+static void report_space(ImageGc *g, const json_t *res) {
+        uint64_t cap, before, after;
+
+        if (helper_json_u64(res, "capacity", &cap) < 0 ||
+            helper_json_u64(res, "before", &before) < 0 ||
+            helper_json_u64(res, "after", &after) < 0 || after == before || !g->space)
+                return;
+        if (after > before)
+                metric_add(g->freed, NULL, (double)(after - before));
+        uint64_t target = cap / 100 * (100 - g->policy.low_percent);
+        log_full(after >= target ? LOG_INFO : LOG_WARNING,
+                 "Image GC: %" PRIu64 " bytes available of %" PRIu64 " (were %" PRIu64 ")%s.",
+                 after, cap, before,
+                 after >= target ? ""
+                                 : "; still above the low threshold: the rest is in use, pinned or "
+                                   "too recent");
+}
+
+static void on_helper_done(Child *c, void *userdata) {
+        ImageGc *g = userdata;
+        _cleanup_json_ json_t *res = NULL;
+        const json_t *partials;
+        uint64_t count, bytes;
+        Error err = {};
+
+        /* A failed run still reports what it did before the failure. */
+        if (helper_child_result(c, "the helper", &res, &err) < 0)
+                log_warning("Image GC failed: %s", err.message);
+        partials = json_object_get(res, "partials");
+        if (helper_json_u64(partials, "count", &count) >= 0 &&
+            helper_json_u64(partials, "bytes", &bytes) >= 0)
+                log_info("Image GC: removed %" PRIu64 " partial registry download(s) no pull "
+                         "owned any more (%" PRIu64 " bytes).",
+                         count, bytes);
+        report_removed(g, json_object_get(res, "removed"));
+        report_space(g, res);
         g->child = child_free(g->child);
         if (g->reclaim_all) {
                 g->reclaim_all = g->again = false;
@@ -91,36 +125,23 @@ static void on_helper_done(Child *c, void *userdata) {
 /* all: every unused image (eviction's reclaim); space: started because the
  * filesystem is above the high threshold. Any run also does the age pass. */
 static void start_helper(ImageGc *g, bool all, bool space) {
-        _cleanup_strv_free_ char **env = NULL, **argv = NULL;
-        char high[16], low[16], age[32], max_age[32];
-
-        /* 0 and 0: any usage is above, and everything must go. */
-        snprintf(high, sizeof high, "%u", all ? 0 : g->policy.high_percent);
-        snprintf(low, sizeof low, "%u", all ? 0 : g->policy.low_percent);
-        snprintf(age, sizeof age, "%" PRIu64, (uint64_t)g->policy.min_age);
-        snprintf(max_age, sizeof max_age, "%" PRIu64, (uint64_t)g->policy.max_age);
-        if (strv_extend(&argv, self_helper_exe()) < 0 || strv_extend(&argv, SELF_HELPER_VERB) < 0 ||
-            strv_extend(&argv, IMAGE_GC_HELPER_MODE) < 0 || strv_extend(&argv, g->root_dir) < 0 ||
-            strv_extend(&argv, high) < 0 || strv_extend(&argv, low) < 0 ||
-            strv_extend(&argv, age) < 0 || strv_extend(&argv, max_age) < 0 ||
-            self_helper_env(&env) < 0) {
-                (void)log_oom();
-                return;
-        }
-        STRV_FOREACH(p, g->pinned_images)
-                if (strv_extend(&argv, *p) < 0) {
-                        (void)log_oom();
-                        return;
-                }
-        ChildOptions o = {
-                .argv = argv,
-                .envp = env,
-                .capture = CHILD_CAPTURE_SEPARATE,
-                .stdout_max = 256 * 1024,
+        ImageGcArgs args = {
+                .root_dir = g->root_dir,
+                /* 0 and 0: any usage is above, and everything must go. */
+                .high_percent = all ? 0 : g->policy.high_percent,
+                .low_percent = all ? 0 : g->policy.low_percent,
+                .min_age = g->policy.min_age,
+                .max_age = g->policy.max_age,
+                .pinned = g->pinned_images,
+        };
+        HelperSpawnOptions o = {
+                .mode = &image_gc_helper_mode,
+                .args = &args,
+                .result_max = 1024 * 1024,
                 .stderr_max = 4096,
                 .timeout = 30 * 60 * USEC_PER_SEC,
         };
-        int r = child_spawn(g->event, &o, on_helper_done, g, &g->child);
+        int r = helper_spawn(g->event, &o, on_helper_done, g, &g->child);
         if (r < 0)
                 log_warning_errno(r, "Failed to start the image GC helper: %m");
         g->space = all || space;

@@ -20,7 +20,7 @@
  * max_age, when shorter).
  *
  * Three parts: the decision (image_gc_bytes_to_free(), image_gc_select():
- * pure, unit-tested), the work (IMAGE_GC_HELPER_MODE: listing, resolving the
+ * pure, unit-tested), the work (image_gc_helper_mode: listing, resolving the
  * users and removing blobs and layers walks the disk, so it runs in this
  * binary re-executed as a helper, one at a time) and the agent's side
  * (ImageGc: a statfs() every period and after each pull, which is one
@@ -34,6 +34,7 @@
 
 #include "cleanup.h"
 #include "event.h"
+#include "helper.h"
 #include "metrics.h"
 #include "time-util.h"
 
@@ -81,17 +82,26 @@ size_t image_gc_select_expired(const ImageGcPolicy *p, const ImageGcCandidate *c
 /* True when the config labels (key, value, ... NULL) pin the image. */
 bool image_gc_labels_pinned(char *const *labels);
 
-/* The helper: `SELF_HELPER_VERB IMAGE_GC_HELPER_MODE ROOT_DIR HIGH LOW
- * MIN_AGE_USEC MAX_AGE_USEC [PINNED_REF...]`. Removes the partial registry
- * downloads no pull holds (image_store_sweep_partials()) and prints
- * "partials <count> <bytes>" when there were any. Prints one line per image
- * removed by age, "expired <digest> <size> <name or digest>", then one per
- * image removed for space, "removed <digest> <size> <name or digest>", and
- * a last line "done <capacity> <available before> <available after>";
- * errors on stderr, exit status 1. Removes nothing for space when the
- * filesystem is below HIGH, and nothing by age when MAX_AGE_USEC is 0. */
-#define IMAGE_GC_HELPER_MODE "image-gc"
-int image_gc_helper_main(int argc, char **argv);
+/* The image-gc helper mode (helper.h). Removes the partial registry
+ * downloads no pull holds (image_store_sweep_partials()), then images by age
+ * (nothing when max_age is 0), then images for space (nothing when the
+ * filesystem is below high). Its result's members:
+ *   "partials": {"count": N, "bytes": N}, when there were any;
+ *   "removed": [{"reason": "age"|"space", "digest", "size", "name"}, ...]
+ *     in the order removed ("name": the image's first name, or its digest);
+ *   "capacity", "before", "after": the filesystem's size and the bytes
+ *     available before and after, once the store could be looked at.
+ * A failure keeps the members of what was done before it. */
+typedef struct ImageGcArgs {
+        const char *root_dir;
+        uint64_t high_percent;
+        uint64_t low_percent;
+        uint64_t min_age;    /* usec */
+        uint64_t max_age;    /* usec */
+        char *const *pinned; /* references, as --pinned-images */
+} ImageGcArgs;
+extern const HelperMode image_gc_helper_mode;
+extern const HelperMain image_gc_helper;
 
 /* The agent's side. */
 typedef struct ImageGc ImageGc;

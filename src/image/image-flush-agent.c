@@ -1,6 +1,6 @@
 /* The agent's side of the layer flush (image.h, ImageFlusher): a timer and
  * one directory read on the loop; the syncfs() and the records' removal in
- * a helper process (IMAGE_HELPER_FLUSH), one at a time, so that the loop
+ * a helper process (image_flush_helper_mode), one at a time, so that the loop
  * never waits for the disk. */
 #include <errno.h>
 #include <stdio.h>
@@ -9,9 +9,10 @@
 #include <sys/wait.h>
 
 #include "child.h"
-#include "image.h"
+#include "helper.h"
+#include "image-internal.h"
+#include "json-util.h"
 #include "log.h"
-#include "self-helper.h"
 #include "string-util.h"
 #include "strv.h"
 
@@ -26,16 +27,26 @@ struct ImageFlusher {
 
 static void start_helper(ImageFlusher *f);
 
+static const HelperArg flush_args[] = {
+        HELPER_ARG_STRING(ImageFlushArgs, store, "store", true),
+};
+
+const HelperMode image_flush_helper_mode =
+        HELPER_MODE_INIT("image-flush", ImageFlushArgs, flush_args);
+
 static void on_helper_done(Child *c, void *userdata) {
         ImageFlusher *f = userdata;
+        _cleanup_json_ json_t *res = NULL;
+        Error err = {};
+        size_t i;
+        json_t *v;
 
-        (void)child_warn_failure(c, "Layer flush helper");
-        _cleanup_free_ char *out = strdup(child_stdout(c, NULL));
-        char *save = NULL;
-        for (char *line = out ? strtok_r(out, "\n", &save) : NULL; line;
-             line = strtok_r(NULL, "\n", &save)) {
-                const char *chain = startswith(line, "flushed ");
-                if (chain)
+        /* A failed flush keeps the records: the next one syncs again. */
+        if (helper_child_result(c, "the helper", &res, &err) < 0)
+                log_warning("Layer flush failed: %s", err.message);
+        json_array_foreach(json_object_get(res, "flushed"), i, v) {
+                const char *chain = json_string_value(v);
+                if (chain && image_digest_is_valid(chain))
                         log_info("Image store: layer %s is on disk now; its flush record is "
                                  "removed.",
                                  chain);
@@ -48,30 +59,21 @@ static void on_helper_done(Child *c, void *userdata) {
 }
 
 static void start_helper(ImageFlusher *f) {
-        _cleanup_strv_free_ char **env = NULL;
-
         if (f->child) {
                 f->again = true;
                 return;
         }
         if (!image_store_has_unflushed(f->store))
                 return;
-        if (self_helper_env(&env) < 0) {
-                (void)log_oom();
-                return;
-        }
-        char *const argv[] = { (char *)self_helper_exe(), (char *)SELF_HELPER_VERB,
-                               (char *)IMAGE_HELPER_FLUSH, (char *)image_store_root(f->store),
-                               NULL };
-        ChildOptions o = {
-                .argv = argv,
-                .envp = env,
-                .capture = CHILD_CAPTURE_SEPARATE,
-                .stdout_max = 256 * 1024,
+        ImageFlushArgs args = { .store = image_store_root(f->store) };
+        HelperSpawnOptions o = {
+                .mode = &image_flush_helper_mode,
+                .args = &args,
+                .result_max = 256 * 1024,
                 .stderr_max = 4096,
                 .timeout = 30 * 60 * USEC_PER_SEC,
         };
-        int r = child_spawn(f->event, &o, on_helper_done, f, &f->child);
+        int r = helper_spawn(f->event, &o, on_helper_done, f, &f->child);
         if (r < 0)
                 log_warning_errno(r, "Failed to start the layer flush helper: %m");
 }

@@ -137,3 +137,37 @@ int store_overlay_options(ImageStore *s, const Image *im, const char *upper_dir,
 int store_gc_locked(ImageStore *s, bool index_locked, uint64_t *ret_reclaimed, Error *err);
 /* Builds an Image from a manifest digest present in the store. */
 int store_image_build(ImageStore *s, const char *digest, Image **ret, Error *err);
+
+/* The unpack-rootfs helper mode (image-worker.c starts it,
+ * image-worker-helper.c runs it): the store, its limits, the image digest
+ * and the rootfs directories. */
+typedef struct ImageUnpackRootfsArgs {
+        const char *store;
+        uint64_t max_layer_size;
+        uint64_t max_total_size;
+        uint64_t max_ratio;
+        uint64_t ratio_min_size;
+        uint64_t max_entries;
+        uint64_t max_path;
+        const char *digest;
+        const char *target;
+        const char *upper_dir;
+        const char *work_dir;
+} ImageUnpackRootfsArgs;
+extern const HelperMode image_unpack_rootfs_helper_mode;
+
+/* The image-flush helper mode (image-flush-agent.c starts it,
+ * image-worker-helper.c runs it). Its result: "flushed", the chain IDs of
+ * the layers whose flush record it removed. */
+typedef struct ImageFlushArgs {
+        const char *store;
+} ImageFlushArgs;
+extern const HelperMode image_flush_helper_mode;
+
+/* The image-pull helper mode (image-pull-agent.c starts it, image-pull.c
+ * runs it): the job (ImagePullOptions as JSON, with credentials) on stdin,
+ * never in argv. Its result: "digest" on success. */
+typedef struct ImagePullArgs {
+        const char *store;
+} ImagePullArgs;
+extern const HelperMode image_pull_helper_mode;

@@ -11,10 +11,11 @@
 #include <string.h>
 
 #include "child.h"
+#include "helper.h"
+#include "image-internal.h"
 #include "image-pull.h"
 #include "json-util.h"
 #include "log.h"
-#include "self-helper.h"
 #include "string-util.h"
 #include "strv.h"
 
@@ -56,39 +57,32 @@ static void pull_sweep(ImagePull *pull) {
                                      "ignoring (the next start or image GC pass does): %m");
 }
 
+static const HelperArg pull_args[] = {
+        HELPER_ARG_STRING(ImagePullArgs, store, "store", true),
+};
+
+const HelperMode image_pull_helper_mode = HELPER_MODE_INIT("image-pull", ImagePullArgs, pull_args);
+
 static void pull_child_done(Child *c, void *userdata) {
         ImagePull *pull = userdata;
-        int code = 0, status = 0;
-        size_t n = 0, en = 0;
-        const char *out = child_stdout(c, &n), *errout = child_stderr(c, &en);
-        _cleanup_json_ json_t *j = json_loadb(out, n, 0, NULL);
-        json_t *res = json_object_get(j, "result");
-        const char *digest = json_string_value(json_object_get(j, "digest"));
-        const char *msg = json_string_value(json_object_get(j, "error"));
-        char buf[512];
-        int r;
+        _cleanup_json_ json_t *res = NULL;
+        _cleanup_free_ char *digest = NULL;
+        const char *d = NULL;
+        size_t en = 0;
+        const char *errout = child_stderr(c, &en);
+        Error err = {};
 
-        child_get_status(c, &code, &status);
         if (en > 0)
                 log_debug("Image pull helper: %.*s", (int)MIN(en, (size_t)4096), errout);
-        if (json_is_integer(res)) {
-                r = (int)json_integer_value(res);
-                if (r < 0 && !msg)
-                        msg = strerror(-r);
-        } else {
-                if (code == CLD_KILLED || code == CLD_DUMPED)
-                        (void)snprintf(buf, sizeof(buf), "image pull helper killed by signal %d",
-                                       status);
-                else
-                        (void)snprintf(buf, sizeof(buf),
-                                       "image pull helper failed (exit status %d)", status);
-                r = -EIO;
-                msg = buf;
-        }
+        int r = helper_child_result(c, "image pull helper", &res, &err);
+        if (r >= 0 && (helper_json_str(res, "digest", 256, &d) < 0 || !image_digest_is_valid(d)))
+                r = error_set(&err, -EIO, "image pull helper reported no valid digest");
+        if (r >= 0 && !(digest = strdup(d)))
+                r = error_set(&err, -ENOMEM, "out of memory");
         pull->child = child_free(c);
         pull_sweep(pull);
         /* done() may cancel (free) the pull: nothing touches it afterwards. */
-        pull->done(pull, r, r >= 0 ? digest : NULL, r < 0 ? msg : NULL, pull->userdata);
+        pull->done(pull, r, r >= 0 ? digest : NULL, r < 0 ? err.message : NULL, pull->userdata);
 }
 
 static json_t *options_json(const char *ref, const ImagePullOptions *o) {
@@ -105,32 +99,29 @@ static json_t *options_json(const char *ref, const ImagePullOptions *o) {
 
 int image_pull_start(Event *e, const char *root_dir, const char *ref, const ImagePullOptions *o,
                      image_pull_done_t done, void *userdata, ImagePull **ret, Error *err) {
-        _cleanup_strv_free_ char **env = NULL;
         _cleanup_json_ json_t *job = options_json(ref, o);
         _cleanup_free_ char *input = job ? json_dumps(job, JSON_COMPACT) : NULL;
         _cleanup_(pull_freep) ImagePull *pull = calloc(1, sizeof(ImagePull));
         int r;
 
-        if (!input || !pull || self_helper_env(&env) < 0)
+        if (!input || !pull)
                 return error_set(err, -ENOMEM, "out of memory");
         if (strlen(input) > HELPER_JOB_MAX)
                 return error_set(err, -E2BIG, "image pull job too large");
-        char *const argv[] = { (char *)self_helper_exe(), (char *)SELF_HELPER_VERB,
-                               (char *)IMAGE_HELPER_PULL, (char *)root_dir, NULL };
+        ImagePullArgs args = { .store = root_dir };
         /* The job (it may hold credentials) goes through a memfd on stdin,
          * never argv: other users see a process's argv. */
-        ChildOptions co = { .argv = argv,
-                            .envp = env,
-                            .input = input,
-                            .input_size = strlen(input),
-                            .capture = CHILD_CAPTURE_SEPARATE,
-                            .stdout_max = HELPER_OUTPUT_MAX,
-                            .stderr_max = HELPER_OUTPUT_MAX };
+        HelperSpawnOptions ho = { .mode = &image_pull_helper_mode,
+                                  .args = &args,
+                                  .input = input,
+                                  .input_size = strlen(input),
+                                  .result_max = HELPER_OUTPUT_MAX,
+                                  .stderr_max = HELPER_OUTPUT_MAX };
         pull->done = done;
         pull->userdata = userdata;
         if (!(pull->root_dir = strdup(root_dir)))
                 return error_set(err, -ENOMEM, "out of memory");
-        r = child_spawn(e, &co, pull_child_done, pull, &pull->child);
+        r = helper_spawn(e, &ho, pull_child_done, pull, &pull->child);
         explicit_bzero(input, strlen(input));
         if (r < 0)
                 return error_set(err, r, "cannot start the image pull helper: %s", strerror(-r));

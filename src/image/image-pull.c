@@ -1689,32 +1689,25 @@ static int helper_run(const char *root, json_t *job, char **ret_digest, Error *e
         return image_pull_run(s, ref, &o, ret_digest, err);
 }
 
-int image_pull_helper_main(int argc, char **argv) {
+static int run_pull(const void *args, json_t *result, Error *err) {
+        const ImagePullArgs *a = args;
         _cleanup_free_ char *input = NULL, *digest = NULL;
         size_t n = 0;
-        Error e = {};
-        int r;
 
-        if (argc != 2 || !streq(argv[0], IMAGE_HELPER_PULL)) {
-                log_error("Internal helper mode \"%s\": wrong arguments.", argc > 0 ? argv[0] : "");
-                return EXIT_FAILURE;
-        }
-        r = read_full_fd(STDIN_FILENO, HELPER_JOB_MAX, &input, &n);
+        int r = read_full_fd(STDIN_FILENO, HELPER_JOB_MAX, &input, &n);
         if (r < 0)
-                r = error_set(&e, r, "cannot read the image pull job: %s", strerror(-r));
-        else {
-                _cleanup_json_ json_t *job = json_loadb(input, n, 0, NULL);
-                explicit_bzero(input, n);
-                if (!json_is_object(job))
-                        r = error_set(&e, -EINVAL, "image pull job is not a JSON object");
-                else
-                        r = helper_run(argv[1], job, &digest, &e);
-        }
-        _cleanup_json_ json_t *res =
-                json_pack("{s:i, s:s?, s:s?}", "result", r, "digest", r >= 0 ? digest : NULL,
-                          "error", r < 0 ? (e.message[0] ? e.message : strerror(-r)) : NULL);
-        _cleanup_free_ char *out = res ? json_dumps(res, JSON_COMPACT) : NULL;
-        if (!out || write_all(STDOUT_FILENO, out, strlen(out)) < 0)
-                return EXIT_FAILURE;
-        return EXIT_SUCCESS;
+                return error_set(err, r, "cannot read the image pull job: %s", strerror(-r));
+        _cleanup_json_ json_t *job = json_loadb(input, n, 0, NULL);
+        explicit_bzero(input, n);
+        if (!json_is_object(job))
+                return error_set(err, -EINVAL, "image pull job is not a JSON object");
+        r = helper_run(a->store, job, &digest, err);
+        if (r >= 0 && digest && json_object_set_new(result, "digest", json_string(digest)) < 0)
+                return error_set(err, -ENOMEM, "out of memory");
+        return r;
 }
+
+const HelperMain image_pull_helper = {
+        .mode = &image_pull_helper_mode,
+        .run = run_pull,
+};

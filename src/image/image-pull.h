@@ -35,6 +35,7 @@
 
 #include "error.h"
 #include "event.h"
+#include "helper.h"
 #include "image.h"
 
 typedef enum ImagePullEvent {
@@ -76,8 +77,8 @@ int image_pull_run(ImageStore *s, const char *ref, const ImagePullOptions *o, ch
                    Error *err);
 
 /* The agent's asynchronous pull: image_pull_run() in a helper process
- * (`internal-helper image-pull ROOT_DIR`, the job as JSON on stdin, the
- * result as JSON on stdout), watched on the loop. done() runs once with r
+ * (the image-pull helper mode, helper.h: the job as JSON on stdin), watched
+ * on the loop. done() runs once with r
  * as image_pull_run() returns it, the manifest digest on success, and the
  * error message on failure; not after image_pull_cancel(). */
 typedef struct ImagePull ImagePull;
@@ -89,6 +90,5 @@ int image_pull_start(Event *e, const char *root_dir, const char *ref, const Imag
  * pull, or at the next start or image GC pass) and frees the pull. */
 void image_pull_cancel(ImagePull *pull);
 
-#define IMAGE_HELPER_PULL "image-pull"
-/* The helper mode's entry; argv starts at the mode. */
-int image_pull_helper_main(int argc, char **argv);
+/* The image-pull helper mode, for main()'s table (helper.h). */
+extern const HelperMain image_pull_helper;

@@ -9,10 +9,8 @@
  * itself instead (image_rootfs_mount_unpacked(), below): that is one
  * mount(2), and the helper's exec cost ~10 ms of each start.
  *
- * argv: self_helper_exe() SELF_HELPER_VERB unpack-rootfs ERROR_FD STORE_ROOT
- *       MAX_LAYER_SIZE MAX_TOTAL_SIZE MAX_RATIO RATIO_MIN_SIZE MAX_ENTRIES
- *       MAX_PATH DIGEST TARGET UPPER_DIR WORK_DIR
- * The result: exit status 0, or 1 with "<-errno> <sentence>" on ERROR_FD. */
+ * The helper's arguments are image_unpack_rootfs_helper_mode's table below;
+ * its result is helper.h's, read from its stdout once it has exited. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -29,8 +27,7 @@
 #include "fileio.h"
 #include "image-util.h"
 #include "log.h"
-#include "self-helper.h"
-#include "spawn.h"
+#include "helper.h"
 #include "string-util.h"
 #include "strv.h"
 
@@ -127,83 +124,68 @@ static int orphan_unmount(EventSource *s, const siginfo_t *si, void *userdata) {
         return 0;
 }
 
+static const HelperArg unpack_rootfs_args[] = {
+        HELPER_ARG_STRING(ImageUnpackRootfsArgs, store, "store", true),
+        HELPER_ARG_U64(ImageUnpackRootfsArgs, max_layer_size, "max-layer-size", true),
+        HELPER_ARG_U64(ImageUnpackRootfsArgs, max_total_size, "max-total-size", true),
+        HELPER_ARG_U64(ImageUnpackRootfsArgs, max_ratio, "max-ratio", true),
+        HELPER_ARG_U64(ImageUnpackRootfsArgs, ratio_min_size, "ratio-min-size", true),
+        HELPER_ARG_U64(ImageUnpackRootfsArgs, max_entries, "max-entries", true),
+        HELPER_ARG_U64(ImageUnpackRootfsArgs, max_path, "max-path", true),
+        HELPER_ARG_STRING(ImageUnpackRootfsArgs, digest, "digest", true),
+        HELPER_ARG_STRING(ImageUnpackRootfsArgs, target, "target", true),
+        HELPER_ARG_STRING(ImageUnpackRootfsArgs, upper_dir, "upper-dir", true),
+        HELPER_ARG_STRING(ImageUnpackRootfsArgs, work_dir, "work-dir", true),
+};
+
+const HelperMode image_unpack_rootfs_helper_mode =
+        HELPER_MODE_INIT("unpack-rootfs", ImageUnpackRootfsArgs, unpack_rootfs_args);
+
 int image_rootfs_start(ImageStore *s, Event *e, const ImageRootfsJob *job, ImageWorker *ret,
                        Error *err) {
-        _cleanup_close_pair_ int p[2] = { -EBADF, -EBADF };
-        _cleanup_strv_free_ char **env = NULL;
         _cleanup_free_ char *target = NULL;
-        char fd_arg[16], nums[6][24];
         const ImageLimits *l = &s->limits;
         pid_t pid;
-        int r;
+        int fd, r;
 
         if (!image_digest_is_valid(job->digest))
                 return error_set(err, -EINVAL, "invalid image digest \"%s\"", strna(job->digest));
-        if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
-                return error_set(err, -errno, "cannot create worker pipe: %m");
         target = strdup(job->target);
-        if (!target || self_helper_env(&env) < 0)
+        if (!target)
                 return error_set(err, -ENOMEM, "out of memory");
-        (void)snprintf(fd_arg, sizeof(fd_arg), "%d", p[1]);
-        const uint64_t limits[6] = { l->max_layer_size, l->max_total_size, l->max_ratio,
-                                     l->ratio_min_size, l->max_entries,    (uint64_t)l->max_path };
-        for (size_t i = 0; i < ELEMENTSOF(limits); i++)
-                (void)snprintf(nums[i], sizeof(nums[i]), "%" PRIu64, limits[i]);
-        char *const argv[] = { (char *)self_helper_exe(),
-                               (char *)SELF_HELPER_VERB,
-                               (char *)IMAGE_HELPER_UNPACK_ROOTFS,
-                               fd_arg,
-                               s->root,
-                               nums[0],
-                               nums[1],
-                               nums[2],
-                               nums[3],
-                               nums[4],
-                               nums[5],
-                               (char *)job->digest,
-                               (char *)job->target,
-                               (char *)job->upper_dir,
-                               (char *)job->work_dir,
-                               NULL };
-        SpawnOptions o = SPAWN_OPTIONS_INIT;
-        o.argv = argv;
-        o.envp = env;
+        ImageUnpackRootfsArgs args = {
+                .store = s->root,
+                .max_layer_size = l->max_layer_size,
+                .max_total_size = l->max_total_size,
+                .max_ratio = l->max_ratio,
+                .ratio_min_size = l->ratio_min_size,
+                .max_entries = l->max_entries,
+                .max_path = (uint64_t)l->max_path,
+                .digest = job->digest,
+                .target = job->target,
+                .upper_dir = job->upper_dir,
+                .work_dir = job->work_dir,
+        };
         /* Its log lines go where the agent's go, as a forked worker's did. */
-        o.stdout_fd = STDOUT_FILENO;
-        o.stderr_fd = STDERR_FILENO;
-        o.keep_fds = &p[1];
-        o.n_keep_fds = 1;
-        r = spawn_nowait(&o, &pid, NULL);
+        HelperSpawnOptions o = { .mode = &image_unpack_rootfs_helper_mode, .args = &args };
+        r = helper_spawn_nowait(&o, &pid, &fd);
         if (r < 0) {
                 event_reap_later(e, pid);
-                return error_set(err, r, "cannot fork image worker: %s", strerror(-r));
+                return error_set(err, r, "cannot start image worker: %s", strerror(-r));
         }
-        p[1] = safe_close(p[1]);
-        *ret = (ImageWorker){
-                .pid = pid, .error_fd = TAKE_FD(p[0]), .event = e, .target = TAKE_PTR(target)
-        };
+        *ret = (ImageWorker){ .pid = pid, .result_fd = fd, .event = e, .target = TAKE_PTR(target) };
         return 0;
 }
 
 int image_worker_finish(ImageWorker *w, const siginfo_t *si, Error *err) {
-        char buf[sizeof(err->message) + 32] = {};
-        ssize_t n = w->error_fd >= 0 ? read(w->error_fd, buf, sizeof(buf) - 1) : -1;
-        w->error_fd = safe_close(w->error_fd);
+        int fd = TAKE_FD(w->result_fd);
+
         w->pid = 0;
         free(w->target);
         w->target = NULL;
-        if (si && si->si_code == CLD_EXITED && si->si_status == 0)
-                return 0;
-        if (n > 0) {
-                char *end;
-                long code = strtol(buf, &end, 10);
-                if (code < 0 && *end == ' ')
-                        return error_set(err, (int)code, "%s", end + 1);
-        }
-        if (si && (si->si_code == CLD_KILLED || si->si_code == CLD_DUMPED))
-                return error_set(err, -EINTR, "image worker killed by signal %d", si->si_status);
-        return error_set(err, -EIO, "image worker failed (exit status %d)",
-                         si ? si->si_status : -1);
+        int r = helper_fd_result(fd, "image worker", 0, si ? si->si_code : 0,
+                                 si ? si->si_status : -1, NULL, err);
+        return r < 0 ? r : 0;
 }
 
 void image_worker_abort(ImageWorker *w) {
@@ -218,7 +200,7 @@ void image_worker_abort(ImageWorker *w) {
                         w->target = NULL;
         }
         w->pid = 0;
-        w->error_fd = safe_close(w->error_fd);
+        w->result_fd = safe_close(w->result_fd);
         free(w->target);
         w->target = NULL;
 }

@@ -27,6 +27,7 @@
 #include "cleanup.h"
 #include "error.h"
 #include "event.h"
+#include "helper.h"
 #include "image-layer.h"
 #include "image-oci.h"
 #include "image-ref.h"
@@ -216,11 +217,11 @@ typedef struct ImageRootfsJob {
 } ImageRootfsJob;
 typedef struct ImageWorker {
         pid_t pid;
-        int error_fd; /* read end of the helper's error channel */
-        Event *event; /* reaps the helper after image_worker_abort() */
+        int result_fd; /* read end of the helper's stdout: its result (helper.h) */
+        Event *event;  /* reaps the helper after image_worker_abort() */
         char *target;
 } ImageWorker;
-#define IMAGE_WORKER_NULL ((ImageWorker){ .pid = 0, .error_fd = -EBADF })
+#define IMAGE_WORKER_NULL ((ImageWorker){ .pid = 0, .result_fd = -EBADF })
 int image_rootfs_start(ImageStore *s, Event *e, const ImageRootfsJob *job, ImageWorker *ret,
                        Error *err);
 /* The same root filesystem without a helper, when that is one mount(2):
@@ -241,12 +242,8 @@ int image_worker_finish(ImageWorker *w, const siginfo_t *si, Error *err);
  * the helper may have mounted. Never waits. */
 void image_worker_abort(ImageWorker *w);
 
-/* The helper mode's entry, called by main() for
- * `SELF_HELPER_VERB IMAGE_HELPER_UNPACK_ROOTFS ...` with argv starting at
- * the mode. Returns the exit status. */
-#define IMAGE_HELPER_UNPACK_ROOTFS "unpack-rootfs"
-int image_helper_main(int argc, char **argv);
-/* `SELF_HELPER_VERB IMAGE_HELPER_FLUSH ROOT_DIR`: image_store_flush_layers(),
- * one "flushed <chain ID>" line per layer on stdout; exit status 0 or 1. */
-#define IMAGE_HELPER_FLUSH "image-flush"
-int image_flush_helper_main(int argc, char **argv);
+/* The helper modes of this module (helper.h), for main()'s table:
+ * unpack-rootfs (image_rootfs_start()'s work) and image-flush
+ * (image_store_flush_layers() of the store, for ImageFlusher). */
+extern const HelperMain image_unpack_rootfs_helper;
+extern const HelperMain image_flush_helper;

@@ -10,7 +10,7 @@
 #include "cleanup.h"
 #include "json-util.h"
 #include "log.h"
-#include "self-helper.h"
+#include "helper.h"
 #include "string-util.h"
 #include "strv.h"
 
@@ -367,17 +367,21 @@ static void on_du_done(Child *c, void *userdata) {
         PodStats *s = userdata;
         size_t n = strv_length(s->du_running);
         _cleanup_free_ DiskUsage *res = NULL;
+        _cleanup_json_ json_t *result = NULL;
+        Error err = {};
 
-        if (child_warn_failure(c, "Disk usage helper for the stats summary"))
+        if (helper_child_result(c, "the helper", &result, &err) < 0) {
+                log_warning("Disk usage for the stats summary failed: %s", err.message);
                 goto done;
+        }
         res = calloc(n ?: 1, sizeof *res);
         if (!res) {
                 (void)log_oom();
                 goto done;
         }
-        if (disk_usage_parse_output(child_stdout(c, NULL), n, res) < 0) {
-                log_warning("Disk usage helper for the stats summary printed something else than "
-                            "%zu lines of usage; ignoring it.",
+        if (disk_usage_parse_result(result, n, res) < 0) {
+                log_warning("Disk usage helper for the stats summary reported something else than "
+                            "%zu directories' usage; ignoring it.",
                             n);
                 goto done;
         }
@@ -411,29 +415,21 @@ static void du_refresh(PodStats *s, bool new_dirs, usec_t now) {
         if (!new_dirs && s->du_last > 0 && now < s->du_last + POD_STATS_DISK_USAGE_PERIOD)
                 return;
 
-        _cleanup_strv_free_ char **env = NULL, **paths = NULL;
-        _cleanup_free_ char **argv = calloc(3 + s->n_du + 1, sizeof(char *));
-        paths = calloc(s->n_du + 1, sizeof(char *));
-        if (!argv || !paths || self_helper_env(&env) < 0)
+        _cleanup_strv_free_ char **paths = calloc(s->n_du + 1, sizeof(char *));
+        if (!paths)
                 return;
-        size_t k = 0;
-        argv[k++] = (char *)self_helper_exe();
-        argv[k++] = (char *)SELF_HELPER_VERB;
-        argv[k++] = (char *)DISK_USAGE_HELPER_MODE;
-        for (size_t i = 0; i < s->n_du; i++) {
+        for (size_t i = 0; i < s->n_du; i++)
                 if (!(paths[i] = strdup(s->du[i].path)))
                         return;
-                argv[k++] = paths[i];
-        }
-        ChildOptions o = {
-                .argv = argv,
-                .envp = env,
-                .capture = CHILD_CAPTURE_SEPARATE,
-                .stdout_max = 48 * s->n_du + 64, /* two u64 and a space per line */
+        DiskUsageArgs args = { .dirs = paths };
+        HelperSpawnOptions o = {
+                .mode = &disk_usage_helper_mode,
+                .args = &args,
+                .result_max = 48 * s->n_du + 256, /* "[u64,u64]," per directory */
                 .stderr_max = 4096,
                 .timeout = 5 * 60 * USEC_PER_SEC,
         };
-        int r = child_spawn(s->event, &o, on_du_done, s, &s->du_child);
+        int r = helper_spawn(s->event, &o, on_du_done, s, &s->du_child);
         if (r < 0) {
                 log_warning_errno(r, "Failed to start the disk usage helper: %m");
                 return;

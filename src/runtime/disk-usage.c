@@ -20,6 +20,7 @@
 #include "dirent-util.h"
 #include "log.h"
 #include "string-util.h"
+#include "strv.h"
 
 int disk_usage_statfs(const char *path, FsInfo *ret) {
         struct statvfs sv;
@@ -114,39 +115,53 @@ int disk_usage_walk(const char *path, DiskUsage *ret) {
         return 0;
 }
 
-int disk_usage_helper_main(int argc, char **argv) {
-        if (argc < 1 || !streq(argv[0], DISK_USAGE_HELPER_MODE)) {
-                log_error("Internal helper mode \"%s\": wrong arguments.", argc > 0 ? argv[0] : "");
-                return EXIT_FAILURE;
-        }
-        for (int i = 1; i < argc; i++) {
+static const HelperArg disk_usage_args[] = {
+        HELPER_ARG_STRV(DiskUsageArgs, dirs, "dir", true),
+};
+
+const HelperMode disk_usage_helper_mode =
+        HELPER_MODE_INIT("disk-usage", DiskUsageArgs, disk_usage_args);
+
+static int run_disk_usage(const void *args, json_t *result, Error *err) {
+        const DiskUsageArgs *a = args;
+        json_t *usage = json_array();
+
+        if (!usage || json_object_set_new(result, "usage", usage) < 0)
+                return error_set(err, -ENOMEM, "out of memory");
+        STRV_FOREACH(d, a->dirs) {
                 DiskUsage du;
-                if (disk_usage_walk(argv[i], &du) < 0)
-                        printf("-\n");
-                else
-                        printf("%" PRIu64 " %" PRIu64 "\n", du.bytes, du.inodes);
+                json_t *v = disk_usage_walk(*d, &du) < 0 ? json_null()
+                                                         : json_pack("[I,I]", (json_int_t)du.bytes,
+                                                                     (json_int_t)du.inodes);
+                if (json_array_append_new(usage, v) < 0)
+                        return error_set(err, -ENOMEM, "out of memory");
         }
-        return fflush(stdout) == 0 && !ferror(stdout) ? EXIT_SUCCESS : EXIT_FAILURE;
+        return 0;
 }
 
-int disk_usage_parse_output(const char *out, size_t n, DiskUsage *ret) {
-        const char *l = out;
+const HelperMain disk_usage_helper = {
+        .mode = &disk_usage_helper_mode,
+        .run = run_disk_usage,
+};
 
+int disk_usage_parse_result(const json_t *result, size_t n, DiskUsage *ret) {
+        json_t *usage = json_object_get(result, "usage");
+
+        if (!json_is_array(usage) || json_array_size(usage) != n)
+                return -EBADMSG;
         for (size_t i = 0; i < n; i++) {
-                const char *nl = l ? strchr(l, '\n') : NULL;
-                if (!nl)
-                        return -EBADMSG;
-                if (nl - l == 1 && l[0] == '-')
+                json_t *v = json_array_get(usage, i);
+                if (json_is_null(v)) {
                         ret[i] = (DiskUsage){};
-                else {
-                        unsigned long long b, in;
-                        int used = 0;
-                        if (sscanf(l, "%llu %llu%n", &b, &in, &used) != 2 || l + used != nl ||
-                            l[0] < '0' || l[0] > '9')
-                                return -EBADMSG;
-                        ret[i] = (DiskUsage){ .valid = true, .bytes = b, .inodes = in };
+                        continue;
                 }
-                l = nl + 1;
+                json_t *b = json_array_get(v, 0), *in = json_array_get(v, 1);
+                if (!json_is_array(v) || json_array_size(v) != 2 || !json_is_integer(b) ||
+                    !json_is_integer(in) || json_integer_value(b) < 0 || json_integer_value(in) < 0)
+                        return -EBADMSG;
+                ret[i] = (DiskUsage){ .valid = true,
+                                      .bytes = (uint64_t)json_integer_value(b),
+                                      .inodes = (uint64_t)json_integer_value(in) };
         }
-        return *l == 0 ? 0 : -EBADMSG;
+        return 0;
 }

@@ -2,14 +2,15 @@
  * filesystem (capacity, free space and inodes: one syscall, fine on the
  * loop) and du-style usage of a directory tree (a container's writable
  * layer, a log directory), which is a walk of unbounded length and so runs
- * in a helper process: this binary re-executed in DISK_USAGE_HELPER_MODE
- * (self-helper.h), one line of output per directory, parsed by
- * disk_usage_parse_output(). */
+ * in a helper process: this binary re-executed in its disk-usage helper
+ * mode (helper.h), whose result disk_usage_parse_result() reads. */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "helper.h"
 
 typedef struct FsInfo {
         uint64_t capacity;  /* bytes */
@@ -36,13 +37,15 @@ typedef struct DiskUsage {
 #define DISK_USAGE_MAX_DEPTH 512
 int disk_usage_walk(const char *path, DiskUsage *ret);
 
-#define DISK_USAGE_HELPER_MODE "disk-usage"
+/* The disk-usage helper mode: disk_usage_walk() of each directory. Its
+ * result has "usage", one member per directory in argument order:
+ * [BYTES, INODES], or null for a directory it could not walk. */
+typedef struct DiskUsageArgs {
+        char *const *dirs;
+} DiskUsageArgs;
+extern const HelperMode disk_usage_helper_mode;
+extern const HelperMain disk_usage_helper;
 
-/* The helper's main (argv after SELF_HELPER_VERB: the mode, then the
- * directories): prints "BYTES INODES\n", or "-\n" for a directory it could
- * not walk, per directory in argument order. */
-int disk_usage_helper_main(int argc, char **argv);
-
-/* Parses the helper's output for n directories into ret[0..n-1].
- * -EBADMSG when it does not have n well-formed lines. */
-int disk_usage_parse_output(const char *out, size_t n, DiskUsage *ret);
+/* Reads the helper's result for n directories into ret[0..n-1]: -EBADMSG
+ * unless "usage" has exactly n well-formed members. */
+int disk_usage_parse_result(const json_t *result, size_t n, DiskUsage *ret);

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -355,34 +356,19 @@ int container_log_read(int dir_fd, const char *name, container_log_data_fn fn, v
         return r;
 }
 
-/* argv after SELF_HELPER_VERB: LOG_ROTATE_HELPER_MODE MAX_SIZE MAX_FILES NOW
- * then LOGS_ROOT LOG_PATH CTL_PATH per log. */
+static int run_rotate(const void *args, json_t *result, Error *err) {
+        const LogRotateArgs *a = args;
+        size_t n = strv_length(a->log_paths);
 
-int log_rotate_helper_main(int argc, char **argv) {
-        LogRotatePolicy policy = {};
-        long long max_size, now;
-        unsigned max_files;
-        char *end;
-
-        if (argc < LOG_ROTATE_HELPER_FIXED_ARGS + 3 ||
-            (argc - LOG_ROTATE_HELPER_FIXED_ARGS) % 3 != 0 ||
-            !streq(argv[0], LOG_ROTATE_HELPER_MODE) || safe_atou(argv[2], &max_files) < 0) {
-                log_error("Internal helper mode \"%s\": wrong arguments.", argc > 0 ? argv[0] : "");
-                return EXIT_FAILURE;
-        }
-        errno = 0;
-        max_size = strtoll(argv[1], &end, 10);
-        bool bad = errno != 0 || *end != 0;
-        now = strtoll(argv[3], &end, 10);
-        if (bad || errno != 0 || *end != 0) {
-                log_error("Internal helper mode \"%s\": wrong arguments.", argv[0]);
-                return EXIT_FAILURE;
-        }
-        policy.max_size = max_size;
-        policy.max_files = max_files;
-        for (int i = LOG_ROTATE_HELPER_FIXED_ARGS; i + 2 < argc; i += 3) {
-                const char *log_path = argv[i + 1];
-                int k = container_log_rotate(argv[i], log_path, argv[i + 2], &policy, (time_t)now);
+        if (strv_length(a->logs_roots) != n || strv_length(a->ctl_paths) != n)
+                return error_set(err, -EINVAL, "the lists of logs, roots and control FIFOs differ");
+        if (a->max_size <= 0 || a->max_files < 2 || a->max_files > UINT_MAX)
+                return error_set(err, -EINVAL, "invalid rotation policy");
+        LogRotatePolicy policy = { .max_size = a->max_size, .max_files = (unsigned)a->max_files };
+        for (size_t i = 0; i < n; i++) {
+                const char *log_path = a->log_paths[i];
+                int k = container_log_rotate(a->logs_roots[i], log_path, a->ctl_paths[i], &policy,
+                                             (time_t)a->now);
                 if (k > 0)
                         log_debug("Rotated container log %s.", log_path);
                 else if (k == -ENXIO)
@@ -390,5 +376,10 @@ int log_rotate_helper_main(int argc, char **argv) {
                 else if (k < 0)
                         log_warning_errno(k, "Failed to rotate container log %s: %m", log_path);
         }
-        return EXIT_SUCCESS;
+        return 0;
 }
+
+const HelperMain log_rotate_helper = {
+        .mode = &log_rotate_helper_mode,
+        .run = run_rotate,
+};

@@ -6,12 +6,24 @@
  * src/runtime. */
 #pragma once
 
+#include "helper.h"
+
 #define CONTAINER_LOG_COMPRESS_SUFFIX ".gz"
 #define CONTAINER_LOG_TMP_SUFFIX ".tmp"
 
-/* argv after SELF_HELPER_VERB: LOG_ROTATE_HELPER_MODE MAX_SIZE MAX_FILES NOW
- * then LOGS_ROOT LOG_PATH CTL_PATH per log. */
-#define LOG_ROTATE_HELPER_FIXED_ARGS 4
+/* The rotate-logs helper mode (log-rotate.c starts it, log-rotate-files.c
+ * runs it): the policy, the time of the pass, and per log its root, its
+ * path below the root and conmon's control FIFO, as three lists of the same
+ * length. */
+typedef struct LogRotateArgs {
+        int64_t max_size;
+        uint64_t max_files;
+        int64_t now;
+        char *const *logs_roots;
+        char *const *log_paths;
+        char *const *ctl_paths;
+} LogRotateArgs;
+extern const HelperMode log_rotate_helper_mode;
 
 /* Whether dir_fd/name is a log file this module may open, rename and
  * compress: a regular file with no other name. Anything else under a log

@@ -21,8 +21,8 @@
 #include "log.h"
 #include "macro.h"
 #include "rm-rf.h"
-#include "self-helper.h"
-#include "spawn.h"
+#include "child.h"
+#include "helper.h"
 #include "string-util.h"
 #include "strv.h"
 
@@ -131,8 +131,7 @@ typedef struct RotateJob {
 
 typedef struct RotateWorker {
         LogRotator *rotator;
-        pid_t pid; /* 0: idle */
-        EventSource *source;
+        Child *child; /* NULL: idle */
 } RotateWorker;
 
 struct LogRotator {
@@ -157,12 +156,9 @@ static void jobs_clear(LogRotator *r) {
 
 /* Kills a worker still running; the loop reaps it, nothing here waits. */
 static void worker_abort(RotateWorker *w) {
-        w->source = event_source_free(w->source);
-        if (w->pid <= 0)
+        if (!w->child)
                 return;
-        (void)kill(w->pid, SIGKILL);
-        event_reap_later(w->rotator->event, w->pid);
-        w->pid = 0;
+        w->child = child_free(w->child);
         w->rotator->n_busy--;
 }
 
@@ -235,59 +231,54 @@ int log_rotator_consider(LogRotator *r, const char *logs_root, const char *log_p
         return 0;
 }
 
-static int on_worker_exit(EventSource *s, const siginfo_t *si, void *userdata) {
-        RotateWorker *w = userdata;
+static const HelperArg rotate_args[] = {
+        HELPER_ARG_I64(LogRotateArgs, max_size, "max-size", true),
+        HELPER_ARG_U64(LogRotateArgs, max_files, "max-files", true),
+        HELPER_ARG_I64(LogRotateArgs, now, "now", true),
+        HELPER_ARG_STRV(LogRotateArgs, logs_roots, "logs-root", true),
+        HELPER_ARG_STRV(LogRotateArgs, log_paths, "log-path", true),
+        HELPER_ARG_STRV(LogRotateArgs, ctl_paths, "ctl-path", true),
+};
 
-        if (si->si_code != CLD_EXITED || si->si_status != 0)
-                log_warning("Container log rotation worker %d failed (%s %d).", (int)w->pid,
-                            si->si_code == CLD_EXITED ? "exit status" : "signal", si->si_status);
-        w->pid = 0;
-        w->source = event_source_free(w->source);
+const HelperMode log_rotate_helper_mode =
+        HELPER_MODE_INIT("rotate-logs", LogRotateArgs, rotate_args);
+
+static void on_worker_done(Child *c, void *userdata) {
+        RotateWorker *w = userdata;
+        Error err = {};
+
+        if (helper_child_result(c, "worker", NULL, &err) < 0)
+                log_warning("Container log rotation failed: %s", err.message);
+        w->child = child_free(w->child);
         w->rotator->n_busy--;
-        return 0;
 }
 
 /* A worker for the jobs first, first + step, ... */
-static int worker_spawn(LogRotator *r, size_t first, size_t step, pid_t *ret) {
-        _cleanup_strv_free_ char **env = NULL;
-        _cleanup_free_ char **argv = NULL;
-        char max_size[24], max_files[16], now[24];
-        size_t n = 0;
+static int worker_spawn(LogRotator *r, RotateWorker *w, size_t first, size_t step) {
+        size_t n = (r->n_jobs - first + step - 1) / step;
+        _cleanup_free_ char **roots = calloc(n + 1, sizeof(char *));
+        _cleanup_free_ char **paths = calloc(n + 1, sizeof(char *));
+        _cleanup_free_ char **ctls = calloc(n + 1, sizeof(char *));
+        size_t k = 0;
 
-        int k = self_helper_env(&env);
-        if (k < 0)
-                return k;
-        argv = calloc(3 + LOG_ROTATE_HELPER_FIXED_ARGS + 3 * r->n_jobs + 1, sizeof(char *));
-        if (!argv)
+        if (!roots || !paths || !ctls)
                 return -ENOMEM;
-        (void)snprintf(max_size, sizeof(max_size), "%lld", (long long)r->policy.max_size);
-        (void)snprintf(max_files, sizeof(max_files), "%u", r->policy.max_files);
-        (void)snprintf(now, sizeof(now), "%lld", (long long)time(NULL));
-        argv[n++] = (char *)self_helper_exe();
-        argv[n++] = (char *)SELF_HELPER_VERB;
-        argv[n++] = (char *)LOG_ROTATE_HELPER_MODE;
-        argv[n++] = max_size;
-        argv[n++] = max_files;
-        argv[n++] = now;
-        for (size_t i = first; i < r->n_jobs; i += step) {
-                argv[n++] = r->jobs[i].logs_root;
-                argv[n++] = r->jobs[i].log_path;
-                argv[n++] = r->jobs[i].ctl_path;
+        for (size_t i = first; i < r->n_jobs; i += step, k++) {
+                roots[k] = r->jobs[i].logs_root;
+                paths[k] = r->jobs[i].log_path;
+                ctls[k] = r->jobs[i].ctl_path;
         }
-        SpawnOptions o = SPAWN_OPTIONS_INIT;
-        o.argv = argv;
-        o.envp = env;
-        /* Its warnings go where the agent's go, as a forked worker's did. */
-        o.stdout_fd = STDOUT_FILENO;
-        o.stderr_fd = STDERR_FILENO;
-        pid_t pid = 0;
-        int q = spawn_nowait(&o, &pid, NULL);
-        if (q < 0) {
-                event_reap_later(r->event, pid);
-                return q;
-        }
-        *ret = pid;
-        return 0;
+        LogRotateArgs args = {
+                .max_size = r->policy.max_size,
+                .max_files = r->policy.max_files,
+                .now = (int64_t)time(NULL),
+                .logs_roots = roots,
+                .log_paths = paths,
+                .ctl_paths = ctls,
+        };
+        /* Its warnings go where the agent's go. */
+        HelperSpawnOptions o = { .mode = &log_rotate_helper_mode, .args = &args };
+        return helper_spawn(r->event, &o, on_worker_done, w, &w->child);
 }
 
 int log_rotator_run(LogRotator *r) {
@@ -302,19 +293,9 @@ int log_rotator_run(LogRotator *r) {
         size_t n = MIN((size_t)r->policy.max_workers, r->n_jobs);
         int k = 0;
         for (size_t i = 0; i < n && k >= 0; i++) {
-                RotateWorker *w = &r->workers[i];
-                pid_t pid;
-                k = worker_spawn(r, i, n, &pid);
-                if (k < 0)
-                        break;
-                w->pid = pid;
-                r->n_busy++;
-                k = event_add_child(r->event, &w->source, pid, on_worker_exit, w);
-                if (k < 0)
-                        /* Unwatched, nobody would reap it or know it ended:
-                         * stop it (the next pass cleans up its half-done
-                         * file). */
-                        worker_abort(w);
+                k = worker_spawn(r, &r->workers[i], i, n);
+                if (k >= 0)
+                        r->n_busy++;
         }
         jobs_clear(r);
         return k < 0 ? k : (int)n;

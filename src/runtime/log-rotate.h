@@ -19,7 +19,7 @@
  * pod layer only says which containers run (log path, bundle directory) and
  * when to look. The file work (stat aside) runs in workers (at most
  * containerLogMaxWorkers at once, as kubelet's), this binary
- * re-executed in its LOG_ROTATE_HELPER_MODE (self-helper.h), so the event
+ * re-executed in its rotate-logs helper mode (helper.h), so the event
  * loop never waits on gzip or the disk. Readers (`nanolet logs`) use
  * container_log_list_rotated() and container_log_read() so that they see
  * exactly the files and the order this module produces. */
@@ -31,6 +31,7 @@
 #include <time.h>
 
 #include "event.h"
+#include "helper.h"
 
 typedef struct LogRotatePolicy {
         int64_t max_size;   /* bytes; the live file is rotated once it is at least this big */
@@ -125,9 +126,6 @@ int log_rotator_consider(LogRotator *r, const char *logs_root, const char *log_p
 int log_rotator_run(LogRotator *r);
 bool log_rotator_busy(const LogRotator *r);
 
-/* The worker's helper mode, called by main() for
- * `SELF_HELPER_VERB LOG_ROTATE_HELPER_MODE ...` with argv starting at the
- * mode: container_log_rotate() of each log named, warnings logged. Returns
- * the exit status. */
-#define LOG_ROTATE_HELPER_MODE "rotate-logs"
-int log_rotate_helper_main(int argc, char **argv);
+/* The workers' helper mode (helper.h), for main()'s table:
+ * container_log_rotate() of each log named, warnings logged. */
+extern const HelperMain log_rotate_helper;

@@ -179,7 +179,7 @@ else
 fi
 # The flush (the agent's helper): syncfs first, then the records go.
 if traced -e trace=syncfs,unlinkat -o "$WORK/strace-flush" \
-        "$NANOLET" internal-helper image-flush "$R4" >"$WORK/flushed" 2>&1; then
+        "$NANOLET" internal-helper image-flush --store="$R4" >"$WORK/flushed" 2>"$WORK/flush.err"; then
         python3 - "$WORK/strace-flush" >"$WORK/flush-check" 2>&1 <<'PY' && ok "the flush syncs the store before it removes any record" || fail "flush order: $(cat "$WORK/flush-check")"
 import re, sys
 synced = False
@@ -194,10 +194,13 @@ for line in open(sys.argv[1]):
 if removed < 2:
     sys.exit(f"only {removed} records removed")
 PY
-        for c in "${CH4[@]}"; do grep -qx "flushed sha256:$c" "$WORK/flushed" || fail "flush output lacks $c: $(cat "$WORK/flushed")"; done
+        for c in "${CH4[@]}"; do
+                python3 -c 'import json, sys; j = json.loads(open(sys.argv[1]).read()); assert j["result"] == 0 and sys.argv[2] in j["flushed"], j' \
+                        "$WORK/flushed" "sha256:$c" || fail "flush result lacks $c: $(cat "$WORK/flushed")"
+        done
         [ -z "$(ls "$R4/layers/.unflushed")" ] && ok "no record left after the flush" || fail "records left: $(ls "$R4/layers/.unflushed")"
 else
-        fail "flush helper: $(cat "$WORK/flushed")"
+        fail "flush helper: $(cat "$WORK/flushed" "$WORK/flush.err")"
 fi
 
 # --- a load killed with SIGKILL midway

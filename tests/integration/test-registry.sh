@@ -172,7 +172,7 @@ printf '{"ref": "%s", "certs_dir": "%s", "extra_auths_json": %s, "insecure_regis
 skopeo copy -q --src-creds tester:s3cret --dest-creds tester:s3cret --src-cert-dir "$CERTS/$REG" \
         --dest-cert-dir "$CERTS/$REG" "docker://$REG/test/gzip:v1" "docker://$REG/test/gzip:v2-helper" >/dev/null 2>&1 ||
         fail "skopeo retag"
-if "$NANOLET" internal-helper image-pull "$ROOT" <"$WORK/job.json" >"$WORK/helper.json" 2>"$WORK/helper.err"; then
+if "$NANOLET" internal-helper image-pull --store="$ROOT" <"$WORK/job.json" >"$WORK/helper.json" 2>"$WORK/helper.err"; then
         python3 - "$WORK/helper.json" <<'PY' && ok "helper mode pull: $(cat "$WORK/helper.json")" || fail "helper: $(cat "$WORK/helper.json" "$WORK/helper.err")"
 import json, sys
 j = json.load(open(sys.argv[1]))
@@ -181,7 +181,7 @@ PY
 else fail "helper exit status: $(cat "$WORK/helper.err")"; fi
 img inspect "$REG/test/gzip:v2-helper" >/dev/null 2>&1 && ok "helper tagged the image" || fail "helper tag"
 printf '{"ref": "%s", "certs_dir": "%s"}' "$REG/test/nope:v1" "$CERTS" >"$WORK/job.json"
-"$NANOLET" internal-helper image-pull "$ROOT" <"$WORK/job.json" >"$WORK/helper.json" 2>&1 || true
+"$NANOLET" internal-helper image-pull --store="$ROOT" <"$WORK/job.json" >"$WORK/helper.json" 2>&1 || true
 grep -q '"result":-13' "$WORK/helper.json" && grep -q "no credentials configured" "$WORK/helper.json" &&
         ok "helper reports a failure as JSON" || fail "helper failure: $(cat "$WORK/helper.json")"
 

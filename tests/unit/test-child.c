@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,31 @@ static void test_exit_status_and_separate_capture(void **state) {
         assert_string_equal(d.err, "err\n");
         assert_false(d.out_truncated);
         assert_true(child_exited(c));
+        child_free(c);
+        assert_true(no_children());
+}
+
+/* stdout captured, stderr the caller's own: nothing of it in the buffers. */
+static void test_stdout_capture(void **state) {
+        _cleanup_event_free_ Event *e = NULL;
+        Done d = {};
+        int saved = dup(STDERR_FILENO), p[2];
+
+        assert_true(saved >= 0);
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        assert_true(dup2(p[1], STDERR_FILENO) >= 0);
+        assert_int_equal(event_new(&e), 0);
+        Child *c = spawn_sh(e, "echo out; echo err >&2", CHILD_CAPTURE_STDOUT, 1024, 0, &d);
+        run_until_done(e, &d);
+        assert_true(dup2(saved, STDERR_FILENO) >= 0);
+        close(saved);
+        close(p[1]);
+        assert_string_equal(d.out, "out\n");
+        assert_string_equal(d.err, "");
+        char buf[16] = {};
+        assert_int_equal(read(p[0], buf, sizeof buf - 1), 4);
+        assert_string_equal(buf, "err\n");
+        close(p[0]);
         child_free(c);
         assert_true(no_children());
 }
@@ -250,6 +276,7 @@ static void test_adopt(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_exit_status_and_separate_capture),
+                cmocka_unit_test(test_stdout_capture),
                 cmocka_unit_test(test_merged_capture_and_stdin),
                 cmocka_unit_test(test_output_cap),
                 cmocka_unit_test(test_exec_failure),

@@ -110,9 +110,17 @@ static void test_walk(void **state) {
         rm_root(outside);
 }
 
+static int parse(const char *text, size_t n, DiskUsage *r) {
+        json_t *j = json_loads(text, 0, NULL);
+        assert_non_null(j);
+        int k = disk_usage_parse_result(j, n, r);
+        json_decref(j);
+        return k;
+}
+
 static void test_parse(void **state) {
         DiskUsage r[3];
-        assert_int_equal(disk_usage_parse_output("4096 1\n-\n123456 78\n", 3, r), 0);
+        assert_int_equal(parse("{\"result\":0,\"usage\":[[4096,1],null,[123456,78]]}", 3, r), 0);
         assert_true(r[0].valid);
         assert_int_equal(r[0].bytes, 4096);
         assert_int_equal(r[0].inodes, 1);
@@ -120,20 +128,30 @@ static void test_parse(void **state) {
         assert_true(r[2].valid);
         assert_int_equal(r[2].bytes, 123456);
         assert_int_equal(r[2].inodes, 78);
-        assert_int_equal(disk_usage_parse_output("", 0, r), 0);
+        assert_int_equal(parse("{\"usage\":[]}", 0, r), 0);
 
-        /* too few lines, too many, a truncated last line, garbage */
-        assert_int_equal(disk_usage_parse_output("1 1\n", 2, r), -EBADMSG);
-        assert_int_equal(disk_usage_parse_output("1 1\n2 2\n", 1, r), -EBADMSG);
-        assert_int_equal(disk_usage_parse_output("1 1\n2 2", 2, r), -EBADMSG);
-        assert_int_equal(disk_usage_parse_output("1 x\n", 1, r), -EBADMSG);
-        assert_int_equal(disk_usage_parse_output("-1 1\n", 1, r), -EBADMSG);
-        assert_int_equal(disk_usage_parse_output("1 1 1\n", 1, r), -EBADMSG);
-        assert_int_equal(disk_usage_parse_output("--\n", 1, r), -EBADMSG);
+        /* too few, too many, not a pair, negative, wrong types, no usage */
+        assert_int_equal(parse("{\"usage\":[[1,1]]}", 2, r), -EBADMSG);
+        assert_int_equal(parse("{\"usage\":[[1,1],[2,2]]}", 1, r), -EBADMSG);
+        assert_int_equal(parse("{\"usage\":[[1]]}", 1, r), -EBADMSG);
+        assert_int_equal(parse("{\"usage\":[[1,1,1]]}", 1, r), -EBADMSG);
+        assert_int_equal(parse("{\"usage\":[[-1,1]]}", 1, r), -EBADMSG);
+        assert_int_equal(parse("{\"usage\":[[1,\"x\"]]}", 1, r), -EBADMSG);
+        assert_int_equal(parse("{\"usage\":[[1.5,1]]}", 1, r), -EBADMSG);
+        assert_int_equal(parse("{\"usage\":[{}]}", 1, r), -EBADMSG);
+        assert_int_equal(parse("{\"usage\":{}}", 0, r), -EBADMSG);
+        assert_int_equal(parse("{}", 0, r), -EBADMSG);
+        assert_int_equal(disk_usage_parse_result(NULL, 0, r), -EBADMSG);
+}
+
+/* The mode's table: names and fields that helper.h can build and parse. */
+static void test_helper_mode(void **state) {
+        assert_int_equal(helper_mode_verify(&disk_usage_helper_mode), 0);
 }
 
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_helper_mode),
                 cmocka_unit_test(test_statfs),
                 cmocka_unit_test(test_walk),
                 cmocka_unit_test(test_parse),

@@ -136,11 +136,16 @@ static void test_labels(void **state) {
         assert_false(image_gc_labels_pinned(NULL));
 }
 
+/* The mode's table: names and fields that helper.h can build and parse. */
+static void test_helper_mode(void **state) {
+        assert_int_equal(helper_mode_verify(&image_gc_helper_mode), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_bytes_to_free), cmocka_unit_test(test_lru_order),
-                cmocka_unit_test(test_kept),          cmocka_unit_test(test_labels),
-                cmocka_unit_test(test_max_age),
+                cmocka_unit_test(test_helper_mode), cmocka_unit_test(test_bytes_to_free),
+                cmocka_unit_test(test_lru_order),   cmocka_unit_test(test_kept),
+                cmocka_unit_test(test_labels),      cmocka_unit_test(test_max_age),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

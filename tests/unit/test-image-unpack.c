@@ -959,7 +959,7 @@ static void test_rootfs_helper(void **state) {
                 assert_int_equal(event_run(e, 10 * USEC_PER_MSEC), 0);
         image_worker_abort(&w);
         assert_int_equal(w.pid, 0);
-        assert_int_equal(w.error_fd, -EBADF);
+        assert_int_equal(w.result_fd, -EBADF);
         siginfo_t si = {};
         while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0)
                 assert_int_equal(event_run(e, 10 * USEC_PER_MSEC), 0);
@@ -1492,11 +1492,20 @@ static void test_sparse_archive(void **state) {
         assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
 }
 
+/* The modes' tables: names and fields that helper.h can build and parse. */
+static void test_helper_modes(void **state) {
+        assert_int_equal(helper_mode_verify(&image_unpack_rootfs_helper_mode), 0);
+        assert_int_equal(helper_mode_verify(&image_flush_helper_mode), 0);
+        assert_int_equal(helper_mode_verify(&image_pull_helper_mode), 0);
+}
+
 int main(int argc, char **argv) {
         /* The workers re-execute /proc/self/exe, this test, in their helper mode. */
         if (argc > 1 && streq(argv[1], SELF_HELPER_VERB))
-                return image_helper_main(argc - 2, argv + 2);
+                return helper_main((const HelperMain *const[]){ &image_unpack_rootfs_helper }, 1,
+                                   argc - 2, argv + 2);
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_helper_modes),
                 cmocka_unit_test(test_hostile),
                 cmocka_unit_test(test_limits),
                 cmocka_unit_test(test_good_and_whiteouts),

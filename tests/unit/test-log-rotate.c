@@ -24,6 +24,7 @@
 #include "rm-rf.h"
 #include "string-util.h"
 #include "strv.h"
+#include "log-rotate-internal.h"
 
 typedef struct Dir {
         char path[64];
@@ -505,15 +506,22 @@ static void test_rotator_async(void **state) {
         dir_remove(&d);
 }
 
+/* The mode's table: names and fields that helper.h can build and parse. */
+static void test_helper_mode(void **state) {
+        assert_int_equal(helper_mode_verify(&log_rotate_helper_mode), 0);
+}
+
 int main(int argc, char **argv) {
         /* The workers re-execute /proc/self/exe, this test, in their helper mode. */
         if (argc > 1 && streq(argv[1], SELF_HELPER_VERB))
-                return log_rotate_helper_main(argc - 2, argv + 2);
+                return helper_main((const HelperMain *const[]){ &log_rotate_helper }, 1, argc - 2,
+                                   argv + 2);
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_list_order),      cmocka_unit_test(test_compress_and_read),
-                cmocka_unit_test(test_rotate_pass),     cmocka_unit_test(test_planted_symlink),
-                cmocka_unit_test(test_planted_special), cmocka_unit_test(test_planted_dir_symlink),
-                cmocka_unit_test(test_prepare_live),    cmocka_unit_test(test_rotator_async),
+                cmocka_unit_test(test_helper_mode),         cmocka_unit_test(test_list_order),
+                cmocka_unit_test(test_compress_and_read),   cmocka_unit_test(test_rotate_pass),
+                cmocka_unit_test(test_planted_symlink),     cmocka_unit_test(test_planted_special),
+                cmocka_unit_test(test_planted_dir_symlink), cmocka_unit_test(test_prepare_live),
+                cmocka_unit_test(test_rotator_async),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
