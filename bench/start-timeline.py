@@ -14,7 +14,7 @@ LINE = re.compile(r"^[IWEF]\d{4} (\d\d):(\d\d):(\d\d)\.(\d{6}) +\d+ [^\]]+\] (.*
 # (step name, pattern, where its search begins: the line after the step of
 # that index, or after the latest of several). The rootfs and the bundle
 # may come before the sandbox is ready (a CNI pod's first container is
-# prepared while CNI ADD runs, issue 18): they are searched from the
+# prepared while CNI ADD runs): they are searched from the
 # manifest on, with patterns that name the pod; the monitor comes after
 # both the sandbox and the rootfs.
 STEPS = [

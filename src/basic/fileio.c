@@ -340,8 +340,7 @@ int mkdir_p(const char *path, mode_t mode) {
         /* The deepest directory first, its parents only when it says
          * ENOENT: the usual call, whose parent exists, is one mkdir(2)
          * instead of one per component (each a path walk and the parent's
-         * lock; ~200 per pod start with the cgroup-v1 hierarchies,
-         * docs/BENCHMARKS.md round 4). */
+         * lock; ~200 per pod start with the cgroup-v1 hierarchies). */
         if (mkdir(path, mode) >= 0 || errno == EEXIST)
                 return 0;
         if (errno != ENOENT)

@@ -2,7 +2,7 @@
  * IDs, image blobs read from the store) uses Nettle rather than OpenSSL's
  * libcrypto: about 0.2 MiB of RSS against libcrypto's 1.4 MiB, and the same
  * library GnuTLS uses once the API has loaded libmicrohttpd
- * (docs/BENCHMARKS.md, "Memory, round 2"). */
+ * (docs/internals/design-decisions.md). */
 #pragma once
 
 #include <stddef.h>

@@ -223,12 +223,12 @@ static int child_start(void *userdata) {
 /* The child shares the agent's memory until it execs (CLONE_VM |
  * CLONE_VFORK, as posix_spawn does): no copy of the page tables and no
  * copy-on-write faults in the agent afterwards, which a fork() of the
- * agent paid for every runc, monitor and CNI plugin (docs/BENCHMARKS.md,
- * round 4). The caller is suspended until the exec or the _exit(), which
- * it waited for anyway on the error pipe. The child runs child_exec()
- * only: system calls, no malloc, no stdio; its own stack, and every
- * signal blocked until it has reset the dispositions, so no handler of
- * the agent's runs on the shared memory. */
+ * agent paid for every runc, monitor and CNI plugin
+ * (docs/internals/design-decisions.md). The caller is suspended until the
+ * exec or the _exit(), which it waited for anyway on the error pipe. The
+ * child runs child_exec() only: system calls, no malloc, no stdio; its own
+ * stack, and every signal blocked until it has reset the dispositions, so
+ * no handler of the agent's runs on the shared memory. */
 static pid_t clone_vfork(ChildArgs *a) {
         const size_t stack_size = 256 * 1024; /* sanitizer builds use more than the usual few KiB */
         void *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE,

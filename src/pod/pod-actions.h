@@ -94,7 +94,7 @@ typedef struct PodActions {
         ContainerStartAction *starts; /* in start order */
         size_t n_starts;
         /* With create_sandbox: the starts the pod will make once the
-         * sandbox is ready (issue 18), which the worker may prepare (image,
+         * sandbox is ready, which the worker may prepare (image,
          * rootfs, config.json) while the namespaces are pinned and CNI ADD
          * runs, and launch when the ready sandbox's starts name them. Only
          * first starts of containers that never ran, and only those whose

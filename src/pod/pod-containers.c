@@ -673,7 +673,7 @@ static void container_start_with_image(ContainerOp *op) {
                                .work_dir = work };
         /* Every start of an image but its first: all layers are unpacked,
          * and the overlay is one mount(2) from here, not an exec of the
-         * helper binary (docs/BENCHMARKS.md, start latency round 3). */
+         * helper binary (docs/internals/design-decisions.md). */
         r = image_rootfs_mount_unpacked(store, &job, &ierr);
         if (r >= 0) {
                 worker_log(w, LOG_DEBUG, c->spec->name,

@@ -183,8 +183,8 @@ struct ContainerOp {
         EventSource *iw_source;
         RuntimeOp *rop;
         bool rootfs_mounted;
-        /* A start prepared while the sandbox is being created (issue 18,
-         * PodActions.prepare_starts): early until the ready sandbox's start
+        /* A start prepared while the sandbox is being created
+         * (PodActions.prepare_starts): early until the ready sandbox's start
          * claims it; parked once its bundle is written and it waits for that
          * claim; early_tried: at most once per worker, so a preparation that
          * failed or was given up is not repeated on every sync. */

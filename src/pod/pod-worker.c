@@ -801,7 +801,7 @@ static int on_sync_defer(EventSource *s, usec_t now, void *userdata) {
  * the next iteration: the files wait for it once, so their writes (a temp
  * file, two fsync()s each) are not on the start's path, and a pod that
  * syncs in every iteration still gets its files written every other one
- * (docs/BENCHMARKS.md, round 4). */
+ * (docs/internals/design-decisions.md, "The start path"). */
 static int on_files_defer(EventSource *s, usec_t now, void *userdata) {
         PodWorker *w = userdata;
 

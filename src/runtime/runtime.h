@@ -9,7 +9,7 @@
  * under <run_dir>/exits/<id>, conmon pid files and attach sockets under
  * <run_dir>/conmon/<id>/. Nothing here is kept only in memory: after an
  * agent restart, runtime_container_status() reconstructs everything from
- * those files (issue: agent-restart adoption). */
+ * those files. */
 #pragma once
 
 #include <stdbool.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fault injection (issue 5): the agent is killed with SIGKILL at random
+# Fault injection: the agent is killed with SIGKILL at random
 # moments while pods are added, changed and removed. After it converges the
 # desired set runs, pods that never changed were never restarted, and no
 # container, mount, pin, bundle or lease is left over.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 18: a CNI pod's first containers are prepared (attempt directory,
+# A CNI pod's first containers are prepared (attempt directory,
 # overlay rootfs, config.json) while CNI ADD runs, and only launched once
 # the network has given the pod its IP. The bridge plugin is wrapped by a
 # gate of this test that holds the ADD until the test lets it go (or fails

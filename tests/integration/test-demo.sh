@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The demo (issue 12 item 13): its pods end on SIGTERM at once (busybox sh as
+# The demo: its pods end on SIGTERM at once (busybox sh as
 # PID 1 ignores signals it has no handler for, so without a trap every stop
 # waited out the grace period and ended in SIGKILL), and contrib/demo.sh,
 # when the agent died instead of stopping its pods, stops what the agent

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# What `meson install` and the .deb put on a machine (issue 17, "Install";
-# README, "Installing"): the systemd unit, tmpfiles.d, man pages, the OpenRC
+# What `meson install` and the .deb put on a machine (README,
+# "Installing"): the systemd unit, tmpfiles.d, man pages, the OpenRC
 # script and the CNI conflist on request, each naming the binary where this
 # configuration installs it; `systemd-analyze verify` accepts the unit; the
 # .deb from contrib/build-deb.sh installs, runs and purges cleanly.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # IP leases and masquerade rules are released only by a CNI DEL of a sandbox
-# this agent recorded (issue 12): two agents with their own root/run/log dirs
+# this agent recorded: two agents with their own root/run/log dirs
 # share one host-local lease directory and one masquerading bridge, as two
 # instances with the shipped default network would. Neither agent's orphan
 # sweep may touch the other's leases, and an agent killed with -9 whose pod

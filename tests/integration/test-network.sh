@@ -193,7 +193,7 @@ webuid=$(pod_uid web)
 [ -f "$RUN/cni/$webuid.json" ] && ok "CNI cache of web" || fail "no CNI cache $RUN/cni/$webuid.json"
 grep -rlq "$webuid" "$WORK/leases/nanolet-test" 2>/dev/null && ok "host-local lease of web names its UID" || fail "no lease for web: $(ls -R "$WORK/leases")"
 # The sandbox of a CNI pod is pinned from a thread of the agent, not a
-# forked helper (issue 18); the agent's debug log (-v 4) says which.
+# forked helper; the agent's debug log (-v 4) says which.
 grep -qF "runtime: sandbox \"$RUN/ns/$webuid\" pinned from thread" "$AGENT_LOG" &&
         ! grep -qF "runtime: sandbox \"$RUN/ns/$webuid\" pinned (holder" "$AGENT_LOG" &&
         ok "web's namespaces pinned from a thread, no helper fork" ||

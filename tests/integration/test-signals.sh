@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The agent survives what a daemon meets (issue 12 item 6): its stderr is a
+# The agent survives what a daemon meets: its stderr is a
 # pipe whose reader goes away (`nanolet serve | tee` then Ctrl-C, a log
 # collector restarting), so the next log line would raise SIGPIPE; SIGHUP
 # makes it rescan the manifest sources at once instead of killing it.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Soak (issue 28): SOAK_LIFECYCLES pod lifecycles (200 here) of every kind the
+# Soak: SOAK_LIFECYCLES pod lifecycles (200 here) of every kind the
 # agent handles (CNI with probes and edits, hostNetwork, crash loops, log
 # rotation, ConfigMap edits, images pulled from a local registry and removed
 # by image GC, hostPorts) with the read-only API scraped, then the manifest

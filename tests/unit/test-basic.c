@@ -363,8 +363,8 @@ static void test_strv(void **state) {
         assert_int_equal(n, 3);
 }
 
-/* mkdir_p() creates missing parents (deepest first since round 4 of the
- * start-latency work) with the mode asked for, accepts trailing and double
+/* mkdir_p() creates missing parents (the deepest directory first) with
+ * the mode asked for, accepts trailing and double
  * slashes, and reports a file in the way as before. */
 static void test_mkdir_p_parents(void **state) {
         char dir[] = "/tmp/nanolet-test-mkdir-XXXXXX";

@@ -157,7 +157,7 @@ static void test_flags_override_file(void **state) {
         unlink(path);
 }
 
-/* issue 17's kubelet settings: read from the file, overridden by flags,
+/* kubelet's settings: read from the file, overridden by flags,
  * kubelet's validation. */
 static const char kubelet_settings[] = "apiVersion: kubelet.config.k8s.io/v1beta1\n"
                                        "kind: KubeletConfiguration\n"

@@ -147,7 +147,7 @@ static const ContainerStartAction *find_prepare(const PodActions *a, const char 
         return NULL;
 }
 
-/* Issue 18: while the sandbox is created (namespaces pinned, CNI ADD), the
+/* While the sandbox is created (namespaces pinned, CNI ADD), the
  * first starts it will allow are offered for preparation, before the
  * network's result exists; once it is ready they are ordinary starts. */
 static void test_prepare_during_sandbox(void **state) {

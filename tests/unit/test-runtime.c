@@ -653,7 +653,7 @@ static void test_sandbox(void **state) {
                 make_sandbox(f, dir, SANDBOX_NS_NET | SANDBOX_NS_IPC | SANDBOX_NS_UTS, "pod-one");
         assert_int_equal(r.r, 0);
         assert_int_equal(r.pid, 0);
-        /* Made by a thread of ours: no fork of this process (issue 18). */
+        /* Made by a thread of ours: no fork of this process. */
         assert_int_equal(n_forks, forks);
         /* The thread is gone; the pins (checked below) outlive it. */
         wait_threads(f, threads);
