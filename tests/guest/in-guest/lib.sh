@@ -176,3 +176,8 @@ pods_running() {
                 [.items[] | select(.status.phase == "Running"
                         and ([.status.containerStatuses[]? | .ready] | all))] | length == $n'
 }
+
+# pods_count N: exactly N pods in /pods, whatever their phase.
+pods_count() {
+        api_pods | jq -e --argjson n "$1" '.items | length == $n'
+}
