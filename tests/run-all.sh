@@ -62,22 +62,13 @@ else
         rm -rf "$guest_dir"
         mkdir -p "$guest_dir/deb"
         log "guest: building the image and the .deb in the background (logs in $guest_dir)"
-        (
-                t0=$SECONDS
-                rc=0
-                bash "$ROOT/tests/guest/build-image.sh" >"$guest_dir/build-image.log" 2>&1 || rc=1
-                echo "image $((SECONDS - t0)) s" >"$guest_dir/prep-times"
-                t0=$SECONDS
-                DEB_BUILD_OPTIONS="nocheck parallel=2" nice bash "$ROOT/contrib/build-deb.sh" \
-                        "$guest_dir/deb" >"$guest_dir/build-deb.log" 2>&1 || rc=1
-                echo "deb $((SECONDS - t0)) s" >>"$guest_dir/prep-times"
-                exit $rc
-        ) &
+        # Its own process group (setsid), so an interrupted suite stops all of it.
+        setsid bash "$ROOT/tests/guest/prepare.sh" "$guest_dir" &
         guest_prep_pid=$!
 fi
 stop_guest_prep() {
         if [[ -n $guest_prep_pid ]] && kill -0 "$guest_prep_pid" 2>/dev/null; then
-                kill -- "$guest_prep_pid" 2>/dev/null || true
+                kill -- "-$guest_prep_pid" 2>/dev/null || true
         fi
 }
 trap stop_guest_prep EXIT

@@ -30,6 +30,7 @@
 #   Put extra evidence (journal excerpts, agent state) under
 #   $GUEST_OUT/<file>/ with `keep NAME < data`. $GUEST_OUT is on the
 #   host's share, so it survives a crashed guest; the host copies it back.
+#   `say MSG` also prints MSG on the serial console, in the host's output.
 # - Timeouts: each phase of a file runs under `timeout` (GUEST_FILE_TIMEOUT,
 #   default 900 s); the host has its own hard timeout for the whole guest.
 # - Fixtures on the share: $GUEST_SHARE/deb/nanolet_*.deb (the package
@@ -62,6 +63,13 @@ fail() {
 }
 
 note() { echo "-- $*"; }
+
+# say MSG: a line on the serial console, which run-guest.sh shows as the
+# run's progress (timings worth seeing without opening the logs).
+say() {
+        echo "-- $*"
+        echo "nanolet-guest: $GUEST_FILE: $*" >/dev/ttyS0 2>/dev/null || true
+}
 
 # check DESC CMD...: CMD's exit status decides; its output is shown on failure.
 check() {

@@ -50,6 +50,7 @@ case $GUEST_PHASE in
         wait_until 600 "$PODS pods Running and ready" pods_running $PODS || exit 1
         consistent before-reboot
         guest_save uids "$(uids)"
+        guest_save reboot_at "$(date +%s.%N)"
         guest_reboot 2
         ;;
 2)
@@ -61,9 +62,11 @@ case $GUEST_PHASE in
         up=$(uptime_s)
         all=$(awk -v a="$up" 'BEGIN { printf "%.1f", a }')
         since_agent=$(awk -v a="$up" -v s="$agent_start" 'BEGIN { printf "%.1f", a - s / 1e6 }')
-        note "cold start: $PODS pods Running $all s after kernel start, $since_agent s after the agent started (runner saw the boot at $booted s, waited $((SECONDS - t0)) s)"
-        echo "pods=$PODS kernel_to_running=$all agent_to_running=$since_agent" | keep timing.txt
-        echo "nanolet-guest: reboot cold start: $PODS pods Running $all s after kernel start, $since_agent s after agent start" >/dev/ttyS0
+        # From `systemctl reboot` to the new kernel's start: the shutdown.
+        down=$(awk -v now="$(date +%s.%N)" -v up="$up" -v at="$(guest_load reboot_at)" \
+                'BEGIN { printf "%.1f", now - up - at }')
+        say "reboot with $PODS pods: shutdown $down s; cold start: all Running $all s after kernel start, $since_agent s after the agent started (runner up at $booted s)"
+        echo "pods=$PODS shutdown=$down kernel_to_running=$all agent_to_running=$since_agent" | keep timing.txt
         check_eq "the same $PODS pods (UIDs) after the reboot" "$(uids)" "$(guest_load uids)"
         boot_time=$(date -d "@$(($(date +%s) - ${up%.*}))" -u +%s)
         started=$(api_pods | jq -r '.items[].status.containerStatuses[].state.running.startedAt' | sort | head -n 1)
