@@ -126,9 +126,10 @@ t_boot=$SECONDS
 seen=0
 progress() {
         local n
-        n=$(grep -c '^nanolet-guest: ' "$serial" 2>/dev/null || true)
+        # The kernel's console messages may share a line with the runner's.
+        n=$(grep -c 'nanolet-guest: ' "$serial" 2>/dev/null || true)
         if ((n > seen)); then
-                grep '^nanolet-guest: ' "$serial" | sed -n "$((seen + 1)),${n}p" |
+                grep -o 'nanolet-guest: .*' "$serial" | sed -n "$((seen + 1)),${n}p" |
                         sed "s/^nanolet-guest: /guest [$((SECONDS - t_boot)) s] /" >&2
                 seen=$n
         fi
