@@ -606,10 +606,10 @@ static void on_orphan_deleted(CniRunner *runner, int r, CniResult *result, const
                 if (dir && sandbox_remove(dir, &rerr) < 0)
                         log_warning("Cannot remove the namespaces of sandbox %s: %s", o->id,
                                     rerr.message);
-                if (record)
+                /* what kubelet's orphaned pod cgroup cleanup removes; the
+                 * record, which names it, stays until it is gone */
+                if (pod_cgroup_remove_orphan(&m->ctx, o->id) >= 0 && record)
                         (void)unlink(record);
-                /* what kubelet's orphaned pod cgroup cleanup removes */
-                pod_cgroup_remove_orphan(&m->ctx, o->id);
                 log_info("Released the network of sandbox %s.", o->id);
         }
         orphan_del_free(m, o);
@@ -643,8 +643,17 @@ static void sweep_orphan_records(PodManager *m, char *const *cached) {
                 if (dir && sandbox_remove(dir, &rerr) < 0)
                         log_warning("Cannot remove the namespaces of sandbox %s: %s", uid,
                                     rerr.message);
+                /* The record names the pod cgroup: it stays until that is
+                 * gone (a process still dying in it), for the next sweep. */
+                int r = pod_cgroup_remove_orphan(&m->ctx, uid);
+                if (r < 0) {
+                        log_debug_errno(r,
+                                        "Sandbox %s, whose pod no longer exists, keeps its "
+                                        "cgroup for now: %m",
+                                        uid);
+                        continue;
+                }
                 (void)unlinkat(dirfd(d), de->d_name, 0);
-                pod_cgroup_remove_orphan(&m->ctx, uid);
                 log_info("Removed sandbox %s, whose pod no longer exists.", uid);
         }
 }

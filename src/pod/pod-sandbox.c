@@ -622,9 +622,10 @@ static int worker_cgroup_create(PodWorker *w, Error *err) {
         return r;
 }
 
-void pod_cgroup_remove_orphan(PodManagerContext *ctx, const char *uid) {
+int pod_cgroup_remove_orphan(PodManagerContext *ctx, const char *uid) {
         const PodManagerOptions *o = ctx->o;
         const char *fs = o->cgroup_fs ?: "/sys/fs/cgroup";
+        int ret = 0;
 
         /* its QoS class is not known any more: every level */
         for (CgroupQos q = 0; q < _CGROUP_QOS_MAX; q++) {
@@ -641,19 +642,23 @@ void pod_cgroup_remove_orphan(PodManagerContext *ctx, const char *uid) {
                         continue;
                 }
                 r = runtime_cgroup_remove(fs, path);
-                if (r < 0)
-                        log_warning_errno(
-                                r, "Cannot remove the cgroup %s of a pod that is gone: %m", path);
+                if (r < 0) {
+                        log_debug_errno(r, "Cannot remove the cgroup %s of a pod that is gone: %m",
+                                        path);
+                        if (ret == 0)
+                                ret = r;
+                }
         }
         _cleanup_free_ char *legacy = strprintf("/nanolet/pod%s", uid);
         if (legacy)
                 (void)runtime_cgroup_remove(fs, legacy);
+        return ret;
 }
 
 /* The pod cgroup (or slice) of a pod that is gone: the cgroupfs driver
  * removes the directories; under systemd the slice is stopped (systemd
  * removes its cgroups) and what systemd does not manage removed after. */
-void worker_cgroup_remove(PodWorker *w) {
+int worker_cgroup_remove(PodWorker *w) {
         const PodManagerOptions *o = w->ctx->o;
         const char *fs = o->cgroup_fs ?: "/sys/fs/cgroup";
         _cleanup_free_ char *cgroup = pod_worker_cgroup_path(w);
@@ -674,6 +679,7 @@ void worker_cgroup_remove(PodWorker *w) {
                 worker_log_errno(w, LOG_WARNING, q, NULL,
                                  "Pod \"%s\": failed to remove cgroup %s: %m", w->full_name,
                                  strna(cgroup));
+        return q;
 }
 
 /* The pod's directory, volumes or cgroup could not be made: the sandbox

@@ -253,7 +253,7 @@ bool pod_uses_cni(const PodWorker *w);
 int worker_prepare(PodWorker *w, Error *err);
 void worker_create_sandbox(PodWorker *w);
 /* The pod's cgroup once the pod is gone (pod-sandbox.c). */
-void worker_cgroup_remove(PodWorker *w);
+int worker_cgroup_remove(PodWorker *w);
 void worker_network_check(PodWorker *w);
 /* The sandbox record of a pod an earlier run checkpointed: true (and ret
  * set) when it says the sandbox was completed. One that is missing or

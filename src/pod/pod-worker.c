@@ -416,7 +416,6 @@ static bool worker_teardown(PodWorker *w) {
         worker_set_phase(w, WORKER_GONE);
         if (sandbox_remove(w->ns_dir, &err) < 0)
                 worker_log(w, LOG_WARNING, NULL, "Pod \"%s\": %s", w->full_name, err.message);
-        (void)unlink(w->sandbox_record);
         if (left < 0)
                 worker_log(w, LOG_ERR, NULL,
                            "Pod \"%s\": containers of it cannot be removed from the runtime; "
@@ -424,7 +423,7 @@ static bool worker_teardown(PodWorker *w) {
                            w->full_name, w->pod_dir);
         else
                 worker_remove_pod_dir(w);
-        worker_cgroup_remove(w);
+        int cr = worker_cgroup_remove(w);
         /* the burstable level's shares without this pod */
         if (w->ctx->qos_changed)
                 w->ctx->qos_changed(w->ctx->userdata);
@@ -432,6 +431,13 @@ static bool worker_teardown(PodWorker *w) {
         _cleanup_free_ char *legacy = strprintf("/nanolet/pod%s", w->object->uid);
         if (legacy)
                 (void)runtime_cgroup_remove(w->ctx->o->cgroup_fs ?: "/sys/fs/cgroup", legacy);
+        /* The record goes last, and stays while the cgroup does (a process
+         * still dying in it): it is what names the pod's pins and cgroup to
+         * the orphan sweep, every minute and after a restart, should the
+         * agent die first (nanolet removes no pod cgroup it has no record
+         * of, docs/resources.md). */
+        if (cr >= 0)
+                (void)unlink(w->sandbox_record);
         (void)pod_status_remove(w->ctx->status_dir, w->object->uid);
         w->status_text = mfree(w->status_text); /* gone from the API's /pods too */
         (void)pod_events_remove(w->ctx->status_dir, w->object->uid);

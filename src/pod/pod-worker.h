@@ -126,8 +126,10 @@ char *pod_worker_cgroup_path(const PodWorker *w);
 void pod_qos_cgroups_apply(PodManagerContext *ctx, int64_t burstable_milli_cpu);
 /* The pod cgroup of a pod of this agent that no worker has any more (it
  * went while the agent was down: only its sandbox record or CNI cache
- * entry was left), at every QoS level, removed. */
-void pod_cgroup_remove_orphan(PodManagerContext *ctx, const char *uid);
+ * entry was left), at every QoS level, removed: 0, or the first failure
+ * (-EBUSY while a process is still in it), for the caller to keep the
+ * record that names the cgroup and try again. */
+int pod_cgroup_remove_orphan(PodManagerContext *ctx, const char *uid);
 /* Whether the pod counts for the burstable level's shares: started or
  * admitted, not finished, not torn down; its Pod in ret_pod. */
 bool pod_worker_counts_for_qos(const PodWorker *w, const Pod **ret_pod);
