@@ -98,7 +98,7 @@ static int parse_args(int argc, char **argv, ImageArgs *a) {
                 } else if (streq(s, "--root-dir") || streq(s, "--run-dir") ||
                            streq(s, "--pod-logs-dir")) {
                         if (i + 1 >= argc) {
-                                fprintf(stderr, "nanolet image: %s needs a value\n", s);
+                                fprintf(stderr, "nanolet image: flag needs an argument: %s\n", s);
                                 return -EINVAL;
                         }
                         if (streq(s, "--root-dir"))
@@ -107,7 +107,7 @@ static int parse_args(int argc, char **argv, ImageArgs *a) {
                 } else if (streq(s, "--credential-file") || streq(s, "--registries-conf") ||
                            streq(s, "--registry-certs-dir") || streq(s, "--insecure-registry")) {
                         if (i + 1 >= argc) {
-                                fprintf(stderr, "nanolet image: %s needs a value\n", s);
+                                fprintf(stderr, "nanolet image: flag needs an argument: %s\n", s);
                                 return -EINVAL;
                         }
                         if (set_pull_option(a, s + 2, argv[++i]) < 0)
@@ -124,7 +124,11 @@ static int parse_args(int argc, char **argv, ImageArgs *a) {
                 } else if (startswith(s, "--run-dir=") || startswith(s, "--pod-logs-dir=")) {
                         /* accepted by every subcommand (nanolet(8)); unused here */
                 } else {
-                        fprintf(stderr, "nanolet image: unknown option \"%s\"\n", s);
+                        /* whole names only, as everywhere (getopt-util.h) */
+                        _cleanup_free_ char *name = str_escape_n(s, strcspn(s, "="), 0);
+                        fprintf(stderr, "nanolet image: %s: %s\n",
+                                s[1] == '-' ? "unknown flag" : "unknown shorthand flag",
+                                strna(name));
                         return -EINVAL;
                 }
         }

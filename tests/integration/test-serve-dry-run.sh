@@ -156,7 +156,15 @@ sed '/nanolet starting/q' "$LOG3" >"$WORK/serve-kubelet-start.log"
         ok "one warning per ignored setting (3 flags, 1 field)" || fail "warnings: $(cat "$LOG3")"
 rc=0
 "$NANOLET" serve --dry-run --pod-manifest-path "$MAN" --kubeconfg=/x >"$WORK/typo.log" 2>&1 || rc=$?
-[ "$rc" -eq 2 ] && grep -q 'Unknown flag "--kubeconfg=/x"' "$WORK/typo.log" &&
+[ "$rc" -eq 2 ] && grep -q '^E[0-9]\{4\} .*unknown flag: --kubeconfg; ' "$WORK/typo.log" &&
         ok "an unknown flag exits 2 naming it" || fail "unknown flag: status $rc, $(cat "$WORK/typo.log")"
+# Whole names only, as kubelet's pflag: getopt's abbreviations are unknown.
+for abbrev in --root=/x --max-pod=5 --container-runtime=remote -hostname=n; do
+        rc=0
+        "$NANOLET" serve --dry-run --pod-manifest-path "$MAN" "$abbrev" >"$WORK/abbrev.log" 2>&1 || rc=$?
+        [ "$rc" -eq 2 ] && grep -q "unknown flag: ${abbrev%%=*}; " "$WORK/abbrev.log" ||
+                fail "abbreviation $abbrev: status $rc, $(cat "$WORK/abbrev.log")"
+done
+ok "abbreviated flags are unknown flags"
 
 finish
