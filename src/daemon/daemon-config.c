@@ -273,7 +273,7 @@ static int load_config_file(NanoletConfig *c, const char *path) {
                 return r;
         }
         r = nanolet_config_load_file(c, path, &d);
-        diagnostics_print(&d, stderr);
+        diagnostics_log(&d);
         if (r < 0) {
                 log_error("Invalid configuration file \"%s\".", path);
                 return -EINVAL;
@@ -303,6 +303,27 @@ static int load_config_files(NanoletConfig *c, const struct option *options, int
                 if (is_config_option(opt))
                         r = load_config_file(c, optarg);
         return r;
+}
+
+int nanolet_config_parse_log_flags(NanoletConfig *c, int argc, char **argv) {
+        _cleanup_free_ struct option *options = options_new();
+        char err[512];
+        int opt;
+
+        if (!options)
+                return -ENOMEM;
+        optind = 0;
+        while ((opt = getopt_whole(argc, argv, "h", options, true, err, sizeof err)) >= 0) {
+                if (opt < OPTION_BASE)
+                        continue;
+                const Setting *s = &settings_table[opt - OPTION_BASE];
+                if (streq(s->flag, "v") || streq(s->flag, "logging-format")) {
+                        Error error = {};
+                        /* a bad value is said by nanolet_config_parse_argv() */
+                        (void)s->parse(c, s, optarg, &error);
+                }
+        }
+        return 0;
 }
 
 /* Each value was checked against its bounds in the settings table; what is

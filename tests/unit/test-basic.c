@@ -29,6 +29,7 @@
 #include "mount-util.h"
 #include "rm-rf.h"
 #include "sd-notify.h"
+#include "self-helper.h"
 #include "string-util.h"
 #include "strv.h"
 #include "time-util.h"
@@ -1100,6 +1101,30 @@ static void test_log_injection(void **state) {
         assert_non_null(strstr(json, "\"message\":\"line1\\nE1128 forged\\u001b[2J\\ufffd\""));
 }
 
+/* The agent's helpers write on its stderr: they get its log format. */
+static void test_log_format_to_helpers(void **state) {
+        char **env = NULL;
+
+        (void)unsetenv("NANOLET_LOG_FORMAT");
+        log_set_format(LOG_FORMAT_JSON);
+        assert_int_equal(self_helper_env(&env), 0);
+        assert_true(strv_contains(env, "NANOLET_LOG_FORMAT=json"));
+        env = strv_free(env);
+        log_set_format(LOG_FORMAT_TEXT);
+        assert_int_equal(self_helper_env(&env), 0);
+        assert_false(strv_contains(env, "NANOLET_LOG_FORMAT=json"));
+        env = strv_free(env);
+
+        assert_int_equal(setenv("NANOLET_LOG_FORMAT", "json", 1), 0);
+        log_setup();
+        assert_int_equal(log_get_format(), LOG_FORMAT_JSON);
+        assert_int_equal(setenv("NANOLET_LOG_FORMAT", "yaml", 1), 0);
+        log_setup();
+        assert_int_equal(log_get_format(), LOG_FORMAT_JSON);
+        (void)unsetenv("NANOLET_LOG_FORMAT");
+        log_set_format(LOG_FORMAT_TEXT);
+}
+
 /* getopt_whole() over argv: every option it returns, as "<val>" (and
  * "=<optarg>"), joined by ' '; an error as "ERR <sentence>". */
 static void run_getopt(char **argv, bool long_only, char *out, size_t size) {
@@ -1208,6 +1233,7 @@ int main(void) {
                 cmocka_unit_test(test_log_injection),
                 cmocka_unit_test(test_escape),
                 cmocka_unit_test(test_getopt_whole),
+                cmocka_unit_test(test_log_format_to_helpers),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -300,6 +300,28 @@ static void test_flag_abbreviations(void **state) {
         unlink(path);
 }
 
+/* The logger is set up from -v and --logging-format before the file is
+ * read, wherever they stand; nothing else is applied, nothing is said. */
+static void test_log_flags_first(void **state) {
+        char *argv[] = { "serve", "--config", "/nonexistent",          "--max-pods=x",
+                         "-v",    "5",        "--logging-format=json", "--bogus",
+                         NULL };
+        char *bad[] = { "serve", "--logging-format=xml", "-v=11", NULL };
+        NanoletConfig c;
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_int_equal(nanolet_config_parse_log_flags(&c, 8, argv), 0);
+        assert_true(c.log_json);
+        assert_int_equal(c.verbosity, 5);
+        assert_null(c.config_file);
+        assert_int_not_equal(c.max_pods, 0);
+        nanolet_config_deinit(&c);
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_int_equal(nanolet_config_parse_log_flags(&c, 3, bad), 0);
+        assert_false(c.log_json);
+        assert_int_equal(c.verbosity, 0);
+        nanolet_config_deinit(&c);
+}
+
 static void test_node_ip(void **state) {
         char *argv[] = { "serve", "--node-ip", "192.168.1.5,fd00::5", NULL };
         NanoletConfig c;
@@ -1545,6 +1567,7 @@ int main(void) {
                 cmocka_unit_test(test_duration),
                 cmocka_unit_test(test_container_log_flags),
                 cmocka_unit_test(test_flag_abbreviations),
+                cmocka_unit_test(test_log_flags_first),
                 cmocka_unit_test(test_node_ip),
                 cmocka_unit_test(test_config_flag_spellings),
                 cmocka_unit_test(test_registry_flags),
