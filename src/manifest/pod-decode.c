@@ -28,6 +28,12 @@ char *path_join(char *buf, size_t size, const char *parent, const char *name) {
         return buf;
 }
 
+char *path_key(char *buf, size_t size, const char *parent, const char *key) {
+        if (snprintf(buf, size, "%s[%s]", parent, key) < 0)
+                buf[0] = 0;
+        return buf;
+}
+
 static char *path_index(char *buf, size_t size, const char *parent, size_t i) {
         if (snprintf(buf, size, "%s[%zu]", parent, i) < 0)
                 buf[0] = 0;
@@ -222,7 +228,7 @@ static int decode_map(DecodeContext *c, const YamlNode *n, const char *path, Str
         for (size_t i = 0; i < n->n; i++) {
                 const YamlNode *k = n->pairs[i].key, *v = n->pairs[i].value;
                 char p[PATH_BUF];
-                path_join(p, sizeof(p), path, k->str);
+                path_key(p, sizeof(p), path, k->str);
                 if (v->type == YAML_NODE_NULL)
                         continue; /* JSON null in a map[string]string is "" in Go; omit */
                 if (v->type != YAML_NODE_STRING) {
@@ -479,7 +485,7 @@ static int resource_list_decode(DecodeContext *c, const YamlNode *n, const char 
         for (size_t i = 0; i < n->n; i++) {
                 const YamlNode *k = n->pairs[i].key, *v = n->pairs[i].value;
                 char p[PATH_BUF];
-                path_join(p, sizeof(p), path, k->str);
+                path_key(p, sizeof(p), path, k->str);
                 OptionalQuantity q = {};
                 const char *size;
                 int r;
@@ -1058,7 +1064,7 @@ static int decode_base64_map(DecodeContext *c, const YamlNode *n, const char *pa
         for (size_t i = 0; i < n->n; i++) {
                 const YamlNode *k = n->pairs[i].key, *v = n->pairs[i].value;
                 char p[PATH_BUF];
-                path_join(p, sizeof(p), path, k->str);
+                path_key(p, sizeof(p), path, k->str);
                 if (v->type == YAML_NODE_NULL)
                         continue;
                 if (v->type != YAML_NODE_STRING) {
@@ -1105,7 +1111,7 @@ static void check_keys(DecodeContext *c, const YamlNode *doc, const char *field,
         for (size_t i = 0; i < m->n; i++) {
                 const char *k = m->items[i].key;
                 char p[PATH_BUF];
-                path_join(p, sizeof(p), field, k);
+                path_key(p, sizeof(p), field, k);
                 const YamlNode *kn = map;
                 for (size_t j = 0; map->type == YAML_NODE_MAP && j < map->n; j++)
                         if (streq(map->pairs[j].key->str, k))
