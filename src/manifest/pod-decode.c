@@ -65,9 +65,27 @@ void decode_warning(DecodeContext *c, const YamlNode *n, const char *path, const
 
 /* ---- scalars ---- */
 
+/* A scalar where a string belongs: YAML 1.1, as Kubernetes reads
+ * manifests, types yes/no/on/off/y/n and true/false as booleans and
+ * numbers as numbers, which kubelet refuses for a string field too; the
+ * message says how to write the string. */
+static void not_a_string(DecodeContext *c, const YamlNode *n, const char *path) {
+        static const char *const kind[] = {
+                [YAML_NODE_NULL] = "null",
+                [YAML_NODE_BOOL] = "a boolean",
+                [YAML_NODE_INT] = "a number",
+                [YAML_NODE_FLOAT] = "a number",
+        };
+        if (n->type <= YAML_NODE_FLOAT && n->str && !isempty(n->str) && n->str_len <= 64)
+                decode_error(c, n, path, "must be a string: %s is %s in YAML, quote it (\"%s\")",
+                             n->str, kind[n->type], n->str);
+        else
+                decode_error(c, n, path, "must be a string");
+}
+
 static int decode_string(DecodeContext *c, const YamlNode *n, const char *path, char **ret) {
         if (n->type != YAML_NODE_STRING) {
-                decode_error(c, n, path, "must be a string");
+                not_a_string(c, n, path);
                 return 0;
         }
         if (memchr(n->str, 0, n->str_len)) {
@@ -109,7 +127,7 @@ static int decode_mode(DecodeContext *c, const YamlNode *n, const char *path, Op
 static int decode_enum(DecodeContext *c, const YamlNode *n, const char *path, const EnumInfo *e,
                        int *ret) {
         if (n->type != YAML_NODE_STRING) {
-                decode_error(c, n, path, "must be a string");
+                not_a_string(c, n, path);
                 return 0;
         }
         for (int i = 0; i < e->n; i++)
@@ -232,7 +250,7 @@ static int decode_map(DecodeContext *c, const YamlNode *n, const char *path, Str
                 if (v->type == YAML_NODE_NULL)
                         continue; /* JSON null in a map[string]string is "" in Go; omit */
                 if (v->type != YAML_NODE_STRING) {
-                        decode_error(c, v, p, "must be a string");
+                        not_a_string(c, v, p);
                         continue;
                 }
                 int r = string_map_set(m, k->str, v->str, v->str_len);

@@ -749,6 +749,44 @@ static void test_map_key_paths(void **state) {
         parsed_done(&ps);
 }
 
+/* YAML 1.1 scalars, as Kubernetes reads manifests: yes/no/on/off/y/n are
+ * booleans, which a boolean field takes and a string field refuses (as
+ * kubelet's decoding does), saying how to write the string. */
+static void test_yaml11_booleans(void **state) {
+        Parsed ps;
+        Pod *p = NULL;
+        int r = decode_pod(&ps,
+                           "apiVersion: v1\nkind: Pod\nmetadata: {name: b}\nspec:\n"
+                           "  hostNetwork: yes\n"
+                           "  containers:\n"
+                           "  - {name: c, image: busybox, stdin: on, tty: n}\n",
+                           &p);
+        assert_int_equal(r, 0);
+        assert_true(p->spec.host_network);
+        assert_true(p->spec.containers[0].stdin_open);
+        assert_false(p->spec.containers[0].tty);
+        pod_free(p);
+        parsed_done(&ps);
+
+        r = decode_pod(&ps,
+                       "apiVersion: v1\nkind: Pod\nmetadata: {name: b, labels: {a: off}}\n"
+                       "spec:\n"
+                       "  containers:\n"
+                       "  - name: c\n"
+                       "    image: busybox\n"
+                       "    command: [echo, yes]\n" /* 8 */
+                       "    env: [{name: A, value: 8080}, {name: B, value: ~}]\n",
+                       &p);
+        assert_int_equal(r, -EINVAL);
+        assert_diag(&ps.diag, DIAG_ERROR, "metadata.labels[a]", 3,
+                    "must be a string: off is a boolean in YAML, quote it (\"off\")");
+        assert_diag(&ps.diag, DIAG_ERROR, "spec.containers[0].command[1]", 8,
+                    "must be a string: yes is a boolean in YAML, quote it (\"yes\")");
+        assert_diag(&ps.diag, DIAG_ERROR, "spec.containers[0].env[0].value", 9,
+                    "must be a string: 8080 is a number in YAML, quote it (\"8080\")");
+        parsed_done(&ps);
+}
+
 /* Kubernetes' IsConfigMapKey: keys become file names next to the "..data"
  * symlink of the volume, so "." and ".." and anything starting with ".."
  * are refused, for Secrets too. */
@@ -936,6 +974,7 @@ int main(void) {
                 cmocka_unit_test(test_configmap),
                 cmocka_unit_test(test_config_keys_chdir),
                 cmocka_unit_test(test_map_key_paths),
+                cmocka_unit_test(test_yaml11_booleans),
                 cmocka_unit_test(test_secret),
                 cmocka_unit_test(test_setters),
                 cmocka_unit_test(test_kubeadm_manifest),
