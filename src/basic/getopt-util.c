@@ -1,3 +1,4 @@
+/* See getopt-util.h. */
 #include "getopt-util.h"
 
 #include <stdio.h>
