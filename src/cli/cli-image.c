@@ -99,7 +99,14 @@ static int set_value(ImageArgs *a, const char *flag, const char *value) {
         return 0;
 }
 
-static const char *find_value_flag(const char *name, size_t len) {
+/* The value flag "--NAME" or "--NAME=VALUE" names, and in *ret_value the
+ * inline value (NULL: none). */
+static const char *find_value_flag(const char *arg, const char **ret_value) {
+        const char *name = startswith(arg, "--");
+        if (!name)
+                return NULL;
+        size_t len = strcspn(name, "=");
+        *ret_value = name[len] == '=' ? name + len + 1 : NULL;
         for (size_t i = 0; i < ELEMENTSOF(value_flags); i++)
                 if (strlen(value_flags[i]) == len && strncmp(value_flags[i], name, len) == 0)
                         return value_flags[i];
@@ -116,7 +123,7 @@ static int parse_args(int argc, char **argv, ImageArgs *a) {
                                 return log_oom();
                         continue;
                 }
-                size_t len = strcspn(s + 2, "=");
+                const char *value;
                 if (streq(s, "--")) {
                         dashdash = true;
                 } else if (streq(s, "-h") || streq(s, "--help")) {
@@ -128,8 +135,7 @@ static int parse_args(int argc, char **argv, ImageArgs *a) {
                         a->copy = true;
                 } else if (streq(s, "-q") || streq(s, "--quiet")) {
                         a->quiet = true;
-                } else if (s[1] == '-' && (flag = find_value_flag(s + 2, len))) {
-                        const char *value = s[2 + len] == '=' ? s + 2 + len + 1 : NULL;
+                } else if ((flag = find_value_flag(s, &value))) {
                         if (!value && i + 1 >= argc) {
                                 fprintf(stderr, "nanolet image: flag needs an argument: %s\n", s);
                                 return -EINVAL;
