@@ -187,12 +187,12 @@ all_json "$WORK/serve-json-start.log" &&
 for bad in "--config $WORK/none.yaml" "--kubeconfg=/x" "--max-pods=x" "--root"; do
         rc=0
         # shellcheck disable=SC2086 # the flags split on purpose
-        env -u JOURNAL_STREAM "$NANOLET" serve --dry-run --logging-format=json $bad >"$WORK/bad-json.log" 2>&1 || rc=$?
+        env -u JOURNAL_STREAM timeout 30 "$NANOLET" serve --dry-run --logging-format=json $bad >"$WORK/bad-json.log" 2>&1 || rc=$?
         [ "$rc" -ne 0 ] && all_json "$WORK/bad-json.log" ||
                 fail "$bad under json: status $rc, $(cat "$WORK/bad-json.log")"
         rc=0
         # shellcheck disable=SC2086
-        env -u JOURNAL_STREAM "$NANOLET" serve --dry-run $bad >"$WORK/bad-text.log" 2>&1 || rc=$?
+        env -u JOURNAL_STREAM timeout 30 "$NANOLET" serve --dry-run $bad >"$WORK/bad-text.log" 2>&1 || rc=$?
         [ "$rc" -ne 0 ] && all_klog "$WORK/bad-text.log" ||
                 fail "$bad: status $rc, $(cat "$WORK/bad-text.log")"
 done
@@ -202,9 +202,10 @@ rc=0
 [ "$rc" -eq 2 ] && grep -q '^E[0-9]\{4\} .*unknown flag: --kubeconfg; ' "$WORK/typo.log" &&
         ok "an unknown flag exits 2 naming it" || fail "unknown flag: status $rc, $(cat "$WORK/typo.log")"
 # Whole names only, as kubelet's pflag: getopt's abbreviations are unknown.
+# (An agent that took one would run: the timeout ends it, as a failure.)
 for abbrev in --root=/x --max-pod=5 --container-runtime=remote -hostname=n; do
         rc=0
-        "$NANOLET" serve --dry-run --pod-manifest-path "$MAN" "$abbrev" >"$WORK/abbrev.log" 2>&1 || rc=$?
+        timeout 30 "$NANOLET" serve --dry-run --pod-manifest-path "$MAN" "$abbrev" >"$WORK/abbrev.log" 2>&1 || rc=$?
         [ "$rc" -eq 2 ] && grep -q "unknown flag: ${abbrev%%=*}; " "$WORK/abbrev.log" ||
                 fail "abbreviation $abbrev: status $rc, $(cat "$WORK/abbrev.log")"
 done
