@@ -22,6 +22,7 @@ PACKAGES=(
         docker-registry apache2-utils   # registry tests: the reference registry, htpasswd
         debhelper dpkg-dev fakeroot     # install test: the .deb (contrib/build-deb.sh)
         systemd                         # install test: systemd-analyze verify, systemd.pc
+        qemu-system-x86 mmdebstrap e2fsprogs  # the Debian guest (tests/guest/)
         # runtime
         runc conmon containernetworking-plugins iproute2 iptables ca-certificates
         busybox-static                  # the local demo image is built from it

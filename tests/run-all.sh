@@ -11,6 +11,14 @@
 #   CI=true                   strict mode: a skipped test counts as failed
 #                             (NANOLET_TEST_STRICT=1 is exported to tests)
 #   MESON_TEST_ARGS="..."     extra arguments for `meson test` (e.g. --suite unit)
+#   NANOLET_SKIP_GUEST=1      no Debian guest phase (counted as one skipped test)
+#   NANOLET_GUEST_CACHE=DIR   where the guest image is cached (tests/guest/README.md)
+#   NANOLET_GUEST_TESTS=GLOBS only these in-guest files (run-guest.sh --tests)
+#
+# The guest phase (tests/guest/): the guest image and the .deb are built in
+# the background while the trees build and test; the guest boots after them
+# and each of its checks counts as one test. A guest that cannot boot or
+# gives no result counts as one failure.
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -38,6 +46,33 @@ fi
 total_pass=0
 total_fail=0
 total_skip=0
+t_suite=$SECONDS
+
+# The guest's image and .deb, built in the background (their own logs) so
+# they overlap the trees' tests; guest_phase waits for them.
+guest_dir=$ROOT/$prefix-guest
+guest_prep_pid=
+guest_skip_reason=
+if [[ ${NANOLET_SKIP_GUEST:-0} == 1 ]]; then
+        guest_skip_reason="NANOLET_SKIP_GUEST=1"
+elif [[ $(id -u) -ne 0 ]]; then
+        guest_skip_reason="not root"
+elif ! command -v qemu-system-x86_64 >/dev/null || ! command -v mmdebstrap >/dev/null; then
+        guest_skip_reason="qemu-system-x86_64 or mmdebstrap missing (contrib/install-deps.sh)"
+else
+        rm -rf "$guest_dir"
+        mkdir -p "$guest_dir/deb"
+        log "guest: building the image and the .deb in the background (logs in $guest_dir)"
+        # Its own process group (setsid), so an interrupted suite stops all of it.
+        setsid bash "$ROOT/tests/guest/prepare.sh" "$guest_dir" &
+        guest_prep_pid=$!
+fi
+stop_guest_prep() {
+        if [[ -n $guest_prep_pid ]] && kill -0 "$guest_prep_pid" 2>/dev/null; then
+                kill -- "-$guest_prep_pid" 2>/dev/null || true
+        fi
+}
+trap stop_guest_prep EXIT
 
 # count_results DIR: adds DIR/meson-logs/testlog.json to the totals.
 count_results() {
@@ -141,6 +176,45 @@ if [[ ${NANOLET_SKIP_ASAN:-0} != 1 ]]; then
         CC=${CC:-gcc} run_tree "$prefix-asan" \
                 -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=1
 fi
+
+# guest_phase: boots the Debian guest and counts its checks.
+guest_phase() {
+        local t0=$SECONDS line p f
+        if [[ -n $guest_skip_reason ]]; then
+                log "guest: skipped ($guest_skip_reason)"
+                total_skip=$((total_skip + 1))
+                return
+        fi
+        log "guest: waiting for the image and the .deb"
+        if ! wait "$guest_prep_pid"; then
+                guest_prep_pid=
+                tail -20 "$guest_dir/build-image.log" "$guest_dir/build-deb.log" >&2
+                log "guest: building the image or the .deb failed; counting one failure"
+                total_fail=$((total_fail + 1))
+                return
+        fi
+        guest_prep_pid=
+        log "guest: prepared in the background ($(paste -sd, "$guest_dir/prep-times" | sed 's/,/, /g')), waited $((SECONDS - t0)) s for it"
+        t0=$SECONDS
+        line=$(bash "$ROOT/tests/guest/run-guest.sh" --deb "$(ls "$guest_dir"/deb/nanolet_*.deb | head -n 1)" \
+                --out "$guest_dir/logs" ${NANOLET_GUEST_TESTS:+--tests "$NANOLET_GUEST_TESTS"} | tail -n 1)
+        if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+                p=${BASH_REMATCH[1]}
+                f=${BASH_REMATCH[2]}
+        else
+                p=0
+                f=1
+        fi
+        # A guest that ran no check at all did not really run.
+        if [[ $p -eq 0 && $f -eq 0 ]]; then
+                f=1
+        fi
+        log "guest: $p passed, $f failed (checks in the guest), boot and tests took $((SECONDS - t0)) s; logs in $guest_dir/logs"
+        total_pass=$((total_pass + p))
+        total_fail=$((total_fail + f))
+}
+guest_phase
+log "whole suite: $((SECONDS - t_suite)) s"
 
 if [[ $strict == 1 && $total_skip -gt 0 ]]; then
         log "strict mode: $total_skip skipped test(s) count as failed"

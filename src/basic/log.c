@@ -204,16 +204,17 @@ _printf_(6, 0) static int log_write(int level, int error, const char *file, int 
                 fput_kv_json(kv, out);
                 fputs("}\n", out);
         } else {
+                /* journald turns "<N>" into the entry's priority and keeps
+                 * the rest: the klog header stays in the message, as
+                 * kubelet's does, for the parsers and greps that expect it
+                 * in `journalctl -o cat`. */
                 if (journal > 0)
                         fprintf(out, "<%d>", level);
-                else {
-                        struct tm tm;
-                        localtime_r(&ts.tv_sec, &tm);
-                        fprintf(out, "%c%02d%02d %02d:%02d:%02d.%06ld %7d %s:%d] ",
-                                klog_severity(level), tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                                tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000, (int)getpid(),
-                                basename_of(file), line);
-                }
+                struct tm tm;
+                localtime_r(&ts.tv_sec, &tm);
+                fprintf(out, "%c%02d%02d %02d:%02d:%02d.%06ld %7d %s:%d] ", klog_severity(level),
+                        tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                        ts.tv_nsec / 1000, (int)getpid(), basename_of(file), line);
                 /* klog's InfoS quotes the message; ours stay as they were
                  * (operators and tests grep them), the pairs follow. The
                  * message carries values from outside (a registry's error

@@ -988,6 +988,20 @@ static void test_log_klog_text(void **state) {
         assert_non_null(strstr(out, pid));
 }
 
+/* Under journald: the priority prefix journald strips, then the same klog
+ * header, so `journalctl -o cat` reads like kubelet's journal. */
+static void test_log_klog_journal(void **state) {
+        (void)state;
+        log_set_target_journal(1);
+        log_set_format(LOG_FORMAT_TEXT);
+        _cleanup_free_ char *out = capture_log(log_three);
+        log_set_target_journal(0);
+        assert_matches(out, "^<6>I[0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{6} +[0-9]+ "
+                            "test-basic\\.c:[0-9]+\\] hello ");
+        assert_matches(out, "^<4>W[0-9]{4} [0-9:.]{15} +[0-9]+ test-basic\\.c:[0-9]+\\] careful$");
+        assert_matches(out, "^<3>E[0-9]{4} [0-9:.]{15} +[0-9]+ test-basic\\.c:[0-9]+\\] failed: ");
+}
+
 /* kubelet's --logging-format=json shape: ts, caller, msg, and v or err. */
 static void test_log_json(void **state) {
         (void)state;
@@ -1228,6 +1242,7 @@ int main(void) {
                 cmocka_unit_test(test_umount_below),
                 cmocka_unit_test(test_sd_notify),
                 cmocka_unit_test(test_log_klog_text),
+                cmocka_unit_test(test_log_klog_journal),
                 cmocka_unit_test(test_log_json),
                 cmocka_unit_test(test_log_kv),
                 cmocka_unit_test(test_log_injection),

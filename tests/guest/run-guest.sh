@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# Boots the Debian 12 guest (build-image.sh) under QEMU and runs the
+# in-guest tests (in-guest/t-*.sh, contract in in-guest/lib.sh):
+#   tests/guest/run-guest.sh [--deb FILE] [--tests GLOB[,GLOB...]] [--out DIR]
+#                            [--timeout SECONDS]
+# --deb      the nanolet package to install in the guest (default: built
+#            now with contrib/build-deb.sh, DEB_BUILD_OPTIONS="nocheck parallel=2")
+# --tests    only the in-guest files matching these globs (e.g. t-10*)
+# --out      where the guest's logs are copied (default: a new
+#            /tmp/nanolet-guest.XXXXXX, printed)
+# --timeout  hard limit for the whole guest run (default 2400 s)
+# Environment: NANOLET_GUEST_CACHE (build-image.sh), NANOLET_GUEST_ACCEL=kvm
+# to try KVM (default TCG: this project's CI hosts' nested KVM does not boot
+# a stock Debian kernel), NANOLET_GUEST_MEM (MiB, default 2048),
+# NANOLET_GUEST_SMP (default 2), NANOLET_GUEST_BOOT_TIMEOUT (seconds from
+# power-on or reboot to the test runner, default 600).
+#
+# The guest gets the .deb, the busybox test image and the test scripts
+# through a 9p share, has no route out (user networking with restrict=on),
+# may reboot itself any number of times (the same QEMU process keeps
+# running; the disk is a throw-away snapshot of the cached image), and
+# powers itself off when done. QEMU is killed on every exit path of this
+# script. The last line of output is the guest's "N passed, N failed", or
+# "0 passed, 1 failed" when the guest produced no result.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+src=$(cd "$here/../.." && pwd)
+deb= tests= out= timeout=2400
+while [[ $# -gt 0 ]]; do
+        case $1 in
+        --deb) deb=$2; shift 2 ;;
+        --tests) tests=$2; shift 2 ;;
+        --out) out=$2; shift 2 ;;
+        --timeout) timeout=$2; shift 2 ;;
+        *) echo "usage: $0 [--deb FILE] [--tests GLOB,...] [--out DIR] [--timeout S]" >&2; exit 2 ;;
+        esac
+done
+
+log() { printf 'guest: %s\n' "$*" >&2; }
+no_result() {
+        log "$*"
+        echo "0 passed, 1 failed"
+        exit 1
+}
+
+[[ $(id -u) -eq 0 ]] || no_result "must run as root (9p share of root-owned files, image cache)"
+command -v qemu-system-x86_64 >/dev/null || no_result "qemu-system-x86_64 missing (contrib/install-deps.sh)"
+
+t_start=$SECONDS
+image=$("$here/build-image.sh") || no_result "the guest image could not be built"
+log "image: $image (ready after $((SECONDS - t_start)) s)"
+
+work=$(mktemp -d /tmp/nanolet-guest-run.XXXXXX)
+[[ -n $out ]] || out=$(mktemp -d /tmp/nanolet-guest.XXXXXX)
+mkdir -p "$out"
+qemu_pid=
+finish() {
+        local rc=$?
+        if [[ -n $qemu_pid ]] && kill -0 "$qemu_pid" 2>/dev/null; then
+                kill -TERM "$qemu_pid" 2>/dev/null || true
+                for _ in 1 2 3 4 5; do
+                        kill -0 "$qemu_pid" 2>/dev/null || break
+                        sleep 1
+                done
+                kill -KILL "$qemu_pid" 2>/dev/null || true
+                wait "$qemu_pid" 2>/dev/null || true
+        fi
+        if [[ -d $work/share/out ]]; then
+                cp -a "$work/share/out/." "$out/" 2>/dev/null || true
+        fi
+        rm -rf "$work"
+        exit "$rc"
+}
+trap finish EXIT
+trap 'log "interrupted"; exit 130' INT
+trap 'log "terminated"; exit 143' TERM
+
+share=$work/share
+mkdir -p "$share/deb" "$share/images" "$share/out" "$share/in-guest"
+cp -a "$here/in-guest/." "$share/in-guest/"
+if [[ -n $tests ]]; then
+        tr ',' '\n' <<<"$tests" >"$share/in-guest/only"
+fi
+if [[ -z $deb ]]; then
+        log "building the .deb"
+        DEB_BUILD_OPTIONS="nocheck parallel=2" "$src/contrib/build-deb.sh" "$work/deb-build" \
+                >"$out/build-deb.log" 2>&1 || no_result "contrib/build-deb.sh failed (log: $out/build-deb.log)"
+        deb=$(ls "$work"/deb-build/nanolet_*.deb | head -n 1)
+fi
+[[ -f $deb ]] || no_result "no .deb at $deb"
+cp "$deb" "$share/deb/"
+"$src/tests/make-test-image.sh" "$work/images" >/dev/null || no_result "tests/make-test-image.sh failed"
+cp "$work/images/nanolet-test.tar" "$share/images/"
+
+accel=tcg,thread=multi
+cpu=max
+if [[ ${NANOLET_GUEST_ACCEL:-tcg} == kvm ]]; then
+        accel=kvm
+        cpu=host
+fi
+log "accelerator: ${accel%%,*} (${NANOLET_GUEST_SMP:-2} CPUs, ${NANOLET_GUEST_MEM:-2048} MiB)"
+
+serial=$out/serial.log
+: >"$serial"
+# No -no-reboot: a guest reboot restarts the machine in this process, and
+# the snapshot disk keeps what the guest wrote across it. A poweroff ends
+# QEMU.
+qemu-system-x86_64 \
+        -name nanolet-guest \
+        -machine q35 -accel "$accel" -cpu "$cpu" \
+        -smp "${NANOLET_GUEST_SMP:-2}" -m "${NANOLET_GUEST_MEM:-2048}" \
+        -nodefaults -no-user-config -display none -vga none \
+        -kernel "$image/vmlinuz" -initrd "$image/initrd.img" \
+        -append "root=/dev/vda rw console=ttyS0 panic=-1 net.ifnames=0 nanolet.guest=run systemd.show_status=error" \
+        -drive "file=$image/disk.img,format=raw,if=virtio,snapshot=on,cache=unsafe" \
+        -virtfs "local,path=$share,mount_tag=share,security_model=none,id=share" \
+        -nic user,restrict=on,model=virtio-net-pci \
+        -device virtio-rng-pci \
+        -serial "file:$serial" \
+        -monitor none \
+        </dev/null >"$out/qemu.log" 2>&1 &
+qemu_pid=$!
+t_boot=$SECONDS
+
+# progress: the runner's new lines on the serial console, to stderr. It
+# also tracks whether the guest is booting (at the start and after a
+# reboot, until the runner is up), which has its own, shorter limit: a
+# guest that does not boot fails in minutes, not at the hard timeout.
+seen=0
+booting_since=$SECONDS
+progress() {
+        local n lines
+        # The kernel's console messages may share a line with the runner's.
+        n=$(grep -c 'nanolet-guest: ' "$serial" 2>/dev/null || true)
+        if ((n > seen)); then
+                lines=$(grep -o 'nanolet-guest: .*' "$serial" | sed -n "$((seen + 1)),${n}p")
+                sed "s/^nanolet-guest: /guest [$((SECONDS - t_boot)) s] /" <<<"$lines" >&2
+                seen=$n
+                if grep -q 'runner up' <<<"$lines"; then
+                        booting_since=
+                fi
+                if grep -q 'rebooting$' <<<"$lines"; then
+                        booting_since=$SECONDS
+                fi
+        fi
+}
+boot_timeout=${NANOLET_GUEST_BOOT_TIMEOUT:-600}
+
+# Wait for the guest to power off. A kernel panic reboots the machine
+# (panic=-1), which would only loop: it ends the run at once.
+while kill -0 "$qemu_pid" 2>/dev/null; do
+        progress
+        if grep -q 'Kernel panic' "$serial"; then
+                grep -A20 'Kernel panic' "$serial" | head -30 >&2
+                no_result "the guest kernel panicked (logs: $out)"
+        fi
+        if [[ -n $booting_since ]] && ((SECONDS - booting_since > boot_timeout)); then
+                log "the guest did not boot to the test runner within $boot_timeout s"
+                tail -30 "$serial" >&2
+                no_result "guest did not boot (accelerator ${accel%%,*}; logs: $out)"
+        fi
+        if ((SECONDS - t_boot > timeout)); then
+                log "no result within $timeout s; stopping the guest"
+                tail -30 "$serial" >&2
+                no_result "guest timed out (logs: $out)"
+        fi
+        sleep 2
+done
+wait "$qemu_pid" || true
+qemu_pid=
+progress
+log "guest powered off after $((SECONDS - t_boot)) s (whole run $((SECONDS - t_start)) s)"
+
+result=$share/out/result
+if [[ ! -s $result ]]; then
+        tail -40 "$serial" >&2
+        if [[ -s $out/qemu.log ]]; then
+                log "QEMU said:"
+                tail -10 "$out/qemu.log" >&2
+        fi
+        no_result "the guest powered off without a result (logs: $out)"
+fi
+if grep -q '^FAIL ' "$share/out/checks.txt" 2>/dev/null; then
+        log "failed checks:"
+        grep '^FAIL ' "$share/out/checks.txt" >&2
+fi
+log "logs: $out"
+cat "$result"
+grep -q ' 0 failed$' "$result"
