@@ -2,7 +2,7 @@
 # The README's first command: install dependencies, build nanolet, build the
 # demo image from Debian's busybox-static (no network, no registry), load it
 # into a private image store, and run the agent on manifests-example/ until
-# Ctrl-C. The pods really run (runc + conmon); Ctrl-C stops them and removes
+# Ctrl-C. The pods really run (runc + nanolet-monitor); Ctrl-C stops them and removes
 # the demo's state. In another terminal (the command prints the exact flags):
 #   nanolet pods --run-dir ...          # status, as kubectl get pods
 #   nanolet logs --run-dir ... hello    # the init container's message
@@ -50,7 +50,7 @@ stop_leftovers() {
                         runc --root "$state/run/runc" delete --force "$id" 2>/dev/null || true
                 done
         fi
-        # conmon monitors of this demo: their command
+        # container monitors of this demo: their command
         # lines name its state directory.
         for pid in $(grep -lsF -- "$state/" /proc/[0-9]*/cmdline | cut -d/ -f3); do
                 [[ $pid != "$$" ]] && kill -KILL "$pid" 2>/dev/null || true

@@ -37,10 +37,15 @@ void log_setup(void) {
         }
         if (journal < 0)
                 journal = getenv("JOURNAL_STREAM") != NULL;
+        (void)log_format_from_string(getenv("NANOLET_LOG_FORMAT"), &log_format);
 }
 
 void log_set_format(LogFormat format) {
         log_format = format;
+}
+
+LogFormat log_get_format(void) {
+        return log_format;
 }
 
 int log_format_from_string(const char *s, LogFormat *ret) {

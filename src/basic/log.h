@@ -34,9 +34,12 @@ typedef enum LogFormat {
         LOG_FORMAT_JSON, /* kubelet's --logging-format=json */
 } LogFormat;
 void log_set_format(LogFormat format);
+LogFormat log_get_format(void);
 /* "text" or "json"; -EINVAL for anything else. */
 int log_format_from_string(const char *s, LogFormat *ret);
-/* Open the logger from the environment (JOURNAL_STREAM, NANOLET_LOG_LEVEL). */
+/* Open the logger from the environment (JOURNAL_STREAM, NANOLET_LOG_LEVEL,
+ * NANOLET_LOG_FORMAT: the agent's helpers write on its stderr, in its
+ * format). */
 void log_setup(void);
 
 int log_internal(int level, int error, const char *file, int line, const char *func,

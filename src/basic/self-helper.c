@@ -20,6 +20,9 @@ int self_helper_env(char ***ret) {
         int r = strv_extend(&extra, level);
         if (r >= 0 && stream)
                 r = strv_extend(&extra, stream);
+        /* a helper's log lines go to the agent's stderr: in its format */
+        if (r >= 0 && log_get_format() == LOG_FORMAT_JSON)
+                r = strv_extend(&extra, "NANOLET_LOG_FORMAT=json");
         if (r < 0)
                 return r;
         return child_env_new(extra, ret);

@@ -1,6 +1,7 @@
 /* nanolet image pull|load|ls|inspect|tag|rm|prune: the image store from the
  * command line (docs/images.md). Works without the agent; the store's locks
  * make it safe to run while the agent starts pods. */
+#include <assert.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -13,13 +14,9 @@
 #include "image-pull.h"
 #include "image.h"
 #include "log.h"
+#include "settings.h"
 #include "string-util.h"
 #include "strv.h"
-
-#define DEFAULT_ROOT_DIR "/var/lib/nanolet"
-#define DEFAULT_CREDENTIAL_FILE "/var/lib/nanolet/config.json"
-#define DEFAULT_REGISTRIES_CONF "/etc/containers/registries.conf"
-#define DEFAULT_CERTS_DIR "/etc/containers/certs.d"
 
 typedef struct ImageArgs {
         const char *root_dir;
@@ -33,57 +30,100 @@ typedef struct ImageArgs {
         char **args; /* positional, first is the subcommand */
 } ImageArgs;
 
-static void help(FILE *f) {
-        fprintf(f, "Usage: nanolet image COMMAND [OPTIONS] [ARGS]\n\n"
-                   "Commands:\n"
-                   "  pull REF           pull an image from its registry (registries.conf "
-                   "mirrors,\n"
-                   "                     certs.d CAs, docker config.json credentials)\n"
-                   "  load FILE|-        load an OCI or docker-save archive (.tar, .tar.gz, "
-                   ".tar.zst)\n"
-                   "  ls                 list images (REPOSITORY TAG DIGEST SIZE)\n"
-                   "  inspect REF        print an image's manifest, config and layers as JSON\n"
-                   "  tag SRC DST        add the name DST to the image SRC\n"
-                   "  rm REF...          remove names; an image left without names is deleted\n"
-                   "  prune              delete images no pod uses, and their blobs and layers\n"
-                   "  mount REF TARGET UPPER WORK  mount a container rootfs (debugging; --copy "
-                   "forces\n"
-                   "                     the copy fallback)\n"
-                   "  umount TARGET      unmount it\n\n"
-                   "Options:\n"
-                   "  --root-dir DIR     state directory (default " DEFAULT_ROOT_DIR ")\n"
-                   "  --no-trunc         ls: show full digests\n"
-                   "  -q, --quiet        ls: only digests; pull/load/rm/prune: no output\n"
-                   "  --credential-file FILE     pull: docker config.json (default\n"
-                   "                     " DEFAULT_CREDENTIAL_FILE ")\n"
-                   "  --registries-conf FILE     pull: default " DEFAULT_REGISTRIES_CONF "\n"
-                   "  --registry-certs-dir DIR   pull: default " DEFAULT_CERTS_DIR "\n"
-                   "  --insecure-registry HOST[:PORT]  pull: plain HTTP or unverified TLS "
-                   "allowed\n"
-                   "  -h, --help         show this help\n");
+/* A setting's default, from the table `nanolet serve` reads: the image
+ * commands and the agent share the names and the defaults. */
+static const char *setting_default(const char *flag) {
+        const Setting *s = settings_find_flag(flag);
+        assert(s && s->value);
+        return s->value;
 }
 
-static int set_pull_option(ImageArgs *a, const char *key, const char *value) {
-        if (streq(key, "credential-file"))
+static void help(FILE *f) {
+        fprintf(f,
+                "Usage: nanolet image COMMAND [OPTIONS] [ARGS]\n\n"
+                "Commands:\n"
+                "  pull REF           pull an image from its registry (registries.conf "
+                "mirrors,\n"
+                "                     certs.d CAs, docker config.json credentials)\n"
+                "  load FILE|-        load an OCI or docker-save archive (.tar, .tar.gz, "
+                ".tar.zst)\n"
+                "  ls                 list images (REPOSITORY TAG DIGEST SIZE)\n"
+                "  inspect REF        print an image's manifest, config and layers as JSON\n"
+                "  tag SRC DST        add the name DST to the image SRC\n"
+                "  rm REF...          remove names; an image left without names is deleted\n"
+                "  prune              delete images no pod uses, and their blobs and layers\n"
+                "  mount REF TARGET UPPER WORK  mount a container rootfs (debugging; --copy "
+                "forces\n"
+                "                     the copy fallback)\n"
+                "  umount TARGET      unmount it\n\n"
+                "Options (the names and defaults of nanolet serve):\n"
+                "  --root-dir DIR     state directory (default %s)\n"
+                "  --no-trunc         ls: show full digests\n"
+                "  -q, --quiet        ls: only digests; pull/load/rm/prune: no output\n"
+                "  --image-credential-file FILE  pull: docker config.json (default\n"
+                "                     %s; podman's --authfile\n"
+                "                     is the same)\n"
+                "  --registries-conf FILE     pull: default %s\n"
+                "  --registry-certs-dir DIR   pull: default %s\n"
+                "  --insecure-registry HOST[:PORT]  pull: plain HTTP or unverified TLS "
+                "allowed\n"
+                "  -h, --help         show this help\n",
+                setting_default("root-dir"), setting_default("image-credential-file"),
+                setting_default("registries-conf"), setting_default("registry-certs-dir"));
+}
+
+/* The flags that take a value, by the settings table's names. podman's
+ * --authfile names the credential file too, and so does --credential-file,
+ * the name nanolet(8) gave it before the table's name was used here: kept
+ * so that scripts written from that page go on working. */
+static const char *const value_flags[] = {
+        "root-dir",          "run-dir",         "pod-logs-dir",    "image-credential-file",
+        "authfile",          "credential-file", "registries-conf", "registry-certs-dir",
+        "insecure-registry",
+};
+
+static int set_value(ImageArgs *a, const char *flag, const char *value) {
+        if (streq(flag, "root-dir"))
+                a->root_dir = value;
+        else if (streq(flag, "image-credential-file") || streq(flag, "authfile") ||
+                 streq(flag, "credential-file"))
                 a->credential_file = value;
-        else if (streq(key, "registries-conf"))
+        else if (streq(flag, "registries-conf"))
                 a->registries_conf = value;
-        else if (streq(key, "registry-certs-dir"))
+        else if (streq(flag, "registry-certs-dir"))
                 a->certs_dir = value;
-        else
+        else if (streq(flag, "insecure-registry"))
                 return strv_extend(&a->insecure, value);
+        /* --run-dir and --pod-logs-dir: accepted by every subcommand
+         * (nanolet(8)); unused here */
         return 0;
 }
 
+/* The value flag "--NAME" or "--NAME=VALUE" names, and in *ret_value the
+ * inline value (NULL: none). */
+static const char *find_value_flag(const char *arg, const char **ret_value) {
+        const char *name = startswith(arg, "--");
+        if (!name)
+                return NULL;
+        size_t len = strcspn(name, "=");
+        *ret_value = name[len] == '=' ? name + len + 1 : NULL;
+        for (size_t i = 0; i < ELEMENTSOF(value_flags); i++)
+                if (strlen(value_flags[i]) == len && strncmp(value_flags[i], name, len) == 0)
+                        return value_flags[i];
+        return NULL;
+}
+
+/* Whole names only, as everywhere (getopt-util.h), in pflag's words. */
 static int parse_args(int argc, char **argv, ImageArgs *a) {
         bool dashdash = false;
         for (int i = 1; i < argc; i++) {
-                const char *s = argv[i], *v;
+                const char *s = argv[i], *flag;
                 if (dashdash || s[0] != '-' || streq(s, "-")) {
                         if (strv_extend(&a->args, s) < 0)
                                 return log_oom();
                         continue;
                 }
+                const char *value;
                 if (streq(s, "--")) {
                         dashdash = true;
                 } else if (streq(s, "-h") || streq(s, "--help")) {
@@ -95,36 +135,18 @@ static int parse_args(int argc, char **argv, ImageArgs *a) {
                         a->copy = true;
                 } else if (streq(s, "-q") || streq(s, "--quiet")) {
                         a->quiet = true;
-                } else if (streq(s, "--root-dir") || streq(s, "--run-dir") ||
-                           streq(s, "--pod-logs-dir")) {
-                        if (i + 1 >= argc) {
-                                fprintf(stderr, "nanolet image: %s needs a value\n", s);
+                } else if ((flag = find_value_flag(s, &value))) {
+                        if (!value && i + 1 >= argc) {
+                                fprintf(stderr, "nanolet image: flag needs an argument: %s\n", s);
                                 return -EINVAL;
                         }
-                        if (streq(s, "--root-dir"))
-                                a->root_dir = argv[i + 1];
-                        i++;
-                } else if (streq(s, "--credential-file") || streq(s, "--registries-conf") ||
-                           streq(s, "--registry-certs-dir") || streq(s, "--insecure-registry")) {
-                        if (i + 1 >= argc) {
-                                fprintf(stderr, "nanolet image: %s needs a value\n", s);
-                                return -EINVAL;
-                        }
-                        if (set_pull_option(a, s + 2, argv[++i]) < 0)
+                        if (set_value(a, flag, value ? value : argv[++i]) < 0)
                                 return log_oom();
-                } else if ((v = strchr(s, '=')) && (startswith(s, "--credential-file=") ||
-                                                    startswith(s, "--registries-conf=") ||
-                                                    startswith(s, "--registry-certs-dir=") ||
-                                                    startswith(s, "--insecure-registry="))) {
-                        _cleanup_free_ char *k = strndup_safe(s + 2, (size_t)(v - s - 2));
-                        if (!k || set_pull_option(a, k, v + 1) < 0)
-                                return log_oom();
-                } else if ((v = startswith(s, "--root-dir="))) {
-                        a->root_dir = v;
-                } else if (startswith(s, "--run-dir=") || startswith(s, "--pod-logs-dir=")) {
-                        /* accepted by every subcommand (nanolet(8)); unused here */
                 } else {
-                        fprintf(stderr, "nanolet image: unknown option \"%s\"\n", s);
+                        _cleanup_free_ char *name = str_escape_n(s, strcspn(s, "="), 0);
+                        fprintf(stderr, "nanolet image: %s: %s\n",
+                                s[1] == '-' ? "unknown flag" : "unknown shorthand flag",
+                                strna(name));
                         return -EINVAL;
                 }
         }
@@ -267,11 +289,11 @@ static int cmd_pull(ImageStore *s, ImageArgs *a) {
                 return log_oom();
         view->tty = isatty(STDOUT_FILENO);
         ImagePullOptions o = {
-                .registries_conf =
-                        a->registries_conf ? a->registries_conf : DEFAULT_REGISTRIES_CONF,
-                .certs_dir = a->certs_dir ? a->certs_dir : DEFAULT_CERTS_DIR,
-                .credential_file =
-                        a->credential_file ? a->credential_file : DEFAULT_CREDENTIAL_FILE,
+                .registries_conf = a->registries_conf ? a->registries_conf
+                                                      : setting_default("registries-conf"),
+                .certs_dir = a->certs_dir ? a->certs_dir : setting_default("registry-certs-dir"),
+                .credential_file = a->credential_file ? a->credential_file
+                                                      : setting_default("image-credential-file"),
                 .insecure_registries = a->insecure,
                 .progress = a->quiet ? NULL : pull_progress,
                 .userdata = view,
@@ -518,7 +540,7 @@ static int cmd_umount(ImageStore *s, ImageArgs *a) {
 }
 
 int cli_image(int argc, char **argv) {
-        ImageArgs a = { .root_dir = DEFAULT_ROOT_DIR };
+        ImageArgs a = { .root_dir = setting_default("root-dir") };
         _cleanup_(image_store_freep) ImageStore *s = NULL;
         Error err = {};
         static const struct {

@@ -13,6 +13,7 @@
 
 #include "cli-common.h"
 #include "cli.h"
+#include "getopt-util.h"
 #include "string-util.h"
 
 static void help(FILE *f) {
@@ -114,17 +115,20 @@ int cli_inspect(int argc, char **argv) {
         const CliPod *pod;
         bool json_only = false;
         CliCommon c;
+        char err[512];
         int opt, r;
 
         cli_common_init(&c, "nanolet inspect");
         optind = 0;
-        while ((opt = getopt_long(argc, argv, "ho:", options, NULL)) >= 0) {
+        while ((opt = getopt_whole(argc, argv, "ho:", options, false, err, sizeof err)) >= 0) {
                 if (cli_common_option(&c, opt, optarg))
                         continue;
                 if (opt == 'h') {
                         help(stdout);
                         return EXIT_OK;
                 }
+                if (opt == '?')
+                        fprintf(stderr, "%s: %s\n", c.prog, err);
                 if (opt == 'o' && streq(optarg, "json")) {
                         json_only = true;
                         continue;

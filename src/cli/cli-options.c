@@ -1,6 +1,7 @@
 #include "cli-options.h"
 
 #include "cli.h"
+#include "getopt-util.h"
 
 void cli_options_start(CliCommon *c, const char *prog) {
         cli_common_init(c, prog);
@@ -10,7 +11,8 @@ void cli_options_start(CliCommon *c, const char *prog) {
 int cli_option_next(CliCommon *c, int argc, char **argv, const char *optstring,
                     const struct option *longopts, void (*help)(FILE *f)) {
         for (;;) {
-                int opt = getopt_long(argc, argv, optstring, longopts, NULL);
+                char err[512];
+                int opt = getopt_whole(argc, argv, optstring, longopts, false, err, sizeof err);
                 if (opt < 0)
                         return CLI_OPTIONS_END;
                 if (cli_common_option(c, opt, optarg))
@@ -19,10 +21,10 @@ int cli_option_next(CliCommon *c, int argc, char **argv, const char *optstring,
                         help(stdout);
                         return CLI_OPTIONS_HELP;
                 }
-                /* getopt's '?' (or ':' with a leading ':' in optstring): it has
-                 * said on stderr what was wrong. */
-                if (opt == '?' || opt == ':')
+                if (opt == '?') {
+                        fprintf(stderr, "%s: %s\n", c->prog, err);
                         return CLI_OPTIONS_USAGE;
+                }
                 return opt;
         }
 }

@@ -13,8 +13,9 @@
 enum {
         CLI_OPTIONS_END = -1,   /* no more options: optind is at the first operand */
         CLI_OPTIONS_HELP = -2,  /* --help was printed on stdout: exit EXIT_OK */
-        CLI_OPTIONS_USAGE = -3, /* an unknown option or a missing argument (getopt
-                                 * said which on stderr): exit EXIT_USAGE */
+        CLI_OPTIONS_USAGE = -3, /* an unknown option (an abbreviation is one) or a
+                                 * missing argument, said on stderr in pflag's
+                                 * words: exit EXIT_USAGE */
 };
 
 /* cli_common_init() and getopt restarted at argv[1]: call before the first

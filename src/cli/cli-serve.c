@@ -79,15 +79,20 @@ int cli_serve_agent(int argc, char **argv) {
         r = nanolet_config_init(&config);
         if (r < 0)
                 return log_oom(), EXIT_ERROR;
+        /* The logger first: every line the agent writes, from the flags'
+         * and the configuration file's problems on, is a log line. */
+        r = nanolet_config_parse_log_flags(&config, argc, argv);
+        if (r < 0)
+                return log_oom(), EXIT_ERROR;
+        if (config.verbosity >= 4)
+                log_set_max_level(LOG_DEBUG);
+        if (config.log_json)
+                log_set_format(LOG_FORMAT_JSON);
         r = nanolet_config_parse_argv(&config, argc, argv);
         if (r > 0)
                 return EXIT_OK; /* --help */
         if (r < 0)
                 return EXIT_USAGE;
-        if (config.verbosity >= 4)
-                log_set_max_level(LOG_DEBUG);
-        if (config.log_json)
-                log_set_format(LOG_FORMAT_JSON);
         r = nanolet_config_finish(&config);
         if (r < 0)
                 return EXIT_ERROR;

@@ -5,7 +5,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 #include "cli.h"
 #include "daemon-config.h"
 #include "fileio.h"
+#include "getopt-util.h"
 #include "log.h"
 #include "manifest.h"
 #include "quantity.h"
@@ -193,13 +193,14 @@ int cli_validate(int argc, char **argv) {
         _cleanup_(nanolet_config_deinit) NanoletConfig config;
         _cleanup_(pod_config_freep) PodConfig *pods = NULL;
         ValidateContext c = { .max_size = 10 * 1024 * 1024, .check_trust = true };
+        char err[512];
         int r, opt;
 
         r = nanolet_config_init(&config);
         if (r < 0)
                 return log_oom(), EXIT_ERROR;
         optind = 0;
-        while ((opt = getopt_long(argc, argv, "hq", options, NULL)) >= 0)
+        while ((opt = getopt_whole(argc, argv, "hq", options, false, err, sizeof err)) >= 0)
                 switch (opt) {
                 case 'h':
                         help();
@@ -225,6 +226,7 @@ int cli_validate(int argc, char **argv) {
                         break;
                 }
                 default:
+                        fprintf(stderr, "nanolet validate: %s\n", err);
                         return EXIT_USAGE;
                 }
         if (optind >= argc) {

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 
 #include "eviction.h"
 #include "fileio.h"
+#include "getopt-util.h"
 #include "log.h"
 #include "quantity.h"
 #include "string-util.h"
@@ -273,7 +273,7 @@ static int load_config_file(NanoletConfig *c, const char *path) {
                 return r;
         }
         r = nanolet_config_load_file(c, path, &d);
-        diagnostics_print(&d, stderr);
+        diagnostics_log(&d);
         if (r < 0) {
                 log_error("Invalid configuration file \"%s\".", path);
                 return -EINVAL;
@@ -290,19 +290,40 @@ static bool is_config_option(int opt) {
 }
 
 /* The file is loaded before any flag so that every flag overrides it,
- * whatever the order on the command line. This first pass parses with
- * getopt as well, so that every spelling getopt_long_only() takes for
- * --config (-config, --config=FILE) loads the file; problems with other
- * flags are left to the second pass to report. */
+ * whatever the order on the command line. This first pass parses the same
+ * way, so that every spelling the second takes for --config (-config,
+ * --config=FILE) loads the file; problems with other flags are left to the
+ * second pass to report. */
 static int load_config_files(NanoletConfig *c, const struct option *options, int argc,
                              char **argv) {
+        char err[512];
         int opt, r = 0;
         optind = 0;
-        opterr = 0;
-        while (r >= 0 && (opt = getopt_long_only(argc, argv, ":h", options, NULL)) >= 0)
+        while (r >= 0 && (opt = getopt_whole(argc, argv, "h", options, true, err, sizeof err)) >= 0)
                 if (is_config_option(opt))
                         r = load_config_file(c, optarg);
         return r;
+}
+
+int nanolet_config_parse_log_flags(NanoletConfig *c, int argc, char **argv) {
+        _cleanup_free_ struct option *options = options_new();
+        char err[512];
+        int opt;
+
+        if (!options)
+                return -ENOMEM;
+        optind = 0;
+        while ((opt = getopt_whole(argc, argv, "h", options, true, err, sizeof err)) >= 0) {
+                if (opt < OPTION_BASE)
+                        continue;
+                const Setting *s = &settings_table[opt - OPTION_BASE];
+                if (streq(s->flag, "v") || streq(s->flag, "logging-format")) {
+                        Error error = {};
+                        /* a bad value is said by nanolet_config_parse_argv() */
+                        (void)s->parse(c, s, optarg, &error);
+                }
+        }
+        return 0;
 }
 
 /* Each value was checked against its bounds in the settings table; what is
@@ -359,6 +380,7 @@ static int check_combination(const NanoletConfig *c) {
 int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
         _cleanup_free_ struct option *options = options_new();
         _cleanup_free_ bool *seen = calloc(settings_table_size, sizeof(bool));
+        char err[512];
         int r, opt;
 
         if (!options || !seen)
@@ -369,22 +391,16 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv) {
                 return r;
 
         optind = 0;
-        opterr = 0; /* the messages below name the flag and what to do */
-        while ((opt = getopt_long_only(argc, argv, ":h", options, NULL)) >= 0) {
+        /* Whole names only, as kubelet's pflag: an abbreviation is unknown. */
+        while ((opt = getopt_whole(argc, argv, "h", options, true, err, sizeof err)) >= 0) {
                 if (opt == 'h') {
                         settings_print_help(stdout);
                         return 1;
                 }
-                if (opt == ':') {
-                        _cleanup_free_ char *quoted = setting_value_quote(argv[optind - 1]);
-                        log_error("Flag %s needs a value.", strna(quoted));
-                        return -EINVAL;
-                }
                 if (opt < OPTION_BASE) {
                         /* kubelet's own flags are all in the table (accepted or
                          * rejected), so this is a typo or a flag of another tool */
-                        _cleanup_free_ char *quoted = setting_value_quote(argv[optind - 1]);
-                        log_error("Unknown flag %s; see \"nanolet serve --help\".", strna(quoted));
+                        log_error("Failed to parse flags: %s; see \"nanolet serve --help\".", err);
                         return -EINVAL;
                 }
                 size_t i = (size_t)(opt - OPTION_BASE);

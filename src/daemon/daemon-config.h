@@ -146,6 +146,11 @@ int nanolet_config_load_file(NanoletConfig *c, const char *path, Diagnostics *di
 int nanolet_config_load_buffer(NanoletConfig *c, const char *buf, size_t size, const char *filename,
                                Diagnostics *diag);
 
+/* Only -v and --logging-format, silently: for the logger to be set up
+ * before nanolet_config_parse_argv() reports anything, the configuration
+ * file's warnings included. */
+int nanolet_config_parse_log_flags(NanoletConfig *c, int argc, char **argv);
+
 /* Parses `serve` flags (argv[0] is the verb). Loads --config first so that
  * flags override it. Returns 0, 1 when --help was printed, or -EINVAL after
  * printing a usage error. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "log.h"
 #include "string-util.h"
 
 #define DIAG_DEFAULT_MAX_ITEMS 1000
@@ -152,6 +153,25 @@ char *diag_to_string(const Diag *item) {
                 return NULL;
         }
         return buf;
+}
+
+void diagnostics_log(const Diagnostics *d) {
+        /* the logger escapes control characters itself */
+        for (size_t i = 0; i < d->n; i++) {
+                _cleanup_free_ char *text = diag_to_string(&d->items[i]);
+                if (!text) {
+                        (void)log_oom();
+                        continue;
+                }
+                if (d->items[i].level == DIAG_ERROR)
+                        log_error("%s", text);
+                else
+                        log_warning("%s", text);
+        }
+        size_t dropped =
+                d->n_errors + d->n_warnings > d->n ? d->n_errors + d->n_warnings - d->n : 0;
+        if (dropped > 0)
+                log_warning("%zu more problems not shown.", dropped);
 }
 
 void diagnostics_print(const Diagnostics *d, FILE *f) {

@@ -53,3 +53,7 @@ void diag_format(const Diag *item, FILE *f);
 /* Same as one allocated string; NULL on ENOMEM. */
 char *diag_to_string(const Diag *item);
 void diagnostics_print(const Diagnostics *d, FILE *f);
+/* Each problem as one line of the agent's log (klog's header or JSON), at
+ * the error or warning level: for the agent, whose every stderr line is a
+ * log line. */
+void diagnostics_log(const Diagnostics *d);

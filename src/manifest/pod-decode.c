@@ -28,6 +28,12 @@ char *path_join(char *buf, size_t size, const char *parent, const char *name) {
         return buf;
 }
 
+char *path_key(char *buf, size_t size, const char *parent, const char *key) {
+        if (snprintf(buf, size, "%s[%s]", parent, key) < 0)
+                buf[0] = 0;
+        return buf;
+}
+
 static char *path_index(char *buf, size_t size, const char *parent, size_t i) {
         if (snprintf(buf, size, "%s[%zu]", parent, i) < 0)
                 buf[0] = 0;
@@ -59,9 +65,27 @@ void decode_warning(DecodeContext *c, const YamlNode *n, const char *path, const
 
 /* ---- scalars ---- */
 
+/* A scalar where a string belongs: YAML 1.1, as Kubernetes reads
+ * manifests, types yes/no/on/off/y/n and true/false as booleans and
+ * numbers as numbers, which kubelet refuses for a string field too; the
+ * message says how to write the string. */
+static void not_a_string(DecodeContext *c, const YamlNode *n, const char *path) {
+        static const char *const kind[] = {
+                [YAML_NODE_NULL] = "null",
+                [YAML_NODE_BOOL] = "a boolean",
+                [YAML_NODE_INT] = "a number",
+                [YAML_NODE_FLOAT] = "a number",
+        };
+        if (n->type <= YAML_NODE_FLOAT && n->str && !isempty(n->str) && n->str_len <= 64)
+                decode_error(c, n, path, "must be a string: %s is %s in YAML, quote it (\"%s\")",
+                             n->str, kind[n->type], n->str);
+        else
+                decode_error(c, n, path, "must be a string");
+}
+
 static int decode_string(DecodeContext *c, const YamlNode *n, const char *path, char **ret) {
         if (n->type != YAML_NODE_STRING) {
-                decode_error(c, n, path, "must be a string");
+                not_a_string(c, n, path);
                 return 0;
         }
         if (memchr(n->str, 0, n->str_len)) {
@@ -103,7 +127,7 @@ static int decode_mode(DecodeContext *c, const YamlNode *n, const char *path, Op
 static int decode_enum(DecodeContext *c, const YamlNode *n, const char *path, const EnumInfo *e,
                        int *ret) {
         if (n->type != YAML_NODE_STRING) {
-                decode_error(c, n, path, "must be a string");
+                not_a_string(c, n, path);
                 return 0;
         }
         for (int i = 0; i < e->n; i++)
@@ -222,11 +246,11 @@ static int decode_map(DecodeContext *c, const YamlNode *n, const char *path, Str
         for (size_t i = 0; i < n->n; i++) {
                 const YamlNode *k = n->pairs[i].key, *v = n->pairs[i].value;
                 char p[PATH_BUF];
-                path_join(p, sizeof(p), path, k->str);
+                path_key(p, sizeof(p), path, k->str);
                 if (v->type == YAML_NODE_NULL)
                         continue; /* JSON null in a map[string]string is "" in Go; omit */
                 if (v->type != YAML_NODE_STRING) {
-                        decode_error(c, v, p, "must be a string");
+                        not_a_string(c, v, p);
                         continue;
                 }
                 int r = string_map_set(m, k->str, v->str, v->str_len);
@@ -479,7 +503,7 @@ static int resource_list_decode(DecodeContext *c, const YamlNode *n, const char 
         for (size_t i = 0; i < n->n; i++) {
                 const YamlNode *k = n->pairs[i].key, *v = n->pairs[i].value;
                 char p[PATH_BUF];
-                path_join(p, sizeof(p), path, k->str);
+                path_key(p, sizeof(p), path, k->str);
                 OptionalQuantity q = {};
                 const char *size;
                 int r;
@@ -1058,7 +1082,7 @@ static int decode_base64_map(DecodeContext *c, const YamlNode *n, const char *pa
         for (size_t i = 0; i < n->n; i++) {
                 const YamlNode *k = n->pairs[i].key, *v = n->pairs[i].value;
                 char p[PATH_BUF];
-                path_join(p, sizeof(p), path, k->str);
+                path_key(p, sizeof(p), path, k->str);
                 if (v->type == YAML_NODE_NULL)
                         continue;
                 if (v->type != YAML_NODE_STRING) {
@@ -1105,7 +1129,7 @@ static void check_keys(DecodeContext *c, const YamlNode *doc, const char *field,
         for (size_t i = 0; i < m->n; i++) {
                 const char *k = m->items[i].key;
                 char p[PATH_BUF];
-                path_join(p, sizeof(p), field, k);
+                path_key(p, sizeof(p), field, k);
                 const YamlNode *kn = map;
                 for (size_t j = 0; map->type == YAML_NODE_MAP && j < map->n; j++)
                         if (streq(map->pairs[j].key->str, k))

@@ -77,6 +77,9 @@ void decode_warning(DecodeContext *c, const YamlNode *n, const char *path, const
         _printf_(4, 5);
 /* "parent.name", or name at the top. */
 char *path_join(char *buf, size_t size, const char *parent, const char *name);
+/* A map key as Kubernetes' field.Path writes it: "metadata.annotations[a.b/c]",
+ * "data[..data]", "resources.limits[cpu]". */
+char *path_key(char *buf, size_t size, const char *parent, const char *key);
 
 /* Enum tables (pod.c). */
 extern const EnumInfo restart_policy_info, pull_policy_info, protocol_info, dns_policy_info,

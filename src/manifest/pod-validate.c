@@ -41,6 +41,24 @@ const YamlNode *yaml_resolve_path(const YamlNode *doc, const char *path) {
                         s++;
                         continue;
                 }
+                if (*s == '[' && cur->type == YAML_NODE_MAP) {
+                        /* a map key, "[a.b/c]": up to the ']' that ends
+                         * the path or comes before '.' or '[' */
+                        const char *end = s + 1;
+                        while ((end = strchr(end, ']')) && end[1] && end[1] != '.' && end[1] != '[')
+                                end++;
+                        if (!end || (size_t)(end - s - 1) >= 256)
+                                return cur;
+                        char key[256];
+                        memcpy(key, s + 1, (size_t)(end - s - 1));
+                        key[end - s - 1] = 0;
+                        const YamlNode *child = yaml_map_get(cur, key);
+                        if (!child)
+                                return cur;
+                        cur = child;
+                        s = end + 1;
+                        continue;
+                }
                 if (*s == '[') {
                         char *end;
                         unsigned long i = strtoul(s + 1, &end, 10);
@@ -753,14 +771,15 @@ static void validate_resource_list(Validator *v, const char *path, const Resourc
                   { "ephemeral-storage", &l->ephemeral_storage } };
         for (size_t i = 0; i < ELEMENTSOF(q); i++)
                 if (q[i].q->set && q[i].q->value.milli < 0)
-                        verr(v, P(p, path, ".%s", q[i].name), "must be greater than or equal to 0");
+                        verr(v, P(p, path, "[%s]", q[i].name),
+                             "must be greater than or equal to 0");
         if (l->cpu.set && l->cpu.value.milli > POD_CPU_MAX_MILLI)
-                verr(v, P(p, path, ".cpu"),
+                verr(v, P(p, path, "[cpu]"),
                      "must be at most %" PRId64 "m (the largest CPU quota the kernel accepts)",
                      (int64_t)POD_CPU_MAX_MILLI);
         for (size_t i = 0; i < l->n_hugepages; i++)
                 if (l->hugepages[i].value.milli < 0)
-                        verr(v, P(p, path, ".hugepages-%s", l->hugepages[i].page_size),
+                        verr(v, P(p, path, "[hugepages-%s]", l->hugepages[i].page_size),
                              "must be greater than or equal to 0");
 }
 
@@ -797,7 +816,7 @@ static void validate_resources(Validator *v, const char *path, const ResourceReq
         for (size_t i = 0; i < ELEMENTSOF(pairs); i++)
                 if (pairs[i].req->set && pairs[i].lim->set &&
                     quantity_cmp(&pairs[i].req->value, &pairs[i].lim->value) > 0)
-                        verr(v, P(p, rp, ".%s", pairs[i].name),
+                        verr(v, P(p, rp, "[%s]", pairs[i].name),
                              "must be less than or equal to %s limit", pairs[i].name);
 
         /* hugepages cannot be overcommitted: requests equal limits */
@@ -805,7 +824,7 @@ static void validate_resources(Validator *v, const char *path, const ResourceReq
                 const HugePageQuantity *req = &r->requests.hugepages[i];
                 const HugePageQuantity *lim = find_hugepage(&r->limits, req->page_size);
                 if (!lim || quantity_cmp(&lim->value, &req->value) != 0)
-                        verr(v, P(p, rp, ".hugepages-%s", req->page_size),
+                        verr(v, P(p, rp, "[hugepages-%s]", req->page_size),
                              "must be equal to hugepages-%s limit", req->page_size);
         }
         if ((r->requests.n_hugepages > 0 || r->limits.n_hugepages > 0) && !r->requests.cpu.set &&

@@ -105,7 +105,8 @@ int pod_checkpoint_read(const char *pod_dir, PodCheckpoint *ret) {
         return 0;
 }
 
-int pod_checkpoint_parse(const PodCheckpoint *c, const char *node_name, ManifestObject **ret) {
+int pod_checkpoint_parse(const PodCheckpoint *c, const char *node_name, usec_t seen,
+                         ManifestObject **ret) {
         _cleanup_free_ char *text = NULL;
         ManifestObject **objs = NULL;
         size_t n = 0;
@@ -119,6 +120,7 @@ int pod_checkpoint_parse(const PodCheckpoint *c, const char *node_name, Manifest
                 .node_name = node_name,
                 .source_id = c->origin,
                 .config_source = c->source,
+                .seen = seen,
         };
         diagnostics_init(&diag);
         r = manifest_parse_buffer(text, strlen(text), &po, &objs, &n, &diag);
@@ -213,7 +215,7 @@ int pod_checkpoints_image_users(const char *pods_dir, ImageUsers *ret) {
                 /* The node name shapes only the name and UID, which come from the checkpoint. */
                 int r = pod_checkpoint_read(dir, &cp);
                 if (r >= 0)
-                        r = pod_checkpoint_parse(&cp, "node", &o);
+                        r = pod_checkpoint_parse(&cp, "node", 0, &o);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0) {

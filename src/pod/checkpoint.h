@@ -32,8 +32,12 @@ int pod_checkpoint_write(const char *pod_dir, const PodCheckpoint *c);
 int pod_checkpoint_read(const char *pod_dir, PodCheckpoint *ret);
 /* The pod a checkpoint holds, parsed back from its canonical manifest as the
  * agent adopts it; its UID is the checkpoint's (the UID depends on where the
- * file was). node_name as the agent's --hostname-override. */
-int pod_checkpoint_parse(const PodCheckpoint *c, const char *node_name, ManifestObject **ret);
+ * file was). node_name as the agent's --hostname-override. seen (realtime,
+ * 0: none) is its kubernetes.io/config.seen: when this agent first saw the
+ * pod, which for an adopted pod is its checkpoint, as a restarted kubelet
+ * first sees a static pod when it reads its manifest. */
+int pod_checkpoint_parse(const PodCheckpoint *c, const char *node_name, usec_t seen,
+                         ManifestObject **ret);
 
 /* The images the checkpointed pods under pods_dir (<root-dir>/pods) use, with
  * user "pod \"<namespace>/<name>\"": the manifest digest every container

@@ -30,6 +30,7 @@
 #include "rm-rf.h"
 #include "string-util.h"
 #include "strv.h"
+#include "termination-message.h"
 
 void op_clear_start(ContainerOp *op) {
         free(op->id);
@@ -810,6 +811,33 @@ static char *read_termination_message(PodWorker *w, const ContainerState *c) {
         return utf8_make_valid(data, size);
 }
 
+/* terminationMessagePolicy FallbackToLogsOnError: the end of the attempt's
+ * log (termination-message.h), or what kept it from being read, in
+ * kubelet's words. The log is the agent's own file; a container cannot
+ * make it anything but a log. */
+static char *read_log_message(PodWorker *w, const ContainerState *c) {
+        _cleanup_free_ char *rel = strprintf("%s/%u.log", c->spec->name, c->attempt);
+        _cleanup_close_ int dfd = open(w->log_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_free_ char *data = NULL;
+        char *message = NULL;
+        size_t size;
+        bool truncated;
+
+        if (!rel)
+                return NULL;
+        int r = dfd < 0 ? -errno
+                        : read_file_tail_at(dfd, rel, TERMINATION_LOG_READ, &data, &size,
+                                            &truncated);
+        if (r >= 0)
+                r = termination_message_from_log(data, size, truncated, &message);
+        if (r == -ENOMEM)
+                return NULL;
+        if (r < 0)
+                return strprintf("Error on reading termination message from logs: %s",
+                                 strerror(-r));
+        return message;
+}
+
 void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,
                       const RuntimeContainerStatus *st) {
         c->state = CONTAINER_EXITED;
@@ -821,6 +849,11 @@ void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,
         (void)set_str(&c->exit_reason, reason);
         free(c->exit_message);
         c->exit_message = read_termination_message(w, c);
+        if (termination_message_from_log_wanted(c->spec->termination_message_policy, c->exit_code,
+                                                c->exit_message)) {
+                free(c->exit_message);
+                c->exit_message = read_log_message(w, c);
+        }
         c->ready = false;
         c->started = false;
         c->kill_requested = false;

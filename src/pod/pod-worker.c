@@ -983,7 +983,7 @@ int pod_worker_new_from_checkpoint(PodWorker **ret, PodManagerContext *ctx, cons
         r = pod_checkpoint_read(pod_dir, &cp);
         if (r < 0)
                 return r;
-        r = pod_checkpoint_parse(&cp, ctx->o->node_name, &o);
+        r = pod_checkpoint_parse(&cp, ctx->o->node_name, now_usec(CLOCK_REALTIME), &o);
         if (r < 0)
                 return r;
         PodWorker *w;
@@ -1066,7 +1066,7 @@ int pod_worker_new_stray(PodWorker **ret, PodManagerContext *ctx, const char *ui
         };
         if (!cp.manifest)
                 return -ENOMEM;
-        r = pod_checkpoint_parse(&cp, ctx->o->node_name, &o);
+        r = pod_checkpoint_parse(&cp, ctx->o->node_name, now_usec(CLOCK_REALTIME), &o);
         json_decref(cp.manifest);
         if (r < 0)
                 return r;

@@ -78,6 +78,12 @@ for p in multi withinit victim gone changed deleted; do
         check_field "$p Running and ready" "$p" 'p["status"]["phase"] == "Running" and all(c["ready"] for c in p["status"]["containerStatuses"])' True 60
 done
 
+# kubelet's config annotations: config.seen is when this agent first saw
+# the pod, also when it is adopted after a restart (from its checkpoint)
+CONFIG_ANNOTATIONS='all(k in p["metadata"].get("annotations", {}) for k in ("kubernetes.io/config.seen", "kubernetes.io/config.source", "kubernetes.io/config.hash"))'
+check_field "config.seen, config.source and config.hash set" multi "$CONFIG_ANNOTATIONS" True
+seen_first=$(pod_field multi 'p["metadata"]["annotations"]["kubernetes.io/config.seen"]')
+
 # snapshot POD...: "<container> <containerID> <pid> <restartCount>" per running container
 snapshot() {
         local p
@@ -117,6 +123,7 @@ sed 's/echo v1/echo v2/' "$MAN/changed.yaml" | put_manifest changed.yaml
 for ((i = 0; i < 300; i++)); do kill -0 "$victim_pid" 2>/dev/null || kill -0 "$deleted_pid" 2>/dev/null || break; sleep 0.1; done
 start_agent
 expect "adoption logged" "$AGENT_LOG" 'Adopted running container "a" of pod "multi-node1' 1 20
+check_field "kill -9 + start: the adopted pod has config.seen (and source, hash)" multi "$CONFIG_ANNOTATIONS" True
 check_field "victim restarted per policy" victim 'p["status"]["containerStatuses"][0]["restartCount"] == 1 and "running" in p["status"]["containerStatuses"][0]["state"]' True 30
 check_field "victim's exit code while the agent was down: 143" victim 'p["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"]' 143
 check_field "runc state deleted while down: restarted" deleted 'p["status"]["containerStatuses"][0]["restartCount"] == 1 and "running" in p["status"]["containerStatuses"][0]["state"]' True 30
@@ -143,8 +150,24 @@ stop_agent
 snapshot_pids=$(awk '{print $4}' "$WORK/before")
 alive=0; for p in $snapshot_pids; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
 [ "$alive" = 4 ] && ok "SIGTERM leaves the pods running" || fail "$alive of 4 alive after SIGTERM"
-start_agent
+read -r API_PORT < <(free_ports 1)
+start_agent --read-only-port "$API_PORT"
 expect "adopted after SIGTERM" "$AGENT_LOG" 'Adopted running container "b" of pod "multi-node1' 2 20
+# what the read-only API shows: the adopted pods as a restarted kubelet
+# shows its static pods, config.seen from this run's first sighting
+if curl -sf "http://127.0.0.1:$API_PORT/pods" -o "$WORK/api-pods.json" &&
+        python3 - "$WORK/api-pods.json" "$seen_first" <<'PY'; then
+import json, sys
+pods = {p["metadata"]["name"]: p for p in json.load(open(sys.argv[1]))["items"]}
+for name in ("multi-node1", "withinit-node1"):
+    a = pods[name]["metadata"].get("annotations", {})
+    assert a.get("kubernetes.io/config.source") == "file", (name, a)
+    assert a.get("kubernetes.io/config.hash") == pods[name]["metadata"]["uid"], (name, a)
+    seen = a.get("kubernetes.io/config.seen", "")
+    assert seen.endswith("Z") and seen > sys.argv[2], (name, seen, sys.argv[2])
+PY
+        ok "API /pods after SIGTERM + start: config.seen (this run's), config.source, config.hash"
+else fail "API /pods annotations after restart: $(cat "$WORK/api-pods.json" 2>/dev/null)"; fi
 sleep 2
 snapshot multi withinit >"$WORK/after2"
 diff -u "$WORK/before" "$WORK/after2" >&2 && ok "SIGTERM + start: identical containers" || fail "containers changed across SIGTERM"

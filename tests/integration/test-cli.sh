@@ -212,6 +212,10 @@ run 0 pods -o name && { [ "$(sort "$out" | tr '\n' ' ')" = "pod/etcd-node1 pod/j
         ok "pods -o name" || fail "pods -o name: $(cat "$out")"; }
 run 2 pods -o xml
 run 2 pods --bogus
+# whole names only, as kubelet's and kubectl's pflag: an abbreviation is unknown
+run 2 pods --out=wide && has "pods: an abbreviation is an unknown flag" "$err" '^nanolet pods: unknown flag: --out$'
+run 2 logs web --foll && has "logs: an abbreviation is an unknown flag" "$err" '^nanolet logs: unknown flag: --foll$'
+run 2 ps --al && has "ps: an abbreviation is an unknown flag" "$err" '^nanolet ps: unknown flag: --al$'
 mv "$STATUS" "$STATUS.x"
 run 0 pods && has "no pods" "$err" '^No pods found\.$'
 mv "$STATUS.x" "$STATUS"

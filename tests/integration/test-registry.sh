@@ -94,7 +94,8 @@ push "oci:$WORK/multi:multi" test/multi:v1 --all --preserve-digests
 push "oci:$WORK/big:big" test/big:v1 --preserve-digests
 
 img() { "$NANOLET" image --root-dir "$ROOT" "$@"; }
-pull() { img pull --registry-certs-dir "$CERTS" --credential-file "$CREDS" --registries-conf "$WORK/none.conf" "$@"; }
+# the agent's flag names (the settings table) and their defaults
+pull() { img pull --registry-certs-dir "$CERTS" --image-credential-file "$CREDS" --registries-conf "$WORK/none.conf" "$@"; }
 manifest_digest() { # REPO:TAG
         curl -s --cacert "$REGDIR/ca.crt" -u tester:s3cret -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
                 -o /dev/null -D - "https://$REG/v2/${1%:*}/manifests/${1##*:}" |
@@ -254,7 +255,7 @@ done
 mkdir -p "$CERTS/$BREG"
 cp "$REGDIR/ca.crt" "$CERTS/$BREG/ca.crt"
 echo "{\"auths\": {\"$BREG\": {\"auth\": \"$(printf tester:s3cret | base64)\"}}}" >"$WORK/bearer.json"
-if img pull --registry-certs-dir "$CERTS" --credential-file "$WORK/bearer.json" "$BREG/test/big:v1" >"$WORK/out" 2>&1; then
+if img pull --registry-certs-dir "$CERTS" --authfile="$WORK/bearer.json" "$BREG/test/big:v1" >"$WORK/out" 2>&1; then
         [ "$(grep -c "layer sha256:.*: verified" "$WORK/out")" = 3 ] && ok "bearer token pull (3 layers downloaded)" ||
                 fail "bearer: $(cat "$WORK/out")"
         [ "$(grep -c "scope=repository:test/big:pull service=nanolet-test-registry auth=ok" "$WORK/token.log")" = 1 ] &&
@@ -263,7 +264,7 @@ if img pull --registry-certs-dir "$CERTS" --credential-file "$WORK/bearer.json" 
 else fail "bearer pull: $(cat "$WORK/out" "$WORK/token-server.err" 2>/dev/null)"; fi
 img rm "$BREG/test/big:v1" >/dev/null && img prune >/dev/null || fail "rm + prune after the bearer pull"
 echo "{\"auths\": {\"$BREG\": {\"username\": \"tester\", \"password\": \"nope\"}}}" >"$WORK/bearer-bad.json"
-if img pull --registry-certs-dir "$CERTS" --credential-file "$WORK/bearer-bad.json" "$BREG/test/zstd:v1" >"$WORK/out" 2>&1; then
+if img pull --registry-certs-dir "$CERTS" --image-credential-file="$WORK/bearer-bad.json" "$BREG/test/zstd:v1" >"$WORK/out" 2>&1; then
         fail "bearer pull with a wrong password"
 else
         grep -q "token request failed: HTTP 401 (UNAUTHORIZED: token server: bad credentials)" "$WORK/out" &&
@@ -271,7 +272,7 @@ else
 fi
 
 # --- wrong password, no credentials
-if img pull --registry-certs-dir "$CERTS" --credential-file "$WORK/bad.json" "$REG/test/zstd:v1" >"$WORK/out" 2>&1; then
+if img pull --registry-certs-dir "$CERTS" --authfile "$WORK/bad.json" "$REG/test/zstd:v1" >"$WORK/out" 2>&1; then
         fail "wrong password accepted"
 else
         grep -q "401 Unauthorized" "$WORK/out" && ok "wrong password: 401 ($(grep -o 'registry.*' "$WORK/out" | head -1))" ||
@@ -281,7 +282,7 @@ grep -q 'wrong\|s3cret' "$WORK/out" && fail "password in the message" || ok "no 
 
 # --- untrusted CA
 img rm "$REG/test/nanolet-test:v1" >/dev/null 2>&1 || true
-if img pull --registry-certs-dir "$WORK/empty-certs.d" --credential-file "$CREDS" "$REG/test/nanolet-test:v1" >"$WORK/out" 2>&1; then
+if img pull --registry-certs-dir "$WORK/empty-certs.d" --image-credential-file "$CREDS" "$REG/test/nanolet-test:v1" >"$WORK/out" 2>&1; then
         fail "untrusted CA accepted"
 else
         grep -qi "TLS error.*certificate" "$WORK/out" && ok "untrusted CA: $(grep -o 'TLS error[^(]*' "$WORK/out")" ||
@@ -290,6 +291,7 @@ fi
 
 # --- insecure registries: TLS without verification, and plain HTTP (a third
 # instance on the same storage, no TLS, no auth)
+# the older name of --image-credential-file still works
 if img pull -q --registry-certs-dir "$WORK/empty-certs.d" --credential-file "$CREDS" \
         --insecure-registry "$REG" "$REG/test/nanolet-test:v1" >"$WORK/out" 2>&1; then
         ok "--insecure-registry: unverified TLS"

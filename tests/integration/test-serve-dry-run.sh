@@ -144,7 +144,7 @@ fileCheckFrequency: 0s
 rotateCertificates: true
 YAML
 LOG3="$WORK/serve-kubelet.log"
-"$NANOLET" serve --dry-run --config "$WORK/kc.yaml" --pod-manifest-path "$MAN" --hostname-override node1 \
+env -u JOURNAL_STREAM "$NANOLET" serve --dry-run --config "$WORK/kc.yaml" --pod-manifest-path "$MAN" --hostname-override node1 \
         --kubeconfig=/etc/kubernetes/kubelet.conf --node-labels a=b --register-node=false \
         --read-only-port 0 --healthz-port 0 >"$LOG3" 2>&1 &
 PIDS+=($!)
@@ -154,9 +154,61 @@ sed '/nanolet starting/q' "$LOG3" >"$WORK/serve-kubelet-start.log"
         [ "$(count_lines "$LOG3" 'Flag --kubeconfig is ignored: ')" -eq 1 ] &&
         [ "$(count_lines "$LOG3" 'kc.yaml:6: rotateCertificates: warning: ignored: ')" -eq 1 ] &&
         ok "one warning per ignored setting (3 flags, 1 field)" || fail "warnings: $(cat "$LOG3")"
+
+# Every line the agent writes is a log line: klog's header, the file's
+# warnings and the flags' problems included (no JOURNAL_STREAM: that one
+# trades the header for "<N>"), or JSON under --logging-format=json.
+KLOG='^[IWE][0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6} +[0-9]+ [^ ]+:[0-9]+\] '
+all_klog() { # FILE: every line has klog's header
+        [ -s "$1" ] && [ "$(count_lines "$1" "$KLOG")" -eq "$(wc -l <"$1")" ]
+}
+all_json() { # FILE: every line is a JSON object with ts, caller and msg
+        [ -s "$1" ] && python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    o = json.loads(line)
+    assert isinstance(o, dict) and {"ts", "caller", "msg"} <= o.keys(), line
+' "$1" 2>/dev/null
+}
+all_klog "$WORK/serve-kubelet-start.log" && [ "$(count_lines "$WORK/serve-kubelet-start.log" "${KLOG}.*kc.yaml:6: rotateCertificates: warning: ")" -eq 1 ] &&
+        ok "the file's warnings carry klog's header, as every line" ||
+        fail "lines without klog's header: $(grep -vE "$KLOG" "$WORK/serve-kubelet-start.log")"
+LOG4="$WORK/serve-json.log"
+env -u JOURNAL_STREAM "$NANOLET" serve --dry-run --config "$WORK/kc.yaml" --pod-manifest-path "$MAN" \
+        --hostname-override node1 --kubeconfig=/etc/kubernetes/kubelet.conf --read-only-port 0 \
+        --healthz-port 0 --logging-format=json >"$LOG4" 2>&1 &
+PIDS+=($!)
+expect "--logging-format=json after --config: the agent starts" "$LOG4" 'nanolet starting'
+sed '/nanolet starting/q' "$LOG4" >"$WORK/serve-json-start.log"
+all_json "$WORK/serve-json-start.log" &&
+        [ "$(count_lines "$WORK/serve-json-start.log" '"msg":"[^"]*kc.yaml:6: rotateCertificates: warning: ')" -eq 1 ] &&
+        ok "under --logging-format=json the file's warnings are JSON, as every line" ||
+        fail "JSON log: $(cat "$WORK/serve-json-start.log")"
+for bad in "--config $WORK/none.yaml" "--kubeconfg=/x" "--max-pods=x" "--root"; do
+        rc=0
+        # shellcheck disable=SC2086 # the flags split on purpose
+        env -u JOURNAL_STREAM timeout 30 "$NANOLET" serve --dry-run --logging-format=json $bad >"$WORK/bad-json.log" 2>&1 || rc=$?
+        [ "$rc" -ne 0 ] && all_json "$WORK/bad-json.log" ||
+                fail "$bad under json: status $rc, $(cat "$WORK/bad-json.log")"
+        rc=0
+        # shellcheck disable=SC2086
+        env -u JOURNAL_STREAM timeout 30 "$NANOLET" serve --dry-run $bad >"$WORK/bad-text.log" 2>&1 || rc=$?
+        [ "$rc" -ne 0 ] && all_klog "$WORK/bad-text.log" ||
+                fail "$bad: status $rc, $(cat "$WORK/bad-text.log")"
+done
+ok "a bad flag or file is said in log lines (klog or JSON)"
 rc=0
 "$NANOLET" serve --dry-run --pod-manifest-path "$MAN" --kubeconfg=/x >"$WORK/typo.log" 2>&1 || rc=$?
-[ "$rc" -eq 2 ] && grep -q 'Unknown flag "--kubeconfg=/x"' "$WORK/typo.log" &&
+[ "$rc" -eq 2 ] && grep -q '^E[0-9]\{4\} .*unknown flag: --kubeconfg; ' "$WORK/typo.log" &&
         ok "an unknown flag exits 2 naming it" || fail "unknown flag: status $rc, $(cat "$WORK/typo.log")"
+# Whole names only, as kubelet's pflag: getopt's abbreviations are unknown.
+# (An agent that took one would run: the timeout ends it, as a failure.)
+for abbrev in --root=/x --max-pod=5 --container-runtime=remote -hostname=n; do
+        rc=0
+        timeout 30 "$NANOLET" serve --dry-run --pod-manifest-path "$MAN" "$abbrev" >"$WORK/abbrev.log" 2>&1 || rc=$?
+        [ "$rc" -eq 2 ] && grep -q "unknown flag: ${abbrev%%=*}; " "$WORK/abbrev.log" ||
+                fail "abbreviation $abbrev: status $rc, $(cat "$WORK/abbrev.log")"
+done
+ok "abbreviated flags are unknown flags"
 
 finish

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Termination messages as kubelet records them: the last 4096 bytes of a
 # longer file, bytes that are not UTF-8 replaced by U+FFFD, a sparse 10 GiB
-# file read only at its end; in each case the exit code (3) and reason are
+# file read only at its end; FallbackToLogsOnError's log tail (the last 80
+# lines, at most their last 2048 bytes) when the file says nothing and the
+# container failed, the file when it does; in each case the exit code (3) and reason are
 # recorded, in the status and in the attempt's exit record the agent reads
 # back after a restart.
 . "$(dirname "$0")/lib.sh"
@@ -30,6 +32,26 @@ spec:
     image: nanolet-test
     imagePullPolicy: Never
     command: [sh, -c, "truncate -s 10737418236 /dev/termination-log && printf last >>/dev/termination-log; exit 3"]
+  - name: fallback
+    image: nanolet-test
+    imagePullPolicy: Never
+    terminationMessagePolicy: FallbackToLogsOnError
+    command: [sh, -c, "awk 'BEGIN { for (i = 1; i <= 100; i++) print \"line \" i }'; printf 'no newline'; exit 3"]
+  - name: fallbacklong
+    image: nanolet-test
+    imagePullPolicy: Never
+    terminationMessagePolicy: FallbackToLogsOnError
+    command: [sh, -c, "echo first; head -c 3000 /dev/zero | tr '\\0' L; echo; exit 3"]
+  - name: fallbackfile
+    image: nanolet-test
+    imagePullPolicy: Never
+    terminationMessagePolicy: FallbackToLogsOnError
+    command: [sh, -c, "echo from the log; printf 'from the file' >/dev/termination-log; exit 3"]
+  - name: fallbackok
+    image: nanolet-test
+    imagePullPolicy: Never
+    terminationMessagePolicy: FallbackToLogsOnError
+    command: [sh, -c, "echo all is well"]
 YAML
 check_field "term Failed" term 'p["status"]["phase"]' Failed 60
 
@@ -50,6 +72,17 @@ PY
 check "10000-byte message: exit 3, its last 4096 bytes" long 'm == "B" * 4093 + "END"'
 check "invalid UTF-8: exit 3, bytes replaced by U+FFFD" badutf8 'm == "bad \ufffd\ufffd utf8 \ufffd( end"'
 check "sparse 10 GiB file: exit 3, only its end read" sparse 'm == "\ufffd" * 4092 + "last"'
+check "FallbackToLogsOnError: the log's last 80 lines" fallback \
+        'm == "".join(f"line {i}\n" for i in range(22, 101)) + "no newline"'
+check "FallbackToLogsOnError: at most the log's last 2048 bytes" fallbacklong 'm == "L" * 2047 + "\n"'
+check "FallbackToLogsOnError: the file when it says something" fallbackfile 'm == "from the file"'
+python3 - "$WORK/pods.json" <<'PY' && ok "FallbackToLogsOnError: no message when the container succeeded" || fail "fallbackok: $(cat "$WORK/pods.json")"
+import json, sys
+items = {p["metadata"]["name"]: p for p in json.load(open(sys.argv[1]))["items"]}
+cs = {c["name"]: c for c in items["term-node1"]["status"]["containerStatuses"]}
+t = cs["fallbackok"]["state"]["terminated"]
+sys.exit(0 if t["exitCode"] == 0 and t["reason"] == "Completed" and "message" not in t else 1)
+PY
 
 # The exit record the agent reads back after a restart.
 for c in long badutf8 sparse; do

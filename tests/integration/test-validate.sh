@@ -41,6 +41,9 @@ set +e
 [ $? -eq 2 ] || fail "no PATH should exit 2"
 "$NANOLET" validate --bogus x >/dev/null 2>&1
 [ $? -eq 2 ] || fail "unknown option should exit 2"
+"$NANOLET" validate --qui x >/dev/null 2>"$WORK/abbrev.err"
+[ $? -eq 2 ] && grep -q '^nanolet validate: unknown flag: --qui$' "$WORK/abbrev.err" ||
+        fail "an abbreviation should be an unknown flag: $(cat "$WORK/abbrev.err")"
 set -e
 
 # duplicates across files in one directory

@@ -22,12 +22,14 @@
 #include "dirent-util.h"
 #include "error.h"
 #include "fileio.h"
+#include "getopt-util.h"
 #include "hash.h"
 #include "json-util.h"
 #include "log.h"
 #include "mount-util.h"
 #include "rm-rf.h"
 #include "sd-notify.h"
+#include "self-helper.h"
 #include "string-util.h"
 #include "strv.h"
 #include "time-util.h"
@@ -1113,6 +1115,109 @@ static void test_log_injection(void **state) {
         assert_non_null(strstr(json, "\"message\":\"line1\\nE1128 forged\\u001b[2J\\ufffd\""));
 }
 
+/* The agent's helpers write on its stderr: they get its log format. */
+static void test_log_format_to_helpers(void **state) {
+        char **env = NULL;
+
+        (void)unsetenv("NANOLET_LOG_FORMAT");
+        log_set_format(LOG_FORMAT_JSON);
+        assert_int_equal(self_helper_env(&env), 0);
+        assert_true(strv_contains(env, "NANOLET_LOG_FORMAT=json"));
+        env = strv_free(env);
+        log_set_format(LOG_FORMAT_TEXT);
+        assert_int_equal(self_helper_env(&env), 0);
+        assert_false(strv_contains(env, "NANOLET_LOG_FORMAT=json"));
+        env = strv_free(env);
+
+        assert_int_equal(setenv("NANOLET_LOG_FORMAT", "json", 1), 0);
+        log_setup();
+        assert_int_equal(log_get_format(), LOG_FORMAT_JSON);
+        assert_int_equal(setenv("NANOLET_LOG_FORMAT", "yaml", 1), 0);
+        log_setup();
+        assert_int_equal(log_get_format(), LOG_FORMAT_JSON);
+        (void)unsetenv("NANOLET_LOG_FORMAT");
+        log_set_format(LOG_FORMAT_TEXT);
+}
+
+/* getopt_whole() over argv: every option it returns, as "<val>" (and
+ * "=<optarg>"), joined by ' '; an error as "ERR <sentence>". */
+static void run_getopt(char **argv, bool long_only, char *out, size_t size) {
+        static const struct option longopts[] = {
+                { "root-dir", required_argument, NULL, 'r' },
+                { "root-dir-extra", no_argument, NULL, 'X' },
+                { "max-pods", required_argument, NULL, 'm' },
+                { "help", no_argument, NULL, 'h' },
+                { "watch", optional_argument, NULL, 'w' },
+                {},
+        };
+        char err[256];
+        int argc = (int)strv_length(argv), opt;
+        size_t n = 0;
+
+        out[0] = 0;
+        optind = 0;
+        while ((opt = getopt_whole(argc, argv, "hc:q", longopts, long_only, err, sizeof err)) >=
+               0) {
+                if (opt == '?') {
+                        n += (size_t)snprintf(out + n, size - n, "%sERR %s", n ? " " : "", err);
+                        return;
+                }
+                n += (size_t)snprintf(out + n, size - n, "%s%c%s%s", n ? " " : "", opt,
+                                      optarg ? "=" : "", optarg ? optarg : "");
+        }
+}
+
+static void test_getopt_whole(void **state) {
+        static const struct {
+                bool long_only;
+                char *argv[6];
+                const char *expect;
+        } cases[] = {
+                /* whole names, every spelling getopt has for them */
+                { false, { "x", "--root-dir", "/a", "--max-pods=5", "-q" }, "r=/a m=5 q" },
+                { false, { "x", "--root-dir=/a", "-c", "v", "--watch" }, "r=/a c=v w" },
+                { false, { "x", "--watch=1", "-cv", "--", "--root" }, "w=1 c=v" },
+                { true, { "x", "-root-dir", "/a", "-max-pods=5", "-h" }, "r=/a m=5 h" },
+                /* an unambiguous abbreviation is an unknown flag */
+                { false, { "x", "--root=/x" }, "ERR unknown flag: --root" },
+                { false, { "x", "--max-pod", "5" }, "ERR unknown flag: --max-pod" },
+                { false, { "x", "-q", "--max-pod=5" }, "q ERR unknown flag: --max-pod" },
+                { false, { "x", "--he" }, "ERR unknown flag: --he" },
+                { false, { "x", "--wat" }, "ERR unknown flag: --wat" },
+                { true, { "x", "-root=/x" }, "ERR unknown flag: -root" },
+                { true, { "x", "--max-pod", "5" }, "ERR unknown flag: --max-pod" },
+                /* an ambiguous one, and a value missing after one */
+                { false, { "x", "--root-d" }, "ERR unknown flag: --root-d" },
+                { false, { "x", "--max" }, "ERR unknown flag: --max" },
+                /* pflag's other sentences */
+                { false, { "x", "--bogus=1" }, "ERR unknown flag: --bogus" },
+                { false, { "x", "--root-dir" }, "ERR flag needs an argument: --root-dir" },
+                { false, { "x", "--help=1" }, "ERR flag does not take a value: --help" },
+                { false, { "x", "-qz" }, "q ERR unknown shorthand flag: 'z' in -qz" },
+                { false, { "x", "-zq" }, "ERR unknown shorthand flag: 'z' in -zq" },
+                { false, { "x", "-qc" }, "q ERR flag needs an argument: 'c' in -qc" },
+                { true, { "x", "-bogus" }, "ERR unknown flag: -bogus" },
+                /* what is shown is escaped and cut */
+                { false, { "x", "--a\033[2Jb" }, "ERR unknown flag: --a\\x1b[2Jb" },
+        };
+        char out[512];
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                run_getopt((char **)cases[i].argv, cases[i].long_only, out, sizeof out);
+                if (!streq(out, cases[i].expect))
+                        fail_msg("case %zu: \"%s\", expected \"%s\"", i, out, cases[i].expect);
+        }
+
+        char long_name[200] = "--";
+        memset(long_name + 2, 'y', sizeof long_name - 3);
+        long_name[sizeof long_name - 1] = 0;
+        char *argv[] = { "x", long_name, NULL };
+        run_getopt(argv, false, out, sizeof out);
+        assert_true(startswith(out, "ERR unknown flag: --yyy"));
+        assert_true(endswith(out, "..."));
+        assert_true(strlen(out) < 100);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_error_first_wins),
@@ -1142,6 +1247,8 @@ int main(void) {
                 cmocka_unit_test(test_log_kv),
                 cmocka_unit_test(test_log_injection),
                 cmocka_unit_test(test_escape),
+                cmocka_unit_test(test_getopt_whole),
+                cmocka_unit_test(test_log_format_to_helpers),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

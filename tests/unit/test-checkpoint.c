@@ -84,6 +84,38 @@ static void test_pod_checkpoint_roundtrip(void **state) {
         remove_tmpdir(dir);
 }
 
+/* An adopted pod carries the annotations a source gives a pod, config.seen
+ * included: when this agent first saw it (its checkpoint). */
+static void test_pod_checkpoint_parse_annotations(void **state) {
+        (void)state;
+        PodCheckpoint cp = {
+                .uid = "0123456789abcdef0123456789abcdef",
+                .source = "file",
+                .origin = "/etc/kubernetes/manifests/web.yaml",
+                .manifest =
+                        json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:[{s:s, s:s}]}}", "apiVersion",
+                                  "v1", "kind", "Pod", "metadata", "name", "web", "namespace",
+                                  "default", "spec", "containers", "name", "c", "image", "busybox"),
+        };
+        ManifestObject *o = NULL;
+        assert_non_null(cp.manifest);
+        assert_int_equal(pod_checkpoint_parse(&cp, "node1", 1700000000123400ULL, &o), 0);
+        const StringMap *a = &o->pod->metadata.annotations;
+        assert_non_null(string_map_get(a, "kubernetes.io/config.seen"));
+        assert_string_equal(string_map_get(a, "kubernetes.io/config.seen")->value,
+                            "2023-11-14T22:13:20.1234Z");
+        assert_string_equal(string_map_get(a, "kubernetes.io/config.source")->value, "file");
+        assert_string_equal(string_map_get(a, "kubernetes.io/config.hash")->value, cp.uid);
+        assert_string_equal(o->uid, cp.uid);
+        manifest_object_unref(o);
+
+        /* 0: none, where no agent sees the pod (the image users' scan) */
+        assert_int_equal(pod_checkpoint_parse(&cp, "node1", 0, &o), 0);
+        assert_null(string_map_get(&o->pod->metadata.annotations, "kubernetes.io/config.seen"));
+        manifest_object_unref(o);
+        json_decref(cp.manifest);
+}
+
 static void test_attempt_record(void **state) {
         (void)state;
         char *dir = make_tmpdir();
@@ -189,6 +221,7 @@ static void test_sandbox_record(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pod_checkpoint_roundtrip),
+                cmocka_unit_test(test_pod_checkpoint_parse_annotations),
                 cmocka_unit_test(test_attempt_record),
                 cmocka_unit_test(test_sandbox_record),
         };

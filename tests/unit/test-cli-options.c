@@ -117,6 +117,32 @@ static void test_usage(void **state) {
         assert_string_equal(c.root_dir, CLI_DEFAULT_ROOT_DIR);
 }
 
+/* Whole names only, as kubelet's pflag: getopt's abbreviations of an
+ * own or a common option are unknown flags. */
+static void test_no_abbreviations(void **state) {
+        char *own_abbrev[] = { "test", "--out=json", NULL };
+        char *own_abbrev2[] = { "test", "--wat", NULL };
+        char *common_abbrev[] = { "test", "--root=/x", NULL };
+        char *common_abbrev2[] = { "test", "--run", "/x", NULL };
+        char *help_abbrev[] = { "test", "--he", NULL };
+        char *whole[] = { "test", "--watch", "--root-dir=/x", NULL };
+        char own[8];
+        CliCommon c;
+
+        helps = 0;
+        assert_int_equal(parse(&c, own_abbrev, own, sizeof(own)), CLI_OPTIONS_USAGE);
+        assert_string_equal(own, "");
+        assert_int_equal(parse(&c, own_abbrev2, own, sizeof(own)), CLI_OPTIONS_USAGE);
+        assert_int_equal(parse(&c, common_abbrev, own, sizeof(own)), CLI_OPTIONS_USAGE);
+        assert_string_equal(c.root_dir, CLI_DEFAULT_ROOT_DIR);
+        assert_int_equal(parse(&c, common_abbrev2, own, sizeof(own)), CLI_OPTIONS_USAGE);
+        assert_int_equal(parse(&c, help_abbrev, own, sizeof(own)), CLI_OPTIONS_USAGE);
+        assert_int_equal(helps, 0);
+        assert_int_equal(parse(&c, whole, own, sizeof(own)), CLI_OPTIONS_END);
+        assert_string_equal(own, "w");
+        assert_string_equal(c.root_dir, "/x");
+}
+
 /* Each command starts getopt again: a second parse sees its own argv whole. */
 static void test_restart(void **state) {
         char *first[] = { "test", "-w", "A", NULL };
@@ -164,9 +190,13 @@ static void test_operands(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_own_and_common), cmocka_unit_test(test_defaults),
-                cmocka_unit_test(test_help),           cmocka_unit_test(test_usage),
-                cmocka_unit_test(test_restart),        cmocka_unit_test(test_operands),
+                cmocka_unit_test(test_own_and_common),
+                cmocka_unit_test(test_defaults),
+                cmocka_unit_test(test_help),
+                cmocka_unit_test(test_usage),
+                cmocka_unit_test(test_restart),
+                cmocka_unit_test(test_operands),
+                cmocka_unit_test(test_no_abbreviations),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -261,6 +261,67 @@ static void test_bad_flags(void **state) {
         assert_all_rejected(all, ELEMENTSOF(all));
 }
 
+/* kubelet's flag parser takes whole names only: getopt's unambiguous
+ * abbreviations (and getopt_long_only()'s single-dash ones) are unknown
+ * flags, --config's among them, which must not load the file. */
+static void test_flag_abbreviations(void **state) {
+        char *root[] = { "serve", "--root=/x", NULL };
+        char *root_single[] = { "serve", "-root=/x", NULL };
+        char *max_pod[] = { "serve", "--max-pod=5", NULL };
+        char *max_pod_separate[] = { "serve", "--max-pod", "5", NULL };
+        char *runtime[] = { "serve", "--container-runtime=remote", NULL };
+        char *help[] = { "serve", "--hel", NULL };
+        char **all[] = { root, root_single, max_pod, max_pod_separate, runtime, help };
+        assert_all_rejected(all, ELEMENTSOF(all));
+
+        char path[] = "/tmp/nanolet-test-config-XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        close(fd);
+        static const char text[] = "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                   "kind: KubeletConfiguration\nmaxPods: 7\n";
+        assert_int_equal(write_file_atomic(path, text, strlen(text), 0644), 0);
+        char *conf_abbrev[] = { "serve", "--conf", path, NULL };
+        NanoletConfig c;
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_int_equal(nanolet_config_parse_argv(&c, 3, conf_abbrev), -EINVAL);
+        assert_int_not_equal(c.max_pods, 7);
+        assert_null(c.config_file);
+        nanolet_config_deinit(&c);
+
+        /* the whole names, single dash or double, still work */
+        char *whole[] = { "serve", "--max-pods=5", "-root-dir=/x", "--config", path, NULL };
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_int_equal(nanolet_config_parse_argv(&c, 5, whole), 0);
+        assert_int_equal(c.max_pods, 5);
+        assert_string_equal(c.root_dir, "/x");
+        assert_string_equal(c.config_file, path);
+        nanolet_config_deinit(&c);
+        unlink(path);
+}
+
+/* The logger is set up from -v and --logging-format before the file is
+ * read, wherever they stand; nothing else is applied, nothing is said. */
+static void test_log_flags_first(void **state) {
+        char *argv[] = { "serve", "--config", "/nonexistent",          "--max-pods=x",
+                         "-v",    "5",        "--logging-format=json", "--bogus",
+                         NULL };
+        char *bad[] = { "serve", "--logging-format=xml", "-v=11", NULL };
+        NanoletConfig c;
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_int_equal(nanolet_config_parse_log_flags(&c, 8, argv), 0);
+        assert_true(c.log_json);
+        assert_int_equal(c.verbosity, 5);
+        assert_null(c.config_file);
+        assert_int_not_equal(c.max_pods, 0);
+        nanolet_config_deinit(&c);
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_int_equal(nanolet_config_parse_log_flags(&c, 3, bad), 0);
+        assert_false(c.log_json);
+        assert_int_equal(c.verbosity, 0);
+        nanolet_config_deinit(&c);
+}
+
 static void test_node_ip(void **state) {
         char *argv[] = { "serve", "--node-ip", "192.168.1.5,fd00::5", NULL };
         NanoletConfig c;
@@ -1505,6 +1566,8 @@ int main(void) {
                 cmocka_unit_test(test_node_name),
                 cmocka_unit_test(test_duration),
                 cmocka_unit_test(test_container_log_flags),
+                cmocka_unit_test(test_flag_abbreviations),
+                cmocka_unit_test(test_log_flags_first),
                 cmocka_unit_test(test_node_ip),
                 cmocka_unit_test(test_config_flag_spellings),
                 cmocka_unit_test(test_registry_flags),

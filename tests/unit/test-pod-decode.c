@@ -556,9 +556,9 @@ static void test_type_errors(void **state) {
         assert_diag(&ps.diag, DIAG_ERROR, "spec.containers[0].imagePullPolicy", 15,
                     "unsupported value \"Sometimes\": supported values: \"Always\", "
                     "\"IfNotPresent\", \"Never\"");
-        assert_diag(&ps.diag, DIAG_ERROR, "spec.containers[0].resources.limits.cpu", 16,
+        assert_diag(&ps.diag, DIAG_ERROR, "spec.containers[0].resources.limits[cpu]", 16,
                     "not a valid quantity");
-        assert_diag(&ps.diag, DIAG_ERROR, "spec.containers[0].resources.limits.nvidia.com/gpu", 16,
+        assert_diag(&ps.diag, DIAG_ERROR, "spec.containers[0].resources.limits[nvidia.com/gpu]", 16,
                     "is not supported by nanolet");
         assert_diag(&ps.diag, DIAG_ERROR, "spec.containers[0].readinessProbe.tcpSocket.port", 17,
                     "must be an integer or a string");
@@ -710,11 +710,80 @@ static void test_configmap(void **state) {
         assert_int_equal(r, -EINVAL);
         assert_null(c);
         assert_diag(&ps.diag, DIAG_ERROR, "metadata.name", 3, "RFC 1123 subdomain");
-        assert_diag(&ps.diag, DIAG_ERROR, "data.bad key", 4, "invalid key \"bad key\"");
-        assert_diag(&ps.diag, DIAG_ERROR, "data.num", 4, "must be a string");
-        assert_diag(&ps.diag, DIAG_ERROR, "binaryData.z", 5, "illegal base64 data");
-        assert_diag(&ps.diag, DIAG_ERROR, "binaryData.k", 5, "duplicate of key present in data");
+        assert_diag(&ps.diag, DIAG_ERROR, "data[bad key]", 4, "invalid key \"bad key\"");
+        assert_diag(&ps.diag, DIAG_ERROR, "data[num]", 4, "must be a string");
+        assert_diag(&ps.diag, DIAG_ERROR, "binaryData[z]", 5, "illegal base64 data");
+        assert_diag(&ps.diag, DIAG_ERROR, "binaryData[k]", 5, "duplicate of key present in data");
         assert_int_equal(ps.diag.n_errors, 5);
+        parsed_done(&ps);
+}
+
+/* Map keys in field paths as Kubernetes' field.Path writes them: in
+ * brackets, whatever dots or slashes they hold. */
+static void test_map_key_paths(void **state) {
+        Parsed ps;
+        Pod *p = NULL;
+        int r = decode_pod(&ps,
+                           "apiVersion: v1\nkind: Pod\n"
+                           "metadata:\n"
+                           "  name: m\n"
+                           "  annotations:\n"
+                           "    foo.bar/baz: {a: 1}\n"                 /* 6 */
+                           "  labels: {app.kubernetes.io/name: [x]}\n" /* 7 */
+                           "spec:\n"
+                           "  nodeSelector: {kubernetes.io/os: 5.5}\n" /* 9 */
+                           "  containers:\n"
+                           "  - name: c\n"
+                           "    image: busybox\n"
+                           "    resources: {limits: {example.com/foo: 1}}\n", /* 13 */
+                           &p);
+        assert_int_equal(r, -EINVAL);
+        assert_diag(&ps.diag, DIAG_ERROR, "metadata.annotations[foo.bar/baz]", 6,
+                    "must be a string");
+        assert_diag(&ps.diag, DIAG_ERROR, "metadata.labels[app.kubernetes.io/name]", 7,
+                    "must be a string");
+        assert_diag(&ps.diag, DIAG_ERROR, "spec.nodeSelector[kubernetes.io/os]", 9,
+                    "must be a string");
+        assert_diag(&ps.diag, DIAG_ERROR, "spec.containers[0].resources.limits[example.com/foo]",
+                    13, "is not supported");
+        parsed_done(&ps);
+}
+
+/* YAML 1.1 scalars, as Kubernetes reads manifests: yes/no/on/off/y/n are
+ * booleans, which a boolean field takes and a string field refuses (as
+ * kubelet's decoding does), saying how to write the string. */
+static void test_yaml11_booleans(void **state) {
+        Parsed ps;
+        Pod *p = NULL;
+        int r = decode_pod(&ps,
+                           "apiVersion: v1\nkind: Pod\nmetadata: {name: b}\nspec:\n"
+                           "  hostNetwork: yes\n"
+                           "  containers:\n"
+                           "  - {name: c, image: busybox, stdin: on, tty: n}\n",
+                           &p);
+        assert_int_equal(r, 0);
+        assert_true(p->spec.host_network);
+        assert_true(p->spec.containers[0].stdin_open);
+        assert_false(p->spec.containers[0].tty);
+        pod_free(p);
+        parsed_done(&ps);
+
+        r = decode_pod(&ps,
+                       "apiVersion: v1\nkind: Pod\nmetadata: {name: b, labels: {a: off}}\n"
+                       "spec:\n"
+                       "  containers:\n"
+                       "  - name: c\n"
+                       "    image: busybox\n"
+                       "    command: [echo, yes]\n" /* 8 */
+                       "    env: [{name: A, value: 8080}, {name: B, value: ~}]\n",
+                       &p);
+        assert_int_equal(r, -EINVAL);
+        assert_diag(&ps.diag, DIAG_ERROR, "metadata.labels[a]", 3,
+                    "must be a string: off is a boolean in YAML, quote it (\"off\")");
+        assert_diag(&ps.diag, DIAG_ERROR, "spec.containers[0].command[1]", 8,
+                    "must be a string: yes is a boolean in YAML, quote it (\"yes\")");
+        assert_diag(&ps.diag, DIAG_ERROR, "spec.containers[0].env[0].value", 9,
+                    "must be a string: 8080 is a number in YAML, quote it (\"8080\")");
         parsed_done(&ps);
 }
 
@@ -737,10 +806,10 @@ static void test_config_keys_chdir(void **state) {
                            false, (void **)&c);
         assert_int_equal(r, -EINVAL);
         assert_null(c);
-        assert_diag(&ps.diag, DIAG_ERROR, "data...data", 7,
+        assert_diag(&ps.diag, DIAG_ERROR, "data[..data]", 7,
                     "invalid key \"..data\": must not start with '..'");
-        assert_diag(&ps.diag, DIAG_ERROR, "data...", 8, "invalid key \"..\": must not be '..'");
-        assert_diag(&ps.diag, DIAG_ERROR, "data..", 9, "invalid key \".\": must not be '.'");
+        assert_diag(&ps.diag, DIAG_ERROR, "data[..]", 8, "invalid key \"..\": must not be '..'");
+        assert_diag(&ps.diag, DIAG_ERROR, "data[.]", 9, "invalid key \".\": must not be '.'");
         assert_int_equal(ps.diag.n_errors, 3);
         parsed_done(&ps);
 
@@ -806,9 +875,9 @@ static void test_secret(void **state) {
                        "data: {a: YQ, b: \"YQ=\", c: \"Y===\"}\n", /* 4 */
                        true, (void **)&s);
         assert_int_equal(r, -EINVAL);
-        assert_diag(&ps.diag, DIAG_ERROR, "data.a", 4, "illegal base64 data");
-        assert_diag(&ps.diag, DIAG_ERROR, "data.b", 4, "illegal base64 data");
-        assert_diag(&ps.diag, DIAG_ERROR, "data.c", 4, "illegal base64 data");
+        assert_diag(&ps.diag, DIAG_ERROR, "data[a]", 4, "illegal base64 data");
+        assert_diag(&ps.diag, DIAG_ERROR, "data[b]", 4, "illegal base64 data");
+        assert_diag(&ps.diag, DIAG_ERROR, "data[c]", 4, "illegal base64 data");
         assert_diag(&ps.diag, DIAG_ERROR, "data", 3, "needs the key \".dockerconfigjson\"");
         parsed_done(&ps);
 }
@@ -904,6 +973,8 @@ int main(void) {
                 cmocka_unit_test(test_apiserver_references),
                 cmocka_unit_test(test_configmap),
                 cmocka_unit_test(test_config_keys_chdir),
+                cmocka_unit_test(test_map_key_paths),
+                cmocka_unit_test(test_yaml11_booleans),
                 cmocka_unit_test(test_secret),
                 cmocka_unit_test(test_setters),
                 cmocka_unit_test(test_kubeadm_manifest),

@@ -193,13 +193,21 @@ static const Case cases[] = {
           "spec.containers[0].lifecycle.postStart", 8, "may not specify more than 1 handler type" },
         /* resources */
         { SPEC_C "    resources: {requests: {cpu: 2}, limits: {cpu: 1}}\n",
-          "spec.containers[0].resources.requests.cpu", 8,
+          "spec.containers[0].resources.requests[cpu]", 8,
           "must be less than or equal to cpu limit" },
+        /* a map key as Kubernetes writes it, and the line of that key's value */
+        { SPEC_C "    resources:\n      requests:\n        memory: 1Gi\n        cpu: 2\n"
+                 "      limits:\n        cpu: 1\n",
+          "spec.containers[0].resources.requests[cpu]", 11,
+          "must be less than or equal to cpu limit" },
+        { SPEC_C "    resources:\n      limits:\n        hugepages-2Mi: 1Mi\n"
+                 "        memory: 1Gi\n        cpu: 2000000000\n",
+          "spec.containers[0].resources.limits[cpu]", 12, "must be at most 175921860444m" },
         { SPEC_C "    resources: {requests: {memory: 2Gi}, limits: {memory: 1Gi}}\n",
-          "spec.containers[0].resources.requests.memory", 8,
+          "spec.containers[0].resources.requests[memory]", 8,
           "must be less than or equal to memory limit" },
         { SPEC_C "    resources: {requests: {memory: -1}}\n",
-          "spec.containers[0].resources.requests.memory", 8, "greater than or equal to 0" },
+          "spec.containers[0].resources.requests[memory]", 8, "greater than or equal to 0" },
         { SPEC_C "    resources: {limits: {hugepages-2Mi: 2Mi}}\n", "spec.containers[0].resources",
           8, "hugepages require a cpu or memory" },
         /* env */
@@ -253,10 +261,10 @@ static const Case cases[] = {
         { SPEC_C "  terminationGracePeriodSeconds: -1\n", "spec.terminationGracePeriodSeconds", 8,
           "greater than or equal to 0" },
         { SPEC_C "    resources: {limits: {cpu: 1e15}}\n",
-          "spec.containers[0].resources.limits.cpu", 8,
+          "spec.containers[0].resources.limits[cpu]", 8,
           "must be at most 175921860444m (the largest CPU quota the kernel accepts)" },
         { SPEC_C "    resources: {requests: {cpu: \"9223372036854775807\"}}\n",
-          "spec.containers[0].resources.requests.cpu", 8, "must be at most 175921860444m" },
+          "spec.containers[0].resources.requests[cpu]", 8, "must be at most 175921860444m" },
         { SPEC_C "    resources: {limits: {cpu: 175921860444m}}\n", NULL, 0, NULL },
         { SPEC_C "  activeDeadlineSeconds: 0\n", "spec.activeDeadlineSeconds", 8,
           "must be between 1 and 2147483647, inclusive" },
