@@ -81,7 +81,7 @@ kubeadm_pods() {
         pod_yaml g Always '{limits: {cpu: 500m, memory: 64Mi}}' 'exec sleep 3600' | put_manifest g.yaml
         pod_yaml b Always '{requests: {cpu: 250m, memory: 32Mi}, limits: {memory: 64Mi}}' \
                 "echo hello from $RT; x=\$(head -c 16000000 /dev/zero | tr \"\\0\" a); touch /tmp/ready; while :; do sleep 3600; done" \
-                '    readinessProbe: {exec: {command: [test, -f, /tmp/ready]}, periodSeconds: 2}' |
+                '    readinessProbe: {exec: {command: [test, -f, /tmp/ready]}, periodSeconds: 3, timeoutSeconds: 20}' |
                 put_manifest b.yaml
         pod_yaml be Always '{}' 'exec sleep 3600' | put_manifest be.yaml
         pod_yaml oom Never '{limits: {memory: 32Mi}}' \
@@ -133,7 +133,7 @@ check_pod() {
         systemctl status --no-pager "$slice" 2>&1 | keep "status-$RT-$name.txt"
         check "$RT: $name: systemctl status $slice: active" systemctl is-active --quiet "$slice"
         check_eq "$RT: $name: pod slice as systemd shows it (CPUWeight, CPUQuotaPerSecUSec, MemoryMax, TasksMax)" \
-                "$(systemctl show -p CPUWeight,CPUQuotaPerSecUSec,MemoryMax,TasksMax --value "$slice" | paste -sd' ')" \
+                "$(for p in CPUWeight CPUQuotaPerSecUSec MemoryMax TasksMax; do unit_prop "$slice" $p; done | paste -sd' ')" \
                 "$weight $quota ${memmax/#max/infinity} $POD_PIDS"
         pid=$(container_pid "$name") || { fail "$RT: $name: no container pid"; return; }
         cg=$(cg_of "$pid")
@@ -142,7 +142,7 @@ check_pod() {
         check_eq "$RT: $name: the container's cgroup is a scope in the pod slice" \
                 "$(basename "$parent") ${scope%%-*} ${scope##*.}" "$slice nanolet scope"
         check_eq "$RT: $name: systemd has the container scope active in the pod slice" \
-                "$(systemctl show -p ActiveState,Slice --value "$scope" | paste -sd' ')" "active $slice"
+                "$(unit_prop "$scope" ActiveState) $(unit_prop "$scope" Slice)" "active $slice"
         check_eq "$RT: $name: pod slice cpu.weight cpu.max memory.max" "$(cg_values "$parent")" "$weight $cpumax $memmax"
         check_eq "$RT: $name: pod slice pids.max (podPidsLimit)" "$(cat "$parent/pids.max")" "$POD_PIDS"
         check_eq "$RT: $name: container cpu.weight cpu.max memory.max" "$(cg_values "$cg")" "$weight $cpumax $memmax"
@@ -190,7 +190,7 @@ kubeadm_core() {
         check_pod b Burstable 10 "max 100000" 67108864 infinity
         check_pod be BestEffort 1 "max 100000" max infinity
         check_eq "$RT: kubepods.slice active, unlimited without reservations" \
-                "$(systemctl show -p ActiveState,MemoryMax --value kubepods.slice | paste -sd' ')" "active infinity"
+                "$(unit_prop kubepods.slice ActiveState) $(unit_prop kubepods.slice MemoryMax)" "active infinity"
         check_eq "$RT: kubepods-besteffort.slice CPUWeight and cpu.weight (2 shares)" \
                 "$(unit_prop kubepods-besteffort.slice CPUWeight) $(cat /sys/fs/cgroup/kubepods.slice/kubepods-besteffort.slice/cpu.weight)" "1 1"
         check_eq "$RT: kubepods-burstable.slice CPUWeight and cpu.weight (the Burstable requests, 250m)" \
