@@ -137,10 +137,15 @@ check_pod() {
                 "$weight $quota ${memmax/#max/infinity} $POD_PIDS"
         pid=$(container_pid "$name") || { fail "$RT: $name: no container pid"; return; }
         cg=$(cg_of "$pid")
-        scope=$(basename "$cg")
-        parent=$(dirname "$cg")
+        scope=$cg
+        # crun runs the container in a cgroup "container" below the scope
+        # and sets the limits there; runc in the scope itself.
+        [[ $RT == crun ]] && scope=$(dirname "$cg")
+        parent=$(dirname "$scope")
+        scope=$(basename "$scope")
         check_eq "$RT: $name: the container's cgroup is a scope in the pod slice" \
-                "$(basename "$parent") ${scope%%-*} ${scope##*.}" "$slice nanolet scope"
+                "$(basename "$parent") ${scope%%-*} ${scope##*.} ${cg#"$parent/$scope"}" \
+                "$slice nanolet scope $([[ $RT == crun ]] && echo /container)"
         check_eq "$RT: $name: systemd has the container scope active in the pod slice" \
                 "$(unit_prop "$scope" ActiveState) $(unit_prop "$scope" Slice)" "active $slice"
         check_eq "$RT: $name: pod slice cpu.weight cpu.max memory.max" "$(cg_values "$parent")" "$weight $cpumax $memmax"
