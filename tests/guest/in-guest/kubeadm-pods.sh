@@ -239,7 +239,13 @@ kubeadm_core() {
         local before after
         before=$(snapshot_limits)
         keep "limits-$RT.txt" <<<"$before"
+        # What makes this check mean something: a value written only into
+        # the file of a slice is what systemd resets.
+        echo 7 >"${CG[pod-be]}/cpu.weight"
         systemctl daemon-reload
+        check_eq "$RT: daemon-reload resets a cpu.weight written only into the be pod slice's file" \
+                "$(cat "${CG[pod-be]}/cpu.weight")" 1
+        echo 1 >"${CG[pod-be]}/cpu.weight"
         after=$(snapshot_limits)
         check_eq "$RT: every limit kept across systemctl daemon-reload" "$after" "$before"
 
