@@ -40,10 +40,7 @@ void op_clear_start(ContainerOp *op) {
         op->image = image_free(op->image);
         image_pull_waiter_cancel(TAKE_PTR(op->pull));
         op->pulled = false;
-        op->iw_source = event_source_free(op->iw_source);
-        if (op->iw.pid > 0)
-                image_worker_abort(&op->iw);
-        op->iw = IMAGE_WORKER_NULL;
+        image_worker_abort(&op->iw);
         if (op->rop)
                 runtime_op_cancel(op->rop);
         op->rop = NULL;
@@ -331,20 +328,17 @@ static void container_launch(ContainerOp *op) {
         }
 }
 
-static int on_rootfs_ready(EventSource *s, const siginfo_t *si, void *userdata) {
+static void on_rootfs_ready(Child *c, void *userdata) {
         ContainerOp *op = userdata;
         Error err = {};
 
-        op->iw_source = event_source_free(op->iw_source);
-        int r = image_worker_finish(&op->iw, si, &err);
-        op->iw = IMAGE_WORKER_NULL;
+        int r = image_worker_finish(&op->iw, &err);
         if (r < 0) {
                 start_failed(op, "CreateContainerError", err.message);
-                return 0;
+                return;
         }
         op->rootfs_mounted = true;
         container_create(op);
-        return 0;
 }
 
 /* An image's StopSignal ("SIGQUIT", "QUIT", "3"); SIGTERM when absent or
@@ -687,16 +681,9 @@ static void container_start_with_image(ContainerOp *op) {
                    "Container \"%s\" of pod \"%s\": rootfs by the helper: %s", c->spec->name,
                    w->full_name, ierr.message);
         ierr = (Error){};
-        r = image_rootfs_start(store, w->ctx->event, &job, &op->iw, &ierr);
-        if (r < 0) {
+        r = image_rootfs_start(store, w->ctx->event, &job, on_rootfs_ready, op, &op->iw, &ierr);
+        if (r < 0)
                 start_failed(op, "CreateContainerError", ierr.message);
-                return;
-        }
-        r = event_add_child(w->ctx->event, &op->iw_source, op->iw.pid, on_rootfs_ready, op);
-        if (r < 0) {
-                image_worker_abort(&op->iw);
-                start_failed(op, "CreateContainerError", "cannot watch the image worker");
-        }
 }
 
 /* ---- kill ---- */

@@ -9,10 +9,11 @@
 #   vmlinuz      the kernel of linux-image-amd64, booted directly by QEMU
 #   initrd.img   a small initramfs (virtio and ext4 only)
 #   packages.txt the guest's dpkg -l, for the record
-# <key> hashes the package list, this script and guest-setup.sh, so a change to either makes
-# a new image; older keys are removed after a successful build. The image is
-# built under a temporary name and renamed into place when complete, so an
-# interrupted build never leaves a directory that looks valid.
+# <key> hashes the package list, this script and guest-setup.sh, so a
+# change to any of them makes a new image; after a build only the three
+# most recently used images are kept. The image is built under a temporary
+# name and renamed into place when complete, so an interrupted build never
+# leaves a directory that looks valid.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -44,6 +45,8 @@ if [[ ${1:-} == --print ]]; then
 fi
 
 if [[ -f $image/disk.img && -f $image/vmlinuz && -f $image/initrd.img ]]; then
+        # Its mtime says when it was last used (the cache keeps the recent ones).
+        touch "$image"
         echo "$image"
         exit 0
 fi
@@ -63,8 +66,21 @@ if [[ -f $image/disk.img ]]; then
         exit 0
 fi
 
+# remove_tree DIR: a build directory, with anything still mounted in its
+# chroot (a build killed mid-way) unmounted first and never followed.
+remove_tree() {
+        local m
+        for m in $(awk -v d="$1/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r); do
+                umount -l "$m" 2>/dev/null || true
+        done
+        rm -rf --one-file-system "$1"
+}
+# Left by a build that was killed: no builder holds the lock now.
+for stale in "$cache"/.build-*; do
+        [[ -d $stale ]] && remove_tree "$stale"
+done
 tmp=$(mktemp -d "$cache/.build-$key.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+trap 'remove_tree "$tmp"' EXIT
 start=$SECONDS
 
 # The host's sources, in either format; the guest image keeps none (it has
@@ -106,14 +122,15 @@ rm -rf "$tmp/root/var/cache/apt/archives/"*.deb "$tmp/root/var/lib/apt/lists/"*
 # 6 GiB sparse: room for the .deb, images and 10 pods.
 truncate -s 6G "$tmp/out/disk.img"
 mkfs.ext4 -q -L nanolet-guest -d "$tmp/root" "$tmp/out/disk.img"
-rm -rf "$tmp/root"
+remove_tree "$tmp/root"
 cp "$tmp/mmdebstrap.log" "$tmp/out/build.log"
 echo "built in $((SECONDS - start)) s" >>"$tmp/out/build.log"
 
 mv "$tmp/out" "$image"
-# Older images are of no use once a newer key is complete.
-for old in "$cache"/*; do
-        [[ -d $old && $old != "$image" ]] && rm -rf "$old"
+# The three most recently used images stay: trees of other branches (or a
+# guest still running from an older image) keep theirs; older ones go.
+ls -1dt "$cache"/*/ 2>/dev/null | tail -n +4 | while read -r old; do
+        rm -rf --one-file-system "${old%/}"
 done
 echo "build-image.sh: built $image in $((SECONDS - start)) s" >&2
 echo "$image"
