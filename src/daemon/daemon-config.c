@@ -131,6 +131,13 @@ const char *nanolet_config_runtime(const NanoletConfig *c) {
                                                                       : c->runtime);
 }
 
+RuntimeOptions nanolet_config_runtime_options(const NanoletConfig *c) {
+        return (RuntimeOptions){ .runtime = nanolet_config_runtime(c),
+                                 .run_dir = c->run_dir,
+                                 .max_parallel = (unsigned)c->runtime_max_parallel,
+                                 .systemd_cgroup = c->cgroup_driver == CGROUP_DRIVER_SYSTEMD };
+}
+
 int nanolet_parse_duration(const char *s, usec_t *ret) {
         if (isempty(s))
                 return -EINVAL;

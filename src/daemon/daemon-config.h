@@ -12,6 +12,7 @@
 #include "cleanup.h"
 #include "diag.h"
 #include "error.h"
+#include "runtime.h"
 #include "time-util.h"
 
 /* The settings that name one of a few values are parsed into these when
@@ -158,6 +159,13 @@ int nanolet_config_parse_argv(NanoletConfig *c, int argc, char **argv);
 
 /* The OCI runtime to run: "runc", "crun" or the absolute path. */
 const char *nanolet_config_runtime(const NanoletConfig *c);
+
+/* The container runtime's options that follow from the configuration (the
+ * caller adds the monitor and the metrics). With the systemd cgroup driver
+ * runc and crun get --systemd-cgroup: without it they take a pod slice's
+ * "slice:prefix:name" cgroupsPath for a directory below their own cgroup,
+ * outside the pod slice and its limits. */
+RuntimeOptions nanolet_config_runtime_options(const NanoletConfig *c);
 
 /* Resolves derived values: node name from --hostname-override or the
  * lowercase hostname. */

@@ -332,16 +332,13 @@ static int daemon_setup_oci_runtime(Daemon *d) {
                                                NANOLET_MONITOR_PATH);
                 log_debug("Container monitor: %s.", monitor);
         }
-        const char *runtime = nanolet_config_runtime(c);
-        RuntimeOptions ro = { .runtime = runtime,
-                              .run_dir = c->run_dir,
-                              .monitor = monitor,
-                              .max_parallel = (unsigned)c->runtime_max_parallel,
-                              .metrics = d->metrics };
+        RuntimeOptions ro = nanolet_config_runtime_options(c);
+        ro.monitor = monitor;
+        ro.metrics = d->metrics;
         r = runtime_new(&d->runtime, d->event, &ro);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the container runtime \"%s\": %m",
-                                       runtime);
+                                       ro.runtime);
         return 0;
 }
 

@@ -1066,6 +1066,7 @@ PodManager *pod_manager_free(PodManager *m) {
         if (!m)
                 return NULL;
         retry_cgroup_leftovers(m); /* a last chance for what is gone now */
+        pod_qos_cgroups_done(&m->ctx);
         for (size_t i = 0; i < m->n_workers; i++)
                 pod_worker_free(m->workers[i]);
         free(m->workers);

@@ -444,6 +444,7 @@ typedef struct SliceCall {
         char *path;
         char **set_argv; /* START refused because the unit exists: this next */
         Child *child;
+        PodManagerContext *qos; /* the burstable slice's call: ctx->qos_burstable_call */
 } SliceCall;
 
 static SliceCall *slice_call_free(SliceCall *c) {
@@ -460,6 +461,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(SliceCall *, slice_call_free)
 
 static void worker_slice_done(PodWorker *w, SliceCall *c, const char *error);
 static void on_slice_call_done(Child *child, void *userdata);
+static void qos_burstable_start(PodManagerContext *ctx);
 
 static int slice_call_spawn(SliceCall *c, char *const *argv) {
         ChildOptions o = {
@@ -500,6 +502,18 @@ static void on_slice_call_done(Child *child, void *userdata) {
                 if (msg)
                         msg[strcspn(msg, "\n")] = 0;
         }
+        if (c->qos) {
+                PodManagerContext *ctx = c->qos;
+                if (!ok)
+                        log_warning("Cgroup slice: %s", msg ? msg : "out of memory");
+                ctx->qos_burstable_call = NULL;
+                slice_call_free(c);
+                if (ctx->qos_burstable_again) {
+                        ctx->qos_burstable_again = false;
+                        qos_burstable_start(ctx);
+                }
+                return;
+        }
         if (c->w) {
                 worker_slice_done(c->w, c, ok ? NULL : msg ? msg : "out of memory");
         } else if (!ok) {
@@ -513,8 +527,8 @@ static void on_slice_call_done(Child *child, void *userdata) {
 
 /* Starts (or, when it exists, updates) the slice at path with res; w waits
  * for it, or NULL. 0 once spawned; on a negative return nothing is pending. */
-static int slice_call_start(PodManagerContext *ctx, PodWorker *w, SystemdSliceCall call,
-                            const char *path, const CgroupResources *res) {
+static int slice_call_start_full(PodManagerContext *ctx, PodWorker *w, SystemdSliceCall call,
+                                 const char *path, const CgroupResources *res, SliceCall **ret) {
         const PodManagerOptions *o = ctx->o;
         const char *fs = o->cgroup_fs ?: "/sys/fs/cgroup";
         bool v2 = runtime_cgroup_is_v2(fs);
@@ -535,8 +549,15 @@ static int slice_call_start(PodManagerContext *ctx, PodWorker *w, SystemdSliceCa
                 return r;
         if ((r = slice_call_spawn(c, argv)) < 0)
                 return r;
+        if (ret)
+                *ret = c;
         TAKE_PTR(c);
         return 0;
+}
+
+static int slice_call_start(PodManagerContext *ctx, PodWorker *w, SystemdSliceCall call,
+                            const char *path, const CgroupResources *res) {
+        return slice_call_start_full(ctx, w, call, path, res, NULL);
 }
 
 static void cgroup_apply(PodManagerContext *ctx, const char *path, const CgroupResources *res) {
@@ -550,6 +571,34 @@ static void cgroup_apply(PodManagerContext *ctx, const char *path, const CgroupR
         if (r < 0)
                 log_warning("Cannot configure the cgroup %s: %s", path,
                             err.message[0] ? err.message : strerror(-r));
+}
+
+/* The burstable slice's shares as they are now in ctx; one call at a time
+ * (on_slice_call_done() starts the next when they changed meanwhile): two
+ * calls in flight could reach systemd in either order. */
+static void qos_burstable_start(PodManagerContext *ctx) {
+        const PodManagerOptions *o = ctx->o;
+        _cleanup_free_ char *bu = runtime_qos_cgroup_path(&o->cgroups, CGROUP_QOS_BURSTABLE);
+        SliceCall *c = NULL;
+        if (ctx->qos_burstable_call) {
+                ctx->qos_burstable_again = true;
+                return;
+        }
+        int r = bu ? slice_call_start_full(
+                             ctx, NULL, SYSTEMD_SLICE_START, bu,
+                             &(CgroupResources){ .cpu_shares = ctx->qos_burstable_shares }, &c)
+                   : -ENOMEM;
+        if (r < 0) {
+                log_warning("Cannot configure the cgroup %s: %s", strna(bu), strerror(-r));
+                return;
+        }
+        c->qos = ctx;
+        ctx->qos_burstable_call = c;
+}
+
+void pod_qos_cgroups_done(PodManagerContext *ctx) {
+        ctx->qos_burstable_call = slice_call_free(ctx->qos_burstable_call);
+        ctx->qos_burstable_again = false;
 }
 
 void pod_qos_cgroups_apply(PodManagerContext *ctx, int64_t burstable_milli_cpu) {
@@ -573,17 +622,20 @@ void pod_qos_cgroups_apply(PodManagerContext *ctx, int64_t burstable_milli_cpu) 
                                       ? container_milli_cpu_to_shares(o->allocatable_milli_cpu)
                                       : 0,
         };
-        cgroup_apply(ctx, top, &top_res);
-        /* kubelet's QoS container manager: burstable gets the burstable
-         * pods' cpu requests, besteffort the minimum shares */
-        cgroup_apply(ctx, bu, &(CgroupResources){ .cpu_shares = burstable });
-        cgroup_apply(ctx, be, &(CgroupResources){ .cpu_shares = 2 });
         if (!ctx->qos_applied || ctx->qos_burstable_shares != burstable)
                 log_debug("QoS cgroups: %s cpu.shares %" PRIu64 " (burstable pods request %" PRId64
                           "m).",
                           bu, burstable, burstable_milli_cpu);
         ctx->qos_applied = true;
         ctx->qos_burstable_shares = burstable;
+        cgroup_apply(ctx, top, &top_res);
+        /* kubelet's QoS container manager: burstable gets the burstable
+         * pods' cpu requests, besteffort the minimum shares */
+        if (o->cgroups.driver == CGROUP_DRIVER_SYSTEMD)
+                qos_burstable_start(ctx);
+        else
+                cgroup_apply(ctx, bu, &(CgroupResources){ .cpu_shares = burstable });
+        cgroup_apply(ctx, be, &(CgroupResources){ .cpu_shares = 2 });
 }
 
 /* The QoS parents (kubepods with the node's allocatable, burstable with the

@@ -51,6 +51,11 @@ typedef struct PodManagerContext {
          * every minute, unless a pod of that UID exists again. */
         char **cgroup_leftovers;
         uint64_t qos_burstable_shares;
+        /* systemd driver: the burstable slice's call in flight (owned), and
+         * whether qos_burstable_shares changed since it started. One at a
+         * time, so that systemd gets the values in the order they came. */
+        struct SliceCall *qos_burstable_call;
+        bool qos_burstable_again;
         /* Called when a worker has torn its pod down completely. */
         void (*worker_finished)(PodWorker *w, void *userdata);
         void *userdata;
@@ -124,6 +129,8 @@ char *pod_worker_cgroup_path(const PodWorker *w);
  * kubepods/besteffort 2 shares. With the systemd driver, through the
  * slices' unit properties, and only when the burstable value changed. */
 void pod_qos_cgroups_apply(PodManagerContext *ctx, int64_t burstable_milli_cpu);
+/* Frees what pod_qos_cgroups_apply() has in flight (the manager's end). */
+void pod_qos_cgroups_done(PodManagerContext *ctx);
 /* The pod cgroup of a pod of this agent that no worker has any more (it
  * went while the agent was down: only its sandbox record or CNI cache
  * entry was left), at every QoS level, removed: 0, or the first failure

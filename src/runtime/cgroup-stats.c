@@ -162,7 +162,16 @@ static void read_v2(const char *root, const char *path, CgroupStats *st) {
                 return;
         memory_stat(stat, &memory_stat_v2, st);
         uint64_t limit;
-        if (read_kernel_file(root, path, "memory.max", &max) >= 0 && parse_u64(max, &limit) >= 0)
+        if (read_kernel_file(root, path, "memory.max", &max) >= 0 && parse_u64(max, &limit) >= 0) {
+                st->memory_limit = limit;
+                return;
+        }
+        /* crun under the systemd driver runs the container in a cgroup
+         * "container" below its scope and puts the limits there (systemd
+         * leaves a delegated scope's children alone): the scope has none. */
+        _cleanup_free_ char *sub = strprintf("%s/container", path), *submax = NULL;
+        if (sub && read_kernel_file(root, sub, "memory.max", &submax) >= 0 &&
+            parse_u64(submax, &limit) >= 0)
                 st->memory_limit = limit;
 }
 

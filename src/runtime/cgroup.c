@@ -305,8 +305,12 @@ int runtime_systemd_slice_argv(const char *busctl, SystemdSliceCall call, const 
         return 0;
 }
 
+/* busctl prints the error's message, not its name (UnitExists); systemd's
+ * message for it is "Unit X was already loaded or has a fragment file.",
+ * older releases' "Unit X already exists." */
 bool runtime_systemd_unit_exists_error(const char *stderr_text) {
         return stderr_text && (strstr(stderr_text, "already exists") ||
+                               strstr(stderr_text, "was already loaded or has a fragment file") ||
                                strstr(stderr_text, "org.freedesktop.systemd1.UnitExists"));
 }
 

@@ -79,6 +79,11 @@ trap 'log "terminated"; exit 143' TERM
 share=$work/share
 mkdir -p "$share/deb" "$share/images" "$share/out" "$share/in-guest"
 cp -a "$here/in-guest/." "$share/in-guest/"
+# kubeadm's kubelet files as kubeadm writes them, and nanolet's drop-in for
+# them (in-guest/kubeadm-pods.sh).
+mkdir -p "$share/kubeadm"
+cp "$src/tests/kubeadm/config.yaml" "$src/tests/kubeadm/kubeadm-flags.env" \
+        "$src/contrib/kubeadm/10-kubeadm.conf" "$share/kubeadm/"
 if [[ -n $tests ]]; then
         tr ',' '\n' <<<"$tests" >"$share/in-guest/only"
 fi

@@ -167,6 +167,18 @@ static void test_v2(void **state) {
         assert_true(st.has_memory_available);
         assert_int_equal(st.memory_available, 33554432 - (20971520 - 3145728));
 
+        /* crun's "container" cgroup below a systemd scope holds the limit */
+        put(root, "nanolet/podA/ctr-1/memory.max", "max\n");
+        put(root, "nanolet/podA/ctr-1/container/memory.max", "67108864\n");
+        assert_int_equal(cgroup_stats_read(root, "/nanolet/podA/ctr-1", &st), 0);
+        assert_true(st.has_memory_available);
+        assert_int_equal(st.memory_limit, 67108864);
+        assert_int_equal(st.memory_available, 67108864 - (20971520 - 3145728));
+        assert_int_equal(st.memory_usage, 20971520); /* the scope's: the whole container */
+        put(root, "nanolet/podA/ctr-1/container/memory.max", "max\n");
+        assert_int_equal(cgroup_stats_read(root, "/nanolet/podA/ctr-1", &st), 0);
+        assert_false(st.has_memory_available);
+
         /* The v1 layout is not looked at in a v2 tree. */
         put(root, "cpuacct/nanolet/podZ/cpuacct.usage", "1\n");
         assert_int_equal(cgroup_stats_read(root, "/nanolet/podZ", &st), -ENOENT);

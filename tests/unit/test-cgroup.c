@@ -222,6 +222,10 @@ static void test_systemd_slice_argv(void **state) {
         assert_true(runtime_systemd_unit_exists_error(
                 "Call failed: Unit kubepods-burstable.slice already exists.\n"));
         assert_true(runtime_systemd_unit_exists_error("org.freedesktop.systemd1.UnitExists"));
+        /* busctl's words for it on systemd 252 (Debian 12) and later */
+        assert_true(runtime_systemd_unit_exists_error(
+                "Call failed: Unit kubepods-burstable.slice was already loaded or has a fragment "
+                "file.\n"));
         assert_false(runtime_systemd_unit_exists_error("Call failed: Access denied\n"));
         assert_false(runtime_systemd_unit_exists_error(NULL));
 }

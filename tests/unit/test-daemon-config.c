@@ -1260,6 +1260,20 @@ static void test_enum_settings_defaults_and_names(void **state) {
         assert_string_equal(nanolet_config_runtime(&c), "/opt/bin/crun");
         nanolet_config_deinit(&c);
 
+        /* the runtime's options: --systemd-cgroup exactly with the systemd
+         * driver, else runc and crun put containers outside their pod slice */
+        assert_int_equal(nanolet_config_init(&c), 0);
+        RuntimeOptions ro = nanolet_config_runtime_options(&c);
+        assert_false(ro.systemd_cgroup);
+        assert_string_equal(ro.runtime, "runc");
+        assert_string_equal(ro.run_dir, c.run_dir);
+        char *argv3[] = { "serve", "--cgroup-driver=systemd", "--runtime=crun", NULL };
+        assert_int_equal(nanolet_config_parse_argv(&c, 3, argv3), 0);
+        ro = nanolet_config_runtime_options(&c);
+        assert_true(ro.systemd_cgroup);
+        assert_string_equal(ro.runtime, "crun");
+        nanolet_config_deinit(&c);
+
         /* the names the agent writes (node.json, its warnings) */
         assert_string_equal(cgroup_driver_to_string(CGROUP_DRIVER_SYSTEMD), "systemd");
         assert_string_equal(hairpin_mode_to_string(HAIRPIN_MODE_PROMISCUOUS_BRIDGE),

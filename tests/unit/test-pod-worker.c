@@ -26,6 +26,7 @@
 #include "pod-worker.h"
 #include "rm-rf.h"
 #include "string-util.h"
+#include "strv.h"
 #include "pod-fixture.h"
 
 #define WAITING_POD(name)                                                                          \
@@ -443,6 +444,65 @@ static bool dir_exists(const char *root, const char *rel) {
 /* The QoS levels as kubelet's QoS manager sets them, written again as the
  * burstable pods change, and the pod cgroup of a pod that went while the
  * agent was down removed at every level (a cgroup v1 fixture tree). */
+/* Under systemd the burstable slice's values reach systemd in the order
+ * they came, however long each busctl takes: a fake busctl that refuses
+ * every start as systemd does for an existing unit ("already loaded") and
+ * takes its time over the first value's update. */
+static void test_qos_systemd_in_order(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *fs = strprintf("%s/cgroup2", f->tmp);
+        _cleanup_free_ char *log = strprintf("%s/busctl.log", f->tmp);
+        _cleanup_free_ char *busctl = strprintf("%s/busctl", f->tmp);
+        _cleanup_free_ char *script = strprintf(
+                "#!/bin/sh\n"
+                "case \"$*\" in\n"
+                "*StartTransientUnit*) echo \"$*\" >>%s\n"
+                "  echo \"Call failed: Unit $9 was already loaded or has a fragment file.\" >&2; "
+                "exit 1 ;;\n"
+                "*'CPUWeight t 14'*) sleep 1 ;;\n"
+                "esac\n"
+                "echo \"$*\" >>%s\n",
+                log, log);
+        assert_int_equal(mkdir_p(fs, 0755), 0);
+        _cleanup_free_ char *controllers = strprintf("%s/cgroup.controllers", fs);
+        assert_int_equal(write_file_atomic(controllers, "cpu memory pids\n", 16, 0644), 0);
+        assert_int_equal(write_file_atomic(busctl, script, strlen(script), 0755), 0);
+        f->o.cgroup_fs = fs;
+        f->o.busctl = busctl;
+        f->o.cgroups = (CgroupLayout){ .driver = CGROUP_DRIVER_SYSTEMD, .root = "/" };
+
+        pod_qos_cgroups_apply(&f->ctx, 350); /* 358 shares: CPUWeight 14 */
+        pod_qos_cgroups_apply(&f->ctx, 0);   /* 2 shares: CPUWeight 1 */
+        /* 3 slices x 2 values x (start + update) */
+        char *text = NULL;
+        size_t size = 0, lines = 0;
+        for (int i = 0; i < 200 && (lines < 12 || f->ctx.qos_burstable_call); i++) {
+                assert_int_equal(event_run(f->event, 50 * USEC_PER_MSEC), 0);
+                free(text);
+                text = NULL;
+                lines = 0;
+                if (read_full_file_at(AT_FDCWD, log, 1 << 16, &text, &size) >= 0)
+                        for (const char *p = text; (p = strchr(p, '\n')); p++)
+                                lines++;
+        }
+        assert_int_equal(lines, 12);
+        assert_null(f->ctx.qos_burstable_call);
+        /* the burstable slice's updates, in the order busctl finished */
+        _cleanup_strv_free_ char **sets = NULL;
+        for (const char *p = text; *p; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] != 0)) {
+                _cleanup_free_ char *line = strndup(p, strcspn(p, "\n"));
+                assert_non_null(line);
+                if (strstr(line, " SetUnitProperties ") &&
+                    strstr(line, " kubepods-burstable.slice "))
+                        assert_int_equal(strv_extend(&sets, line), 0);
+        }
+        assert_int_equal(strv_length(sets), 2);
+        assert_true(endswith(sets[0], " CPUWeight t 14"));
+        assert_true(endswith(sets[1], " CPUWeight t 1"));
+        free(text);
+        pod_qos_cgroups_done(&f->ctx);
+}
+
 static void test_qos_and_orphan_cgroups(void **state) {
         Fixture *f = *state;
         _cleanup_free_ char *fs = strprintf("%s/cgroup", f->tmp);
@@ -511,6 +571,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_identity, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_qos_and_orphan_cgroups, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_qos_systemd_in_order, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_terminating, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_claim, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_claim_checkpoint, setup, teardown),
