@@ -672,9 +672,8 @@ STRUCT_TYPE(pod_security_context_type, PodSecurityContext,
               .arg = &seccomp_type),
             F("appArmorProfile", FIELD_STRUCT_PTR, PodSecurityContext, apparmor_profile,
               .arg = &apparmor_type),
-            FIGN("seLinuxOptions"), FIGN("windowsOptions"),
-            FIGN("fsGroupChangePolicy"), FIGN("supplementalGroupsPolicy"),
-            FIGN("seLinuxChangePolicy"));
+            FIGN("seLinuxOptions"), FIGN("windowsOptions"), FIGN("fsGroupChangePolicy"),
+            FIGN("supplementalGroupsPolicy"), FIGN("seLinuxChangePolicy"));
 
 STRUCT_TYPE(container_type, Container, F("name", FIELD_STRING, Container, name),
             F("image", FIELD_STRING, Container, image),

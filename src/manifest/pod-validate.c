@@ -628,7 +628,8 @@ static void validate_apparmor_annotations(Validator *v, const ObjectMeta *m) {
                 if (!apparmor_annotation_parse(kv->value, &a))
                         verr_at(v, n, p,
                                 "invalid AppArmor profile name: \"%s\" (must be "
-                                "\"" APPARMOR_ANNOTATION_RUNTIME_DEFAULT "\", \"" APPARMOR_ANNOTATION_UNCONFINED
+                                "\"" APPARMOR_ANNOTATION_RUNTIME_DEFAULT
+                                "\", \"" APPARMOR_ANNOTATION_UNCONFINED
                                 "\" or \"" APPARMOR_ANNOTATION_LOCALHOST_PREFIX "<profile>\")",
                                 kv->value);
                 else if (a.type == APPARMOR_PROFILE_LOCALHOST)

@@ -1,0 +1,171 @@
+/* AppArmor on the node (pod-apparmor.h). */
+#include "pod-apparmor.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "container-config.h"
+#include "fileio.h"
+#include "log.h"
+#include "spawn.h"
+#include "string-util.h"
+
+bool pod_apparmor_host_enabled(const char *enabled_path) {
+        _cleanup_free_ char *s = NULL;
+        if (read_full_file_at(AT_FDCWD, enabled_path ?: POD_APPARMOR_ENABLED_PATH, 64, &s, NULL) <
+            0)
+                return false;
+        return s[0] == 'Y';
+}
+
+void pod_apparmor_init(PodAppArmor *a, Event *e, bool enabled, const char *profiles_path,
+                       const char *profile_file, pod_apparmor_resume_t resume) {
+        assert(a);
+        *a = (PodAppArmor){
+                .event = e,
+                .enabled = enabled,
+                .profiles_path = profiles_path,
+                .profile_file = profile_file,
+                .resume = resume,
+        };
+}
+
+void pod_apparmor_done(PodAppArmor *a) {
+        a->loader = child_free(a->loader);
+        a->load_error = mfree(a->load_error);
+        a->waiters = mfree(a->waiters);
+        a->n_waiters = 0;
+}
+
+static int default_loaded(PodAppArmor *a) {
+        _cleanup_free_ char *list = NULL;
+        int r = read_full_file_at(AT_FDCWD, a->profiles_path, CONTAINER_APPARMOR_PROFILES_MAX,
+                                  &list, NULL);
+        if (r < 0)
+                return r;
+        return container_apparmor_listed(list, CONTAINER_APPARMOR_DEFAULT_PROFILE);
+}
+
+static void on_loader_done(Child *child, void *userdata) {
+        PodAppArmor *a = userdata;
+        int code, status;
+        size_t size;
+
+        child_get_status(child, &code, &status);
+        const char *out = child_stdout(child, &size);
+        a->load_error = mfree(a->load_error);
+        if (code == CLD_EXITED && status == 0) {
+                log_info("Loaded the AppArmor profile %s from %s.",
+                         CONTAINER_APPARMOR_DEFAULT_PROFILE, a->profile_file);
+        } else {
+                _cleanup_free_ char *msg = str_escape_n(out, size, 0);
+                a->load_error = strprintf(
+                        "cannot load the AppArmor profile %s: apparmor_parser -r %s failed "
+                        "(%s %d%s): %s",
+                        CONTAINER_APPARMOR_DEFAULT_PROFILE, a->profile_file,
+                        code == CLD_EXITED ? "exit status" : "signal", status,
+                        child_timed_out(child) ? ", timed out" : "", strna(msg));
+                log_warning("%s", a->load_error ?: "cannot load the AppArmor profile");
+        }
+        a->loader = child_free(a->loader);
+
+        /* Resumed waiters may wait again (a new waiter array then). */
+        void **waiters = TAKE_PTR(a->waiters);
+        size_t n = a->n_waiters;
+        a->n_waiters = 0;
+        for (size_t i = 0; i < n; i++)
+                a->resume(waiters[i]);
+        free(waiters);
+}
+
+static int loader_start(PodAppArmor *a) {
+        _cleanup_free_ char *parser = NULL;
+        int r = find_executable("apparmor_parser", &parser);
+        if (r < 0) {
+                free(a->load_error);
+                a->load_error = strprintf("cannot load the AppArmor profile %s: apparmor_parser "
+                                          "not found (package apparmor)",
+                                          CONTAINER_APPARMOR_DEFAULT_PROFILE);
+                return r;
+        }
+        char *argv[] = { parser, (char *)"-r", (char *)a->profile_file, NULL };
+        ChildOptions o = {
+                .argv = argv,
+                .capture = CHILD_CAPTURE_MERGED,
+                .stdout_max = 4096,
+                .timeout = 120 * USEC_PER_SEC,
+        };
+        r = child_spawn(a->event, &o, on_loader_done, a, &a->loader);
+        if (r < 0) {
+                free(a->load_error);
+                a->load_error = strprintf("cannot load the AppArmor profile %s: cannot run %s: %s",
+                                          CONTAINER_APPARMOR_DEFAULT_PROFILE, parser, strerror(-r));
+                return r;
+        }
+        log_info("Loading the AppArmor profile %s (%s).", CONTAINER_APPARMOR_DEFAULT_PROFILE,
+                 a->profile_file);
+        return 0;
+}
+
+static int waiter_add(PodAppArmor *a, void *waiter) {
+        void **n = reallocarray(a->waiters, a->n_waiters + 1, sizeof(void *));
+        if (!n)
+                return -ENOMEM;
+        a->waiters = n;
+        a->waiters[a->n_waiters++] = waiter;
+        return 0;
+}
+
+int pod_apparmor_default_ready(PodAppArmor *a, void *waiter, bool retried, const char **ret_error) {
+        int r;
+
+        assert(a);
+        assert(ret_error);
+        *ret_error = NULL;
+        if (!a->enabled)
+                return 1;
+        r = default_loaded(a);
+        if (r > 0)
+                return 1;
+        if (r < 0) {
+                free(a->load_error);
+                a->load_error = strprintf("cannot read the loaded AppArmor profiles (%s): %s",
+                                          a->profiles_path, strerror(-r));
+                *ret_error = a->load_error ?: "cannot read the loaded AppArmor profiles";
+                return r;
+        }
+        if (!a->loader) {
+                if (retried) {
+                        *ret_error = a->load_error
+                                             ?: "the AppArmor "
+                                                "profile " CONTAINER_APPARMOR_DEFAULT_PROFILE
+                                                " is not loaded after apparmor_parser ran";
+                        return -ENOENT;
+                }
+                r = loader_start(a);
+                if (r < 0) {
+                        *ret_error = a->load_error ?: "cannot run apparmor_parser";
+                        return r;
+                }
+        }
+        r = waiter_add(a, waiter);
+        if (r < 0) {
+                *ret_error = "out of memory";
+                return r;
+        }
+        return 0;
+}
+
+void pod_apparmor_forget(PodAppArmor *a, void *waiter) {
+        for (size_t i = 0; i < a->n_waiters; i++)
+                if (a->waiters[i] == waiter) {
+                        memmove(a->waiters + i, a->waiters + i + 1,
+                                (a->n_waiters - i - 1) * sizeof(void *));
+                        a->n_waiters--;
+                        return;
+                }
+}
