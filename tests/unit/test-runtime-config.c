@@ -554,7 +554,9 @@ static void test_host_devices(void **state) {
         free(text);
         json_decref(devs);
 
-        assert_int_equal(runtime_host_devices("/nonexistent-dev", json_array()), -ENOENT);
+        devs = json_array();
+        assert_int_equal(runtime_host_devices("/nonexistent-dev", devs), -ENOENT);
+        json_decref(devs);
         snprintf(p, sizeof p, "rm -rf '%s'", dir);
         assert_int_equal(system(p), 0);
 }
