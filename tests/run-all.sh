@@ -13,6 +13,7 @@
 #   MESON_TEST_ARGS="..."     extra arguments for `meson test` (e.g. --suite unit)
 #   NANOLET_SKIP_GUEST=1      no Debian guest phase (counted as one skipped test)
 #   NANOLET_GUEST_CACHE=DIR   where the guest image is cached (tests/guest/README.md)
+#   NANOLET_GUEST_TESTS=GLOBS only these in-guest files (run-guest.sh --tests)
 #
 # The guest phase (tests/guest/): the guest image and the .deb are built in
 # the background while the trees build and test; the guest boots after them
@@ -193,10 +194,10 @@ guest_phase() {
                 return
         fi
         guest_prep_pid=
-        log "guest: prepared in the background ($(paste -sd, "$guest_dir/prep-times")), waited $((SECONDS - t0)) s for it"
+        log "guest: prepared in the background ($(paste -sd, "$guest_dir/prep-times" | sed 's/,/, /g')), waited $((SECONDS - t0)) s for it"
         t0=$SECONDS
         line=$(bash "$ROOT/tests/guest/run-guest.sh" --deb "$(ls "$guest_dir"/deb/nanolet_*.deb | head -n 1)" \
-                --out "$guest_dir/logs" | tail -n 1)
+                --out "$guest_dir/logs" ${NANOLET_GUEST_TESTS:+--tests "$NANOLET_GUEST_TESTS"} | tail -n 1)
         if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
                 p=${BASH_REMATCH[1]}
                 f=${BASH_REMATCH[2]}

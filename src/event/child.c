@@ -116,6 +116,45 @@ Child *child_free(Child *c) {
         return NULL;
 }
 
+typedef struct ReapedThen {
+        void (*reaped)(void *userdata);
+        void *userdata;
+} ReapedThen;
+
+static int on_reaped_then(EventSource *s, const siginfo_t *si, void *userdata) {
+        ReapedThen *t = userdata;
+
+        event_source_free(s);
+        t->reaped(t->userdata);
+        free(t);
+        return 0;
+}
+
+void child_free_then(Child *c, void (*reaped)(void *userdata), void *userdata) {
+        if (!c || c->pid <= 0 || c->exited) {
+                child_free(c);
+                reaped(userdata);
+                return;
+        }
+        child_kill(c);
+        c->child_source = event_source_free(c->child_source);
+        ReapedThen *t = malloc(sizeof(*t));
+        if (t) {
+                *t = (ReapedThen){ .reaped = reaped, .userdata = userdata };
+                if (event_add_child(c->event, NULL, c->pid, on_reaped_then, t) >= 0) {
+                        c->exited = true; /* the new source reaps it */
+                        child_free(c);
+                        return;
+                }
+                free(t);
+        }
+        /* Without a source of its own the step runs now: the child has its
+         * SIGKILL, and a mount(2) it is inside completes before it dies. */
+        log_debug("Cannot watch child %d to finish after it: running the step now.", (int)c->pid);
+        child_free(c);
+        reaped(userdata);
+}
+
 static int on_child(EventSource *s, const siginfo_t *si, void *userdata) {
         Child *c = userdata;
 

@@ -283,8 +283,7 @@ static int result_write(int fd, json_t *result, int r, const Error *err) {
 
 /* The result channel is the stdout the helper was started with; stdout
  * itself becomes stderr while the mode runs. So whatever a mode or a
- * library prints cannot corrupt the result, nor fill a pipe that is read
- * only after the exit (helper_spawn_nowait()); and the channel, close-on-
+ * library prints cannot corrupt the result; and the channel, close-on-
  * exec, reaches EOF when the helper exits, not when a process it started
  * does. */
 static int result_channel(void) {
@@ -383,32 +382,6 @@ int helper_spawn(Event *e, const HelperSpawnOptions *o, child_done_t done, void 
         return child_spawn(e, &co, done, userdata, ret);
 }
 
-int helper_spawn_nowait(const HelperSpawnOptions *o, pid_t *ret_pid, int *ret_result_fd) {
-        _cleanup_strv_free_ char **argv = NULL, **env = NULL;
-        _cleanup_close_pair_ int p[2] = { -EBADF, -EBADF };
-
-        if (!ret_pid || !ret_result_fd)
-                return -EINVAL;
-        *ret_pid = 0;
-        if (o && (o->input || o->timeout > 0 || o->stderr_max > 0))
-                return -EOPNOTSUPP; /* the Child's features; helper_spawn() has them */
-        int r = command_new(o, &argv, &env);
-        if (r < 0)
-                return r;
-        if (pipe2(p, O_CLOEXEC) < 0 || fcntl(p[0], F_SETFL, O_NONBLOCK) < 0)
-                return -errno;
-        SpawnOptions so = SPAWN_OPTIONS_INIT;
-        so.argv = argv;
-        so.envp = env;
-        so.stdout_fd = p[1];
-        so.stderr_fd = STDERR_FILENO;
-        r = spawn_nowait(&so, ret_pid, NULL);
-        if (r < 0)
-                return r;
-        *ret_result_fd = TAKE_FD(p[0]);
-        return 0;
-}
-
 /* The outcome a well-formed result states: its "result" (with "error"),
  * or -EIO with why there is none. */
 static int result_of(json_t *j, Error *err, Error *why) {
@@ -475,34 +448,6 @@ int helper_child_result(const Child *c, const char *what, json_t **ret, Error *e
                                  status);
         }
         return helper_result_parse(what, out, n, child_stdout_truncated(c), code, status, ret, err);
-}
-
-int helper_fd_result(int fd, const char *what, size_t max, int code, int status, json_t **ret,
-                     Error *err) {
-        _cleanup_close_ int f = fd;
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, cap = 0;
-        bool truncated = false;
-
-        if (max == 0)
-                max = HELPER_RESULT_MAX_DEFAULT;
-        /* The helper has exited: what it wrote is in the pipe, and no one
-         * else holds the write end, so this reads to EOF without waiting
-         * (EAGAIN only if a descendant kept it: then what is there). */
-        while (f >= 0) {
-                char chunk[4096];
-                ssize_t k = read(f, chunk, sizeof chunk);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        break;
-                size_t take = MIN((size_t)k, max - len);
-                if (take < (size_t)k)
-                        truncated = true;
-                if (take > 0 && strbuf_append(&buf, &len, &cap, chunk, take) < 0)
-                        return error_set(err, -ENOMEM, "out of memory");
-        }
-        return helper_result_parse(what, buf, len, truncated, code, status, ret, err);
 }
 
 /* ---- typed members ---- */

@@ -163,16 +163,6 @@ typedef struct HelperSpawnOptions {
  * result with helper_child_result(). */
 int helper_spawn(Event *e, const HelperSpawnOptions *o, child_done_t done, void *userdata,
                  Child **ret);
-/* The same helper for a caller that watches the pid itself
- * (event_add_child()): its stdout is the write end of a pipe whose
- * non-blocking read end (O_CLOEXEC) is returned in *ret_result_fd; read it
- * with helper_fd_result() once the helper exited. Nothing reads the pipe
- * before that, so the mode's result must fit in it (64 KiB): for modes
- * whose result is a sentence at most. On failure *ret_pid is 0
- * or a child that failed to exec, for the caller to reap
- * (event_reap_later()). */
-int helper_spawn_nowait(const HelperSpawnOptions *o, pid_t *ret_pid, int *ret_result_fd);
-
 /* The outcome of a helper: its result (>= 0) or a negative errno, err set.
  * out[0..n) is what it wrote to stdout (truncated: more was written than
  * kept); code and status are waitid()'s si_code and si_status. A helper
@@ -187,12 +177,6 @@ int helper_result_parse(const char *what, const char *out, size_t n, bool trunca
 /* helper_result_parse() of a Child started with helper_spawn(); one killed
  * on its timeout says so. */
 int helper_child_result(const Child *c, const char *what, json_t **ret, Error *err);
-/* helper_result_parse() of what fd (helper_spawn_nowait()'s) holds once
- * the helper has exited, at most max bytes (0: HELPER_RESULT_MAX_DEFAULT);
- * closes fd. */
-int helper_fd_result(int fd, const char *what, size_t max, int code, int status, json_t **ret,
-                     Error *err);
-
 /* ---- typed members of a result object, for the modes' parsers ---- */
 
 /* 0 and the value, or -EBADMSG when the member is missing or not of the

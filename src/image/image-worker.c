@@ -111,17 +111,15 @@ int image_rootfs_mount_unpacked(ImageStore *s, const ImageRootfsJob *job, Error 
         return 0;
 }
 
-static int orphan_unmount(EventSource *s, const siginfo_t *si, void *userdata) {
+static void orphan_unmount(void *userdata) {
         _cleanup_free_ char *target = userdata;
         Error err = {};
 
-        event_source_free(s);
         /* Killed after its mount() and before its exit, the helper would
          * leave the rootfs mounted for a container that will not run. */
         if (target && image_rootfs_umount(target, &err) < 0)
                 log_debug("Cannot unmount \"%s\" after an aborted image worker: %s", target,
                           err.message);
-        return 0;
 }
 
 static const HelperArg unpack_rootfs_args[] = {
@@ -141,12 +139,11 @@ static const HelperArg unpack_rootfs_args[] = {
 const HelperMode image_unpack_rootfs_helper_mode =
         HELPER_MODE_INIT("unpack-rootfs", ImageUnpackRootfsArgs, unpack_rootfs_args);
 
-int image_rootfs_start(ImageStore *s, Event *e, const ImageRootfsJob *job, ImageWorker *ret,
-                       Error *err) {
+int image_rootfs_start(ImageStore *s, Event *e, const ImageRootfsJob *job, child_done_t done,
+                       void *userdata, ImageWorker *ret, Error *err) {
         _cleanup_free_ char *target = NULL;
         const ImageLimits *l = &s->limits;
-        pid_t pid;
-        int fd, r;
+        Child *child = NULL;
 
         if (!image_digest_is_valid(job->digest))
                 return error_set(err, -EINVAL, "invalid image digest \"%s\"", strna(job->digest));
@@ -166,43 +163,29 @@ int image_rootfs_start(ImageStore *s, Event *e, const ImageRootfsJob *job, Image
                 .upper_dir = job->upper_dir,
                 .work_dir = job->work_dir,
         };
-        /* Its log lines go where the agent's go, as a forked worker's did. */
+        /* Its log lines go where the agent's go (stderr not captured). */
         HelperSpawnOptions o = { .mode = &image_unpack_rootfs_helper_mode, .args = &args };
-        r = helper_spawn_nowait(&o, &pid, &fd);
-        if (r < 0) {
-                event_reap_later(e, pid);
+        int r = helper_spawn(e, &o, done, userdata, &child);
+        if (r < 0)
                 return error_set(err, r, "cannot start image worker: %s", strerror(-r));
-        }
-        *ret = (ImageWorker){ .pid = pid, .result_fd = fd, .event = e, .target = TAKE_PTR(target) };
+        *ret = (ImageWorker){ .child = child, .target = TAKE_PTR(target) };
         return 0;
 }
 
-int image_worker_finish(ImageWorker *w, const siginfo_t *si, Error *err) {
-        int fd = TAKE_FD(w->result_fd);
+int image_worker_finish(ImageWorker *w, Error *err) {
+        int r = helper_child_result(w->child, "image worker", NULL, err);
 
-        w->pid = 0;
-        free(w->target);
-        w->target = NULL;
-        int r = helper_fd_result(fd, "image worker", 0, si ? si->si_code : 0,
-                                 si ? si->si_status : -1, NULL, err);
+        w->child = child_free(w->child);
+        w->target = mfree(w->target);
         return r < 0 ? r : 0;
 }
 
 void image_worker_abort(ImageWorker *w) {
-        if (w->pid > 0) {
-                (void)kill(w->pid, SIGKILL);
-                /* The loop reaps it (and unmounts what it may have mounted);
-                 * nothing here waits. */
-                if (!w->event ||
-                    event_add_child(w->event, NULL, w->pid, orphan_unmount, w->target) < 0)
-                        log_debug("Cannot watch image worker %d to reap it.", (int)w->pid);
-                else
-                        w->target = NULL;
-        }
-        w->pid = 0;
-        w->result_fd = safe_close(w->result_fd);
-        free(w->target);
-        w->target = NULL;
+        if (w->child)
+                /* The loop reaps it and then unmounts what it may have
+                 * mounted; nothing here waits. */
+                child_free_then(TAKE_PTR(w->child), orphan_unmount, TAKE_PTR(w->target));
+        w->target = mfree(w->target);
 }
 
 /* Here, not in image-rootfs.c: the agent unmounts (adoption, aborted

@@ -206,9 +206,9 @@ int image_rootfs_copy(ImageStore *s, const Image *image, const char *dest_dir, E
  * loop (image-worker.c): image_store_unpack() and image_rootfs_mount() of
  * the image digest (a manifest digest the caller resolved with
  * image_store_get(); the helper refuses anything else, and an image no
- * longer in the store fails as image_store_get() does). The parent watches
- * ret->pid with event_add_child() and then calls image_worker_finish() with
- * the siginfo the child source reports. */
+ * longer in the store fails as image_store_get() does). The helper runs
+ * as a Child (child.h); done runs once it is reaped and calls
+ * image_worker_finish(). */
 typedef struct ImageRootfsJob {
         const char *digest;
         const char *target;
@@ -216,14 +216,11 @@ typedef struct ImageRootfsJob {
         const char *work_dir;
 } ImageRootfsJob;
 typedef struct ImageWorker {
-        pid_t pid;
-        int result_fd; /* read end of the helper's stdout: its result (helper.h) */
-        Event *event;  /* reaps the helper after image_worker_abort() */
+        Child *child;
         char *target;
 } ImageWorker;
-#define IMAGE_WORKER_NULL ((ImageWorker){ .pid = 0, .result_fd = -EBADF })
-int image_rootfs_start(ImageStore *s, Event *e, const ImageRootfsJob *job, ImageWorker *ret,
-                       Error *err);
+int image_rootfs_start(ImageStore *s, Event *e, const ImageRootfsJob *job, child_done_t done,
+                       void *userdata, ImageWorker *ret, Error *err);
 /* The same root filesystem without a helper, when that is one mount(2):
  * the job's image (its digest looked up again in the store's in-memory
  * index, under images/.gc.lock taken shared without waiting) has every
@@ -235,11 +232,12 @@ int image_rootfs_start(ImageStore *s, Event *e, const ImageRootfsJob *job, Image
  * the caller starts image_rootfs_start() for the same job, which unpacks,
  * waits for the lock, falls back to copying and reports the real error. */
 int image_rootfs_mount_unpacked(ImageStore *s, const ImageRootfsJob *job, Error *err);
-/* Collects the result: 0 if the worker succeeded, else its -errno and message. */
-int image_worker_finish(ImageWorker *w, const siginfo_t *si, Error *err);
+/* Collects the result and frees the worker's Child: 0 if it succeeded,
+ * else its -errno and message. */
+int image_worker_finish(ImageWorker *w, Error *err);
 /* For teardown: SIGKILLs a helper that is still running and leaves the
- * reaping to the loop (a source of its own), which then unmounts the target
- * the helper may have mounted. Never waits. */
+ * reaping to the loop, which then unmounts the target the helper may have
+ * mounted. Never waits. */
 void image_worker_abort(ImageWorker *w);
 
 /* The helper modes of this module (helper.h), for main()'s table:

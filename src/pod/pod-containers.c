@@ -43,10 +43,7 @@ void op_clear_start(ContainerOp *op) {
         if (op->apparmor_waiting)
                 pod_apparmor_forget(&op->w->ctx->apparmor, op);
         op->apparmor_waiting = op->apparmor_retried = false;
-        op->iw_source = event_source_free(op->iw_source);
-        if (op->iw.pid > 0)
-                image_worker_abort(&op->iw);
-        op->iw = IMAGE_WORKER_NULL;
+        image_worker_abort(&op->iw);
         if (op->rop)
                 runtime_op_cancel(op->rop);
         op->rop = NULL;
@@ -362,20 +359,17 @@ static void container_launch(ContainerOp *op) {
         }
 }
 
-static int on_rootfs_ready(EventSource *s, const siginfo_t *si, void *userdata) {
+static void on_rootfs_ready(Child *c, void *userdata) {
         ContainerOp *op = userdata;
         Error err = {};
 
-        op->iw_source = event_source_free(op->iw_source);
-        int r = image_worker_finish(&op->iw, si, &err);
-        op->iw = IMAGE_WORKER_NULL;
+        int r = image_worker_finish(&op->iw, &err);
         if (r < 0) {
                 start_failed(op, "CreateContainerError", err.message);
-                return 0;
+                return;
         }
         op->rootfs_mounted = true;
         container_create(op);
-        return 0;
 }
 
 /* An image's StopSignal ("SIGQUIT", "QUIT", "3"); SIGTERM when absent or
@@ -718,16 +712,9 @@ static void container_start_with_image(ContainerOp *op) {
                    "Container \"%s\" of pod \"%s\": rootfs by the helper: %s", c->spec->name,
                    w->full_name, ierr.message);
         ierr = (Error){};
-        r = image_rootfs_start(store, w->ctx->event, &job, &op->iw, &ierr);
-        if (r < 0) {
+        r = image_rootfs_start(store, w->ctx->event, &job, on_rootfs_ready, op, &op->iw, &ierr);
+        if (r < 0)
                 start_failed(op, "CreateContainerError", ierr.message);
-                return;
-        }
-        r = event_add_child(w->ctx->event, &op->iw_source, op->iw.pid, on_rootfs_ready, op);
-        if (r < 0) {
-                image_worker_abort(&op->iw);
-                start_failed(op, "CreateContainerError", "cannot watch the image worker");
-        }
 }
 
 /* ---- kill ---- */

@@ -180,7 +180,6 @@ struct ContainerOp {
         ImagePullWaiter *pull; /* a registry pull this attempt waits for */
         bool pulled;           /* this attempt pulled (policy Always: once per attempt) */
         ImageWorker iw;
-        EventSource *iw_source;
         RuntimeOp *rop;
         bool rootfs_mounted;
         /* A start prepared while the sandbox is being created

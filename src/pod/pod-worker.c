@@ -907,7 +907,6 @@ int pod_worker_new(PodWorker **ret, PodManagerContext *ctx, ManifestObject *obje
                 w->ops[i]->w = w;
                 w->ops[i]->is_init = i < w->state.n_init;
                 w->ops[i]->index = (unsigned)(w->ops[i]->is_init ? i : i - w->state.n_init);
-                w->ops[i]->iw = IMAGE_WORKER_NULL;
         }
         PodProbesContext pc = {
                 .event = ctx->event,

@@ -63,8 +63,21 @@ if [[ -f $image/disk.img ]]; then
         exit 0
 fi
 
+# remove_tree DIR: a build directory, with anything still mounted in its
+# chroot (a build killed mid-way) unmounted first and never followed.
+remove_tree() {
+        local m
+        for m in $(awk -v d="$1/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r); do
+                umount -l "$m" 2>/dev/null || true
+        done
+        rm -rf --one-file-system "$1"
+}
+# Left by a build that was killed: no builder holds the lock now.
+for stale in "$cache"/.build-*; do
+        [[ -d $stale ]] && remove_tree "$stale"
+done
 tmp=$(mktemp -d "$cache/.build-$key.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+trap 'remove_tree "$tmp"' EXIT
 start=$SECONDS
 
 # The host's sources, in either format; the guest image keeps none (it has
@@ -106,7 +119,7 @@ rm -rf "$tmp/root/var/cache/apt/archives/"*.deb "$tmp/root/var/lib/apt/lists/"*
 # 6 GiB sparse: room for the .deb, images and 10 pods.
 truncate -s 6G "$tmp/out/disk.img"
 mkfs.ext4 -q -L nanolet-guest -d "$tmp/root" "$tmp/out/disk.img"
-rm -rf "$tmp/root"
+remove_tree "$tmp/root"
 cp "$tmp/mmdebstrap.log" "$tmp/out/build.log"
 echo "built in $((SECONDS - start)) s" >>"$tmp/out/build.log"
 

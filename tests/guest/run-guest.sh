@@ -12,7 +12,8 @@
 # Environment: NANOLET_GUEST_CACHE (build-image.sh), NANOLET_GUEST_ACCEL=kvm
 # to try KVM (default TCG: this project's CI hosts' nested KVM does not boot
 # a stock Debian kernel), NANOLET_GUEST_MEM (MiB, default 2048),
-# NANOLET_GUEST_SMP (default 2).
+# NANOLET_GUEST_SMP (default 2), NANOLET_GUEST_BOOT_TIMEOUT (seconds from
+# power-on or reboot to the test runner, default 600).
 #
 # The guest gets the .deb, the busybox test image and the test scripts
 # through a 9p share, has no route out (user networking with restrict=on),
@@ -122,17 +123,29 @@ qemu-system-x86_64 \
 qemu_pid=$!
 t_boot=$SECONDS
 
-# progress: the runner's new lines on the serial console, to stderr.
+# progress: the runner's new lines on the serial console, to stderr. It
+# also tracks whether the guest is booting (at the start and after a
+# reboot, until the runner is up), which has its own, shorter limit: a
+# guest that does not boot fails in minutes, not at the hard timeout.
 seen=0
+booting_since=$SECONDS
 progress() {
-        local n
-        n=$(grep -c '^nanolet-guest: ' "$serial" 2>/dev/null || true)
+        local n lines
+        # The kernel's console messages may share a line with the runner's.
+        n=$(grep -c 'nanolet-guest: ' "$serial" 2>/dev/null || true)
         if ((n > seen)); then
-                grep '^nanolet-guest: ' "$serial" | sed -n "$((seen + 1)),${n}p" |
-                        sed "s/^nanolet-guest: /guest [$((SECONDS - t_boot)) s] /" >&2
+                lines=$(grep -o 'nanolet-guest: .*' "$serial" | sed -n "$((seen + 1)),${n}p")
+                sed "s/^nanolet-guest: /guest [$((SECONDS - t_boot)) s] /" <<<"$lines" >&2
                 seen=$n
+                if grep -q 'runner up' <<<"$lines"; then
+                        booting_since=
+                fi
+                if grep -q 'rebooting$' <<<"$lines"; then
+                        booting_since=$SECONDS
+                fi
         fi
 }
+boot_timeout=${NANOLET_GUEST_BOOT_TIMEOUT:-600}
 
 # Wait for the guest to power off. A kernel panic reboots the machine
 # (panic=-1), which would only loop: it ends the run at once.
@@ -141,6 +154,11 @@ while kill -0 "$qemu_pid" 2>/dev/null; do
         if grep -q 'Kernel panic' "$serial"; then
                 grep -A20 'Kernel panic' "$serial" | head -30 >&2
                 no_result "the guest kernel panicked (logs: $out)"
+        fi
+        if [[ -n $booting_since ]] && ((SECONDS - booting_since > boot_timeout)); then
+                log "the guest did not boot to the test runner within $boot_timeout s"
+                tail -30 "$serial" >&2
+                no_result "guest did not boot (accelerator ${accel%%,*}; logs: $out)"
         fi
         if ((SECONDS - t_boot > timeout)); then
                 log "no result within $timeout s; stopping the guest"

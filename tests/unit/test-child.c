@@ -255,6 +255,45 @@ static void test_free_running_leaves_no_zombie(void **state) {
         assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0), 0);
 }
 
+typedef struct Then {
+        unsigned calls;
+        pid_t pid;
+        bool was_reaped; /* when the step ran */
+} Then;
+
+static void then_step(void *userdata) {
+        Then *t = userdata;
+        t->calls++;
+        t->was_reaped = kill(t->pid, 0) < 0 && errno == ESRCH;
+}
+
+/* The step after a running child runs only once the loop reaped it (an
+ * unmount before would race the child's own mount); after an exited child,
+ * at once. No callback of the Child's either way. */
+static void test_free_then(void **state) {
+        _cleanup_event_free_ Event *e = NULL;
+        Done d = {};
+        Then t = {};
+
+        assert_int_equal(event_new(&e), 0);
+        Child *c = spawn_sh(e, "exec sleep 1000", CHILD_CAPTURE_NONE, 0, 0, &d);
+        t.pid = child_get_pid(c);
+        child_free_then(c, then_step, &t);
+        assert_int_equal(t.calls, 0);
+        for (unsigned i = 0; i < 600 && t.calls == 0; i++)
+                assert_int_equal(event_run(e, 100 * USEC_PER_MSEC), 0);
+        assert_int_equal(t.calls, 1);
+        assert_true(t.was_reaped);
+        assert_int_equal(d.calls, 0);
+
+        c = spawn_sh(e, "exit 3", CHILD_CAPTURE_NONE, 0, 0, &d);
+        run_until_done(e, &d);
+        t = (Then){ .pid = child_get_pid(c) };
+        child_free_then(c, then_step, &t);
+        assert_int_equal(t.calls, 1);
+        assert_no_zombie_after_loop(e);
+}
+
 static void test_adopt(void **state) {
         _cleanup_event_free_ Event *e = NULL;
         Done d = {};
@@ -283,6 +322,7 @@ int main(void) {
                 cmocka_unit_test(test_timeout_kills_process_group),
                 cmocka_unit_test(test_kill),
                 cmocka_unit_test(test_free_running_leaves_no_zombie),
+                cmocka_unit_test(test_free_then),
                 cmocka_unit_test(test_adopt),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

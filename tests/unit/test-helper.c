@@ -489,41 +489,6 @@ static void test_spawn(void **state) {
         json_decref(d.res);
 }
 
-static void test_spawn_nowait(void **state) {
-        BehaveArgs a = { .how = "fail" };
-        HelperSpawnOptions o = { .mode = &behave_mode, .args = &a };
-        pid_t pid;
-        int fd = -EBADF;
-        siginfo_t si = {};
-        Error err = {};
-
-        assert_int_equal(helper_spawn_nowait(&o, &pid, &fd), 0);
-        assert_true(fd >= 0);
-        assert_int_equal(waitid(P_PID, (id_t)pid, &si, WEXITED), 0);
-        assert_int_equal(si.si_code, CLD_EXITED);
-        assert_int_equal(si.si_status, 1);
-        assert_int_equal(helper_fd_result(fd, "w", 0, si.si_code, si.si_status, NULL, &err),
-                         -ENOSPC);
-        assert_non_null(strstr(err.message, "disk full"));
-
-        /* Stray output while the mode runs is not on the result pipe,
-         * which nobody reads before the exit: far more than a pipe holds
-         * does not block the helper. */
-        a = (BehaveArgs){ .how = "garbage" };
-        int saved = stderr_quiet();
-        assert_int_equal(helper_spawn_nowait(&o, &pid, &fd), 0);
-        stderr_restore(saved);
-        si = (siginfo_t){};
-        assert_int_equal(waitid(P_PID, (id_t)pid, &si, WEXITED), 0);
-        err = (Error){};
-        assert_int_equal(helper_fd_result(fd, "w", 0, si.si_code, si.si_status, NULL, &err), 0);
-
-        /* The Child's features are helper_spawn()'s. */
-        o.timeout = 1;
-        assert_int_equal(helper_spawn_nowait(&o, &pid, &fd), -EOPNOTSUPP);
-        assert_int_equal(pid, 0);
-}
-
 /* The dispatcher itself: unknown modes and wrong arguments are results too. */
 static int main_capture(char **argv, char **ret_out) {
         const HelperMain *mains[] = { &behave_main };
@@ -583,8 +548,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_mode_verify),  cmocka_unit_test(test_argv_build),
                 cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_args_errors),
                 cmocka_unit_test(test_result_parse), cmocka_unit_test(test_json_members),
-                cmocka_unit_test(test_spawn),        cmocka_unit_test(test_spawn_nowait),
-                cmocka_unit_test(test_main),
+                cmocka_unit_test(test_spawn),        cmocka_unit_test(test_main),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -826,19 +826,6 @@ static void test_partials_sweep(void **state) {
 
 /* ---- the rootfs helper (this test re-executed, see main()) ---- */
 
-typedef struct Reaped {
-        bool done;
-        siginfo_t si;
-} Reaped;
-
-static int on_reaped(EventSource *src, const siginfo_t *si, void *userdata) {
-        Reaped *r = userdata;
-        r->done = true;
-        r->si = *si;
-        event_source_free(src);
-        return 0;
-}
-
 static bool is_mounted(const char *path) {
         FILE *f = fopen("/proc/self/mountinfo", "re");
         char line[4096];
@@ -853,16 +840,21 @@ static bool is_mounted(const char *path) {
         return found;
 }
 
+static void on_worker_done(Child *c, void *userdata) {
+        *(bool *)userdata = true;
+}
+
 static int run_helper(ImageStore *s, Event *e, const ImageRootfsJob *job, Error *err) {
-        ImageWorker w = IMAGE_WORKER_NULL;
-        Reaped r = {};
-        int k = image_rootfs_start(s, e, job, &w, err);
+        ImageWorker w = {};
+        bool done = false;
+        int k = image_rootfs_start(s, e, job, on_worker_done, &done, &w, err);
         if (k < 0)
                 return k;
-        assert_int_equal(event_add_child(e, NULL, w.pid, on_reaped, &r), 0);
-        while (!r.done)
+        while (!done)
                 assert_int_equal(event_run(e, UINT64_MAX), 0);
-        return image_worker_finish(&w, &r.si, err);
+        k = image_worker_finish(&w, err);
+        assert_null(w.child);
+        return k;
 }
 
 /* Is pid blocked in flock() (a "->" line of /proc/locks)? */
@@ -952,19 +944,21 @@ static void test_rootfs_helper(void **state) {
         int lfd = open(lock, O_RDWR | O_CLOEXEC);
         assert_true(lfd >= 0);
         assert_int_equal(flock(lfd, LOCK_EX), 0);
-        ImageWorker w = IMAGE_WORKER_NULL;
-        assert_int_equal(image_rootfs_start(s, e, &job, &w, &err), 0);
-        pid_t pid = w.pid;
+        ImageWorker w = {};
+        bool done = false;
+        assert_int_equal(image_rootfs_start(s, e, &job, on_worker_done, &done, &w, &err), 0);
+        pid_t pid = child_get_pid(w.child);
         while (!blocked_in_flock(pid))
                 assert_int_equal(event_run(e, 10 * USEC_PER_MSEC), 0);
         image_worker_abort(&w);
-        assert_int_equal(w.pid, 0);
-        assert_int_equal(w.result_fd, -EBADF);
+        assert_null(w.child);
+        assert_null(w.target);
         siginfo_t si = {};
         while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0)
                 assert_int_equal(event_run(e, 10 * USEC_PER_MSEC), 0);
         assert_int_equal(errno, ECHILD);
         assert_false(is_mounted(target));
+        assert_false(done); /* an aborted worker's callback never runs */
         close(lfd);
 
         im = image_free(im);

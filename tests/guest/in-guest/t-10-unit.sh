@@ -6,10 +6,14 @@
 # busybox test image.
 . "$(dirname "$0")/lib.sh"
 
-nanolet_install || exit 1
+deb=$(ls "$GUEST_SHARE"/deb/nanolet_*.deb | head -n 1)
+if ! dpkg-query -W -f='${Status}' nanolet 2>/dev/null | grep -q 'install ok installed'; then
+        check "dpkg -i $(basename "$deb") offline (every Depends in the image)" dpkg -i "$deb"
+fi
 check_eq "package installed" "$(dpkg-query -W -f='${Status}' nanolet)" "install ok installed"
 check_eq "unit enabled by the package" "$(systemctl is-enabled nanolet 2>&1)" enabled
-systemctl start nanolet
+check_eq "unit started by the package's postinst" "$(systemctl is-active nanolet 2>&1)" active
+systemctl restart nanolet
 check_eq "unit reached active/running as Type=notify" \
         "$(systemctl show -p Type,ActiveState,SubState --value nanolet | paste -sd' ')" \
         "notify active running"
@@ -40,6 +44,13 @@ check "no journal line keeps a <N> prefix" bash -c "! grep -qE '^<[0-7]>' '$GUES
 check "the start line is logged at info (PRIORITY 6)" \
         jq -se 'map(select(.MESSAGE | type == "string" and test("nanolet starting"))) | length > 0 and all(.PRIORITY == "6")' \
         "$GUEST_OUT/$GUEST_FILE/journal.json"
+# journald stamps time and PID itself, so the agent drops klog's header
+# there: the entry's _PID is the unit's main process.
+check_eq "the last start line's _PID is the unit's MainPID" \
+        "$(jq -rs 'map(select(.MESSAGE | type == "string" and test("nanolet starting"))) | last | ._PID' \
+                "$GUEST_OUT/$GUEST_FILE/journal.json")" "$(systemctl show -p MainPID --value nanolet)"
+check "no klog header inside journal messages" \
+        bash -c "! grep -qE '^[IWEF][0-9]{4} [0-9:.]+ +[0-9]+ [^ ]+:[0-9]+\\] ' '$GUEST_OUT/$GUEST_FILE/journal-cat.txt'"
 
 # A manifest that cannot be read is logged at warning or error priority,
 # its name quoted in the message.
