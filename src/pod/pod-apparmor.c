@@ -16,8 +16,9 @@
 
 bool pod_apparmor_host_enabled(const char *enabled_path) {
         _cleanup_free_ char *s = NULL;
-        if (read_full_file_at(AT_FDCWD, enabled_path ?: POD_APPARMOR_ENABLED_PATH, 64, &s, NULL) <
-            0)
+        /* sysfs gives every attribute the size of a page */
+        if (read_full_file_at(AT_FDCWD, enabled_path ?: POD_APPARMOR_ENABLED_PATH, 64 * 1024, &s,
+                              NULL) < 0)
                 return false;
         return s[0] == 'Y';
 }
@@ -62,6 +63,8 @@ static void on_loader_done(Child *child, void *userdata) {
                 log_info("Loaded the AppArmor profile %s from %s.",
                          CONTAINER_APPARMOR_DEFAULT_PROFILE, a->profile_file);
         } else {
+                while (size > 0 && (out[size - 1] == '\n' || out[size - 1] == ' '))
+                        size--;
                 _cleanup_free_ char *msg = str_escape_n(out, size, 0);
                 a->load_error = strprintf(
                         "cannot load the AppArmor profile %s: apparmor_parser -r %s failed "
