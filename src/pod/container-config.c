@@ -1200,7 +1200,7 @@ static int build_seccomp(const ContainerBuildContext *ctx, RuntimeContainerConfi
         return 0;
 }
 
-ContainerAppArmor container_apparmor(const Pod *pod, const Container *c, bool host_enabled,
+ContainerAppArmor container_apparmor(const Pod *pod, const Container *c, bool default_available,
                                      const char **ret_name) {
         AppArmorProfile p;
         bool privileged = c->security_context && c->security_context->privileged.set &&
@@ -1214,8 +1214,8 @@ ContainerAppArmor container_apparmor(const Pod *pod, const Container *c, bool ho
                         *ret_name = p.localhost_profile;
                 return CONTAINER_APPARMOR_LOCALHOST;
         case APPARMOR_PROFILE_RUNTIME_DEFAULT:
-                return host_enabled && !privileged ? CONTAINER_APPARMOR_DEFAULT
-                                                   : CONTAINER_APPARMOR_NONE;
+                return default_available && !privileged ? CONTAINER_APPARMOR_DEFAULT
+                                                        : CONTAINER_APPARMOR_NONE;
         case APPARMOR_PROFILE_UNCONFINED:
         case _APPARMOR_PROFILE_TYPE_MAX:
         case _APPARMOR_PROFILE_TYPE_INVALID:
@@ -1269,7 +1269,7 @@ static int build_apparmor(const ContainerBuildContext *ctx, RuntimeContainerConf
         const char *name = NULL;
         const char *cname = strempty(ctx->container->name);
 
-        switch (container_apparmor(ctx->pod, ctx->container, ctx->apparmor_enabled, &name)) {
+        switch (container_apparmor(ctx->pod, ctx->container, ctx->apparmor_default, &name)) {
         case CONTAINER_APPARMOR_NONE:
                 return 0;
         case CONTAINER_APPARMOR_DEFAULT:

@@ -62,10 +62,13 @@ typedef struct ContainerBuildContext {
          * seccompProfile runs Unconfined instead of RuntimeDefault. */
         bool no_seccomp_default;
 
-        /* AppArmor (container_apparmor()): whether the host enforces it, and
-         * the kernel's list of loaded profiles, where a Localhost profile
-         * must be (NULL: not checked). */
+        /* AppArmor (container_apparmor()): whether the host enforces it,
+         * whether RuntimeDefault is CONTAINER_APPARMOR_DEFAULT_PROFILE there
+         * (pod_apparmor_default_available()), and the kernel's list of
+         * loaded profiles, where a Localhost profile must be (NULL: not
+         * checked). */
         bool apparmor_enabled;
+        bool apparmor_default;
         const char *apparmor_profiles_path;
 
         /* Optional: non-fatal problems are appended (invalid envFrom keys,
@@ -106,9 +109,10 @@ typedef enum ContainerAppArmor {
 /* The profile container c of pod runs with, as containerd and CRI-O decide
  * it from kubelet's choice (pod_container_apparmor()): none named is
  * RuntimeDefault; RuntimeDefault is no profile for a privileged container
- * or on a host without AppArmor; Unconfined is none; Localhost is the named
- * profile (*ret_name, pointing into pod), whatever the host. */
-ContainerAppArmor container_apparmor(const Pod *pod, const Container *c, bool host_enabled,
+ * or where the host has no default profile to give (default_available
+ * false: no AppArmor, or no apparmor_parser); Unconfined is none; Localhost
+ * is the named profile (*ret_name, pointing into pod), whatever the host. */
+ContainerAppArmor container_apparmor(const Pod *pod, const Container *c, bool default_available,
                                      const char **ret_name);
 
 /* kubelet's AppArmor admission, where it concerns a Localhost profile: on a

@@ -33,10 +33,19 @@ void pod_apparmor_init(PodAppArmor *a, Event *e, bool enabled, const char *profi
                 .profile_file = profile_file,
                 .resume = resume,
         };
+        if (enabled && find_executable("apparmor_parser", &a->parser) < 0)
+                log_warning("AppArmor is enabled but apparmor_parser is not installed (package "
+                            "apparmor): containers that ask for RuntimeDefault, or for no "
+                            "profile, run without one.");
+}
+
+bool pod_apparmor_default_available(const PodAppArmor *a) {
+        return a->enabled && a->parser;
 }
 
 void pod_apparmor_done(PodAppArmor *a) {
         a->loader = child_free(a->loader);
+        a->parser = mfree(a->parser);
         a->load_error = mfree(a->load_error);
         a->waiters = mfree(a->waiters);
         a->n_waiters = 0;
@@ -86,16 +95,15 @@ static void on_loader_done(Child *child, void *userdata) {
 }
 
 static int loader_start(PodAppArmor *a) {
-        _cleanup_free_ char *parser = NULL;
-        int r = find_executable("apparmor_parser", &parser);
-        if (r < 0) {
+        int r;
+        if (!a->parser) {
                 free(a->load_error);
                 a->load_error = strprintf("cannot load the AppArmor profile %s: apparmor_parser "
                                           "not found (package apparmor)",
                                           CONTAINER_APPARMOR_DEFAULT_PROFILE);
-                return r;
+                return -ENOENT;
         }
-        char *argv[] = { parser, (char *)"-r", (char *)a->profile_file, NULL };
+        char *argv[] = { a->parser, (char *)"-r", (char *)a->profile_file, NULL };
         ChildOptions o = {
                 .argv = argv,
                 .capture = CHILD_CAPTURE_MERGED,
@@ -105,8 +113,9 @@ static int loader_start(PodAppArmor *a) {
         r = child_spawn(a->event, &o, on_loader_done, a, &a->loader);
         if (r < 0) {
                 free(a->load_error);
-                a->load_error = strprintf("cannot load the AppArmor profile %s: cannot run %s: %s",
-                                          CONTAINER_APPARMOR_DEFAULT_PROFILE, parser, strerror(-r));
+                a->load_error =
+                        strprintf("cannot load the AppArmor profile %s: cannot run %s: %s",
+                                  CONTAINER_APPARMOR_DEFAULT_PROFILE, a->parser, strerror(-r));
                 return r;
         }
         log_info("Loading the AppArmor profile %s (%s).", CONTAINER_APPARMOR_DEFAULT_PROFILE,
@@ -129,7 +138,7 @@ int pod_apparmor_default_ready(PodAppArmor *a, void *waiter, bool retried, const
         assert(a);
         assert(ret_error);
         *ret_error = NULL;
-        if (!a->enabled)
+        if (!pod_apparmor_default_available(a))
                 return 1;
         r = default_loaded(a);
         if (r > 0)

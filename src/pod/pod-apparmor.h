@@ -22,7 +22,8 @@ typedef void (*pod_apparmor_resume_t)(void *waiter);
 
 typedef struct PodAppArmor {
         Event *event;
-        bool enabled;
+        bool enabled;              /* the kernel enforces AppArmor */
+        char *parser;              /* apparmor_parser's path; NULL: not installed */
         const char *profiles_path; /* the kernel's list of loaded profiles */
         const char *profile_file;  /* the RuntimeDefault profile's source */
         Child *loader;             /* apparmor_parser, while it runs */
@@ -36,9 +37,15 @@ typedef struct PodAppArmor {
  * POD_APPARMOR_ENABLED_PATH) reads "Y". */
 bool pod_apparmor_host_enabled(const char *enabled_path);
 
-/* Zero-initialized a, filled; nothing runs yet. The paths are borrowed. */
+/* Fills a; nothing runs yet. The paths are borrowed. apparmor_parser is
+ * looked up in $PATH now. */
 void pod_apparmor_init(PodAppArmor *a, Event *e, bool enabled, const char *profiles_path,
                        const char *profile_file, pod_apparmor_resume_t resume);
+
+/* Whether RuntimeDefault means a profile here: the kernel enforces AppArmor
+ * and apparmor_parser is installed to load it (containerd's test; without
+ * the parser containerd, too, applies no default profile). */
+bool pod_apparmor_default_available(const PodAppArmor *a);
 /* Kills a running loader; waiters are not resumed (their owners go too). */
 void pod_apparmor_done(PodAppArmor *a);
 

@@ -217,7 +217,8 @@ static void container_create(ContainerOp *op) {
                 return;
         }
         PodAppArmor *aa = &w->ctx->apparmor;
-        if (container_apparmor(w->state.pod, c->spec, aa->enabled, NULL) ==
+        bool aa_default = pod_apparmor_default_available(aa);
+        if (container_apparmor(w->state.pod, c->spec, aa_default, NULL) ==
             CONTAINER_APPARMOR_DEFAULT) {
                 const char *why = NULL;
                 r = pod_apparmor_default_ready(aa, op, op->apparmor_retried, &why);
@@ -259,6 +260,7 @@ static void container_create(ContainerOp *op) {
                 .seccomp_dir = w->ctx->seccomp_dir,
                 .no_seccomp_default = o->no_seccomp_default,
                 .apparmor_enabled = aa->enabled,
+                .apparmor_default = aa_default,
                 .apparmor_profiles_path = aa->enabled ? aa->profiles_path : NULL,
         };
         _cleanup_strv_free_ char **warnings = NULL;

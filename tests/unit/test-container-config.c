@@ -1055,6 +1055,9 @@ static void test_apparmor_resolution(void **state) {
         fx_build_ok(&f);
         assert_null(f.c.apparmor_profile);
         f.ctx.apparmor_enabled = true;
+        fx_build_ok(&f); /* AppArmor, but no apparmor_parser: no default profile */
+        assert_null(f.c.apparmor_profile);
+        f.ctx.apparmor_default = true;
         fx_build_ok(&f);
         assert_string_equal(f.c.apparmor_profile, CONTAINER_APPARMOR_DEFAULT_PROFILE);
         f.ctx.container = &f.pod->spec.containers[1];
