@@ -85,13 +85,15 @@ static void on_loader_done(Child *child, void *userdata) {
         }
         a->loader = child_free(a->loader);
 
-        /* Resumed waiters may wait again (a new waiter array then). */
-        void **waiters = TAKE_PTR(a->waiters);
-        size_t n = a->n_waiters;
-        a->n_waiters = 0;
-        for (size_t i = 0; i < n; i++)
-                a->resume(waiters[i]);
-        free(waiters);
+        /* One at a time from the list itself: a resumed start may end
+         * another waiter's start (pod_apparmor_forget()), which must then
+         * not be resumed. The ones resumed here never wait again (they
+         * are retried), so the list only shrinks. */
+        for (size_t n = a->n_waiters; n > 0 && a->n_waiters > 0; n--) {
+                void *w = a->waiters[0];
+                pod_apparmor_forget(a, w);
+                a->resume(w);
+        }
 }
 
 static int loader_start(PodAppArmor *a) {

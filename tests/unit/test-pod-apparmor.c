@@ -1,8 +1,9 @@
 /* The node's AppArmor (pod-apparmor.h): the kernel's switch as sysfs gives
  * it, and the RuntimeDefault profile's load with a stand-in apparmor_parser
  * (a script in $PATH that writes the profile into a stand-in list): loaded
- * already, loaded once for every waiter, a waiter that gave up, a failing
- * parser, a parser that ran but left no profile, no parser installed. */
+ * already, loaded once for every waiter, a waiter that gave up (also while
+ * the others are resumed), a failing parser, a parser that ran but left no
+ * profile, no parser installed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -71,8 +72,12 @@ static int teardown(void **state) {
         return 0;
 }
 
+static PodAppArmor *cancelling; /* on_resume of waiter 0 ends waiter 3's start */
+
 static void on_resume(void *waiter) {
         resumed[(int *)waiter - resumed]++;
+        if (cancelling && waiter == &resumed[0])
+                pod_apparmor_forget(cancelling, &resumed[3]);
 }
 
 static size_t parser_runs(void) {
@@ -131,17 +136,22 @@ static void test_default_load(void **state) {
         assert_int_equal(pod_apparmor_default_ready(&a, &resumed[0], false, &why), 1);
         assert_int_equal(parser_runs(), 0);
 
-        /* missing: one load for three waiters, one of which gives up */
+        /* missing: one load for four waiters, two of which give up */
         put("profiles", "other (enforce)\n", 0644);
         assert_int_equal(pod_apparmor_default_ready(&a, &resumed[0], false, &why), 0);
         assert_int_equal(pod_apparmor_default_ready(&a, &resumed[1], false, &why), 0);
         assert_int_equal(pod_apparmor_default_ready(&a, &resumed[2], false, &why), 0);
+        assert_int_equal(pod_apparmor_default_ready(&a, &resumed[3], false, &why), 0);
         pod_apparmor_forget(&a, &resumed[1]);
+        cancelling = &a;
         run_until_loaded(e, &a);
+        cancelling = NULL;
         assert_int_equal(parser_runs(), 1);
         assert_int_equal(resumed[0], 1);
         assert_int_equal(resumed[1], 0);
         assert_int_equal(resumed[2], 1);
+        assert_int_equal(resumed[3], 0); /* its start ended while the others were resumed */
+        assert_int_equal(a.n_waiters, 0);
         assert_int_equal(pod_apparmor_default_ready(&a, &resumed[0], true, &why), 1);
         _cleanup_free_ char *log = NULL;
         assert_int_equal(read_full_file_at(AT_FDCWD, parser_log, 4096, &log, NULL), 0);
