@@ -9,10 +9,11 @@
 #   vmlinuz      the kernel of linux-image-amd64, booted directly by QEMU
 #   initrd.img   a small initramfs (virtio and ext4 only)
 #   packages.txt the guest's dpkg -l, for the record
-# <key> hashes the package list, this script and guest-setup.sh, so a change to either makes
-# a new image; older keys are removed after a successful build. The image is
-# built under a temporary name and renamed into place when complete, so an
-# interrupted build never leaves a directory that looks valid.
+# <key> hashes the package list, this script and guest-setup.sh, so a
+# change to any of them makes a new image; after a build only the three
+# most recently used images are kept. The image is built under a temporary
+# name and renamed into place when complete, so an interrupted build never
+# leaves a directory that looks valid.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -44,6 +45,8 @@ if [[ ${1:-} == --print ]]; then
 fi
 
 if [[ -f $image/disk.img && -f $image/vmlinuz && -f $image/initrd.img ]]; then
+        # Its mtime says when it was last used (the cache keeps the recent ones).
+        touch "$image"
         echo "$image"
         exit 0
 fi
@@ -124,9 +127,10 @@ cp "$tmp/mmdebstrap.log" "$tmp/out/build.log"
 echo "built in $((SECONDS - start)) s" >>"$tmp/out/build.log"
 
 mv "$tmp/out" "$image"
-# Older images are of no use once a newer key is complete.
-for old in "$cache"/*; do
-        [[ -d $old && $old != "$image" ]] && rm -rf "$old"
+# The three most recently used images stay: trees of other branches (or a
+# guest still running from an older image) keep theirs; older ones go.
+ls -1dt "$cache"/*/ 2>/dev/null | tail -n +4 | while read -r old; do
+        rm -rf --one-file-system "${old%/}"
 done
 echo "build-image.sh: built $image in $((SECONDS - start)) s" >&2
 echo "$image"

@@ -175,6 +175,10 @@ log "guest powered off after $((SECONDS - t_boot)) s (whole run $((SECONDS - t_s
 result=$share/out/result
 if [[ ! -s $result ]]; then
         tail -40 "$serial" >&2
+        if [[ -s $out/qemu.log ]]; then
+                log "QEMU said:"
+                tail -10 "$out/qemu.log" >&2
+        fi
         no_result "the guest powered off without a result (logs: $out)"
 fi
 if grep -q '^FAIL ' "$share/out/checks.txt" 2>/dev/null; then

@@ -3,8 +3,9 @@
 # is Running again (the time from kernel start and from the agent's start
 # is printed), and the network state matches the pods exactly: one
 # host-local lease per running pod carrying its IP and UID, one CNI cache
-# entry, one netns pin and one veth each, nothing left of the sandboxes
-# from before the reboot. Removing the pods afterwards releases all of it.
+# entry, one netns pin, one veth and one masquerade chain each, nothing
+# left of the sandboxes from before the reboot. Removing the pods
+# afterwards releases all of it.
 . "$(dirname "$0")/lib.sh"
 
 PODS=10
@@ -27,6 +28,9 @@ pins() { ls /run/nanolet/ns 2>/dev/null | sort; }
 uids() { api_pods | jq -r '.items[].metadata.uid' | sort; }
 veths() { ip -o link show type veth | wc -l; }
 cni_cache() { ls /run/nanolet/cni/ 2>/dev/null | grep -c '\.json$'; }
+# masq_chains: the bridge plugin's per-sandbox masquerade chains (ipMasq of
+# the built-in network), not portmap's shared CNI-HOSTPORT-* ones.
+masq_chains() { iptables -t nat -S | grep '^-N CNI-' | grep -vc -e '^-N CNI-HOSTPORT-' -e '^-N CNI-DN-'; }
 
 # consistent WHEN: the network state is exactly that of the running pods.
 consistent() {
@@ -38,6 +42,7 @@ consistent() {
         check_eq "$when: one netns pin per pod" "$(pins)" "$(uids)"
         check_eq "$when: one CNI cache entry per pod" "$(cni_cache)" "$PODS"
         check_eq "$when: one veth per pod" "$(veths)" "$PODS"
+        check_eq "$when: one masquerade chain per pod" "$(masq_chains)" "$PODS"
 }
 
 case $GUEST_PHASE in
@@ -83,5 +88,6 @@ case $GUEST_PHASE in
         check_eq "no netns pin left" "$(pins)" ""
         check_eq "no CNI cache entry left" "$(cni_cache)" 0
         check_eq "no veth left" "$(veths)" 0
+        check_eq "no masquerade chain left" "$(masq_chains)" 0
         ;;
 esac
