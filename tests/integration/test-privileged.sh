@@ -44,7 +44,9 @@ nl exec privileged -c priv -- sh -c 'echo x > /dev/null' && ok "privileged: /dev
 nl exec privileged -c priv -- test -c /dev/loop-control && ok "privileged: /dev/loop-control" ||
         fail "privileged: no /dev/loop-control"
 disk=$(ls /dev/vda /dev/sda /dev/nvme0n1 /dev/xvda 2>/dev/null | head -n 1 || true)
-if [ -n "$disk" ]; then
+if [ -n "$disk" ] && ! head -c 512 "$disk" >/dev/null 2>&1; then
+        echo "-- the host itself may not read $disk (a sandbox): the disk check is left out"
+elif [ -n "$disk" ]; then
         nl exec privileged -c priv -- sh -c "head -c 512 $disk >/dev/null" &&
                 ok "privileged: the host's disk $disk is readable" || fail "privileged: $disk not readable"
         ! nl exec privileged -c plain -- test -e "$disk" && ok "plain: no $disk" || fail "plain: $disk is there"
