@@ -661,6 +661,9 @@ STRUCT_TYPE(capabilities_type, Capabilities, F("add", FIELD_STRV, Capabilities, 
 STRUCT_TYPE(seccomp_type, SeccompProfile,
             F("type", FIELD_ENUM, SeccompProfile, type, .arg = &seccomp_profile_type_info),
             F("localhostProfile", FIELD_STRING, SeccompProfile, localhost_profile));
+STRUCT_TYPE(apparmor_type, AppArmorProfile,
+            F("type", FIELD_ENUM, AppArmorProfile, type, .arg = &apparmor_profile_type_info),
+            F("localhostProfile", FIELD_STRING, AppArmorProfile, localhost_profile));
 STRUCT_TYPE(sysctl_type, Sysctl, F("name", FIELD_STRING, Sysctl, name),
             F("value", FIELD_STRING, Sysctl, value));
 STRUCT_TYPE(security_context_type, SecurityContext,
@@ -676,7 +679,9 @@ STRUCT_TYPE(security_context_type, SecurityContext,
             F("procMount", FIELD_ENUM, SecurityContext, proc_mount, .arg = &proc_mount_type_info),
             F("seccompProfile", FIELD_STRUCT_PTR, SecurityContext, seccomp_profile,
               .arg = &seccomp_type),
-            FIGN("seLinuxOptions"), FIGN("windowsOptions"), FIGN("appArmorProfile"));
+            F("appArmorProfile", FIELD_STRUCT_PTR, SecurityContext, apparmor_profile,
+              .arg = &apparmor_type),
+            FIGN("seLinuxOptions"), FIGN("windowsOptions"));
 STRUCT_TYPE(pod_security_context_type, PodSecurityContext,
             F("runAsUser", FIELD_OPT_INT64, PodSecurityContext, run_as_user),
             F("runAsGroup", FIELD_OPT_INT64, PodSecurityContext, run_as_group),
@@ -689,9 +694,10 @@ STRUCT_TYPE(pod_security_context_type, PodSecurityContext,
             FA("sysctls", PodSecurityContext, sysctls, n_sysctls, sysctl_type),
             F("seccompProfile", FIELD_STRUCT_PTR, PodSecurityContext, seccomp_profile,
               .arg = &seccomp_type),
-            FIGN("seLinuxOptions"), FIGN("windowsOptions"), FIGN("appArmorProfile"),
-            FIGN("fsGroupChangePolicy"), FIGN("supplementalGroupsPolicy"),
-            FIGN("seLinuxChangePolicy"));
+            F("appArmorProfile", FIELD_STRUCT_PTR, PodSecurityContext, apparmor_profile,
+              .arg = &apparmor_type),
+            FIGN("seLinuxOptions"), FIGN("windowsOptions"), FIGN("fsGroupChangePolicy"),
+            FIGN("supplementalGroupsPolicy"), FIGN("seLinuxChangePolicy"));
 
 STRUCT_TYPE(container_type, Container, F("name", FIELD_STRING, Container, name),
             F("image", FIELD_STRING, Container, image),

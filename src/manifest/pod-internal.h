@@ -84,8 +84,8 @@ char *path_key(char *buf, size_t size, const char *parent, const char *key);
 /* Enum tables (pod.c). */
 extern const EnumInfo restart_policy_info, pull_policy_info, protocol_info, dns_policy_info,
         host_path_type_info, mount_propagation_info, termination_message_policy_info,
-        seccomp_profile_type_info, uri_scheme_info, storage_medium_info, os_name_info,
-        proc_mount_type_info, secret_type_info, volume_type_info;
+        seccomp_profile_type_info, apparmor_profile_type_info, uri_scheme_info, storage_medium_info,
+        os_name_info, proc_mount_type_info, secret_type_info, volume_type_info;
 
 /* pod-defaults.c: Kubernetes SetDefaults_* for a decoded pod. */
 int pod_set_defaults(Pod *p);

@@ -585,6 +585,102 @@ static void validate_seccomp(Validator *v, const char *path, const SeccompProfil
                      "can only be set when seccomp type is Localhost");
 }
 
+static bool has_control_char(const char *s) {
+        for (; *s; s++)
+                if ((unsigned char)*s < 0x20 || *s == 0x7f)
+                        return true;
+        return false;
+}
+
+/* kubelet's validateAppArmorProfileField, and no control characters: the
+ * name goes into the kernel's profile list and the runtime's spec. */
+static void validate_apparmor_name(Validator *v, const YamlNode *n, const char *path,
+                                   const char *name) {
+        size_t l = strlen(name);
+        if (l > APPARMOR_PROFILE_NAME_MAX)
+                verr_at(v, n, path, "too long: may not be more than %d bytes",
+                        APPARMOR_PROFILE_NAME_MAX);
+        else if (l > 0 && (isspace((unsigned char)name[0]) || isspace((unsigned char)name[l - 1])))
+                verr_at(v, n, path, "invalid value \"%s\": must not be padded with whitespace",
+                        name);
+        else if (has_control_char(name))
+                verr_at(v, n, path, "invalid value: must not contain control characters");
+        else if (l == 0)
+                verr_at(v, n, path, "must be set when AppArmor type is Localhost");
+}
+
+static void validate_apparmor(Validator *v, const char *path, const AppArmorProfile *a) {
+        char p[PATH_BUF];
+        if (!a)
+                return;
+        if (a->type < 0)
+                verr(v, P(p, path, ".type"), "type is required when appArmorProfile is set");
+        if (a->type == APPARMOR_PROFILE_LOCALHOST) {
+                if (!a->localhost_profile)
+                        verr(v, P(p, path, ".localhostProfile"),
+                             "must be set when AppArmor type is Localhost");
+                else
+                        validate_apparmor_name(v, NULL, P(p, path, ".localhostProfile"),
+                                               a->localhost_profile);
+        } else if (a->type >= 0 && a->localhost_profile)
+                verr(v, P(p, path, ".localhostProfile"),
+                     "can only be set when AppArmor type is Localhost");
+}
+
+/* kubelet's ValidateAppArmorPodAnnotations: each annotation names a
+ * container of the pod and has one of the three forms. */
+static void validate_apparmor_annotations(Validator *v, const ObjectMeta *m) {
+        const YamlNode *map = yaml_resolve_path(v->doc, "metadata.annotations");
+        char p[PATH_BUF];
+
+        for (size_t i = 0; i < m->annotations.n; i++) {
+                const KeyValue *kv = &m->annotations.items[i];
+                const char *container = startswith(kv->key, APPARMOR_ANNOTATION_PREFIX);
+                AppArmorProfile a;
+                if (!container)
+                        continue;
+                const YamlNode *n = map_key_node(map, kv->key);
+                P(p, "metadata.annotations", "[%s]", kv->key);
+                if (!pod_find_container(v->pod, container))
+                        verr_at(v, n, p, "invalid value \"%s\": container not found", container);
+                if (!apparmor_annotation_parse(kv->value, &a))
+                        verr_at(v, n, p,
+                                "invalid AppArmor profile name: \"%s\" (must be "
+                                "\"" APPARMOR_ANNOTATION_RUNTIME_DEFAULT
+                                "\", \"" APPARMOR_ANNOTATION_UNCONFINED
+                                "\" or \"" APPARMOR_ANNOTATION_LOCALHOST_PREFIX "<profile>\")",
+                                kv->value);
+                else if (a.type == APPARMOR_PROFILE_LOCALHOST)
+                        validate_apparmor_name(v, n, p, a.localhost_profile);
+        }
+}
+
+/* kubelet's validateAppArmorAnnotationsAndFieldsMatchOnCreate: where a
+ * container has both an annotation and a field (its own or the pod's),
+ * they say the same. */
+static void validate_apparmor_match(Validator *v, const char *path, const Container *c) {
+        const PodSecurityContext *psc = v->pod->spec.security_context;
+        const AppArmorProfile *f = psc ? psc->apparmor_profile : NULL;
+        char p[PATH_BUF];
+        AppArmorProfile a;
+
+        if (c->security_context && c->security_context->apparmor_profile)
+                f = c->security_context->apparmor_profile;
+        if (!f || f->type < 0 || !c->name)
+                return;
+        _cleanup_free_ char *key = strprintf(APPARMOR_ANNOTATION_PREFIX "%s", c->name);
+        const KeyValue *kv = key ? string_map_get(&v->pod->metadata.annotations, key) : NULL;
+        if (!kv)
+                return;
+        if (!apparmor_annotation_parse(kv->value, &a) || a.type != f->type)
+                verr(v, P(p, path, ".securityContext.appArmorProfile.type"),
+                     "apparmor type in annotation and field must match");
+        else if (a.type == APPARMOR_PROFILE_LOCALHOST &&
+                 !streq_ptr(a.localhost_profile, f->localhost_profile))
+                verr(v, P(p, path, ".securityContext.appArmorProfile.localhostProfile"),
+                     "apparmor profile in annotation and field must match");
+}
+
 static void validate_nonnegative(Validator *v, const char *path, const OptionalInt *i) {
         if (i->set && i->value < 0)
                 verr(v, path, "must be greater than or equal to 0");
@@ -1037,6 +1133,7 @@ static void validate_security_context(Validator *v, const char *path, const Secu
                 verr(v, P(p, path, ".allowPrivilegeEscalation"),
                      "cannot set allowPrivilegeEscalation to false and privileged to true");
         validate_seccomp(v, P(p, path, ".seccompProfile"), s->seccomp_profile);
+        validate_apparmor(v, P(p, path, ".appArmorProfile"), s->apparmor_profile);
 }
 
 static void validate_container(Validator *v, const char *path, const Container *c, bool init) {
@@ -1123,6 +1220,7 @@ static void validate_container(Validator *v, const char *path, const Container *
         if (c->termination_message_path && c->termination_message_path[0] != '/')
                 verr(v, P(p, path, ".terminationMessagePath"), "must be an absolute path");
         validate_security_context(v, P(p, path, ".securityContext"), c->security_context);
+        validate_apparmor_match(v, path, c);
 }
 
 /* The runtime ID "<uid>-<name>-<restart count>" must fit for every count;
@@ -1283,6 +1381,7 @@ static void validate_pod_security_context(Validator *v, const PodSecurityContext
                                 }
         }
         validate_seccomp(v, "spec.securityContext.seccompProfile", s->seccomp_profile);
+        validate_apparmor(v, "spec.securityContext.appArmorProfile", s->apparmor_profile);
 }
 
 static void validate_spec(Validator *v, const PodSpec *s) {
@@ -1349,6 +1448,7 @@ size_t pod_validate(const Pod *p, const char *unsuffixed_name, const YamlNode *d
                     const char *file, char *const *skip, Diagnostics *diag) {
         Validator v = { .doc = doc, .file = file, .skip = skip, .diag = diag, .pod = p };
         validate_metadata(&v, &p->metadata, unsuffixed_name);
+        validate_apparmor_annotations(&v, &p->metadata);
         validate_spec(&v, &p->spec);
         return v.n_errors;
 }

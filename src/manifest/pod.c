@@ -51,6 +51,10 @@ DEFINE_ENUM_TABLE(
         seccomp_profile_type, SeccompProfileType,
         _SECCOMP_PROFILE_TYPE_MAX, [SECCOMP_PROFILE_RUNTIME_DEFAULT] = "RuntimeDefault",
         [SECCOMP_PROFILE_UNCONFINED] = "Unconfined", [SECCOMP_PROFILE_LOCALHOST] = "Localhost")
+DEFINE_ENUM_TABLE(
+        apparmor_profile_type, AppArmorProfileType,
+        _APPARMOR_PROFILE_TYPE_MAX, [APPARMOR_PROFILE_RUNTIME_DEFAULT] = "RuntimeDefault",
+        [APPARMOR_PROFILE_UNCONFINED] = "Unconfined", [APPARMOR_PROFILE_LOCALHOST] = "Localhost")
 DEFINE_ENUM_TABLE(uri_scheme, URIScheme,
                   _URI_SCHEME_MAX, [URI_SCHEME_HTTP] = "HTTP", [URI_SCHEME_HTTPS] = "HTTPS")
 DEFINE_ENUM_TABLE(storage_medium, StorageMedium, _STORAGE_MEDIUM_MAX, [STORAGE_MEDIUM_DEFAULT] = "",
@@ -284,4 +288,46 @@ int pod_decode(const YamlNode *doc, const PodDecodeOptions *o, Pod **ret, Diagno
 
         *ret = TAKE_PTR(p);
         return 0;
+}
+
+bool apparmor_annotation_parse(const char *value, AppArmorProfile *ret) {
+        const char *name;
+
+        assert(ret);
+        if (!value)
+                return false;
+        if (streq(value, APPARMOR_ANNOTATION_RUNTIME_DEFAULT))
+                *ret = (AppArmorProfile){ .type = APPARMOR_PROFILE_RUNTIME_DEFAULT };
+        else if (streq(value, APPARMOR_ANNOTATION_UNCONFINED))
+                *ret = (AppArmorProfile){ .type = APPARMOR_PROFILE_UNCONFINED };
+        else if ((name = startswith(value, APPARMOR_ANNOTATION_LOCALHOST_PREFIX)))
+                *ret = (AppArmorProfile){ .type = APPARMOR_PROFILE_LOCALHOST,
+                                          .localhost_profile = (char *)name };
+        else
+                return false;
+        return true;
+}
+
+bool pod_container_apparmor(const Pod *p, const Container *c, AppArmorProfile *ret) {
+        assert(p);
+        assert(c);
+        assert(ret);
+
+        if (c->security_context && c->security_context->apparmor_profile) {
+                *ret = *c->security_context->apparmor_profile;
+                return true;
+        }
+        /* Static pods never had their annotations turned into fields by an
+         * apiserver, so the annotation comes before the pod's field. */
+        if (c->name) {
+                _cleanup_free_ char *key = strprintf(APPARMOR_ANNOTATION_PREFIX "%s", c->name);
+                const KeyValue *kv = key ? string_map_get(&p->metadata.annotations, key) : NULL;
+                if (kv && apparmor_annotation_parse(kv->value, ret))
+                        return true;
+        }
+        if (p->spec.security_context && p->spec.security_context->apparmor_profile) {
+                *ret = *p->spec.security_context->apparmor_profile;
+                return true;
+        }
+        return false;
 }

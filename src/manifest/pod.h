@@ -132,6 +132,14 @@ typedef enum SeccompProfileType {
         _SECCOMP_PROFILE_TYPE_INVALID = -EINVAL,
 } SeccompProfileType;
 
+typedef enum AppArmorProfileType {
+        APPARMOR_PROFILE_RUNTIME_DEFAULT,
+        APPARMOR_PROFILE_UNCONFINED,
+        APPARMOR_PROFILE_LOCALHOST,
+        _APPARMOR_PROFILE_TYPE_MAX,
+        _APPARMOR_PROFILE_TYPE_INVALID = -EINVAL,
+} AppArmorProfileType;
+
 typedef enum URIScheme {
         URI_SCHEME_HTTP,
         URI_SCHEME_HTTPS,
@@ -199,6 +207,7 @@ DECLARE_ENUM_STRING(host_path_type, HostPathType)
 DECLARE_ENUM_STRING(mount_propagation, MountPropagation)
 DECLARE_ENUM_STRING(termination_message_policy, TerminationMessagePolicy)
 DECLARE_ENUM_STRING(seccomp_profile_type, SeccompProfileType)
+DECLARE_ENUM_STRING(apparmor_profile_type, AppArmorProfileType)
 DECLARE_ENUM_STRING(uri_scheme, URIScheme)
 DECLARE_ENUM_STRING(storage_medium, StorageMedium)
 DECLARE_ENUM_STRING(os_name, OSName)
@@ -383,6 +392,22 @@ typedef struct SeccompProfile {
         char *localhost_profile;
 } SeccompProfile;
 
+/* securityContext.appArmorProfile; type is _INVALID when the manifest
+ * gives none (a validation error). */
+typedef struct AppArmorProfile {
+        AppArmorProfileType type;
+        char *localhost_profile;
+} AppArmorProfile;
+
+/* The older form, one annotation per container: runtime/default,
+ * unconfined or localhost/<profile>. */
+#define APPARMOR_ANNOTATION_PREFIX "container.apparmor.security.beta.kubernetes.io/"
+#define APPARMOR_ANNOTATION_RUNTIME_DEFAULT "runtime/default"
+#define APPARMOR_ANNOTATION_UNCONFINED "unconfined"
+#define APPARMOR_ANNOTATION_LOCALHOST_PREFIX "localhost/"
+/* kubelet's limit on a Localhost profile name (PATH_MAX - 1). */
+#define APPARMOR_PROFILE_NAME_MAX 4095
+
 typedef struct Sysctl {
         char *name;
         char *value;
@@ -399,6 +424,7 @@ typedef struct SecurityContext {
         OptionalBool allow_privilege_escalation;
         ProcMountType proc_mount; /* _INVALID when unset (= Default) */
         SeccompProfile *seccomp_profile;
+        AppArmorProfile *apparmor_profile;
 } SecurityContext;
 
 typedef struct PodSecurityContext {
@@ -411,6 +437,7 @@ typedef struct PodSecurityContext {
         Sysctl *sysctls;
         size_t n_sysctls;
         SeccompProfile *seccomp_profile;
+        AppArmorProfile *apparmor_profile;
 } PodSecurityContext;
 
 /* ---- containers ---- */
@@ -662,3 +689,12 @@ const Volume *pod_find_volume(const Pod *p, const char *name);
 int container_find_port(const Container *c, const char *name);
 /* True for init containers with restartPolicy Always. */
 bool container_is_sidecar(const Container *c);
+
+/* kubelet's apparmor.GetProfile(): the container's appArmorProfile, else
+ * its annotation (APPARMOR_ANNOTATION_PREFIX<name>; a value of none of the
+ * three forms counts as absent), else the pod's appArmorProfile. Fills
+ * *ret with pointers into p and returns true; false when none applies
+ * (the runtime's default). */
+bool pod_container_apparmor(const Pod *p, const Container *c, AppArmorProfile *ret);
+/* Parses an annotation value; false when it is none of the three forms. */
+bool apparmor_annotation_parse(const char *value, AppArmorProfile *ret);

@@ -1200,6 +1200,111 @@ static int build_seccomp(const ContainerBuildContext *ctx, RuntimeContainerConfi
         return 0;
 }
 
+ContainerAppArmor container_apparmor(const Pod *pod, const Container *c, bool default_available,
+                                     const char **ret_name) {
+        AppArmorProfile p;
+        bool privileged = c->security_context && c->security_context->privileged.set &&
+                          c->security_context->privileged.value;
+
+        if (!pod_container_apparmor(pod, c, &p))
+                p = (AppArmorProfile){ .type = APPARMOR_PROFILE_RUNTIME_DEFAULT };
+        switch (p.type) {
+        case APPARMOR_PROFILE_LOCALHOST:
+                if (ret_name)
+                        *ret_name = p.localhost_profile;
+                return CONTAINER_APPARMOR_LOCALHOST;
+        case APPARMOR_PROFILE_RUNTIME_DEFAULT:
+                return default_available && !privileged ? CONTAINER_APPARMOR_DEFAULT
+                                                        : CONTAINER_APPARMOR_NONE;
+        case APPARMOR_PROFILE_UNCONFINED:
+        case _APPARMOR_PROFILE_TYPE_MAX:
+        case _APPARMOR_PROFILE_TYPE_INVALID:
+        default:
+                return CONTAINER_APPARMOR_NONE;
+        }
+}
+
+static int apparmor_admit_one(const Pod *pod, const Container *c, bool host_enabled,
+                              char **ret_message) {
+        const char *name = NULL;
+        if (host_enabled ||
+            container_apparmor(pod, c, false, &name) != CONTAINER_APPARMOR_LOCALHOST)
+                return 0;
+        *ret_message = strprintf("Cannot enforce AppArmor: AppArmor is not enabled on the host "
+                                 "(container \"%s\" asks for the Localhost profile \"%s\")",
+                                 strempty(c->name), strempty(name));
+        return *ret_message ? -EPERM : -ENOMEM;
+}
+
+int container_apparmor_admit(const Pod *pod, bool host_enabled, char **ret_message) {
+        const PodSpec *s = &pod->spec;
+        int r;
+
+        assert(ret_message);
+        for (size_t i = 0; i < s->n_init_containers; i++)
+                if ((r = apparmor_admit_one(pod, &s->init_containers[i], host_enabled,
+                                            ret_message)) < 0)
+                        return r;
+        for (size_t i = 0; i < s->n_containers; i++)
+                if ((r = apparmor_admit_one(pod, &s->containers[i], host_enabled, ret_message)) < 0)
+                        return r;
+        return 0;
+}
+
+bool container_apparmor_listed(const char *profiles, const char *name) {
+        size_t l = strlen(name);
+
+        for (const char *line = profiles; line && *line;) {
+                const char *end = strchrnul(line, '\n');
+                /* "name (enforce)"; a name may itself hold spaces */
+                if ((size_t)(end - line) > l + 1 && strncmp(line, name, l) == 0 && line[l] == ' ' &&
+                    line[l + 1] == '(')
+                        return true;
+                line = *end ? end + 1 : end;
+        }
+        return false;
+}
+
+static int build_apparmor(const ContainerBuildContext *ctx, RuntimeContainerConfig *c, Error *err) {
+        const char *name = NULL;
+        const char *cname = strempty(ctx->container->name);
+
+        switch (container_apparmor(ctx->pod, ctx->container, ctx->apparmor_default, &name)) {
+        case CONTAINER_APPARMOR_NONE:
+                return 0;
+        case CONTAINER_APPARMOR_DEFAULT:
+                name = CONTAINER_APPARMOR_DEFAULT_PROFILE;
+                break;
+        case CONTAINER_APPARMOR_LOCALHOST:
+                if (!ctx->apparmor_enabled)
+                        return error_set(err, -EPERM,
+                                         "container \"%s\": AppArmor is not enabled on the host, "
+                                         "cannot apply the Localhost profile \"%s\"",
+                                         cname, strempty(name));
+                if (ctx->apparmor_profiles_path) {
+                        _cleanup_free_ char *list = NULL;
+                        int r = read_full_file_at(AT_FDCWD, ctx->apparmor_profiles_path,
+                                                  CONTAINER_APPARMOR_PROFILES_MAX, &list, NULL);
+                        if (r < 0)
+                                return error_set(
+                                        err, r,
+                                        "container \"%s\": cannot read the loaded AppArmor "
+                                        "profiles (%s): %s",
+                                        cname, ctx->apparmor_profiles_path, strerror(-r));
+                        if (!container_apparmor_listed(list, name))
+                                return error_set(err, -ENOENT,
+                                                 "container \"%s\": AppArmor profile \"%s\" is "
+                                                 "not loaded on the host (Localhost profiles must "
+                                                 "be loaded with apparmor_parser first)",
+                                                 cname, name);
+                }
+                break;
+        }
+        if (!(c->apparmor_profile = strdup(name)))
+                return -ENOMEM;
+        return 0;
+}
+
 static int build_security(const ContainerBuildContext *ctx, RuntimeContainerConfig *c, Error *err) {
         const SecurityContext *sc = ctx->container->security_context;
         const PodSecurityContext *psc = ctx->pod->spec.security_context;
@@ -1230,6 +1335,9 @@ static int build_security(const ContainerBuildContext *ctx, RuntimeContainerConf
                         return -ENOMEM;
                 }
         }
+        r = build_apparmor(ctx, c, err);
+        if (r < 0)
+                return r;
         return build_seccomp(ctx, c, err);
 }
 

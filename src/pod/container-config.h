@@ -62,6 +62,15 @@ typedef struct ContainerBuildContext {
          * seccompProfile runs Unconfined instead of RuntimeDefault. */
         bool no_seccomp_default;
 
+        /* AppArmor (container_apparmor()): whether the host enforces it,
+         * whether RuntimeDefault is CONTAINER_APPARMOR_DEFAULT_PROFILE there
+         * (pod_apparmor_default_available()), and the kernel's list of
+         * loaded profiles, where a Localhost profile must be (NULL: not
+         * checked). */
+        bool apparmor_enabled;
+        bool apparmor_default;
+        const char *apparmor_profiles_path;
+
         /* Optional: non-fatal problems are appended (invalid envFrom keys,
          * as kubelet's warning event); the caller logs them once. */
         char ***warnings;
@@ -86,6 +95,37 @@ int container_config_build(const ContainerBuildContext *ctx, RuntimeContainerCon
 int container_subpaths_release(const char *attempt_dir);
 
 /* ---- pieces, exposed for tests and for the pod worker ---- */
+
+/* The name of nanolet's own RuntimeDefault AppArmor profile (contrib/apparmor/),
+ * what containerd's cri-containerd.apparmor.d and CRI-O's crio-default are. */
+#define CONTAINER_APPARMOR_DEFAULT_PROFILE "nanolet-default"
+
+typedef enum ContainerAppArmor {
+        CONTAINER_APPARMOR_NONE,      /* no profile: unconfined */
+        CONTAINER_APPARMOR_DEFAULT,   /* CONTAINER_APPARMOR_DEFAULT_PROFILE */
+        CONTAINER_APPARMOR_LOCALHOST, /* a profile the host has loaded */
+} ContainerAppArmor;
+
+/* The profile container c of pod runs with, as containerd and CRI-O decide
+ * it from kubelet's choice (pod_container_apparmor()): none named is
+ * RuntimeDefault; RuntimeDefault is no profile for a privileged container
+ * or where the host has no default profile to give (default_available
+ * false: no AppArmor, or no apparmor_parser); Unconfined is none; Localhost
+ * is the named profile (*ret_name, pointing into pod), whatever the host. */
+ContainerAppArmor container_apparmor(const Pod *pod, const Container *c, bool default_available,
+                                     const char **ret_name);
+
+/* kubelet's AppArmor admission, where it concerns a Localhost profile: on a
+ * host without AppArmor such a pod cannot run. 0 when allowed; -EPERM with
+ * *ret_message naming the container and profile; -ENOMEM. */
+#define CONTAINER_APPARMOR_REASON "AppArmor"
+int container_apparmor_admit(const Pod *pod, bool host_enabled, char **ret_message);
+
+/* Whether the kernel's profile list (the text of
+ * /sys/kernel/security/apparmor/profiles: "name (mode)" lines) holds name. */
+bool container_apparmor_listed(const char *profiles, const char *name);
+/* The most of that list read (hosts with snaps load hundreds of profiles). */
+#define CONTAINER_APPARMOR_PROFILES_MAX (8u * 1024 * 1024)
 
 /* Whether runc gives the pod's container an IPC namespace of its own instead
  * of joining a pinned one: a hostNetwork pod (not hostIPC, no shared PID

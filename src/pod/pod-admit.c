@@ -8,7 +8,7 @@
 PodAdmitDecision pod_admit_decide(const PodAdmitFacts *f) {
         assert(f);
 
-        if (f->sysctl_refusal)
+        if (f->sysctl_refusal || f->apparmor_refusal)
                 return (PodAdmitDecision){ .verdict = POD_ADMIT_REJECT };
 
         bool out_of_pods = streq_ptr(f->wait_reason, POD_OUT_OF_PODS_REASON);

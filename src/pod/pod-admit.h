@@ -1,9 +1,10 @@
-/* A pod's admission, the decision only: kubelet's sysctl admission first
- * (a refusal is final: the pod is Failed and nothing of it is created),
- * then the manager's maxPods and nanolet.io/wait-for, which only hold the
- * pod back until they allow it. pod_admit_decide() is pure: the worker
- * gathers the facts (pod_sysctl_admit(), PodManagerContext.wait_for_check)
- * and carries out the decision: logs, events, the pod's reason. */
+/* A pod's admission, the decision only: kubelet's sysctl and AppArmor
+ * admission first (a refusal is final: the pod is Failed and nothing of it
+ * is created), then the manager's maxPods and nanolet.io/wait-for, which
+ * only hold the pod back until they allow it. pod_admit_decide() is pure:
+ * the worker gathers the facts (pod_sysctl_admit(),
+ * container_apparmor_admit(), PodManagerContext.wait_for_check) and
+ * carries out the decision: logs, events, the pod's reason. */
 #pragma once
 
 #include <stdbool.h>
@@ -25,10 +26,11 @@ typedef enum PodAdmitPodReason {
 } PodAdmitPodReason;
 
 typedef struct PodAdmitFacts {
-        const char *sysctl_refusal; /* pod_sysctl_admit()'s message; NULL: allowed */
-        const char *wait_reason;    /* wait_for_check()'s reason now; NULL: may start */
-        const char *held_reason;    /* PodState.wait_reason: why it was held back so far */
-        const char *pod_reason;     /* PodState.reason */
+        const char *sysctl_refusal;   /* pod_sysctl_admit()'s message; NULL: allowed */
+        const char *apparmor_refusal; /* container_apparmor_admit()'s; NULL: allowed */
+        const char *wait_reason;      /* wait_for_check()'s reason now; NULL: may start */
+        const char *held_reason;      /* PodState.wait_reason: why it was held back so far */
+        const char *pod_reason;       /* PodState.reason */
 } PodAdmitFacts;
 
 typedef struct PodAdmitDecision {

@@ -41,6 +41,9 @@ void op_clear_start(ContainerOp *op) {
         op->image = image_free(op->image);
         image_pull_waiter_cancel(TAKE_PTR(op->pull));
         op->pulled = false;
+        if (op->apparmor_waiting)
+                pod_apparmor_forget(&op->w->ctx->apparmor, op);
+        op->apparmor_waiting = op->apparmor_retried = false;
         image_worker_abort(&op->iw);
         if (op->rop)
                 runtime_op_cancel(op->rop);
@@ -185,6 +188,14 @@ static void on_container_created(Runtime *rt, int r, pid_t pid, pid_t conmon_pid
 }
 
 static void container_launch(ContainerOp *op);
+static void container_create(ContainerOp *op);
+
+void container_apparmor_resume(void *waiter) {
+        ContainerOp *op = waiter;
+        op->apparmor_waiting = false;
+        op->apparmor_retried = true;
+        container_create(op);
+}
 
 static void container_create(ContainerOp *op) {
         PodWorker *w = op->w;
@@ -205,6 +216,25 @@ static void container_create(ContainerOp *op) {
         if (!bundle || !termlog || !ns_net || !ns_ipc || !ns_uts || !ns_pid) {
                 start_failed(op, "CreateContainerError", "out of memory");
                 return;
+        }
+        PodAppArmor *aa = &w->ctx->apparmor;
+        bool aa_default = pod_apparmor_default_available(aa);
+        if (container_apparmor(w->state.pod, c->spec, aa_default, NULL) ==
+            CONTAINER_APPARMOR_DEFAULT) {
+                const char *why = NULL;
+                r = pod_apparmor_default_ready(aa, op, op->apparmor_retried, &why);
+                if (r == 0) {
+                        op->apparmor_waiting = true;
+                        worker_log(w, LOG_DEBUG, c->spec->name,
+                                   "Container \"%s\" of pod \"%s\" waits for the AppArmor "
+                                   "profile " CONTAINER_APPARMOR_DEFAULT_PROFILE ".",
+                                   c->spec->name, w->full_name);
+                        return;
+                }
+                if (r < 0) {
+                        start_failed(op, "CreateContainerError", strna(why));
+                        return;
+                }
         }
         ContainerBuildContext bc = {
                 .pod = w->state.pod,
@@ -230,6 +260,9 @@ static void container_create(ContainerOp *op) {
                 .node_hostname = o->node_hostname,
                 .seccomp_dir = w->ctx->seccomp_dir,
                 .no_seccomp_default = o->no_seccomp_default,
+                .apparmor_enabled = aa->enabled,
+                .apparmor_default = aa_default,
+                .apparmor_profiles_path = aa->enabled ? aa->profiles_path : NULL,
         };
         _cleanup_strv_free_ char **warnings = NULL;
         bc.warnings = &warnings;

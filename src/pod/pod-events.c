@@ -30,6 +30,7 @@ static const char *const reason_table[_POD_EVENT_REASON_MAX] = {
         [POD_EVENT_EVICTED] = "Evicted",
         [POD_EVENT_OUT_OF_PODS] = "OutOfpods",
         [POD_EVENT_SYSCTL_FORBIDDEN] = "SysctlForbidden",
+        [POD_EVENT_APPARMOR] = "AppArmor",
 };
 
 const char *pod_event_reason_to_string(PodEventReason r) {
@@ -62,6 +63,7 @@ const char *pod_event_reason_type(PodEventReason r) {
         case POD_EVENT_EVICTED:
         case POD_EVENT_OUT_OF_PODS:
         case POD_EVENT_SYSCTL_FORBIDDEN:
+        case POD_EVENT_APPARMOR:
                 return "Warning";
         case _POD_EVENT_REASON_MAX:
         case _POD_EVENT_REASON_INVALID:

@@ -45,6 +45,7 @@ typedef enum PodEventReason {
         POD_EVENT_EVICTED,                   /* Warning: node-pressure eviction */
         POD_EVENT_OUT_OF_PODS,               /* Warning: maxPods reached, the pod waits */
         POD_EVENT_SYSCTL_FORBIDDEN,          /* Warning: admission refused a sysctl */
+        POD_EVENT_APPARMOR,                  /* Warning: admission cannot enforce AppArmor */
         _POD_EVENT_REASON_MAX,
         _POD_EVENT_REASON_INVALID = -EINVAL,
 } PodEventReason;

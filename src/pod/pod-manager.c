@@ -14,6 +14,7 @@
 #include "fileio.h"
 #include "list.h"
 #include "cgroup.h"
+#include "config.h"
 #include "container-config.h"
 #include "log.h"
 #include "container-id.h"
@@ -934,6 +935,11 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
         if (!m->ctx.status_dir || !m->ctx.pods_dir || !m->ctx.ns_dir || !m->ctx.seccomp_dir ||
             !m->ctx.sandboxes_dir)
                 return -ENOMEM;
+        pod_apparmor_init(&m->ctx.apparmor, e, pod_apparmor_host_enabled(NULL),
+                          POD_APPARMOR_PROFILES_PATH, NANOLET_APPARMOR_PROFILE_PATH,
+                          container_apparmor_resume);
+        log_debug("AppArmor is %s on this host.",
+                  m->ctx.apparmor.enabled ? "enabled" : "not enabled");
         int r;
         {
                 Error err = {};
@@ -1088,6 +1094,7 @@ PodManager *pod_manager_free(PodManager *m) {
         free(m->ctx.pods_dir);
         free(m->ctx.ns_dir);
         free(m->ctx.seccomp_dir);
+        pod_apparmor_done(&m->ctx.apparmor);
         runtime_seccomp_cache_done(&m->ctx.seccomp_cache);
         pod_sysctl_allowlist_done(&m->ctx.sysctls);
         free(m->ctx.sandboxes_dir);

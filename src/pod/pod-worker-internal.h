@@ -190,6 +190,10 @@ struct ContainerOp {
         bool early;
         bool parked;
         bool early_tried;
+        /* Waits for the RuntimeDefault AppArmor profile's load
+         * (pod-apparmor.h); retried once resumed after one. */
+        bool apparmor_waiting;
+        bool apparmor_retried;
 
         ContainerRunState state_before; /* restored when the attempt cannot start */
         int stop_signal;

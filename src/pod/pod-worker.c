@@ -491,35 +491,46 @@ static bool worker_sync_adopting(PodWorker *w) {
 
 /* kubelet's rejectPod: the event has the message, the status says it was
  * a rejection. */
-static void worker_reject(PodWorker *w, const char *refusal) {
+static void worker_reject(PodWorker *w, const char *reason, PodEventReason event,
+                          const char *refusal) {
         worker_log(w, LOG_WARNING, NULL, "Pod \"%s\" rejected: %s", w->full_name, refusal);
         w->state.rejected = true;
-        (void)set_str(&w->state.reason, POD_SYSCTL_FORBIDDEN_REASON);
+        (void)set_str(&w->state.reason, reason);
         free(w->state.message);
         w->state.message = strprintf("Pod was rejected: %s", refusal);
-        worker_event(w, NULL, POD_EVENT_SYSCTL_FORBIDDEN, "%s", refusal);
+        worker_event(w, NULL, event, "%s", refusal);
         w->status_dirty = true;
 }
 
 /* The admission's facts (pod-admit.h) and what its decision says to do.
  * Returns the verdict, or < 0 when there is none this time. */
 static int worker_admit(PodWorker *w) {
-        _cleanup_free_ char *refusal = NULL, *reason = NULL, *message = NULL;
+        _cleanup_free_ char *refusal = NULL, *aa_refusal = NULL, *reason = NULL, *message = NULL;
 
         int r = pod_sysctl_admit(&w->ctx->sysctls, w->state.pod, &refusal);
         if (r == -ENOMEM)
                 return log_oom();
+        int ra = container_apparmor_admit(w->state.pod, w->ctx->apparmor.enabled, &aa_refusal);
+        if (ra == -ENOMEM)
+                return log_oom();
         PodAdmitFacts f = {
                 .sysctl_refusal = r < 0 ? strempty(refusal) : NULL,
+                .apparmor_refusal = ra < 0 ? strempty(aa_refusal) : NULL,
                 .held_reason = w->state.wait_reason,
                 .pod_reason = w->state.reason,
         };
-        if (!f.sysctl_refusal && w->ctx->wait_for_check(w, &reason, &message, w->ctx->userdata) < 0)
+        if (!f.sysctl_refusal && !f.apparmor_refusal &&
+            w->ctx->wait_for_check(w, &reason, &message, w->ctx->userdata) < 0)
                 return -EAGAIN;
         f.wait_reason = reason;
         PodAdmitDecision d = pod_admit_decide(&f);
         if (d.verdict == POD_ADMIT_REJECT) {
-                worker_reject(w, f.sysctl_refusal);
+                if (f.sysctl_refusal)
+                        worker_reject(w, POD_SYSCTL_FORBIDDEN_REASON, POD_EVENT_SYSCTL_FORBIDDEN,
+                                      f.sysctl_refusal);
+                else
+                        worker_reject(w, CONTAINER_APPARMOR_REASON, POD_EVENT_APPARMOR,
+                                      f.apparmor_refusal);
                 return d.verdict;
         }
         if (d.log_held)

@@ -11,6 +11,7 @@
 #include "event.h"
 #include "manifest.h"
 #include "pod-admit.h"
+#include "pod-apparmor.h"
 #include "pod-manager.h"
 #include "pod-metrics.h"
 #include "pod-state.h"
@@ -19,6 +20,10 @@
 #include "runtime-config.h"
 
 typedef struct PodWorker PodWorker;
+
+/* pod-containers.c: a container start that waited for the RuntimeDefault
+ * AppArmor profile goes on (PodAppArmor.resume; waiter is its op). */
+void container_apparmor_resume(void *waiter);
 
 /* The manager's side, as workers see it. */
 typedef struct PodManagerContext {
@@ -36,6 +41,7 @@ typedef struct PodManagerContext {
         EventCurl *curl;                   /* HTTP/gRPC probes of all pods; made on first use */
         PodMetrics metrics;                /* families are NULL when nothing is counted */
         PodSysctlAllowlist sysctls;        /* kubelet's sysctl admission (pod-sysctls.h) */
+        PodAppArmor apparmor;              /* AppArmor on the node (pod-apparmor.h) */
         /* Admission of a pod that has not started yet: maxPods, then
          * nanolet.io/wait-for. 0 with NULLs when w may start, else the
          * waiting reason ("OutOfpods", "WaitingForPods", "WaitForCycle")

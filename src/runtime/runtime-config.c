@@ -8,6 +8,7 @@
  * and internal/cri/server/container_create.go (cgroup namespace only on v2
  * and not privileged; no ambient capabilities). */
 #include <assert.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -15,7 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "fileio.h"
 #include "json-util.h"
@@ -55,6 +59,7 @@ void runtime_container_config_done(RuntimeContainerConfig *c) {
         strv_free(c->cap_add);
         strv_free(c->cap_drop);
         free(c->seccomp_profile_path);
+        free(c->apparmor_profile);
         strv_free(c->sysctls);
         free(c->cgroups_path);
         for (size_t i = 0; i < c->resources.n_hugepages; i++)
@@ -400,6 +405,12 @@ static int build_process(const RuntimeContainerConfig *c, uint64_t caps, json_t 
                         return oom(err);
         }
 
+        if (c->apparmor_profile) {
+                if (isempty(c->apparmor_profile) || strlen(c->apparmor_profile) > 4095)
+                        return error_set(err, -EINVAL, "apparmorProfile: invalid profile name");
+                if (obj_set(p, "apparmorProfile", json_string(c->apparmor_profile)) < 0)
+                        return oom(err);
+        }
         if (obj_set(p, "noNewPrivileges", json_boolean(c->no_new_privileges)) < 0)
                 return oom(err);
         if (c->oom_score_adj_set) {
@@ -616,6 +627,74 @@ static const struct {
         { 5, 2 },    /* /dev/ptmx */
 };
 
+/* containerd's getDevices() leaves these out: pseudo-terminals, shared
+ * memory and message queues are the container's own, fd is a link. */
+static bool host_device_skipped_dir(const char *name) {
+        return streq(name, "pts") || streq(name, "shm") || streq(name, "fd") ||
+               streq(name, "mqueue") || streq(name, ".lxc") || streq(name, ".lxd-mounts") ||
+               streq(name, ".udev");
+}
+
+static int host_devices_walk(int dirfd, const char *rel, json_t *devs, unsigned depth, size_t *n) {
+        _cleanup_closedir_ DIR *d = fdopendir(dirfd);
+        if (!d) {
+                int r = -errno;
+                close(dirfd);
+                return r;
+        }
+        for (struct dirent *de; (de = readdir(d));) {
+                struct stat st;
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue; /* gone meanwhile: udev renames nodes */
+                _cleanup_free_ char *path = strprintf("%s/%s", rel, de->d_name);
+                if (!path)
+                        return -ENOMEM;
+                if (S_ISDIR(st.st_mode)) {
+                        if ((depth == 0 && host_device_skipped_dir(de->d_name)) || depth >= 8)
+                                continue;
+                        int fd = openat(dirfd, de->d_name,
+                                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (fd < 0)
+                                continue;
+                        int r = host_devices_walk(fd, path, devs, depth + 1, n);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
+                        continue;
+                if (depth == 0 && streq(de->d_name, "console"))
+                        continue;
+                if (*n >= RUNTIME_HOST_DEVICES_MAX)
+                        return 0;
+                json_t *e = json_pack("{s:s, s:s, s:I, s:I, s:i, s:I, s:I}", "path", path, "type",
+                                      S_ISCHR(st.st_mode) ? "c" : "b", "major",
+                                      (json_int_t)major(st.st_rdev), "minor",
+                                      (json_int_t)minor(st.st_rdev), "fileMode",
+                                      (int)(st.st_mode & 07777), "uid", (json_int_t)st.st_uid,
+                                      "gid", (json_int_t)st.st_gid);
+                if (arr_add(devs, e) < 0)
+                        return -ENOMEM;
+                (*n)++;
+        }
+        return 0;
+}
+
+int runtime_host_devices(const char *dir, json_t *devs) {
+        size_t n = 0;
+        int fd;
+
+        assert(dir);
+        assert(devs);
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        int r = host_devices_walk(fd, "/dev", devs, 0, &n);
+        return r < 0 ? r : (int)n;
+}
+
 static bool page_size_valid(const char *s) {
         size_t n = 0;
 
@@ -632,9 +711,8 @@ static int build_resources(const RuntimeContainerConfig *c, json_t *linux_, Erro
                 return oom(err);
 
         if (c->privileged) {
-                /* All devices allowed in the cgroup. Unlike containerd, no
-                 * host device nodes are added to /dev: a privileged
-                 * container that needs one gets it as a bind mount. */
+                /* All devices allowed in the cgroup; the nodes themselves
+                 * are linux.devices (build_linux()). */
                 if (arr_add(devs, json_pack("{s:b, s:s}", "allow", 1, "access", "rwm")) < 0)
                         return oom(err);
         } else {
@@ -878,6 +956,21 @@ static int build_linux(const RuntimeContainerConfig *c, uint64_t caps, json_t *s
         if (!c->privileged && !c->unmasked_proc) {
                 if (obj_set(l, "maskedPaths", strv_to_json((char **)masked_paths)) < 0 ||
                     obj_set(l, "readonlyPaths", strv_to_json((char **)readonly_paths)) < 0)
+                        return oom(err);
+        }
+        if (c->privileged) {
+                const char *dir = c->host_dev_dir ?: "/dev";
+                _cleanup_json_ json_t *devs = json_array();
+                if (!devs)
+                        return oom(err);
+                r = runtime_host_devices(dir, devs);
+                if (r == -ENOMEM)
+                        return oom(err);
+                if (r < 0)
+                        return error_set(err, r,
+                                         "privileged: cannot list the host's devices in %s: %s",
+                                         dir, strerror(-r));
+                if (json_array_size(devs) > 0 && obj_set(l, "devices", TAKE_PTR(devs)) < 0)
                         return oom(err);
         }
         r = build_sysctls(c, l, err);

@@ -94,7 +94,7 @@ typedef struct RuntimeContainerConfig {
         RuntimeMount *mounts; /* added after the default /proc, /dev, /sys... mounts */
         size_t n_mounts;
 
-        bool privileged; /* all capabilities, no masked paths, all devices */
+        bool privileged; /* all capabilities, no masked paths, every host device */
         char **cap_add;  /* "NET_ADMIN" or "CAP_NET_ADMIN"; "ALL" allowed */
         char **cap_drop;
         bool no_new_privileges;
@@ -102,7 +102,11 @@ typedef struct RuntimeContainerConfig {
         RuntimeSeccompMode seccomp;
         char *seccomp_profile_path;
         RuntimeSeccompCache *seccomp_cache; /* not owned; NULL: build every time */
-        char **sysctls;                     /* "key=value" */
+        char *apparmor_profile;             /* process.apparmorProfile; NULL: none */
+        /* Privileged: the host's device nodes below this directory go into
+         * linux.devices ("/dev" when NULL), as containerd and CRI-O do. */
+        const char *host_dev_dir;
+        char **sysctls; /* "key=value" */
 
         char *cgroups_path; /* e.g. "/kubepods/burstable/pod<uid>/<id>" */
         RuntimeResources resources;
@@ -124,6 +128,14 @@ void runtime_container_config_done(RuntimeContainerConfig *c);
  * or invalid Localhost seccomp profile, unknown syscall in it, bad sysctl)
  * is an error naming the field. */
 int runtime_config_to_json(const RuntimeContainerConfig *c, json_t **ret, Error *err);
+
+/* The device nodes below dir (recursively, at most RUNTIME_HOST_DEVICES_MAX)
+ * appended to the JSON array devs as OCI linux.devices entries with their
+ * path under /dev, type, numbers, mode and owner: containerd's HostDevices(),
+ * which skips pts, shm, mqueue, fd and console. Symlinks are not followed.
+ * Returns the number added or -errno (dir unreadable: -errno of opendir). */
+#define RUNTIME_HOST_DEVICES_MAX 4096
+int runtime_host_devices(const char *dir, json_t *devs);
 
 /* Writes <bundle_dir>/config.json atomically (creating bundle_dir). */
 int runtime_bundle_write(const char *bundle_dir, const RuntimeContainerConfig *c, Error *err);

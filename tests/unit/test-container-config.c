@@ -968,6 +968,147 @@ static void test_security_defaults(void **state) {
         fx_done(&f);
 }
 
+/* AppArmor: kubelet's choice (container field, then the annotation, then
+ * the pod's field) and what the runtime makes of it (containerd's rules:
+ * no profile named is RuntimeDefault, privileged gets none, a host without
+ * AppArmor none either; Localhost must be loaded). */
+#define AA_POD                                                                                     \
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  annotations:\n"                      \
+        "    container.apparmor.security.beta.kubernetes.io/field-wins: unconfined\n"              \
+        "spec:\n  securityContext:\n    appArmorProfile: {type: Localhost, localhostProfile: "     \
+        "pod-p}\n"                                                                                 \
+        "  containers:\n"                                                                          \
+        "  - {name: pod-level, image: b}\n"                                                        \
+        "  - name: field-wins\n    image: b\n"                                                     \
+        "    securityContext: {appArmorProfile: {type: Unconfined}}\n"                             \
+        "  - name: own\n    image: b\n"                                                            \
+        "    securityContext: {appArmorProfile: {type: RuntimeDefault}}\n"                         \
+        "  - name: priv\n    image: b\n"                                                           \
+        "    securityContext: {privileged: true, appArmorProfile: {type: RuntimeDefault}}\n"
+#define AA_ANNO_POD                                                                                \
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  annotations:\n"                      \
+        "    container.apparmor.security.beta.kubernetes.io/anno-local: localhost/from-anno\n"     \
+        "    container.apparmor.security.beta.kubernetes.io/anno-unconf: unconfined\n"             \
+        "spec:\n  containers:\n"                                                                   \
+        "  - {name: anno-local, image: b}\n"                                                       \
+        "  - {name: anno-unconf, image: b}\n"                                                      \
+        "  - {name: plain, image: b}\n"
+
+static void test_apparmor_resolution(void **state) {
+        (void)state;
+        Fixture f;
+        fx_init(&f, AA_POD);
+        const Pod *p = f.pod;
+        const Container *c = p->spec.containers;
+        const char *name = NULL;
+
+        /* the pod's field for a container with neither field nor annotation */
+        assert_int_equal(container_apparmor(p, &c[0], true, &name), CONTAINER_APPARMOR_LOCALHOST);
+        assert_string_equal(name, "pod-p");
+        /* the container's own field over the pod's */
+        assert_int_equal(container_apparmor(p, &c[1], true, NULL), CONTAINER_APPARMOR_NONE);
+        assert_int_equal(container_apparmor(p, &c[2], true, NULL), CONTAINER_APPARMOR_DEFAULT);
+        /* RuntimeDefault on a host without AppArmor, or privileged: none */
+        assert_int_equal(container_apparmor(p, &c[2], false, NULL), CONTAINER_APPARMOR_NONE);
+        assert_int_equal(container_apparmor(p, &c[3], true, NULL), CONTAINER_APPARMOR_NONE);
+        /* Localhost stays Localhost without AppArmor: admission refuses it */
+        assert_int_equal(container_apparmor(p, &c[0], false, &name), CONTAINER_APPARMOR_LOCALHOST);
+
+        char *msg = NULL;
+        assert_int_equal(container_apparmor_admit(p, true, &msg), 0);
+        assert_null(msg);
+        assert_int_equal(container_apparmor_admit(p, false, &msg), -EPERM);
+        assert_string_equal(msg, "Cannot enforce AppArmor: AppArmor is not enabled on the host "
+                                 "(container \"pod-level\" asks for the Localhost profile "
+                                 "\"pod-p\")");
+        free(msg);
+        fx_done(&f);
+
+        fx_init(&f, AA_ANNO_POD);
+        p = f.pod;
+        c = p->spec.containers;
+        assert_int_equal(container_apparmor(p, &c[0], true, &name), CONTAINER_APPARMOR_LOCALHOST);
+        assert_string_equal(name, "from-anno");
+        assert_int_equal(container_apparmor(p, &c[1], true, NULL), CONTAINER_APPARMOR_NONE);
+        assert_int_equal(container_apparmor(p, &c[2], true, NULL), CONTAINER_APPARMOR_DEFAULT);
+        /* kubelet's GetProfile: the annotation before the pod's field (which
+         * validation makes agree with it; set here after it) */
+        AppArmorProfile unconf = { .type = APPARMOR_PROFILE_UNCONFINED };
+        PodSecurityContext psc = { .apparmor_profile = &unconf };
+        ((Pod *)p)->spec.security_context = &psc;
+        assert_int_equal(container_apparmor(p, &c[0], true, &name), CONTAINER_APPARMOR_LOCALHOST);
+        assert_int_equal(container_apparmor(p, &c[2], true, NULL), CONTAINER_APPARMOR_NONE);
+        ((Pod *)p)->spec.security_context = NULL;
+        assert_int_equal(container_apparmor_admit(p, false, &msg), -EPERM);
+        assert_non_null(strstr(msg, "container \"anno-local\" asks for the Localhost profile "
+                                    "\"from-anno\""));
+        free(msg);
+        fx_done(&f);
+
+        /* nothing named anywhere: RuntimeDefault, which a host without
+         * AppArmor runs unconfined; Unconfined alone needs no AppArmor */
+        fx_init(&f, POD_HEAD "  containers:\n  - {name: c, image: b, command: [x]}\n"
+                             "  - name: u\n    image: b\n    command: [x]\n"
+                             "    securityContext: {appArmorProfile: {type: Unconfined}}\n");
+        msg = NULL;
+        assert_int_equal(container_apparmor_admit(f.pod, false, &msg), 0);
+        fx_build_ok(&f);
+        assert_null(f.c.apparmor_profile);
+        f.ctx.apparmor_enabled = true;
+        fx_build_ok(&f); /* AppArmor, but no apparmor_parser: no default profile */
+        assert_null(f.c.apparmor_profile);
+        f.ctx.apparmor_default = true;
+        fx_build_ok(&f);
+        assert_string_equal(f.c.apparmor_profile, CONTAINER_APPARMOR_DEFAULT_PROFILE);
+        f.ctx.container = &f.pod->spec.containers[1];
+        fx_build_ok(&f);
+        assert_null(f.c.apparmor_profile);
+        fx_done(&f);
+}
+
+static void test_apparmor_localhost_loaded(void **state) {
+        (void)state;
+        Fixture f;
+        fx_init(&f, POD_HEAD "  containers:\n  - name: c\n    image: b\n    command: [x]\n"
+                             "    securityContext:\n      appArmorProfile: {type: Localhost, "
+                             "localhostProfile: \"my prof\"}\n");
+        char *list = pathj(f.dir, "profiles");
+        f.ctx.apparmor_enabled = true;
+        f.ctx.apparmor_profiles_path = list;
+
+        write_file(f.dir, "profiles",
+                   "nanolet-default (enforce)\nmy prof-x (enforce)\nmy (complain)\n");
+        assert_int_equal(fx_build(&f), -ENOENT);
+        assert_string_equal(f.err.message,
+                            "container \"c\": AppArmor profile \"my prof\" is not loaded on the "
+                            "host (Localhost profiles must be loaded with apparmor_parser first)");
+
+        write_file(f.dir, "profiles", "nanolet-default (enforce)\nmy prof (complain)\n");
+        fx_build_ok(&f);
+        assert_string_equal(f.c.apparmor_profile, "my prof");
+
+        /* the host lost AppArmor (admission refuses such a pod; the build
+         * does too) */
+        f.ctx.apparmor_enabled = false;
+        assert_int_equal(fx_build(&f), -EPERM);
+        assert_non_null(strstr(f.err.message, "AppArmor is not enabled on the host"));
+        free(list);
+        fx_done(&f);
+}
+
+static void test_apparmor_listed(void **state) {
+        (void)state;
+        const char *l = "docker-default (enforce)\n/usr/bin/man (enforce)\nnanolet-default "
+                        "(complain)\nlast (enforce)";
+        assert_true(container_apparmor_listed(l, "nanolet-default"));
+        assert_true(container_apparmor_listed(l, "/usr/bin/man"));
+        assert_true(container_apparmor_listed(l, "last"));
+        assert_false(container_apparmor_listed(l, "docker"));
+        assert_false(container_apparmor_listed(l, "nanolet-default (complain)"));
+        assert_false(container_apparmor_listed(l, "enforce"));
+        assert_false(container_apparmor_listed("", "x"));
+}
+
 /* seccompDefault as config.json shows it: with it (nanolet's default) a
  * container without a profile gets the RuntimeDefault filter, without it
  * (kubelet's default) none; an explicit profile wins either way. */
@@ -1338,6 +1479,9 @@ int main(void) {
                 cmocka_unit_test(test_subpath_escape),
                 cmocka_unit_test(test_subpath_swap),
                 cmocka_unit_test(test_security_defaults),
+                cmocka_unit_test(test_apparmor_resolution),
+                cmocka_unit_test(test_apparmor_localhost_loaded),
+                cmocka_unit_test(test_apparmor_listed),
                 cmocka_unit_test(test_seccomp_default),
                 cmocka_unit_test(test_resources),
                 cmocka_unit_test(test_oom_score_adj),

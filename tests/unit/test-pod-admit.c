@@ -38,6 +38,19 @@ static void test_sysctl_rejects_first(void **state) {
         assert_int_equal(d.pod_reason, POD_ADMIT_POD_REASON_KEEP);
 }
 
+/* AppArmor that cannot be enforced is as final as a forbidden sysctl. */
+static void test_apparmor_rejects(void **state) {
+        PodAdmitFacts f = {
+                .apparmor_refusal = "Cannot enforce AppArmor: AppArmor is not enabled on the host",
+                .wait_reason = POD_OUT_OF_PODS_REASON,
+        };
+        PodAdmitDecision d = pod_admit_decide(&f);
+        assert_int_equal(d.verdict, POD_ADMIT_REJECT);
+        assert_false(d.log_held);
+        assert_false(d.event_out_of_pods);
+        assert_int_equal(d.pod_reason, POD_ADMIT_POD_REASON_KEEP);
+}
+
 static void test_admit_plain(void **state) {
         PodAdmitDecision d = decide(NULL, NULL, NULL, NULL);
         assert_int_equal(d.verdict, POD_ADMIT_ADMIT);
@@ -110,6 +123,7 @@ static void test_wait_for(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_sysctl_rejects_first),
+                cmocka_unit_test(test_apparmor_rejects),
                 cmocka_unit_test(test_admit_plain),
                 cmocka_unit_test(test_out_of_pods),
                 cmocka_unit_test(test_wait_for),

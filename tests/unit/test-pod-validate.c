@@ -251,6 +251,36 @@ static const Case cases[] = {
           "spec.securityContext.seccompProfile.localhostProfile", 9, "must not contain '..'" },
         { SPEC_C "  securityContext:\n    seccompProfile: {localhostProfile: x.json}\n",
           "spec.securityContext.seccompProfile.type", 9, "type is required" },
+        /* appArmorProfile (kubelet's validateAppArmorProfileField) */
+        { SPEC_C "    securityContext: {appArmorProfile: {type: Localhost}}\n",
+          "spec.containers[0].securityContext.appArmorProfile.localhostProfile", 8,
+          "must be set when AppArmor type is Localhost" },
+        { SPEC_C
+          "    securityContext: {appArmorProfile: {type: Localhost, localhostProfile: \"\"}}\n",
+          "spec.containers[0].securityContext.appArmorProfile.localhostProfile", 8,
+          "must be set when AppArmor type is Localhost" },
+        { SPEC_C "    securityContext: {appArmorProfile: {type: Localhost, localhostProfile: \" "
+                 "p\"}}\n",
+          "spec.containers[0].securityContext.appArmorProfile.localhostProfile", 8,
+          "must not be padded with whitespace" },
+        { SPEC_C "    securityContext: {appArmorProfile: {type: Localhost, localhostProfile: "
+                 "\"a\\nb\"}}\n",
+          "spec.containers[0].securityContext.appArmorProfile.localhostProfile", 8,
+          "must not contain control characters" },
+        { SPEC_C "    securityContext: {appArmorProfile: {type: Localhost, localhostProfile: "
+                 "my/profile}}\n",
+          NULL, 0, NULL },
+        { SPEC_C "    securityContext: {appArmorProfile: {type: RuntimeDefault, localhostProfile: "
+                 "p}}\n",
+          "spec.containers[0].securityContext.appArmorProfile.localhostProfile", 8,
+          "can only be set when AppArmor type is Localhost" },
+        { SPEC_C "    securityContext: {appArmorProfile: {type: Enforce}}\n",
+          "spec.containers[0].securityContext.appArmorProfile.type", 8,
+          "unsupported value \"Enforce\"" },
+        { SPEC_C "  securityContext:\n    appArmorProfile: {localhostProfile: p}\n",
+          "spec.securityContext.appArmorProfile.type", 9,
+          "type is required when appArmorProfile is set" },
+        { SPEC_C "  securityContext:\n    appArmorProfile: {type: Unconfined}\n", NULL, 0, NULL },
         { SPEC_C "  securityContext:\n    sysctls: [{name: \"net..x\", value: \"1\"}]\n",
           "spec.securityContext.sysctls[0].name", 9, "must be a sysctl name" },
         { SPEC_C "  securityContext:\n    fsGroup: -3\n", "spec.securityContext.fsGroup", 9,
@@ -398,6 +428,52 @@ static void test_spec_rules(void **state) {
         }
 }
 
+/* The AppArmor annotation (kubelet's ValidateAppArmorPodAnnotations) and
+ * its agreement with the fields; each body is a whole pod from line 3. */
+#define AA_META "metadata:\n  name: web\n  annotations:\n"
+#define AA_KEY "    container.apparmor.security.beta.kubernetes.io/"
+#define AA_SPEC(sc) "spec:\n  containers:\n  - name: c\n    image: b\n" sc
+static const Case apparmor_cases[] = {
+        { AA_META AA_KEY "c: runtime/default\n" AA_SPEC(""), NULL, 0, NULL },
+        { AA_META AA_KEY "c: unconfined\n" AA_SPEC(""), NULL, 0, NULL },
+        { AA_META AA_KEY "c: localhost/p\n" AA_SPEC(""), NULL, 0, NULL },
+        { AA_META AA_KEY "x: runtime/default\n" AA_SPEC(""),
+          "metadata.annotations[container.apparmor.security.beta.kubernetes.io/x]", 6,
+          "invalid value \"x\": container not found" },
+        { AA_META AA_KEY "c: enforce\n" AA_SPEC(""),
+          "metadata.annotations[container.apparmor.security.beta.kubernetes.io/c]", 6,
+          "invalid AppArmor profile name: \"enforce\"" },
+        { AA_META AA_KEY "c: localhost/\n" AA_SPEC(""),
+          "metadata.annotations[container.apparmor.security.beta.kubernetes.io/c]", 6,
+          "must be set when AppArmor type is Localhost" },
+        /* field and annotation must say the same */
+        { AA_META AA_KEY "c: unconfined\n" AA_SPEC(
+                  "    securityContext: {appArmorProfile: {type: RuntimeDefault}}\n"),
+          "spec.containers[0].securityContext.appArmorProfile.type", 11,
+          "apparmor type in annotation and field must match" },
+        { AA_META AA_KEY "c: localhost/a\n" AA_SPEC("    securityContext: {appArmorProfile: {type: "
+                                                    "Localhost, localhostProfile: b}}\n"),
+          "spec.containers[0].securityContext.appArmorProfile.localhostProfile", 11,
+          "apparmor profile in annotation and field must match" },
+        { AA_META AA_KEY "c: localhost/a\n" AA_SPEC("    securityContext: {appArmorProfile: {type: "
+                                                    "Localhost, localhostProfile: a}}\n"),
+          NULL, 0, NULL },
+        /* the pod's field counts for a container without its own */
+        { AA_META AA_KEY "c: runtime/default\n" AA_SPEC(
+                  "  securityContext:\n    appArmorProfile: {type: Unconfined}\n"),
+          "spec.containers[0].securityContext.appArmorProfile.type", 9,
+          "apparmor type in annotation and field must match" },
+};
+
+static void test_apparmor_rules(void **state) {
+        for (size_t i = 0; i < ELEMENTSOF(apparmor_cases); i++) {
+                _cleanup_free_ char *yaml =
+                        strprintf("apiVersion: v1\nkind: Pod\n%s", apparmor_cases[i].body);
+                assert_non_null(yaml);
+                run_case(yaml, &apparmor_cases[i]);
+        }
+}
+
 static void test_metadata_rules(void **state) {
         for (size_t i = 0; i < ELEMENTSOF(meta_cases); i++) {
                 _cleanup_free_ char *yaml =
@@ -515,6 +591,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_spec_rules),
                 cmocka_unit_test(test_metadata_rules),
+                cmocka_unit_test(test_apparmor_rules),
                 cmocka_unit_test(test_runtime_id_fits),
                 cmocka_unit_test(test_long_name_after_suffix),
                 cmocka_unit_test(test_all_problems_reported),

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -452,11 +453,40 @@ static void test_privileged(void **state) {
         assert_false(arr_has(json_object_get(find_mount(j, "/sys", NULL), "options"), "ro"));
         assert_true(arr_has(json_object_get(find_mount(j, "/sys", NULL), "options"), "rw"));
         json_decref(j);
+        /* every host device node, as containerd gives a privileged container */
+        j = gen(&c);
+        devs = path(j, "linux.devices");
+        assert_non_null(devs);
+        bool has_null = false;
+        for (size_t i = 0; i < json_array_size(devs); i++) {
+                json_t *d = json_array_get(devs, i);
+                const char *p = json_string_value(json_object_get(d, "path"));
+                assert_non_null(p);
+                assert_non_null(startswith(p, "/dev/"));
+                assert_null(startswith(p, "/dev/pts/"));
+                assert_string_not_equal(p, "/dev/console");
+                if (streq(p, "/dev/null")) {
+                        has_null = true;
+                        assert_string_equal(json_string_value(json_object_get(d, "type")), "c");
+                        assert_int_equal(json_integer_value(json_object_get(d, "major")), 1);
+                        assert_int_equal(json_integer_value(json_object_get(d, "minor")), 3);
+                        assert_int_equal(json_integer_value(json_object_get(d, "fileMode")), 0666);
+                }
+        }
+        assert_true(has_null);
+        json_decref(j);
 
         /* unknown names are errors even when privileged makes them moot */
         strv_free(c.cap_drop);
         c.cap_drop = STRV("NOPE");
         assert_string_equal(gen_err(&c), "capabilities.drop[0]: unknown capability \"NOPE\"");
+        runtime_container_config_done(&c);
+
+        /* not privileged: only the default nodes runc makes itself */
+        cfg_init(&c);
+        j = gen(&c);
+        assert_null(path(j, "linux.devices"));
+        json_decref(j);
         runtime_container_config_done(&c);
 
         cfg_init(&c);
@@ -467,6 +497,68 @@ static void test_privileged(void **state) {
         assert_non_null(path(j, "linux.seccomp"));
         json_decref(j);
         runtime_container_config_done(&c);
+}
+
+/* The walk of a /dev: nodes (also in subdirectories) with their numbers,
+ * mode and owner; links, files, and pts, shm, mqueue, console skipped. */
+static void test_host_devices(void **state) {
+        char dir[] = "/tmp/test-devs-XXXXXX";
+        char p[128];
+        json_t *devs = json_array();
+
+        assert_non_null(mkdtemp(dir));
+        if (geteuid() != 0) {
+                (void)rmdir(dir);
+                json_decref(devs);
+                skip();
+        }
+        const char *dirs[] = { "pts", "shm", "mqueue", "net", "net/deep" };
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                snprintf(p, sizeof p, "%s/%s", dir, dirs[i]);
+                assert_int_equal(mkdir(p, 0755), 0);
+        }
+        const struct {
+                const char *name;
+                mode_t mode;
+                dev_t dev;
+        } nodes[] = {
+                { "null", S_IFCHR | 0666, makedev(1, 3) },
+                { "sda", S_IFBLK | 0660, makedev(8, 0) },
+                { "net/tun", S_IFCHR | 0600, makedev(10, 200) },
+                { "net/deep/x", S_IFCHR | 0600, makedev(10, 201) },
+                { "pts/0", S_IFCHR | 0620, makedev(136, 0) },
+                { "shm/x", S_IFCHR | 0600, makedev(1, 3) },
+                { "console", S_IFCHR | 0600, makedev(5, 1) },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(nodes); i++) {
+                snprintf(p, sizeof p, "%s/%s", dir, nodes[i].name);
+                assert_int_equal(mknod(p, nodes[i].mode, nodes[i].dev), 0);
+                assert_int_equal(chmod(p, nodes[i].mode & 07777), 0);
+        }
+        snprintf(p, sizeof p, "%s/sda", dir);
+        assert_int_equal(chown(p, 0, 6), 0);
+        snprintf(p, sizeof p, "%s/stdin", dir);
+        assert_int_equal(symlink("/proc/self/fd/0", p), 0);
+        snprintf(p, sizeof p, "%s/file", dir);
+        assert_int_equal(write_file_atomic(p, "x", 1, 0644), 0);
+
+        assert_int_equal(runtime_host_devices(dir, devs), 4);
+        char *text = json_dumps(devs, JSON_SORT_KEYS | JSON_COMPACT);
+        assert_non_null(text);
+        assert_non_null(strstr(text, "{\"fileMode\":438,\"gid\":0,\"major\":1,\"minor\":3,"
+                                     "\"path\":\"/dev/null\",\"type\":\"c\",\"uid\":0}"));
+        assert_non_null(strstr(text, "{\"fileMode\":432,\"gid\":6,\"major\":8,\"minor\":0,"
+                                     "\"path\":\"/dev/sda\",\"type\":\"b\",\"uid\":0}"));
+        assert_non_null(strstr(text, "\"path\":\"/dev/net/tun\""));
+        assert_non_null(strstr(text, "\"path\":\"/dev/net/deep/x\""));
+        free(text);
+        json_decref(devs);
+
+        devs = json_array();
+        assert_int_equal(runtime_host_devices("/nonexistent-dev", devs), -ENOENT);
+        json_decref(devs);
+        snprintf(p, sizeof p, "rm -rf '%s'", dir);
+        assert_int_equal(system(p), 0);
 }
 
 static uint64_t caps_with(char **add, char **drop) {
@@ -534,6 +626,7 @@ static void test_process_fields(void **state) {
         c.additional_gids[1] = 20;
         c.n_additional_gids = 2;
         c.no_new_privileges = true;
+        c.apparmor_profile = strdup("nanolet-default");
         c.oom_score_adj = -997;
         c.oom_score_adj_set = true;
         c.terminal = true;
@@ -554,6 +647,8 @@ static void test_process_fields(void **state) {
         assert_int_equal(json_integer_value(json_array_get(g, 0)), 10);
         assert_int_equal(json_integer_value(json_array_get(g, 1)), 20);
         assert_true(json_is_true(path(j, "process.noNewPrivileges")));
+        assert_string_equal(json_string_value(path(j, "process.apparmorProfile")),
+                            "nanolet-default");
         assert_int_equal(json_integer_value(path(j, "process.oomScoreAdj")), -997);
         assert_true(json_is_true(path(j, "process.terminal")));
         assert_string_equal(json_string_value(path(j, "process.cwd")), "/work");
@@ -1115,6 +1210,7 @@ int main(void) {
                 cmocka_unit_test(test_namespaces),
                 cmocka_unit_test(test_mounts_replace),
                 cmocka_unit_test(test_privileged),
+                cmocka_unit_test(test_host_devices),
                 cmocka_unit_test(test_capabilities),
                 cmocka_unit_test(test_capability_errors),
                 cmocka_unit_test(test_process_fields),
