@@ -114,7 +114,7 @@ spec:
   - name: main
     image: nanolet-test
     imagePullPolicy: Never
-    command: [sh, -c, "set -- \$(df -k /data | tail -1); dd if=/dev/zero of=/data/fill bs=1K count=\$((\$4 - 3072)); exec sleep 3600"]
+    command: [sh, -c, "set -- \$(df -Pk /data | tail -1); dd if=/dev/zero of=/data/fill bs=1K count=\$((\$4 - 3072)); exec sleep 3600"]
     volumeMounts: [{name: data, mountPath: /data}]
 YAML
 wait_cond DiskPressure '^True:The node was low on resource: ephemeral-storage\.' 90 &&
