@@ -182,8 +182,8 @@ static void test_odd_shapes(void **state) {
         static const char *const inputs[] = {
                 "kind: Pod\nspec: []\n",
                 "kind: Pod\nmetadata: {annotations: [nanolet.io/wait-for]}\nspec: {volumes: x}\n",
-                "kind: Pod\nspec:\n  volumes: [null, 3, {projected: {sources: [null, {}]}}]\n"
-                "  containers: [{env: [null, {valueFrom: 7}]}, {envFrom: {}}]\n",
+                ("kind: Pod\nspec:\n  volumes: [null, 3, {projected: {sources: [null, {}]}}]\n"
+                 "  containers: [{env: [null, {valueFrom: 7}]}, {envFrom: {}}]\n"),
                 "kind: [Pod]\n",
                 "kind: List\nitems: {a: b}\n",
                 "- kind: Pod\n",
