@@ -65,6 +65,7 @@ def read_access(w):
 
 KLOG = re.compile(r"^[IWE](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d{6}) ")
 SYNC = re.compile(r'SyncLoop \((ADD|UPDATE|REMOVE), "http"\)')
+FIRST = re.compile(r"the first time in (\d+) ms")
 
 
 def klog_time(line, year):
@@ -96,7 +97,7 @@ def report(w):
     n_agents, period = int(meta["agents"]), meta["period"]
     start, publish = meta["start"], meta["publish"]
     o0, o1, end = meta["outage_start"], meta["outage_end"], meta["end"]
-    reqs = sorted(read_access(w))
+    reqs = sorted(r for r in read_access(w) if start <= r[0] < end)
     year = datetime.datetime.fromtimestamp(start, datetime.timezone.utc).year
 
     print(f"## fleet: {n_agents} agents, period {period:g} s, back-off cap {meta['max_backoff']:g} s, "
@@ -132,10 +133,15 @@ def report(w):
 
     # the agents' own records
     adds, updates, removes, others, update_after = 0, 0, 0, 0, []
-    errors_logged = 0
+    errors_logged, started, first_wait = 0, [], []
     for path in glob.glob(f"{w}/agents/*.log"):
         with open(path, errors="replace") as f:
             for line in f:
+                if "nanolet starting" in line:
+                    started.append(klog_time(line, year) - start)
+                fw = FIRST.search(line)
+                if fw:
+                    first_wait.append(int(fw[1]) / 1000)
                 m = SYNC.search(line)
                 if "SyncLoop (ERROR" in line:
                     errors_logged += 1
@@ -151,6 +157,13 @@ def report(w):
                     removes += 1
                 else:
                     others += 1
+    def spread(v):
+        v = sorted(v)
+        return f"{v[0]:.1f} / {statistics.median(v):.1f} / {v[-1]:.1f} s"
+    if started:
+        print(f"- {len(started)} agents logged their start (min / median / max after the release): "
+              f"{spread(started)}" + (f"; their first waits: {spread(first_wait)}" if first_wait else
+                                      "; no first wait logged (a build that polls at once)"))
     pods_per_version = 2
     print(f"- pod changes recorded by the agents: {adds} ADD before the new version "
           f"(expected {n_agents * pods_per_version}), {updates} UPDATE after it (expected "

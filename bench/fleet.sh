@@ -13,6 +13,7 @@
 #   bash bench/fleet.sh [--agents 500] [--period 20] [--publish 300] [--steady 600]
 #                       [--outage 120] [--retry-after 30] [--recover 180]
 #                       [--max-backoff SECONDS] [--nanolet PATH] [--sign CMD] [--keep]
+#                       [--agent-arg ARG]...
 # --sign CMD is run as `CMD pods.yaml pods.yaml.sig` after each publish, so
 # that the signature file is served next to the manifest (an agent that
 # verifies one takes its flags from --agent-arg, repeatable).
@@ -38,8 +39,11 @@ while [ $# -gt 0 ]; do
         *) echo "fleet.sh: unknown option $1" >&2; exit 2 ;;
         esac
 done
-# The cap scales with the period: 5 min at the default 20 s.
-[ -n "$max_backoff" ] || max_backoff=$((period * 15))
+# Not passed unless given (the agent's default, 5 min, is 15 default
+# periods): a build without the flag can then be measured the same way.
+# Scale it with a shorter --period.
+backoff_args=()
+[ -z "$max_backoff" ] || backoff_args=(--manifest-url-max-backoff "${max_backoff}s")
 [ "$(id -u)" -eq 0 ] || { echo "fleet.sh: run as root (nginx is started as nobody)" >&2; exit 77; }
 command -v nginx >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y nginx-light
 [ -x "$nanolet" ] || { echo "fleet.sh: no nanolet at $nanolet (build it first)" >&2; exit 2; }
@@ -123,7 +127,7 @@ for i in $(seq 1 "$agents"); do
                 exec env TZ=UTC "$nanolet" serve --dry-run --pod-manifest-path "" \
                         --manifest-url "http://127.0.0.1:$port/pods.yaml" \
                         --hostname-override "node-$i" --http-check-frequency "${period}s" \
-                        --manifest-url-max-backoff "${max_backoff}s" \
+                        ${backoff_args[@]+"${backoff_args[@]}"} \
                         --root-dir "$W/agents/$i/root" --run-dir "$W/agents/$i/run" \
                         ${agent_args[@]+"${agent_args[@]}"}
         ) >"$W/agents/$i.log" 2>&1 &
@@ -150,7 +154,7 @@ sample() { # sample NAME: every agent's RSS, PSS and CPU ticks
         echo "agents=$agents"
         echo "period=$period"
         echo "retry_after=$retry_after"
-        echo "max_backoff=$max_backoff"
+        echo "max_backoff=${max_backoff:-300}"
         echo "clk_tck=$(getconf CLK_TCK)"
         echo "start=$start"
 } >"$W/meta"
