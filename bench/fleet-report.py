@@ -4,7 +4,8 @@ manifest URL"), from nginx's access log and the agents' own logs.
 
   fleet-report.py WORKDIR              the report
   fleet-report.py --sample FILE PID... one line per live agent: pid, RSS kB,
-                                       PSS kB, CPU ticks (user + system)
+                                       PSS kB, CPU ticks (user + system),
+                                       CPU ns (schedstat)
 
 Phases (seconds from the start): first period [0, P); steady [P, outage);
 outage; recovery. Rates are per one-second bin of nginx's $msec."""
@@ -28,9 +29,11 @@ def sample(path, pids):
                 with open(f"/proc/{pid}/stat") as f:
                     fields = f.read().rsplit(")", 1)[1].split()
                 cpu = int(fields[11]) + int(fields[12])  # utime, stime
+                with open(f"/proc/{pid}/schedstat") as f:
+                    ns = int(f.read().split()[0])  # time on a CPU, to the nanosecond
             except (OSError, StopIteration):
                 continue
-            out.write(f"{pid} {rss} {pss} {cpu}\n")
+            out.write(f"{pid} {rss} {pss} {cpu} {ns}\n")
 
 
 def read_meta(w):
@@ -133,12 +136,16 @@ def report(w):
 
     # the agents' own records
     adds, updates, removes, others, update_after = 0, 0, 0, 0, []
-    errors_logged, started, first_wait = 0, [], []
+    errors_logged, started, first_wait, back = 0, [], [], []
     for path in glob.glob(f"{w}/agents/*.log"):
         with open(path, errors="replace") as f:
             for line in f:
                 if "nanolet starting" in line:
                     started.append(klog_time(line, year) - start)
+                if "works again" in line:
+                    t = klog_time(line, year)
+                    if t is not None and t >= o1:
+                        back.append(t - o1)
                 fw = FIRST.search(line)
                 if fw:
                     first_wait.append(int(fw[1]) / 1000)
@@ -169,6 +176,10 @@ def report(w):
           f"(expected {n_agents * pods_per_version}), {updates} UPDATE after it (expected "
           f"{n_agents * pods_per_version}), {removes} REMOVE and {others} other (expected 0); "
           f"{errors_logged} SyncLoop ERROR lines (the outage, then its end)")
+    if back:
+        back.sort()
+        print(f"- after the outage: {len(back)} agents logged \"works again\"; the median "
+              f"{statistics.median(back):.1f} s, the last {back[-1]:.1f} s after nginx served again")
     if update_after:
         update_after.sort()
         print(f"- new version: {len(update_after) // pods_per_version} agents applied it; after publication "
@@ -183,15 +194,17 @@ def report(w):
               f"(the {len(fin)} agents together: PSS {sum(v[1] for v in fin.values()) / 1024:.0f} MiB); "
               f"{int(meta.get('alive', 0))} of {n_agents} agents alive")
     if warm and std:
-        ticks = sum(std[p][2] - warm[p][2] for p in std if p in warm)
+        both = [p for p in std if p in warm]
+        ns = all(len(std[p]) > 3 and len(warm[p]) > 3 for p in both)
+        cpu_s = (sum(std[p][3] - warm[p][3] for p in both) / 1e9 if ns else
+                 sum(std[p][2] - warm[p][2] for p in both) / meta["clk_tck"])
         polls = len([r for r in reqs if meta["warm"] <= r[0] < meta["steady"]])
         secs = meta["steady"] - meta["warm"]
-        cpu_s = ticks / meta["clk_tck"]
         if polls:
-            print(f"- CPU in the steady window ({secs:.0f} s, {polls} polls): {cpu_s:.2f} s for the "
-                  f"fleet, {cpu_s / polls * 1e3:.2f} ms per poll (tick resolution "
-                  f"{1e3 / meta['clk_tck']:.0f} ms summed over the fleet), "
-                  f"{cpu_s / secs / n_agents * 100:.4f} % of a core per agent")
+            print(f"- CPU from {meta['warm'] - start:.0f} s to the outage ({secs:.0f} s, {polls} polls, "
+                  f"{'schedstat' if ns else 'clock ticks'}): {cpu_s:.2f} s for the fleet, "
+                  f"{cpu_s / polls * 1e3:.3f} ms per poll, "
+                  f"{cpu_s / secs / len(both) * 100:.4f} % of a core per agent")
 
 
 def main():

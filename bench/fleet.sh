@@ -10,7 +10,7 @@
 #
 # Touches no container, network namespace or iptables rule: it needs no
 # integration-test lock. Run as root (nginx runs as nobody), from the tree:
-#   bash bench/fleet.sh [--agents 500] [--period 20] [--publish 300] [--steady 600]
+#   bash bench/fleet.sh [--agents 500] [--period 20] [--warm 60] [--publish 300] [--steady 600]
 #                       [--outage 120] [--retry-after 30] [--recover 180]
 #                       [--max-backoff SECONDS] [--nanolet PATH] [--sign CMD] [--keep]
 #                       [--agent-arg ARG]...
@@ -20,13 +20,14 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-agents=500 period=20 publish=300 steady=600 outage=120 retry_after=30 recover=180
+agents=500 period=20 warm=60 publish=300 steady=600 outage=120 retry_after=30 recover=180
 max_backoff='' nanolet="$here/../build/nanolet" sign='' keep=0 agent_args=()
 while [ $# -gt 0 ]; do
         case "$1" in
         --agents) agents=$2; shift 2 ;;
         --period) period=$2; shift 2 ;;
         --publish) publish=$2; shift 2 ;;
+        --warm) warm=$2; shift 2 ;;
         --steady) steady=$2; shift 2 ;;
         --outage) outage=$2; shift 2 ;;
         --retry-after) retry_after=$2; shift 2 ;;
@@ -158,7 +159,7 @@ sample() { # sample NAME: every agent's RSS, PSS and CPU ticks
         echo "clk_tck=$(getconf CLK_TCK)"
         echo "start=$start"
 } >"$W/meta"
-at $((period + 5))
+at "$warm" # the CPU per poll counts from here, past every agent's start
 sample warm
 at "$publish"
 publish_version v2
