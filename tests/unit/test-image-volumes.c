@@ -9,8 +9,13 @@
 
 #include <cmocka.h>
 
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "image-volumes.h"
 #include "macro.h"
@@ -105,11 +110,43 @@ static void test_paths(void **state) {
         assert_int_equal(image_volume_paths(NULL, "x", NULL, NULL, NULL), -EINVAL);
 }
 
+/* The seal makes the image's mount read-only, nosuid, nodev and noexec,
+ * whatever it was (a tmpfs stands for the overlay), in a mount namespace
+ * of the test's own. */
+static void test_seal(void **state) {
+        (void)state;
+        char dir[] = "/tmp/test-image-volumes-XXXXXX";
+        struct statvfs sv;
+
+        assert_non_null(mkdtemp(dir));
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+            mount("tmpfs", dir, "tmpfs", 0, "size=64k") < 0) {
+                (void)rmdir(dir);
+                skip();
+        }
+        assert_int_equal(statvfs(dir, &sv), 0);
+        assert_false(sv.f_flag & ST_RDONLY);
+        assert_int_equal(image_volume_seal(dir), 0);
+        assert_int_equal(statvfs(dir, &sv), 0);
+        assert_true(sv.f_flag & ST_RDONLY);
+        assert_true(sv.f_flag & ST_NOEXEC);
+        assert_true(sv.f_flag & ST_NOSUID);
+        assert_true(sv.f_flag & ST_NODEV);
+        char file[64];
+        snprintf(file, sizeof(file), "%s/x", dir);
+        FILE *f = fopen(file, "we");
+        assert_null(f);
+        assert_int_equal(umount2(dir, MNT_DETACH), 0);
+        assert_int_equal(rmdir(dir), 0);
+        assert_int_equal(image_volume_seal(dir), -ENOENT);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pull_decide),
                 cmocka_unit_test(test_of_container),
                 cmocka_unit_test(test_paths),
+                cmocka_unit_test(test_seal),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
