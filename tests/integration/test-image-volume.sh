@@ -106,7 +106,7 @@ done
 mline=$(grep ' /img ' <<<"$log" || true)
 [[ $mline == *" ro,"* && $mline == *noexec* && $mline == *nosuid* ]] &&
         ok "local: /img is ro,nosuid,noexec ($mline)" || fail "local: /img mount: $mline"
-left=$(mounts_under "$ROOT/pods/$uid" | grep -E '/subpaths|image' || true)
+left=$(mounts_under "$ROOT/pods/$uid" | grep -E '/subpaths(/|$)' || true)
 [ -z "$left" ] && ok "local: image volume mounts of the exited container released" || fail "local: left: $left"
 pod_gone local "$uid"
 
