@@ -617,7 +617,7 @@ static void on_orphan_deleted(CniRunner *runner, int r, CniResult *result, const
 }
 
 /* Only what this agent recorded is released, and only by a CNI DEL: the
- * sandboxes in its own CNI cache (<run-dir>/cni) that no pod owns any more
+ * sandboxes in its own CNI cache (<root-dir>/cni/results) that no pod owns any more
  * (their pod was removed while the agent was down, or its own DEL failed).
  * Leases in a host-local directory are never judged by their owner's name:
  * another agent or runtime sharing the network owns IDs of the same shape,
