@@ -972,7 +972,7 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
                 return log_error_errno(r, "Failed to create the agent's directories: %m");
         /* Only this agent writes there, and nothing is being written yet. */
         _cleanup_free_ char *events_dir = strprintf("%s/events", m->ctx.status_dir);
-        _cleanup_free_ char *cni_dir = strprintf("%s/cni", o->run_dir);
+        _cleanup_free_ char *cni_dir = strprintf("%s/cni/results", o->root_dir);
         const char *const written[] = { o->run_dir, m->ctx.status_dir, events_dir,
                                         m->ctx.sandboxes_dir, cni_dir };
         for (size_t i = 0; i < ELEMENTSOF(written); i++) {
