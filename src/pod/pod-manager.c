@@ -683,7 +683,10 @@ static void sweep_orphans(PodManager *m) {
         if (m->o.cni && cni_runner_list_cached(m->o.cni, &cached) < 0)
                 return;
         sweep_orphan_records(m, cached);
-        if (!m->o.cni || m->orphan_dels)
+        /* Only once every source was read: until then a manifest may still
+         * want the UID, and its new worker's ADD must not meet this DEL of
+         * the same container ID. */
+        if (!m->o.cni || m->orphan_dels || !m->sources_ready)
                 return;
         /* The fallback for a cache whose configuration cannot be read. */
         if (cni_config_load(m->o.cni_conf_dir, m->o.pod_cidr, &config, &err) < 0)
@@ -744,6 +747,7 @@ void pod_manager_sources_ready(PodManager *m) {
                 return;
         m->sources_ready = true;
         terminate_unclaimed(m);
+        sweep_orphans(m);
 }
 
 /* A pod an earlier run left whose checkpoint cannot be used: live ones wait
