@@ -90,7 +90,7 @@ n=$(our_rules | grep -c '^-A POSTROUTING' || true)
 # ICMP echo to every pod from the host (raw socket; no ping binary needed),
 # three rounds for the ones that did not answer yet.
 awk '{print $4}' "$WORK/pods" >"$WORK/ips"
-python3 - "$WORK/ips" >"$WORK/unanswered" <<'PY'
+python3 - "$WORK/ips" >"$WORK/unanswered" <<'PY' || echo "(the ICMP check failed)" >"$WORK/unanswered"
 import os, select, socket, struct, sys, time
 ips = set(open(sys.argv[1]).read().split())
 def csum(b):
