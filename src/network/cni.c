@@ -322,16 +322,17 @@ int cni_runner_list_cached(CniRunner *runner, char ***ret) {
 
 /* One entry of an old cache directory: a regular <id>.json is copied (the
  * old directory is on the run-dir's tmpfs, the new one on disk, so no
- * rename) unless the new directory already has one, which is newer; either
- * way the old file goes. Anything else with a cache file's name is removed
- * unread. 1 when moved, 0 when dropped, or a negative errno (the old file
- * kept for the next start). */
+ * rename) unless the new directory has one at least as recent (the old one
+ * is newer only after a downgrade and an upgrade again); either way the old
+ * file goes. Anything else with a cache file's name is removed unread. 1
+ * when moved, 0 when dropped, or a negative errno (the old file kept for
+ * the next start). */
 static int cache_migrate_one(int from_fd, const char *from_dir, const char *name,
                              const char *to_dir) {
         _cleanup_free_ char *data = NULL, *dst = NULL;
         size_t size = 0;
         bool moved = false;
-        struct stat st;
+        struct stat st, dst_st;
         int r;
 
         if (fstatat(from_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -342,7 +343,9 @@ static int cache_migrate_one(int from_fd, const char *from_dir, const char *name
         if (!S_ISREG(st.st_mode))
                 log_warning("CNI cache %s/%s is not a regular file, removed unread.", from_dir,
                             name);
-        else if (access(dst, F_OK) == 0)
+        else if (lstat(dst, &dst_st) == 0 && (dst_st.st_mtim.tv_sec > st.st_mtim.tv_sec ||
+                                              (dst_st.st_mtim.tv_sec == st.st_mtim.tv_sec &&
+                                               dst_st.st_mtim.tv_nsec >= st.st_mtim.tv_nsec)))
                 log_debug("cni: %s/%s is older than %s, removed.", from_dir, name, dst);
         else if ((r = read_full_file_at(from_fd, name, CNI_CACHE_MAX, &data, &size)) == -EFBIG)
                 log_warning("CNI cache %s/%s is larger than %u bytes, removed unread.", from_dir,
@@ -381,8 +384,10 @@ int cni_cache_migrate(const char *from_dir, const char *to_dir, Error *err) {
         if (fd < 0)
                 return error_set(err, -errno, "Cannot open \"%s\": %m", from_dir);
         r = mkdir_p_exact(to_dir, 0700);
-        if (r < 0)
+        if (r < 0) {
+                errno = -r;
                 return error_set(err, r, "Cannot create \"%s\": %m", to_dir);
+        }
         _cleanup_closedir_ DIR *d = fdopendir(fd);
         if (!d)
                 return error_set(err, -errno, "Cannot read \"%s\": %m", from_dir);
@@ -397,10 +402,12 @@ int cni_cache_migrate(const char *from_dir, const char *to_dir, Error *err) {
                 if (!container_id_valid(id))
                         continue;
                 r = cache_migrate_one(dfd, from_dir, de->d_name, to_dir);
-                if (r < 0 && first == 0)
+                if (r < 0 && first == 0) {
+                        errno = -r; /* for %m */
                         first = error_set(err, r,
                                           "Cannot move the CNI cache \"%s/%s\" to \"%s\": %m",
                                           from_dir, de->d_name, to_dir);
+                }
                 if (r > 0)
                         moved++;
         }

@@ -214,7 +214,7 @@ int cni_runner_list_cached(CniRunner *runner, char ***ret);
  * before the runner's first operation. Nothing in from_dir is trusted: it is
  * never followed (a symlink or other non-directory there is removed), a
  * file that is no regular one or is over the cache's size cap is removed
- * unread, one to_dir already has is dropped (to_dir's is newer), other
+ * unread, one to_dir has in a version at least as recent is dropped, other
  * names are left alone, and from_dir is removed once empty. Contents are
  * copied as they are: a damaged file is handled where it is read. Returns
  * the number of files moved, or the first failure (a negative errno, err

@@ -553,6 +553,12 @@ static void test_cache_migrate(void **state) {
         put_old(f, "pod-b.json", "old b");
         assert_int_equal(mkdir(f->cache, 0755), 0); /* made 0700 */
         put(f, "cache/pod-b.json", "new b");
+        /* n: the old one is the newer (a downgrade, then an upgrade again). */
+        put(f, "cache/pod-n.json", "stale n");
+        struct timespec past[2] = { { .tv_sec = 1000000000 }, { .tv_sec = 1000000000 } };
+        assert_int_equal(utimensat(AT_FDCWD, p = strprintf("%s/pod-n.json", f->cache), past, 0), 0);
+        free(TAKE_PTR(p));
+        put_old(f, "pod-n.json", "newer n");
         put_old(f, "pod-c.json", "");
         put_old(f, "pod-d.json", "\x01garbage\r\n{");
         put_old(f, "pod-v.json", "{\"kind\":\"cniCacheV9\",\"containerId\":\"pod-v\"}");
@@ -573,7 +579,9 @@ static void test_cache_migrate(void **state) {
 
         /* a, c (empty), d (garbage) and v (another kind) move as they are:
          * their reader decides what they are worth. */
-        assert_int_equal(cni_cache_migrate(old, f->cache, &err), 4);
+        assert_int_equal(cni_cache_migrate(old, f->cache, &err), 5);
+        _cleanup_free_ char *newer = get(f, "cache/pod-n.json");
+        assert_string_equal(newer, "newer n");
         _cleanup_free_ char *a = get(f, "cache/pod-a.json");
         assert_non_null(a);
         assert_non_null(strstr(a, "10.9.0.1"));
@@ -605,7 +613,7 @@ static void test_cache_migrate(void **state) {
         /* The runner finds the moved sandboxes and a's result. */
         _cleanup_strv_free_ char **ids = NULL;
         assert_int_equal(cni_runner_list_cached(f->runner, &ids), 0);
-        assert_int_equal(strv_length(ids), 5);
+        assert_int_equal(strv_length(ids), 6);
         assert_string_equal(ids[0], "pod-a");
         CniResult *cached = NULL;
         assert_int_equal(cni_runner_cached_result(f->runner, "pod-a", &cached), 0);
