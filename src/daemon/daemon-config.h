@@ -110,6 +110,7 @@ typedef struct NanoletConfig {
         char **eviction_soft_grace_period;          /* "signal=duration" */
         char **eviction_minimum_reclaim;            /* "signal=value" */
         usec_t eviction_pressure_transition_period; /* [5m] */
+        bool evict_static_pods; /* evictStaticPods [false: kubelet never evicts a static pod] */
         int64_t image_gc_high_threshold;
         int64_t image_gc_low_threshold;
         usec_t image_minimum_gc_age; /* imageMinimumGCAge [2m] */

@@ -478,6 +478,8 @@ static int daemon_setup_gc(Daemon *d) {
                 .config = &ec,
                 .image_gc = d->image_gc,
                 .pods = d->pod_manager,
+                .static_pods = c->evict_static_pods ? STATIC_POD_EVICTION_EVICT_AND_READMIT
+                                                    : STATIC_POD_EVICTION_NEVER,
                 .metrics = d->metrics,
         };
         r = eviction_manager_new(&d->eviction, d->event, &eo);

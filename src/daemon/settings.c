@@ -579,6 +579,10 @@ const Setting settings_table[] = {
           SETTING_DURATION, eviction_pressure_transition_period, "5m", "D",
           "a pressure condition stays this long after its last threshold cleared",
           .flags = SETTING_FILE_ZERO_IS_DEFAULT | SETTING_ZERO_ALLOWED),
+        H("evict-static-pods", "evictStaticPods", SETTING_BOOL, evict_static_pods, "false", "BOOL",
+          "under node pressure, evict pods outside the system-node-critical and "
+          "system-cluster-critical classes in kubelet's order and start them again once the "
+          "pressure is over (kubelet never evicts a static pod; nanolet's own key)"),
 
         /* ---- kubelet's, rejected: nanolet cannot keep their promise ---- */
         REJ("runonce", "runOnce", SETTING_BOOL, "false",

@@ -251,6 +251,45 @@ static void test_kubelet_settings(void **state) {
         }
 }
 
+/* --evict-static-pods / evictStaticPods: off unless asked (kubelet never
+ * evicts a static pod), from the file, the flag over the file, and only a
+ * boolean. */
+static void test_evict_static_pods(void **state) {
+        NanoletConfig c;
+        Diagnostics d;
+        diagnostics_init(&d);
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_false(c.evict_static_pods);
+        static const char file[] = "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                   "kind: KubeletConfiguration\n"
+                                   "evictStaticPods: true\n";
+        assert_int_equal(nanolet_config_load_buffer(&c, file, strlen(file), "k.yaml", &d), 0);
+        assert_int_equal(d.n_errors + d.n_warnings, 0);
+        assert_true(c.evict_static_pods);
+        char *off[] = { "serve", "--evict-static-pods=false", NULL };
+        assert_int_equal(nanolet_config_parse_argv(&c, 2, off), 0);
+        assert_false(c.evict_static_pods);
+        char *on[] = { "serve", "--evict-static-pods", NULL };
+        assert_int_equal(nanolet_config_parse_argv(&c, 2, on), 0);
+        assert_true(c.evict_static_pods);
+        nanolet_config_deinit(&c);
+        diagnostics_deinit(&d);
+
+        static const char bad_file[] = "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                       "kind: KubeletConfiguration\n"
+                                       "evictStaticPods: sometimes\n";
+        diagnostics_init(&d);
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_true(nanolet_config_load_buffer(&c, bad_file, strlen(bad_file), "k.yaml", &d) < 0 ||
+                    d.n_errors > 0);
+        assert_false(c.evict_static_pods);
+        nanolet_config_deinit(&c);
+        diagnostics_deinit(&d);
+        char *bad[] = { "serve", "--evict-static-pods=yes please", NULL };
+        char **all[] = { bad };
+        assert_all_rejected(all, ELEMENTSOF(all));
+}
+
 static void test_bad_flags(void **state) {
         char *argv1[] = { "serve", "--read-only-port", "70000", NULL };
         char *argv2[] = { "serve", "--file-check-frequency", "often", NULL };
@@ -1588,6 +1627,7 @@ int main(void) {
                 cmocka_unit_test(test_flags_override_file),
                 cmocka_unit_test(test_bad_flags),
                 cmocka_unit_test(test_kubelet_settings),
+                cmocka_unit_test(test_evict_static_pods),
                 cmocka_unit_test(test_node_name),
                 cmocka_unit_test(test_duration),
                 cmocka_unit_test(test_container_log_flags),
