@@ -218,9 +218,10 @@ static void url_verifier_on_done(EventCurl *ec, CURL *easy, CURLcode result, voi
                  * vouch for a signature fetched before. */
                 msg = strprintf("the signature \"%s\" answered HTTP status %ld%s", v->signature_url,
                                 status,
-                                status >= 300 && status <= 399 ? " (signature URLs are fetched "
-                                                                 "without following redirects)"
-                                                               : "");
+                                (status >= 301 && status <= 303) || status == 307 || status == 308
+                                        ? " (signature URLs are fetched "
+                                          "without following redirects)"
+                                        : "");
         else {
                 url_verifier_check(v);
                 return;
