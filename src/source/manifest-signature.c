@@ -5,8 +5,10 @@
 #include "manifest-signature.h"
 
 #include <assert.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
@@ -18,6 +20,7 @@
 #include <openssl/pem.h>
 
 #include "fileio.h"
+#include "hash.h"
 #include "json-util.h"
 #include "string-util.h"
 #include "yaml-node.h"
@@ -28,6 +31,32 @@
 #define MINISIGN_SIG_SIZE 64
 /* Longest trusted comment minisign writes or reads. */
 #define MINISIGN_COMMENT_MAX 1024
+
+/* libcrypto is loaded with dlopen() when the first keyring is made: an
+ * agent that verifies nothing never maps it (docs/internals/runtime.md,
+ * "The agent executable"). X(libcrypto name, CryptoApi member). */
+#define CRYPTO_API_FUNCTIONS(X)                                                                    \
+        X(BIO_new_mem_buf, bio_new_mem_buf)                                                        \
+        X(BIO_free, bio_free)                                                                      \
+        X(PEM_read_bio_PUBKEY, pem_read_bio_pubkey)                                                \
+        X(EVP_PKEY_new_raw_public_key, pkey_new_raw_public_key)                                    \
+        X(EVP_PKEY_get_base_id, pkey_get_base_id)                                                  \
+        X(EVP_PKEY_get_utf8_string_param, pkey_get_utf8_string_param)                              \
+        X(EVP_PKEY_free, pkey_free)                                                                \
+        X(EVP_MD_CTX_new, md_ctx_new)                                                              \
+        X(EVP_MD_CTX_free, md_ctx_free)                                                            \
+        X(EVP_DigestVerifyInit, digest_verify_init)                                                \
+        X(EVP_DigestVerify, digest_verify)                                                         \
+        X(EVP_Digest, digest)                                                                      \
+        X(EVP_sha256, sha256)                                                                      \
+        X(EVP_blake2b512, blake2b512)                                                              \
+        X(CRYPTO_memcmp, memcmp)
+
+typedef struct CryptoApi {
+#define CRYPTO_API_MEMBER(name, member) __typeof__(name) *member;
+        CRYPTO_API_FUNCTIONS(CRYPTO_API_MEMBER)
+#undef CRYPTO_API_MEMBER
+} CryptoApi;
 
 typedef enum KeyKind {
         KEY_ECDSA_P256,
@@ -42,6 +71,8 @@ typedef struct ManifestKey {
 } ManifestKey;
 
 struct ManifestKeyring {
+        void *dl; /* libcrypto; never dlclose()d, as libcurl (event-curl.c) */
+        CryptoApi api;
         ManifestKey *keys;
         size_t n_keys;
 };
@@ -137,11 +168,20 @@ static ssize_t b64_decode(const char *in, size_t len, uint8_t *out, size_t out_m
 
 /* ---- keys ---- */
 
-int manifest_keyring_new(ManifestKeyring **ret) {
-        ManifestKeyring *k = calloc(1, sizeof *k);
+int manifest_keyring_new(ManifestKeyring **ret, Error *err) {
+        _cleanup_(manifest_keyring_freep) ManifestKeyring *k = calloc(1, sizeof *k);
         if (!k)
-                return -ENOMEM;
-        *ret = k;
+                return error_set(err, -ENOMEM, "out of memory");
+        k->dl = dlopen(MANIFEST_CRYPTO_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+        if (!k->dl)
+                return error_set(err, -ELIBACC, "%s", dlerror());
+#define CRYPTO_API_LOAD(name, member)                                                              \
+        k->api.member = (__typeof__(name) *)dlsym(k->dl, #name);                                   \
+        if (!k->api.member)                                                                        \
+                return error_set(err, -ELIBACC, MANIFEST_CRYPTO_LIBRARY " has no " #name "()");
+        CRYPTO_API_FUNCTIONS(CRYPTO_API_LOAD)
+#undef CRYPTO_API_LOAD
+        *ret = TAKE_PTR(k);
         return 0;
 }
 
@@ -150,7 +190,7 @@ ManifestKeyring *manifest_keyring_free(ManifestKeyring *k) {
                 return NULL;
         for (size_t i = 0; i < k->n_keys; i++) {
                 free(k->keys[i].name);
-                EVP_PKEY_free(k->keys[i].pkey);
+                k->api.pkey_free(k->keys[i].pkey);
         }
         free(k->keys);
         free(k);
@@ -168,8 +208,8 @@ static size_t next_line(const char **p, const char *end) {
         return (size_t)(e - s);
 }
 
-static int key_from_minisign(const char *name, const char *data, size_t size, ManifestKey *ret,
-                             Error *err) {
+static int key_from_minisign(const CryptoApi *c, const char *name, const char *data, size_t size,
+                             ManifestKey *ret, Error *err) {
         const char *p = data, *end = data + size;
         const char *l1 = p;
         size_t n1 = next_line(&p, end);
@@ -188,7 +228,7 @@ static int key_from_minisign(const char *name, const char *data, size_t size, Ma
                                  "\"%s\": not a minisign Ed25519 public key (base64 of 42 bytes "
                                  "starting with \"Ed\")",
                                  name);
-        EVP_PKEY *pkey = EVP_PKEY_new_raw_public_key(
+        EVP_PKEY *pkey = c->pkey_new_raw_public_key(
                 EVP_PKEY_ED25519, NULL, raw + 2 + MINISIGN_KEYID_SIZE, MINISIGN_PK_SIZE);
         if (!pkey)
                 return error_set(err, -EINVAL, "\"%s\": invalid Ed25519 key", name);
@@ -197,23 +237,23 @@ static int key_from_minisign(const char *name, const char *data, size_t size, Ma
         return 0;
 }
 
-static int key_from_pem(const char *name, const char *data, size_t size, ManifestKey *ret,
-                        Error *err) {
+static int key_from_pem(const CryptoApi *c, const char *name, const char *data, size_t size,
+                        ManifestKey *ret, Error *err) {
         if (size > INT32_MAX)
                 return -EFBIG;
-        BIO *bio = BIO_new_mem_buf(data, (int)size);
+        BIO *bio = c->bio_new_mem_buf(data, (int)size);
         if (!bio)
                 return -ENOMEM;
-        EVP_PKEY *pkey = PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL);
-        BIO_free(bio);
+        EVP_PKEY *pkey = c->pem_read_bio_pubkey(bio, NULL, NULL, NULL);
+        c->bio_free(bio);
         if (!pkey)
                 return error_set(err, -EINVAL, "\"%s\": not a PEM public key", name);
         char group[64] = "";
         size_t glen = 0;
-        if (EVP_PKEY_base_id(pkey) != EVP_PKEY_EC ||
-            EVP_PKEY_get_utf8_string_param(pkey, "group", group, sizeof group, &glen) != 1 ||
+        if (c->pkey_get_base_id(pkey) != EVP_PKEY_EC ||
+            c->pkey_get_utf8_string_param(pkey, "group", group, sizeof group, &glen) != 1 ||
             !streq(group, "prime256v1")) {
-                EVP_PKEY_free(pkey);
+                c->pkey_free(pkey);
                 return error_set(err, -EINVAL,
                                  "\"%s\": only ECDSA P-256 keys are accepted (cosign's)", name);
         }
@@ -227,16 +267,16 @@ int manifest_keyring_add(ManifestKeyring *k, const char *name, const char *data,
         ManifestKey key;
         int r;
         if (size >= 19 && memcmp(data, "untrusted comment: ", 19) == 0)
-                r = key_from_minisign(name, data, size, &key, err);
+                r = key_from_minisign(&k->api, name, data, size, &key, err);
         else
-                r = key_from_pem(name, data, size, &key, err);
+                r = key_from_pem(&k->api, name, data, size, &key, err);
         if (r < 0)
                 return r;
         key.name = strdup(name);
         ManifestKey *n = key.name ? reallocarray(k->keys, k->n_keys + 1, sizeof *n) : NULL;
         if (!n) {
                 free(key.name);
-                EVP_PKEY_free(key.pkey);
+                k->api.pkey_free(key.pkey);
                 return -ENOMEM;
         }
         k->keys = n;
@@ -269,20 +309,21 @@ size_t manifest_keyring_count(const ManifestKeyring *k, ManifestSignatureFormat 
 /* ---- primitives ---- */
 
 /* 1 verified, 0 not, negative errno on failure to try. md NULL: Ed25519. */
-static int evp_verify(EVP_PKEY *pkey, const EVP_MD *md, const void *msg, size_t msg_len,
-                      const uint8_t *sig, size_t sig_len) {
-        EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+static int evp_verify(const CryptoApi *c, EVP_PKEY *pkey, const EVP_MD *md, const void *msg,
+                      size_t msg_len, const uint8_t *sig, size_t sig_len) {
+        EVP_MD_CTX *ctx = c->md_ctx_new();
         if (!ctx)
                 return -ENOMEM;
-        int r = EVP_DigestVerifyInit(ctx, NULL, md, NULL, pkey) == 1 &&
-                EVP_DigestVerify(ctx, sig, sig_len, msg, msg_len) == 1;
-        EVP_MD_CTX_free(ctx);
+        int r = c->digest_verify_init(ctx, NULL, md, NULL, pkey) == 1 &&
+                c->digest_verify(ctx, sig, sig_len, msg, msg_len) == 1;
+        c->md_ctx_free(ctx);
         return r;
 }
 
-static int digest(const EVP_MD *md, const void *data, size_t len, uint8_t *out) {
+static int digest(const CryptoApi *c, const EVP_MD *md, const void *data, size_t len,
+                  uint8_t *out) {
         unsigned n = 0;
-        return EVP_Digest(data, len, out, &n, md, NULL) == 1 ? (int)n : -EIO;
+        return c->digest(data, len, out, &n, md, NULL) == 1 ? (int)n : -EIO;
 }
 
 static int fail(ManifestSignatureFailure *ret_failure, ManifestSignatureFailure f) {
@@ -298,7 +339,8 @@ static int verify_ecdsa(const ManifestKeyring *k, const char *body, size_t body_
         for (size_t i = 0; i < k->n_keys; i++) {
                 if (!key_fits(&k->keys[i], MANIFEST_SIGNATURE_COSIGN))
                         continue;
-                int r = evp_verify(k->keys[i].pkey, EVP_sha256(), body, body_size, sig, sig_len);
+                int r = evp_verify(&k->api, k->keys[i].pkey, k->api.sha256(), body, body_size, sig,
+                                   sig_len);
                 if (r < 0)
                         return error_set(err, r, "cannot verify: %s", strerror(-r));
                 if (r > 0) {
@@ -398,9 +440,9 @@ static int verify_bundle(const ManifestKeyring *k, const char *body, size_t body
                                         "the bundle's messageDigest is not a SHA2_256 digest");
                         return fail(ret_failure, MANIFEST_SIGNATURE_MALFORMED);
                 }
-                if (digest(EVP_sha256(), body, body_size, actual) != 32)
+                if (digest(&k->api, k->api.sha256(), body, body_size, actual) != 32)
                         return error_set(err, -EIO, "cannot compute SHA-256");
-                if (CRYPTO_memcmp(claimed, actual, 32) != 0) {
+                if (k->api.memcmp(claimed, actual, 32) != 0) {
                         (void)error_set(err, -EBADMSG,
                                         "the bundle is for other content (its messageDigest is "
                                         "not the body's SHA-256)");
@@ -461,12 +503,12 @@ static int verify_minisign(const ManifestKeyring *k, const char *body, size_t bo
         const void *msg = body;
         size_t msg_len = body_size;
         if (raw[1] == 'D') {
-                if (digest(EVP_blake2b512(), body, body_size, hash) != 64)
+                if (digest(&k->api, k->api.blake2b512(), body, body_size, hash) != 64)
                         return error_set(err, -EIO, "cannot compute BLAKE2b-512");
                 msg = hash;
                 msg_len = sizeof hash;
         }
-        int r = evp_verify(key->pkey, NULL, msg, msg_len, s, MINISIGN_SIG_SIZE);
+        int r = evp_verify(&k->api, key->pkey, NULL, msg, msg_len, s, MINISIGN_SIG_SIZE);
         if (r < 0)
                 return error_set(err, r, "cannot verify: %s", strerror(-r));
         if (r == 0) {
@@ -478,7 +520,8 @@ static int verify_minisign(const ManifestKeyring *k, const char *body, size_t bo
         uint8_t gmsg[MINISIGN_SIG_SIZE + MINISIGN_COMMENT_MAX];
         memcpy(gmsg, s, MINISIGN_SIG_SIZE);
         memcpy(gmsg + MINISIGN_SIG_SIZE, l3 + 17, n3 - 17);
-        r = evp_verify(key->pkey, NULL, gmsg, MINISIGN_SIG_SIZE + n3 - 17, global, sizeof global);
+        r = evp_verify(&k->api, key->pkey, NULL, gmsg, MINISIGN_SIG_SIZE + n3 - 17, global,
+                       sizeof global);
         if (r < 0)
                 return error_set(err, r, "cannot verify: %s", strerror(-r));
         if (r == 0) {
@@ -638,8 +681,14 @@ int manifest_version_parse(const char *body, size_t size, size_t max_input, Mani
         yaml_documents_free(docs, n);
         if (r < 0)
                 return r;
-        if (digest(EVP_sha256(), body, size, v.sha256) != 32)
+        char hex[65];
+        if (sha256_hex(body ? body : "", size, hex) < 0)
                 return error_set(err, -EIO, "cannot compute SHA-256");
+        for (size_t i = 0; i < sizeof v.sha256; i++) {
+                unsigned b = 0;
+                (void)sscanf(hex + 2 * i, "%2x", &b);
+                v.sha256[i] = (uint8_t)b;
+        }
         *ret = v;
         return 0;
 }

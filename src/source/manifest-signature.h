@@ -22,7 +22,8 @@
  * nanolet.io/expires (RFC 3339). They are read only after the signature
  * has verified, and bound to it like every other byte of the body.
  *
- * Everything here is pure: no I/O but manifest_keyring_add_file(). */
+ * Everything here is pure: no I/O but manifest_keyring_add_file() and the
+ * loading of libcrypto. */
 #pragma once
 
 #include <errno.h>
@@ -78,7 +79,13 @@ const char *manifest_signature_failure_to_string(ManifestSignatureFailure f);
 
 typedef struct ManifestKeyring ManifestKeyring;
 
-int manifest_keyring_new(ManifestKeyring **ret);
+/* The soname loaded (with dlopen(), on the first keyring); named in
+ * error messages. */
+#define MANIFEST_CRYPTO_LIBRARY "libcrypto.so.3"
+
+/* Loads libcrypto: -ELIBACC with dlerror()'s sentence in err when it or
+ * one of its functions is missing. */
+int manifest_keyring_new(ManifestKeyring **ret, Error *err);
 ManifestKeyring *manifest_keyring_free(ManifestKeyring *k);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ManifestKeyring *, manifest_keyring_free)
 

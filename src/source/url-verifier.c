@@ -64,7 +64,7 @@ int url_verifier_new(UrlVerifier **ret, EventCurl *curl, const UrlVerifierOption
                                                      : strprintf("%s%s", opts->url, suffix)) ||
             (opts->headers && !(v->headers = strv_copy(opts->headers))))
                 return -ENOMEM;
-        int r = manifest_keyring_new(&v->keys);
+        int r = manifest_keyring_new(&v->keys, err);
         if (r < 0)
                 return r;
         STRV_FOREACH(k, opts->key_files) {

@@ -36,7 +36,7 @@ static char *fixture(const char *name, size_t *ret_size) {
 
 static ManifestKeyring *keyring(const char *const *names) {
         ManifestKeyring *k = NULL;
-        assert_int_equal(manifest_keyring_new(&k), 0);
+        assert_int_equal(manifest_keyring_new(&k, NULL), 0);
         for (; *names; names++) {
                 char path[512];
                 Error err = {};
@@ -260,7 +260,7 @@ static void test_minisign(void **state) {
 static void test_keys(void **state) {
         ManifestKeyring *k = NULL;
         Error err = {};
-        assert_int_equal(manifest_keyring_new(&k), 0);
+        assert_int_equal(manifest_keyring_new(&k, NULL), 0);
         static const char *const bad[] = {
                 "",
                 "garbage",
