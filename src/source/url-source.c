@@ -365,14 +365,8 @@ static void url_source_on_verified(UrlVerifier *v, int r, char *body, size_t siz
                                    const Diagnostics *d, void *userdata) {
         UrlSource *s = userdata;
         if (r < 0) {
-                /* The refusal, and the expiry of what runs when it has
-                 * expired meanwhile, as one error of the origin. */
-                _cleanup_diagnostics_ Diagnostics all;
-                diagnostics_init(&all);
-                diagnostics_merge(&all, d);
-                (void)url_verifier_check_current(v, now_usec(CLOCK_REALTIME), &all);
                 free(body);
-                url_source_fail(s, &all);
+                url_source_fail(s, (Diagnostics *)d);
         } else {
                 /* The validators of this response are still in resp_*: no
                  * GET starts while a check is under way. */
@@ -701,7 +695,12 @@ int url_source_new(UrlSource **ret, Event *e, PodConfig *config, const UrlSource
         if (r < 0)
                 return error_prefix(error, r, "the manifest URL source needs " EVENT_CURL_LIBRARY);
         if (opts->verify) {
-                r = url_verifier_new(&s->verifier, s->curl, opts->verify, error);
+                UrlVerifierOptions vo = *opts->verify;
+                if (vo.timeout == 0)
+                        vo.timeout = s->timeout;
+                if (vo.max_body == 0)
+                        vo.max_body = s->max_body;
+                r = url_verifier_new(&s->verifier, s->curl, &vo, error);
                 if (r < 0)
                         return r;
         }

@@ -17,6 +17,8 @@
 #include "string-util.h"
 #include "strv.h"
 
+#define URL_VERIFIER_DEFAULT_TIMEOUT (10 * USEC_PER_SEC)
+
 struct UrlVerifier {
         EventCurl *curl; /* not owned */
         char *url, *signature_url, *state_path;
@@ -55,7 +57,7 @@ int url_verifier_new(UrlVerifier **ret, EventCurl *curl, const UrlVerifierOption
         v->curl = curl;
         v->format = opts->format;
         v->max_body = opts->max_body;
-        v->timeout = opts->timeout;
+        v->timeout = opts->timeout > 0 ? opts->timeout : URL_VERIFIER_DEFAULT_TIMEOUT;
         const char *suffix = manifest_signature_format_suffix(opts->format);
         if (!suffix)
                 return error_set(err, -EINVAL, "unknown signature format");
@@ -161,6 +163,10 @@ static void url_verifier_finish(UrlVerifier *v, int r, ManifestSignatureFailure 
                 diagnostics_add(&d, DIAG_ERROR, v->url, 0, 0, "signature", "%s (%s)",
                                 msg && msg[0] ? msg : strerror(-r),
                                 manifest_signature_failure_to_string(f));
+                /* The running document's own expiry, unless that is what
+                 * was just said. */
+                if (f != MANIFEST_SIGNATURE_EXPIRED)
+                        (void)url_verifier_check_current(v, now_usec(CLOCK_REALTIME), &d);
         }
         url_verifier_done_t done = v->done;
         void *userdata = v->userdata;

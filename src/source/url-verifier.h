@@ -28,13 +28,14 @@ typedef struct UrlVerifierOptions {
         const char *signature_url; /* NULL: url + the format's suffix */
         const char *state_path;    /* the generation record */
         size_t max_body;           /* the manifest limit, for the annotation parse */
-        usec_t timeout;            /* of the signature GET */
+        usec_t timeout;            /* of the signature GET; 0: 10 s */
         Metrics *metrics;          /* not owned; NULL: not counted */
 } UrlVerifierOptions;
 
 /* r: 0 when body (size bytes, handed back, the callee owns it) is signed by
  * a trusted key, not older than the record and not expired; otherwise a
- * negative errno, and d holds one error (field "signature"). */
+ * negative errno, and d holds the refusal (field "signature"), followed by
+ * the expiry of the running document when it has expired meanwhile. */
 typedef void (*url_verifier_done_t)(UrlVerifier *v, int r, char *body, size_t size,
                                     const Diagnostics *d, void *userdata);
 

@@ -168,12 +168,23 @@ sleep 1.2 # one more poll
 grep -q signature "$RUN/status/sources.json" 2>/dev/null && fail "304 body with a new signature gave an error" ||
         ok "304 body keeps the verified document"
 [ "$(pod_field signed 'p["metadata"]["uid"]')" = "$uid" ] && ok "pod unchanged" || fail "pod changed"
+
+# A document that expires while it runs: applied, then reported expired
+# every poll while its pod keeps running (a freeze shows).
+doc 7 "$(date -u -d '+6 seconds' +%Y-%m-%dT%H:%M:%SZ)" 3610 >"$WORK/g7.yaml"
+cosign_sign "$K/k1.key" "$WORK/g7.yaml" "$WORK/g7.sig"
+publish "$WORK/g7.yaml" "$WORK/g7.sig"
+check_field "generation 7 applied" signed 'p["spec"]["containers"][0]["command"][1]' 3610 60
+uid=$(pod_field signed 'p["metadata"]["uid"]')
+expect "running document reported expired" "$RUN/status/sources.json" 'generation 7 expired at .*\(expired\)'
+[ "$(pod_field signed 'p["metadata"]["uid"]')" = "$uid" ] && [ "$(pod_field signed 'p["status"]["phase"]')" = Running ] &&
+        ok "expired document's pod keeps running" || fail "expired document's pod changed"
 stop_agent
 
-# minisign after a restart: the record (generation 3) still refuses older
+# minisign after a restart: the record (generation 7) still refuses older
 # ones, whatever the format.
-doc 4 "$FUTURE" 3605 >"$WORK/g4.yaml"
-minisign -S -s "$K/mini.key" -m "$WORK/g4.yaml" -x "$WORK/g4.minisig" -t "generation 4" >/dev/null
+doc 8 "$FUTURE" 3605 >"$WORK/g4.yaml"
+minisign -S -s "$K/mini.key" -m "$WORK/g4.yaml" -x "$WORK/g4.minisig" -t "generation 8" >/dev/null
 doc 2 "$FUTURE" 3606 >"$WORK/g2m.yaml"
 minisign -S -s "$K/mini.key" -m "$WORK/g2m.yaml" -x "$WORK/g2m.minisig" >/dev/null
 cp "$WORK/g2m.minisig" "$WWW/pods.yaml.minisig"
@@ -185,13 +196,13 @@ wait_for "$RUN/status/sources.json" '\(rollback\)' 1 30 && ok "record kept acros
         fail "older generation accepted after a restart"
 cp "$WORK/g4.minisig" "$WWW/.s" && mv "$WWW/.s" "$WWW/pods.yaml.minisig"
 cp "$WORK/g4.yaml" "$WWW/.b" && mv "$WWW/.b" "$WWW/pods.yaml"
-check_field "minisign generation 4 applied" signed 'p["spec"]["containers"][0]["command"][1]' 3605 60
+check_field "minisign generation 8 applied" signed 'p["spec"]["containers"][0]["command"][1]' 3605 60
 stop_agent
 
 # A Sigstore bundle v0.3 signed with k1, with a garbage record: logged,
 # treated as none, rewritten. Then a symlink record is replaced, its
 # target untouched.
-doc 5 "$FUTURE" 3607 >"$WORK/g5.yaml"
+doc 9 "$FUTURE" 3607 >"$WORK/g5.yaml"
 sig=$(openssl dgst -sha256 -sign "$K/k1.key" "$WORK/g5.yaml" | base64 -w0)
 hint=$(openssl pkey -pubin -in "$K/k1.pub" -outform DER | openssl dgst -sha256 -binary | base64 -w0)
 digest=$(openssl dgst -sha256 -binary "$WORK/g5.yaml" | base64 -w0)
@@ -216,13 +227,13 @@ start_agent --stop-pods-on-exit --read-only-port "$RO_PORT" --manifest-url "$URL
         --http-check-frequency 1s --manifest-url-signature-format sigstore-bundle \
         --manifest-url-public-key "$K/k1.pub"
 expect "garbage record logged" "$AGENT_LOG" 'Cannot use the generation record'
-check_field "bundle generation 5 applied" signed 'p["spec"]["containers"][0]["command"][1]' 3607 60
-wait_for "$RECORD" '"generation":"5"' && ok "record rewritten" || fail "record not rewritten"
+check_field "bundle generation 9 applied" signed 'p["spec"]["containers"][0]["command"][1]' 3607 60
+wait_for "$RECORD" '"generation":"9"' && ok "record rewritten" || fail "record not rewritten"
 stop_agent
 echo keep >"$WORK/target"
 rm -f "$RECORD"
 ln -s "$WORK/target" "$RECORD"
-doc 6 "$FUTURE" 3608 >"$WORK/g6.yaml"
+doc 10 "$FUTURE" 3608 >"$WORK/g6.yaml"
 sig=$(openssl dgst -sha256 -sign "$K/k1.key" "$WORK/g6.yaml" | base64 -w0)
 digest=$(openssl dgst -sha256 -binary "$WORK/g6.yaml" | base64 -w0)
 printf '{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{"publicKey":{"hint":"%s"}},"messageSignature":{"messageDigest":{"algorithm":"SHA2_256","digest":"%s"},"signature":"%s"}}\n' \
@@ -231,8 +242,8 @@ cp "$WORK/g6.yaml" "$WWW/.b" && mv "$WWW/.b" "$WWW/pods.yaml"
 start_agent --stop-pods-on-exit --read-only-port "$RO_PORT" --manifest-url "$URL" \
         --http-check-frequency 1s --manifest-url-signature-format sigstore-bundle \
         --manifest-url-public-key "$K/k1.pub"
-check_field "generation 6 applied" signed 'p["spec"]["containers"][0]["command"][1]' 3608 60
-wait_for "$RECORD" '"generation":"6"' 1 30 || true
+check_field "generation 10 applied" signed 'p["spec"]["containers"][0]["command"][1]' 3608 60
+wait_for "$RECORD" '"generation":"10"' 1 30 || true
 [ -f "$RECORD" ] && [ ! -L "$RECORD" ] && [ "$(cat "$WORK/target")" = keep ] &&
         ok "symlink record replaced, its target untouched" || fail "symlink record followed"
 stop_agent

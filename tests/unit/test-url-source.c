@@ -770,7 +770,6 @@ static void start_signed(Fixture *f, const Resp *script, size_t n, Signed *g,
                 .key_files = keys,
                 .format = format,
                 .state_path = g->state,
-                .timeout = CAP,
         };
         UrlSourceOptions o = {
                 .url = f->url,
