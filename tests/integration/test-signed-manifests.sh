@@ -86,6 +86,22 @@ uid=$(pod_field signed 'p["metadata"]["uid"]')
 wait_for "$RECORD" '"generation":"1"' || fail "generation 1 not recorded"
 [ "$(stat -c %a "$RECORD")" = 600 ] && ok "record is 0600" || fail "record mode $(stat -c %a "$RECORD")"
 
+# one_signed: waits until a single pod "signed" is left (an update stops
+# the old one), then prints its UID.
+one_signed() {
+        local i n f
+        for ((i = 0; i < 300; i++)); do
+                n=0
+                for f in "$RUN"/status/*.json; do
+                        [ -e "$f" ] || continue
+                        grep -q '"signed-node1"' "$f" && n=$((n + 1))
+                done
+                [ "$n" -eq 1 ] && break
+                sleep 0.2
+        done
+        pod_field signed 'p["metadata"]["uid"]'
+}
+
 # metric NAME LABEL=VALUE: the value of that series in /metrics ("" if none).
 metric() {
         curl -fs --max-time 30 "$RO/metrics" | grep -E "^$1\{.*$2" | awk '{print $2}' | head -1
@@ -152,7 +168,7 @@ check_field "generation 3 (second key) applied" signed 'p["spec"]["containers"][
 wait_for "$RECORD" '"generation":"3"' && ok "generation 3 recorded" || fail "generation 3 not recorded"
 for ((i = 0; i < 150; i++)); do [ ! -e "$RUN/status/sources.json" ] || ! grep -q signature "$RUN/status/sources.json" && break; sleep 0.2; done
 grep -q signature "$RUN/status/sources.json" 2>/dev/null && fail "error not cleared" || ok "error cleared"
-uid=$(pod_field signed 'p["metadata"]["uid"]')
+uid=$(one_signed)
 
 # A 304 for the body (unchanged, old Last-Modified) with another signature
 # served: the verified body stays, no error, nothing applied.
@@ -171,12 +187,12 @@ grep -q signature "$RUN/status/sources.json" 2>/dev/null && fail "304 body with 
 
 # A document that expires while it runs: applied, then reported expired
 # every poll while its pod keeps running (a freeze shows).
-doc 7 "$(date -u -d '+6 seconds' +%Y-%m-%dT%H:%M:%SZ)" 3610 >"$WORK/g7.yaml"
+doc 7 "$(date -u -d '+25 seconds' +%Y-%m-%dT%H:%M:%SZ)" 3610 >"$WORK/g7.yaml"
 cosign_sign "$K/k1.key" "$WORK/g7.yaml" "$WORK/g7.sig"
 publish "$WORK/g7.yaml" "$WORK/g7.sig"
 check_field "generation 7 applied" signed 'p["spec"]["containers"][0]["command"][1]' 3610 60
-uid=$(pod_field signed 'p["metadata"]["uid"]')
-expect "running document reported expired" "$RUN/status/sources.json" 'generation 7 expired at .*\(expired\)'
+uid=$(one_signed)
+expect "running document reported expired" "$RUN/status/sources.json" 'generation 7 expired at .*\(expired\)' 1 60
 [ "$(pod_field signed 'p["metadata"]["uid"]')" = "$uid" ] && [ "$(pod_field signed 'p["status"]["phase"]')" = Running ] &&
         ok "expired document's pod keeps running" || fail "expired document's pod changed"
 stop_agent
