@@ -104,7 +104,7 @@ one_signed() {
 
 # metric NAME LABEL=VALUE: the value of that series in /metrics ("" if none).
 metric() {
-        curl -fs --max-time 30 "$RO/metrics" | grep -E "^$1\{.*$2" | awk '{print $2}' | head -1
+        { curl -fs --max-time 30 "$RO/metrics" | grep -E "^$1\{.*$2" | awk '{print $2}' | head -1; } || true
 }
 
 # refused DESC REASON BODY SIG: serves them; the refusal with REASON
