@@ -9,7 +9,8 @@
 # an unsigned body each change nothing: the pod keeps running and the
 # refusal shows in sources.json, `nanolet pods` and /metrics. A key
 # rotation (two keys trusted) and the generation record across restarts
-# (also when the record file is garbage or a symlink) work.
+# (also when the record file is garbage or a symlink) work. Failed polls
+# are retried every second (--manifest-url-max-backoff 1s).
 . "$(dirname "$0")/lib.sh"
 require_root
 . "$(dirname "$0")/lib-agent.sh"
@@ -79,7 +80,7 @@ for ((i = 0; i < 300; i++)); do
 done
 
 start_agent --stop-pods-on-exit --read-only-port "$RO_PORT" --manifest-url "$URL" \
-        --http-check-frequency 1s --max-manifest-size 128Ki \
+        --http-check-frequency 1s --manifest-url-max-backoff 1s --max-manifest-size 128Ki \
         --manifest-url-public-key "$K/k1.pub" --manifest-url-public-key "$K/k2.pub"
 check_field "signed pod runs" signed 'p["status"]["phase"]' Running 60
 uid=$(pod_field signed 'p["metadata"]["uid"]')
@@ -212,7 +213,7 @@ minisign -S -s "$K/mini.key" -m "$WORK/g2m.yaml" -x "$WORK/g2m.minisig" >/dev/nu
 cp "$WORK/g2m.minisig" "$WWW/pods.yaml.minisig"
 cp "$WORK/g2m.yaml" "$WWW/.b" && mv "$WWW/.b" "$WWW/pods.yaml"
 start_agent --stop-pods-on-exit --read-only-port "$RO_PORT" --manifest-url "$URL" \
-        --http-check-frequency 1s --manifest-url-signature-format minisign \
+        --http-check-frequency 1s --manifest-url-max-backoff 1s --manifest-url-signature-format minisign \
         --manifest-url-public-key "$K/mini.pub"
 wait_for "$RUN/status/sources.json" '\(rollback\)' 1 30 && ok "record kept across a restart" ||
         fail "older generation accepted after a restart"
@@ -246,7 +247,7 @@ cp "$WORK/g5.sigstore.json" "$WWW/pods.yaml.sigstore.json"
 cp "$WORK/g5.yaml" "$WWW/.b" && mv "$WWW/.b" "$WWW/pods.yaml"
 printf 'garbage' >"$RECORD"
 start_agent --stop-pods-on-exit --read-only-port "$RO_PORT" --manifest-url "$URL" \
-        --http-check-frequency 1s --manifest-url-signature-format sigstore-bundle \
+        --http-check-frequency 1s --manifest-url-max-backoff 1s --manifest-url-signature-format sigstore-bundle \
         --manifest-url-public-key "$K/k1.pub"
 expect "garbage record logged" "$AGENT_LOG" 'Cannot use the generation record'
 check_field "bundle generation 9 applied" signed 'p["spec"]["containers"][0]["command"][1]' 3607 60
@@ -262,7 +263,7 @@ printf '{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificati
         "$hint" "$digest" "$sig" >"$WWW/pods.yaml.sigstore.json"
 cp "$WORK/g6.yaml" "$WWW/.b" && mv "$WWW/.b" "$WWW/pods.yaml"
 start_agent --stop-pods-on-exit --read-only-port "$RO_PORT" --manifest-url "$URL" \
-        --http-check-frequency 1s --manifest-url-signature-format sigstore-bundle \
+        --http-check-frequency 1s --manifest-url-max-backoff 1s --manifest-url-signature-format sigstore-bundle \
         --manifest-url-public-key "$K/k1.pub"
 check_field "generation 10 applied" signed 'p["spec"]["containers"][0]["command"][1]' 3608 60
 wait_for "$RECORD" '"generation":"10"' 1 30 || true
