@@ -57,7 +57,10 @@ typedef struct NanoletConfig {
         /* sources */
         char *pod_manifest_path;
         char *manifest_url;
-        char **manifest_url_headers; /* "Key: Value" */
+        char **manifest_url_headers;         /* "Key: Value" */
+        char **manifest_url_public_keys;     /* key files; none: bodies are not verified */
+        char *manifest_url_signature_format; /* cosign, sigstore-bundle, minisign */
+        char *manifest_url_signature_url;    /* NULL: the URL and the format's suffix */
         usec_t file_check_frequency;
         usec_t http_check_frequency;
         usec_t manifest_url_max_backoff;

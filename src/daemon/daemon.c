@@ -17,6 +17,7 @@
 #include "fileio.h"
 #include "image-pull.h"
 #include "log.h"
+#include "manifest-generation.h"
 #include "node-json.h"
 #include "sd-notify.h"
 #include "string-util.h"
@@ -610,6 +611,23 @@ static int daemon_setup_sources(Daemon *d) {
                                                config->pod_manifest_path);
         }
         if (!isempty(config->manifest_url)) {
+                _cleanup_free_ char *state_path =
+                        strprintf("%s/%s", config->root_dir, MANIFEST_GENERATION_FILE);
+                if (!state_path)
+                        return log_oom();
+                UrlVerifierOptions v = {
+                        .url = config->manifest_url,
+                        .headers = config->manifest_url_headers,
+                        .key_files = config->manifest_url_public_keys,
+                        .format = manifest_signature_format_from_string(
+                                config->manifest_url_signature_format),
+                        .signature_url = isempty(config->manifest_url_signature_url)
+                                                 ? NULL
+                                                 : config->manifest_url_signature_url,
+                        .state_path = state_path,
+                        .max_body = config->max_manifest_size,
+                        .metrics = d->metrics,
+                };
                 UrlSourceOptions o = {
                         .url = config->manifest_url,
                         .headers = config->manifest_url_headers,
@@ -620,6 +638,10 @@ static int daemon_setup_sources(Daemon *d) {
                         .synced = on_url_synced,
                         .synced_userdata = d,
                         .metrics = d->metrics,
+                        .verify = config->manifest_url_public_keys &&
+                                                  config->manifest_url_public_keys[0]
+                                          ? &v
+                                          : NULL,
                 };
                 Error error = {};
                 r = url_source_new(&d->url_source, d->event, d->pods, &o, &error);

@@ -311,6 +311,49 @@ static void test_bad_flags(void **state) {
         nanolet_config_deinit(&c);
 }
 
+/* Signed manifest URLs: keys repeatable (flags and file), format checked,
+ * key paths absolute. */
+static void test_signature_settings(void **state) {
+        NanoletConfig c;
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_null(c.manifest_url_public_keys);
+        assert_string_equal(c.manifest_url_signature_format, "cosign");
+        char *argv[] = { "serve",
+                         "--manifest-url-public-key",
+                         "/etc/nanolet/old.pub",
+                         "--manifest-url-public-key=/etc/nanolet/new.pub",
+                         "--manifest-url-signature-format",
+                         "minisign",
+                         "--manifest-url-signature-url",
+                         "https://fleet.example/sigs/box.minisig",
+                         NULL };
+        assert_int_equal(nanolet_config_parse_argv(&c, (int)ELEMENTSOF(argv) - 1, argv), 0);
+        assert_int_equal(strv_length(c.manifest_url_public_keys), 2);
+        assert_string_equal(c.manifest_url_public_keys[1], "/etc/nanolet/new.pub");
+        assert_string_equal(c.manifest_url_signature_format, "minisign");
+        assert_string_equal(c.manifest_url_signature_url, "https://fleet.example/sigs/box.minisig");
+        nanolet_config_deinit(&c);
+
+        static const char file[] = "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                   "kind: KubeletConfiguration\n"
+                                   "manifestURLPublicKeys: [/k/a.pub, /k/b.pub]\n"
+                                   "manifestURLSignatureFormat: sigstore-bundle\n";
+        Diagnostics d;
+        diagnostics_init(&d);
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_int_equal(nanolet_config_load_buffer(&c, file, strlen(file), "kc.yaml", &d), 0);
+        assert_int_equal(strv_length(c.manifest_url_public_keys), 2);
+        assert_string_equal(c.manifest_url_signature_format, "sigstore-bundle");
+        nanolet_config_deinit(&c);
+        diagnostics_deinit(&d);
+
+        char *bad1[] = { "serve", "--manifest-url-signature-format", "pgp", NULL };
+        char *bad2[] = { "serve", "--manifest-url-public-key", "relative.pub", NULL };
+        char *bad3[] = { "serve", "--manifest-url-signature-url", "file:///etc/x.sig", NULL };
+        char **all[] = { bad1, bad2, bad3 };
+        assert_all_rejected(all, ELEMENTSOF(all));
+}
+
 /* kubelet's flag parser takes whole names only: getopt's unambiguous
  * abbreviations (and getopt_long_only()'s single-dash ones) are unknown
  * flags, --config's among them, which must not load the file. */
@@ -1626,6 +1669,7 @@ int main(void) {
                 cmocka_unit_test(test_file_errors),
                 cmocka_unit_test(test_flags_override_file),
                 cmocka_unit_test(test_bad_flags),
+                cmocka_unit_test(test_signature_settings),
                 cmocka_unit_test(test_kubelet_settings),
                 cmocka_unit_test(test_evict_static_pods),
                 cmocka_unit_test(test_node_name),
