@@ -11,9 +11,9 @@
 
 typedef struct ApiNodeContext {
         Event *event;
-        PodManager *pod_manager; /* not owned */
-        Metrics *metrics;        /* /metrics; not owned, NULL: 404 */
-        Metrics *probe_metrics;  /* /metrics/probes; not owned, NULL: 404 */
+        PodManager *pod_manager;     /* not owned */
+        Metrics *metrics;            /* /metrics; not owned, NULL: 404 */
+        Metrics *probe_metrics;      /* /metrics/probes; not owned, NULL: 404 */
         Metrics *resource_metrics;   /* /metrics/resource; not owned, NULL: 404 */
         Metrics *kube_state_metrics; /* /metrics/pods; not owned, NULL: 404 */
 } ApiNodeContext;

@@ -22,48 +22,56 @@ typedef struct KsmFamily {
 } KsmFamily;
 
 static const KsmFamily container_families[_KSM_CONTAINER_MAX] = {
-        [KSM_CONTAINER_WAITING] = { METRIC_GAUGE, "status_waiting",
+        [KSM_CONTAINER_WAITING] = { METRIC_GAUGE,
+                                    "status_waiting",
                                     { "Describes whether the container is currently in waiting "
                                       "state.",
                                       "Describes whether the init container is currently in "
                                       "waiting state." },
                                     false },
-        [KSM_CONTAINER_WAITING_REASON] = { METRIC_GAUGE, "status_waiting_reason",
+        [KSM_CONTAINER_WAITING_REASON] = { METRIC_GAUGE,
+                                           "status_waiting_reason",
                                            { "Describes the reason the container is currently in "
                                              "waiting state.",
                                              "Describes the reason the init container is "
                                              "currently in waiting state." },
                                            true },
-        [KSM_CONTAINER_RUNNING] = { METRIC_GAUGE, "status_running",
+        [KSM_CONTAINER_RUNNING] = { METRIC_GAUGE,
+                                    "status_running",
                                     { "Describes whether the container is currently in running "
                                       "state.",
                                       "Describes whether the init container is currently in "
                                       "running state." },
                                     false },
-        [KSM_CONTAINER_TERMINATED] = { METRIC_GAUGE, "status_terminated",
+        [KSM_CONTAINER_TERMINATED] = { METRIC_GAUGE,
+                                       "status_terminated",
                                        { "Describes whether the container is currently in "
                                          "terminated state.",
                                          "Describes whether the init container is currently in "
                                          "terminated state." },
                                        false },
-        [KSM_CONTAINER_TERMINATED_REASON] = { METRIC_GAUGE, "status_terminated_reason",
+        [KSM_CONTAINER_TERMINATED_REASON] = { METRIC_GAUGE,
+                                              "status_terminated_reason",
                                               { "Describes the reason the container is currently "
                                                 "in terminated state.",
                                                 "Describes the reason the init container is "
                                                 "currently in terminated state." },
                                               true },
-        [KSM_CONTAINER_LAST_TERMINATED_REASON] = { METRIC_GAUGE, "status_last_terminated_reason",
+        [KSM_CONTAINER_LAST_TERMINATED_REASON] = { METRIC_GAUGE,
+                                                   "status_last_terminated_reason",
                                                    { "Describes the last reason the container was "
                                                      "in terminated state.",
                                                      "Describes the last reason the init "
                                                      "container was in terminated state." },
                                                    true },
-        [KSM_CONTAINER_READY] = { METRIC_GAUGE, "status_ready",
+        [KSM_CONTAINER_READY] = { METRIC_GAUGE,
+                                  "status_ready",
                                   { "Describes whether the containers readiness check succeeded.",
                                     "Describes whether the init containers readiness check "
                                     "succeeded." },
                                   false },
-        [KSM_CONTAINER_RESTARTS] = { METRIC_COUNTER, "status_restarts_total",
+        [KSM_CONTAINER_RESTARTS] = { METRIC_COUNTER,
+                                     "status_restarts_total",
                                      { "The number of container restarts per container.",
                                        "The number of restarts for the init container." },
                                      false },
@@ -84,8 +92,8 @@ int kube_state_metrics_register(KubeStateMetrics *k, Metrics *m) {
                                   NULL, 0)) < 0 ||
             (r = metrics_register(m, &k->pod_owner, METRIC_GAUGE, "kube_pod_owner",
                                   "Information about the Pod's owner.",
-                                  L(POD_L, "owner_kind", "owner_name", "owner_is_controller"),
-                                  NULL, 0)) < 0 ||
+                                  L(POD_L, "owner_kind", "owner_name", "owner_is_controller"), NULL,
+                                  0)) < 0 ||
             (r = metrics_register(m, &k->pod_phase, METRIC_GAUGE, "kube_pod_status_phase",
                                   "The pods current phase.", L(POD_L, "phase"), NULL, 0)) < 0 ||
             (r = metrics_register(m, &k->pod_ready, METRIC_GAUGE, "kube_pod_status_ready",
@@ -95,15 +103,13 @@ int kube_state_metrics_register(KubeStateMetrics *k, Metrics *m) {
         for (int init = 0; init < 2; init++)
                 for (int i = 0; i < _KSM_CONTAINER_MAX; i++) {
                         const KsmFamily *f = &container_families[i];
-                        _cleanup_free_ char *name =
-                                strprintf("kube_pod_%s_%s", init ? "init_container" : "container",
-                                          f->suffix);
+                        _cleanup_free_ char *name = strprintf(
+                                "kube_pod_%s_%s", init ? "init_container" : "container", f->suffix);
                         if (!name)
                                 return -ENOMEM;
-                        r = metrics_register(m, &k->container[init][i], f->type, name,
-                                             f->help[init],
-                                             f->reason ? L(CONTAINER_L, "reason") : L(CONTAINER_L),
-                                             NULL, 0);
+                        r = metrics_register(
+                                m, &k->container[init][i], f->type, name, f->help[init],
+                                f->reason ? L(CONTAINER_L, "reason") : L(CONTAINER_L), NULL, 0);
                         if (r < 0)
                                 return r;
                 }
@@ -198,8 +204,8 @@ void kube_state_metrics_add_pod(const KubeStateMetrics *k, const json_t *pod) {
                            1);
         }
         if (n_owners == 0)
-                metric_set(k->pod_owner, L(p.namespace, p.name, p.uid, "<none>", "<none>", "<none>"),
-                           1);
+                metric_set(k->pod_owner,
+                           L(p.namespace, p.name, p.uid, "<none>", "<none>", "<none>"), 1);
 
         const char *phase = str(status, "phase");
         for (size_t i = 0; i < sizeof phases / sizeof phases[0]; i++)

@@ -57,8 +57,8 @@ struct PodManager {
         SourceErrors *source_errors; /* status/sources.json */
         PodStats *stats;             /* /stats/summary: CPU samples, directory usage */
         EventSource *stats_timer;
-        ResourceMetrics resource_metrics;  /* /metrics/resource */
-        KubeStateMetrics kube_state;       /* /metrics/pods */
+        ResourceMetrics resource_metrics; /* /metrics/resource */
+        KubeStateMetrics kube_state;      /* /metrics/pods */
 
         void (*stopped)(void *userdata);
         void *stopped_userdata;

@@ -765,8 +765,8 @@ static double ns_to_seconds(uint64_t ns) {
         return (double)ns / 1e9;
 }
 
-static void resource_set_usage(MetricFamily *cpu, MetricFamily *memory,
-                               const char *const *labels, const StatsUsage *u) {
+static void resource_set_usage(MetricFamily *cpu, MetricFamily *memory, const char *const *labels,
+                               const StatsUsage *u) {
         if (u->time == 0)
                 return;
         if (u->cg.has_cpu)
@@ -777,9 +777,8 @@ static void resource_set_usage(MetricFamily *cpu, MetricFamily *memory,
 
 void resource_metrics_set(const ResourceMetrics *rm, const NodeSummary *node,
                           const PodSummary *pods, size_t n_pods) {
-        MetricFamily *const labelled[] = { rm->pod_cpu,           rm->pod_memory,
-                                           rm->container_cpu,     rm->container_memory,
-                                           rm->container_start_time };
+        MetricFamily *const labelled[] = { rm->pod_cpu, rm->pod_memory, rm->container_cpu,
+                                           rm->container_memory, rm->container_start_time };
         for (size_t i = 0; i < sizeof labelled / sizeof labelled[0]; i++)
                 metric_clear(labelled[i]);
 
@@ -806,8 +805,7 @@ void resource_metrics_set(const ResourceMetrics *rm, const NodeSummary *node,
         }
 }
 
-static void resource_usage_read(PodStats *s, const char *cgroup, usec_t realtime,
-                                StatsUsage *ret) {
+static void resource_usage_read(PodStats *s, const char *cgroup, usec_t realtime, StatsUsage *ret) {
         StatsUsage u = { .time = realtime };
         if (cgroup_stats_read(s->cgroup_root, cgroup, &u.cg) >= 0)
                 *ret = u;

@@ -103,9 +103,9 @@ static void test_crash_looping_pod(void **state) {
 static void test_hostile_and_partial(void **state) {
         _cleanup_(metrics_freep) Metrics *m = NULL;
         KubeStateMetrics k;
-        _cleanup_json_ json_t *evil = json_pack(
-                "{s:{s:s,s:s,s:s}}", "metadata", "name", "a\"b\\c\nd}", "namespace", "n\xc3\xa9",
-                "uid", "x");
+        _cleanup_json_ json_t *evil =
+                json_pack("{s:{s:s,s:s,s:s}}", "metadata", "name", "a\"b\\c\nd}", "namespace",
+                          "n\xc3\xa9", "uid", "x");
         _cleanup_json_ json_t *nameless = load("{\"metadata\":{\"namespace\":\"default\"}}");
 
         assert_non_null(evil);

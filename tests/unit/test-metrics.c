@@ -225,7 +225,7 @@ static void test_label_values_made_utf8(void **state) {
                                           (const char *const[]){ "v", NULL }, NULL, 0),
                          0);
         metric_set(g, METRIC_LABELS("a\xff\xc3\xa9\xc0\xafz"), 1);   /* ff, é, overlong / */
-        metric_set(g, METRIC_LABELS("\xed\xa0\x80\xe2\x82"), 2);    /* surrogate, cut short */
+        metric_set(g, METRIC_LABELS("\xed\xa0\x80\xe2\x82"), 2);     /* surrogate, cut short */
         metric_set(g, METRIC_LABELS("\xf4\x90\x80\x80\r\t\"\n"), 3); /* > U+10FFFF */
 
         _cleanup_free_ char *text = format(m);
