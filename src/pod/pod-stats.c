@@ -149,6 +149,11 @@ static json_t *fs_json(JsonBuild *b, const StatsFs *f) {
         return o;
 }
 
+/* kubelet's swapAvailableBytes: the limit less the usage, at least 0. */
+static uint64_t swap_available(const CgroupStats *cg) {
+        return cg->swap_limit > cg->swap_usage ? cg->swap_limit - cg->swap_usage : 0;
+}
+
 static void usage_json(JsonBuild *b, json_t *parent, const StatsUsage *u) {
         if (u->time == 0)
                 return;
@@ -171,6 +176,14 @@ static void usage_json(JsonBuild *b, json_t *parent, const StatsUsage *u) {
                 put_u64(b, mem, "pageFaults", u->cg.memory_pgfault);
                 put_u64(b, mem, "majorPageFaults", u->cg.memory_pgmajfault);
                 put(b, parent, "memory", mem);
+        }
+        if (u->cg.has_swap) {
+                json_t *swap = json_object();
+                put_time(b, swap, "time", u->time);
+                if (u->cg.swap_limit != CGROUP_STATS_NO_LIMIT)
+                        put_u64(b, swap, "swapAvailableBytes", swap_available(&u->cg));
+                put_u64(b, swap, "swapUsageBytes", u->cg.swap_usage);
+                put(b, parent, "swap", swap);
         }
 }
 
@@ -612,6 +625,9 @@ int pod_stats_summary_json(PodStats *s, PodWorker *const *workers, size_t n, cha
                 node.usage.cg.memory_pgmajfault = mem.memory_pgmajfault;
                 node.usage.cg.has_memory_available = mem.has_memory_available;
                 node.usage.cg.memory_available = mem.memory_available;
+                node.usage.cg.has_swap = mem.has_swap;
+                node.usage.cg.swap_usage = mem.swap_usage;
+                node.usage.cg.swap_limit = mem.swap_limit;
         }
         /* The node's fs reports the filesystem's own usage. */
         if (disk_usage_statfs(s->root_dir, &node.fs.fs) >= 0) {
@@ -731,14 +747,27 @@ static const ResourceFamily resource_families[] = {
           "Current working set of the container in bytes", CONTAINER_LABELS },
         { RF(container_start_time), METRIC_GAUGE, "container_start_time_seconds",
           "Start time of the container since unix epoch in seconds", CONTAINER_LABELS },
+        { RF(container_swap), METRIC_GAUGE, "container_swap_usage_bytes",
+          "Current amount of the container swap usage in bytes. Reported only on non-windows "
+          "systems",
+          CONTAINER_LABELS },
+        { RF(container_swap_limit), METRIC_GAUGE, "container_swap_limit_bytes",
+          "Current amount of the container swap limit in bytes. Reported only on non-windows "
+          "systems",
+          CONTAINER_LABELS },
         { RF(node_cpu), METRIC_COUNTER, "node_cpu_usage_seconds_total",
           "Cumulative cpu time consumed by the node in core-seconds", NULL },
         { RF(node_memory), METRIC_GAUGE, "node_memory_working_set_bytes",
           "Current working set of the node in bytes", NULL },
+        { RF(node_swap), METRIC_GAUGE, "node_swap_usage_bytes",
+          "Current swap usage of the node in bytes. Reported only on non-windows systems", NULL },
         { RF(pod_cpu), METRIC_COUNTER, "pod_cpu_usage_seconds_total",
           "Cumulative cpu time consumed by the pod in core-seconds", POD_LABELS },
         { RF(pod_memory), METRIC_GAUGE, "pod_memory_working_set_bytes",
           "Current working set of the pod in bytes", POD_LABELS },
+        { RF(pod_swap), METRIC_GAUGE, "pod_swap_usage_bytes",
+          "Current amount of the pod swap usage in bytes. Reported only on non-windows systems",
+          POD_LABELS },
         { RF(resource_scrape_error), METRIC_GAUGE, "resource_scrape_error",
           "1 if there was an error while getting container metrics, 0 otherwise", NULL },
         { RF(scrape_error), METRIC_GAUGE, "scrape_error",
@@ -765,27 +794,49 @@ static double ns_to_seconds(uint64_t ns) {
         return (double)ns / 1e9;
 }
 
-static void resource_set_usage(MetricFamily *cpu, MetricFamily *memory, const char *const *labels,
+/* The families one StatsUsage feeds (swap_limit may be NULL). */
+typedef struct UsageFamilies {
+        MetricFamily *cpu, *memory, *swap, *swap_limit;
+} UsageFamilies;
+
+static void resource_set_usage(const UsageFamilies *f, const char *const *labels,
                                const StatsUsage *u) {
         if (u->time == 0)
                 return;
         if (u->cg.has_cpu)
-                metric_set_at(cpu, labels, ns_to_seconds(u->cg.cpu_usage_ns), u->time);
+                metric_set_at(f->cpu, labels, ns_to_seconds(u->cg.cpu_usage_ns), u->time);
         if (u->cg.has_memory)
-                metric_set_at(memory, labels, (double)u->cg.memory_working_set, u->time);
+                metric_set_at(f->memory, labels, (double)u->cg.memory_working_set, u->time);
+        if (u->cg.has_swap) {
+                metric_set_at(f->swap, labels, (double)u->cg.swap_usage, u->time);
+                /* kubelet: swapAvailableBytes + swapUsageBytes */
+                if (u->cg.swap_limit != CGROUP_STATS_NO_LIMIT)
+                        metric_set_at(f->swap_limit, labels,
+                                      (double)(swap_available(&u->cg) + u->cg.swap_usage), u->time);
+        }
 }
 
 void resource_metrics_set(const ResourceMetrics *rm, const NodeSummary *node,
                           const PodSummary *pods, size_t n_pods) {
-        MetricFamily *const labelled[] = { rm->pod_cpu, rm->pod_memory, rm->container_cpu,
-                                           rm->container_memory, rm->container_start_time };
+        MetricFamily *const labelled[] = { rm->pod_cpu,
+                                           rm->pod_memory,
+                                           rm->pod_swap,
+                                           rm->container_cpu,
+                                           rm->container_memory,
+                                           rm->container_swap,
+                                           rm->container_swap_limit,
+                                           rm->container_start_time };
+        const UsageFamilies node_f = { rm->node_cpu, rm->node_memory, rm->node_swap, NULL },
+                            pod_f = { rm->pod_cpu, rm->pod_memory, rm->pod_swap, NULL },
+                            container_f = { rm->container_cpu, rm->container_memory,
+                                            rm->container_swap, rm->container_swap_limit };
         for (size_t i = 0; i < sizeof labelled / sizeof labelled[0]; i++)
                 metric_clear(labelled[i]);
 
         /* A family without labels always has its one series: the node's
          * are there, read or not, and scrape_error says which. */
         bool node_ok = node->usage.time > 0 && node->usage.cg.has_cpu && node->usage.cg.has_memory;
-        resource_set_usage(rm->node_cpu, rm->node_memory, NULL, &node->usage);
+        resource_set_usage(&node_f, NULL, &node->usage);
         metric_set(rm->scrape_error, NULL, node_ok ? 0 : 1);
         metric_set(rm->resource_scrape_error, NULL, node_ok ? 0 : 1);
 
@@ -797,11 +848,9 @@ void resource_metrics_set(const ResourceMetrics *rm, const NodeSummary *node,
                         if (c->start_time > 0)
                                 metric_set(rm->container_start_time, labels,
                                            (double)c->start_time / (double)USEC_PER_SEC);
-                        resource_set_usage(rm->container_cpu, rm->container_memory, labels,
-                                           &c->usage);
+                        resource_set_usage(&container_f, labels, &c->usage);
                 }
-                resource_set_usage(rm->pod_cpu, rm->pod_memory,
-                                   METRIC_LABELS(p->name, p->namespace), &p->usage);
+                resource_set_usage(&pod_f, METRIC_LABELS(p->name, p->namespace), &p->usage);
         }
 }
 

@@ -126,11 +126,12 @@ int pod_stats_summary_format(const NodeSummary *node, const PodSummary *pods, si
  * container CPU counters and working sets, each with the time its figure
  * was read as the sample's timestamp, the containers' start times, and
  * scrape_error (resource_scrape_error) 1 when the node's figures could not
- * be read. kubelet's swap series are not there: the Summary has no swap. */
+ * be read, and kubelet's swap series where the kernel counts swap. */
 typedef struct ResourceMetrics {
         MetricFamily *node_cpu, *node_memory;
         MetricFamily *pod_cpu, *pod_memory;
         MetricFamily *container_cpu, *container_memory, *container_start_time;
+        MetricFamily *node_swap, *pod_swap, *container_swap, *container_swap_limit;
         MetricFamily *scrape_error, *resource_scrape_error;
 } ResourceMetrics;
 

@@ -315,7 +315,10 @@ static void test_resource_metrics(void **state) {
                                         .cg = { .has_cpu = true,
                                                 .cpu_usage_ns = 2500000000ULL,
                                                 .has_memory = true,
-                                                .memory_working_set = 1048576 } } };
+                                                .memory_working_set = 1048576,
+                                                .has_swap = true,
+                                                .swap_usage = 8192,
+                                                .swap_limit = CGROUP_STATS_NO_LIMIT } } };
         ContainerSummary cs[2] = {
                 { .name = "app",
                   .start_time = 1700000000500000ULL,
@@ -323,7 +326,10 @@ static void test_resource_metrics(void **state) {
                              .cg = { .has_cpu = true,
                                      .cpu_usage_ns = 1000,
                                      .has_memory = true,
-                                     .memory_working_set = 4096 } } },
+                                     .memory_working_set = 4096,
+                                     .has_swap = true,
+                                     .swap_usage = 100,
+                                     .swap_limit = 1000 } } },
                 { .name = "side" }, /* no cgroup read, no start time: no series */
         };
         PodSummary pods[2] = {
@@ -355,6 +361,16 @@ static void test_resource_metrics(void **state) {
                 "# TYPE container_start_time_seconds gauge\n"
                 "container_start_time_seconds{container=\"app\",pod=\"web\",namespace="
                 "\"default\"} 1.7000000005e+09\n"
+                "# HELP container_swap_usage_bytes Current amount of the container swap usage in "
+                "bytes. Reported only on non-windows systems\n"
+                "# TYPE container_swap_usage_bytes gauge\n"
+                "container_swap_usage_bytes{container=\"app\",pod=\"web\",namespace="
+                "\"default\"} 100 1700000000123\n"
+                "# HELP container_swap_limit_bytes Current amount of the container swap limit in "
+                "bytes. Reported only on non-windows systems\n"
+                "# TYPE container_swap_limit_bytes gauge\n"
+                "container_swap_limit_bytes{container=\"app\",pod=\"web\",namespace="
+                "\"default\"} 1000 1700000000123\n"
                 "# HELP node_cpu_usage_seconds_total Cumulative cpu time consumed by the node in "
                 "core-seconds\n"
                 "# TYPE node_cpu_usage_seconds_total counter\n"
@@ -362,6 +378,10 @@ static void test_resource_metrics(void **state) {
                 "# HELP node_memory_working_set_bytes Current working set of the node in bytes\n"
                 "# TYPE node_memory_working_set_bytes gauge\n"
                 "node_memory_working_set_bytes 1.048576e+06 1700000000123\n"
+                "# HELP node_swap_usage_bytes Current swap usage of the node in bytes. Reported "
+                "only on non-windows systems\n"
+                "# TYPE node_swap_usage_bytes gauge\n"
+                "node_swap_usage_bytes 8192 1700000000123\n"
                 "# HELP pod_cpu_usage_seconds_total Cumulative cpu time consumed by the pod in "
                 "core-seconds\n"
                 "# TYPE pod_cpu_usage_seconds_total counter\n"
