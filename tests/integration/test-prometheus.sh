@@ -180,7 +180,7 @@ sys.exit(0 if eval(sys.argv[2]) else 1)' "$WORK/q.json" "$cond"; then
         return 1
 }
 
-prom_wait "Prometheus scrapes the three endpoints" 'up' \
+prom_wait "Prometheus scrapes the three endpoints" 'up{box=""}' \
         'len(r) == 3 and all(x["value"][1] == "1" for x in r)'
 # kubernetes-mixin's KubePodCrashLooping, as it is written.
 prom_wait "KubePodCrashLooping's expression returns the crash-looping pod" \
