@@ -122,15 +122,21 @@ global: {scrape_interval: 1s, scrape_timeout: 1s}
 scrape_configs:
 - job_name: nanolet
   static_configs: [{targets: ["127.0.0.1:$RO_PORT"]}]
-  relabel_configs: [{target_label: job, replacement: kubelet}]
+  relabel_configs:
+  - {target_label: job, replacement: kubelet}
+  - {source_labels: [__metrics_path__], target_label: metrics_path}
 - job_name: nanolet-resource
   metrics_path: /metrics/resource
   static_configs: [{targets: ["127.0.0.1:$RO_PORT"]}]
-  relabel_configs: [{target_label: job, replacement: kubelet}]
+  relabel_configs:
+  - {target_label: job, replacement: kubelet}
+  - {source_labels: [__metrics_path__], target_label: metrics_path}
 - job_name: nanolet-pods
   metrics_path: /metrics/pods
   static_configs: [{targets: ["127.0.0.1:$RO_PORT"]}]
-  relabel_configs: [{target_label: job, replacement: kube-state-metrics}]
+  relabel_configs:
+  - {target_label: job, replacement: kube-state-metrics}
+  - {source_labels: [__metrics_path__], target_label: metrics_path}
 YAML
 cat >"$WORK/prom-agent.yml" <<YAML
 global:
@@ -141,7 +147,9 @@ scrape_configs:
 - job_name: nanolet-pods
   metrics_path: /metrics/pods
   static_configs: [{targets: ["127.0.0.1:$RO_PORT"]}]
-  relabel_configs: [{target_label: job, replacement: kube-state-metrics}]
+  relabel_configs:
+  - {target_label: job, replacement: kube-state-metrics}
+  - {source_labels: [__metrics_path__], target_label: metrics_path}
 remote_write:
 - url: $PROM/api/v1/write
   queue_config: {batch_send_deadline: 1s}
