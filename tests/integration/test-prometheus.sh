@@ -58,6 +58,7 @@ check_field "web runs" web 'p["status"]["phase"]' Running 60
 check_field "gone runs" gone 'p["status"]["phase"]' Running 60
 check_field "crash is in CrashLoopBackOff" crash \
         'p["status"]["containerStatuses"][0]["state"].get("waiting", {}).get("reason")' CrashLoopBackOff 90
+check_field "crash restarted" crash 'p["status"]["containerStatuses"][0]["restartCount"] >= 1' True 90
 
 scrape() {
         curl -fs -o "$2" --max-time 30 "$RO$1"
