@@ -355,9 +355,23 @@ static int daemon_setup_host(Daemon *d) {
         char host[256];
         int r;
 
-        _cleanup_free_ char *cni_cache = strprintf("%s/cni", c->run_dir);
-        if (!cni_cache)
+        /* Under the root dir, as libcni's /var/lib/cni/results: after a
+         * reboot the orphan sweep needs the cached configuration and result
+         * to DEL a pod that went while the node was down, or host-local
+         * keeps its lease (its files are on disk too). */
+        _cleanup_free_ char *cni_cache = strprintf("%s/cni/results", c->root_dir);
+        _cleanup_free_ char *old_cache = strprintf("%s/cni", c->run_dir);
+        if (!cni_cache || !old_cache)
                 return log_oom();
+        Error merr = {};
+        r = cni_cache_migrate(old_cache, cni_cache, &merr);
+        if (r > 0)
+                log_info("Moved %d CNI cache files from %s to %s.", r, old_cache, cni_cache);
+        else if (r == -ENOMEM)
+                return log_oom();
+        else if (r < 0)
+                log_warning("%s; ignored.", strna(merr.message));
+        error_clear(&merr);
         CniRunnerOptions co = { .bin_dirs = c->cni_bin_dir,
                                 .cache_dir = cni_cache,
                                 .metrics = d->metrics };
@@ -611,6 +625,7 @@ static int daemon_setup_sources(Daemon *d) {
                         .node_name = config->node_name,
                         .check_frequency = config->http_check_frequency,
                         .max_body = config->max_manifest_size,
+                        .max_backoff = config->manifest_url_max_backoff,
                         .synced = on_url_synced,
                         .synced_userdata = d,
                         .metrics = d->metrics,

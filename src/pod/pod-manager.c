@@ -620,7 +620,7 @@ static void on_orphan_deleted(CniRunner *runner, int r, CniResult *result, const
 }
 
 /* Only what this agent recorded is released, and only by a CNI DEL: the
- * sandboxes in its own CNI cache (<run-dir>/cni) that no pod owns any more
+ * sandboxes in its own CNI cache (<root-dir>/cni/results) that no pod owns any more
  * (their pod was removed while the agent was down, or its own DEL failed).
  * Leases in a host-local directory are never judged by their owner's name:
  * another agent or runtime sharing the network owns IDs of the same shape,
@@ -686,7 +686,10 @@ static void sweep_orphans(PodManager *m) {
         if (m->o.cni && cni_runner_list_cached(m->o.cni, &cached) < 0)
                 return;
         sweep_orphan_records(m, cached);
-        if (!m->o.cni || m->orphan_dels)
+        /* Only once every source was read: until then a manifest may still
+         * want the UID, and its new worker's ADD must not meet this DEL of
+         * the same container ID. */
+        if (!m->o.cni || m->orphan_dels || !m->sources_ready)
                 return;
         /* The fallback for a cache whose configuration cannot be read. */
         if (cni_config_load(m->o.cni_conf_dir, m->o.pod_cidr, &config, &err) < 0)
@@ -747,6 +750,7 @@ void pod_manager_sources_ready(PodManager *m) {
                 return;
         m->sources_ready = true;
         terminate_unclaimed(m);
+        sweep_orphans(m);
 }
 
 /* A pod an earlier run left whose checkpoint cannot be used: live ones wait
@@ -989,7 +993,7 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
                 return log_error_errno(r, "Failed to create the agent's directories: %m");
         /* Only this agent writes there, and nothing is being written yet. */
         _cleanup_free_ char *events_dir = strprintf("%s/events", m->ctx.status_dir);
-        _cleanup_free_ char *cni_dir = strprintf("%s/cni", o->run_dir);
+        _cleanup_free_ char *cni_dir = strprintf("%s/cni/results", o->root_dir);
         const char *const written[] = { o->run_dir, m->ctx.status_dir, events_dir,
                                         m->ctx.sandboxes_dir, cni_dir };
         for (size_t i = 0; i < ELEMENTSOF(written); i++) {
