@@ -162,7 +162,13 @@ static int daemon_setup_metrics(Daemon *d) {
         int r;
 
         if ((r = metrics_new(&d->metrics)) < 0 || (r = metrics_new(&d->probe_metrics)) < 0 ||
+            (r = metrics_new(&d->resource_metrics)) < 0 ||
+            (r = metrics_new(&d->kube_state_metrics)) < 0 ||
             (r = metrics_add_process_collector(d->metrics)) < 0 ||
+            (r = metrics_register(d->metrics, &d->build_info, METRIC_GAUGE, "nanolet_build_info",
+                                  "A metric with a constant '1' value labeled by the version of "
+                                  "nanolet that runs.",
+                                  (const char *const[]){ "version", NULL }, NULL, 0)) < 0 ||
             (r = metrics_register(d->metrics, &d->images_count, METRIC_GAUGE, "nanolet_images",
                                   "Images in the local store.", NULL, NULL, 0)) < 0 ||
             (r = metrics_register(d->metrics, &d->image_bytes, METRIC_GAUGE,
@@ -172,6 +178,7 @@ static int daemon_setup_metrics(Daemon *d) {
                                   NULL, NULL, 0)) < 0 ||
             (r = metrics_add_collector(d->metrics, collect_image_metrics, d)) < 0)
                 return log_error_errno(r, "Failed to set up metrics: %m");
+        metric_set(d->build_info, METRIC_LABELS(NANOLET_VERSION), 1);
         return 0;
 }
 
@@ -438,6 +445,8 @@ static int daemon_setup_pods(Daemon *d, const NodeCapacity *n) {
                 .image_pull_never = c->image_pull_never,
                 .metrics = d->metrics,
                 .probe_metrics = d->probe_metrics,
+                .resource_metrics = d->resource_metrics,
+                .kube_state_metrics = d->kube_state_metrics,
         };
         r = pod_manager_new(&d->pod_manager, d->event, &po);
         if (r < 0)
@@ -558,6 +567,8 @@ static int daemon_setup_api(Daemon *d) {
                 .pod_manager = d->pod_manager,
                 .metrics = d->metrics,
                 .probe_metrics = d->probe_metrics,
+                .resource_metrics = d->resource_metrics,
+                .kube_state_metrics = d->kube_state_metrics,
         };
         r = daemon_listen(d, &d->read_only_api, "read-only API", c->address, c->read_only_port,
                           true);
@@ -720,6 +731,8 @@ Daemon *daemon_free(Daemon *d) {
         /* After everything that counts into them. */
         metrics_free(d->metrics);
         metrics_free(d->probe_metrics);
+        metrics_free(d->resource_metrics);
+        metrics_free(d->kube_state_metrics);
         free(d->node_hostname);
         strv_free(d->node_ips);
         pod_config_free(d->pods);

@@ -21,6 +21,7 @@
 #include "pod-adopt.h"
 #include "pod-log-gc.h"
 #include "pod-logs.h"
+#include "kube-state-metrics.h"
 #include "pod-metrics.h"
 #include "pod-stats.h"
 #include "pod-worker.h"
@@ -56,6 +57,8 @@ struct PodManager {
         SourceErrors *source_errors; /* status/sources.json */
         PodStats *stats;             /* /stats/summary: CPU samples, directory usage */
         EventSource *stats_timer;
+        ResourceMetrics resource_metrics; /* /metrics/resource */
+        KubeStateMetrics kube_state;      /* /metrics/pods */
 
         void (*stopped)(void *userdata);
         void *stopped_userdata;
@@ -915,6 +918,20 @@ static int collect_metrics(Metrics *metrics, void *userdata) {
         return 0;
 }
 
+static int collect_resource_metrics(Metrics *metrics, void *userdata) {
+        PodManager *m = userdata;
+        if (m->stats)
+                pod_stats_resource_metrics(m->stats, m->workers, m->n_workers,
+                                           &m->resource_metrics);
+        return 0;
+}
+
+static int collect_kube_state_metrics(Metrics *metrics, void *userdata) {
+        PodManager *m = userdata;
+        kube_state_metrics_collect(&m->kube_state, m->workers, m->n_workers);
+        return 0;
+}
+
 int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
         _cleanup_(pod_manager_freep) PodManager *m = calloc(1, sizeof *m);
         if (!m)
@@ -990,6 +1007,14 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
                 r = metrics_add_collector(o->metrics, collect_metrics, m);
         if (r >= 0 && o->probe_metrics)
                 r = metrics_add_collector(o->probe_metrics, collect_metrics, m);
+        if (r >= 0)
+                r = resource_metrics_register(&m->resource_metrics, o->resource_metrics);
+        if (r >= 0 && o->resource_metrics)
+                r = metrics_add_collector(o->resource_metrics, collect_resource_metrics, m);
+        if (r >= 0)
+                r = kube_state_metrics_register(&m->kube_state, o->kube_state_metrics);
+        if (r >= 0 && o->kube_state_metrics)
+                r = metrics_add_collector(o->kube_state_metrics, collect_kube_state_metrics, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the pod metrics: %m");
         r = source_errors_new(&m->source_errors, m->ctx.status_dir);

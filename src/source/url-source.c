@@ -55,7 +55,8 @@ struct UrlSource {
         void (*synced)(void *userdata);
         void *synced_userdata;
         bool synced_once;
-        MetricFamily *fetches; /* {result} */
+        MetricFamily *fetches;      /* {result} */
+        MetricFamily *last_success; /* {source}: the time of the last good fetch */
 
         EventCurl *curl;
         CURL *easy;                     /* the GET in flight; NULL between polls */
@@ -281,6 +282,13 @@ static void url_source_failf(UrlSource *s, const char *fmt, ...) {
         url_source_fail(s, &d);
 }
 
+/* A fetch that left the source current: a body accepted, or a 304 for the
+ * one we have. */
+static void url_source_mark_success(UrlSource *s) {
+        metric_set(s->last_success, METRIC_LABELS("http"),
+                   (double)now_usec(CLOCK_REALTIME) / (double)USEC_PER_SEC);
+}
+
 static void url_source_succeed(UrlSource *s) {
         if (s->has_error) {
                 log_info("Manifest URL \"%s\" works again.", s->url);
@@ -355,6 +363,7 @@ static int url_source_handle_body(UrlSource *s) {
                 s->last_modified = NULL;
         }
         log_debug("Manifest URL \"%s\": %zu object(s).", s->url, n);
+        url_source_mark_success(s);
         url_source_succeed(s);
         return 0;
 }
@@ -444,6 +453,7 @@ static void url_source_finish(UrlSource *s, CURL *easy, CURLcode result) {
                  * an error left by an earlier failed poll. */
                 if (url_source_check_expiry(s) < 0)
                         return;
+                url_source_mark_success(s);
                 if (s->has_error)
                         url_source_succeed(s);
                 return;
@@ -765,6 +775,13 @@ int url_source_new(UrlSource **ret, Event *e, PodConfig *config, const UrlSource
                                  "304 (not modified) or error (transport error, timeout, other "
                                  "status).",
                                  (const char *const[]){ "result", NULL }, NULL, 0);
+        if (r >= 0)
+                r = metrics_register(opts->metrics, &s->last_success, METRIC_GAUGE,
+                                     "nanolet_manifest_source_last_success_timestamp_seconds",
+                                     "Time of the last fetch of the manifest URL that left its "
+                                     "pods current (a valid body, or 304 Not Modified), in "
+                                     "seconds since the epoch, by source (http).",
+                                     (const char *const[]){ "source", NULL }, NULL, 0);
         if (r < 0)
                 return r;
         r = event_curl_new(e, &s->curl, error);
