@@ -41,6 +41,13 @@ if [[ ${NANOLET_SKIP_DEPS:-0} != 1 ]]; then
                 echo "0 passed, 1 failed"
                 exit 1
         fi
+        log "installing the test tools from npm"
+        if ! NANOLET_TEST_NPM_MODULES=$(bash "$ROOT/tests/install-test-npm.sh"); then
+                log "npm installation failed"
+                echo "0 passed, 1 failed"
+                exit 1
+        fi
+        export NANOLET_TEST_NPM_MODULES
 fi
 
 total_pass=0

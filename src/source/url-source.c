@@ -57,6 +57,7 @@ struct UrlSource {
         bool synced_once;
         MetricFamily *fetches;      /* {result} */
         MetricFamily *last_success; /* {source}: the time of the last good fetch */
+        MetricFamily *generation;   /* {source}: the signed document applied */
 
         EventCurl *curl;
         CURL *easy;                     /* the GET in flight; NULL between polls */
@@ -397,8 +398,13 @@ static void url_source_on_verified(UrlVerifier *v, int r, char *body, size_t siz
                  * GET starts while a check is under way. */
                 s->body = body;
                 s->body_len = size;
-                if (url_source_handle_body(s) >= 0)
+                uint64_t generation;
+                if (url_source_handle_body(s) >= 0) {
                         url_verifier_accept(v);
+                        if (url_verifier_current_generation(v, &generation))
+                                metric_set(s->generation, METRIC_LABELS("http"),
+                                           (double)generation);
+                }
                 free(s->body);
                 s->body = NULL;
                 s->body_len = s->body_cap = 0;
@@ -781,6 +787,12 @@ int url_source_new(UrlSource **ret, Event *e, PodConfig *config, const UrlSource
                                      "Time of the last fetch of the manifest URL that left its "
                                      "pods current (a valid body, or 304 Not Modified), in "
                                      "seconds since the epoch, by source (http).",
+                                     (const char *const[]){ "source", NULL }, NULL, 0);
+        if (r >= 0 && opts->verify)
+                r = metrics_register(opts->metrics, &s->generation, METRIC_GAUGE,
+                                     "nanolet_manifest_source_generation",
+                                     "Generation (nanolet.io/generation) of the signed manifest "
+                                     "document applied, by source (http).",
                                      (const char *const[]){ "source", NULL }, NULL, 0);
         if (r < 0)
                 return r;

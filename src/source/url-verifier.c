@@ -307,6 +307,14 @@ void url_verifier_accept(UrlVerifier *v) {
         }
 }
 
+bool url_verifier_current_generation(const UrlVerifier *v, uint64_t *ret) {
+        assert(v && ret);
+        if (!v->have_current)
+                return false;
+        *ret = v->current.generation;
+        return true;
+}
+
 int url_verifier_check_current(UrlVerifier *v, usec_t now, Diagnostics *d) {
         assert(v && d);
         if (!v->have_current || now < v->current.expires)

@@ -55,6 +55,8 @@ bool url_verifier_busy(const UrlVerifier *v);
 /* The body of the last successful check was applied: it becomes the
  * current document and its generation is recorded. */
 void url_verifier_accept(UrlVerifier *v);
+/* The generation of the current document, when there is one. */
+bool url_verifier_current_generation(const UrlVerifier *v, uint64_t *ret);
 /* Whether the current document has expired at now (CLOCK_REALTIME): 0, or
  * -EPERM with the error in d (and counted). */
 int url_verifier_check_current(UrlVerifier *v, usec_t now, Diagnostics *d);
