@@ -586,6 +586,21 @@ static int build_namespaces(const RuntimeContainerConfig *c, json_t *linux_, Err
             (r = add_namespace(a, "uts", &c->uts, "uts", err)) < 0 ||
             (r = add_namespace(a, "mount", NULL, "mount", err)) < 0)
                 return r;
+        if (c->userns_length > 0) {
+                if ((uint64_t)c->userns_host_id + c->userns_length - 1 >= UINT32_MAX)
+                        return error_set(err, -EINVAL,
+                                         "user namespace: host IDs %u+%u out of range",
+                                         (unsigned)c->userns_host_id, (unsigned)c->userns_length);
+                if ((r = add_namespace(a, "user", NULL, "user", err)) < 0)
+                        return r;
+                for (int i = 0; i < 2; i++) {
+                        json_t *m = json_pack("[{s:I, s:I, s:I}]", "containerID", (json_int_t)0,
+                                              "hostID", (json_int_t)c->userns_host_id, "size",
+                                              (json_int_t)c->userns_length);
+                        if (obj_set(linux_, i == 0 ? "uidMappings" : "gidMappings", m) < 0)
+                                return oom(err);
+                }
+        }
         /* A cgroup namespace hides the host's cgroup tree; containerd uses
          * one only on cgroup v2 (on v1 runc bind-mounts the container's own
          * hierarchies instead) and never for privileged containers, which

@@ -386,6 +386,39 @@ static void test_namespaces(void **state) {
         runtime_container_config_done(&c);
 }
 
+static void test_user_namespace(void **state) {
+        RuntimeContainerConfig c;
+        json_t *j;
+        (void)state;
+
+        cfg_init(&c);
+        j = gen(&c);
+        assert_null(find_ns(j, "user"));
+        assert_null(json_object_get(json_object_get(j, "linux"), "uidMappings"));
+        json_decref(j);
+
+        c.userns_host_id = 131072;
+        c.userns_length = 65536;
+        j = gen(&c);
+        assert_non_null(find_ns(j, "user"));
+        assert_null(json_object_get(find_ns(j, "user"), "path"));
+        for (int i = 0; i < 2; i++) {
+                json_t *m = json_object_get(json_object_get(j, "linux"),
+                                            i == 0 ? "uidMappings" : "gidMappings");
+                assert_int_equal(json_array_size(m), 1);
+                json_t *e = json_array_get(m, 0);
+                assert_int_equal(json_integer_value(json_object_get(e, "containerID")), 0);
+                assert_int_equal(json_integer_value(json_object_get(e, "hostID")), 131072);
+                assert_int_equal(json_integer_value(json_object_get(e, "size")), 65536);
+        }
+        json_decref(j);
+
+        /* A range reaching ID 4294967295 (-1) is refused. */
+        c.userns_host_id = 4294901760u;
+        assert_non_null(strstr(gen_err(&c), "user namespace:"));
+        runtime_container_config_done(&c);
+}
+
 static void add_mount(RuntimeContainerConfig *c, const char *dest, const char *src,
                       const char *type, char **opts) {
         c->mounts = realloc(c->mounts, (c->n_mounts + 1) * sizeof(RuntimeMount));
@@ -1208,6 +1241,7 @@ int main(void) {
                 cmocka_unit_test(test_config_done),
                 cmocka_unit_test(test_defaults),
                 cmocka_unit_test(test_namespaces),
+                cmocka_unit_test(test_user_namespace),
                 cmocka_unit_test(test_mounts_replace),
                 cmocka_unit_test(test_privileged),
                 cmocka_unit_test(test_host_devices),
