@@ -277,8 +277,7 @@ static int bind_rootfs_for_userns(ContainerOp *op, RuntimeContainerConfig *cfg, 
  * the second comes, as two on one upperdir are undefined; the clones are
  * detached once the overlay holds them, so only the overlay stays, which
  * image_rootfs_umount() removes as before. */
-static int idmap_rootfs(ContainerOp *op, const char *rootfs, const char *dir, int ufd,
-                        Error *err) {
+static int idmap_rootfs(ContainerOp *op, const char *rootfs, const char *dir, int ufd, Error *err) {
         _cleanup_strv_free_ char **lowers = NULL;
         _cleanup_free_ char *opts = NULL, *top = strprintf("%s/a", dir);
         Error ie = {};

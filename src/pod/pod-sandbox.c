@@ -420,7 +420,8 @@ static int worker_prepare_userns(PodWorker *w, Error *err) {
         if (r == -ENOENT) {
                 r = pod_userns_allocate(a, &start);
                 if (r == -ENOSPC)
-                        return error_set(err, r, "no free user namespace ID range is left (%u in use)",
+                        return error_set(err, r,
+                                         "no free user namespace ID range is left (%u in use)",
                                          (unsigned)a->n_used);
                 if (r < 0)
                         return error_set(err, r, "cannot allocate a user namespace ID range");
@@ -430,9 +431,8 @@ static int worker_prepare_userns(PodWorker *w, Error *err) {
                         return error_set(err, r, "cannot write %s/" POD_USERNS_RECORD ": %s",
                                          w->pod_dir, strerror(-r));
                 }
-                worker_log(w, LOG_INFO, NULL, "Pod \"%s\": user namespace IDs %u-%u.",
-                           w->full_name, (unsigned)start,
-                           (unsigned)(start + POD_USERNS_RANGE_LEN - 1));
+                worker_log(w, LOG_INFO, NULL, "Pod \"%s\": user namespace IDs %u-%u.", w->full_name,
+                           (unsigned)start, (unsigned)(start + POD_USERNS_RANGE_LEN - 1));
         } else if (r < 0)
                 return error_set(err, r, "%s", rerr.message[0] ? rerr.message : strerror(-r));
         else if (!pod_userns_is_used(a, start))
