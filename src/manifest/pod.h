@@ -591,7 +591,7 @@ typedef struct PodSpec {
         bool host_pid;
         bool host_ipc;
         bool share_process_namespace;
-        /* false: a user namespace of the pod's own (docs/security.md); unset
+        /* false: a user namespace of the pod's own (docs/internals/runtime.md); unset
          * or true: the host's. */
         OptionalBool host_users;
         PodSecurityContext *security_context;

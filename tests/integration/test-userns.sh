@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# hostUsers: false (docs/security.md): each such pod runs in a user namespace
+# hostUsers: false (docs/internals/runtime.md): each such pod runs in a user namespace
 # of its own with 65,536 host IDs no other pod has (container root is the
 # range's first ID on the host), its rootfs and volumes usable through
 # idmapped mounts (root's inside, writable where they should be), its range
