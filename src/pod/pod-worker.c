@@ -375,7 +375,21 @@ static void worker_release_userns(PodWorker *w, bool dir_removed) {
 
         if (!dir_removed)
                 return;
-        if (start == 0 && !strv_contains(w->ctx->userns_conflicts, w->object->uid))
+        char **conflicts = w->ctx->userns_conflicts;
+        bool conflict = false;
+        if (conflicts) {
+                size_t j = 0;
+                for (size_t i = 0; conflicts[i]; i++)
+                        if (streq(conflicts[i], w->object->uid)) {
+                                /* its record went with the directory: a pod
+                                 * of that UID may come again and get a range */
+                                free(conflicts[i]);
+                                conflict = true;
+                        } else
+                                conflicts[j++] = conflicts[i];
+                conflicts[j] = NULL;
+        }
+        if (start == 0 && !conflict)
                 start = w->userns_record;
         if (start != 0) {
                 pod_userns_release(&w->ctx->userns, start);
