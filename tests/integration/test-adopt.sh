@@ -151,12 +151,19 @@ snapshot_pids=$(awk '{print $4}' "$WORK/before")
 alive=0; for p in $snapshot_pids; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
 [ "$alive" = 4 ] && ok "SIGTERM leaves the pods running" || fail "$alive of 4 alive after SIGTERM"
 read -r API_PORT < <(free_ports 1)
+adopted_b=$(count_lines "$AGENT_LOG" 'Adopted running container "b" of pod "multi-node1')
 start_agent --read-only-port "$API_PORT"
-expect "adopted after SIGTERM" "$AGENT_LOG" 'Adopted running container "b" of pod "multi-node1' 2 20
+expect "adopted after SIGTERM" "$AGENT_LOG" 'Adopted running container "b" of pod "multi-node1' $((adopted_b + 1)) 20
 # what the read-only API shows: the adopted pods as a restarted kubelet
-# shows its static pods, config.seen from this run's first sighting
-if curl -sf "http://127.0.0.1:$API_PORT/pods" -o "$WORK/api-pods.json" &&
-        python3 - "$WORK/api-pods.json" "$seen_first" <<'PY'; then
+# shows its static pods, config.seen from this run's first sighting. A pod
+# is listed once its manifest was read, which may follow the adoption line.
+for ((i = 0; i < 300; i++)); do
+        curl -sf "http://127.0.0.1:$API_PORT/pods" -o "$WORK/api-pods.json" &&
+                grep -q '"multi-node1"' "$WORK/api-pods.json" &&
+                grep -q '"withinit-node1"' "$WORK/api-pods.json" && break
+        sleep 0.1
+done
+if python3 - "$WORK/api-pods.json" "$seen_first" <<'PY'; then
 import json, sys
 pods = {p["metadata"]["name"]: p for p in json.load(open(sys.argv[1]))["items"]}
 for name in ("multi-node1", "withinit-node1"):
