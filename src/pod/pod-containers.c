@@ -369,7 +369,9 @@ static int container_idmap_mounts_do(ContainerOp *op, RuntimeContainerConfig *cf
                 return r;
         for (size_t i = 0; i < cfg->n_mounts; i++) {
                 RuntimeMount *m = &cfg->mounts[i];
-                if (!streq_ptr(m->type, "bind") || !m->source)
+                /* The pod's /dev/shm is a tmpfs of mode 1777, usable by
+                 * any ID as it is; tmpfs can be idmapped only from 6.3. */
+                if (!streq_ptr(m->type, "bind") || !m->source || streq(m->destination, "/dev/shm"))
                         continue;
                 struct stat st;
                 if (stat(m->source, &st) < 0)
