@@ -65,6 +65,9 @@ static void early_release(ContainerOp *op, const char *why);
 
 /* An attempt could not be created or started: the container waits with the
  * reason kubelet would show and retries after the back-off. */
+static int container_idmap_release(const char *attempt_dir, const char *rootfs_bind);
+static char *userns_rootfs_path(const PodWorker *w, const char *container_id);
+
 static void start_failed(ContainerOp *op, const char *reason, const char *message) {
         PodWorker *w = op->w;
         ContainerState *c = op_container(op);
@@ -84,6 +87,10 @@ static void start_failed(ContainerOp *op, const char *reason, const char *messag
         metric_inc(w->ctx->metrics.started_containers_errors,
                    METRIC_LABELS(reason, pod_metrics_container_type(c->is_init)));
         container_set_waiting(c, reason, message);
+        if (op->attempt_dir && op->id) {
+                _cleanup_free_ char *bind = userns_rootfs_path(w, op->id);
+                (void)container_idmap_release(op->attempt_dir, bind);
+        }
         if (op->rootfs_mounted) {
                 Error ie = {};
                 (void)image_rootfs_umount(op->rootfs, &ie);
@@ -279,12 +286,10 @@ static int bind_rootfs_for_userns(ContainerOp *op, RuntimeContainerConfig *cfg, 
  * image_rootfs_umount() removes as before. */
 static int idmap_rootfs(ContainerOp *op, const char *rootfs, const char *dir, int ufd, Error *err) {
         _cleanup_strv_free_ char **lowers = NULL;
-        _cleanup_free_ char *opts = NULL, *top = strprintf("%s/a", dir);
+        _cleanup_free_ char *opts = NULL;
         Error ie = {};
         int r;
 
-        if (!top)
-                return -ENOMEM;
         r = mount_overlay_lowerdirs_at(rootfs, &lowers);
         if (r < 0)
                 return error_set(err, r, "cannot read the layers of %s: %s", rootfs, strerror(-r));
@@ -313,13 +318,18 @@ static int idmap_rootfs(ContainerOp *op, const char *rootfs, const char *dir, in
                 free(lowers[i]);
                 lowers[i] = TAKE_PTR(t);
         }
-        if (mkdir(top, 0700) < 0 && errno != EEXIST)
-                return error_set(err, -errno, "cannot create %s: %m", top);
-        r = mount_idmapped_clone(op->attempt_dir, false, ufd, top);
-        if (r < 0)
-                return error_set(err, r, "hostUsers is false but %s cannot be idmapped: %s",
-                                 op->attempt_dir, strerror(-r));
-        opts = lower ? strprintf("lowerdir=%s,upperdir=%s/upper,workdir=%s/work", lower, top, top)
+        /* The upper directory is this attempt's, new and empty: given to
+         * the pod's root (one chown, as containerd does), it need not be
+         * idmapped, which it could not be (overlayfs writes its work
+         * directory as the mounter, host root, whom the idmapping does not
+         * map). */
+        _cleanup_free_ char *upper = strprintf("%s/upper", op->attempt_dir);
+        if (!upper)
+                return -ENOMEM;
+        if (chown(upper, op->w->userns_start, op->w->userns_start) < 0)
+                return error_set(err, -errno, "cannot chown %s: %m", upper);
+        opts = lower ? strprintf("lowerdir=%s,upperdir=%s,workdir=%s/work", lower, upper,
+                                 op->attempt_dir)
                      : NULL;
         if (!opts)
                 return -ENOMEM;
@@ -331,7 +341,6 @@ static int idmap_rootfs(ContainerOp *op, const char *rootfs, const char *dir, in
                 op->rootfs_mounted = true;
         for (size_t i = 0; lowers[i]; i++)
                 (void)umount2(lowers[i], MNT_DETACH | UMOUNT_NOFOLLOW);
-        (void)umount2(top, MNT_DETACH | UMOUNT_NOFOLLOW);
         return r < 0 ? r : 0;
 }
 
@@ -717,6 +726,10 @@ static void early_release(ContainerOp *op, const char *why) {
                    "Container \"%s\" of pod \"%s\": its start prepared during the sandbox's "
                    "creation is given up (%s).",
                    c->spec->name, w->full_name, why);
+        if (op->attempt_dir && op->id) {
+                _cleanup_free_ char *bind = userns_rootfs_path(w, op->id);
+                (void)container_idmap_release(op->attempt_dir, bind);
+        }
         if (op->rootfs_mounted) {
                 Error ie = {};
                 (void)image_rootfs_umount(op->rootfs, &ie);
