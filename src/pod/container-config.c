@@ -733,7 +733,10 @@ static int build_namespaces(const ContainerBuildContext *ctx, RuntimeContainerCo
                 c->userns_length = POD_USERNS_RANGE_LEN;
         }
 
-        if (!s->host_network) {
+        /* In its own user namespace the container's root may not set the
+         * hostname of the pod's UTS namespace (the host's user namespace
+         * owns it); the sandbox set it when it made it. */
+        if (!s->host_network && c->userns_length == 0) {
                 if ((r = pod_hostname(ctx->pod, ctx->node_hostname, &c->hostname)) < 0)
                         return error_set(err, r, "pod has no usable hostname");
         }

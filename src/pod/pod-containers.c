@@ -199,26 +199,26 @@ static void container_create(ContainerOp *op);
 
 /* Detaches the idmapped clones of an attempt (<attempt>/idmap) and removes
  * the directory; nothing there when the pod is in the host's namespace. */
-static int container_idmap_release(const char *attempt_dir, const char *rootfs_bind) {
+static int container_idmap_release(const char *attempt_dir, const char *cdir) {
         _cleanup_free_ char *dir = strprintf("%s/idmap", attempt_dir);
         if (!dir)
                 return -ENOMEM;
-        int n = 0;
-        if (rootfs_bind) {
-                while (umount2(rootfs_bind, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
-                        n++;
-                (void)rmdir(rootfs_bind);
+        int n = 0, r = 0;
+        if (cdir) {
+                n += MAX(umount_below(cdir), 0);
+                r = rm_rf_at(AT_FDCWD, cdir);
         }
         n += MAX(umount_below(dir), 0);
-        int r = rm_rf_at(AT_FDCWD, dir);
-        return r < 0 ? r : n;
+        int q = rm_rf_at(AT_FDCWD, dir);
+        return r < 0 ? r : q < 0 ? q : n;
 }
 
-/* <run-dir>/userns/<pod uid>/<container id>: where runc finds the rootfs of
- * a hostUsers: false container. runc 1.1 resolves the rootfs path as the
- * container's root, whose host ID is the pod's and may not search
- * <root-dir>/pods (root's only: secrets live there), so the rootfs is bound
- * here, below directories of mode 0711, as containerd does for its bundles.
+/* <run-dir>/userns/<pod uid>/<container id>: where the runtime finds the
+ * rootfs (rootfs/) and the idmapped bind mounts (m<N>) of a hostUsers: false
+ * container. runc 1.1 resolves the rootfs path, crun also the bind mount
+ * sources, as the container's root, whose host ID is the pod's and may not
+ * search <root-dir>/pods (root's only: secrets live there), so they are
+ * here, below directories of mode 0711, as containerd keeps its bundles.
  * Removed with the container's exit and, whatever is left, with the pod. */
 static char *userns_rootfs_path(const PodWorker *w, const char *container_id) {
         return strprintf("%s/userns/%s/%s", w->ctx->o->run_dir, w->object->uid, container_id);
@@ -269,12 +269,18 @@ static int bind_rootfs_for_userns(ContainerOp *op, RuntimeContainerConfig *cfg, 
                 return error_set(err, r, "cannot create %s: %s", pod, strerror(-r));
         if (chmod(uns, 0711) < 0 || chmod(pod, 0711) < 0)
                 return error_set(err, -errno, "cannot make %s searchable: %m", pod);
-        if (mkdir(target, 0700) < 0 && errno != EEXIST)
-                return error_set(err, -errno, "cannot create %s: %m", target);
-        if (mount(cfg->rootfs, target, NULL, MS_BIND, NULL) < 0)
-                return error_set(err, -errno, "cannot bind %s to %s: %m", cfg->rootfs, target);
+        if ((r = mkdir_p(target, 0711)) < 0 || chmod(target, 0711) < 0)
+                return error_set(err, r < 0 ? r : -errno, "cannot create %s: %s", target,
+                                 strerror(r < 0 ? -r : errno));
+        _cleanup_free_ char *root = strprintf("%s/rootfs", target);
+        if (!root)
+                return -ENOMEM;
+        if (mkdir(root, 0700) < 0 && errno != EEXIST)
+                return error_set(err, -errno, "cannot create %s: %m", root);
+        if (mount(cfg->rootfs, root, NULL, MS_BIND, NULL) < 0)
+                return error_set(err, -errno, "cannot bind %s to %s: %m", cfg->rootfs, root);
         free(cfg->rootfs);
-        cfg->rootfs = TAKE_PTR(target);
+        cfg->rootfs = TAKE_PTR(root);
         return 0;
 }
 
@@ -346,7 +352,7 @@ static int idmap_rootfs(ContainerOp *op, const char *rootfs, const char *dir, in
 
 /* hostUsers: false. The rootfs and every bind mount (volumes, subPaths, etc
  * files) go into the container as idmapped clones below
- * <attempt>/idmap: host ID 0 is the pod's first ID there, so what is root's
+ * <run-dir>/userns/<uid>/<id>: host ID 0 is the pod's first ID there, so what is root's
  * on the host is root's in the container, without a chown. runc 1.1 has no
  * idmapped mounts of its own, so the agent makes them: a user namespace fd
  * with the pod's mapping, then open_tree(2), mount_setattr(2) and
@@ -386,7 +392,7 @@ static int container_idmap_mounts_do(ContainerOp *op, RuntimeContainerConfig *cf
                 if (stat(m->source, &st) < 0)
                         return error_set(err, -errno, "cannot stat \"%s\" (for %s): %m", m->source,
                                          m->destination);
-                _cleanup_free_ char *t = strprintf("%s/m%zu", dir, i);
+                _cleanup_free_ char *t = strprintf("%s/m%zu", bind, i);
                 if (!t)
                         return -ENOMEM;
                 if (S_ISDIR(st.st_mode))

@@ -624,6 +624,9 @@ static void test_user_namespace(void **state) {
         fx_build_ok(&f);
         assert_int_equal(f.c.userns_host_id, 131072);
         assert_int_equal(f.c.userns_length, 65536);
+        /* the sandbox's UTS namespace has it; root of the pod's user
+         * namespace could not set it */
+        assert_null(f.c.hostname);
         fx_done(&f);
 }
 
