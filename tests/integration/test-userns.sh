@@ -38,8 +38,8 @@ spec:
 YAML
 }
 
-# in NAME CMD...: runs CMD in pod NAME's container
-in() { nl exec "$1" -- "${@:2}" 2>&1; }
+# inpod NAME CMD...: runs CMD in pod NAME's container
+inpod() { nl exec "$1" -- "${@:2}" 2>&1; }
 
 # host_uid NAME: the host UID of pod NAME's container process
 host_uid() {
@@ -68,21 +68,21 @@ rb=$(range b)
 [ -n "$ra" ] && [ -n "$rb" ] && [ "$ra" != "$rb" ] && [ $((ra % 65536)) -eq 0 ] && [ "$ra" -ge 65536 ] &&
         [ $((rb % 65536)) -eq 0 ] && [ "$rb" -ge 65536 ] &&
         ok "two pods, two ranges above the host's IDs ($ra, $rb)" || fail "ranges: '$ra' '$rb'"
-out=$(in a cat /proc/self/uid_map)
+out=$(inpod a cat /proc/self/uid_map)
 [ "$(echo $out)" = "0 $ra 65536" ] && ok "uid_map inside is the pod's range" || fail "uid_map: $out"
-out=$(in a cat /proc/self/gid_map)
+out=$(inpod a cat /proc/self/gid_map)
 [ "$(echo $out)" = "0 $ra 65536" ] && ok "gid_map inside is the pod's range" || fail "gid_map: $out"
-out=$(in a id -u)
+out=$(inpod a id -u)
 [ "$out" = 0 ] && ok "id -u is 0 inside" || fail "id -u: $out"
 out=$(host_uid a)
 [ "$out" = "$ra" ] && ok "the process's host UID is the range start" || fail "host uid: $out (want $ra)"
-out=$(in a stat -c %u:%g /bin/sh /etc)
+out=$(inpod a stat -c %u:%g /bin/sh /etc)
 [ "$(echo $out)" = "0:0 0:0" ] && ok "the image's files are root's inside" || fail "rootfs owners: $out"
-out=$(in a sh -c 'echo x >/etc/written && cat /etc/written')
+out=$(inpod a sh -c 'echo x >/etc/written && cat /etc/written')
 [ "$out" = x ] && ok "the rootfs is writable by root inside" || fail "rootfs write: $out"
-out=$(in a sh -c 'stat -c %u:%g /scratch && echo y >/scratch/f && cat /scratch/f')
+out=$(inpod a sh -c 'stat -c %u:%g /scratch && echo y >/scratch/f && cat /scratch/f')
 [ "$(echo $out)" = "0:0 y" ] && ok "the emptyDir is root's and writable" || fail "emptyDir: $out"
-out=$(in a sh -c 'stat -c %u:%g /host/f && cat /host/f && echo z >/host/g')
+out=$(inpod a sh -c 'stat -c %u:%g /host/f && cat /host/f && echo z >/host/g')
 [ "$(echo $out)" = "0:0 host-file" ] && ok "the hostPath is root's inside and writable" || fail "hostPath: $out"
 [ "$(stat -c %u "$WORK/host/g" 2>/dev/null)" = 0 ] &&
         ok "what the pod writes on the hostPath is host root's" || fail "host owner of g: $(stat -c %u "$WORK/host/g")"
