@@ -14,6 +14,7 @@
 #include "daemon-config.h"
 #include "fileio.h"
 #include "getopt-util.h"
+#include "kubelet-compat.h"
 #include "log.h"
 #include "manifest.h"
 #include "quantity.h"
@@ -26,8 +27,11 @@ typedef struct ValidateContext {
         size_t max_size;
         bool quiet;
         bool check_trust;
+        /* --strict-kubelet: what kubelet would do otherwise is a failure */
+        bool strict_kubelet;
+        KubeletSourceKind kubelet_source;
         PodConfig *config;
-        unsigned n_files, n_bad_files, n_objects;
+        unsigned n_files, n_bad_files, n_objects, n_differences;
         bool duplicate_found;
 } ValidateContext;
 
@@ -67,6 +71,15 @@ static int validate_buffer(ValidateContext *c, const char *path, const char *buf
         }
         if (r < 0 && d.n_errors == 0)
                 diagnostics_add(&d, DIAG_ERROR, path, 0, 0, NULL, "cannot parse: %s", strerror(-r));
+        if (r >= 0 && c->strict_kubelet) {
+                /* every warning is something kubelet does not do the same way
+                 * (an ignored or unknown field), so all of them count */
+                size_t before = d.n_warnings;
+                int k = kubelet_compat_check(buf, size, path, c->kubelet_source, &d);
+                if (k == -ENOMEM)
+                        return log_oom();
+                c->n_differences += before + (k > 0 ? (unsigned)k : 0);
+        }
         diagnostics_print(&d, stderr);
         c->n_files++;
         if (r < 0) {
@@ -179,6 +192,9 @@ static void help(void) {
                "file:line: field: message. Exit status 1 if any file is invalid.\n\n"
                "  --hostname-override NAME   node name used for pod names and UIDs\n"
                "  --max-manifest-size BYTES  largest file accepted [10Mi]\n"
+               "  --strict-kubelet[=file|url]  also report, and fail on, everything kubelet\n"
+               "                             would treat differently (read from its manifest\n"
+               "                             directory, or from staticPodURL)\n"
                "  -q, --quiet                print problems only\n");
 }
 
@@ -188,6 +204,7 @@ int cli_validate(int argc, char **argv) {
                 { "quiet", no_argument, NULL, 'q' },
                 { "hostname-override", required_argument, NULL, 'H' },
                 { "max-manifest-size", required_argument, NULL, 'M' },
+                { "strict-kubelet", optional_argument, NULL, 'K' },
                 {},
         };
         _cleanup_(nanolet_config_deinit) NanoletConfig config;
@@ -225,6 +242,21 @@ int cli_validate(int argc, char **argv) {
                         c.max_size = (size_t)q.value;
                         break;
                 }
+                case 'K':
+                        c.strict_kubelet = true;
+                        if (!optarg || streq(optarg, "file"))
+                                c.kubelet_source = KUBELET_SOURCE_FILE;
+                        else if (streq(optarg, "url"))
+                                c.kubelet_source = KUBELET_SOURCE_URL;
+                        else {
+                                _cleanup_free_ char *shown = str_escape(optarg, 0);
+                                fprintf(stderr,
+                                        "nanolet validate: --strict-kubelet takes \"file\" or "
+                                        "\"url\", not \"%s\"\n",
+                                        shown ? shown : "?");
+                                return EXIT_USAGE;
+                        }
+                        break;
                 default:
                         fprintf(stderr, "nanolet validate: %s\n", err);
                         return EXIT_USAGE;
@@ -254,6 +286,13 @@ int cli_validate(int argc, char **argv) {
         if (r < 0)
                 return EXIT_ERROR;
 
+        if (c.strict_kubelet && c.n_differences > 0) {
+                if (!c.quiet)
+                        printf("%u difference%s from kubelet\n", c.n_differences,
+                               c.n_differences == 1 ? "" : "s");
+                if (c.n_bad_files == 0 && !c.duplicate_found)
+                        return EXIT_ERROR;
+        }
         if (c.n_bad_files > 0 || c.duplicate_found) {
                 if (!c.quiet)
                         printf("%u of %u file(s) invalid%s\n", c.n_bad_files, c.n_files,

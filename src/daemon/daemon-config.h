@@ -60,6 +60,7 @@ typedef struct NanoletConfig {
         char **manifest_url_headers; /* "Key: Value" */
         usec_t file_check_frequency;
         usec_t http_check_frequency;
+        usec_t manifest_url_max_backoff;
         usec_t sync_frequency;
         uint64_t max_manifest_size;
         bool allow_insecure_manifests;

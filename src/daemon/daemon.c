@@ -600,6 +600,7 @@ static int daemon_setup_sources(Daemon *d) {
                         .node_name = config->node_name,
                         .check_frequency = config->http_check_frequency,
                         .max_body = config->max_manifest_size,
+                        .max_backoff = config->manifest_url_max_backoff,
                         .synced = on_url_synced,
                         .synced_userdata = d,
                         .metrics = d->metrics,

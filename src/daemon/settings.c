@@ -403,6 +403,10 @@ const Setting settings_table[] = {
         H("http-check-frequency", "httpCheckFrequency", SETTING_DURATION, http_check_frequency,
           "20s", "D", "polling period of the manifest URL", .flags = SETTING_FILE_ZERO_IS_DEFAULT,
           .min = USEC_PER_SEC, .max = 24 * 3600 * USEC_PER_SEC),
+        H("manifest-url-max-backoff", NULL, SETTING_DURATION, manifest_url_max_backoff, "5m", "D",
+          "longest wait between failed polls of the manifest URL, and the longest Retry-After "
+          "honoured",
+          .min = USEC_PER_SEC, .max = 24 * 3600 * USEC_PER_SEC),
         H("sync-frequency", "syncFrequency", SETTING_DURATION, sync_frequency, "1m", "D",
           "every pod is synced at least this often, besides on each event and change the "
           "one-second relist sees",

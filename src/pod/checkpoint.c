@@ -187,11 +187,14 @@ static int pod_attempt_image_users(const char *pod_dir, const char *user, ImageU
                         int r = attempt_record_read(adir, &rec);
                         if (r == -ENOMEM)
                                 return r;
-                        if (r < 0 || !rec.image_digest)
-                                continue;
-                        r = image_users_add(users, rec.image_digest, user);
                         if (r < 0)
+                                continue;
+                        if (rec.image_digest &&
+                            (r = image_users_add(users, rec.image_digest, user)) < 0)
                                 return r;
+                        STRV_FOREACH(vd, rec.image_volume_digests)
+                                if ((r = image_users_add(users, *vd, user)) < 0)
+                                        return r;
                 }
         }
         return 0;
@@ -265,6 +268,7 @@ void attempt_record_done(AttemptRecord *r) {
         free(r->reason);
         free(r->message);
         free(r->image_digest);
+        strv_free(r->image_volume_digests);
         *r = (AttemptRecord){ .exit_code = -1 };
 }
 
@@ -278,11 +282,31 @@ int attempt_record_write(const char *attempt_dir, const AttemptRecord *r) {
                 r->message ? utf8_make_valid(r->message, strlen(r->message)) : NULL;
         if (!path || (r->reason && !reason) || (r->message && !message))
                 return -ENOMEM;
-        return write_json_file(path, json_pack("{s:I, s:I, s:i, s:s?, s:s?, s:s?}", "startedAt",
-                                               (json_int_t)r->started_at, "finishedAt",
+        json_t *vols = NULL;
+        if (!r->image_volume_digests) {
+                /* known at the attempt's start only: the later writes (its
+                 * start, its exit) keep what the first one recorded */
+                json_t *old = NULL;
+                if (load_json_object(path, 1024 * 1024, &old) >= 0) {
+                        vols = json_object_get(old, "imageVolumeDigests");
+                        vols = json_is_array(vols) ? json_deep_copy(vols) : NULL;
+                        json_decref(old);
+                }
+        } else {
+                if (!(vols = json_array()))
+                        return -ENOMEM;
+                STRV_FOREACH(d, r->image_volume_digests)
+                        if (json_array_append_new(vols, json_string(*d)) < 0) {
+                                json_decref(vols);
+                                return -ENOMEM;
+                        }
+        }
+        /* "o?" steals vols, also when the pack fails */
+        return write_json_file(path, json_pack("{s:I, s:I, s:i, s:s?, s:s?, s:s?, s:o?}",
+                                               "startedAt", (json_int_t)r->started_at, "finishedAt",
                                                (json_int_t)r->finished_at, "exitCode", r->exit_code,
                                                "reason", reason, "message", message, "imageDigest",
-                                               r->image_digest));
+                                               r->image_digest, "imageVolumeDigests", vols));
 }
 
 int attempt_record_read(const char *attempt_dir, AttemptRecord *ret) {
@@ -306,8 +330,16 @@ int attempt_record_read(const char *attempt_dir, AttemptRecord *ret) {
         r.reason = s ? strdup(s) : NULL;
         r.message = m ? strdup(m) : NULL;
         r.image_digest = d ? strdup(d) : NULL;
+        bool oom = false;
+        json_t *vols = json_object_get(o, "imageVolumeDigests"), *e;
+        size_t i;
+        json_array_foreach(vols, i, e) {
+                const char *vd = json_string_value(e);
+                if (vd && strv_extend(&r.image_volume_digests, vd) < 0)
+                        oom = true;
+        }
         json_decref(o);
-        if ((s && !r.reason) || (m && !r.message) || (d && !r.image_digest)) {
+        if ((s && !r.reason) || (m && !r.message) || (d && !r.image_digest) || oom) {
                 attempt_record_done(&r);
                 return -ENOMEM;
         }

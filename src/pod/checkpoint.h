@@ -68,6 +68,9 @@ typedef struct AttemptRecord {
          * the image in use (pod_checkpoints_image_users()) whatever its tags
          * do meanwhile. NULL in records of agents before it was recorded. */
         char *image_digest;
+        /* The same for the image volumes the attempt mounts
+         * (image-volumes.h), in the order of the pod's volumes. */
+        char **image_volume_digests;
 } AttemptRecord;
 
 void attempt_record_done(AttemptRecord *r);

@@ -24,6 +24,7 @@
 
 #include "dirent-util.h"
 #include "fileio.h"
+#include "image-volumes.h"
 #include "macro.h"
 #include "pod-etc-files.h"
 #include "rm-rf.h"
@@ -761,8 +762,17 @@ static void mount_list_done(MountList *l) {
         *l = (MountList){};
 }
 
-static int mount_list_add_bind(MountList *l, const char *dest, const char *src, bool ro,
-                               const char *propagation) {
+static int strv_extend_all(char ***l, char *const *extra) {
+        for (char *const *e = extra; e && *e; e++) {
+                int r = strv_extend(l, *e);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int mount_list_add_bind_opts(MountList *l, const char *dest, const char *src, bool ro,
+                                    const char *propagation, char *const *extra) {
         RuntimeMount *ni = realloc(l->items, (l->n + 1) * sizeof(*ni));
         if (!ni)
                 return -ENOMEM;
@@ -775,7 +785,8 @@ static int mount_list_add_bind(MountList *l, const char *dest, const char *src, 
         int r = 0;
         if (!m.destination || !m.source || !m.type || (r = strv_extend(&m.options, "rbind")) < 0 ||
             (r = strv_extend(&m.options, propagation)) < 0 ||
-            (r = strv_extend(&m.options, ro ? "ro" : "rw")) < 0) {
+            (r = strv_extend(&m.options, ro ? "ro" : "rw")) < 0 ||
+            (r = strv_extend_all(&m.options, extra)) < 0) {
                 free(m.destination);
                 free(m.source);
                 free(m.type);
@@ -784,6 +795,11 @@ static int mount_list_add_bind(MountList *l, const char *dest, const char *src, 
         }
         l->items[l->n++] = m;
         return 0;
+}
+
+static int mount_list_add_bind(MountList *l, const char *dest, const char *src, bool ro,
+                               const char *propagation) {
+        return mount_list_add_bind_opts(l, dest, src, ro, propagation, NULL);
 }
 
 /* "/etc/hosts/" and "/etc//hosts" are "/etc/hosts" (containerd compares
@@ -862,12 +878,12 @@ static int subpath_mkdir(int vol_fd, const char *sub, mode_t mode) {
 /* Opens vol/sub without leaving vol (symlinks inside it are followed,
  * anything leading out is refused) and returns an O_PATH fd. Missing
  * directories are created as kubelet does. */
-static int subpath_open(const char *vol, const char *sub, int *ret_fd) {
+static int subpath_open(const char *vol, const char *sub, bool create, int *ret_fd) {
         _cleanup_close_ int vfd = open(vol, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (vfd < 0)
                 return -errno;
         int fd = pod_open_beneath(vfd, sub, O_PATH, 0);
-        if (fd == -ENOENT) {
+        if (fd == -ENOENT && create) {
                 struct stat st;
                 if (fstat(vfd, &st) < 0)
                         return -errno;
@@ -1012,7 +1028,21 @@ static int volume_mount_one(const ContainerBuildContext *ctx, const EnvList *env
                             const VolumeMount *m, MountList *l, Error *err) {
         const char *cn = ctx->container->name;
         const char *vol = pod_volumes_get(ctx->volumes, m->name);
+        bool image = pod_volumes_is_image(ctx->volumes, m->name);
+        _cleanup_free_ char *image_target = NULL;
         int r;
+        if (image) {
+                /* mounted by the start before the bundle (image-volumes.h) */
+                if (!ctx->attempt_dir)
+                        return error_set(err, -EINVAL,
+                                         "no attempt directory for image volume \"%s\"", m->name);
+                r = image_volume_paths(ctx->attempt_dir, m->name, &image_target, NULL, NULL);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        return error_set(err, r, "invalid image volume name \"%s\"", m->name);
+                vol = image_target;
+        }
         if (!vol)
                 return error_set(err, -ENOENT,
                                  "cannot find volume \"%s\" to mount into container \"%s\"",
@@ -1050,11 +1080,19 @@ static int volume_mount_one(const ContainerBuildContext *ctx, const EnvList *env
                                 "no attempt directory for the subPath of volumeMount \"%s\"",
                                 m->name);
                 _cleanup_close_ int fd = -EBADF;
-                r = subpath_open(vol, sub, &fd);
+                /* an image is read-only: a missing subPath is not created
+                 * (kubelet: the runtime refuses it) */
+                r = subpath_open(vol, sub, !image, &fd);
                 if (r >= 0)
                         r = subpath_bind(fd, ctx->attempt_dir, index, &src);
                 if (r == -ENOMEM)
                         return r;
+                if (r == -ENOENT && image)
+                        return error_set(err, r,
+                                         "failed to prepare subPath for volumeMount \"%s\" "
+                                         "of container \"%s\": subPath \"%s\" does not exist "
+                                         "in the image",
+                                         m->name, cn, sub);
                 if (r < 0)
                         return error_set(err, r,
                                          "failed to prepare subPath for volumeMount \"%s\" "
@@ -1067,8 +1105,12 @@ static int volume_mount_one(const ContainerBuildContext *ctx, const EnvList *env
                 return -ENOMEM;
 
         bool ro = m->read_only || volume_read_only(ctx->volumes, m->name);
-        return mount_list_add_bind(l, m->mount_path, src, ro,
-                                   propagation_option(m->mount_propagation));
+        /* as the image volume's own mount point is sealed (image-volumes.h):
+         * the runtime's remount of the bind would otherwise clear them */
+        static char *const image_opts[] = { "nosuid", "nodev", "noexec", NULL };
+        return mount_list_add_bind_opts(l, m->mount_path, src, ro,
+                                        propagation_option(m->mount_propagation),
+                                        image ? image_opts : NULL);
 }
 
 static int termination_log_file(const char *path) {

@@ -22,6 +22,7 @@
 #include "container-config.h"
 #include "container-id.h"
 #include "fileio.h"
+#include "image-volumes.h"
 #include "log.h"
 #include "mount-util.h"
 #include "pod-actions.h"
@@ -41,6 +42,10 @@ void op_clear_start(ContainerOp *op) {
         op->image = image_free(op->image);
         image_pull_waiter_cancel(TAKE_PTR(op->pull));
         op->pulled = false;
+        op->vols = mfree(op->vols);
+        op->vol_digests = strv_free(op->vol_digests);
+        op->n_vols = op->vols_resolved = op->vols_mounted = 0;
+        op->vols_listed = op->vol_pulled = false;
         if (op->apparmor_waiting)
                 pod_apparmor_forget(&op->w->ctx->apparmor, op);
         op->apparmor_waiting = op->apparmor_retried = false;
@@ -607,6 +612,89 @@ static void container_launch(ContainerOp *op) {
         }
 }
 
+static void container_mount_volumes(ContainerOp *op);
+
+static void on_volume_mounted(Child *child, void *userdata) {
+        ContainerOp *op = userdata;
+        Error err = {};
+        _cleanup_free_ char *target = NULL;
+        const Volume *v = &op->w->object->pod->spec.volumes[op->vols[op->vols_mounted]];
+
+        int r = image_worker_finish(&op->iw, &err);
+        if (r >= 0 &&
+            (r = image_volume_paths(op->attempt_dir, v->name, &target, NULL, NULL)) >= 0 &&
+            (r = image_volume_seal(target)) < 0)
+                error_set(&err, r, "cannot make it read-only: %s", strerror(-r));
+        if (r < 0) {
+                _cleanup_free_ char *msg =
+                        strprintf("cannot mount image volume \"%s\": %s", v->name,
+                                  err.message[0] ? err.message : strerror(-r));
+                start_failed(op, "CreateContainerError", msg ? msg : err.message);
+                return;
+        }
+        op->vols_mounted++;
+        container_mount_volumes(op);
+        (void)child;
+}
+
+/* Each image volume's image as a root filesystem of its own, as the
+ * container's is mounted (in the loop when that is one mount(2), else by
+ * the helper), then sealed read-only; the bundle comes after. */
+static void container_mount_volumes(ContainerOp *op) {
+        PodWorker *w = op->w;
+        ContainerState *c = op_container(op);
+        ImageStore *store = w->ctx->o->images;
+
+        while (op->vols_mounted < op->n_vols) {
+                const Volume *v = &w->object->pod->spec.volumes[op->vols[op->vols_mounted]];
+                _cleanup_free_ char *target = NULL, *upper = NULL, *work = NULL, *dir = NULL;
+                _cleanup_free_ char *msg = NULL;
+                Error ierr = {};
+                int r = image_volume_paths(op->attempt_dir, v->name, &target, &upper, &work);
+                if (r >= 0 && !(dir = strprintf("%s/" CONTAINER_SUBPATHS_DIR, op->attempt_dir)))
+                        r = -ENOMEM;
+                /* no container reads this directory, as for subPath binds */
+                if (r >= 0 && mkdir(dir, 0700) < 0 && errno != EEXIST)
+                        r = -errno;
+                if (r < 0) {
+                        msg = strprintf("cannot mount image volume \"%s\": %s", v->name,
+                                        strerror(-r));
+                        start_failed(op, "CreateContainerError", msg ? msg : "out of memory");
+                        return;
+                }
+                ImageRootfsJob job = { .digest = op->vol_digests[op->vols_mounted],
+                                       .target = target,
+                                       .upper_dir = upper,
+                                       .work_dir = work };
+                r = image_rootfs_mount_unpacked(store, &job, &ierr);
+                if (r >= 0) {
+                        r = image_volume_seal(target);
+                        if (r < 0) {
+                                msg = strprintf("cannot make image volume \"%s\" read-only: %s",
+                                                v->name, strerror(-r));
+                                start_failed(op, "CreateContainerError",
+                                             msg ? msg : "out of memory");
+                                return;
+                        }
+                        op->vols_mounted++;
+                        continue;
+                }
+                worker_log(w, LOG_DEBUG, c->spec->name,
+                           "Container \"%s\" of pod \"%s\": image volume \"%s\" by the helper: %s",
+                           c->spec->name, w->full_name, v->name, ierr.message);
+                ierr = (Error){};
+                r = image_rootfs_start(store, w->ctx->event, &job, on_volume_mounted, op, &op->iw,
+                                       &ierr);
+                if (r < 0) {
+                        msg = strprintf("cannot mount image volume \"%s\": %s", v->name,
+                                        ierr.message);
+                        start_failed(op, "CreateContainerError", msg ? msg : ierr.message);
+                }
+                return; /* on_volume_mounted() goes on */
+        }
+        container_create(op);
+}
+
 static void on_rootfs_ready(Child *c, void *userdata) {
         ContainerOp *op = userdata;
         Error err = {};
@@ -617,7 +705,7 @@ static void on_rootfs_ready(Child *c, void *userdata) {
                 return;
         }
         op->rootfs_mounted = true;
-        container_create(op);
+        container_mount_volumes(op);
 }
 
 /* An image's StopSignal ("SIGQUIT", "QUIT", "3"); SIGTERM when absent or
@@ -706,6 +794,9 @@ void container_prepare(PodWorker *w, const ContainerStartAction *a) {
          * and back-off belong to a start that happens. */
         PullPolicy policy = o->image_pull_never ? PULL_POLICY_NEVER : c->spec->image_pull_policy;
         if (policy == PULL_POLICY_ALWAYS && o->pulls)
+                return;
+        /* image volumes are resolved (and maybe pulled) by the start itself */
+        if (image_volumes_mounted_by(&w->object->pod->spec, c->spec))
                 return;
         if (image_store_get(o->images, c->spec->image, &op->image, &ierr) < 0)
                 return;
@@ -797,6 +888,137 @@ static void on_image_pulled(int r, const char *digest, const char *error, usec_t
         container_start_image(op);
 }
 
+static void container_resolve_volumes(ContainerOp *op);
+
+static void on_volume_pulled(int r, const char *digest, const char *error, usec_t duration,
+                             void *userdata) {
+        ContainerOp *op = userdata;
+        PodWorker *w = op->w;
+        ContainerState *c = op_container(op);
+        const Volume *v = &w->object->pod->spec.volumes[op->vols[op->vols_resolved]];
+
+        op->pull = NULL;
+        if (r < 0) {
+                worker_event(w, c, POD_EVENT_FAILED, "Failed to pull image \"%s\": %s",
+                             v->image.reference, error);
+                _cleanup_free_ char *msg = strprintf("image volume \"%s\": failed to pull image "
+                                                     "\"%s\": %s",
+                                                     v->name, v->image.reference, error);
+                start_failed(op, "ErrImagePull", msg ? msg : error);
+                return;
+        }
+        worker_event(w, c, POD_EVENT_PULLED,
+                     "Successfully pulled image \"%s\" in %llu.%03llus (%s)", v->image.reference,
+                     (unsigned long long)(duration / USEC_PER_SEC),
+                     (unsigned long long)(duration % USEC_PER_SEC / USEC_PER_MSEC),
+                     r == 1 ? "already present, digest unchanged" : strna(digest));
+        op->vol_pulled = true;
+        container_resolve_volumes(op);
+}
+
+/* The image volumes the container mounts, after its own image and with
+ * the same rules (image_pull_decide()) and credentials: each ends as a
+ * manifest digest in op->vol_digests, or the start fails with kubelet's
+ * waiting reason for the image. */
+static void container_resolve_volumes(ContainerOp *op) {
+        PodWorker *w = op->w;
+        ContainerState *c = op_container(op);
+        const PodManagerOptions *o = w->ctx->o;
+        const PodSpec *spec = &w->object->pod->spec;
+        int r;
+
+        if (!op->vols_listed) {
+                r = image_volumes_of_container(spec, c->spec, &op->vols, &op->n_vols);
+                if (r >= 0 && op->n_vols > 0 &&
+                    !(op->vol_digests = calloc(op->n_vols + 1, sizeof(char *))))
+                        r = -ENOMEM;
+                if (r < 0) {
+                        start_failed(op, "CreateContainerError", "out of memory");
+                        return;
+                }
+                op->vols_listed = true;
+        }
+        while (op->vols_resolved < op->n_vols) {
+                const Volume *v = &spec->volumes[op->vols[op->vols_resolved]];
+                const char *ref = v->image.reference;
+                _cleanup_free_ char *normalized = NULL, *msg = NULL;
+                _cleanup_(image_freep) Image *im = NULL;
+                Error ierr = {};
+
+                r = image_ref_normalize(ref, &normalized, &ierr);
+                if (r == -ENOMEM) {
+                        start_failed(op, "ErrImagePull", "out of memory");
+                        return;
+                }
+                if (r < 0) {
+                        msg = strprintf("image volume \"%s\": Failed to apply default image "
+                                        "tag \"%s\": %s",
+                                        v->name, ref, ierr.message);
+                        start_failed(op, "InvalidImageName", msg ? msg : ierr.message);
+                        return;
+                }
+                PullPolicy policy = o->image_pull_never ? PULL_POLICY_NEVER : v->image.pull_policy;
+                bool present = image_store_get(o->images, ref, &im, &ierr) >= 0;
+                switch (image_pull_decide(policy, present, op->vol_pulled, o->pulls != NULL)) {
+                case IMAGE_PULL_PULL: {
+                        _cleanup_free_ char *auths = NULL;
+                        Error aerr = {};
+                        r = worker_pull_auths(w, &auths, &aerr);
+                        if (r < 0) {
+                                start_failed(op, "ErrImagePull",
+                                             aerr.message[0] ? aerr.message : strerror(-r));
+                                return;
+                        }
+                        worker_event(w, c, POD_EVENT_PULLING, "Pulling image \"%s\"", ref);
+                        r = image_pulls_request(o->pulls, normalized, auths, on_volume_pulled, op,
+                                                &op->pull);
+                        if (r < 0)
+                                start_failed(op, "ErrImagePull", "out of memory");
+                        return; /* on_volume_pulled() goes on */
+                }
+                case IMAGE_PULL_USE_STORED:
+                        if (!(op->vol_digests[op->vols_resolved] = strdup(im->digest))) {
+                                start_failed(op, "CreateContainerError", "out of memory");
+                                return;
+                        }
+                        if (!op->vol_pulled)
+                                worker_event(w, c, POD_EVENT_PULLED,
+                                             "Container image \"%s\" already present on machine",
+                                             ref);
+                        op->vol_pulled = false;
+                        op->vols_resolved++;
+                        continue;
+                case IMAGE_PULL_VANISHED:
+                        msg = strprintf("image volume \"%s\": image \"%s\" was pulled but is no "
+                                        "longer in the local store",
+                                        v->name, ref);
+                        start_failed(op, "ErrImagePull",
+                                     msg ? msg : "image removed after its pull");
+                        return;
+                case IMAGE_PULL_NEVER_ABSENT:
+                case IMAGE_PULL_NO_REGISTRY:
+                case _IMAGE_PULL_DECISION_MAX:
+                case _IMAGE_PULL_DECISION_INVALID:
+                default: {
+                        bool never = policy == PULL_POLICY_NEVER;
+                        msg = strprintf(
+                                "image volume \"%s\": image \"%s\" is not present in the local "
+                                "store%s",
+                                v->name, ref,
+                                never ? (o->image_pull_never
+                                                 ? " and --image-pull-policy-override=never "
+                                                   "forbids pulls"
+                                                 : " with pull policy of Never")
+                                      : " and registry pulls are not set up");
+                        start_failed(op, never ? "ErrImageNeverPull" : "ErrImagePull",
+                                     msg ? msg : "image missing");
+                        return;
+                }
+                }
+        }
+        container_start_with_image(op);
+}
+
 /* The image, as the pull policy says (docs/images.md): Never and IfNotPresent use
  * the store's copy, Always asks the registry for the tag's digest on every
  * start (a pull of an unchanged image downloads no blob) and
@@ -824,9 +1046,8 @@ static void container_start_image(ContainerOp *op) {
         PullPolicy policy = o->image_pull_never ? PULL_POLICY_NEVER : c->spec->image_pull_policy;
         r = image_store_get(o->images, c->spec->image, &op->image, &ierr);
         bool present = r >= 0;
-        bool want_pull = !op->pulled && policy != PULL_POLICY_NEVER &&
-                         (!present || policy == PULL_POLICY_ALWAYS);
-        if (want_pull && o->pulls) {
+        ImagePullDecision d = image_pull_decide(policy, present, op->pulled, o->pulls != NULL);
+        if (d == IMAGE_PULL_PULL) {
                 _cleanup_free_ char *auths = NULL;
                 Error aerr = {};
                 op->image = image_free(op->image);
@@ -843,7 +1064,7 @@ static void container_start_image(ContainerOp *op) {
                         start_failed(op, "ErrImagePull", "out of memory");
                 return; /* on_image_pulled() goes on */
         }
-        if (!present && op->pulled) {
+        if (d == IMAGE_PULL_VANISHED) {
                 /* The pull succeeded, yet the store no longer has the image:
                  * something removed it in between (not `nanolet image rm` or
                  * image GC, which keep an image a pod names: a store edited
@@ -856,8 +1077,8 @@ static void container_start_image(ContainerOp *op) {
                 start_failed(op, "ErrImagePull", msg ? msg : "image removed after its pull");
                 return;
         }
-        if (!present) {
-                bool never = policy == PULL_POLICY_NEVER;
+        if (d != IMAGE_PULL_USE_STORED) {
+                bool never = d == IMAGE_PULL_NEVER_ABSENT;
                 _cleanup_free_ char *msg = strprintf(
                         "image \"%s\" is not present in the local store%s", c->spec->image,
                         never ? (o->image_pull_never
@@ -871,7 +1092,7 @@ static void container_start_image(ContainerOp *op) {
         if (!op->pulled)
                 worker_event(w, c, POD_EVENT_PULLED,
                              "Container image \"%s\" already present on machine", c->spec->image);
-        container_start_with_image(op);
+        container_resolve_volumes(op);
 }
 
 /* The rest of the start, once op->image is the store's copy. */
@@ -932,7 +1153,9 @@ static void container_start_with_image(ContainerOp *op) {
          * (pod_checkpoints_image_users()); the store's last-used mark orders
          * image GC. */
         (void)set_str(&c->image_digest, op->image->digest);
-        AttemptRecord rec = { .exit_code = -1, .image_digest = c->image_digest };
+        AttemptRecord rec = { .exit_code = -1,
+                              .image_digest = c->image_digest,
+                              .image_volume_digests = op->vol_digests };
         r = attempt_record_write(op->attempt_dir, &rec);
         if (r < 0)
                 worker_log_errno(w, LOG_WARNING, r, c->spec->name,
@@ -941,6 +1164,9 @@ static void container_start_with_image(ContainerOp *op) {
         r = image_store_mark_used(store, op->image->digest, now_usec(CLOCK_REALTIME));
         if (r < 0)
                 log_debug_errno(r, "Cannot mark image %s as used: %m", op->image->digest);
+        STRV_FOREACH(d, op->vol_digests)
+                if ((r = image_store_mark_used(store, *d, now_usec(CLOCK_REALTIME))) < 0)
+                        log_debug_errno(r, "Cannot mark image %s as used: %m", *d);
 
         /* The digest resolved above, as config.json uses it: a re-tag from
          * now on does not change what this attempt runs. */
@@ -957,7 +1183,7 @@ static void container_start_with_image(ContainerOp *op) {
                            "Container \"%s\" of pod \"%s\": rootfs mounted by the agent.",
                            c->spec->name, w->full_name);
                 op->rootfs_mounted = true;
-                container_create(op);
+                container_mount_volumes(op);
                 return;
         }
         worker_log(w, LOG_DEBUG, c->spec->name,

@@ -921,7 +921,7 @@ static int prepare_one(const Pod *pod, const Volume *v, const PodVolumesOptions 
                        PodVolumePath *ret, Error *err) {
         _cleanup_free_ char *path = NULL;
         const char *plugin = NULL;
-        bool ro = true, tmpfs = false;
+        bool ro = true, tmpfs = false, image = false;
         int r;
 
         switch (v->type) {
@@ -954,8 +954,9 @@ static int prepare_one(const Pod *pod, const Volume *v, const PodVolumesOptions 
                 tmpfs = true;
                 break;
         case VOLUME_IMAGE:
-                return error_set(err, -EOPNOTSUPP,
-                                 "volume \"%s\": image volumes are not supported yet", v->name);
+                /* pulled and mounted per container attempt (image-volumes.h) */
+                image = true;
+                break;
         case _VOLUME_TYPE_INVALID:
         case _VOLUME_TYPE_MAX:
         default:
@@ -970,7 +971,9 @@ static int prepare_one(const Pod *pod, const Volume *v, const PodVolumesOptions 
         char *name = strdup(v->name);
         if (!name)
                 return -ENOMEM;
-        *ret = (PodVolumePath){ .name = name, .host_path = TAKE_PTR(path), .read_only = ro };
+        *ret = (PodVolumePath){
+                .name = name, .host_path = TAKE_PTR(path), .image = image, .read_only = ro
+        };
         return 0;
 }
 
@@ -1036,6 +1039,13 @@ const char *pod_volumes_get(const PodVolumes *v, const char *name) {
                 if (streq(v->items[i].name, name))
                         return v->items[i].host_path;
         return NULL;
+}
+
+bool pod_volumes_is_image(const PodVolumes *v, const char *name) {
+        for (size_t i = 0; v && i < v->n_items; i++)
+                if (streq(v->items[i].name, name))
+                        return v->items[i].image;
+        return false;
 }
 
 int pod_volumes_prepare(const Pod *pod, const PodVolumesOptions *o, PodVolumes *ret, Error *err) {

@@ -2,7 +2,8 @@
  * <pod_dir>/volumes/kubernetes.io~<plugin>/<name> for emptyDir, configMap,
  * secret, downwardAPI and projected volumes (same plugin directory names as
  * kubelet, so operators find things where they expect them), hostPath
- * volumes checked (and created) in place, and the pod's /dev/shm tmpfs at
+ * volumes checked (and created) in place, image volumes left to each
+ * container attempt (image-volumes.h), and the pod's /dev/shm tmpfs at
  * <pod_dir>/shm. Also owns the pod facts both env vars and downwardAPI
  * volumes read (fieldRef / resourceFieldRef values) and the lookup of local
  * ConfigMaps and Secrets, so container-config.c and this file agree. */
@@ -62,7 +63,10 @@ int pod_resource_field_ref_value(const Pod *pod, const Container *c, const PodNo
 
 typedef struct PodVolumePath {
         char *name;
-        char *host_path; /* what to bind into containers */
+        /* What to bind into containers; NULL for an image volume, which
+         * each container attempt mounts itself (image-volumes.h). */
+        char *host_path;
+        bool image;
         /* configMap, secret, downwardAPI and projected volumes are always
          * mounted read-only (kubelet: the plugin's ReadOnly attribute). */
         bool read_only;
@@ -99,6 +103,8 @@ int pod_volumes_prepare(const Pod *pod, const PodVolumesOptions *o, PodVolumes *
 int pod_volumes_cleanup(const char *pod_dir, Error *err);
 
 const char *pod_volumes_get(const PodVolumes *v, const char *name);
+/* Whether the volume called name is an image volume. */
+bool pod_volumes_is_image(const PodVolumes *v, const char *name);
 /* Whether a configMap (secret false) or secret volume of pod, or a projected
  * volume's source, projects the object called name (of the pod's own
  * namespace): such volumes are rewritten when the object changes. */

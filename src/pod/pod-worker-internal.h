@@ -186,6 +186,17 @@ struct ContainerOp {
         ImageWorker iw;
         RuntimeOp *rop;
         bool rootfs_mounted;
+        /* The image volumes the attempt mounts (image-volumes.h): indices
+         * into the pod's volumes, listed once per attempt; each one's
+         * manifest digest once resolved (vol_pulled: the one being resolved
+         * was pulled), and how many are mounted. */
+        bool vols_listed;
+        size_t *vols;
+        size_t n_vols;
+        char **vol_digests;
+        size_t vols_resolved;
+        size_t vols_mounted;
+        bool vol_pulled;
         /* A start prepared while the sandbox is being created
          * (PodActions.prepare_starts): early until the ready sandbox's start
          * claims it; parked once its bundle is written and it waits for that

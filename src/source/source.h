@@ -132,6 +132,7 @@ typedef struct UrlSourceOptions {
         usec_t check_frequency; /* default 20 s */
         usec_t timeout;         /* default 10 s */
         size_t max_body;        /* default 10 MiB */
+        usec_t max_backoff;     /* back-off cap (poll-schedule.h); default 5 min */
         /* Called once, when the first fetch has finished (whatever its
          * outcome): from then on the URL's pods are known. */
         void (*synced)(void *userdata);
@@ -156,12 +157,15 @@ int url_source_new(UrlSource **ret, Event *e, PodConfig *config, const UrlSource
  * origin. */
 int url_redirect_check(const CurlApi *c, const char *from, const char *to);
 int url_same_origin(const CurlApi *c, const char *a, const char *b);
-/* Starts the first fetch at once and polls afterwards. */
+/* Schedules the first fetch (within one period: poll-schedule.h) and polls
+ * afterwards. */
 int url_source_start(UrlSource *s);
 /* Fetches at once (SIGHUP) unless a GET is under way; then polls as before. */
 int url_source_refresh(UrlSource *s);
 /* Error count, for metrics and status. */
 unsigned url_source_get_error_count(UrlSource *s);
+/* The delay the next poll was scheduled with, when it was scheduled. */
+usec_t url_source_get_next_wait(UrlSource *s);
 /* What a fetched body becomes (the pure part of a poll, no I/O): the
  * manifests of opts->url as source "http" on opts->node_name, limited to
  * opts->max_body bytes (0: the default); only url, node_name and max_body of

@@ -2,11 +2,14 @@
  *
  * libcurl's multi interface runs inside the event loop (its sockets become
  * io sources, its timeout a timer source), so a slow or dead server never
- * blocks anything else. One GET is in flight at most; the next poll is
- * scheduled check_frequency after the previous one finished. Whatever goes
- * wrong (transport, status, empty or unparsable body) changes nothing: the
- * pods keep running, the error is logged, counted and handed to the
- * PodConfig as the origin's error.
+ * blocks anything else. One GET is in flight at most; when the next one
+ * starts, counted from the end of the previous one, is poll-schedule.h's
+ * decision: a random first wait, the period spread ±20 %, a capped back-off
+ * after failures, and Retry-After. The transfers share the multi handle's
+ * connection cache, so one kept-alive connection serves poll after poll.
+ * Whatever goes wrong (transport, status, empty or unparsable body)
+ * changes nothing: the pods keep running, the error is logged, counted and
+ * handed to the PodConfig as the origin's error.
  *
  * Redirects are followed here rather than by libcurl (which re-sends every
  * custom header to whatever host a redirect names, and follows https to
@@ -24,12 +27,15 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cleanup.h"
 #include "config.h"
 #include "event-curl.h"
 #include "log.h"
+#include "poll-schedule.h"
 #include "string-util.h"
 #include "strv.h"
 
@@ -58,12 +64,16 @@ struct UrlSource {
         struct curl_slist *req_headers; /* its request headers */
         char errbuf[CURL_ERROR_SIZE];
         EventSource *poll_timer; /* the next GET */
+        usec_t next_wait;        /* its delay, when it was scheduled */
+        PollSchedule schedule;
+        bool poll_failed;       /* the poll under way has failed */
+        unsigned poll_connects; /* new connections it needed (0: one was reused) */
 
         /* the response being received */
         char *body;
         size_t body_len, body_cap;
         bool body_too_large;
-        char *resp_etag, *resp_last_modified, *resp_date;
+        char *resp_etag, *resp_last_modified, *resp_date, *resp_retry_after;
 
         /* the last accepted body */
         bool have_content;
@@ -193,7 +203,8 @@ static size_t url_source_on_header(char *data, size_t size, size_t nmemb, void *
                 free(s->resp_etag);
                 free(s->resp_last_modified);
                 free(s->resp_date);
-                s->resp_etag = s->resp_last_modified = s->resp_date = NULL;
+                free(s->resp_retry_after);
+                s->resp_etag = s->resp_last_modified = s->resp_date = s->resp_retry_after = NULL;
                 return n;
         }
         char *v = header_value(data, n, "ETag");
@@ -206,6 +217,9 @@ static size_t url_source_on_header(char *data, size_t size, size_t nmemb, void *
         } else if ((v = header_value(data, n, "Date"))) {
                 free(s->resp_date);
                 s->resp_date = v;
+        } else if ((v = header_value(data, n, "Retry-After"))) {
+                free(s->resp_retry_after);
+                s->resp_retry_after = v;
         }
         return n;
 }
@@ -221,6 +235,7 @@ static void url_source_commit(UrlSource *s) {
 static void url_source_fail(UrlSource *s, Diagnostics *d) {
         s->error_count++;
         s->has_error = true;
+        s->poll_failed = true;
 
         _cleanup_free_ char *text = NULL;
         size_t len = 0, cap = 0;
@@ -390,6 +405,37 @@ static void url_source_finish(UrlSource *s, CURL *easy, CURLcode result) {
 static int url_source_schedule_poll(UrlSource *s, usec_t delay);
 static int url_source_start_request(UrlSource *s, const char *url);
 
+/* The wait after the poll that just ended (poll-schedule.h). Logged for
+ * whoever looks at the timing of one box or of a fleet (-v 4). */
+static usec_t url_source_next_delay(UrlSource *s) {
+        if (!s->poll_failed) {
+                usec_t wait = poll_schedule_success(&s->schedule);
+                log_debug("Manifest URL \"%s\": %s connection, next poll in %llu ms.", s->url,
+                          s->poll_connects == 0 ? "reused the" : "opened a",
+                          (unsigned long long)(wait / USEC_PER_MSEC));
+                return wait;
+        }
+
+        usec_t ra = POLL_NO_RETRY_AFTER;
+        if (s->resp_retry_after &&
+            poll_retry_after_parse(s->resp_retry_after, s->resp_date, time(NULL), &ra) < 0)
+                log_debug("Manifest URL \"%s\": the Retry-After header is neither a number of "
+                          "seconds nor an HTTP date, ignored.",
+                          s->url);
+        usec_t wait = poll_schedule_failure(&s->schedule, ra);
+        char why[96] = "";
+        if (ra != POLL_NO_RETRY_AFTER && ra > s->schedule.max_backoff)
+                (void)snprintf(why, sizeof why, " (Retry-After %llu s, clamped to %llu s)",
+                               (unsigned long long)(ra / USEC_PER_SEC),
+                               (unsigned long long)(s->schedule.max_backoff / USEC_PER_SEC));
+        else if (ra != POLL_NO_RETRY_AFTER)
+                (void)snprintf(why, sizeof why, " (Retry-After %llu s)",
+                               (unsigned long long)(ra / USEC_PER_SEC));
+        log_debug("Manifest URL \"%s\": failed poll %u in a row, next poll in %llu ms%s.", s->url,
+                  s->schedule.failures, (unsigned long long)(wait / USEC_PER_MSEC), why);
+        return wait;
+}
+
 /* 1 with the target in *ret when the response is a redirect to follow, 0
  * when it is not a redirect, a negative errno when it is one that is not
  * followed (reported as the poll's failure). */
@@ -437,6 +483,10 @@ static void url_source_on_done(EventCurl *ec, CURL *easy, CURLcode result, void 
         bool ours = easy == s->easy;
 
         if (ours) {
+                long connects = 0;
+                if (c->easy_getinfo(easy, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK &&
+                    connects > 0)
+                        s->poll_connects += (unsigned)connects;
                 s->easy = NULL;
                 if (url_source_redirect_target(s, easy, result, &redirect) == 0)
                         url_source_finish(s, easy, result);
@@ -459,7 +509,7 @@ static void url_source_on_done(EventCurl *ec, CURL *easy, CURLcode result, void 
                 if (s->synced)
                         s->synced(s->synced_userdata);
         }
-        (void)url_source_schedule_poll(s, s->check_frequency);
+        (void)url_source_schedule_poll(s, url_source_next_delay(s));
 }
 
 /* ---- polling ---- */
@@ -508,7 +558,8 @@ static int url_source_start_request(UrlSource *s, const char *url) {
         free(s->resp_etag);
         free(s->resp_last_modified);
         free(s->resp_date);
-        s->resp_etag = s->resp_last_modified = s->resp_date = NULL;
+        free(s->resp_retry_after);
+        s->resp_etag = s->resp_last_modified = s->resp_date = s->resp_retry_after = NULL;
         s->errbuf[0] = 0;
 
         _cleanup_free_ char *request_url = strdup(url);
@@ -560,6 +611,8 @@ static int url_source_start_get(UrlSource *s) {
         if (s->easy)
                 return 0; /* still in flight */
         s->n_redirects = 0;
+        s->poll_failed = false;
+        s->poll_connects = 0;
         return url_source_start_request(s, s->url);
 }
 
@@ -568,7 +621,7 @@ static int url_source_on_poll(EventSource *es, usec_t now, void *userdata) {
         int r = url_source_start_get(s);
         if (r < 0) {
                 url_source_failf(s, "cannot start the request: %s", strerror(-r));
-                (void)url_source_schedule_poll(s, s->check_frequency);
+                (void)url_source_schedule_poll(s, url_source_next_delay(s));
         }
         return 0;
 }
@@ -576,6 +629,7 @@ static int url_source_on_poll(EventSource *es, usec_t now, void *userdata) {
 static int url_source_schedule_poll(UrlSource *s, usec_t delay) {
         usec_t when = now_usec(CLOCK_MONOTONIC) + delay;
         int r;
+        s->next_wait = delay;
         if (!s->poll_timer) {
                 r = event_add_time(s->event, &s->poll_timer, when, 0, url_source_on_poll, s);
                 if (r >= 0)
@@ -591,6 +645,22 @@ static int url_source_schedule_poll(UrlSource *s, usec_t delay) {
 }
 
 /* ---- lifecycle ---- */
+
+/* A seed that differs between boxes that booted at the same instant from
+ * the same image: the kernel's random pool when it is ready, and in every
+ * case the node name, the pid and both clocks mixed in (a pool that is not
+ * initialized yet early in boot must not leave every box with the same
+ * schedule). */
+static uint64_t url_source_seed(const char *node_name) {
+        uint64_t seed = 0;
+        if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed)
+                seed = 0;
+        uint64_t h = UINT64_C(0xcbf29ce484222325); /* FNV-1a */
+        for (const char *p = node_name; *p; p++)
+                h = (h ^ (uint8_t)*p) * UINT64_C(0x100000001b3);
+        return seed ^ h ^ ((uint64_t)getpid() << 32) ^ now_usec(CLOCK_REALTIME) ^
+               (now_usec(CLOCK_MONOTONIC) << 20);
+}
 
 int url_source_new(UrlSource **ret, Event *e, PodConfig *config, const UrlSourceOptions *opts,
                    Error *error) {
@@ -610,6 +680,8 @@ int url_source_new(UrlSource **ret, Event *e, PodConfig *config, const UrlSource
         if (s->timeout < USEC_PER_MSEC)
                 s->timeout = USEC_PER_MSEC;
         s->max_body = opts->max_body ? opts->max_body : URL_SOURCE_DEFAULT_MAX_BODY;
+        poll_schedule_init(&s->schedule, s->check_frequency, opts->max_backoff,
+                           url_source_seed(opts->node_name));
         s->synced = opts->synced;
         s->synced_userdata = opts->synced_userdata;
         s->url = strdup(opts->url);
@@ -642,11 +714,11 @@ int url_source_start(UrlSource *s) {
         assert(s);
         if (s->poll_timer)
                 return -EBUSY;
-        log_info("Polling manifests from \"%s\" every %llu ms.", s->url,
-                 (unsigned long long)(s->check_frequency / USEC_PER_MSEC));
-        /* Through the timer, at once, so that the first GET runs from the
-         * loop like every other. */
-        return url_source_schedule_poll(s, 0);
+        usec_t first = poll_schedule_first(&s->schedule);
+        log_info("Polling manifests from \"%s\" every %llu ms (±%u %%), the first time in %llu ms.",
+                 s->url, (unsigned long long)(s->check_frequency / USEC_PER_MSEC),
+                 POLL_JITTER_PERCENT, (unsigned long long)(first / USEC_PER_MSEC));
+        return url_source_schedule_poll(s, first);
 }
 
 int url_source_refresh(UrlSource *s) {
@@ -659,6 +731,11 @@ int url_source_refresh(UrlSource *s) {
 unsigned url_source_get_error_count(UrlSource *s) {
         assert(s);
         return s->error_count;
+}
+
+usec_t url_source_get_next_wait(UrlSource *s) {
+        assert(s);
+        return s->next_wait;
 }
 
 UrlSource *url_source_free(UrlSource *s) {
@@ -679,6 +756,7 @@ UrlSource *url_source_free(UrlSource *s) {
         free(s->resp_etag);
         free(s->resp_last_modified);
         free(s->resp_date);
+        free(s->resp_retry_after);
         free(s->etag);
         free(s->last_modified);
         manifest_objects_free(s->objs, s->n_objs);

@@ -56,4 +56,35 @@ fi
 grep -q '2.yaml' "$out" && grep -q '1.yaml' "$out" || fail "duplicate message should name both files: $(cat "$out")"
 ok "duplicates"
 
+# --strict-kubelet: kubeadm's static pods are what kubelet runs unchanged;
+# nanolet's own extensions are reported at their line and field, and fail
+kubeadm_pods=()
+for n in etcd kube-apiserver kube-controller-manager kube-scheduler; do
+        kubeadm_pods+=("$DATA/valid/$n.yaml")
+done
+"$NANOLET" validate --strict-kubelet --hostname-override node1 "${kubeadm_pods[@]}" >"$out" 2>&1 ||
+        fail "kubeadm's manifests differ from kubelet: $(cat "$out")"
+grep -q 'kubelet:' "$out" && fail "kubeadm's manifests reported: $(cat "$out")"
+rc=0
+"$NANOLET" validate --strict-kubelet --hostname-override node1 "$DATA/valid/configmap-env.yaml" >"$out" 2>&1 || rc=$?
+[ "$rc" -eq 1 ] || fail "--strict-kubelet: exit $rc for a pod using a ConfigMap: $(cat "$out")"
+grep -qF "configmap-env.yaml:49: spec.volumes[0].configMap: warning: kubelet: a static pod may not use a ConfigMap" "$out" ||
+        fail "--strict-kubelet: no ConfigMap volume line: $(cat "$out")"
+grep -qF "configmap-env.yaml:3: warning: kubelet: does not read ConfigMap documents" "$out" ||
+        fail "--strict-kubelet: no ConfigMap document line: $(cat "$out")"
+grep -q '^[0-9]* differences from kubelet$' "$out" || fail "--strict-kubelet: no count: $(cat "$out")"
+# without the flag the same file is valid
+"$NANOLET" validate -q --hostname-override node1 "$DATA/valid/configmap-env.yaml" >"$out" 2>&1 ||
+        fail "configmap-env.yaml rejected without --strict-kubelet: $(cat "$out")"
+# a PodList is an error in kubelet's directory, not from its URL
+rc=0
+"$NANOLET" validate -q --strict-kubelet "$DATA/valid/podlist.yaml" >"$out" 2>&1 || rc=$?
+[ "$rc" -eq 1 ] && grep -q 'one Pod per file' "$out" || fail "PodList from a file: $rc $(cat "$out")"
+"$NANOLET" validate -q --strict-kubelet=url - <"$DATA/valid/podlist.yaml" >"$out" 2>&1 ||
+        fail "PodList from a URL reported: $(cat "$out")"
+rc=0
+"$NANOLET" validate --strict-kubelet=ftp "$DATA/valid/podlist.yaml" >"$out" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && grep -q 'takes "file" or "url"' "$out" || fail "--strict-kubelet=ftp: $rc $(cat "$out")"
+ok "--strict-kubelet"
+
 finish

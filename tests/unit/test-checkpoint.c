@@ -164,6 +164,67 @@ static void test_attempt_record(void **state) {
         remove_tmpdir(dir);
 }
 
+/* The image volumes' digests are recorded when the attempt starts; the
+ * later writes (its start, its exit) know only the container's image and
+ * must not drop them, or image GC would take a mounted image. */
+static void test_attempt_record_image_volumes(void **state) {
+        (void)state;
+        char *dir = make_tmpdir();
+        char *digests[] = { "sha256:aa", "sha256:bb", NULL };
+        AttemptRecord rec = { .exit_code = -1 };
+
+        AttemptRecord first = { .exit_code = -1,
+                                .image_digest = "sha256:cc",
+                                .image_volume_digests = digests };
+        assert_int_equal(attempt_record_write(dir, &first), 0);
+        AttemptRecord exited = {
+                .started_at = 1, .finished_at = 2, .exit_code = 0, .image_digest = "sha256:cc"
+        };
+        assert_int_equal(attempt_record_write(dir, &exited), 0);
+        assert_int_equal(attempt_record_read(dir, &rec), 0);
+        assert_int_equal(rec.finished_at, 2);
+        assert_non_null(rec.image_volume_digests);
+        assert_int_equal(strv_length(rec.image_volume_digests), 2);
+        assert_string_equal(rec.image_volume_digests[0], "sha256:aa");
+        assert_string_equal(rec.image_volume_digests[1], "sha256:bb");
+        attempt_record_done(&rec);
+
+        /* hostile content: non-strings are skipped, not half-read */
+        _cleanup_free_ char *path = strprintf("%s/attempt.json", dir);
+        const char *j = "{\"exitCode\":0,\"imageVolumeDigests\":[1,\"sha256:dd\",null]}";
+        assert_int_equal(write_file_atomic(path, j, strlen(j), 0600), 0);
+        assert_int_equal(attempt_record_read(dir, &rec), 0);
+        assert_int_equal(strv_length(rec.image_volume_digests), 1);
+        assert_string_equal(rec.image_volume_digests[0], "sha256:dd");
+        attempt_record_done(&rec);
+        remove_tmpdir(dir);
+}
+
+/* An attempt's image volumes count as used by the pod for image GC. */
+static void test_attempt_image_users(void **state) {
+        (void)state;
+        char *pods = make_tmpdir();
+        _cleanup_free_ char *adir = strprintf("%s/u1/containers/c/0", pods);
+        assert_int_equal(mkdir_p(adir, 0755), 0);
+        char *digests[] = { "sha256:aa", NULL };
+        AttemptRecord rec = { .exit_code = -1,
+                              .image_digest = "sha256:cc",
+                              .image_volume_digests = digests };
+        assert_int_equal(attempt_record_write(adir, &rec), 0);
+
+        ImageUsers users = {};
+        assert_int_equal(pod_checkpoints_image_users(pods, &users), 0);
+        bool aa = false, cc = false;
+        for (size_t i = 0; i < users.n; i++) {
+                aa = aa || streq(users.uses[i].ref, "sha256:aa");
+                cc = cc || streq(users.uses[i].ref, "sha256:cc");
+        }
+        assert_true(aa);
+        assert_true(cc);
+        image_users_done(&users);
+        remove_tmpdir(pods);
+}
+
 static void test_sandbox_record(void **state) {
         (void)state;
         char *dir = make_tmpdir();
@@ -223,6 +284,8 @@ int main(void) {
                 cmocka_unit_test(test_pod_checkpoint_roundtrip),
                 cmocka_unit_test(test_pod_checkpoint_parse_annotations),
                 cmocka_unit_test(test_attempt_record),
+                cmocka_unit_test(test_attempt_record_image_volumes),
+                cmocka_unit_test(test_attempt_image_users),
                 cmocka_unit_test(test_sandbox_record),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -697,7 +697,16 @@ static void add_volume(Fixture *f, const char *name, const char *path, bool ro) 
         PodVolumes *v = &f->vols;
         v->items = realloc(v->items, (v->n_items + 1) * sizeof(*v->items));
         assert_non_null(v->items);
-        v->items[v->n_items++] = (PodVolumePath){ strdup(name), strdup(path), ro };
+        v->items[v->n_items++] =
+                (PodVolumePath){ .name = strdup(name), .host_path = strdup(path), .read_only = ro };
+}
+
+static void add_image_volume(Fixture *f, const char *name) {
+        PodVolumes *v = &f->vols;
+        v->items = realloc(v->items, (v->n_items + 1) * sizeof(*v->items));
+        assert_non_null(v->items);
+        v->items[v->n_items++] =
+                (PodVolumePath){ .name = strdup(name), .image = true, .read_only = true };
 }
 
 /* A subPath is mounted from <attempt>/subpaths/<index>, a bind mount of
@@ -876,6 +885,73 @@ static void test_subpath_escape(void **state) {
         free(abs);
         free(inside);
         free(data);
+        fx_done(&f);
+}
+
+/* An image volume is mounted from the attempt's own mount point of the
+ * image (image-volumes.h), read-only and noexec also when the mount says
+ * readOnly: false; a subPath must exist in the image (nothing is created
+ * in it) and cannot leave it, through "..", an absolute symlink or a
+ * relative one. */
+static void test_image_volume(void **state) {
+        skip_without_mounts(state);
+        Fixture f;
+        fx_init(&f, POD_HEAD
+                "  volumes:\n  - {name: img, image: {reference: tools}}\n"
+                "  containers:\n  - name: c\n    image: b\n    command: [x]\n"
+                "    volumeMounts:\n    - {name: img, mountPath: /img, readOnly: false}\n"
+                "    - {name: img, mountPath: /sub, subPath: data}\n"
+                "  - name: d\n    image: b\n    command: [x]\n"
+                "    volumeMounts:\n    - {name: img, mountPath: /x, subPath: nope}\n"
+                "  - name: e\n    image: b\n    command: [x]\n"
+                "    volumeMounts:\n    - {name: img, mountPath: /x, subPath: escape}\n"
+                "  - name: g\n    image: b\n    command: [x]\n"
+                "    volumeMounts:\n    - {name: img, mountPath: /x, subPath: abs}\n"
+                "  - name: h\n    image: b\n    command: [x]\n"
+                "    env: [{name: UP, value: data/../../..}]\n"
+                "    volumeMounts:\n    - {name: img, mountPath: /x, subPathExpr: '$(UP)'}\n");
+        char *subpaths = pathj(f.attempt_dir, "subpaths");
+        char *root = pathj(subpaths, "image-img");
+        char *data = pathj(root, "data");
+        assert_int_equal(mkdir_p(data, 0755), 0);
+        write_file(data, "hello", "hi");
+        char *escape = pathj(root, "escape"), *abs = pathj(root, "abs");
+        assert_int_equal(symlink("../../../../../../etc", escape), 0);
+        assert_int_equal(symlink("/etc", abs), 0);
+        add_image_volume(&f, "img");
+
+        fx_build_ok(&f);
+        const RuntimeMount *m = mount_at(&f.c, "/img");
+        assert_non_null(m);
+        assert_string_equal(m->source, root);
+        assert_strv(m->options, "rbind", "rprivate", "ro", "nosuid", "nodev", "noexec", NULL);
+        m = mount_at(&f.c, "/sub");
+        assert_subpath_mount(&f, m, 1, data);
+        assert_strv(m->options, "rbind", "rprivate", "ro", "nosuid", "nodev", "noexec", NULL);
+
+        f.ctx.container = &f.pod->spec.containers[1];
+        assert_int_equal(fx_build(&f), -ENOENT);
+        assert_string_equal(f.err.message,
+                            "failed to prepare subPath for volumeMount \"img\" of container "
+                            "\"d\": subPath \"nope\" does not exist in the image");
+        char *nope = pathj(root, "nope");
+        assert_int_equal(access(nope, F_OK), -1);
+        for (size_t i = 2; i <= 3; i++) {
+                f.ctx.container = &f.pod->spec.containers[i];
+                assert_int_equal(fx_build(&f), -EXDEV);
+                assert_non_null(strstr(f.err.message, "the subPath leaves the volume"));
+        }
+        f.ctx.container = &f.pod->spec.containers[4];
+        assert_int_equal(fx_build(&f), -EINVAL);
+        assert_non_null(strstr(f.err.message, "must not contain '..'"));
+
+        (void)container_subpaths_release(f.attempt_dir);
+        free(nope);
+        free(escape);
+        free(abs);
+        free(data);
+        free(root);
+        free(subpaths);
         fx_done(&f);
 }
 
@@ -1505,6 +1581,7 @@ int main(void) {
                 cmocka_unit_test(test_mounts),
                 cmocka_unit_test(test_subpath_escape),
                 cmocka_unit_test(test_subpath_swap),
+                cmocka_unit_test(test_image_volume),
                 cmocka_unit_test(test_security_defaults),
                 cmocka_unit_test(test_apparmor_resolution),
                 cmocka_unit_test(test_apparmor_localhost_loaded),

@@ -40,6 +40,7 @@ static void test_defaults(void **state) {
         assert_string_equal(c.address, "127.0.0.1");
         assert_true(c.file_check_frequency == 20 * USEC_PER_SEC);
         assert_true(c.http_check_frequency == 20 * USEC_PER_SEC);
+        assert_true(c.manifest_url_max_backoff == 300 * USEC_PER_SEC);
         assert_int_equal(c.read_only_port, 10255);
         assert_int_equal(c.healthz_port, 10248);
         assert_int_equal(c.container_log_max_size, 10 * 1024 * 1024);
@@ -257,8 +258,18 @@ static void test_bad_flags(void **state) {
         char *argv4[] = { "serve", "stray", NULL };
         char *argv5[] = { "serve", "--node-ip", "10.0.0.300", NULL };
         char *argv6[] = { "serve", "--node-ip", "", NULL };
-        char **all[] = { argv1, argv2, argv3, argv4, argv5, argv6 };
+        char *argv7[] = { "serve", "--manifest-url-max-backoff", "0s", NULL };
+        char *argv8[] = { "serve", "--manifest-url-max-backoff", "25h", NULL };
+        char *argv9[] = { "serve", "--manifest-url-max-backoff", "-1m", NULL };
+        char **all[] = { argv1, argv2, argv3, argv4, argv5, argv6, argv7, argv8, argv9 };
         assert_all_rejected(all, ELEMENTSOF(all));
+
+        NanoletConfig c;
+        char *ok[] = { "serve", "--manifest-url-max-backoff", "90s", NULL };
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_int_equal(nanolet_config_parse_argv(&c, 3, ok), 0);
+        assert_true(c.manifest_url_max_backoff == 90 * USEC_PER_SEC);
+        nanolet_config_deinit(&c);
 }
 
 /* kubelet's flag parser takes whole names only: getopt's unambiguous

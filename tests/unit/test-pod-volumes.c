@@ -309,11 +309,24 @@ static void test_configmap_errors(void **state) {
         assert_int_equal(fx_prepare(&f), -ENOENT);
         assert_string_equal(f.err.message, "configmap references non-existent config key: zz");
         fx_done(&f);
+}
 
-        fx_init(&f, POD "  volumes: [{name: v, image: {reference: 'quay.io/x:1'}}]\n" CONTAINERS,
+/* An image volume has no pod-level directory: each container attempt
+ * mounts its image (image-volumes.h), read-only. */
+static void test_image_volume(void **state) {
+        (void)state;
+        Fixture f;
+        fx_init(&f,
+                POD "  volumes: [{name: v, image: {reference: 'quay.io/x:1'}}, {name: e, "
+                    "emptyDir: {}}]\n" CONTAINERS,
                 false);
-        assert_int_equal(fx_prepare(&f), -EOPNOTSUPP);
-        assert_string_equal(f.err.message, "volume \"v\": image volumes are not supported yet");
+        assert_int_equal(fx_prepare(&f), 0);
+        assert_null(pod_volumes_get(&f.v, "v"));
+        assert_true(pod_volumes_is_image(&f.v, "v"));
+        assert_true(f.v.items[0].read_only);
+        assert_false(pod_volumes_is_image(&f.v, "e"));
+        assert_non_null(pod_volumes_get(&f.v, "e"));
+        assert_false(pod_volumes_is_image(&f.v, "missing"));
         fx_done(&f);
 }
 
@@ -450,6 +463,7 @@ int main(void) {
                 cmocka_unit_test(test_host_path_types),
                 cmocka_unit_test(test_configmap_layout),
                 cmocka_unit_test(test_configmap_errors),
+                cmocka_unit_test(test_image_volume),
                 cmocka_unit_test(test_downward_and_projected),
                 cmocka_unit_test(test_empty_dir),
                 cmocka_unit_test(test_tmpfs_and_cleanup),

@@ -35,6 +35,7 @@ typedef struct Resp {
         const char *etag; /* sent, and answered with 304 when the request matches */
         const char *last_modified;
         const char *location;
+        const char *retry_after;
         bool no_length; /* body delimited by closing the connection */
 } Resp;
 
@@ -50,6 +51,8 @@ typedef struct Server {
         size_t n_requests;
         Conn *conns[16];
         size_t n_conns;
+        bool keep_alive;     /* HTTP/1.1 persistent connections instead of one per request */
+        unsigned n_accepted; /* connections */
 } Server;
 
 struct Conn {
@@ -103,19 +106,22 @@ static void conn_respond(Conn *c, const char *request) {
                 }
         }
 
-        char *head =
-                strprintf("HTTP/1.1 %d X\r\n"
-                          "Connection: close\r\n"
-                          "%s%s%s"
-                          "%s%s%s"
-                          "%s%s%s"
-                          "%s%zu%s"
-                          "\r\n",
-                          status, r->etag ? "ETag: " : "", strempty(r->etag), r->etag ? "\r\n" : "",
-                          r->last_modified ? "Last-Modified: " : "", strempty(r->last_modified),
-                          r->last_modified ? "\r\n" : "", r->location ? "Location: " : "",
-                          strempty(r->location), r->location ? "\r\n" : "",
-                          r->no_length ? "X-No-Length: " : "Content-Length: ", body_len, "\r\n");
+        char *head = strprintf(
+                "HTTP/1.1 %d X\r\n"
+                "%s"
+                "%s%s%s"
+                "%s%s%s"
+                "%s%s%s"
+                "%s%s%s"
+                "%s%zu%s"
+                "\r\n",
+                status, s->keep_alive ? "" : "Connection: close\r\n",
+                r->retry_after ? "Retry-After: " : "", strempty(r->retry_after),
+                r->retry_after ? "\r\n" : "", r->etag ? "ETag: " : "", strempty(r->etag),
+                r->etag ? "\r\n" : "", r->last_modified ? "Last-Modified: " : "",
+                strempty(r->last_modified), r->last_modified ? "\r\n" : "",
+                r->location ? "Location: " : "", strempty(r->location), r->location ? "\r\n" : "",
+                r->no_length ? "X-No-Length: " : "Content-Length: ", body_len, "\r\n");
         assert_non_null(head);
         size_t hl = strlen(head);
         c->out = malloc(hl + body_len);
@@ -162,7 +168,16 @@ static int conn_on_io(EventSource *es, int fd, uint32_t revents, void *userdata)
                         }
                         c->out_off += (size_t)n;
                 }
-                conn_free(c);
+                if (!s->keep_alive) {
+                        conn_free(c);
+                        return 0;
+                }
+                /* ready for the next request on this connection */
+                free(c->out);
+                c->out = NULL;
+                c->out_len = c->out_off = c->in_len = 0;
+                c->answered = false;
+                assert_int_equal(event_source_set_io_events(c->source, EPOLLIN), 0);
         } else if (revents & (EPOLLHUP | EPOLLERR))
                 conn_free(c);
         return 0;
@@ -177,6 +192,7 @@ static int server_on_accept(EventSource *es, int fd, uint32_t revents, void *use
         assert_non_null(c);
         c->server = s;
         c->fd = cfd;
+        s->n_accepted++;
         assert_int_equal(event_add_io(s->event, &c->source, cfd, EPOLLIN, conn_on_io, c), 0);
         assert_true(s->n_conns < ELEMENTSOF(s->conns));
         s->conns[s->n_conns++] = c;
@@ -223,6 +239,7 @@ typedef struct Fixture {
         char url[128];
         Rec ev[64];
         size_t n;
+        usec_t max_backoff; /* 0: the default */
 } Fixture;
 
 static void record(const SourceEvent *ev, void *userdata) {
@@ -323,6 +340,7 @@ static void start_full(Fixture *f, const Resp *script, size_t n, const char *url
                 .check_frequency = POLL,
                 .timeout = timeout,
                 .max_body = max_body,
+                .max_backoff = f->max_backoff,
         };
         assert_int_equal(url_source_new(&f->source, f->event, f->config, &o, NULL), 0);
         assert_int_equal(url_source_start(f->source), 0);
@@ -684,6 +702,69 @@ static void test_redirect_loop_capped(void **state) {
         assert_int_equal(url_source_get_error_count(f->source), 1);
 }
 
+/* One kept-alive connection serves poll after poll: the server accepts one
+ * connection for five requests. */
+static void test_keep_alive_reuses_connection(void **state) {
+        Fixture *f = *state;
+        static const Resp script[] = {
+                { .status = 200, .body = pod_a, .etag = "\"v1\"" },
+        };
+        f->server.keep_alive = true;
+        start(f, script);
+        run_handled(f, 5);
+        assert_int_equal(f->server.n_accepted, 1);
+        assert_int_equal(f->n, 1);
+        expect(&f->ev[0], SOURCE_EVENT_ADD);
+        for (size_t i = 1; i < 5; i++)
+                assert_non_null(strstr(f->server.requests[i], "If-None-Match: \"v1\"\r\n"));
+        assert_int_equal(url_source_get_error_count(f->source), 0);
+}
+
+/* The waits the source schedules (POLL = 100 ms): the period ±20 % while it
+ * works, doubling on failures up to the cap, Retry-After honoured up to the
+ * cap, garbage in it ignored, and the period again once it works. */
+static void test_backoff_and_retry_after(void **state) {
+        Fixture *f = *state;
+        static const Resp script[] = {
+                { .status = 200, .body = pod_a },
+                { .status = 500 },
+                { .status = 500 },
+                { .status = 503, .retry_after = "1" },
+                { .status = 503, .retry_after = "99999999999999999999" },
+                { .status = 503, .retry_after = "-1" },
+                { .status = 503, .retry_after = "Sun, 06 Nov 1994 08:49:37 GMT" },
+                { .status = 200, .body = pod_a },
+        };
+        /* [lo, hi) in ms for the wait after each response */
+        static const unsigned lo[] = { 80, 160, 320, 1000, 1200, 960, 960, 80 };
+        /* after response 4 the back-off (cap 1200 ± 20 %) may beat the
+         * clamped Retry-After (1200 + up to one period) */
+        static const unsigned hi[] = { 120, 240, 480, 1100, 1440, 1440, 1440, 120 };
+        f->server.keep_alive = true;
+        f->max_backoff = 1200 * USEC_PER_MSEC;
+        start(f, script);
+        for (size_t i = 0; i < ELEMENTSOF(script); i++) {
+                usec_t t0 = now_usec(CLOCK_MONOTONIC);
+                run_handled(f, i + 1);
+                usec_t w = url_source_get_next_wait(f->source);
+                if (w < lo[i] * USEC_PER_MSEC || w >= hi[i] * USEC_PER_MSEC)
+                        fprintf(stderr, "response %zu: wait %llu ms\n", i,
+                                (unsigned long long)(w / USEC_PER_MSEC));
+                assert_true(w >= lo[i] * USEC_PER_MSEC && w < hi[i] * USEC_PER_MSEC);
+                /* Retry-After: 1 held the next request back at least 1 s */
+                if (i == 3)
+                        assert_true(now_usec(CLOCK_MONOTONIC) - t0 >= USEC_PER_SEC);
+        }
+        assert_int_equal(url_source_get_error_count(f->source), 6);
+        /* back-off never changed the pods: the 500s, the 503s, resolved */
+        assert_int_equal(f->n, 4);
+        expect(&f->ev[0], SOURCE_EVENT_ADD);
+        for (size_t i = 1; i < 4; i++)
+                expect(&f->ev[i], SOURCE_EVENT_ERROR);
+        assert_int_equal(f->ev[3].n_errors, 0);
+        assert_int_equal(f->server.n_accepted, 1);
+}
+
 static void test_redirect_policy(void **state) {
         (void)state;
         _cleanup_event_free_ Event *e = NULL;
@@ -738,6 +819,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_redirect_other_host_drops_headers, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_redirect_loop_capped, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_keep_alive_reuses_connection, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_backoff_and_retry_after, setup, teardown),
                 cmocka_unit_test(test_redirect_policy),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
