@@ -508,6 +508,16 @@ static int build_mounts(const RuntimeContainerConfig *c, json_t *spec, Error *er
                 if (caller_has_mount(c, d->destination) ||
                     (caller_dev && path_below(d->destination, "/dev")))
                         continue;
+                /* An mqueue filesystem belongs to the IPC namespace of its
+                 * mounter and needs CAP_SYS_ADMIN over that namespace's
+                 * owner: a container in a user namespace of its own that
+                 * joins an IPC namespace the host's user namespace owns
+                 * (the pod's pin) cannot mount it (runc 1.1 fails with
+                 * EPERM). POSIX message queues work without it (mq_open(3)
+                 * is a system call); only the view in /dev/mqueue goes. */
+                if (c->userns_length > 0 && c->ipc.mode == RUNTIME_NS_PATH &&
+                    streq(d->type, "mqueue"))
+                        continue;
                 if (!opts)
                         return oom(err);
                 for (size_t j = 0; j < ELEMENTSOF(d->options) && d->options[j]; j++) {

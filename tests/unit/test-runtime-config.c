@@ -411,6 +411,15 @@ static void test_user_namespace(void **state) {
                 assert_int_equal(json_integer_value(json_object_get(e, "hostID")), 131072);
                 assert_int_equal(json_integer_value(json_object_get(e, "size")), 65536);
         }
+
+        /* Joining the pod's pinned IPC namespace: no /dev/mqueue (the
+         * container's root could not mount it); with its own IPC
+         * namespace it has one. */
+        assert_non_null(find_mount(j, "/dev/mqueue", NULL));
+        json_decref(j);
+        c.ipc = (RuntimeNamespace){ RUNTIME_NS_PATH, strdup("/run/nanolet/ns/u1/ipc") };
+        j = gen(&c);
+        assert_null(find_mount(j, "/dev/mqueue", NULL));
         json_decref(j);
 
         /* A range reaching ID 4294967295 (-1) is refused. */
