@@ -518,6 +518,18 @@ static int build_mounts(const RuntimeContainerConfig *c, json_t *spec, Error *er
                 if (c->userns_length > 0 && c->ipc.mode == RUNTIME_NS_PATH &&
                     streq(d->type, "mqueue"))
                         continue;
+                /* sysfs likewise needs the network namespace's owner: in
+                 * the pod's pinned one the host's /sys is bound read-only
+                 * instead, as runc does for rootless containers. */
+                if (c->userns_length > 0 && c->net.mode == RUNTIME_NS_PATH &&
+                    streq(d->type, "sysfs")) {
+                        o = json_pack("{s:s, s:s, s:s, s:[s,s,s,s,s]}", "destination", "/sys",
+                                      "type", "none", "source", "/sys", "options", "rbind",
+                                      "nosuid", "noexec", "nodev", "ro");
+                        if (arr_add(ms, TAKE_PTR(o)) < 0)
+                                return oom(err);
+                        continue;
+                }
                 if (!opts)
                         return oom(err);
                 for (size_t j = 0; j < ELEMENTSOF(d->options) && d->options[j]; j++) {

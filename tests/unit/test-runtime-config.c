@@ -420,6 +420,17 @@ static void test_user_namespace(void **state) {
         c.ipc = (RuntimeNamespace){ RUNTIME_NS_PATH, strdup("/run/nanolet/ns/u1/ipc") };
         j = gen(&c);
         assert_null(find_mount(j, "/dev/mqueue", NULL));
+        assert_string_equal(json_string_value(json_object_get(find_mount(j, "/sys", NULL), "type")),
+                            "sysfs");
+        json_decref(j);
+        /* and in the pod's pinned network namespace, /sys is the host's, bound
+         * read-only (a sysfs mount needs the namespace's owner) */
+        c.net = (RuntimeNamespace){ RUNTIME_NS_PATH, strdup("/run/nanolet/ns/u1/net") };
+        j = gen(&c);
+        json_t *sys = find_mount(j, "/sys", NULL);
+        assert_string_equal(json_string_value(json_object_get(sys, "source")), "/sys");
+        assert_string_equal(json_string_value(json_array_get(json_object_get(sys, "options"), 0)),
+                            "rbind");
         json_decref(j);
 
         /* A range reaching ID 4294967295 (-1) is refused. */
