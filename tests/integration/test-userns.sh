@@ -39,15 +39,15 @@ YAML
 }
 
 # inpod NAME CMD...: runs CMD in pod NAME's container
-inpod() { nl exec "$1" -- "${@:2}" 2>&1; }
+inpod() { nl exec "$1" -- "${@:2}" 2>&1 || true; }
 
 # host_uid NAME: the host UID of pod NAME's container process
 host_uid() {
         local uid id pid
         uid=$(pod_field "$1" 'p["metadata"]["uid"]')
         id=$(pod_runc_ids "$uid" | head -1)
-        pid=$(runc --root "$RUN/runc" state "$id" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
-        awk '/^Uid:/ {print $2}' "/proc/$pid/status"
+        pid=$(runc --root "$RUN/runc" state "$id" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])' || true)
+        awk '/^Uid:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true
 }
 
 # range NAME: the first host ID the pod's record names
