@@ -19,6 +19,7 @@ PACKAGES=(
         etcd-server                     # probe test: a kubeadm-style etcd static pod
         curl python3-kubernetes         # API test: /pods decoded by the official client
         prometheus                      # metrics test: promtool check metrics
+        minisign                        # signed manifests test: minisign -S
         docker-registry apache2-utils   # registry tests: the reference registry, htpasswd
         debhelper dpkg-dev fakeroot     # install test: the .deb (contrib/build-deb.sh)
         systemd                         # install test: systemd-analyze verify, systemd.pc

@@ -78,6 +78,14 @@ static int on_probe_metrics(const ApiRequest *req, ApiResponse *resp, void *user
         return serve_metrics(((ApiNodeContext *)userdata)->probe_metrics, resp);
 }
 
+static int on_resource_metrics(const ApiRequest *req, ApiResponse *resp, void *userdata) {
+        return serve_metrics(((ApiNodeContext *)userdata)->resource_metrics, resp);
+}
+
+static int on_kube_state_metrics(const ApiRequest *req, ApiResponse *resp, void *userdata) {
+        return serve_metrics(((ApiNodeContext *)userdata)->kube_state_metrics, resp);
+}
+
 int api_node_add_routes(ApiServer *s, ApiNodeContext *ctx, bool with_pods) {
         int r = api_server_add_route(s, "/healthz", on_healthz, ctx);
         if (r >= 0 && with_pods)
@@ -86,5 +94,9 @@ int api_node_add_routes(ApiServer *s, ApiNodeContext *ctx, bool with_pods) {
                 r = api_server_add_route(s, "/metrics", on_metrics, ctx);
         if (r >= 0 && with_pods && ctx->probe_metrics)
                 r = api_server_add_route(s, "/metrics/probes", on_probe_metrics, ctx);
+        if (r >= 0 && with_pods && ctx->resource_metrics)
+                r = api_server_add_route(s, "/metrics/resource", on_resource_metrics, ctx);
+        if (r >= 0 && with_pods && ctx->kube_state_metrics)
+                r = api_server_add_route(s, "/metrics/pods", on_kube_state_metrics, ctx);
         return r;
 }

@@ -11,12 +11,14 @@
 
 typedef struct ApiNodeContext {
         Event *event;
-        PodManager *pod_manager; /* not owned */
-        Metrics *metrics;        /* /metrics; not owned, NULL: 404 */
-        Metrics *probe_metrics;  /* /metrics/probes; not owned, NULL: 404 */
+        PodManager *pod_manager;     /* not owned */
+        Metrics *metrics;            /* /metrics; not owned, NULL: 404 */
+        Metrics *probe_metrics;      /* /metrics/probes; not owned, NULL: 404 */
+        Metrics *resource_metrics;   /* /metrics/resource; not owned, NULL: 404 */
+        Metrics *kube_state_metrics; /* /metrics/pods; not owned, NULL: 404 */
 } ApiNodeContext;
 
-/* /healthz, and /pods, /metrics and /metrics/probes too when with_pods.
+/* /healthz, and /pods and the /metrics paths too when with_pods.
  * ctx must outlive s. */
 int api_node_add_routes(ApiServer *s, ApiNodeContext *ctx, bool with_pods);
 

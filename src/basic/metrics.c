@@ -45,6 +45,7 @@ typedef struct MetricSeries {
         double value;  /* counter, gauge; histogram: the sum */
         uint64_t count;
         uint64_t *buckets; /* histogram: per bound, not cumulative */
+        usec_t timestamp;  /* CLOCK_REALTIME of the value; 0: none written */
 } MetricSeries;
 
 struct MetricFamily {
@@ -222,8 +223,21 @@ void metric_set(MetricFamily *f, const char *const *label_values, double value) 
         if (!f || f->type == METRIC_HISTOGRAM)
                 return;
         MetricSeries *s = family_series(f, label_values);
-        if (s)
+        if (s) {
                 s->value = value;
+                s->timestamp = 0;
+        }
+}
+
+void metric_set_at(MetricFamily *f, const char *const *label_values, double value,
+                   usec_t timestamp) {
+        if (!f || f->type == METRIC_HISTOGRAM)
+                return;
+        MetricSeries *s = family_series(f, label_values);
+        if (s) {
+                s->value = value;
+                s->timestamp = timestamp;
+        }
 }
 
 void metric_observe(MetricFamily *f, const char *const *label_values, double value) {
@@ -294,9 +308,18 @@ static void out_str(Out *o, const char *s) {
         out_add(o, s, strlen(s));
 }
 
-/* HELP escapes \ and newline; label values also ". */
+/* HELP escapes \ and newline; label values also ". Bytes that are not
+ * UTF-8 become U+FFFD: Prometheus rejects a whole scrape over one label
+ * value that is not valid UTF-8, and label values come from manifests. */
 static void out_escaped(Out *o, const char *s, bool quote) {
-        for (; *s; s++) {
+        const char *end = s + strlen(s);
+        while (s < end) {
+                size_t n = utf8_sequence_length(s, (size_t)(end - s));
+                if (n == 0) {
+                        out_str(o, "\xef\xbf\xbd");
+                        s++;
+                        continue;
+                }
                 if (*s == '\\')
                         out_str(o, "\\\\");
                 else if (*s == '\n')
@@ -304,7 +327,8 @@ static void out_escaped(Out *o, const char *s, bool quote) {
                 else if (quote && *s == '"')
                         out_str(o, "\\\"");
                 else
-                        out_add(o, s, 1);
+                        out_add(o, s, n);
+                s += n;
         }
 }
 
@@ -405,6 +429,10 @@ static void out_family(Out *o, MetricFamily *f) {
                         out_series_name(o, f, s, "", NULL, NULL);
                         out_str(o, " ");
                         out_double(o, s->value);
+                        if (s->timestamp > 0) {
+                                out_str(o, " ");
+                                out_u64(o, s->timestamp / USEC_PER_MSEC);
+                        }
                         out_str(o, "\n");
                         continue;
                 }

@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "cleanup.h"
+#include "time-util.h"
 
 typedef enum MetricType {
         METRIC_COUNTER,
@@ -50,6 +51,11 @@ static inline void metric_inc(MetricFamily *f, const char *const *label_values) 
 /* Gauge: sets the value. Counter: mirrors a count kept elsewhere (a
  * collector's), which must never go down. */
 void metric_set(MetricFamily *f, const char *const *label_values, double value);
+/* Gauge or counter: sets the value read at timestamp (CLOCK_REALTIME),
+ * which is written after it as the sample's time, as kubelet does for
+ * figures it reads from cgroups. */
+void metric_set_at(MetricFamily *f, const char *const *label_values, double value,
+                   usec_t timestamp);
 /* Histogram: counts one observation. */
 void metric_observe(MetricFamily *f, const char *const *label_values, double value);
 /* Drops every series whose label label_name has the value value (the

@@ -39,6 +39,8 @@ void nanolet_config_deinit(NanoletConfig *c) {
         char **strings[] = {
                 &c->pod_manifest_path,
                 &c->manifest_url,
+                &c->manifest_url_signature_format,
+                &c->manifest_url_signature_url,
                 &c->hostname_override,
                 &c->node_name,
                 &c->root_dir,
@@ -64,6 +66,7 @@ void nanolet_config_deinit(NanoletConfig *c) {
                 *strings[i] = NULL;
         }
         c->manifest_url_headers = strv_free(c->manifest_url_headers);
+        c->manifest_url_public_keys = strv_free(c->manifest_url_public_keys);
         c->cluster_dns = strv_free(c->cluster_dns);
         c->node_ips = strv_free(c->node_ips);
         c->allowed_unsafe_sysctls = strv_free(c->allowed_unsafe_sysctls);

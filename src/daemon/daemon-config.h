@@ -57,7 +57,10 @@ typedef struct NanoletConfig {
         /* sources */
         char *pod_manifest_path;
         char *manifest_url;
-        char **manifest_url_headers; /* "Key: Value" */
+        char **manifest_url_headers;         /* "Key: Value" */
+        char **manifest_url_public_keys;     /* key files; none: bodies are not verified */
+        char *manifest_url_signature_format; /* cosign, sigstore-bundle, minisign */
+        char *manifest_url_signature_url;    /* NULL: the URL and the format's suffix */
         usec_t file_check_frequency;
         usec_t http_check_frequency;
         usec_t manifest_url_max_backoff;
@@ -110,6 +113,7 @@ typedef struct NanoletConfig {
         char **eviction_soft_grace_period;          /* "signal=duration" */
         char **eviction_minimum_reclaim;            /* "signal=value" */
         usec_t eviction_pressure_transition_period; /* [5m] */
+        bool evict_static_pods; /* evictStaticPods [false: kubelet never evicts a static pod] */
         int64_t image_gc_high_threshold;
         int64_t image_gc_low_threshold;
         usec_t image_minimum_gc_age; /* imageMinimumGCAge [2m] */

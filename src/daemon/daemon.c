@@ -17,6 +17,7 @@
 #include "fileio.h"
 #include "image-pull.h"
 #include "log.h"
+#include "manifest-generation.h"
 #include "node-json.h"
 #include "sd-notify.h"
 #include "string-util.h"
@@ -161,7 +162,13 @@ static int daemon_setup_metrics(Daemon *d) {
         int r;
 
         if ((r = metrics_new(&d->metrics)) < 0 || (r = metrics_new(&d->probe_metrics)) < 0 ||
+            (r = metrics_new(&d->resource_metrics)) < 0 ||
+            (r = metrics_new(&d->kube_state_metrics)) < 0 ||
             (r = metrics_add_process_collector(d->metrics)) < 0 ||
+            (r = metrics_register(d->metrics, &d->build_info, METRIC_GAUGE, "nanolet_build_info",
+                                  "A metric with a constant '1' value labeled by the version of "
+                                  "nanolet that runs.",
+                                  (const char *const[]){ "version", NULL }, NULL, 0)) < 0 ||
             (r = metrics_register(d->metrics, &d->images_count, METRIC_GAUGE, "nanolet_images",
                                   "Images in the local store.", NULL, NULL, 0)) < 0 ||
             (r = metrics_register(d->metrics, &d->image_bytes, METRIC_GAUGE,
@@ -171,6 +178,7 @@ static int daemon_setup_metrics(Daemon *d) {
                                   NULL, NULL, 0)) < 0 ||
             (r = metrics_add_collector(d->metrics, collect_image_metrics, d)) < 0)
                 return log_error_errno(r, "Failed to set up metrics: %m");
+        metric_set(d->build_info, METRIC_LABELS(NANOLET_VERSION), 1);
         return 0;
 }
 
@@ -348,9 +356,23 @@ static int daemon_setup_host(Daemon *d) {
         char host[256];
         int r;
 
-        _cleanup_free_ char *cni_cache = strprintf("%s/cni", c->run_dir);
-        if (!cni_cache)
+        /* Under the root dir, as libcni's /var/lib/cni/results: after a
+         * reboot the orphan sweep needs the cached configuration and result
+         * to DEL a pod that went while the node was down, or host-local
+         * keeps its lease (its files are on disk too). */
+        _cleanup_free_ char *cni_cache = strprintf("%s/cni/results", c->root_dir);
+        _cleanup_free_ char *old_cache = strprintf("%s/cni", c->run_dir);
+        if (!cni_cache || !old_cache)
                 return log_oom();
+        Error merr = {};
+        r = cni_cache_migrate(old_cache, cni_cache, &merr);
+        if (r > 0)
+                log_info("Moved %d CNI cache files from %s to %s.", r, old_cache, cni_cache);
+        else if (r == -ENOMEM)
+                return log_oom();
+        else if (r < 0)
+                log_warning("%s; ignored.", strna(merr.message));
+        error_clear(&merr);
         CniRunnerOptions co = { .bin_dirs = c->cni_bin_dir,
                                 .cache_dir = cni_cache,
                                 .metrics = d->metrics };
@@ -423,6 +445,8 @@ static int daemon_setup_pods(Daemon *d, const NodeCapacity *n) {
                 .image_pull_never = c->image_pull_never,
                 .metrics = d->metrics,
                 .probe_metrics = d->probe_metrics,
+                .resource_metrics = d->resource_metrics,
+                .kube_state_metrics = d->kube_state_metrics,
         };
         r = pod_manager_new(&d->pod_manager, d->event, &po);
         if (r < 0)
@@ -464,6 +488,8 @@ static int daemon_setup_gc(Daemon *d) {
                 .config = &ec,
                 .image_gc = d->image_gc,
                 .pods = d->pod_manager,
+                .static_pods = c->evict_static_pods ? STATIC_POD_EVICTION_EVICT_AND_READMIT
+                                                    : STATIC_POD_EVICTION_NEVER,
                 .metrics = d->metrics,
         };
         r = eviction_manager_new(&d->eviction, d->event, &eo);
@@ -541,6 +567,8 @@ static int daemon_setup_api(Daemon *d) {
                 .pod_manager = d->pod_manager,
                 .metrics = d->metrics,
                 .probe_metrics = d->probe_metrics,
+                .resource_metrics = d->resource_metrics,
+                .kube_state_metrics = d->kube_state_metrics,
         };
         r = daemon_listen(d, &d->read_only_api, "read-only API", c->address, c->read_only_port,
                           true);
@@ -594,6 +622,23 @@ static int daemon_setup_sources(Daemon *d) {
                                                config->pod_manifest_path);
         }
         if (!isempty(config->manifest_url)) {
+                _cleanup_free_ char *state_path =
+                        strprintf("%s/%s", config->root_dir, MANIFEST_GENERATION_FILE);
+                if (!state_path)
+                        return log_oom();
+                UrlVerifierOptions v = {
+                        .url = config->manifest_url,
+                        .headers = config->manifest_url_headers,
+                        .key_files = config->manifest_url_public_keys,
+                        .format = manifest_signature_format_from_string(
+                                config->manifest_url_signature_format),
+                        .signature_url = isempty(config->manifest_url_signature_url)
+                                                 ? NULL
+                                                 : config->manifest_url_signature_url,
+                        .state_path = state_path,
+                        .max_body = config->max_manifest_size,
+                        .metrics = d->metrics,
+                };
                 UrlSourceOptions o = {
                         .url = config->manifest_url,
                         .headers = config->manifest_url_headers,
@@ -604,6 +649,10 @@ static int daemon_setup_sources(Daemon *d) {
                         .synced = on_url_synced,
                         .synced_userdata = d,
                         .metrics = d->metrics,
+                        .verify = config->manifest_url_public_keys &&
+                                                  config->manifest_url_public_keys[0]
+                                          ? &v
+                                          : NULL,
                 };
                 Error error = {};
                 r = url_source_new(&d->url_source, d->event, d->pods, &o, &error);
@@ -682,6 +731,8 @@ Daemon *daemon_free(Daemon *d) {
         /* After everything that counts into them. */
         metrics_free(d->metrics);
         metrics_free(d->probe_metrics);
+        metrics_free(d->resource_metrics);
+        metrics_free(d->kube_state_metrics);
         free(d->node_hostname);
         strv_free(d->node_ips);
         pod_config_free(d->pods);

@@ -36,9 +36,10 @@ typedef struct Daemon {
          * NULL when disabled (port 0) and with --dry-run. */
         ApiServer *read_only_api, *healthz_api;
         ApiNodeContext api_ctx;
-        /* /metrics and /metrics/probes (kubelet's split); NULL with --dry-run. */
-        Metrics *metrics, *probe_metrics;
-        MetricFamily *images_count, *image_bytes;
+        /* /metrics, /metrics/probes, /metrics/resource (kubelet's split) and
+         * /metrics/pods (kube-state-metrics' pod series); NULL with --dry-run. */
+        Metrics *metrics, *probe_metrics, *resource_metrics, *kube_state_metrics;
+        MetricFamily *images_count, *image_bytes, *build_info;
         char *node_hostname;
         char **node_ips; /* --node-ip or detected: status.hostIP */
         bool stopping;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "manifest-signature.h"
 #include "quantity.h"
 #include "string-util.h"
 #include "strv.h"
@@ -282,6 +283,15 @@ static int parse_logging_format(NanoletConfig *c, const Setting *s, const char *
         return 0;
 }
 
+static int check_signature_format(NanoletConfig *c, const Setting *s, const char *value,
+                                  Error *err) {
+        (void)c;
+        (void)s;
+        if (manifest_signature_format_from_string(value) < 0)
+                return error_set(err, -EINVAL, "expected cosign, sigstore-bundle or minisign");
+        return 0;
+}
+
 static int parse_pull_override(NanoletConfig *c, const Setting *s, const char *value, Error *err) {
         (void)s;
         if (!streq(value, "never") && !streq(value, ""))
@@ -396,6 +406,21 @@ const Setting settings_table[] = {
         H("manifest-url-header", "staticPodURLHeader", SETTING_HEADERS, manifest_url_headers, NULL,
           "'K: V'", "HTTP header for the URL (repeatable; the flag replaces the file's headers)",
           .check = SETTING_CHECK_HTTP_HEADER, .flags = SETTING_REPEATABLE),
+        H("manifest-url-public-key", "manifestURLPublicKeys", SETTING_STRV,
+          manifest_url_public_keys, NULL, "FILE",
+          "trusted public key (ECDSA P-256 PEM, or a minisign key) the URL's body must be signed "
+          "with; repeatable, any one of them verifies (none: bodies are not verified)",
+          .flags = SETTING_REPEATABLE, .check = SETTING_CHECK_PATH),
+        H("manifest-url-signature-format", "manifestURLSignatureFormat", SETTING_STRING,
+          manifest_url_signature_format, "cosign", "FORMAT",
+          "signature format: cosign (URL.sig), sigstore-bundle (URL.sigstore.json) or minisign "
+          "(URL.minisig)",
+          .check = SETTING_CHECK_WORD, .parse = check_signature_format),
+        H("manifest-url-signature-url", "manifestURLSignatureURL", SETTING_STRING,
+          manifest_url_signature_url, NULL, "URL",
+          "where the signature is fetched from, fresh with every new body",
+          .shown_default = "the URL and the format's suffix", .check = SETTING_CHECK_URL,
+          .flags = SETTING_EMPTY_ALLOWED),
         H("file-check-frequency", "fileCheckFrequency", SETTING_DURATION, file_check_frequency,
           "20s", "D", "full rescan period of the manifest directory",
           .flags = SETTING_FILE_ZERO_IS_DEFAULT, .min = USEC_PER_SEC,
@@ -579,6 +604,10 @@ const Setting settings_table[] = {
           SETTING_DURATION, eviction_pressure_transition_period, "5m", "D",
           "a pressure condition stays this long after its last threshold cleared",
           .flags = SETTING_FILE_ZERO_IS_DEFAULT | SETTING_ZERO_ALLOWED),
+        H("evict-static-pods", "evictStaticPods", SETTING_BOOL, evict_static_pods, "false", "BOOL",
+          "under node pressure, evict pods outside the system-node-critical and "
+          "system-cluster-critical classes in kubelet's order and start them again once the "
+          "pressure is over (kubelet never evicts a static pod; nanolet's own key)"),
 
         /* ---- kubelet's, rejected: nanolet cannot keep their promise ---- */
         REJ("runonce", "runOnce", SETTING_BOOL, "false",

@@ -19,6 +19,7 @@
 #include "pod-manager.h"
 #include "quantity.h"
 #include "string-util.h"
+#include "strv.h"
 
 #define STATUS_REWRITE_PERIOD (60 * USEC_PER_SEC)
 
@@ -36,6 +37,12 @@ struct EvictionManager {
         usec_t *soft_since; /* per threshold: CLOCK_MONOTONIC when a soft one was first met */
         ImageGc *image_gc;
         PodManager *pods;
+        StaticPodEviction static_pods;
+        /* STATIC_POD_EVICTION_NEVER: what was said once per episode, that a
+         * threshold of the condition is met and no pod is stopped for it,
+         * and the pods over a local storage limit that were named. */
+        bool kept_logged[_NODE_CONDITION_MAX];
+        char **over_limit_logged;
         usec_t next_eviction; /* CLOCK_MONOTONIC: one pod per period */
         usec_t period;
         EventSource *timer;
@@ -168,15 +175,8 @@ static const char *const ok_reason[_NODE_CONDITION_MAX] = {
 
 static int32_t spec_priority(json_t *spec) {
         json_t *p = json_object_get(spec, "priority");
-        if (json_is_integer(p))
-                return (int32_t)json_integer_value(p);
-        /* The built-in classes, as the API server resolves them. */
-        const char *pc = json_string_value(json_object_get(spec, "priorityClassName"));
-        if (pc && streq(pc, "system-node-critical"))
-                return 2000001000;
-        if (pc && streq(pc, "system-cluster-critical"))
-                return 2000000000;
-        return 0;
+        return eviction_pod_priority(json_string_value(json_object_get(spec, "priorityClassName")),
+                                     json_is_integer(p), json_integer_value(p));
 }
 
 /* Sum of the containers' requests of resource (a limit alone counts as the
@@ -282,7 +282,7 @@ static void evict_one(EvictionManager *m, const EvictionThreshold *t) {
                                                                           : "ephemeral-storage"),
                 };
         }
-        size_t r = eviction_rank(cand, k, order);
+        size_t r = eviction_rank(cand, k, m->static_pods, order);
         if (r == 0) {
                 log_warning("Eviction threshold %s met, but no pod can be evicted (only critical "
                             "pods, or none, run).",
@@ -386,6 +386,20 @@ static char *local_limit_exceeded(json_t *ps, json_t *spec, const char **ret_sig
         return NULL;
 }
 
+/* A pod over a local storage limit that is not evicted (kubelet: "cannot
+ * evict a critical pod"): said once while it stays over; over collects the
+ * pods over a limit now, so one that goes under and over again is named
+ * again. */
+static void keep_over_limit(EvictionManager *m, const char *uid, const char *name, const char *msg,
+                            char ***over) {
+        if (!strv_contains(m->over_limit_logged, uid))
+                log_warning("Pod \"%s\" is over a local storage limit and is not evicted "
+                            "(static pods are not evicted; --evict-static-pods evicts them): %s",
+                            strna(name), msg);
+        if (strv_extend(over, uid) < 0)
+                (void)log_oom();
+}
+
 /* Every period, whatever the node's pressure: the usage comes from the
  * disk-usage helper's last walk (pod-stats.h), never from the loop. Only
  * the pods with a local storage limit are looked at (kubelet ranges over
@@ -393,6 +407,7 @@ static char *local_limit_exceeded(json_t *ps, json_t *spec, const char **ret_sig
  * no summary is built, and the disk-usage walks do not start for this. */
 static void check_local_limits(EvictionManager *m) {
         _cleanup_free_ char *list_text = NULL, *summary_text = NULL;
+        _cleanup_strv_free_ char **over = NULL;
         size_t size;
 
         int r = pod_manager_local_limits_json(m->pods, &list_text, &size, &summary_text, &size);
@@ -400,8 +415,10 @@ static void check_local_limits(EvictionManager *m) {
                 (void)log_oom();
                 return;
         }
-        if (r == 0)
+        if (r == 0) {
+                m->over_limit_logged = strv_free(m->over_limit_logged);
                 return;
+        }
         _cleanup_json_ json_t *list = json_loads(list_text, 0, NULL);
         _cleanup_json_ json_t *summary = json_loads(summary_text, 0, NULL);
         size_t i;
@@ -427,9 +444,38 @@ static void check_local_limits(EvictionManager *m) {
                 _cleanup_free_ char *msg =
                         found ? local_limit_exceeded(found, json_object_get(pod, "spec"), &signal)
                               : NULL;
-                if (!msg || pod_manager_evict(m->pods, uid, msg) < 0)
+                if (!msg)
+                        continue;
+                if (m->static_pods == STATIC_POD_EVICTION_NEVER) {
+                        keep_over_limit(m, uid, json_string_value(json_object_get(meta, "name")),
+                                        msg, &over);
+                        continue;
+                }
+                if (pod_manager_evict(m->pods, uid, msg) < 0)
                         continue;
                 metric_inc(m->evictions, METRIC_LABELS(signal));
+        }
+        strv_free(m->over_limit_logged);
+        m->over_limit_logged = TAKE_PTR(over);
+}
+
+/* STATIC_POD_EVICTION_NEVER: kubelet's rule, every static pod is
+ * critical. Said once per pressure episode of each condition, so that the
+ * log shows why nothing is stopped while the node stays under pressure. */
+static void log_kept_pods(EvictionManager *m, const EvictionThreshold *const *first_met) {
+        for (int c = 0; c < _NODE_CONDITION_MAX; c++) {
+                if (!m->cond[c].status)
+                        m->kept_logged[c] = false;
+                const EvictionThreshold *t = first_met[c];
+                if (!t || m->kept_logged[c])
+                        continue;
+                m->kept_logged[c] = true;
+                log_warning("Eviction threshold %s met: no pod is evicted (static pods are not "
+                            "evicted; --evict-static-pods evicts them)%s.",
+                            eviction_signal_to_string(t->signal),
+                            c == NODE_CONDITION_DISK_PRESSURE && m->disk_reclaimed
+                                    ? "; image GC was asked to remove every unused image"
+                                    : "");
         }
 }
 
@@ -523,11 +569,14 @@ static void evaluate(EvictionManager *m) {
         }
         if (!m->cond[NODE_CONDITION_DISK_PRESSURE].status)
                 m->disk_reclaimed = false;
-        /* Then pods, one per period: what the reclaim freed shows in the next
-         * observation. Memory first, then disk, then pids. */
-        /* kubelet waits for an evicted pod to be cleaned up before the next:
-         * its emptyDir may be what frees the disk. */
-        if (m->pods && now >= m->next_eviction && pod_manager_evictions_in_progress(m->pods) == 0) {
+        /* Then, only with --evict-static-pods, pods, one per period: what the
+         * reclaim freed shows in the next observation. Memory first, then
+         * disk, then pids. kubelet waits for an evicted pod to be cleaned up
+         * before the next: its emptyDir may be what frees the disk. */
+        if (m->pods && m->static_pods == STATIC_POD_EVICTION_NEVER)
+                log_kept_pods(m, first_met);
+        else if (m->pods && now >= m->next_eviction &&
+                 pod_manager_evictions_in_progress(m->pods) == 0) {
                 const EvictionThreshold *t = first_met[NODE_CONDITION_MEMORY_PRESSURE];
                 if (!t && !reclaim_now)
                         t = first_met[NODE_CONDITION_DISK_PRESSURE];
@@ -577,6 +626,7 @@ int eviction_manager_new(EvictionManager **ret, Event *e, const EvictionManagerO
         m->event = e;
         m->image_gc = o->image_gc;
         m->pods = o->pods;
+        m->static_pods = o->static_pods;
         m->period = o->period ?: 10 * USEC_PER_SEC;
         m->root_dir = strdup(o->root_dir);
         m->images_dir = strprintf("%s/images", o->root_dir);
@@ -621,6 +671,7 @@ EvictionManager *eviction_manager_free(EvictionManager *m) {
         free(m->root_dir);
         free(m->images_dir);
         free(m->status_path);
+        strv_free(m->over_limit_logged);
         free(m);
         return NULL;
 }

@@ -268,8 +268,30 @@ static int cmp_rank(const void *a, const void *b, void *userdata) {
         return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
 }
 
-size_t eviction_rank(const EvictionCandidate *c, size_t n, size_t *ret) {
+static const char *const static_pod_eviction_names[_STATIC_POD_EVICTION_MAX] = {
+        [STATIC_POD_EVICTION_NEVER] = "never",
+        [STATIC_POD_EVICTION_EVICT_AND_READMIT] = "evict-and-readmit",
+};
+
+const char *static_pod_eviction_to_string(StaticPodEviction p) {
+        return p >= 0 && p < _STATIC_POD_EVICTION_MAX ? static_pod_eviction_names[p] : NULL;
+}
+
+int32_t eviction_pod_priority(const char *priority_class_name, bool has_priority,
+                              int64_t priority) {
+        if (priority_class_name && streq(priority_class_name, "system-node-critical"))
+                return 2000001000;
+        if (priority_class_name && streq(priority_class_name, "system-cluster-critical"))
+                return 2000000000;
+        if (!has_priority || priority > EVICTION_HIGHEST_USER_PRIORITY || priority < INT32_MIN)
+                return 0;
+        return (int32_t)priority;
+}
+
+size_t eviction_rank(const EvictionCandidate *c, size_t n, StaticPodEviction policy, size_t *ret) {
         size_t k = 0;
+        if (policy != STATIC_POD_EVICTION_EVICT_AND_READMIT)
+                return 0;
         for (size_t i = 0; i < n; i++)
                 if (c[i].priority < EVICTION_CRITICAL_PRIORITY)
                         ret[k++] = i;

@@ -112,9 +112,25 @@ typedef struct EvictionObservation {
 bool eviction_threshold_met(const EvictionThreshold *t, const EvictionObservation *obs,
                             bool under_pressure);
 
+/* Whether node-pressure eviction may stop pods at all. Every pod nanolet
+ * runs is a static pod, and kubelet's eviction manager refuses to evict
+ * one (IsCriticalPod() is true for every static pod: "Static pods are not
+ * re-admitted after evictions"); under pressure kubelet only reclaims
+ * node-level resources. nanolet does the same by default; the other policy
+ * (--evict-static-pods, evictStaticPods) is nanolet's own: pods below the
+ * critical priority are evicted in kubelet's order and start again once
+ * the pressure is over. */
+typedef enum StaticPodEviction {
+        STATIC_POD_EVICTION_NEVER,
+        STATIC_POD_EVICTION_EVICT_AND_READMIT,
+        _STATIC_POD_EVICTION_MAX,
+        _STATIC_POD_EVICTION_INVALID = -EINVAL,
+} StaticPodEviction;
+const char *static_pod_eviction_to_string(StaticPodEviction p);
+
 /* A pod as the ranking sees it, for one resource. */
 typedef struct EvictionCandidate {
-        int32_t priority;  /* spec.priority (0 when unset) */
+        int32_t priority;  /* eviction_pod_priority() */
         uint64_t usage;    /* of the resource under pressure */
         uint64_t requests; /* sum of the containers' requests of it (0: BestEffort) */
 } EvictionCandidate;
@@ -122,14 +138,28 @@ typedef struct EvictionCandidate {
 /* Pods with a priority at or above this are never evicted
  * (system-cluster-critical is 2000000000, system-node-critical 2000001000). */
 #define EVICTION_CRITICAL_PRIORITY 2000000000
+/* The highest value a PriorityClass users create may have (Kubernetes'
+ * HighestUserDefinablePriority): anything above comes only from the two
+ * system classes. */
+#define EVICTION_HIGHEST_USER_PRIORITY 1000000000
+
+/* The priority eviction ranks a pod by, as the Priority admission plugin
+ * would have resolved it: system-node-critical and system-cluster-critical
+ * give their values whatever spec.priority says; otherwise spec.priority
+ * (has_priority) when it is within what a user-defined PriorityClass can
+ * give, else 0 (a hand-set system priority without its class, which the
+ * apiserver refuses and manifest validation refuses too, exempts nothing). */
+int32_t eviction_pod_priority(const char *priority_class_name, bool has_priority, int64_t priority);
 
 /* kubelet's order (rankMemoryPressure / rankDiskPressureFunc): pods whose
  * usage exceeds their requests first (every BestEffort pod that uses
  * anything), then lower priority first, then larger usage above requests
  * first. For PID pressure (rankPIDPressure) the usage is the pod's process
  * count and the requests 0: lower priority first, then more processes.
- * Critical pods are left out. ret has room for n; returns the count. */
-size_t eviction_rank(const EvictionCandidate *c, size_t n, size_t *ret);
+ * Critical pods are left out; with STATIC_POD_EVICTION_NEVER every pod is
+ * (kubelet: every static pod is critical). ret has room for n; returns the
+ * count. */
+size_t eviction_rank(const EvictionCandidate *c, size_t n, StaticPodEviction policy, size_t *ret);
 
 /* kubelet's message: "The node was low on resource: <resource>. Threshold
  * quantity: <q>, available: <a>. " (quantities as Kubernetes prints them,
@@ -144,22 +174,26 @@ typedef struct PodManager PodManager;
 typedef struct EvictionManager EvictionManager;
 
 typedef struct EvictionManagerOptions {
-        const char *root_dir;         /* nodefs: statfs(root_dir); imagefs: root_dir/images */
-        const char *status_path;      /* <run-dir>/node-conditions.json */
-        const EvictionConfig *config; /* copied */
-        ImageGc *image_gc;            /* reclaims unused images under disk pressure; may be NULL */
-        PodManager *pods;             /* evicts pods; NULL: conditions only */
-        Metrics *metrics;             /* may be NULL */
-        usec_t period;                /* 0: 10 s, as kubelet's housekeeping */
+        const char *root_dir;          /* nodefs: statfs(root_dir); imagefs: root_dir/images */
+        const char *status_path;       /* <run-dir>/node-conditions.json */
+        const EvictionConfig *config;  /* copied */
+        ImageGc *image_gc;             /* reclaims unused images under disk pressure; may be NULL */
+        PodManager *pods;              /* evicts pods; NULL: conditions only */
+        StaticPodEviction static_pods; /* NEVER: conditions and node-level reclaim only */
+        Metrics *metrics;              /* may be NULL */
+        usec_t period;                 /* 0: 10 s, as kubelet's housekeeping */
 } EvictionManagerOptions;
 
 /* Observes the signals every period (statfs(), /proc/meminfo, /proc/loadavg:
  * cheap, on the loop), keeps the node conditions (a condition is True while
  * a threshold of its signals is met, hard at once, soft after its grace
  * period, and for pressure_transition_period after the last one cleared),
- * asks image GC to remove every unused image when a disk threshold is met,
- * then, while a memory, disk or pid threshold stays met, evicts one pod per
- * period in eviction_rank() order (usage, or process count, from the stats summary,
+ * asks image GC to remove every unused image when a disk threshold is met.
+ * With STATIC_POD_EVICTION_NEVER that is all: a met threshold (once per
+ * episode) and a pod over a local storage limit (once while it stays over)
+ * are logged, and no pod is stopped. With EVICT_AND_READMIT, while a
+ * memory, disk or pid threshold stays met, it evicts one pod per period in
+ * eviction_rank() order (usage, or process count, from the stats summary,
  * requests and priority from their specs; a pod already evicted or no
  * longer running is skipped), counting kubelet_evictions_total; once no
  * condition is True any more, every evicted pod may start again

@@ -11,8 +11,6 @@
 #include "string-util.h"
 
 #define DEFAULT_MODE 0644
-#define PRIORITY_SYSTEM_CLUSTER_CRITICAL 2000000000
-#define PRIORITY_SYSTEM_NODE_CRITICAL 2000001000
 
 /* Kubernetes' parsers.ParseImageName: the tag is what follows the last ':'
  * after the last '/'; no tag and no digest means "latest". */

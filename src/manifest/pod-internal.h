@@ -10,6 +10,12 @@
 #include "pod.h"
 #include "yaml-node.h"
 
+/* The two built-in PriorityClasses, and the highest value any other class
+ * may have (Kubernetes' HighestUserDefinablePriority). */
+#define PRIORITY_SYSTEM_CLUSTER_CRITICAL 2000000000
+#define PRIORITY_SYSTEM_NODE_CRITICAL 2000001000
+#define PRIORITY_HIGHEST_USER_DEFINABLE 1000000000
+
 typedef enum FieldKind {
         FIELD_STRING,        /* char * */
         FIELD_BOOL,          /* bool */

@@ -1384,6 +1384,42 @@ static void validate_pod_security_context(Validator *v, const PodSecurityContext
         validate_apparmor(v, "spec.securityContext.appArmorProfile", s->apparmor_profile);
 }
 
+/* The apiserver's Priority admission plugin: the priority is the one the
+ * class gives, and a pod that also sets spec.priority to another value is
+ * refused; a class whose name begins with "system-" other than the two
+ * built-in ones cannot exist (the apiserver reserves the prefix). nanolet
+ * has no PriorityClass objects: any other class is taken on trust, but none
+ * can give more than a user-defined class may hold, so a higher value
+ * without a system class is refused as the apiserver would. Defaulting
+ * already set the priority of a system class that named none. */
+static void validate_priority(Validator *v, const PodSpec *s) {
+        const char *pc = s->priority_class_name;
+        int64_t class_value =
+                pc && streq(pc, "system-node-critical")      ? PRIORITY_SYSTEM_NODE_CRITICAL
+                : pc && streq(pc, "system-cluster-critical") ? PRIORITY_SYSTEM_CLUSTER_CRITICAL
+                                                             : -1;
+        if (class_value < 0 && pc && startswith(pc, "system-")) {
+                verr(v, "spec.priorityClassName",
+                     "no PriorityClass with name \"%s\": the \"system-\" prefix is reserved for "
+                     "system-node-critical and system-cluster-critical",
+                     pc);
+                return;
+        }
+        if (!s->priority.set)
+                return;
+        if (class_value >= 0 && s->priority.value != class_value)
+                verr(v, "spec.priority",
+                     "the integer value of priority (%" PRId64 ") must not be provided in pod "
+                     "spec; priorityClassName \"%s\" gives %" PRId64,
+                     s->priority.value, pc, class_value);
+        else if (class_value < 0 && s->priority.value > PRIORITY_HIGHEST_USER_DEFINABLE)
+                verr(v, "spec.priority",
+                     "invalid value %" PRId64 ": a priority above %d comes only from "
+                     "priorityClassName system-node-critical (%d) or system-cluster-critical (%d)",
+                     s->priority.value, PRIORITY_HIGHEST_USER_DEFINABLE,
+                     PRIORITY_SYSTEM_NODE_CRITICAL, PRIORITY_SYSTEM_CLUSTER_CRITICAL);
+}
+
 static void validate_spec(Validator *v, const PodSpec *s) {
         char p[PATH_BUF];
 
@@ -1452,6 +1488,7 @@ static void validate_spec(Validator *v, const PodSpec *s) {
         }
         validate_dns(v, s);
         validate_pod_security_context(v, s->security_context);
+        validate_priority(v, s);
 }
 
 size_t pod_validate(const Pod *p, const char *unsuffixed_name, const YamlNode *doc,

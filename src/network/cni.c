@@ -320,6 +320,102 @@ int cni_runner_list_cached(CniRunner *runner, char ***ret) {
         return 0;
 }
 
+/* One entry of an old cache directory: a regular <id>.json is copied (the
+ * old directory is on the run-dir's tmpfs, the new one on disk, so no
+ * rename) unless the new directory has one at least as recent (the old one
+ * is newer only after a downgrade and an upgrade again); either way the old
+ * file goes. Anything else with a cache file's name is removed unread. 1
+ * when moved, 0 when dropped, or a negative errno (the old file kept for
+ * the next start). */
+static int cache_migrate_one(int from_fd, const char *from_dir, const char *name,
+                             const char *to_dir) {
+        _cleanup_free_ char *data = NULL, *dst = NULL;
+        size_t size = 0;
+        bool moved = false;
+        struct stat st, dst_st;
+        int r;
+
+        if (fstatat(from_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        dst = strprintf("%s/%s", to_dir, name);
+        if (!dst)
+                return -ENOMEM;
+        if (!S_ISREG(st.st_mode))
+                log_warning("CNI cache %s/%s is not a regular file, removed unread.", from_dir,
+                            name);
+        else if (lstat(dst, &dst_st) == 0 && (dst_st.st_mtim.tv_sec > st.st_mtim.tv_sec ||
+                                              (dst_st.st_mtim.tv_sec == st.st_mtim.tv_sec &&
+                                               dst_st.st_mtim.tv_nsec >= st.st_mtim.tv_nsec)))
+                log_debug("cni: %s/%s is older than %s, removed.", from_dir, name, dst);
+        else if ((r = read_full_file_at(from_fd, name, CNI_CACHE_MAX, &data, &size)) == -EFBIG)
+                log_warning("CNI cache %s/%s is larger than %u bytes, removed unread.", from_dir,
+                            name, CNI_CACHE_MAX);
+        else if (r < 0)
+                return r;
+        else if ((r = write_file_atomic(dst, data, size, 0600)) < 0)
+                return r;
+        else
+                moved = true;
+        if (unlinkat(from_fd, name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) < 0 && errno != ENOENT)
+                return -errno;
+        return moved;
+}
+
+int cni_cache_migrate(const char *from_dir, const char *to_dir, Error *err) {
+        struct stat st;
+        unsigned moved = 0;
+        int r, first = 0;
+
+        if (isempty(from_dir) || isempty(to_dir))
+                return -EINVAL;
+        if (lstat(from_dir, &st) < 0)
+                return errno == ENOENT ? 0
+                                       : error_set(err, -errno, "Cannot read \"%s\": %m", from_dir);
+        if (!S_ISDIR(st.st_mode)) {
+                /* Never followed: the agent made a directory there. */
+                if (unlink(from_dir) < 0 && errno != ENOENT)
+                        return error_set(err, -errno, "Cannot remove \"%s\": %m", from_dir);
+                return error_set(err, -ENOTDIR,
+                                 "\"%s\" was not a directory (not followed, removed): no CNI "
+                                 "cache taken from it",
+                                 from_dir);
+        }
+        _cleanup_close_ int fd = open(from_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return error_set(err, -errno, "Cannot open \"%s\": %m", from_dir);
+        r = mkdir_p_exact(to_dir, 0700);
+        if (r < 0) {
+                errno = -r;
+                return error_set(err, r, "Cannot create \"%s\": %m", to_dir);
+        }
+        _cleanup_closedir_ DIR *d = fdopendir(fd);
+        if (!d)
+                return error_set(err, -errno, "Cannot read \"%s\": %m", from_dir);
+        int dfd = TAKE_FD(fd);
+        for (struct dirent *de; (de = readdir(d));) {
+                const char *dot = strrchr(de->d_name, '.');
+                if (!dot || !streq(dot, ".json"))
+                        continue;
+                _cleanup_free_ char *id = strndup_safe(de->d_name, dot - de->d_name);
+                if (!id)
+                        return -ENOMEM;
+                if (!container_id_valid(id))
+                        continue;
+                r = cache_migrate_one(dfd, from_dir, de->d_name, to_dir);
+                if (r < 0 && first == 0) {
+                        errno = -r; /* for %m */
+                        first = error_set(err, r,
+                                          "Cannot move the CNI cache \"%s/%s\" to \"%s\": %m",
+                                          from_dir, de->d_name, to_dir);
+                }
+                if (r > 0)
+                        moved++;
+        }
+        (void)remove_stale_temp_files(from_dir);
+        (void)rmdir(from_dir); /* not empty: someone else's files, left alone */
+        return first < 0 ? first : (int)moved;
+}
+
 /* --- runner ------------------------------------------------------------ */
 
 static void op_queue_start(OpQueueItem *item);

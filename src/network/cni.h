@@ -132,7 +132,7 @@ typedef struct CniOp CniOp;
 
 typedef struct CniRunnerOptions {
         const char *bin_dirs;  /* CNI_PATH, ':'-separated; default CNI_DEFAULT_BIN_DIRS */
-        const char *cache_dir; /* required: <run-dir>/cni */
+        const char *cache_dir; /* required: <root-dir>/cni/results (survives a reboot) */
         usec_t plugin_timeout; /* per plugin run; default 60 s */
         unsigned max_parallel; /* operations at once; default 8 */
         /* nanolet_cni_operations_total / _errors_total / _duration_seconds
@@ -209,6 +209,17 @@ void cni_op_cancel(CniOp *op);
 int cni_runner_cached_result(CniRunner *runner, const char *container_id, CniResult **ret);
 /* Container IDs with a cache file: sandboxes that may still need a DEL. */
 int cni_runner_list_cached(CniRunner *runner, char ***ret);
+/* Moves the <id>.json cache files in from_dir (where an older layout kept
+ * them) into to_dir (the runner's cache_dir, created 0700), for a start
+ * before the runner's first operation. Nothing in from_dir is trusted: it is
+ * never followed (a symlink or other non-directory there is removed), a
+ * file that is no regular one or is over the cache's size cap is removed
+ * unread, one to_dir has in a version at least as recent is dropped, other
+ * names are left alone, and from_dir is removed once empty. Contents are
+ * copied as they are: a damaged file is handled where it is read. Returns
+ * the number of files moved, or the first failure (a negative errno, err
+ * saying which file; the rest are still tried, the failed one is kept). */
+int cni_cache_migrate(const char *from_dir, const char *to_dir, Error *err);
 
 /* ---- the node's address (node-ip.c) ---- */
 

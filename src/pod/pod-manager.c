@@ -23,6 +23,7 @@
 #include "pod-adopt.h"
 #include "pod-log-gc.h"
 #include "pod-logs.h"
+#include "kube-state-metrics.h"
 #include "pod-metrics.h"
 #include "pod-stats.h"
 #include "pod-worker.h"
@@ -58,6 +59,8 @@ struct PodManager {
         SourceErrors *source_errors; /* status/sources.json */
         PodStats *stats;             /* /stats/summary: CPU samples, directory usage */
         EventSource *stats_timer;
+        ResourceMetrics resource_metrics; /* /metrics/resource */
+        KubeStateMetrics kube_state;      /* /metrics/pods */
 
         void (*stopped)(void *userdata);
         void *stopped_userdata;
@@ -619,7 +622,7 @@ static void on_orphan_deleted(CniRunner *runner, int r, CniResult *result, const
 }
 
 /* Only what this agent recorded is released, and only by a CNI DEL: the
- * sandboxes in its own CNI cache (<run-dir>/cni) that no pod owns any more
+ * sandboxes in its own CNI cache (<root-dir>/cni/results) that no pod owns any more
  * (their pod was removed while the agent was down, or its own DEL failed).
  * Leases in a host-local directory are never judged by their owner's name:
  * another agent or runtime sharing the network owns IDs of the same shape,
@@ -685,7 +688,10 @@ static void sweep_orphans(PodManager *m) {
         if (m->o.cni && cni_runner_list_cached(m->o.cni, &cached) < 0)
                 return;
         sweep_orphan_records(m, cached);
-        if (!m->o.cni || m->orphan_dels)
+        /* Only once every source was read: until then a manifest may still
+         * want the UID, and its new worker's ADD must not meet this DEL of
+         * the same container ID. */
+        if (!m->o.cni || m->orphan_dels || !m->sources_ready)
                 return;
         /* The fallback for a cache whose configuration cannot be read. */
         if (cni_config_load(m->o.cni_conf_dir, m->o.pod_cidr, &config, &err) < 0)
@@ -746,6 +752,7 @@ void pod_manager_sources_ready(PodManager *m) {
                 return;
         m->sources_ready = true;
         terminate_unclaimed(m);
+        sweep_orphans(m);
 }
 
 /* A pod an earlier run left whose checkpoint cannot be used: live ones wait
@@ -949,6 +956,17 @@ static int claim_userns_ranges(PodManagerContext *ctx) {
                 if (strv_extend(&ctx->userns_conflicts, de->d_name) < 0)
                         return -ENOMEM;
         }
+static int collect_resource_metrics(Metrics *metrics, void *userdata) {
+        PodManager *m = userdata;
+        if (m->stats)
+                pod_stats_resource_metrics(m->stats, m->workers, m->n_workers,
+                                           &m->resource_metrics);
+        return 0;
+}
+
+static int collect_kube_state_metrics(Metrics *metrics, void *userdata) {
+        PodManager *m = userdata;
+        kube_state_metrics_collect(&m->kube_state, m->workers, m->n_workers);
         return 0;
 }
 
@@ -1019,7 +1037,7 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
                 return log_error_errno(r, "Failed to read the pods' user namespace records: %m");
         /* Only this agent writes there, and nothing is being written yet. */
         _cleanup_free_ char *events_dir = strprintf("%s/events", m->ctx.status_dir);
-        _cleanup_free_ char *cni_dir = strprintf("%s/cni", o->run_dir);
+        _cleanup_free_ char *cni_dir = strprintf("%s/cni/results", o->root_dir);
         const char *const written[] = { o->run_dir, m->ctx.status_dir, events_dir,
                                         m->ctx.sandboxes_dir, cni_dir };
         for (size_t i = 0; i < ELEMENTSOF(written); i++) {
@@ -1033,6 +1051,14 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
                 r = metrics_add_collector(o->metrics, collect_metrics, m);
         if (r >= 0 && o->probe_metrics)
                 r = metrics_add_collector(o->probe_metrics, collect_metrics, m);
+        if (r >= 0)
+                r = resource_metrics_register(&m->resource_metrics, o->resource_metrics);
+        if (r >= 0 && o->resource_metrics)
+                r = metrics_add_collector(o->resource_metrics, collect_resource_metrics, m);
+        if (r >= 0)
+                r = kube_state_metrics_register(&m->kube_state, o->kube_state_metrics);
+        if (r >= 0 && o->kube_state_metrics)
+                r = metrics_add_collector(o->kube_state_metrics, collect_kube_state_metrics, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the pod metrics: %m");
         r = source_errors_new(&m->source_errors, m->ctx.status_dir);

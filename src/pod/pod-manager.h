@@ -72,6 +72,11 @@ typedef struct PodManagerOptions {
          * manager lives. */
         Metrics *metrics;
         Metrics *probe_metrics;
+        /* /metrics/resource (pod-stats.h) and /metrics/pods
+         * (kube-state-metrics.h); not owned, NULL: not served. Each gets a
+         * collector, as metrics does. */
+        Metrics *resource_metrics;
+        Metrics *kube_state_metrics;
 } PodManagerOptions;
 
 int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o);

@@ -1,6 +1,7 @@
 #include "pod-stats.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -148,6 +149,11 @@ static json_t *fs_json(JsonBuild *b, const StatsFs *f) {
         return o;
 }
 
+/* kubelet's swapAvailableBytes: the limit less the usage, at least 0. */
+static uint64_t swap_available(const CgroupStats *cg) {
+        return cg->swap_limit > cg->swap_usage ? cg->swap_limit - cg->swap_usage : 0;
+}
+
 static void usage_json(JsonBuild *b, json_t *parent, const StatsUsage *u) {
         if (u->time == 0)
                 return;
@@ -170,6 +176,14 @@ static void usage_json(JsonBuild *b, json_t *parent, const StatsUsage *u) {
                 put_u64(b, mem, "pageFaults", u->cg.memory_pgfault);
                 put_u64(b, mem, "majorPageFaults", u->cg.memory_pgmajfault);
                 put(b, parent, "memory", mem);
+        }
+        if (u->cg.has_swap) {
+                json_t *swap = json_object();
+                put_time(b, swap, "time", u->time);
+                if (u->cg.swap_limit != CGROUP_STATS_NO_LIMIT)
+                        put_u64(b, swap, "swapAvailableBytes", swap_available(&u->cg));
+                put_u64(b, swap, "swapUsageBytes", u->cg.swap_usage);
+                put(b, parent, "swap", swap);
         }
 }
 
@@ -611,6 +625,9 @@ int pod_stats_summary_json(PodStats *s, PodWorker *const *workers, size_t n, cha
                 node.usage.cg.memory_pgmajfault = mem.memory_pgmajfault;
                 node.usage.cg.has_memory_available = mem.has_memory_available;
                 node.usage.cg.memory_available = mem.memory_available;
+                node.usage.cg.has_swap = mem.has_swap;
+                node.usage.cg.swap_usage = mem.swap_usage;
+                node.usage.cg.swap_limit = mem.swap_limit;
         }
         /* The node's fs reports the filesystem's own usage. */
         if (disk_usage_statfs(s->root_dir, &node.fs.fs) >= 0) {
@@ -707,4 +724,199 @@ int pod_stats_summary_json(PodStats *s, PodWorker *const *workers, size_t n, cha
         }
         pod_summaries_free(pods, n_pods);
         return r;
+}
+
+/* ---- /metrics/resource ---- */
+
+typedef struct ResourceFamily {
+        size_t offset;
+        MetricType type;
+        const char *name, *help;
+        const char *const *labels;
+} ResourceFamily;
+
+#define RF(field) offsetof(ResourceMetrics, field)
+#define CONTAINER_LABELS ((const char *const[]){ "container", "pod", "namespace", NULL })
+#define POD_LABELS ((const char *const[]){ "pod", "namespace", NULL })
+
+/* kubelet's names, labels and help texts. */
+static const ResourceFamily resource_families[] = {
+        { RF(container_cpu), METRIC_COUNTER, "container_cpu_usage_seconds_total",
+          "Cumulative cpu time consumed by the container in core-seconds", CONTAINER_LABELS },
+        { RF(container_memory), METRIC_GAUGE, "container_memory_working_set_bytes",
+          "Current working set of the container in bytes", CONTAINER_LABELS },
+        { RF(container_start_time), METRIC_GAUGE, "container_start_time_seconds",
+          "Start time of the container since unix epoch in seconds", CONTAINER_LABELS },
+        { RF(container_swap), METRIC_GAUGE, "container_swap_usage_bytes",
+          "Current amount of the container swap usage in bytes. Reported only on non-windows "
+          "systems",
+          CONTAINER_LABELS },
+        { RF(container_swap_limit), METRIC_GAUGE, "container_swap_limit_bytes",
+          "Current amount of the container swap limit in bytes. Reported only on non-windows "
+          "systems",
+          CONTAINER_LABELS },
+        { RF(node_cpu), METRIC_COUNTER, "node_cpu_usage_seconds_total",
+          "Cumulative cpu time consumed by the node in core-seconds", NULL },
+        { RF(node_memory), METRIC_GAUGE, "node_memory_working_set_bytes",
+          "Current working set of the node in bytes", NULL },
+        { RF(node_swap), METRIC_GAUGE, "node_swap_usage_bytes",
+          "Current swap usage of the node in bytes. Reported only on non-windows systems", NULL },
+        { RF(pod_cpu), METRIC_COUNTER, "pod_cpu_usage_seconds_total",
+          "Cumulative cpu time consumed by the pod in core-seconds", POD_LABELS },
+        { RF(pod_memory), METRIC_GAUGE, "pod_memory_working_set_bytes",
+          "Current working set of the pod in bytes", POD_LABELS },
+        { RF(pod_swap), METRIC_GAUGE, "pod_swap_usage_bytes",
+          "Current amount of the pod swap usage in bytes. Reported only on non-windows systems",
+          POD_LABELS },
+        { RF(resource_scrape_error), METRIC_GAUGE, "resource_scrape_error",
+          "1 if there was an error while getting container metrics, 0 otherwise", NULL },
+        { RF(scrape_error), METRIC_GAUGE, "scrape_error",
+          "(Deprecated since 1.29.0) 1 if there was an error while getting container metrics, "
+          "0 otherwise",
+          NULL },
+};
+
+int resource_metrics_register(ResourceMetrics *rm, Metrics *m) {
+        *rm = (ResourceMetrics){};
+        if (!m)
+                return 0;
+        for (size_t i = 0; i < sizeof resource_families / sizeof resource_families[0]; i++) {
+                const ResourceFamily *f = &resource_families[i];
+                MetricFamily **slot = (MetricFamily **)((char *)rm + f->offset);
+                int r = metrics_register(m, slot, f->type, f->name, f->help, f->labels, NULL, 0);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static double ns_to_seconds(uint64_t ns) {
+        return (double)ns / 1e9;
+}
+
+/* The families one StatsUsage feeds (swap_limit may be NULL). */
+typedef struct UsageFamilies {
+        MetricFamily *cpu, *memory, *swap, *swap_limit;
+} UsageFamilies;
+
+static void resource_set_usage(const UsageFamilies *f, const char *const *labels,
+                               const StatsUsage *u) {
+        if (u->time == 0)
+                return;
+        if (u->cg.has_cpu)
+                metric_set_at(f->cpu, labels, ns_to_seconds(u->cg.cpu_usage_ns), u->time);
+        if (u->cg.has_memory)
+                metric_set_at(f->memory, labels, (double)u->cg.memory_working_set, u->time);
+        if (u->cg.has_swap) {
+                metric_set_at(f->swap, labels, (double)u->cg.swap_usage, u->time);
+                /* kubelet: swapAvailableBytes + swapUsageBytes */
+                if (u->cg.swap_limit != CGROUP_STATS_NO_LIMIT)
+                        metric_set_at(f->swap_limit, labels,
+                                      (double)(swap_available(&u->cg) + u->cg.swap_usage), u->time);
+        }
+}
+
+void resource_metrics_set(const ResourceMetrics *rm, const NodeSummary *node,
+                          const PodSummary *pods, size_t n_pods) {
+        MetricFamily *const labelled[] = { rm->pod_cpu,
+                                           rm->pod_memory,
+                                           rm->pod_swap,
+                                           rm->container_cpu,
+                                           rm->container_memory,
+                                           rm->container_swap,
+                                           rm->container_swap_limit,
+                                           rm->container_start_time };
+        const UsageFamilies node_f = { rm->node_cpu, rm->node_memory, rm->node_swap, NULL },
+                            pod_f = { rm->pod_cpu, rm->pod_memory, rm->pod_swap, NULL },
+                            container_f = { rm->container_cpu, rm->container_memory,
+                                            rm->container_swap, rm->container_swap_limit };
+        for (size_t i = 0; i < sizeof labelled / sizeof labelled[0]; i++)
+                metric_clear(labelled[i]);
+
+        /* A family without labels always has its one series: the node's
+         * are there, read or not, and scrape_error says which. */
+        bool node_ok = node->usage.time > 0 && node->usage.cg.has_cpu && node->usage.cg.has_memory;
+        resource_set_usage(&node_f, NULL, &node->usage);
+        metric_set(rm->scrape_error, NULL, node_ok ? 0 : 1);
+        metric_set(rm->resource_scrape_error, NULL, node_ok ? 0 : 1);
+
+        for (size_t i = 0; i < n_pods; i++) {
+                const PodSummary *p = &pods[i];
+                for (size_t k = 0; k < p->n_containers; k++) {
+                        const ContainerSummary *c = &p->containers[k];
+                        const char *const *labels = METRIC_LABELS(c->name, p->name, p->namespace);
+                        if (c->start_time > 0)
+                                metric_set(rm->container_start_time, labels,
+                                           (double)c->start_time / (double)USEC_PER_SEC);
+                        resource_set_usage(&container_f, labels, &c->usage);
+                }
+                resource_set_usage(&pod_f, METRIC_LABELS(p->name, p->namespace), &p->usage);
+        }
+}
+
+static void resource_usage_read(PodStats *s, const char *cgroup, usec_t realtime, StatsUsage *ret) {
+        StatsUsage u = { .time = realtime };
+        if (cgroup_stats_read(s->cgroup_root, cgroup, &u.cg) >= 0)
+                *ret = u;
+}
+
+void pod_stats_resource_metrics(PodStats *s, PodWorker *const *workers, size_t n,
+                                const ResourceMetrics *rm) {
+        usec_t realtime = now_usec(CLOCK_REALTIME);
+        NodeSummary node = { .node_name = s->node_name, .start_time = s->boot_time };
+        PodSummary *pods = NULL;
+        size_t n_pods = 0;
+        bool failed = false;
+
+        uint64_t node_ns;
+        CgroupStats mem;
+        if (cgroup_stats_read_node_cpu(s->cgroup_root, s->proc_dir, &node_ns) >= 0 &&
+            cgroup_stats_read_node_memory(s->proc_dir, &mem) >= 0) {
+                node.usage.time = realtime;
+                node.usage.cg = mem;
+                node.usage.cg.has_cpu = true;
+                node.usage.cg.cpu_usage_ns = node_ns;
+        }
+
+        if (n > 0 && !(pods = calloc(n, sizeof *pods)))
+                failed = true;
+        for (size_t i = 0; !failed && i < n; i++) {
+                PodWorker *w = workers[i];
+                const PodState *st = pod_worker_state(w);
+                const ManifestObject *o = pod_worker_object(w);
+                if (!worker_listed(w))
+                        continue;
+                PodSummary *p = &pods[n_pods++];
+                *p = (PodSummary){ .name = o->name, .namespace = o->namespace, .uid = o->uid };
+                _cleanup_free_ char *pod_cg = pod_worker_cgroup_path(w);
+                size_t max = st->n_init + st->n_app;
+                if (!pod_cg || (max > 0 && !(p->containers = calloc(max, sizeof *p->containers)))) {
+                        failed = true;
+                        break;
+                }
+                resource_usage_read(s, pod_cg, realtime, &p->usage);
+                for (size_t k = 0; k < max; k++) {
+                        const ContainerState *c = listed_container(st, k);
+                        if (!c)
+                                continue;
+                        _cleanup_free_ char *cg = container_cgroup(w, c);
+                        if (!cg) {
+                                failed = true;
+                                break;
+                        }
+                        ContainerSummary *cs = &p->containers[p->n_containers++];
+                        *cs = (ContainerSummary){ .name = c->spec->name,
+                                                  .start_time = c->started_at };
+                        resource_usage_read(s, cg, realtime, &cs->usage);
+                }
+        }
+        if (failed) {
+                /* Out of memory: no pods rather than some, and the error said. */
+                pod_summaries_free(pods, n_pods);
+                pods = NULL;
+                n_pods = 0;
+                node.usage.time = 0;
+        }
+        resource_metrics_set(rm, &node, pods, n_pods);
+        pod_summaries_free(pods, n_pods);
 }

@@ -39,6 +39,7 @@
 #include "cleanup.h"
 #include "disk-usage.h"
 #include "event.h"
+#include "metrics.h"
 #include "pod-worker.h"
 
 #define POD_STATS_SAMPLE_PERIOD (10 * USEC_PER_SEC)
@@ -120,6 +121,29 @@ typedef struct NodeSummary {
 int pod_stats_summary_format(const NodeSummary *node, const PodSummary *pods, size_t n_pods,
                              char **ret, size_t *ret_size);
 
+/* GET /metrics/resource: kubelet's resource metrics (its
+ * resource_metrics.go), the cpu and memory of the Summary: node, pod and
+ * container CPU counters and working sets, each with the time its figure
+ * was read as the sample's timestamp, the containers' start times, and
+ * scrape_error (resource_scrape_error) 1 when the node's figures could not
+ * be read, and kubelet's swap series where the kernel counts swap. */
+typedef struct ResourceMetrics {
+        MetricFamily *node_cpu, *node_memory;
+        MetricFamily *pod_cpu, *pod_memory;
+        MetricFamily *container_cpu, *container_memory, *container_start_time;
+        MetricFamily *node_swap, *pod_swap, *container_swap, *container_swap_limit;
+        MetricFamily *scrape_error, *resource_scrape_error;
+} ResourceMetrics;
+
+/* Registers the families on m (NULL: *rm all NULL, nothing kept). */
+int resource_metrics_register(ResourceMetrics *rm, Metrics *m);
+
+/* Replaces every series with those of node and pods[0..n-1] (their cpu and
+ * memory; a figure that is absent has no series): the series of a pod that
+ * is gone go with it. */
+void resource_metrics_set(const ResourceMetrics *rm, const NodeSummary *node,
+                          const PodSummary *pods, size_t n_pods);
+
 /* ---- the collector, over the pod workers ---- */
 
 typedef struct PodStats PodStats;
@@ -144,3 +168,9 @@ void pod_stats_sample(PodStats *s, PodWorker *const *workers, size_t n);
  * containers. 0 or -ENOMEM. */
 int pod_stats_summary_json(PodStats *s, PodWorker *const *workers, size_t n, char **ret,
                            size_t *ret_size);
+
+/* resource_metrics_set() over the node and the pods of the Summary, their
+ * cgroups read now. Only cpu and memory: it samples nothing and starts no
+ * directory walk. */
+void pod_stats_resource_metrics(PodStats *s, PodWorker *const *workers, size_t n,
+                                const ResourceMetrics *rm);

@@ -37,10 +37,9 @@ struct SourceErrors {
 };
 
 static const char *const reason_table[_SOURCE_ERROR_REASON_MAX] = {
-        [SOURCE_ERROR_UNREADABLE] = "unreadable",
-        [SOURCE_ERROR_SYNTAX] = "syntax",
-        [SOURCE_ERROR_INVALID] = "invalid",
-        [SOURCE_ERROR_DUPLICATE] = "duplicate",
+        [SOURCE_ERROR_UNREADABLE] = "unreadable", [SOURCE_ERROR_SYNTAX] = "syntax",
+        [SOURCE_ERROR_INVALID] = "invalid",       [SOURCE_ERROR_DUPLICATE] = "duplicate",
+        [SOURCE_ERROR_SIGNATURE] = "signature",
 };
 
 const char *source_error_reason_to_string(SourceErrorReason r) {
@@ -97,6 +96,8 @@ SourceErrors *source_errors_free(SourceErrors *s) {
 static SourceErrorReason item_reason(const Diag *d, bool conflict) {
         if (conflict)
                 return SOURCE_ERROR_DUPLICATE;
+        if (d->path && streq(d->path, "signature"))
+                return SOURCE_ERROR_SIGNATURE;
         if (d->path)
                 return SOURCE_ERROR_INVALID;
         if (d->line > 0)

@@ -20,6 +20,8 @@ typedef enum SourceErrorReason {
         SOURCE_ERROR_SYNTAX,     /* a line but no field: YAML/JSON syntax, limits, kinds */
         SOURCE_ERROR_INVALID,    /* a field: decoding or validation of an object */
         SOURCE_ERROR_DUPLICATE,  /* lost to another definition of the same name or UID */
+        SOURCE_ERROR_SIGNATURE,  /* field "signature": a signed URL's body not accepted, or expired
+                                  */
         _SOURCE_ERROR_REASON_MAX,
         _SOURCE_ERROR_REASON_INVALID = -EINVAL,
 } SourceErrorReason;

@@ -161,6 +161,15 @@ static void read_v2(const char *root, const char *path, CgroupStats *st) {
             read_kernel_file(root, path, "memory.stat", &stat) < 0)
                 return;
         memory_stat(stat, &memory_stat_v2, st);
+        /* No memory.swap.* without swap support in the kernel. */
+        if (read_u64(root, path, "memory.swap.current", &st->swap_usage) >= 0) {
+                _cleanup_free_ char *swap_max = NULL;
+                uint64_t swap_limit;
+                st->has_swap = true;
+                if (read_kernel_file(root, path, "memory.swap.max", &swap_max) >= 0 &&
+                    parse_u64(swap_max, &swap_limit) >= 0)
+                        st->swap_limit = swap_limit;
+        }
         uint64_t limit;
         if (read_kernel_file(root, path, "memory.max", &max) >= 0 && parse_u64(max, &limit) >= 0) {
                 st->memory_limit = limit;
@@ -188,7 +197,8 @@ static int stats_root_unified(const char *cgroup_root, const char *path) {
 }
 
 int cgroup_stats_read(const char *cgroup_root, const char *path, CgroupStats *ret) {
-        CgroupStats st = { .memory_limit = CGROUP_STATS_NO_LIMIT };
+        CgroupStats st = { .memory_limit = CGROUP_STATS_NO_LIMIT,
+                           .swap_limit = CGROUP_STATS_NO_LIMIT };
         int unified = stats_root_unified(cgroup_root, path);
         if (unified < 0)
                 return unified;
@@ -223,9 +233,9 @@ int cgroup_stats_read_cpu(const char *cgroup_root, const char *path, uint64_t *r
 }
 
 int cgroup_stats_read_node_memory(const char *proc_dir, CgroupStats *ret) {
-        CgroupStats st = { .has_memory = true };
+        CgroupStats st = { .has_memory = true, .swap_limit = CGROUP_STATS_NO_LIMIT };
         _cleanup_free_ char *mi = NULL, *vm = NULL;
-        uint64_t total, free_kb, avail, inactive = 0, anon = 0;
+        uint64_t total, free_kb, avail, inactive = 0, anon = 0, swap_total, swap_free;
 
         int r = read_kernel_file(proc_dir, "/", "meminfo", &mi);
         if (r < 0)
@@ -242,6 +252,12 @@ int cgroup_stats_read_node_memory(const char *proc_dir, CgroupStats *ret) {
         /* The kernel's own estimate of what can be had without swapping. */
         st.has_memory_available = true;
         st.memory_available = avail * 1024;
+        if (keyed_value(mi, "SwapTotal:", &swap_total) >= 0 &&
+            keyed_value(mi, "SwapFree:", &swap_free) >= 0) {
+                st.has_swap = true;
+                st.swap_usage = sub_floor(swap_total, swap_free) * 1024;
+                st.swap_limit = swap_total * 1024;
+        }
         if (read_kernel_file(proc_dir, "/", "vmstat", &vm) >= 0) {
                 (void)keyed_value(vm, "pgfault", &st.memory_pgfault);
                 (void)keyed_value(vm, "pgmajfault", &st.memory_pgmajfault);

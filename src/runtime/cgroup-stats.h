@@ -12,7 +12,9 @@
  *   limit          v1 memory.limit_in_bytes         v2 memory.max ("max": none)
  *                  (v1's "unlimited", a number ≥ 2^62, counts as none)
  *   cpu            v1 cpuacct.usage (ns)            v2 cpu.stat usage_usec × 1000
- *   tasks          v1 pids/…/pids.current           v2 pids.current */
+ *   tasks          v1 pids/…/pids.current           v2 pids.current
+ *   swap           v2 memory.swap.current, limit memory.swap.max (v1: none)
+ *   node swap      /proc/meminfo SwapTotal − SwapFree, limit SwapTotal */
 #pragma once
 
 #include <stdbool.h>
@@ -42,6 +44,11 @@ typedef struct CgroupStats {
          * threads included, the count the pids limit applies to */
         bool has_pids;
         uint64_t pids_current;
+
+        /* swap in use, and the swap limit (CGROUP_STATS_NO_LIMIT: none) */
+        bool has_swap;
+        uint64_t swap_usage;
+        uint64_t swap_limit;
 } CgroupStats;
 
 /* Reads the cgroup at path ("/kubepods/pod<uid>/<id>", "/" for the root)

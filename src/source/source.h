@@ -15,6 +15,7 @@
 #include "event-curl.h"
 #include "metrics.h"
 #include "manifest.h"
+#include "url-verifier.h"
 
 typedef enum SourceEventType {
         SOURCE_EVENT_ADD,    /* a new pod is wanted */
@@ -140,6 +141,9 @@ typedef struct UrlSourceOptions {
         /* nanolet_manifest_url_fetches_total{result="200|304|error"}
          * (not owned; NULL: not counted). */
         Metrics *metrics;
+        /* Signed manifests (docs/fleet.md, url-verifier.h): each body is
+         * applied only once its signature verified. NULL: not checked. */
+        const UrlVerifierOptions *verify;
 } UrlSourceOptions;
 
 /* Loads libcurl (event-curl.h): a missing libcurl.so.4 fails here, with the

@@ -55,7 +55,8 @@ struct UrlSource {
         void (*synced)(void *userdata);
         void *synced_userdata;
         bool synced_once;
-        MetricFamily *fetches; /* {result} */
+        MetricFamily *fetches;      /* {result} */
+        MetricFamily *last_success; /* {source}: the time of the last good fetch */
 
         EventCurl *curl;
         CURL *easy;                     /* the GET in flight; NULL between polls */
@@ -84,6 +85,8 @@ struct UrlSource {
         bool has_error;
         char *logged_error;
         unsigned error_count;
+
+        UrlVerifier *verifier; /* signed manifests; NULL: not checked */
 };
 
 /* ---- redirect policy ---- */
@@ -279,6 +282,13 @@ static void url_source_failf(UrlSource *s, const char *fmt, ...) {
         url_source_fail(s, &d);
 }
 
+/* A fetch that left the source current: a body accepted, or a 304 for the
+ * one we have. */
+static void url_source_mark_success(UrlSource *s) {
+        metric_set(s->last_success, METRIC_LABELS("http"),
+                   (double)now_usec(CLOCK_REALTIME) / (double)USEC_PER_SEC);
+}
+
 static void url_source_succeed(UrlSource *s) {
         if (s->has_error) {
                 log_info("Manifest URL \"%s\" works again.", s->url);
@@ -316,7 +326,7 @@ int url_source_parse_body(const UrlSourceOptions *opts, const char *body, size_t
         return r;
 }
 
-static void url_source_handle_body(UrlSource *s) {
+static int url_source_handle_body(UrlSource *s) {
         const UrlSourceOptions opts = {
                 .url = s->url,
                 .node_name = s->node_name,
@@ -330,7 +340,7 @@ static void url_source_handle_body(UrlSource *s) {
                                       &n, &d);
         if (r < 0) {
                 url_source_fail(s, &d);
-                return;
+                return r;
         }
 
         manifest_objects_free(s->objs, s->n_objs);
@@ -353,7 +363,61 @@ static void url_source_handle_body(UrlSource *s) {
                 s->last_modified = NULL;
         }
         log_debug("Manifest URL \"%s\": %zu object(s).", s->url, n);
+        url_source_mark_success(s);
         url_source_succeed(s);
+        return 0;
+}
+
+/* ---- signed manifests (url-verifier.h) ---- */
+
+static int url_source_schedule_poll(UrlSource *s, usec_t delay);
+static usec_t url_source_next_delay(UrlSource *s);
+
+/* 0, or -EPERM once the current signed document has expired (reported
+ * as the origin's error; its pods keep running). */
+static int url_source_check_expiry(UrlSource *s) {
+        if (!s->verifier)
+                return 0;
+        _cleanup_diagnostics_ Diagnostics d;
+        diagnostics_init(&d);
+        int r = url_verifier_check_current(s->verifier, now_usec(CLOCK_REALTIME), &d);
+        if (r < 0)
+                url_source_fail(s, &d);
+        return r;
+}
+
+static void url_source_on_verified(UrlVerifier *v, int r, char *body, size_t size,
+                                   const Diagnostics *d, void *userdata) {
+        UrlSource *s = userdata;
+        if (r < 0) {
+                free(body);
+                url_source_fail(s, (Diagnostics *)d);
+        } else {
+                /* The validators of this response are still in resp_*: no
+                 * GET starts while a check is under way. */
+                s->body = body;
+                s->body_len = size;
+                if (url_source_handle_body(s) >= 0)
+                        url_verifier_accept(v);
+                free(s->body);
+                s->body = NULL;
+                s->body_len = s->body_cap = 0;
+        }
+        if (!s->synced_once) {
+                s->synced_once = true;
+                if (s->synced)
+                        s->synced(s->synced_userdata);
+        }
+        (void)url_source_schedule_poll(s, url_source_next_delay(s));
+}
+
+static void url_source_verify_body(UrlSource *s) {
+        char *body = TAKE_PTR(s->body);
+        size_t size = s->body_len;
+        s->body_len = s->body_cap = 0;
+        int r = url_verifier_start(s->verifier, body, size, url_source_on_verified, s);
+        if (r < 0)
+                url_source_failf(s, "cannot start fetching the signature: %s", strerror(-r));
 }
 
 static void url_source_finish(UrlSource *s, CURL *easy, CURLcode result) {
@@ -387,6 +451,9 @@ static void url_source_finish(UrlSource *s, CURL *easy, CURLcode result) {
                 }
                 /* Unchanged: the objects we have are current. This also clears
                  * an error left by an earlier failed poll. */
+                if (url_source_check_expiry(s) < 0)
+                        return;
+                url_source_mark_success(s);
                 if (s->has_error)
                         url_source_succeed(s);
                 return;
@@ -399,7 +466,11 @@ static void url_source_finish(UrlSource *s, CURL *easy, CURLcode result) {
                 url_source_failf(s, "empty response body (HTTP status %ld)", status);
                 return;
         }
-        url_source_handle_body(s);
+        if (s->verifier) {
+                url_source_verify_body(s);
+                return;
+        }
+        (void)url_source_handle_body(s);
 }
 
 static int url_source_schedule_poll(UrlSource *s, usec_t delay);
@@ -504,6 +575,10 @@ static void url_source_on_done(EventCurl *ec, CURL *easy, CURLcode result, void 
                 url_source_failf(s, "cannot follow the redirect to \"%s\": %s", redirect,
                                  strerror(-r));
         }
+        /* A body whose signature is being checked: the check ends the
+         * poll (url_source_on_verified()). */
+        if (url_verifier_busy(s->verifier))
+                return;
         if (ours && !s->synced_once) {
                 s->synced_once = true;
                 if (s->synced)
@@ -608,7 +683,7 @@ static int url_source_start_request(UrlSource *s, const char *url) {
 }
 
 static int url_source_start_get(UrlSource *s) {
-        if (s->easy)
+        if (s->easy || url_verifier_busy(s->verifier))
                 return 0; /* still in flight */
         s->n_redirects = 0;
         s->poll_failed = false;
@@ -700,11 +775,28 @@ int url_source_new(UrlSource **ret, Event *e, PodConfig *config, const UrlSource
                                  "304 (not modified) or error (transport error, timeout, other "
                                  "status).",
                                  (const char *const[]){ "result", NULL }, NULL, 0);
+        if (r >= 0)
+                r = metrics_register(opts->metrics, &s->last_success, METRIC_GAUGE,
+                                     "nanolet_manifest_source_last_success_timestamp_seconds",
+                                     "Time of the last fetch of the manifest URL that left its "
+                                     "pods current (a valid body, or 304 Not Modified), in "
+                                     "seconds since the epoch, by source (http).",
+                                     (const char *const[]){ "source", NULL }, NULL, 0);
         if (r < 0)
                 return r;
         r = event_curl_new(e, &s->curl, error);
         if (r < 0)
                 return error_prefix(error, r, "the manifest URL source needs " EVENT_CURL_LIBRARY);
+        if (opts->verify) {
+                UrlVerifierOptions vo = *opts->verify;
+                if (vo.timeout == 0)
+                        vo.timeout = s->timeout;
+                if (vo.max_body == 0)
+                        vo.max_body = s->max_body;
+                r = url_verifier_new(&s->verifier, s->curl, &vo, error);
+                if (r < 0)
+                        return r;
+        }
 
         *ret = TAKE_PTR(s);
         return 0;
@@ -749,6 +841,7 @@ UrlSource *url_source_free(UrlSource *s) {
         }
         if (s->req_headers)
                 event_curl_api(s->curl)->slist_free_all(s->req_headers);
+        url_verifier_free(s->verifier);
         event_curl_free(s->curl);
         event_source_free(s->poll_timer);
 

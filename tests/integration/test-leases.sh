@@ -133,8 +133,8 @@ grep -q "Released address $A_IP" "$B_LOG" && fail "agent B released A's address"
         ok "agent B did not release A's address"
 
 # --- 2. a crash leaves a cached sandbox: the next start DELs it ---------------
-[ -f "$B_RUN/cni/$B_UID.json" ] && ok "B recorded its ADD in its CNI cache" ||
-        fail "no CNI cache $B_RUN/cni/$B_UID.json"
+[ -f "$B_ROOT/cni/results/$B_UID.json" ] && ok "B recorded its ADD in its CNI cache" ||
+        fail "no CNI cache $B_ROOT/cni/results/$B_UID.json"
 kill -9 "$B_PID"
 wait "$B_PID" 2>/dev/null || true
 B_PID=
@@ -158,7 +158,7 @@ rm -rf "${B_ROOT:?}/pods/$B_UID"
 
 start_b
 expect "agent B DELs the orphaned sandbox" "$B_LOG" "Released the network of sandbox $B_UID" 1 60
-[ ! -e "$B_RUN/cni/$B_UID.json" ] && ok "its CNI cache is gone" || fail "CNI cache of $B_UID left"
+[ ! -e "$B_ROOT/cni/results/$B_UID.json" ] && ok "its CNI cache is gone" || fail "CNI cache of $B_UID left"
 n=$(masq_rules "$B_UID" "$B_IP")
 [ "$n" -eq 0 ] && ok "no masquerade rules of $B_IP left" ||
         fail "$n masquerade rules of $B_IP left: $(our_rules)"

@@ -190,7 +190,7 @@ in_subnet "$clientip" "$TEST_SUBNET" && ok "client's IP $clientip from the confl
 [ "$(pod_field web '",".join(i["ip"] for i in p["status"]["podIPs"])')" = "$webip" ] && ok "status.podIPs" || fail "podIPs: $(pod_field web 'p["status"].get("podIPs")')"
 [ "$(ip -o link show master "$TEST_BRIDGE" | wc -l)" = 2 ] && ok "two veths on the test bridge" || fail "veths: $(ip -o link show master "$TEST_BRIDGE")"
 webuid=$(pod_uid web)
-[ -f "$RUN/cni/$webuid.json" ] && ok "CNI cache of web" || fail "no CNI cache $RUN/cni/$webuid.json"
+[ -f "$ROOT/cni/results/$webuid.json" ] && ok "CNI cache of web" || fail "no CNI cache $ROOT/cni/results/$webuid.json"
 grep -rlq "$webuid" "$WORK/leases/nanolet-test" 2>/dev/null && ok "host-local lease of web names its UID" || fail "no lease for web: $(ls -R "$WORK/leases")"
 # The sandbox of a CNI pod is pinned from a thread of the agent, not a
 # forked helper; the agent's debug log (-v 4) says which.
@@ -348,7 +348,7 @@ esac
 [ "$(exec_out hostnet hostname)" = "$(hostname)" ] && ok "hostNetwork pod has the host's hostname" || fail "hostname: $(exec_out hostnet hostname)"
 for p in hostnet hostnet-cf; do
         uid=$(pod_uid $p)
-        if [ -n "$uid" ] && ! ls "$RUN/cni/$uid"* >/dev/null 2>&1 && ! grep -rlq "$uid" "$WORK/leases" &&
+        if [ -n "$uid" ] && ! ls "$ROOT/cni/results/$uid"* >/dev/null 2>&1 && ! grep -rlq "$uid" "$WORK/leases" &&
                 ! grep -q "cni: ADD .* for $uid" "$AGENT_LOG"; then
                 ok "$p: no CNI call (no cache, no lease, no ADD in the log)"
         else
@@ -395,7 +395,7 @@ no_sandbox() {
         ! grep -rlqs "$uid" "$WORK/leases" || left+=" lease:$(grep -rls "$uid" "$WORK/leases")"
         [ "$(ip -o link show master "$TEST_BRIDGE" | wc -l)" = "$veths_before" ] || left+=" veth-on-$TEST_BRIDGE"
         [ "$(ip -o link show master "$BRIDGE2" 2>/dev/null | wc -l)" = 0 ] || left+=" veth-on-$BRIDGE2"
-        [ ! -e "$RUN/cni/$uid.json" ] || left+=" cni-cache"
+        [ ! -e "$ROOT/cni/results/$uid.json" ] || left+=" cni-cache"
         [ -z "$(pod_runc_ids "$uid")" ] || left+=" containers"
         [ -z "$left" ] || { echo "$1 left:$left" >&2; return 1; }
 }
@@ -470,8 +470,8 @@ for ((i = 0; i < 250; i++)); do [ -z "$(ls "$RUN/status" 2>/dev/null | grep -vx 
 check_no_leftovers
 n=$(ip -o link show master "$BRIDGE2" 2>/dev/null | wc -l)
 [ "$n" -eq 0 ] && ok "no veths left on $BRIDGE2" || fail "$n veths left on $BRIDGE2"
-n=$(find "$RUN/cni" -type f 2>/dev/null | wc -l)
-[ "$n" -eq 0 ] && ok "no CNI cache files left" || fail "CNI cache left: $(ls "$RUN/cni")"
+n=$(find "$ROOT/cni" -type f 2>/dev/null | wc -l)
+[ "$n" -eq 0 ] && ok "no CNI cache files left" || fail "CNI cache left: $(ls -R "$ROOT/cni")"
 n=$(our_rules | wc -l)
 [ "$n" -eq 0 ] && ok "portmap's rules for the pods are gone" || fail "iptables rules left: $(our_rules)"
 # --sync-frequency 2s: the agent's periodic full sync, from its own records

@@ -2,7 +2,8 @@
 # Memory and PID pressure eviction (docs/eviction.md) with the real agent, runc and
 # conmon, thresholds set relative to what the machine has when the test runs
 # (it is shared: others' use may move by a GiB or a few hundred tasks, so
-# each threshold sits in the middle of what the test's own pod adds):
+# each threshold sits in the middle of what the test's own pod adds), with
+# --evict-static-pods (by default no pod is evicted: test-eviction.sh):
 # - hard memory.available: a BestEffort pod filling a memory-backed emptyDir
 #   in 256 MiB steps up to 3 GiB, with the threshold 1.5 GiB below the
 #   available memory at the start, is evicted (Failed/Evicted, kubelet's
@@ -77,7 +78,7 @@ M0=$(mem_available)
 HARD=$((M0 - 3 * GI / 2))
 echo "MemAvailable $M0, hard threshold memory.available<$HARD"
 guaranteed_pod steady | put_manifest steady.yaml
-start_agent --cgroup-root "$TEST_CGROUP_ROOT" --eviction-hard "memory.available<$HARD" \
+start_agent --cgroup-root "$TEST_CGROUP_ROOT" --evict-static-pods --eviction-hard "memory.available<$HARD" \
         --eviction-pressure-transition-period 2s
 check_field "Guaranteed pod Running" steady 'p["status"]["phase"]' Running 60
 hog_pod hog | put_manifest hog.yaml
@@ -105,7 +106,7 @@ SOFT=$((M1 - 3 * GI / 2))
 GRACE=15
 echo "MemAvailable $M1, soft threshold memory.available<$SOFT, grace ${GRACE}s"
 hog_pod softhog | put_manifest softhog.yaml
-start_agent --cgroup-root "$TEST_CGROUP_ROOT" --eviction-hard 'memory.available<1Ki' \
+start_agent --cgroup-root "$TEST_CGROUP_ROOT" --evict-static-pods --eviction-hard 'memory.available<1Ki' \
         --eviction-soft "memory.available<$SOFT" --eviction-soft-grace-period "memory.available=${GRACE}s" \
         --eviction-pressure-transition-period 2s
 check_field "soft: the hog evicted: Failed/Evicted" softhog \
@@ -147,7 +148,7 @@ spec:
     imagePullPolicy: Never
     command: [sh, -c, 'i=0; while [ $i -lt 1000 ]; do sleep 3600 & i=$((i+1)); done; echo forked; wait']
 YAML
-start_agent --cgroup-root "$TEST_CGROUP_ROOT" --eviction-hard "pid.available<$PIDT" --pod-pids-limit 2000
+start_agent --cgroup-root "$TEST_CGROUP_ROOT" --evict-static-pods --eviction-hard "pid.available<$PIDT" --pod-pids-limit 2000
 check_field "quiet pod Running" quiet 'p["status"]["phase"]' Running 60
 check_field "the forker evicted: Failed/Evicted" forker \
         'p["status"]["phase"] + "/" + p["status"].get("reason", "")' Failed/Evicted 120

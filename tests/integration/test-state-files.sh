@@ -103,7 +103,7 @@ group_files() {
                 echo "$RUN/status/events/$CNI_UID.json client"
                 ;;
         cni)
-                echo "$RUN/cni/$CNI_UID.json warn+rewrite"
+                echo "$ROOT/cni/results/$CNI_UID.json warn+rewrite"
                 ;;
         images)
                 echo "$ROOT/images/index.json warn"

@@ -157,6 +157,16 @@ static void test_v2(void **state) {
         assert_int_equal(st.memory_pgmajfault, 3);
         assert_false(st.has_memory_available);
         assert_false(st.has_pids);
+        assert_false(st.has_swap); /* a kernel without swap support */
+        put(root, "nanolet/podA/ctr-1/memory.swap.current", "4096\n");
+        put(root, "nanolet/podA/ctr-1/memory.swap.max", "max\n");
+        assert_int_equal(cgroup_stats_read(root, "/nanolet/podA/ctr-1", &st), 0);
+        assert_true(st.has_swap);
+        assert_int_equal(st.swap_usage, 4096);
+        assert_true(st.swap_limit == CGROUP_STATS_NO_LIMIT);
+        put(root, "nanolet/podA/ctr-1/memory.swap.max", "1048576\n");
+        assert_int_equal(cgroup_stats_read(root, "/nanolet/podA/ctr-1", &st), 0);
+        assert_int_equal(st.swap_limit, 1048576);
         put(root, "nanolet/podA/ctr-1/pids.current", "203\n");
         assert_int_equal(cgroup_stats_read(root, "/nanolet/podA/ctr-1", &st), 0);
         assert_true(st.has_pids);
@@ -202,7 +212,9 @@ static void test_node(void **state) {
             "Cached:          3000000 kB\n"
             "Inactive(anon):    10000 kB\n"
             "Inactive(file):  2000000 kB\n"
-            "AnonPages:       1500000 kB\n");
+            "AnonPages:       1500000 kB\n"
+            "SwapTotal:       2000000 kB\n"
+            "SwapFree:        1500000 kB\n");
         put(proc, "vmstat", "nr_free_pages 1\npgfault 99999\npgmajfault 12\n");
         /* user nice system idle iowait irq softirq steal guest guest_nice */
         put(proc, "stat",
@@ -221,6 +233,9 @@ static void test_node(void **state) {
         assert_int_equal(st.memory_limit, 8000000ULL * 1024);
         assert_int_equal(st.memory_pgfault, 99999);
         assert_int_equal(st.memory_pgmajfault, 12);
+        assert_true(st.has_swap);
+        assert_int_equal(st.swap_usage, 500000ULL * 1024);
+        assert_int_equal(st.swap_limit, 2000000ULL * 1024);
 
         /* No cpu counter in the cgroup root (an empty v1 root here): the
          * busy ticks of /proc/stat (idle and iowait left out). */

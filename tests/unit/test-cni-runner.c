@@ -528,6 +528,139 @@ static void test_check_damaged_cache(void **state) {
         assert_non_null(strstr(f->err.base.message, "no cached result"));
 }
 
+static void put_old(Fixture *f, const char *name, const char *content) {
+        _cleanup_free_ char *p = strprintf("old/%s", name);
+        put(f, p, content);
+}
+
+/* The cache an older layout kept in <run-dir>/cni moves to the runner's
+ * directory; nothing there is followed or trusted. */
+static void test_cache_migrate(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *old = strprintf("%s/old", f->dir);
+        _cleanup_free_ char *p = NULL;
+        Error err = {};
+
+        /* No old directory: nothing to do. */
+        assert_int_equal(cni_cache_migrate(old, f->cache, &err), 0);
+        assert_false(exists(f, "cache"));
+
+        assert_int_equal(mkdir(old, 0700), 0);
+        put_old(f, "pod-a.json",
+                "{\"kind\":\"nanoletCniCacheV1\",\"containerId\":\"pod-a\",\"ifName\":\"eth0\","
+                "\"networkName\":\"test\",\"config\":{\"cniVersion\":\"1.0.0\",\"name\":\"test\","
+                "\"plugins\":[{\"type\":\"p1\"}]},\"result\":" RESULT_B "}");
+        put_old(f, "pod-b.json", "old b");
+        assert_int_equal(mkdir(f->cache, 0755), 0); /* made 0700 */
+        put(f, "cache/pod-b.json", "new b");
+        /* n: the old one is the newer (a downgrade, then an upgrade again). */
+        put(f, "cache/pod-n.json", "stale n");
+        struct timespec past[2] = { { .tv_sec = 1000000000 }, { .tv_sec = 1000000000 } };
+        assert_int_equal(utimensat(AT_FDCWD, p = strprintf("%s/pod-n.json", f->cache), past, 0), 0);
+        free(TAKE_PTR(p));
+        put_old(f, "pod-n.json", "newer n");
+        put_old(f, "pod-c.json", "");
+        put_old(f, "pod-d.json", "\x01garbage\r\n{");
+        put_old(f, "pod-v.json", "{\"kind\":\"cniCacheV9\",\"containerId\":\"pod-v\"}");
+        put(f, "secret", "not a cache");
+        p = strprintf("%s/secret", f->dir);
+        _cleanup_free_ char *link = strprintf("%s/pod-s.json", old);
+        assert_int_equal(symlink(p, link), 0);
+        _cleanup_free_ char *fifo = strprintf("%s/pod-f.json", old);
+        assert_int_equal(mkfifo(fifo, 0600), 0);
+        _cleanup_free_ char *sub = strprintf("%s/pod-g.json", old);
+        assert_int_equal(mkdir(sub, 0700), 0);
+        _cleanup_free_ char *big = strprintf("%s/pod-h.json", old);
+        _cleanup_close_ int fd = open(big, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(ftruncate(fd, CNI_CACHE_MAX + 1), 0);
+        put_old(f, "notes.txt", "someone else's");
+        put_old(f, "bad id.json", "{}");
+
+        /* a, c (empty), d (garbage) and v (another kind) move as they are:
+         * their reader decides what they are worth. */
+        assert_int_equal(cni_cache_migrate(old, f->cache, &err), 5);
+        _cleanup_free_ char *newer = get(f, "cache/pod-n.json");
+        assert_string_equal(newer, "newer n");
+        _cleanup_free_ char *a = get(f, "cache/pod-a.json");
+        assert_non_null(a);
+        assert_non_null(strstr(a, "10.9.0.1"));
+        _cleanup_free_ char *b = get(f, "cache/pod-b.json");
+        assert_string_equal(b, "new b");
+        _cleanup_free_ char *d = get(f, "cache/pod-d.json");
+        assert_string_equal(d, "\x01garbage\r\n{");
+        assert_true(exists(f, "cache/pod-c.json"));
+        assert_true(exists(f, "cache/pod-v.json"));
+        /* The link, FIFO, directory and oversized file are gone unread; the
+         * link's target is untouched. */
+        for (const char *n = "sfgh"; *n; n++) {
+                _cleanup_free_ char *nn = strprintf("pod-%c.json", *n);
+                _cleanup_free_ char *o = strprintf("old/%s", nn), *c = strprintf("cache/%s", nn);
+                assert_false(exists(f, o));
+                assert_false(exists(f, c));
+        }
+        _cleanup_free_ char *secret = get(f, "secret");
+        assert_string_equal(secret, "not a cache");
+        assert_false(exists(f, "old/pod-a.json"));
+        assert_false(exists(f, "old/pod-b.json"));
+        /* Other names stay, and so does their directory. */
+        assert_true(exists(f, "old/notes.txt"));
+        assert_true(exists(f, "old/bad id.json"));
+        struct stat st;
+        assert_int_equal(stat(f->cache, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0700);
+
+        /* The runner finds the moved sandboxes and a's result. */
+        _cleanup_strv_free_ char **ids = NULL;
+        assert_int_equal(cni_runner_list_cached(f->runner, &ids), 0);
+        assert_int_equal(strv_length(ids), 6);
+        assert_string_equal(ids[0], "pod-a");
+        CniResult *cached = NULL;
+        assert_int_equal(cni_runner_cached_result(f->runner, "pod-a", &cached), 0);
+        assert_non_null(cached);
+        assert_string_equal(cached->ips[0].gateway, "10.9.0.1");
+        cni_result_free(cached);
+
+        /* Once only foreign names are left, a second start moves nothing;
+         * emptied, the old directory goes. */
+        assert_int_equal(cni_cache_migrate(old, f->cache, &err), 0);
+        assert_true(exists(f, "old/notes.txt"));
+        free(p);
+        p = strprintf("%s/notes.txt", old);
+        assert_int_equal(unlink(p), 0);
+        free(p);
+        p = strprintf("%s/bad id.json", old);
+        assert_int_equal(unlink(p), 0);
+        assert_int_equal(cni_cache_migrate(old, f->cache, &err), 0);
+        assert_false(exists(f, "old"));
+        error_clear(&err);
+}
+
+/* An old cache directory that is a symlink is never followed: the link
+ * goes, its target and the files in it stay where they are. */
+static void test_cache_migrate_symlink(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *old = strprintf("%s/old", f->dir);
+        _cleanup_free_ char *target = strprintf("%s/elsewhere", f->dir);
+        Error err = {};
+
+        assert_int_equal(mkdir(target, 0700), 0);
+        put(f, "elsewhere/pod-x.json", "{\"config\":{}}");
+        assert_int_equal(symlink(target, old), 0);
+        assert_int_equal(cni_cache_migrate(old, f->cache, &err), -ENOTDIR);
+        assert_non_null(strstr(err.message, "not followed"));
+        error_clear(&err);
+        assert_false(exists(f, "old"));
+        assert_true(exists(f, "elsewhere/pod-x.json"));
+        assert_false(exists(f, "cache/pod-x.json"));
+
+        /* A plain file there: the same. */
+        put(f, "old", "junk");
+        assert_int_equal(cni_cache_migrate(old, f->cache, &err), -ENOTDIR);
+        error_clear(&err);
+        assert_false(exists(f, "old"));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_add_del, setup, teardown),
@@ -537,6 +670,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_queue_cancel_free, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_version_040, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_check_damaged_cache, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cache_migrate, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cache_migrate_symlink, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -251,6 +251,45 @@ static void test_kubelet_settings(void **state) {
         }
 }
 
+/* --evict-static-pods / evictStaticPods: off unless asked (kubelet never
+ * evicts a static pod), from the file, the flag over the file, and only a
+ * boolean. */
+static void test_evict_static_pods(void **state) {
+        NanoletConfig c;
+        Diagnostics d;
+        diagnostics_init(&d);
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_false(c.evict_static_pods);
+        static const char file[] = "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                   "kind: KubeletConfiguration\n"
+                                   "evictStaticPods: true\n";
+        assert_int_equal(nanolet_config_load_buffer(&c, file, strlen(file), "k.yaml", &d), 0);
+        assert_int_equal(d.n_errors + d.n_warnings, 0);
+        assert_true(c.evict_static_pods);
+        char *off[] = { "serve", "--evict-static-pods=false", NULL };
+        assert_int_equal(nanolet_config_parse_argv(&c, 2, off), 0);
+        assert_false(c.evict_static_pods);
+        char *on[] = { "serve", "--evict-static-pods", NULL };
+        assert_int_equal(nanolet_config_parse_argv(&c, 2, on), 0);
+        assert_true(c.evict_static_pods);
+        nanolet_config_deinit(&c);
+        diagnostics_deinit(&d);
+
+        static const char bad_file[] = "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                       "kind: KubeletConfiguration\n"
+                                       "evictStaticPods: sometimes\n";
+        diagnostics_init(&d);
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_true(nanolet_config_load_buffer(&c, bad_file, strlen(bad_file), "k.yaml", &d) < 0 ||
+                    d.n_errors > 0);
+        assert_false(c.evict_static_pods);
+        nanolet_config_deinit(&c);
+        diagnostics_deinit(&d);
+        char *bad[] = { "serve", "--evict-static-pods=yes please", NULL };
+        char **all[] = { bad };
+        assert_all_rejected(all, ELEMENTSOF(all));
+}
+
 static void test_bad_flags(void **state) {
         char *argv1[] = { "serve", "--read-only-port", "70000", NULL };
         char *argv2[] = { "serve", "--file-check-frequency", "often", NULL };
@@ -270,6 +309,49 @@ static void test_bad_flags(void **state) {
         assert_int_equal(nanolet_config_parse_argv(&c, 3, ok), 0);
         assert_true(c.manifest_url_max_backoff == 90 * USEC_PER_SEC);
         nanolet_config_deinit(&c);
+}
+
+/* Signed manifest URLs: keys repeatable (flags and file), format checked,
+ * key paths absolute. */
+static void test_signature_settings(void **state) {
+        NanoletConfig c;
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_null(c.manifest_url_public_keys);
+        assert_string_equal(c.manifest_url_signature_format, "cosign");
+        char *argv[] = { "serve",
+                         "--manifest-url-public-key",
+                         "/etc/nanolet/old.pub",
+                         "--manifest-url-public-key=/etc/nanolet/new.pub",
+                         "--manifest-url-signature-format",
+                         "minisign",
+                         "--manifest-url-signature-url",
+                         "https://fleet.example/sigs/box.minisig",
+                         NULL };
+        assert_int_equal(nanolet_config_parse_argv(&c, (int)ELEMENTSOF(argv) - 1, argv), 0);
+        assert_int_equal(strv_length(c.manifest_url_public_keys), 2);
+        assert_string_equal(c.manifest_url_public_keys[1], "/etc/nanolet/new.pub");
+        assert_string_equal(c.manifest_url_signature_format, "minisign");
+        assert_string_equal(c.manifest_url_signature_url, "https://fleet.example/sigs/box.minisig");
+        nanolet_config_deinit(&c);
+
+        static const char file[] = "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                   "kind: KubeletConfiguration\n"
+                                   "manifestURLPublicKeys: [/k/a.pub, /k/b.pub]\n"
+                                   "manifestURLSignatureFormat: sigstore-bundle\n";
+        Diagnostics d;
+        diagnostics_init(&d);
+        assert_int_equal(nanolet_config_init(&c), 0);
+        assert_int_equal(nanolet_config_load_buffer(&c, file, strlen(file), "kc.yaml", &d), 0);
+        assert_int_equal(strv_length(c.manifest_url_public_keys), 2);
+        assert_string_equal(c.manifest_url_signature_format, "sigstore-bundle");
+        nanolet_config_deinit(&c);
+        diagnostics_deinit(&d);
+
+        char *bad1[] = { "serve", "--manifest-url-signature-format", "pgp", NULL };
+        char *bad2[] = { "serve", "--manifest-url-public-key", "relative.pub", NULL };
+        char *bad3[] = { "serve", "--manifest-url-signature-url", "file:///etc/x.sig", NULL };
+        char **all[] = { bad1, bad2, bad3 };
+        assert_all_rejected(all, ELEMENTSOF(all));
 }
 
 /* kubelet's flag parser takes whole names only: getopt's unambiguous
@@ -1587,7 +1669,9 @@ int main(void) {
                 cmocka_unit_test(test_file_errors),
                 cmocka_unit_test(test_flags_override_file),
                 cmocka_unit_test(test_bad_flags),
+                cmocka_unit_test(test_signature_settings),
                 cmocka_unit_test(test_kubelet_settings),
+                cmocka_unit_test(test_evict_static_pods),
                 cmocka_unit_test(test_node_name),
                 cmocka_unit_test(test_duration),
                 cmocka_unit_test(test_container_log_flags),

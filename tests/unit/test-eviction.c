@@ -158,11 +158,71 @@ static void test_rank(void **state) {
                 { .priority = -10, .usage = 1, .requests = 100 },
         };
         size_t order[7];
-        size_t k = eviction_rank(c, 7, order);
+        size_t k = eviction_rank(c, 7, STATIC_POD_EVICTION_EVICT_AND_READMIT, order);
         assert_int_equal(k, 6);
         size_t want[] = { 2, 5, 1, 4, 6, 0 };
         for (size_t i = 0; i < 6; i++)
                 assert_int_equal(order[i], want[i]);
+}
+
+/* kubelet's rule, the default: every static pod is critical, so no pod is
+ * ever chosen, whatever its usage, requests or priority. */
+static void test_rank_never(void **state) {
+        (void)state;
+        EvictionCandidate c[] = {
+                { .priority = 0, .usage = 500, .requests = 0 },
+                { .priority = -10, .usage = 1 << 30, .requests = 0 },
+                { .priority = 0, .usage = 200, .requests = 100 },
+        };
+        size_t order[3] = { 7, 7, 7 };
+        assert_int_equal(eviction_rank(c, 3, STATIC_POD_EVICTION_NEVER, order), 0);
+        assert_int_equal(order[0], 7); /* nothing written */
+        assert_int_equal(eviction_rank(c, 3, _STATIC_POD_EVICTION_INVALID, order), 0);
+        assert_int_equal(eviction_rank(c, 3, STATIC_POD_EVICTION_EVICT_AND_READMIT, order), 3);
+        assert_int_equal(order[0], 1);
+        assert_string_equal(static_pod_eviction_to_string(STATIC_POD_EVICTION_NEVER), "never");
+        assert_string_equal(static_pod_eviction_to_string(STATIC_POD_EVICTION_EVICT_AND_READMIT),
+                            "evict-and-readmit");
+        assert_null(static_pod_eviction_to_string(_STATIC_POD_EVICTION_MAX));
+}
+
+/* A system priority comes from priorityClassName only, as the Priority
+ * admission plugin resolves it; a hand-set one above what a user-defined
+ * class may hold exempts nothing. */
+static void test_pod_priority(void **state) {
+        (void)state;
+        assert_int_equal(eviction_pod_priority("system-node-critical", false, 0), 2000001000);
+        assert_int_equal(eviction_pod_priority("system-cluster-critical", false, 0), 2000000000);
+        assert_int_equal(eviction_pod_priority("system-node-critical", true, 2000001000),
+                         2000001000);
+        /* the class wins over a different hand-set value */
+        assert_int_equal(eviction_pod_priority("system-cluster-critical", true, 5), 2000000000);
+        /* hand-set system priorities without their class */
+        assert_int_equal(eviction_pod_priority(NULL, true, 2000001000), 0);
+        assert_int_equal(eviction_pod_priority(NULL, true, 2000000000), 0);
+        assert_int_equal(eviction_pod_priority("high", true, 1999999999), 0);
+        assert_int_equal(eviction_pod_priority(NULL, true, 1000000001), 0);
+        assert_int_equal(eviction_pod_priority(NULL, true, INT64_MAX), 0);
+        assert_int_equal(eviction_pod_priority(NULL, true, INT64_MIN), 0);
+        /* what a user-defined class may give is kept */
+        assert_int_equal(eviction_pod_priority("high", true, 1000000000), 1000000000);
+        assert_int_equal(eviction_pod_priority(NULL, true, 1000), 1000);
+        assert_int_equal(eviction_pod_priority(NULL, true, -10), -10);
+        assert_int_equal(eviction_pod_priority(NULL, false, 77), 0);
+        assert_int_equal(eviction_pod_priority("system-node-critical-ish", false, 0), 0);
+
+        /* ranked with the setting: the hand-set "critical" pod is evicted
+         * first (BestEffort, largest), the classed one never */
+        EvictionCandidate c[] = {
+                { .priority = eviction_pod_priority(NULL, true, 2000001000), .usage = 900 },
+                { .priority = eviction_pod_priority("system-node-critical", false, 0),
+                  .usage = 5000 },
+                { .priority = eviction_pod_priority(NULL, false, 0), .usage = 10 },
+        };
+        size_t order[3];
+        assert_int_equal(eviction_rank(c, 3, STATIC_POD_EVICTION_EVICT_AND_READMIT, order), 2);
+        assert_int_equal(order[0], 0);
+        assert_int_equal(order[1], 2);
 }
 
 /* kubelet's rankPIDPressure: lower priority first, then more processes;
@@ -178,7 +238,7 @@ static void test_rank_pids(void **state) {
                 { .priority = -5, .usage = 1 },            /* 5: lowest priority */
         };
         size_t order[6];
-        size_t k = eviction_rank(c, 6, order);
+        size_t k = eviction_rank(c, 6, STATIC_POD_EVICTION_EVICT_AND_READMIT, order);
         assert_int_equal(k, 5);
         size_t want[] = { 5, 1, 0, 2, 4 };
         for (size_t i = 0; i < k; i++)
@@ -224,6 +284,8 @@ int main(void) {
                 cmocka_unit_test(test_met),
                 cmocka_unit_test(test_rank),
                 cmocka_unit_test(test_rank_pids),
+                cmocka_unit_test(test_rank_never),
+                cmocka_unit_test(test_pod_priority),
                 cmocka_unit_test(test_message),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -212,6 +212,59 @@ static void test_collectors(void **state) {
         assert_null(text);
 }
 
+/* Prometheus refuses a whole scrape whose label values are not UTF-8: a
+ * hostile byte is replaced, a valid multi-byte character kept, and CR, tab
+ * and the escapes go through as the format wants them. */
+static void test_label_values_made_utf8(void **state) {
+        (void)state;
+        _cleanup_(metrics_freep) Metrics *m = NULL;
+        MetricFamily *g;
+
+        assert_int_equal(metrics_new(&m), 0);
+        assert_int_equal(metrics_register(m, &g, METRIC_GAUGE, "x_info", "Info.",
+                                          (const char *const[]){ "v", NULL }, NULL, 0),
+                         0);
+        metric_set(g, METRIC_LABELS("a\xff\xc3\xa9\xc0\xafz"), 1);   /* ff, é, overlong / */
+        metric_set(g, METRIC_LABELS("\xed\xa0\x80\xe2\x82"), 2);     /* surrogate, cut short */
+        metric_set(g, METRIC_LABELS("\xf4\x90\x80\x80\r\t\"\n"), 3); /* > U+10FFFF */
+
+        _cleanup_free_ char *text = format(m);
+        assert_string_equal(text, "# HELP x_info Info.\n"
+                                  "# TYPE x_info gauge\n"
+                                  "x_info{v=\"a\xef\xbf\xbd\xc3\xa9\xef\xbf\xbd\xef\xbf\xbdz\"} 1\n"
+                                  "x_info{v=\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+                                  "\xef\xbf\xbd\"} 2\n"
+                                  "x_info{v=\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+                                  "\r\t\\\"\\n\"} 3\n");
+}
+
+/* A value read at a known time carries it in ms; metric_set() drops it. */
+static void test_timestamps(void **state) {
+        (void)state;
+        _cleanup_(metrics_freep) Metrics *m = NULL;
+        MetricFamily *c, *g;
+
+        assert_int_equal(metrics_new(&m), 0);
+        assert_int_equal(metrics_register(m, &c, METRIC_COUNTER, "x_cpu_seconds_total", "CPU.",
+                                          (const char *const[]){ "pod", NULL }, NULL, 0),
+                         0);
+        assert_int_equal(metrics_register(m, &g, METRIC_GAUGE, "x_bytes", "Bytes.", NULL, NULL, 0),
+                         0);
+        metric_set_at(c, METRIC_LABELS("a"), 1.5, 1700000000123456ULL);
+        metric_set_at(c, METRIC_LABELS("b"), 2, 1700000000123456ULL);
+        metric_set(c, METRIC_LABELS("b"), 3);
+        metric_set_at(g, NULL, 7, 2000);
+
+        _cleanup_free_ char *text = format(m);
+        assert_string_equal(text, "# HELP x_cpu_seconds_total CPU.\n"
+                                  "# TYPE x_cpu_seconds_total counter\n"
+                                  "x_cpu_seconds_total{pod=\"a\"} 1.5 1700000000123\n"
+                                  "x_cpu_seconds_total{pod=\"b\"} 3\n"
+                                  "# HELP x_bytes Bytes.\n"
+                                  "# TYPE x_bytes gauge\n"
+                                  "x_bytes 7 2\n");
+}
+
 static void test_process_collector(void **state) {
         (void)state;
         _cleanup_(metrics_freep) Metrics *m = NULL;
@@ -240,6 +293,8 @@ int main(void) {
                 cmocka_unit_test(test_register_twice),
                 cmocka_unit_test(test_null_is_ignored),
                 cmocka_unit_test(test_collectors),
+                cmocka_unit_test(test_label_values_made_utf8),
+                cmocka_unit_test(test_timestamps),
                 cmocka_unit_test(test_process_collector),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

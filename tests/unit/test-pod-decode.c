@@ -13,6 +13,8 @@
 #include <cmocka.h>
 
 #include "pod.h"
+#include "macro.h"
+#include "string-util.h"
 #include "strv.h"
 #include "yaml-node.h"
 
@@ -616,6 +618,76 @@ static void test_unknown_and_ignored(void **state) {
         parsed_done(&ps);
 }
 
+/* The Priority admission plugin's rule: a system priority only from its
+ * class; a hand-set value that differs from the class's, or above what a
+ * user-defined class may hold without a system class, is refused with the
+ * file, line and field. */
+static int decode_priority(const char *spec_lines, Parsed *ps) {
+        Pod *p = NULL;
+        _cleanup_free_ char *yaml = strprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: pri}\n"
+                                              "spec:\n"
+                                              "  containers: [{name: a, image: busybox:1}]\n"
+                                              "%s",
+                                              spec_lines);
+        assert_non_null(yaml);
+        int r = decode_pod(ps, yaml, &p);
+        pod_free(p);
+        return r;
+}
+
+static void test_priority(void **state) {
+        static const char *const good[] = {
+                "  priorityClassName: system-node-critical\n",
+                "  priorityClassName: system-node-critical\n  priority: 2000001000\n",
+                "  priorityClassName: system-cluster-critical\n  priority: 2000000000\n",
+                "  priority: 1000000000\n",
+                "  priority: -5\n",
+                "  priorityClassName: high\n  priority: 1000\n",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(good); i++) {
+                Parsed ps;
+                int r = decode_priority(good[i], &ps);
+                if (r < 0 || ps.diag.n_errors)
+                        diagnostics_print(&ps.diag, stderr);
+                assert_int_equal(r, 0);
+                assert_int_equal(ps.diag.n_errors, 0);
+                parsed_done(&ps);
+        }
+        static const struct {
+                const char *lines, *path, *msg;
+        } bad[] = {
+                { "  priority: 2000001000\n", "spec.priority",
+                  "invalid value 2000001000: a priority above 1000000000 comes only from "
+                  "priorityClassName system-node-critical" },
+                { "  priority: 2000000000\n", "spec.priority", "invalid value 2000000000" },
+                { "  priority: 1000000001\n", "spec.priority", "invalid value 1000000001" },
+                { "  priorityClassName: high\n  priority: 2000001000\n", "spec.priority",
+                  "comes only from priorityClassName" },
+                { "  priorityClassName: system-node-critical\n  priority: 5\n", "spec.priority",
+                  "the integer value of priority (5) must not be provided in pod spec; "
+                  "priorityClassName \"system-node-critical\" gives 2000001000" },
+                { "  priorityClassName: system-cluster-critical\n  priority: 2000001000\n",
+                  "spec.priority", "gives 2000000000" },
+                { "  priorityClassName: system-critical\n", "spec.priorityClassName",
+                  "no PriorityClass with name \"system-critical\"" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                Parsed ps;
+                assert_true(decode_priority(bad[i].lines, &ps) < 0);
+                /* the field's own line: line 6 or 7 of the document */
+                const Diag *x = find_diag(&ps.diag, bad[i].path);
+                if (!x)
+                        diagnostics_print(&ps.diag, stderr);
+                assert_non_null(x);
+                assert_int_equal(x->level, DIAG_ERROR);
+                assert_true(x->line == 6 || x->line == 7);
+                if (!strstr(x->message, bad[i].msg))
+                        fail_msg("%s: \"%s\" lacks \"%s\"", bad[i].lines, x->message, bad[i].msg);
+                assert_string_equal(x->file, "test.yaml");
+                parsed_done(&ps);
+        }
+}
+
 static void test_apiserver_references(void **state) {
         Parsed ps;
         Pod *p = NULL;
@@ -971,6 +1043,7 @@ int main(void) {
                 cmocka_unit_test(test_type_errors),
                 cmocka_unit_test(test_unknown_and_ignored),
                 cmocka_unit_test(test_apiserver_references),
+                cmocka_unit_test(test_priority),
                 cmocka_unit_test(test_configmap),
                 cmocka_unit_test(test_config_keys_chdir),
                 cmocka_unit_test(test_map_key_paths),

@@ -17,6 +17,12 @@
 
 #define S USEC_PER_SEC
 
+static char *format_metrics(Metrics *m) {
+        char *text = NULL;
+        assert_int_equal(metrics_format(m, &text, NULL), 0);
+        return text;
+}
+
 static void test_samples(void **state) {
         _cleanup_(cpu_samples_freep) CpuSamples *s = cpu_samples_new();
         uint64_t r;
@@ -293,10 +299,118 @@ static void test_format(void **state) {
         assert_int_equal(json_array_size(get(e, "pods")), 0);
 }
 
+/* kubelet's resource metrics from the Summary's figures: seconds from
+ * nanoseconds, each figure's read time as the sample's timestamp in ms,
+ * absent figures without a series, and the series of a pod that is gone
+ * dropped on the next set. */
+static void test_resource_metrics(void **state) {
+        _cleanup_(metrics_freep) Metrics *m = NULL;
+        ResourceMetrics rm;
+        const usec_t t = 1700000000123456ULL;
+
+        assert_int_equal(metrics_new(&m), 0);
+        assert_int_equal(resource_metrics_register(&rm, m), 0);
+
+        NodeSummary node = { .usage = { .time = t,
+                                        .cg = { .has_cpu = true,
+                                                .cpu_usage_ns = 2500000000ULL,
+                                                .has_memory = true,
+                                                .memory_working_set = 1048576,
+                                                .has_swap = true,
+                                                .swap_usage = 8192,
+                                                .swap_limit = CGROUP_STATS_NO_LIMIT } } };
+        ContainerSummary cs[2] = {
+                { .name = "app",
+                  .start_time = 1700000000500000ULL,
+                  .usage = { .time = t,
+                             .cg = { .has_cpu = true,
+                                     .cpu_usage_ns = 1000,
+                                     .has_memory = true,
+                                     .memory_working_set = 4096,
+                                     .has_swap = true,
+                                     .swap_usage = 100,
+                                     .swap_limit = 1000 } } },
+                { .name = "side" }, /* no cgroup read, no start time: no series */
+        };
+        PodSummary pods[2] = {
+                { .name = "web",
+                  .namespace = "default",
+                  .uid = "u1",
+                  .containers = cs,
+                  .n_containers = 2,
+                  .usage = { .time = t,
+                             .cg = { .has_cpu = true, .cpu_usage_ns = 3000000000ULL } } },
+                { .name = "evil\"}\n", .namespace = "kube-system", .uid = "u2" },
+        };
+        resource_metrics_set(&rm, &node, pods, 2);
+        _cleanup_free_ char *text = format_metrics(m);
+        assert_string_equal(
+                text,
+                "# HELP container_cpu_usage_seconds_total Cumulative cpu time consumed by the "
+                "container in core-seconds\n"
+                "# TYPE container_cpu_usage_seconds_total counter\n"
+                "container_cpu_usage_seconds_total{container=\"app\",pod=\"web\",namespace="
+                "\"default\"} 1e-06 1700000000123\n"
+                "# HELP container_memory_working_set_bytes Current working set of the container "
+                "in bytes\n"
+                "# TYPE container_memory_working_set_bytes gauge\n"
+                "container_memory_working_set_bytes{container=\"app\",pod=\"web\",namespace="
+                "\"default\"} 4096 1700000000123\n"
+                "# HELP container_start_time_seconds Start time of the container since unix "
+                "epoch in seconds\n"
+                "# TYPE container_start_time_seconds gauge\n"
+                "container_start_time_seconds{container=\"app\",pod=\"web\",namespace="
+                "\"default\"} 1.7000000005e+09\n"
+                "# HELP container_swap_usage_bytes Current amount of the container swap usage in "
+                "bytes. Reported only on non-windows systems\n"
+                "# TYPE container_swap_usage_bytes gauge\n"
+                "container_swap_usage_bytes{container=\"app\",pod=\"web\",namespace="
+                "\"default\"} 100 1700000000123\n"
+                "# HELP container_swap_limit_bytes Current amount of the container swap limit in "
+                "bytes. Reported only on non-windows systems\n"
+                "# TYPE container_swap_limit_bytes gauge\n"
+                "container_swap_limit_bytes{container=\"app\",pod=\"web\",namespace="
+                "\"default\"} 1000 1700000000123\n"
+                "# HELP node_cpu_usage_seconds_total Cumulative cpu time consumed by the node in "
+                "core-seconds\n"
+                "# TYPE node_cpu_usage_seconds_total counter\n"
+                "node_cpu_usage_seconds_total 2.5 1700000000123\n"
+                "# HELP node_memory_working_set_bytes Current working set of the node in bytes\n"
+                "# TYPE node_memory_working_set_bytes gauge\n"
+                "node_memory_working_set_bytes 1.048576e+06 1700000000123\n"
+                "# HELP node_swap_usage_bytes Current swap usage of the node in bytes. Reported "
+                "only on non-windows systems\n"
+                "# TYPE node_swap_usage_bytes gauge\n"
+                "node_swap_usage_bytes 8192 1700000000123\n"
+                "# HELP pod_cpu_usage_seconds_total Cumulative cpu time consumed by the pod in "
+                "core-seconds\n"
+                "# TYPE pod_cpu_usage_seconds_total counter\n"
+                "pod_cpu_usage_seconds_total{pod=\"web\",namespace=\"default\"} 3 "
+                "1700000000123\n"
+                "# HELP resource_scrape_error 1 if there was an error while getting container "
+                "metrics, 0 otherwise\n"
+                "# TYPE resource_scrape_error gauge\n"
+                "resource_scrape_error 0\n"
+                "# HELP scrape_error (Deprecated since 1.29.0) 1 if there was an error while "
+                "getting container metrics, 0 otherwise\n"
+                "# TYPE scrape_error gauge\n"
+                "scrape_error 0\n");
+
+        /* The pod is gone and the node unreadable this time. */
+        NodeSummary unread = {};
+        resource_metrics_set(&rm, &unread, pods + 1, 1);
+        _cleanup_free_ char *after = format_metrics(m);
+        assert_null(strstr(after, "web"));
+        assert_null(strstr(after, "container_cpu_usage_seconds_total"));
+        assert_non_null(strstr(after, "\nscrape_error 1\n"));
+        assert_non_null(strstr(after, "\nresource_scrape_error 1\n"));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_samples),
                 cmocka_unit_test(test_format),
+                cmocka_unit_test(test_resource_metrics),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

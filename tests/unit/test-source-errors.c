@@ -139,9 +139,27 @@ static void test_reason_strings(void **state) {
         assert_int_equal(source_error_reason_from_string("x"), _SOURCE_ERROR_REASON_INVALID);
 }
 
+/* A signed URL's refusal (field "signature") has its own reason. */
+static void test_signature_reason(void **state) {
+        _cleanup_(source_errors_freep) SourceErrors *s = NULL;
+        assert_int_equal(source_errors_new(&s, NULL), 0);
+        Diagnostics d;
+        diagnostics_init(&d);
+        diagnostics_add(&d, DIAG_ERROR, "http://h/p", 0, 0, "signature",
+                        "generation 6 is older than generation 7 (rollback)");
+        SourceEvent ev = error_event("http", "http://h/p", &d, 0);
+        assert_int_equal(source_errors_update(s, &ev, T0), 0);
+        assert_int_equal(source_errors_count(s, "http", SOURCE_ERROR_SIGNATURE), 1);
+        assert_int_equal(source_errors_count(s, "http", SOURCE_ERROR_INVALID), 0);
+        assert_string_equal(source_error_reason_to_string(SOURCE_ERROR_SIGNATURE), "signature");
+        assert_int_equal(source_error_reason_from_string("signature"), SOURCE_ERROR_SIGNATURE);
+        diagnostics_deinit(&d);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_reasons_and_file),
+                cmocka_unit_test(test_signature_reason),
                 cmocka_unit_test(test_reason_strings),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,8 +18,10 @@
 #include <time.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "source.h"
 #include "string-util.h"
 
@@ -794,6 +796,257 @@ static void test_redirect_policy(void **state) {
         assert_int_equal(url_same_origin(c, "http://a.example/x", "not a url"), -EINVAL);
 }
 
+/* ---- signed manifests (url-verifier.h) ---- */
+
+#define SIG_FIXTURES TEST_DATA_DIR "/signatures/fixtures/"
+
+static char *sig_fixture(const char *name) {
+        char path[512], *data = NULL;
+        size_t n = 0;
+        snprintf(path, sizeof path, SIG_FIXTURES "%s", name);
+        assert_int_equal(read_full_file_at(AT_FDCWD, path, 1 << 20, &data, &n), 0);
+        return data;
+}
+
+typedef struct Signed {
+        char dir[64];
+        char state[128];
+        char *body, *sig, *old_body, *old_sig, *expired_body, *expired_sig, *min_sig;
+} Signed;
+
+static void signed_init(Signed *g) {
+        snprintf(g->dir, sizeof g->dir, "/tmp/test-url-signed.XXXXXX");
+        assert_non_null(mkdtemp(g->dir));
+        snprintf(g->state, sizeof g->state, "%s/generation.json", g->dir);
+        g->body = sig_fixture("body.yaml");
+        g->sig = sig_fixture("body.yaml.sig");
+        g->old_body = sig_fixture("body-old.yaml");
+        g->old_sig = sig_fixture("body-old.yaml.sig");
+        g->expired_body = sig_fixture("body-expired.yaml");
+        g->expired_sig = sig_fixture("body-expired.yaml.sig");
+        g->min_sig = sig_fixture("body.yaml.minisig");
+}
+
+static void signed_done(Signed *g) {
+        free(g->body);
+        free(g->sig);
+        free(g->old_body);
+        free(g->old_sig);
+        free(g->expired_body);
+        free(g->expired_sig);
+        free(g->min_sig);
+        (void)unlink(g->state);
+        (void)rmdir(g->dir);
+}
+
+static void start_signed(Fixture *f, const Resp *script, size_t n, Signed *g,
+                         ManifestSignatureFormat format) {
+        f->server.script = script;
+        f->server.n_script = n;
+        char *keys[] = { format == MANIFEST_SIGNATURE_MINISIGN ? SIG_FIXTURES "minisign.pub"
+                                                               : SIG_FIXTURES "cosign.pub",
+                         NULL };
+        UrlVerifierOptions v = {
+                .url = f->url,
+                .key_files = keys,
+                .format = format,
+                .state_path = g->state,
+        };
+        UrlSourceOptions o = {
+                .url = f->url,
+                .node_name = "node1",
+                .check_frequency = POLL,
+                .verify = &v,
+        };
+        Error err = {};
+        assert_int_equal(url_source_new(&f->source, f->event, f->config, &o, &err), 0);
+        assert_int_equal(url_source_start(f->source), 0);
+}
+
+static bool request_is(Fixture *f, size_t i, const char *path) {
+        char *line = strprintf("GET %s HTTP/1.1\r\n", path);
+        bool r = strstr(f->server.requests[i], line) == f->server.requests[i];
+        free(line);
+        return r;
+}
+
+static void test_signed_accepted_then_304(void **state) {
+        Fixture *f = *state;
+        Signed g;
+        signed_init(&g);
+        Resp script[] = {
+                { .status = 200, .body = g.body, .etag = "\"v7\"" },
+                { .status = 200, .body = g.sig },
+                { .status = 200, .body = g.body, .etag = "\"v7\"" },
+        };
+        start_signed(f, script, ELEMENTSOF(script), &g, MANIFEST_SIGNATURE_COSIGN);
+        run_handled(f, 2);
+        dump(f);
+        assert_int_equal(f->n, 1);
+        expect(&f->ev[0], SOURCE_EVENT_ADD);
+        assert_string_equal(f->ev[0].name, "web-node1");
+        assert_true(request_is(f, 0, "/pods"));
+        assert_true(request_is(f, 1, "/pods.sig"));
+        /* The signature is never fetched conditionally. */
+        assert_null(strstr(f->server.requests[1], "If-None-Match"));
+        /* The generation is recorded. */
+        char *data = NULL;
+        size_t n = 0;
+        assert_int_equal(read_full_file_at(AT_FDCWD, g.state, 4096, &data, &n), 0);
+        assert_non_null(strstr(data, "\"generation\":\"7\""));
+        free(data);
+        /* A 304 for the body: the verified body stays, no signature GET. */
+        run_handled(f, 4);
+        assert_true(request_is(f, 2, "/pods"));
+        assert_non_null(strstr(f->server.requests[2], "If-None-Match: \"v7\""));
+        assert_true(request_is(f, 3, "/pods"));
+        assert_int_equal(f->n, 1);
+        assert_int_equal(url_source_get_error_count(f->source), 0);
+        signed_done(&g);
+}
+
+/* Each refused body changes nothing: no pod event, one error naming the
+ * signature. */
+static void expect_refused(Fixture *f, size_t handled, const char *what) {
+        run_handled(f, handled);
+        dump(f);
+        assert_true(f->n >= 1);
+        for (size_t i = 0; i < f->n; i++)
+                expect(&f->ev[i], SOURCE_EVENT_ERROR);
+        assert_non_null(strstr(f->ev[f->n - 1].errors, "signature: "));
+        assert_non_null(strstr(f->ev[f->n - 1].errors, what));
+}
+
+static void test_signed_unsigned(void **state) {
+        Fixture *f = *state;
+        Signed g;
+        signed_init(&g);
+        Resp script[] = {
+                { .status = 200, .body = g.body },
+                { .status = 404, .body = "no" },
+        };
+        start_signed(f, script, ELEMENTSOF(script), &g, MANIFEST_SIGNATURE_COSIGN);
+        expect_refused(f, 2, "(unsigned)");
+        assert_int_equal(access(g.state, F_OK), -1);
+        signed_done(&g);
+}
+
+static void test_signed_304_signature(void **state) {
+        Fixture *f = *state;
+        Signed g;
+        signed_init(&g);
+        /* A 200 for the body and a 304 for its signature cannot vouch for
+         * each other. */
+        Resp script[] = {
+                { .status = 200, .body = g.body },
+                { .status = 304 },
+        };
+        start_signed(f, script, ELEMENTSOF(script), &g, MANIFEST_SIGNATURE_COSIGN);
+        expect_refused(f, 2, "HTTP status 304");
+        signed_done(&g);
+}
+
+static void test_signed_swapped(void **state) {
+        Fixture *f = *state;
+        Signed g;
+        signed_init(&g);
+        Resp script[] = {
+                { .status = 200, .body = g.body },
+                { .status = 200, .body = g.old_sig },
+        };
+        start_signed(f, script, ELEMENTSOF(script), &g, MANIFEST_SIGNATURE_COSIGN);
+        expect_refused(f, 2, "(bad)");
+        signed_done(&g);
+}
+
+static void test_signed_too_large(void **state) {
+        Fixture *f = *state;
+        Signed g;
+        signed_init(&g);
+        Resp script[] = {
+                { .status = 200, .body = g.body },
+                { .status = 200, .fill = MANIFEST_SIGNATURE_MAX_SIZE + 1 },
+        };
+        start_signed(f, script, ELEMENTSOF(script), &g, MANIFEST_SIGNATURE_COSIGN);
+        expect_refused(f, 2, "(too-large)");
+        signed_done(&g);
+}
+
+static void test_signed_rollback(void **state) {
+        Fixture *f = *state;
+        Signed g;
+        signed_init(&g);
+        Resp script[] = {
+                { .status = 200, .body = g.body },
+                { .status = 200, .body = g.sig },
+                { .status = 200, .body = g.old_body },
+                { .status = 200, .body = g.old_sig },
+        };
+        start_signed(f, script, ELEMENTSOF(script), &g, MANIFEST_SIGNATURE_COSIGN);
+        run_handled(f, 2);
+        assert_int_equal(f->n, 1);
+        expect(&f->ev[0], SOURCE_EVENT_ADD);
+        clear(f);
+        /* Generation 6 after 7, correctly signed: refused, the pod stays. */
+        expect_refused(f, 4, "(rollback)");
+
+        /* After a restart the record still refuses it. */
+        url_source_free(f->source);
+        f->source = NULL;
+        clear(f);
+        server_stop(&f->server);
+        server_start(&f->server, f->event);
+        snprintf(f->url, sizeof f->url, "http://127.0.0.1:%d/pods", f->server.port);
+        Resp again[] = {
+                { .status = 200, .body = g.old_body },
+                { .status = 200, .body = g.old_sig },
+        };
+        /* Same URL path, another port: the record is per URL, so write
+         * the record for this URL from the first one's. */
+        char *data = NULL;
+        size_t n = 0;
+        assert_int_equal(read_full_file_at(AT_FDCWD, g.state, 4096, &data, &n), 0);
+        char *p = strstr(data, "\"url\":\"");
+        assert_non_null(p);
+        char *e = strchr(p + 7, '"');
+        char *fixed = strprintf("%.*s\"url\":\"%s%s", (int)(p - data), data, f->url, e);
+        assert_int_equal(write_file_atomic(g.state, fixed, strlen(fixed), 0600), 0);
+        free(fixed);
+        free(data);
+        start_signed(f, again, ELEMENTSOF(again), &g, MANIFEST_SIGNATURE_COSIGN);
+        expect_refused(f, 2, "(rollback)");
+        signed_done(&g);
+}
+
+static void test_signed_expired(void **state) {
+        Fixture *f = *state;
+        Signed g;
+        signed_init(&g);
+        Resp script[] = {
+                { .status = 200, .body = g.expired_body },
+                { .status = 200, .body = g.expired_sig },
+        };
+        start_signed(f, script, ELEMENTSOF(script), &g, MANIFEST_SIGNATURE_COSIGN);
+        expect_refused(f, 2, "(expired)");
+        signed_done(&g);
+}
+
+static void test_signed_minisign(void **state) {
+        Fixture *f = *state;
+        Signed g;
+        signed_init(&g);
+        Resp script[] = {
+                { .status = 200, .body = g.body },
+                { .status = 200, .body = g.min_sig },
+        };
+        start_signed(f, script, ELEMENTSOF(script), &g, MANIFEST_SIGNATURE_MINISIGN);
+        run_handled(f, 2);
+        assert_int_equal(f->n, 1);
+        expect(&f->ev[0], SOURCE_EVENT_ADD);
+        assert_true(request_is(f, 1, "/pods.minisig"));
+        signed_done(&g);
+}
+
 int main(void) {
         /* The server is on loopback: a proxy from the environment must not
          * get in the way. */
@@ -822,6 +1075,14 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_keep_alive_reuses_connection, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_backoff_and_retry_after, setup, teardown),
                 cmocka_unit_test(test_redirect_policy),
+                cmocka_unit_test_setup_teardown(test_signed_accepted_then_304, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_signed_unsigned, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_signed_304_signature, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_signed_swapped, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_signed_too_large, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_signed_rollback, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_signed_expired, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_signed_minisign, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,7 +27,7 @@ pod_ips() {
 pins() { ls /run/nanolet/ns 2>/dev/null | sort; }
 uids() { api_pods | jq -r '.items[].metadata.uid' | sort; }
 veths() { ip -o link show type veth | wc -l; }
-cni_cache() { ls /run/nanolet/cni/ 2>/dev/null | grep -c '\.json$'; }
+cni_cache() { ls /var/lib/nanolet/cni/results/ 2>/dev/null | grep -c '\.json$'; }
 # masq_chains: the bridge plugin's per-sandbox masquerade chains (ipMasq of
 # the built-in network), not portmap's shared CNI-HOSTPORT-* ones.
 masq_chains() { iptables -t nat -S | grep '^-N CNI-' | grep -vc -e '^-N CNI-HOSTPORT-' -e '^-N CNI-DN-'; }

@@ -6,7 +6,8 @@
 # slice and the container scope; an exec probe, logs, OOMKilled; the
 # stats summary's working set and cpu usage from the v2 files; the limits
 # kept across daemon-reload and an agent restart (pods adopted). Then
-# memory pressure: a hard memory.available threshold 150 MiB below what
+# memory pressure, with --evict-static-pods (no pod is evicted without
+# it): a hard memory.available threshold 150 MiB below what
 # the guest has free, crossed by a BestEffort pod filling a 300 MiB memory
 # emptyDir: that pod, the largest user above its requests by the v2
 # working sets, is evicted; the others stay; the node condition, the
@@ -23,7 +24,7 @@ avail=$(($(awk '/^MemAvailable:/ {print $2}' /proc/meminfo) * 1024))
 threshold=$((avail - 150 * 1048576))
 note "MemAvailable $avail, hard threshold memory.available<$threshold"
 ctrs=$(containers_snapshot)
-kubeadm_setup runc "--eviction-hard=memory.available<$threshold"
+kubeadm_setup runc "--eviction-hard=memory.available<$threshold" --evict-static-pods
 wait_until 120 "runc: pods adopted by the agent with the threshold" pods_running 3
 check_eq "runc: same containers after that restart" "$(containers_snapshot)" "$ctrs"
 cat <<'YAML' | put_manifest hog.yaml
