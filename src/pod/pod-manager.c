@@ -956,6 +956,9 @@ static int claim_userns_ranges(PodManagerContext *ctx) {
                 if (strv_extend(&ctx->userns_conflicts, de->d_name) < 0)
                         return -ENOMEM;
         }
+        return 0;
+}
+
 static int collect_resource_metrics(Metrics *metrics, void *userdata) {
         PodManager *m = userdata;
         if (m->stats)
