@@ -981,6 +981,7 @@ STRUCT_TYPE(pod_spec_type, PodSpec, FA("volumes", PodSpec, volumes, n_volumes, v
             F("hostPID", FIELD_BOOL, PodSpec, host_pid),
             F("hostIPC", FIELD_BOOL, PodSpec, host_ipc),
             F("shareProcessNamespace", FIELD_BOOL, PodSpec, share_process_namespace),
+            F("hostUsers", FIELD_OPT_BOOL, PodSpec, host_users),
             F("securityContext", FIELD_STRUCT_PTR, PodSpec, security_context,
               .arg = &pod_security_context_type),
             F("imagePullSecrets", FIELD_STRUCT, PodSpec, image_pull_secrets,
@@ -996,7 +997,7 @@ STRUCT_TYPE(pod_spec_type, PodSpec, FA("volumes", PodSpec, volumes, n_volumes, v
             FIGN("automountServiceAccountToken"), FIGN("affinity"), FIGN("schedulerName"),
             FIGN("preemptionPolicy"), FIGN("topologySpreadConstraints"), FIGN("readinessGates"),
             FIGN("runtimeClassName"), FIGN("overhead"), FIGN("setHostnameAsFQDN"),
-            FIGN("hostUsers"), FIGN("schedulingGates"), FIGN("resources"), FIGN("hostnameOverride"),
+            FIGN("schedulingGates"), FIGN("resources"), FIGN("hostnameOverride"),
             FREJ("ephemeralContainers", "is not supported by nanolet (it needs an apiserver)"),
             FREJ("resourceClaims", "needs an apiserver (dynamic resource allocation)"));
 

@@ -1442,6 +1442,16 @@ static void validate_spec(Validator *v, const PodSpec *s) {
                      "invalid value \"%s\": must be a lowercase RFC 1123 label", s->subdomain);
         if (s->share_process_namespace && s->host_pid)
                 verr(v, "spec.shareProcessNamespace", "may not be true when hostPID is true");
+        /* validateHostUsers: a pod in its own user namespace shares none of
+         * the host's other namespaces. */
+        if (s->host_users.set && !s->host_users.value) {
+                if (s->host_network)
+                        verr(v, "spec.hostNetwork", "may not be true when hostUsers is false");
+                if (s->host_pid)
+                        verr(v, "spec.hostPID", "may not be true when hostUsers is false");
+                if (s->host_ipc)
+                        verr(v, "spec.hostIPC", "may not be true when hostUsers is false");
+        }
         if (s->os.name == OS_NAME_WINDOWS)
                 verr(v, "spec.os.name", "windows pods are not supported by nanolet (Linux only)");
         if (s->service_account_name && !streq(s->service_account_name, "default"))

@@ -591,6 +591,9 @@ typedef struct PodSpec {
         bool host_pid;
         bool host_ipc;
         bool share_process_namespace;
+        /* false: a user namespace of the pod's own (docs/internals/runtime.md); unset
+         * or true: the host's. */
+        OptionalBool host_users;
         PodSecurityContext *security_context;
         char **image_pull_secrets; /* strv of local Secret names */
         char *hostname;

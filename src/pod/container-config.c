@@ -6,6 +6,7 @@
  * from the image's /etc/passwd and /etc/group, /etc/hostname,
  * /etc/resolv.conf and /dev/shm mounts). */
 #include "container-config.h"
+#include "pod-userns.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -725,8 +726,18 @@ static int build_namespaces(const ContainerBuildContext *ctx, RuntimeContainerCo
                         return r;
         } else
                 c->pid.mode = RUNTIME_NS_NEW;
+        if (s->host_users.set && !s->host_users.value) {
+                if (ctx->userns_host_id == 0)
+                        return error_set(err, -EINVAL,
+                                         "hostUsers is false but the pod has no ID range");
+                c->userns_host_id = ctx->userns_host_id;
+                c->userns_length = POD_USERNS_RANGE_LEN;
+        }
 
-        if (!s->host_network) {
+        /* In its own user namespace the container's root may not set the
+         * hostname of the pod's UTS namespace (the host's user namespace
+         * owns it); the sandbox set it when it made it. */
+        if (!s->host_network && c->userns_length == 0) {
                 if ((r = pod_hostname(ctx->pod, ctx->node_hostname, &c->hostname)) < 0)
                         return error_set(err, r, "pod has no usable hostname");
         }

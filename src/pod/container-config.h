@@ -56,6 +56,9 @@ typedef struct ContainerBuildContext {
          * used only with shareProcessNamespace. */
         const char *ns_net, *ns_ipc, *ns_uts, *ns_pid;
         const char *node_hostname; /* for hostNetwork pods (the host's) */
+        /* hostUsers: false: the first host ID of the pod's range
+         * (pod-userns.h); 0 for a pod in the host's user namespace. */
+        uint32_t userns_host_id;
 
         const char *seccomp_dir; /* <root-dir>/seccomp, for Localhost profiles */
         /* seccompDefault false (kubelet's default): a container without a

@@ -70,6 +70,9 @@ static void early_release(ContainerOp *op, const char *why);
 
 /* An attempt could not be created or started: the container waits with the
  * reason kubelet would show and retries after the back-off. */
+static int container_idmap_release(const char *attempt_dir, const char *rootfs_bind);
+static char *userns_rootfs_path(const PodWorker *w, const char *container_id);
+
 static void start_failed(ContainerOp *op, const char *reason, const char *message) {
         PodWorker *w = op->w;
         ContainerState *c = op_container(op);
@@ -89,6 +92,10 @@ static void start_failed(ContainerOp *op, const char *reason, const char *messag
         metric_inc(w->ctx->metrics.started_containers_errors,
                    METRIC_LABELS(reason, pod_metrics_container_type(c->is_init)));
         container_set_waiting(c, reason, message);
+        if (op->attempt_dir && op->id) {
+                _cleanup_free_ char *bind = userns_rootfs_path(w, op->id);
+                (void)container_idmap_release(op->attempt_dir, bind);
+        }
         if (op->rootfs_mounted) {
                 Error ie = {};
                 (void)image_rootfs_umount(op->rootfs, &ie);
@@ -195,6 +202,238 @@ static void on_container_created(Runtime *rt, int r, pid_t pid, pid_t conmon_pid
 static void container_launch(ContainerOp *op);
 static void container_create(ContainerOp *op);
 
+/* Detaches the idmapped clones of an attempt (<attempt>/idmap) and removes
+ * the directory; nothing there when the pod is in the host's namespace. */
+static int container_idmap_release(const char *attempt_dir, const char *cdir) {
+        _cleanup_free_ char *dir = strprintf("%s/idmap", attempt_dir);
+        if (!dir)
+                return -ENOMEM;
+        int n = 0, r = 0;
+        if (cdir) {
+                n += MAX(umount_below(cdir), 0);
+                r = rm_rf_at(AT_FDCWD, cdir);
+        }
+        n += MAX(umount_below(dir), 0);
+        int q = rm_rf_at(AT_FDCWD, dir);
+        return r < 0 ? r : q < 0 ? q : n;
+}
+
+/* <run-dir>/userns/<pod uid>/<container id>: where the runtime finds the
+ * rootfs (rootfs/) and the idmapped bind mounts (m<N>) of a hostUsers: false
+ * container. runc 1.1 resolves the rootfs path, crun also the bind mount
+ * sources, as the container's root, whose host ID is the pod's and may not
+ * search <root-dir>/pods (root's only: secrets live there), so they are
+ * here, below directories of mode 0711, as containerd keeps its bundles.
+ * Removed with the container's exit and, whatever is left, with the pod. */
+static char *userns_rootfs_path(const PodWorker *w, const char *container_id) {
+        return strprintf("%s/userns/%s/%s", w->ctx->o->run_dir, w->object->uid, container_id);
+}
+
+/* Every ancestor of path must be searchable by others: the container's
+ * root is nobody on the host. */
+static int check_searchable(const char *path, Error *err) {
+        _cleanup_free_ char *p = strdup(path);
+        if (!p)
+                return -ENOMEM;
+        for (char *slash = p + strlen(p); slash > p;) {
+                struct stat st;
+                if (stat(p, &st) < 0)
+                        return error_set(err, -errno, "cannot stat %s: %m", p);
+                if (!(st.st_mode & S_IXOTH))
+                        return error_set(err, -EACCES,
+                                         "hostUsers is false but %s is not searchable by others "
+                                         "(mode %04o): the pod's user namespace must reach its "
+                                         "rootfs below it",
+                                         p, (unsigned)(st.st_mode & 07777));
+                slash = strrchr(p, '/');
+                if (!slash)
+                        break;
+                *(slash == p ? slash + 1 : slash) = 0;
+                if (slash == p)
+                        break;
+        }
+        struct stat st;
+        if (stat("/", &st) == 0 && !(st.st_mode & S_IXOTH))
+                return error_set(err, -EACCES, "/ is not searchable by others");
+        return 0;
+}
+
+static int bind_rootfs_for_userns(ContainerOp *op, RuntimeContainerConfig *cfg, Error *err) {
+        PodWorker *w = op->w;
+        _cleanup_free_ char *uns = strprintf("%s/userns", w->ctx->o->run_dir);
+        _cleanup_free_ char *pod = strprintf("%s/userns/%s", w->ctx->o->run_dir, w->object->uid);
+        _cleanup_free_ char *target = userns_rootfs_path(w, op->id);
+        int r;
+
+        if (!uns || !pod || !target)
+                return -ENOMEM;
+        r = check_searchable(w->ctx->o->run_dir, err);
+        if (r < 0)
+                return r;
+        if ((r = mkdir_p(pod, 0711)) < 0)
+                return error_set(err, r, "cannot create %s: %s", pod, strerror(-r));
+        if (chmod(uns, 0711) < 0 || chmod(pod, 0711) < 0)
+                return error_set(err, -errno, "cannot make %s searchable: %m", pod);
+        if ((r = mkdir_p(target, 0711)) < 0 || chmod(target, 0711) < 0)
+                return error_set(err, r < 0 ? r : -errno, "cannot create %s: %s", target,
+                                 strerror(r < 0 ? -r : errno));
+        _cleanup_free_ char *root = strprintf("%s/rootfs", target);
+        if (!root)
+                return -ENOMEM;
+        if (mkdir(root, 0700) < 0 && errno != EEXIST)
+                return error_set(err, -errno, "cannot create %s: %m", root);
+        if (mount(cfg->rootfs, root, NULL, MS_BIND, NULL) < 0)
+                return error_set(err, -errno, "cannot bind %s to %s: %m", cfg->rootfs, root);
+        free(cfg->rootfs);
+        cfg->rootfs = TAKE_PTR(root);
+        return 0;
+}
+
+/* The rootfs again as overlayfs, from idmapped clones of its layers and of
+ * the attempt directory that holds upper and work: overlayfs itself cannot
+ * be idmapped, its layers can (Linux 5.19). The first overlay goes before
+ * the second comes, as two on one upperdir are undefined; the clones are
+ * detached once the overlay holds them, so only the overlay stays, which
+ * image_rootfs_umount() removes as before. */
+static int idmap_rootfs(ContainerOp *op, const char *rootfs, const char *dir, int ufd, Error *err) {
+        _cleanup_strv_free_ char **lowers = NULL;
+        _cleanup_free_ char *opts = NULL;
+        Error ie = {};
+        int r;
+
+        r = mount_overlay_lowerdirs_at(rootfs, &lowers);
+        if (r < 0)
+                return error_set(err, r, "cannot read the layers of %s: %s", rootfs, strerror(-r));
+        if (strv_length(lowers) == 0)
+                return error_set(err, -EINVAL, "%s is not an overlayfs mount", rootfs);
+        if (image_rootfs_umount(rootfs, &ie) < 0)
+                return error_set(err, ie.error, "%s", ie.message);
+        op->rootfs_mounted = false;
+        _cleanup_free_ char *lower = NULL;
+        size_t len = 0, cap = 0;
+        for (size_t i = 0; lowers[i]; i++) {
+                _cleanup_free_ char *t = strprintf("%s/l%zu", dir, i);
+                if (!t)
+                        return -ENOMEM;
+                if (mkdir(t, 0700) < 0 && errno != EEXIST)
+                        return error_set(err, -errno, "cannot create %s: %m", t);
+                r = mount_idmapped_clone(lowers[i], false, ufd, t);
+                if (r < 0)
+                        return error_set(err, r,
+                                         "hostUsers is false but the image layer %s cannot be "
+                                         "idmapped: %s",
+                                         lowers[i], strerror(-r));
+                if ((i > 0 && strbuf_append(&lower, &len, &cap, ":", 1) < 0) ||
+                    strbuf_append(&lower, &len, &cap, t, strlen(t)) < 0)
+                        return -ENOMEM;
+                free(lowers[i]);
+                lowers[i] = TAKE_PTR(t);
+        }
+        /* The upper directory is this attempt's, new and empty: given to
+         * the pod's root (one chown, as containerd does), it need not be
+         * idmapped, which it could not be (overlayfs writes its work
+         * directory as the mounter, host root, whom the idmapping does not
+         * map). */
+        _cleanup_free_ char *upper = strprintf("%s/upper", op->attempt_dir);
+        if (!upper)
+                return -ENOMEM;
+        if (chown(upper, op->w->userns_start, op->w->userns_start) < 0)
+                return error_set(err, -errno, "cannot chown %s: %m", upper);
+        opts = lower ? strprintf("lowerdir=%s,upperdir=%s,workdir=%s/work", lower, upper,
+                                 op->attempt_dir)
+                     : NULL;
+        if (!opts)
+                return -ENOMEM;
+        if (mount("overlay", rootfs, "overlay", 0, opts) < 0)
+                r = error_set(err, -errno,
+                              "hostUsers is false but overlayfs on idmapped layers cannot be "
+                              "mounted (needs Linux 5.19 or later): %m");
+        else
+                op->rootfs_mounted = true;
+        for (size_t i = 0; lowers[i]; i++)
+                (void)umount2(lowers[i], MNT_DETACH | UMOUNT_NOFOLLOW);
+        return r < 0 ? r : 0;
+}
+
+/* hostUsers: false. The rootfs and every bind mount (volumes, subPaths, etc
+ * files) go into the container as idmapped clones below
+ * <run-dir>/userns/<uid>/<id>: host ID 0 is the pod's first ID there, so what is root's
+ * on the host is root's in the container, without a chown. runc 1.1 has no
+ * idmapped mounts of its own, so the agent makes them: a user namespace fd
+ * with the pod's mapping, then open_tree(2), mount_setattr(2) and
+ * move_mount(2), a few syscalls like the overlay mount beside them. A
+ * source whose filesystem cannot be idmapped (or a kernel without
+ * idmapped mounts, of overlayfs before 5.19) refuses the container: it
+ * would run with files it cannot use. container_idmap_release() undoes it. */
+static int container_idmap_mounts_do(ContainerOp *op, RuntimeContainerConfig *cfg, Error *err) {
+        PodWorker *w = op->w;
+        _cleanup_free_ char *dir = strprintf("%s/idmap", op->attempt_dir);
+        _cleanup_close_ int ufd = -1;
+        int r;
+
+        if (!dir)
+                return -ENOMEM;
+        _cleanup_free_ char *bind = userns_rootfs_path(w, op->id);
+        (void)container_idmap_release(op->attempt_dir, bind);
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return error_set(err, -errno, "cannot create %s: %m", dir);
+        ufd = userns_fd_for_range(w->userns_start, POD_USERNS_RANGE_LEN);
+        if (ufd < 0)
+                return error_set(err, ufd, "cannot make a user namespace for idmapped mounts: %s",
+                                 strerror(-ufd));
+        r = idmap_rootfs(op, cfg->rootfs, dir, ufd, err);
+        if (r < 0)
+                return r;
+        r = bind_rootfs_for_userns(op, cfg, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < cfg->n_mounts; i++) {
+                RuntimeMount *m = &cfg->mounts[i];
+                /* The pod's /dev/shm is a tmpfs of mode 1777, usable by
+                 * any ID as it is; tmpfs can be idmapped only from 6.3. */
+                if (!streq_ptr(m->type, "bind") || !m->source || streq(m->destination, "/dev/shm"))
+                        continue;
+                struct stat st;
+                if (stat(m->source, &st) < 0)
+                        return error_set(err, -errno, "cannot stat \"%s\" (for %s): %m", m->source,
+                                         m->destination);
+                _cleanup_free_ char *t = strprintf("%s/m%zu", bind, i);
+                if (!t)
+                        return -ENOMEM;
+                if (S_ISDIR(st.st_mode))
+                        r = mkdir(t, 0755) < 0 && errno != EEXIST ? -errno : 0;
+                else {
+                        int fd = open(t, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+                        r = fd < 0 ? -errno : 0;
+                        if (fd >= 0)
+                                close(fd);
+                }
+                if (r < 0)
+                        return error_set(err, r, "cannot create %s: %s", t, strerror(-r));
+                r = mount_idmapped_clone(m->source, strv_contains(m->options, "rbind"), ufd, t);
+                if (r < 0)
+                        return error_set(err, r,
+                                         "hostUsers is false but \"%s\" (mounted at %s) cannot "
+                                         "be idmapped: %s",
+                                         m->source, m->destination,
+                                         r == -EINVAL ? "its filesystem does not support "
+                                                        "idmapped mounts"
+                                                      : strerror(-r));
+                free(m->source);
+                m->source = TAKE_PTR(t);
+        }
+        return 0;
+}
+
+static int container_idmap_mounts(ContainerOp *op, RuntimeContainerConfig *cfg, Error *err) {
+        int r = container_idmap_mounts_do(op, cfg, err);
+        if (r < 0) {
+                _cleanup_free_ char *bind = userns_rootfs_path(op->w, op->id);
+                (void)container_idmap_release(op->attempt_dir, bind);
+        }
+        return r;
+}
+
 void container_apparmor_resume(void *waiter) {
         ContainerOp *op = waiter;
         op->apparmor_waiting = false;
@@ -263,6 +502,7 @@ static void container_create(ContainerOp *op) {
                 .ns_uts = ns_uts,
                 .ns_pid = ns_pid,
                 .node_hostname = o->node_hostname,
+                .userns_host_id = w->userns_start,
                 .seccomp_dir = w->ctx->seccomp_dir,
                 .no_seccomp_default = o->no_seccomp_default,
                 .apparmor_enabled = aa->enabled,
@@ -293,6 +533,11 @@ static void container_create(ContainerOp *op) {
                                    ctx->oom_score_adj_floor);
                 ctx->oom_warned = true;
                 cfg.oom_score_adj = ctx->oom_score_adj_floor;
+        }
+        if (w->userns_start != 0 && (r = container_idmap_mounts(op, &cfg, &err)) < 0) {
+                runtime_container_config_done(&cfg);
+                start_failed(op, "CreateContainerError", err.message);
+                return;
         }
         cfg.seccomp_cache = &w->ctx->seccomp_cache;
         r = runtime_bundle_write(bundle, &cfg, &err);
@@ -578,6 +823,10 @@ static void early_release(ContainerOp *op, const char *why) {
                    "Container \"%s\" of pod \"%s\": its start prepared during the sandbox's "
                    "creation is given up (%s).",
                    c->spec->name, w->full_name, why);
+        if (op->attempt_dir && op->id) {
+                _cleanup_free_ char *bind = userns_rootfs_path(w, op->id);
+                (void)container_idmap_release(op->attempt_dir, bind);
+        }
         if (op->rootfs_mounted) {
                 Error ie = {};
                 (void)image_rootfs_umount(op->rootfs, &ie);
@@ -1146,6 +1395,10 @@ void container_exited(PodWorker *w, ContainerOp *op, ContainerState *c,
         _cleanup_free_ char *rootfs =
                 strprintf("%s/containers/%s/%u/rootfs", w->pod_dir, c->spec->name, c->attempt);
         Error ie = {};
+        if (attempt_dir) {
+                _cleanup_free_ char *bind = userns_rootfs_path(w, c->container_id);
+                (void)container_idmap_release(attempt_dir, bind);
+        }
         if (rootfs)
                 (void)image_rootfs_umount(rootfs, &ie);
         if (attempt_dir)

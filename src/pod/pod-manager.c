@@ -18,6 +18,8 @@
 #include "container-config.h"
 #include "log.h"
 #include "container-id.h"
+#include "dirent-util.h"
+#include <fcntl.h>
 #include "pod-adopt.h"
 #include "pod-log-gc.h"
 #include "pod-logs.h"
@@ -918,6 +920,45 @@ static int collect_metrics(Metrics *metrics, void *userdata) {
         return 0;
 }
 
+/* Every pod directory's user namespace record claims its range before any
+ * pod gets a new one: a pod that kept running across the restart keeps its
+ * range, and no two pods share one. A record that is unreadable or names a
+ * range already claimed makes its pod a conflict (refused at start). */
+static int claim_userns_ranges(PodManagerContext *ctx) {
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = opendir_fd(AT_FDCWD, ctx->pods_dir, O_NOFOLLOW, &d);
+        if (r < 0)
+                return r;
+        FOREACH_DIRENT(de, d) {
+                _cleanup_free_ char *dir = strprintf("%s/%s", ctx->pods_dir, de->d_name);
+                Error err = {};
+                uint32_t start;
+                if (!dir)
+                        return -ENOMEM;
+                r = pod_userns_record_read(dir, &start, &err);
+                if (r == -ENOENT || r == -ENOTDIR)
+                        continue;
+                if (r == -ENOMEM)
+                        return r;
+                if (r >= 0) {
+                        r = pod_userns_claim(&ctx->userns, start);
+                        if (r >= 0) {
+                                log_debug("Pod directory %s holds user namespace IDs from %u.", dir,
+                                          (unsigned)start);
+                                continue;
+                        }
+                        log_error("Pod directory %s: its user namespace IDs from %u are another "
+                                  "pod's; the pod is refused.",
+                                  dir, (unsigned)start);
+                } else
+                        log_error("Pod directory %s: %s; the pod is refused.", dir,
+                                  err.message[0] ? err.message : strerror(-r));
+                if (strv_extend(&ctx->userns_conflicts, de->d_name) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 static int collect_resource_metrics(Metrics *metrics, void *userdata) {
         PodManager *m = userdata;
         if (m->stats)
@@ -991,6 +1032,12 @@ int pod_manager_new(PodManager **ret, Event *e, const PodManagerOptions *o) {
             (r = mkdir_p(m->ctx.sandboxes_dir, 0700)) < 0 ||
             (r = mkdir_p(m->ctx.ns_dir, 0755)) < 0 || (r = mkdir_p(o->pod_logs_dir, 0755)) < 0)
                 return log_error_errno(r, "Failed to create the agent's directories: %m");
+        r = pod_userns_allocator_init(&m->ctx.userns, 0);
+        if (r < 0)
+                return log_oom();
+        r = claim_userns_ranges(&m->ctx);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the pods' user namespace records: %m");
         /* Only this agent writes there, and nothing is being written yet. */
         _cleanup_free_ char *events_dir = strprintf("%s/events", m->ctx.status_dir);
         _cleanup_free_ char *cni_dir = strprintf("%s/cni/results", o->root_dir);
@@ -1126,6 +1173,8 @@ PodManager *pod_manager_free(PodManager *m) {
         pod_apparmor_done(&m->ctx.apparmor);
         runtime_seccomp_cache_done(&m->ctx.seccomp_cache);
         pod_sysctl_allowlist_done(&m->ctx.sysctls);
+        pod_userns_allocator_done(&m->ctx.userns);
+        strv_free(m->ctx.userns_conflicts);
         free(m->ctx.sandboxes_dir);
         free(m);
         return NULL;

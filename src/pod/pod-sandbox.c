@@ -398,6 +398,50 @@ void pod_worker_local_object_changed(PodWorker *w, const ManifestObject *object)
                    secret ? "secret" : "configmap", object->name);
 }
 
+/* hostUsers: false: the pod's ID range, the one its record names (claimed
+ * when the manager started, so its running containers keep it) or a new
+ * one, recorded before any container can use it. */
+static int worker_prepare_userns(PodWorker *w, Error *err) {
+        const OptionalBool *hu = &w->state.pod->spec.host_users;
+        PodUsernsAllocator *a = &w->ctx->userns;
+        Error rerr = {};
+        uint32_t start = 0;
+        int r;
+
+        if (!hu->set || hu->value || w->userns_start != 0)
+                return 0;
+        if (strv_contains(w->ctx->userns_conflicts, w->object->uid))
+                return error_set(err, -EBUSY,
+                                 "the user namespace record in %s is unreadable or names a range "
+                                 "another pod holds; remove the pod's directory to give it a new "
+                                 "one",
+                                 w->pod_dir);
+        r = pod_userns_record_read(w->pod_dir, &start, &rerr);
+        if (r == -ENOENT) {
+                r = pod_userns_allocate(a, &start);
+                if (r == -ENOSPC)
+                        return error_set(err, r,
+                                         "no free user namespace ID range is left (%u in use)",
+                                         (unsigned)a->n_used);
+                if (r < 0)
+                        return error_set(err, r, "cannot allocate a user namespace ID range");
+                r = pod_userns_record_write(w->pod_dir, start);
+                if (r < 0) {
+                        pod_userns_release(a, start);
+                        return error_set(err, r, "cannot write %s/" POD_USERNS_RECORD ": %s",
+                                         w->pod_dir, strerror(-r));
+                }
+                worker_log(w, LOG_INFO, NULL, "Pod \"%s\": user namespace IDs %u-%u.", w->full_name,
+                           (unsigned)start, (unsigned)(start + POD_USERNS_RANGE_LEN - 1));
+        } else if (r < 0)
+                return error_set(err, r, "%s", rerr.message[0] ? rerr.message : strerror(-r));
+        else if (!pod_userns_is_used(a, start))
+                /* recorded by a worker of this run whose directory stayed */
+                (void)pod_userns_claim(a, start);
+        w->userns_start = start;
+        return 0;
+}
+
 /* Checkpoint, pod directory, etc files and volumes: everything a
  * container needs from the node before the first one starts. */
 int worker_prepare(PodWorker *w, Error *err) {
@@ -423,6 +467,9 @@ int worker_prepare(PodWorker *w, Error *err) {
         if (r < 0)
                 return error_set(err, r, "cannot write the pod checkpoint: %s", strerror(-r));
 
+        r = worker_prepare_userns(w, err);
+        if (r < 0)
+                return r;
         r = worker_write_pod_files(w, true, err);
         if (r < 0)
                 return r;

@@ -88,8 +88,12 @@ struct PodWorker {
         /* Checkpoint, etc files and volumes are in place: made once, by
          * the adoption or the first sandbox, kept in every later phase. */
         bool prepared;
-        bool stale_sandbox; /* pins of an earlier run to remove before a new sandbox */
-        char **wait_for;    /* "namespace/name" of pods to wait for (annotation) */
+        /* hostUsers: false: the pod's ID range (pod-userns.h), recorded in
+         * the pod directory by worker_prepare(); 0: none. */
+        uint32_t userns_start;
+        uint32_t userns_record; /* a stray's record, read before its directory goes */
+        bool stale_sandbox;     /* pins of an earlier run to remove before a new sandbox */
+        char **wait_for;        /* "namespace/name" of pods to wait for (annotation) */
         /* An evicted pod's volumes were removed (PodState.evicted is an
          * overlay on the running phase, lifted by pod_worker_unevict()). */
         bool evicted_volumes_released;

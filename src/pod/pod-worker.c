@@ -367,13 +367,55 @@ static int worker_remove_leftover_containers(PodWorker *w) {
         return pending ? 1 : found ? -EBUSY : 0;
 }
 
+/* The pod's ID range is free again once its directory (and so its record)
+ * is gone; a worker that never prepared (a stray) frees what the record
+ * names, unless that range is another pod's. */
+static void worker_release_userns(PodWorker *w, bool dir_removed) {
+        uint32_t start = w->userns_start;
+
+        if (!dir_removed)
+                return;
+        char **conflicts = w->ctx->userns_conflicts;
+        bool conflict = false;
+        if (conflicts) {
+                size_t j = 0;
+                for (size_t i = 0; conflicts[i]; i++)
+                        if (streq(conflicts[i], w->object->uid)) {
+                                /* its record went with the directory: a pod
+                                 * of that UID may come again and get a range */
+                                free(conflicts[i]);
+                                conflict = true;
+                        } else
+                                conflicts[j++] = conflicts[i];
+                conflicts[j] = NULL;
+        }
+        if (start == 0 && !conflict)
+                start = w->userns_record;
+        if (start != 0) {
+                pod_userns_release(&w->ctx->userns, start);
+                worker_log(w, LOG_INFO, NULL, "Pod \"%s\": user namespace IDs %u-%u freed.",
+                           w->full_name, (unsigned)start,
+                           (unsigned)(start + POD_USERNS_RANGE_LEN - 1));
+        }
+        w->userns_start = w->userns_record = 0;
+}
+
 static void worker_remove_pod_dir(PodWorker *w) {
         Error err = {};
+        uint32_t recorded = 0;
+
+        if (w->userns_start == 0 && pod_userns_record_read(w->pod_dir, &recorded, NULL) < 0)
+                recorded = 0;
+        w->userns_record = recorded;
 
         if (pod_volumes_cleanup(w->pod_dir, &err) < 0)
                 worker_log(w, LOG_WARNING, NULL, "Pod \"%s\": %s", w->full_name, err.message);
         /* Whatever is still mounted under the pod (a rootfs whose container
          * never reported its exit) would make the removal below stop at it. */
+        _cleanup_free_ char *uns = strprintf("%s/userns/%s", w->ctx->o->run_dir, w->object->uid);
+        int um = uns ? umount_below(uns) : -ENOMEM;
+        if (um >= 0 && uns)
+                (void)rm_rf_at(AT_FDCWD, uns);
         int m = umount_below(w->pod_dir);
         if (m > 0)
                 worker_log(w, LOG_WARNING, NULL, "Pod \"%s\": %d leftover mount(s) removed.",
@@ -388,6 +430,7 @@ static void worker_remove_pod_dir(PodWorker *w) {
                         worker_log_errno(w, LOG_WARNING, r, NULL,
                                          "Pod \"%s\": failed to remove %s: %m", w->full_name,
                                          w->pod_dir);
+                worker_release_userns(w, r >= 0);
         }
         /* Its logs go with it, as kubelet's container GC removes the log
          * directory of a pod whose content may be removed; a pod put back

@@ -16,6 +16,7 @@
 #include "pod-metrics.h"
 #include "pod-state.h"
 #include "pod-sysctls.h"
+#include "pod-userns.h"
 #include "pod-volumes.h"
 #include "runtime-config.h"
 
@@ -42,6 +43,12 @@ typedef struct PodManagerContext {
         PodMetrics metrics;                /* families are NULL when nothing is counted */
         PodSysctlAllowlist sysctls;        /* kubelet's sysctl admission (pod-sysctls.h) */
         PodAppArmor apparmor;              /* AppArmor on the node (pod-apparmor.h) */
+        /* hostUsers: false pods' ID ranges; every recorded one is claimed
+         * when the manager starts. userns_conflicts: UIDs of pod directories
+         * whose record names a range another pod holds, or is unreadable:
+         * such a pod is refused and its record frees nothing. */
+        PodUsernsAllocator userns;
+        char **userns_conflicts;
         /* Admission of a pod that has not started yet: maxPods, then
          * nanolet.io/wait-for. 0 with NULLs when w may start, else the
          * waiting reason ("OutOfpods", "WaitingForPods", "WaitForCycle")

@@ -508,6 +508,28 @@ static int build_mounts(const RuntimeContainerConfig *c, json_t *spec, Error *er
                 if (caller_has_mount(c, d->destination) ||
                     (caller_dev && path_below(d->destination, "/dev")))
                         continue;
+                /* An mqueue filesystem belongs to the IPC namespace of its
+                 * mounter and needs CAP_SYS_ADMIN over that namespace's
+                 * owner: a container in a user namespace of its own that
+                 * joins an IPC namespace the host's user namespace owns
+                 * (the pod's pin) cannot mount it (runc 1.1 fails with
+                 * EPERM). POSIX message queues work without it (mq_open(3)
+                 * is a system call); only the view in /dev/mqueue goes. */
+                if (c->userns_length > 0 && c->ipc.mode == RUNTIME_NS_PATH &&
+                    streq(d->type, "mqueue"))
+                        continue;
+                /* sysfs likewise needs the network namespace's owner: in
+                 * the pod's pinned one the host's /sys is bound read-only
+                 * instead, as runc does for rootless containers. */
+                if (c->userns_length > 0 && c->net.mode == RUNTIME_NS_PATH &&
+                    streq(d->type, "sysfs")) {
+                        o = json_pack("{s:s, s:s, s:s, s:[s,s,s,s,s]}", "destination", "/sys",
+                                      "type", "none", "source", "/sys", "options", "rbind",
+                                      "nosuid", "noexec", "nodev", "ro");
+                        if (arr_add(ms, TAKE_PTR(o)) < 0)
+                                return oom(err);
+                        continue;
+                }
                 if (!opts)
                         return oom(err);
                 for (size_t j = 0; j < ELEMENTSOF(d->options) && d->options[j]; j++) {
@@ -586,6 +608,21 @@ static int build_namespaces(const RuntimeContainerConfig *c, json_t *linux_, Err
             (r = add_namespace(a, "uts", &c->uts, "uts", err)) < 0 ||
             (r = add_namespace(a, "mount", NULL, "mount", err)) < 0)
                 return r;
+        if (c->userns_length > 0) {
+                if ((uint64_t)c->userns_host_id + c->userns_length - 1 >= UINT32_MAX)
+                        return error_set(err, -EINVAL,
+                                         "user namespace: host IDs %u+%u out of range",
+                                         (unsigned)c->userns_host_id, (unsigned)c->userns_length);
+                if ((r = add_namespace(a, "user", NULL, "user", err)) < 0)
+                        return r;
+                for (int i = 0; i < 2; i++) {
+                        json_t *m = json_pack("[{s:I, s:I, s:I}]", "containerID", (json_int_t)0,
+                                              "hostID", (json_int_t)c->userns_host_id, "size",
+                                              (json_int_t)c->userns_length);
+                        if (obj_set(linux_, i == 0 ? "uidMappings" : "gidMappings", m) < 0)
+                                return oom(err);
+                }
+        }
         /* A cgroup namespace hides the host's cgroup tree; containerd uses
          * one only on cgroup v2 (on v1 runc bind-mounts the container's own
          * hierarchies instead) and never for privileged containers, which

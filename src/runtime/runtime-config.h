@@ -90,6 +90,11 @@ typedef struct RuntimeContainerConfig {
         char *hostname; /* NULL: the UTS namespace keeps its own */
 
         RuntimeNamespace net, ipc, uts, pid; /* mount ns is always new */
+        /* userns_length > 0: a new user namespace mapping container IDs
+         * 0..length-1 to host IDs userns_host_id.. (UIDs and GIDs alike);
+         * 0: the host's user namespace. */
+        uint32_t userns_host_id;
+        uint32_t userns_length;
 
         RuntimeMount *mounts; /* added after the default /proc, /dev, /sys... mounts */
         size_t n_mounts;

@@ -604,6 +604,32 @@ static void test_run_as_non_root(void **state) {
 
 /* ---- namespaces ---- */
 
+static void test_user_namespace(void **state) {
+        (void)state;
+        Fixture f;
+        /* the host's by default, and with hostUsers: true */
+        fx_init(&f, POD_HEAD
+                "  hostUsers: true\n  containers:\n  - {name: c, image: b, command: [x]}\n");
+        f.ctx.userns_host_id = 131072;
+        fx_build_ok(&f);
+        assert_int_equal(f.c.userns_length, 0);
+        fx_done(&f);
+
+        fx_init(&f, POD_HEAD
+                "  hostUsers: false\n  containers:\n  - {name: c, image: b, command: [x]}\n");
+        /* never the host's namespace in place of the pod's own */
+        assert_int_equal(fx_build(&f), -EINVAL);
+        assert_non_null(strstr(f.err.message, "no ID range"));
+        f.ctx.userns_host_id = 131072;
+        fx_build_ok(&f);
+        assert_int_equal(f.c.userns_host_id, 131072);
+        assert_int_equal(f.c.userns_length, 65536);
+        /* the sandbox's UTS namespace has it; root of the pod's user
+         * namespace could not set it */
+        assert_null(f.c.hostname);
+        fx_done(&f);
+}
+
 static void test_namespaces(void **state) {
         (void)state;
         Fixture f;
@@ -1551,6 +1577,7 @@ int main(void) {
                 cmocka_unit_test(test_user_run_as),
                 cmocka_unit_test(test_run_as_non_root),
                 cmocka_unit_test(test_namespaces),
+                cmocka_unit_test(test_user_namespace),
                 cmocka_unit_test(test_mounts),
                 cmocka_unit_test(test_subpath_escape),
                 cmocka_unit_test(test_subpath_swap),

@@ -386,6 +386,59 @@ static void test_namespaces(void **state) {
         runtime_container_config_done(&c);
 }
 
+static void test_user_namespace(void **state) {
+        RuntimeContainerConfig c;
+        json_t *j;
+        (void)state;
+
+        cfg_init(&c);
+        j = gen(&c);
+        assert_null(find_ns(j, "user"));
+        assert_null(json_object_get(json_object_get(j, "linux"), "uidMappings"));
+        json_decref(j);
+
+        c.userns_host_id = 131072;
+        c.userns_length = 65536;
+        j = gen(&c);
+        assert_non_null(find_ns(j, "user"));
+        assert_null(json_object_get(find_ns(j, "user"), "path"));
+        for (int i = 0; i < 2; i++) {
+                json_t *m = json_object_get(json_object_get(j, "linux"),
+                                            i == 0 ? "uidMappings" : "gidMappings");
+                assert_int_equal(json_array_size(m), 1);
+                json_t *e = json_array_get(m, 0);
+                assert_int_equal(json_integer_value(json_object_get(e, "containerID")), 0);
+                assert_int_equal(json_integer_value(json_object_get(e, "hostID")), 131072);
+                assert_int_equal(json_integer_value(json_object_get(e, "size")), 65536);
+        }
+
+        /* Joining the pod's pinned IPC namespace: no /dev/mqueue (the
+         * container's root could not mount it); with its own IPC
+         * namespace it has one. */
+        assert_non_null(find_mount(j, "/dev/mqueue", NULL));
+        json_decref(j);
+        c.ipc = (RuntimeNamespace){ RUNTIME_NS_PATH, strdup("/run/nanolet/ns/u1/ipc") };
+        j = gen(&c);
+        assert_null(find_mount(j, "/dev/mqueue", NULL));
+        assert_string_equal(json_string_value(json_object_get(find_mount(j, "/sys", NULL), "type")),
+                            "sysfs");
+        json_decref(j);
+        /* and in the pod's pinned network namespace, /sys is the host's, bound
+         * read-only (a sysfs mount needs the namespace's owner) */
+        c.net = (RuntimeNamespace){ RUNTIME_NS_PATH, strdup("/run/nanolet/ns/u1/net") };
+        j = gen(&c);
+        json_t *sys = find_mount(j, "/sys", NULL);
+        assert_string_equal(json_string_value(json_object_get(sys, "source")), "/sys");
+        assert_string_equal(json_string_value(json_array_get(json_object_get(sys, "options"), 0)),
+                            "rbind");
+        json_decref(j);
+
+        /* A range reaching ID 4294967295 (-1) is refused. */
+        c.userns_host_id = 4294901760u;
+        assert_non_null(strstr(gen_err(&c), "user namespace:"));
+        runtime_container_config_done(&c);
+}
+
 static void add_mount(RuntimeContainerConfig *c, const char *dest, const char *src,
                       const char *type, char **opts) {
         c->mounts = realloc(c->mounts, (c->n_mounts + 1) * sizeof(RuntimeMount));
@@ -1208,6 +1261,7 @@ int main(void) {
                 cmocka_unit_test(test_config_done),
                 cmocka_unit_test(test_defaults),
                 cmocka_unit_test(test_namespaces),
+                cmocka_unit_test(test_user_namespace),
                 cmocka_unit_test(test_mounts_replace),
                 cmocka_unit_test(test_privileged),
                 cmocka_unit_test(test_host_devices),
