@@ -534,6 +534,17 @@ static void container_create(ContainerOp *op) {
                 ctx->oom_warned = true;
                 cfg.oom_score_adj = ctx->oom_score_adj_floor;
         }
+        if (w->userns_start != 0 && streq_ptr(w->ctx->o->runtime_name, "runc")) {
+                /* runc enters the container's user namespace before the pod's
+                 * IPC namespace, which the host's owns: the container would
+                 * start, but exec, exec probes and exec hooks never could. */
+                runtime_container_config_done(&cfg);
+                start_failed(op, "CreateContainerError",
+                             "hostUsers: false needs crun (--runtime=crun): runc cannot join the "
+                             "pod's namespaces from the container's user namespace, so exec, "
+                             "exec probes and exec hooks would fail");
+                return;
+        }
         if (w->userns_start != 0 && (r = container_idmap_mounts(op, &cfg, &err)) < 0) {
                 runtime_container_config_done(&cfg);
                 start_failed(op, "CreateContainerError", err.message);
