@@ -12,8 +12,12 @@
 # integration-test lock. Run as root (nginx runs as nobody), from the tree:
 #   bash bench/fleet.sh [--agents 500] [--period 20] [--warm 60] [--publish 300] [--steady 600]
 #                       [--outage 120] [--retry-after 30] [--recover 180]
-#                       [--max-backoff SECONDS] [--nanolet PATH] [--sign CMD] [--keep]
-#                       [--agent-arg ARG]...
+#                       [--max-backoff SECONDS] [--nanolet PATH] [--signed | --sign CMD]
+#                       [--keep] [--agent-arg ARG]...
+# --signed makes a P-256 key pair, publishes each version with a rising
+# nanolet.io/generation and an expiry a day ahead, signs it as cosign's
+# sign-blob does (`openssl dgst -sha256 -sign`, base64) and gives every
+# agent the public key: the fleet then verifies each body it applies.
 # --sign CMD is run as `CMD pods.yaml pods.yaml.sig` after each publish, so
 # that the signature file is served next to the manifest (an agent that
 # verifies one takes its flags from --agent-arg, repeatable).
@@ -21,7 +25,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 agents=500 period=20 warm=60 publish=300 steady=600 outage=120 retry_after=30 recover=180
-max_backoff='' nanolet="$here/../build/nanolet" sign='' keep=0 agent_args=()
+max_backoff='' nanolet="$here/../build/nanolet" sign='' signed=0 keep=0 agent_args=()
 while [ $# -gt 0 ]; do
         case "$1" in
         --agents) agents=$2; shift 2 ;;
@@ -35,6 +39,7 @@ while [ $# -gt 0 ]; do
         --max-backoff) max_backoff=$2; shift 2 ;;
         --nanolet) nanolet=$2; shift 2 ;;
         --sign) sign=$2; shift 2 ;;
+        --signed) signed=1; shift ;;
         --agent-arg) agent_args+=("$2"); shift 2 ;;
         --keep) keep=1; shift ;;
         *) echo "fleet.sh: unknown option $1" >&2; exit 2 ;;
@@ -52,6 +57,16 @@ command -v nginx >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y
 W=$(mktemp -d /tmp/nanolet-fleet.XXXXXX)
 chmod 0755 "$W"
 mkdir -p "$W/www" "$W/nginx/tmp" "$W/agents"
+generation=0
+if [ "$signed" -eq 1 ]; then
+        openssl ecparam -name prime256v1 -genkey -noout -out "$W/sign.key" 2>/dev/null
+        openssl ec -in "$W/sign.key" -pubout -out "$W/sign.pub" 2>/dev/null
+        sign="cosign_sign"
+        agent_args+=(--manifest-url-public-key "$W/sign.pub")
+fi
+cosign_sign() { # cosign_sign BODY SIG: cosign sign-blob's format
+        openssl dgst -sha256 -sign "$W/sign.key" "$1" | base64 -w0 >"$2"
+}
 agent_pids=() nginx_pid=''
 cleanup() {
         for p in "${agent_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
@@ -63,7 +78,13 @@ trap cleanup EXIT
 
 now() { date +%s.%N; }
 pods() { # pods IMAGE_TAG
-        printf 'apiVersion: v1\nkind: PodList\nitems:\n'
+        printf 'apiVersion: v1\nkind: PodList\n'
+        if [ "$signed" -eq 1 ]; then
+                generation=$((generation + 1))
+                printf 'metadata:\n  annotations:\n    nanolet.io/generation: "%s"\n' "$generation"
+                printf '    nanolet.io/expires: "%s"\n' "$(date -u -d '+1 day' +%Y-%m-%dT%H:%M:%SZ)"
+        fi
+        printf 'items:\n'
         for name in edge-proxy metrics-agent; do
                 printf -- '- apiVersion: v1\n  kind: Pod\n  metadata: {name: %s, namespace: kube-system}\n' "$name"
                 printf '  spec:\n    hostNetwork: true\n    containers:\n'
@@ -71,7 +92,7 @@ pods() { # pods IMAGE_TAG
         done
 }
 publish_version() { # publish_version TAG: the manifest (and signature) replaced by rename
-        pods "$1" >"$W/www/.pods.yaml.tmp"
+        pods "$1" >"$W/www/.pods.yaml.tmp" # not in $( ): the generation counts up here
         if [ -n "$sign" ]; then
                 $sign "$W/www/.pods.yaml.tmp" "$W/www/.pods.yaml.sig.tmp"
                 mv "$W/www/.pods.yaml.sig.tmp" "$W/www/pods.yaml.sig"

@@ -635,7 +635,9 @@ static int daemon_setup_sources(Daemon *d) {
                         .signature_url = isempty(config->manifest_url_signature_url)
                                                  ? NULL
                                                  : config->manifest_url_signature_url,
-                        .state_path = state_path,
+                        /* a dry run writes nothing; it still refuses what
+                         * is older than what it accepted since its start */
+                        .state_path = config->dry_run ? NULL : state_path,
                         .max_body = config->max_manifest_size,
                         .metrics = d->metrics,
                 };

@@ -50,7 +50,7 @@ static void url_verifier_count(UrlVerifier *v, ManifestSignatureFailure f) {
 
 int url_verifier_new(UrlVerifier **ret, EventCurl *curl, const UrlVerifierOptions *opts,
                      Error *err) {
-        assert(ret && curl && opts && opts->url && opts->state_path);
+        assert(ret && curl && opts && opts->url);
         _cleanup_(url_verifier_freep) UrlVerifier *v = calloc(1, sizeof *v);
         if (!v)
                 return -ENOMEM;
@@ -61,7 +61,8 @@ int url_verifier_new(UrlVerifier **ret, EventCurl *curl, const UrlVerifierOption
         const char *suffix = manifest_signature_format_suffix(opts->format);
         if (!suffix)
                 return error_set(err, -EINVAL, "unknown signature format");
-        if (!(v->url = strdup(opts->url)) || !(v->state_path = strdup(opts->state_path)) ||
+        if (!(v->url = strdup(opts->url)) ||
+            (opts->state_path && !(v->state_path = strdup(opts->state_path))) ||
             !(v->signature_url = opts->signature_url ? strdup(opts->signature_url)
                                                      : strprintf("%s%s", opts->url, suffix)) ||
             (opts->headers && !(v->headers = strv_copy(opts->headers))))
@@ -82,7 +83,7 @@ int url_verifier_new(UrlVerifier **ret, EventCurl *curl, const UrlVerifierOption
                                  manifest_signature_format_to_string(v->format));
 
         Error e = {};
-        r = manifest_generation_load(v->state_path, v->url, &v->record, &e);
+        r = v->state_path ? manifest_generation_load(v->state_path, v->url, &v->record, &e) : 0;
         if (r < 0) {
                 log_warning("Cannot use the generation record: %s; starting without one: the "
                             "next valid signed generation is accepted and recorded.",
@@ -298,7 +299,8 @@ void url_verifier_accept(UrlVerifier *v) {
         v->record = (ManifestGenerationRecord){ .have = true, .generation = v->current.generation };
         memcpy(v->record.sha256, v->current.sha256, sizeof v->record.sha256);
         Error err = {};
-        if (manifest_generation_store(v->state_path, v->url, &v->record, &err) < 0) {
+        if (v->state_path &&
+            manifest_generation_store(v->state_path, v->url, &v->record, &err) < 0) {
                 /* The record in memory still refuses older generations
                  * until the agent restarts. */
                 url_verifier_count(v, MANIFEST_SIGNATURE_STATE);

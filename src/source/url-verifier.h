@@ -26,7 +26,7 @@ typedef struct UrlVerifierOptions {
         char *const *key_files; /* trusted public keys; at least one */
         ManifestSignatureFormat format;
         const char *signature_url; /* NULL: url + the format's suffix */
-        const char *state_path;    /* the generation record */
+        const char *state_path;    /* the generation record; NULL: kept in memory only */
         size_t max_body;           /* the manifest limit, for the annotation parse */
         usec_t timeout;            /* of the signature GET; 0: 10 s */
         Metrics *metrics;          /* not owned; NULL: not counted */

@@ -839,8 +839,8 @@ static void signed_done(Signed *g) {
         (void)rmdir(g->dir);
 }
 
-static void start_signed(Fixture *f, const Resp *script, size_t n, Signed *g,
-                         ManifestSignatureFormat format) {
+static void start_signed_at(Fixture *f, const Resp *script, size_t n, const char *state_path,
+                            ManifestSignatureFormat format) {
         f->server.script = script;
         f->server.n_script = n;
         char *keys[] = { format == MANIFEST_SIGNATURE_MINISIGN ? SIG_FIXTURES "minisign.pub"
@@ -850,7 +850,7 @@ static void start_signed(Fixture *f, const Resp *script, size_t n, Signed *g,
                 .url = f->url,
                 .key_files = keys,
                 .format = format,
-                .state_path = g->state,
+                .state_path = state_path,
         };
         UrlSourceOptions o = {
                 .url = f->url,
@@ -861,6 +861,11 @@ static void start_signed(Fixture *f, const Resp *script, size_t n, Signed *g,
         Error err = {};
         assert_int_equal(url_source_new(&f->source, f->event, f->config, &o, &err), 0);
         assert_int_equal(url_source_start(f->source), 0);
+}
+
+static void start_signed(Fixture *f, const Resp *script, size_t n, Signed *g,
+                         ManifestSignatureFormat format) {
+        start_signed_at(f, script, n, g->state, format);
 }
 
 static bool request_is(Fixture *f, size_t i, const char *path) {
@@ -969,6 +974,29 @@ static void test_signed_too_large(void **state) {
         };
         start_signed(f, script, ELEMENTSOF(script), &g, MANIFEST_SIGNATURE_COSIGN);
         expect_refused(f, 2, "(too-large)");
+        signed_done(&g);
+}
+
+/* Without a record file (a dry run writes nothing), a rollback is still
+ * refused for as long as the agent runs, and no file appears. */
+static void test_signed_rollback_in_memory(void **state) {
+        Fixture *f = *state;
+        Signed g;
+        signed_init(&g);
+        Resp script[] = {
+                { .status = 200, .body = g.body },
+                { .status = 200, .body = g.sig },
+                { .status = 200, .body = g.old_body },
+                { .status = 200, .body = g.old_sig },
+        };
+        start_signed_at(f, script, ELEMENTSOF(script), NULL, MANIFEST_SIGNATURE_COSIGN);
+        run_handled(f, 2);
+        assert_int_equal(f->n, 1);
+        expect(&f->ev[0], SOURCE_EVENT_ADD);
+        clear(f);
+        expect_refused(f, 4, "(rollback)");
+        assert_int_equal(access(g.state, F_OK), -1);
+        assert_int_equal(errno, ENOENT);
         signed_done(&g);
 }
 
@@ -1081,6 +1109,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_signed_swapped, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_signed_too_large, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_signed_rollback, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_signed_rollback_in_memory, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_signed_expired, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_signed_minisign, setup, teardown),
         };
