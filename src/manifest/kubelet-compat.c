@@ -110,38 +110,74 @@ static void check_annotations(Compat *c, const YamlNode *meta, const char *prefi
         }
 }
 
-static void check_env(Compat *c, const YamlNode *ctr, const char *cpath) {
-        const YamlNode *env = yaml_map_get(ctr, "env");
-        if (env && env->type == YAML_NODE_SEQ)
-                for (size_t i = 0; i < env->n; i++) {
-                        const YamlNode *from = yaml_map_get(env->items[i], "valueFrom");
-                        const YamlNode *ref;
-                        if ((ref = yaml_map_get(from, "configMapKeyRef"))) {
-                                _cleanup_free_ char *p = path_join(
-                                        c, cpath, "env[%zu].valueFrom.configMapKeyRef", i);
-                                differ(c, ref, p, "%s", WHY_CONFIGMAP);
-                        }
-                        if ((ref = yaml_map_get(from, "secretKeyRef"))) {
-                                _cleanup_free_ char *p =
-                                        path_join(c, cpath, "env[%zu].valueFrom.secretKeyRef", i);
-                                differ(c, ref, p, "%s", WHY_SECRET);
-                        }
-                }
-        const YamlNode *env_from = yaml_map_get(ctr, "envFrom");
-        if (env_from && env_from->type == YAML_NODE_SEQ)
-                for (size_t i = 0; i < env_from->n; i++) {
-                        const YamlNode *ref;
-                        if ((ref = yaml_map_get(env_from->items[i], "configMapRef"))) {
-                                _cleanup_free_ char *p =
-                                        path_join(c, cpath, "envFrom[%zu].configMapRef", i);
-                                differ(c, ref, p, "%s", WHY_CONFIGMAP);
-                        }
-                        if ((ref = yaml_map_get(env_from->items[i], "secretRef"))) {
-                                _cleanup_free_ char *p =
-                                        path_join(c, cpath, "envFrom[%zu].secretRef", i);
-                                differ(c, ref, p, "%s", WHY_SECRET);
-                        }
-                }
+/* A field whose presence alone makes the difference, and why. */
+typedef struct Rule {
+        const char *field;
+        const char *why;
+} Rule;
+
+static const Rule env_source_rules[] = {
+        { "configMapKeyRef", WHY_CONFIGMAP },
+        { "secretKeyRef", WHY_SECRET },
+};
+
+static const Rule env_from_rules[] = {
+        { "configMapRef", WHY_CONFIGMAP },
+        { "secretRef", WHY_SECRET },
+};
+
+static const Rule projection_rules[] = {
+        { "configMap", WHY_CONFIGMAP },
+        { "secret", WHY_SECRET },
+        { "serviceAccountToken",
+          "a static pod gets no service account token: standalone kubelet has no apiserver to "
+          "issue one, and in a cluster the token must be bound to a mirror pod the apiserver "
+          "refuses for a pod that names a service account; the volume cannot be set up" },
+        { "clusterTrustBundle",
+          "a static pod may not use a ClusterTrustBundle: the apiserver refuses its mirror pod "
+          "(NodeRestriction), and standalone kubelet has no apiserver to read it from" },
+};
+
+static const Rule volume_rules[] = {
+        { "configMap", WHY_CONFIGMAP },
+        { "secret", WHY_SECRET },
+        { "persistentVolumeClaim",
+          "a static pod may not use a PersistentVolumeClaim: the apiserver refuses its mirror "
+          "pod (NodeRestriction), and standalone kubelet has no claims to bind" },
+        { "ephemeral",
+          "an ephemeral volume is a PersistentVolumeClaim the apiserver creates for the pod: a "
+          "static pod gets none" },
+        { "image",
+          "mounts image volumes only where its ImageVolume feature gate is on and the container "
+          "runtime supports them; elsewhere the pod does not start" },
+};
+
+static void check_rules(Compat *c, const YamlNode *n, const char *path, const Rule *rules,
+                        size_t n_rules) {
+        for (size_t i = 0; i < n_rules; i++) {
+                const YamlNode *x = yaml_map_get(n, rules[i].field);
+                if (!x)
+                        continue;
+                _cleanup_free_ char *p = path_join(c, path, "%s", rules[i].field);
+                differ(c, x, p, "%s", rules[i].why);
+        }
+}
+
+/* rules for each item of the list n[field] */
+static void check_list(Compat *c, const YamlNode *n, const char *path, const char *field,
+                       const char *item_field, const Rule *rules, size_t n_rules) {
+        const YamlNode *seq = yaml_map_get(n, field);
+        if (!seq || seq->type != YAML_NODE_SEQ)
+                return;
+        for (size_t i = 0; i < seq->n; i++) {
+                const YamlNode *item = seq->items[i];
+                _cleanup_free_ char *p =
+                        item_field ? path_join(c, path, "%s[%zu].%s", field, i, item_field)
+                                   : path_join(c, path, "%s[%zu]", field, i);
+                if (item_field)
+                        item = yaml_map_get(item, item_field);
+                check_rules(c, item, p, rules, n_rules);
+        }
 }
 
 static void check_containers(Compat *c, const YamlNode *spec, const char *prefix) {
@@ -154,41 +190,10 @@ static void check_containers(Compat *c, const YamlNode *spec, const char *prefix
                 for (size_t i = 0; i < seq->n; i++) {
                         _cleanup_free_ char *cpath =
                                 path_join(c, prefix, "spec.%s[%zu]", lists[l], i);
-                        check_env(c, seq->items[i], cpath);
-                }
-        }
-}
-
-static void check_projected(Compat *c, const YamlNode *projected, const char *vpath) {
-        const YamlNode *sources = yaml_map_get(projected, "sources");
-        if (!sources || sources->type != YAML_NODE_SEQ)
-                return;
-        for (size_t j = 0; j < sources->n; j++) {
-                const YamlNode *s = sources->items[j], *x;
-                if ((x = yaml_map_get(s, "configMap"))) {
-                        _cleanup_free_ char *p = path_join(c, vpath, "sources[%zu].configMap", j);
-                        differ(c, x, p, "%s", WHY_CONFIGMAP);
-                }
-                if ((x = yaml_map_get(s, "secret"))) {
-                        _cleanup_free_ char *p = path_join(c, vpath, "sources[%zu].secret", j);
-                        differ(c, x, p, "%s", WHY_SECRET);
-                }
-                if ((x = yaml_map_get(s, "serviceAccountToken"))) {
-                        _cleanup_free_ char *p =
-                                path_join(c, vpath, "sources[%zu].serviceAccountToken", j);
-                        differ(c, x, p,
-                               "a static pod gets no service account token: standalone kubelet "
-                               "has no apiserver to issue one, and in a cluster the token must be "
-                               "bound to a mirror pod the apiserver refuses for a pod that names "
-                               "a service account; the volume cannot be set up");
-                }
-                if ((x = yaml_map_get(s, "clusterTrustBundle"))) {
-                        _cleanup_free_ char *p =
-                                path_join(c, vpath, "sources[%zu].clusterTrustBundle", j);
-                        differ(c, x, p,
-                               "a static pod may not use a ClusterTrustBundle: the apiserver "
-                               "refuses its mirror pod (NodeRestriction), and standalone kubelet "
-                               "has no apiserver to read it from");
+                        check_list(c, seq->items[i], cpath, "env", "valueFrom", env_source_rules,
+                                   ELEMENTSOF(env_source_rules));
+                        check_list(c, seq->items[i], cpath, "envFrom", NULL, env_from_rules,
+                                   ELEMENTSOF(env_from_rules));
                 }
         }
 }
@@ -200,41 +205,15 @@ static void check_volumes(Compat *c, const YamlNode *spec, const char *prefix) {
         for (size_t i = 0; i < vols->n; i++) {
                 const YamlNode *v = vols->items[i], *x;
                 _cleanup_free_ char *vpath = path_join(c, prefix, "spec.volumes[%zu]", i);
-                if ((x = yaml_map_get(v, "configMap"))) {
-                        _cleanup_free_ char *p = path_join(c, vpath, "configMap");
-                        differ(c, x, p, "%s", WHY_CONFIGMAP);
-                }
-                if ((x = yaml_map_get(v, "secret"))) {
-                        _cleanup_free_ char *p = path_join(c, vpath, "secret");
-                        differ(c, x, p, "%s", WHY_SECRET);
-                }
-                if ((x = yaml_map_get(v, "persistentVolumeClaim"))) {
-                        _cleanup_free_ char *p = path_join(c, vpath, "persistentVolumeClaim");
-                        differ(c, x, p,
-                               "a static pod may not use a PersistentVolumeClaim: the apiserver "
-                               "refuses its mirror pod (NodeRestriction), and standalone kubelet "
-                               "has no claims to bind");
-                }
-                if ((x = yaml_map_get(v, "ephemeral"))) {
-                        _cleanup_free_ char *p = path_join(c, vpath, "ephemeral");
-                        differ(c, x, p,
-                               "an ephemeral volume is a PersistentVolumeClaim the apiserver "
-                               "creates for the pod: a static pod gets none");
-                }
+                check_rules(c, v, vpath, volume_rules, ELEMENTSOF(volume_rules));
                 if ((x = yaml_map_get(v, "csi")) && (x = yaml_map_get(x, "nodePublishSecretRef"))) {
                         _cleanup_free_ char *p = path_join(c, vpath, "csi.nodePublishSecretRef");
                         differ(c, x, p, "%s", WHY_SECRET);
                 }
                 if ((x = yaml_map_get(v, "projected"))) {
                         _cleanup_free_ char *p = path_join(c, vpath, "projected");
-                        check_projected(c, x, p);
-                }
-                if ((x = yaml_map_get(v, "image"))) {
-                        _cleanup_free_ char *p = path_join(c, vpath, "image");
-                        differ(c, x, p,
-                               "mounts image volumes only where its ImageVolume feature gate is "
-                               "on and the container runtime supports them; elsewhere the pod "
-                               "does not start");
+                        check_list(c, x, p, "sources", NULL, projection_rules,
+                                   ELEMENTSOF(projection_rules));
                 }
         }
 }

@@ -10,8 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <nettle/base64.h>
-
+#include "base64.h"
 #include "pod-internal.h"
 #include "quantity.h"
 #include "string-util.h"
@@ -1036,49 +1035,6 @@ const StructType pod_type = { .size = sizeof(Pod), .fields = pod_fields };
 
 /* ---- ConfigMap and Secret ---- */
 
-/* Base64 as Go's StdEncoding reads []byte fields: padding required, line
- * breaks ignored. Nettle does the decoding (the library the agent already
- * maps through GnuTLS, see hash.h); the checks here only make it as strict
- * as Kubernetes (Nettle alone would also accept spaces and a missing final
- * padding). */
-static int base64_decode(const char *in, size_t len, char **ret, size_t *ret_len) {
-        _cleanup_free_ char *clean = malloc(len + 1);
-        if (!clean)
-                return -ENOMEM;
-        size_t l = 0;
-        for (size_t i = 0; i < len; i++)
-                if (in[i] != '\n' && in[i] != '\r')
-                        clean[l++] = in[i];
-        clean[l] = 0;
-        if (l % 4 != 0)
-                return -EINVAL;
-        size_t pad = 0;
-        for (size_t i = 0; i < l; i++) {
-                char ch = clean[i];
-                if (ch == '=') {
-                        if (i < l - 2)
-                                return -EINVAL;
-                        pad++;
-                } else if (pad > 0 ||
-                           !(strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                    "0123456789+/",
-                                    ch)))
-                        return -EINVAL;
-        }
-        _cleanup_free_ char *out = malloc(l / 4 * 3 + 1);
-        if (!out)
-                return -ENOMEM;
-        struct base64_decode_ctx ctx;
-        size_t n = l / 4 * 3 + 1;
-        base64_decode_init(&ctx);
-        if (!base64_decode_update(&ctx, &n, (uint8_t *)out, l, clean) || !base64_decode_final(&ctx))
-                return -EINVAL;
-        out[n] = 0;
-        *ret = TAKE_PTR(out);
-        *ret_len = n;
-        return 0;
-}
-
 static int decode_base64_map(DecodeContext *c, const YamlNode *n, const char *path, StringMap *m) {
         if (n->type == YAML_NODE_NULL)
                 return 0;
@@ -1096,16 +1052,17 @@ static int decode_base64_map(DecodeContext *c, const YamlNode *n, const char *pa
                         decode_error(c, v, p, "must be a base64 string");
                         continue;
                 }
-                _cleanup_free_ char *data = NULL;
+                /* as Go's StdEncoding reads []byte fields */
+                _cleanup_free_ uint8_t *data = NULL;
                 size_t len;
-                int r = base64_decode(v->str, v->str_len, &data, &len);
+                int r = base64_decode_strict(v->str, v->str_len, BASE64_LINE_BREAKS, &data, &len);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0) {
                         decode_error(c, v, p, "illegal base64 data");
                         continue;
                 }
-                r = string_map_set(m, k->str, data, len);
+                r = string_map_set(m, k->str, (const char *)data, len);
                 if (r < 0)
                         return r;
         }

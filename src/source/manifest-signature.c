@@ -19,6 +19,8 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include "base64.h"
+#include "cleanup.h"
 #include "fileio.h"
 #include "hash.h"
 #include "json-util.h"
@@ -123,46 +125,22 @@ const char *manifest_signature_failure_to_string(ManifestSignatureFailure f) {
 
 /* ---- strict base64 ---- */
 
-static int b64_value(unsigned char c) {
-        if (c >= 'A' && c <= 'Z')
-                return c - 'A';
-        if (c >= 'a' && c <= 'z')
-                return c - 'a' + 26;
-        if (c >= '0' && c <= '9')
-                return c - '0' + 52;
-        if (c == '+')
-                return 62;
-        if (c == '/')
-                return 63;
-        return -1;
-}
-
 /* Standard base64 with padding, nothing else (no whitespace inside), into
  * out of out_max bytes. Returns the decoded length or -EINVAL (-E2BIG when
  * it does not fit). */
 static ssize_t b64_decode(const char *in, size_t len, uint8_t *out, size_t out_max) {
-        if (len == 0 || len % 4 != 0)
+        if (len == 0)
                 return -EINVAL;
-        size_t pad = in[len - 1] == '=' ? (in[len - 2] == '=' ? 2 : 1) : 0;
-        size_t n = len / 4 * 3 - pad;
+        if (len / 4 > out_max / 3 + 1) /* before anything is allocated */
+                return -E2BIG;
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t n;
+        int r = base64_decode_strict(in, len, 0, &buf, &n);
+        if (r < 0)
+                return r;
         if (n > out_max)
                 return -E2BIG;
-        size_t o = 0;
-        for (size_t i = 0; i < len; i += 4) {
-                int v[4];
-                for (size_t k = 0; k < 4; k++) {
-                        bool tail = i + 4 == len && k >= 4 - pad;
-                        v[k] = tail ? (in[i + k] == '=' ? 0 : -1)
-                                    : b64_value((unsigned char)in[i + k]);
-                        if (v[k] < 0)
-                                return -EINVAL;
-                }
-                uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 |
-                             (uint32_t)v[3];
-                uint8_t b[3] = { (uint8_t)(w >> 16), (uint8_t)(w >> 8), (uint8_t)w };
-                for (size_t k = 0; k < 3 && o < n; k++)
-                        out[o++] = b[k];
-        }
+        memcpy(out, buf, n);
         return (ssize_t)n;
 }
 

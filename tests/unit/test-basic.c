@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "base64.h"
 #include "cleanup.h"
 #include "dirent-util.h"
 #include "error.h"
@@ -1218,6 +1219,44 @@ static void test_getopt_whole(void **state) {
         assert_true(strlen(out) < 100);
 }
 
+static void test_base64_strict(void **state) {
+        static const struct {
+                const char *in;
+                size_t len; /* 0: strlen */
+                Base64Flags flags;
+                int r;
+                const char *out;
+        } cases[] = {
+                { "YWJj", 0, 0, 0, "abc" },
+                { "YQ==", 0, 0, 0, "a" },
+                { "YWI=", 0, 0, 0, "ab" },
+                { "", 0, 0, 0, "" },
+                { "YQ=", 0, 0, -EINVAL, NULL }, /* padding required */
+                { "YQ", 0, 0, -EINVAL, NULL },
+                { "Y W=", 0, 0, -EINVAL, NULL },     /* no spaces */
+                { "YQ==YQ==", 0, 0, -EINVAL, NULL }, /* '=' only at the end */
+                { "=YQ=", 0, 0, -EINVAL, NULL },
+                { "-_==", 0, 0, -EINVAL, NULL }, /* not the URL-safe alphabet */
+                { "YW\nJj", 0, 0, -EINVAL, NULL },
+                { "YW\r\nJj", 0, BASE64_LINE_BREAKS, 0, "abc" },
+                { "YW\0j", 4, 0, -EINVAL, NULL },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                uint8_t *out = NULL;
+                size_t n = 0;
+                size_t len = cases[i].len ? cases[i].len : strlen(cases[i].in);
+                int r = base64_decode_strict(cases[i].in, len, cases[i].flags, &out, &n);
+                if (r != cases[i].r)
+                        fail_msg("case %zu (\"%s\"): %d, want %d", i, cases[i].in, r, cases[i].r);
+                if (r == 0) {
+                        assert_int_equal(n, strlen(cases[i].out));
+                        assert_memory_equal(out, cases[i].out, n);
+                        assert_int_equal(out[n], 0);
+                }
+                free(out);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_error_first_wins),
@@ -1247,6 +1286,7 @@ int main(void) {
                 cmocka_unit_test(test_log_kv),
                 cmocka_unit_test(test_log_injection),
                 cmocka_unit_test(test_escape),
+                cmocka_unit_test(test_base64_strict),
                 cmocka_unit_test(test_getopt_whole),
                 cmocka_unit_test(test_log_format_to_helpers),
         };
