@@ -238,7 +238,8 @@ static int try_start(Ctx *x, const ContainerState *c) {
                 char *msg = streq(c->waiting_reason, "ImagePullBackOff")
                                     ? strdup(strempty(c->waiting_message))
                                     : strprintf("Back-off pulling image \"%s\": ErrImagePull: %s",
-                                                c->spec->image, strempty(c->waiting_message));
+                                                c->pull_image ?: c->spec->image,
+                                                strempty(c->waiting_message));
                 if (!msg)
                         return -ENOMEM;
                 return set_waiting(x, c, "ImagePullBackOff", msg);

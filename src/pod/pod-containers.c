@@ -89,6 +89,8 @@ static void start_failed(ContainerOp *op, const char *reason, const char *messag
                    "Failed to start container \"%s\" of pod \"%s\": %s: %s", c->spec->name,
                    w->full_name, reason, message);
         worker_event(w, c, POD_EVENT_FAILED, "Error: %s: %s", reason, message);
+        free(c->pull_image);
+        c->pull_image = op->pulling_image ? strdup(op->pulling_image) : NULL;
         metric_inc(w->ctx->metrics.started_containers_errors,
                    METRIC_LABELS(reason, pod_metrics_container_type(c->is_init)));
         container_set_waiting(c, reason, message);
@@ -952,6 +954,7 @@ static void container_resolve_volumes(ContainerOp *op) {
         while (op->vols_resolved < op->n_vols) {
                 const Volume *v = &spec->volumes[op->vols[op->vols_resolved]];
                 const char *ref = v->image.reference;
+                op->pulling_image = ref;
                 _cleanup_free_ char *normalized = NULL, *msg = NULL;
                 _cleanup_(image_freep) Image *im = NULL;
                 Error ierr = {};
@@ -1041,6 +1044,7 @@ static void container_start_image(ContainerOp *op) {
         Error ierr = {};
         int r;
 
+        op->pulling_image = NULL;
         _cleanup_free_ char *normalized = NULL;
         r = image_ref_normalize(c->spec->image, &normalized, &ierr);
         if (r == -ENOMEM) {

@@ -45,6 +45,7 @@ static void container_state_done(ContainerState *c) {
         free(c->kill_reason);
         free(c->waiting_reason);
         free(c->waiting_message);
+        free(c->pull_image);
         free(c->image_id);
         free(c->image_digest);
 }

@@ -68,6 +68,9 @@ typedef struct ContainerState {
          * "ImagePullBackOff", ... and a message. */
         char *waiting_reason;
         char *waiting_message;
+        /* With ErrImagePull/ImagePullBackOff: the image whose pull failed
+         * when it is an image volume's; NULL: the container's own. */
+        char *pull_image;
         char *image_id;     /* resolved image digest, for status */
         char *image_digest; /* manifest digest the current attempt runs (attempt.json) */
 } ContainerState;

@@ -197,6 +197,9 @@ struct ContainerOp {
         size_t vols_resolved;
         size_t vols_mounted;
         bool vol_pulled;
+        /* The image a failing pull is about: an image volume's reference
+         * while those are resolved, NULL for the container's own image. */
+        const char *pulling_image;
         /* A start prepared while the sandbox is being created
          * (PodActions.prepare_starts): early until the ready sandbox's start
          * claims it; parked once its bundle is written and it waits for that

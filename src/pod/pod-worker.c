@@ -644,7 +644,7 @@ static bool worker_run_actions(PodWorker *w) {
                 if (streq_ptr(a.waiting[i].reason, "ImagePullBackOff") &&
                     !streq_ptr(c->waiting_reason, "ImagePullBackOff"))
                         worker_event(w, c, POD_EVENT_BACK_OFF, "Back-off pulling image \"%s\"",
-                                     c->spec->image);
+                                     c->pull_image ?: c->spec->image);
                 container_set_waiting(c, a.waiting[i].reason, a.waiting[i].message);
         }
         if (a.deadline_exceeded && !w->state.deadline_exceeded) {

@@ -907,6 +907,31 @@ static void test_image_pull_back_off(void **state) {
         fx_done(&f);
 }
 
+/* An image volume's failed pull: the message names that image, not the
+ * container's. */
+static void test_image_volume_pull_back_off(void **state) {
+        (void)state;
+        Fixture f;
+        fx_setup(&f, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n"
+                     "  containers:\n  - {name: a1, image: reg.example:5000/app:1}\n");
+        f.s.sandbox = SANDBOX_READY;
+        ContainerState *c = C(&f, "a1");
+        c->waiting_reason = strdup("ErrImagePull");
+        c->waiting_message = strdup("image volume \"data\": failed to pull image "
+                                    "\"reg.example:5000/data:2\": not found");
+        c->pull_image = strdup("reg.example:5000/data:2");
+        backoff_on_failed_start(c, 100 * SEC);
+        PodActions *a = fx_compute(&f, 101 * SEC);
+        const ContainerWaitingUpdate *w = find_waiting(a, "a1");
+        assert_non_null(w);
+        assert_string_equal(w->reason, "ImagePullBackOff");
+        assert_string_equal(w->message,
+                            "Back-off pulling image \"reg.example:5000/data:2\": ErrImagePull: "
+                            "image volume \"data\": failed to pull image "
+                            "\"reg.example:5000/data:2\": not found");
+        fx_done(&f);
+}
+
 static void test_first_restart_at_once(void **state) {
         (void)state;
         Fixture f;
@@ -936,6 +961,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_first_restart_at_once),
                 cmocka_unit_test(test_image_pull_back_off),
+                cmocka_unit_test(test_image_volume_pull_back_off),
                 cmocka_unit_test(test_sandbox),
                 cmocka_unit_test(test_prepare_during_sandbox),
                 cmocka_unit_test(test_init_order),
