@@ -298,19 +298,30 @@ int cni_runner_cached_result(CniRunner *runner, const char *container_id, CniRes
         return cni_result_parse(s, strlen(s), ret, NULL);
 }
 
+/* The container ID of a cache entry's name ("<id>.json"): 1 with it in
+ * *ret, 0 for a name that is not one, -ENOMEM. */
+static int cache_entry_id(const char *name, char **ret) {
+        const char *dot = strrchr(name, '.');
+        if (!dot || !streq(dot, ".json"))
+                return 0;
+        _cleanup_free_ char *id = strndup_safe(name, dot - name);
+        if (!id)
+                return -ENOMEM;
+        if (!container_id_valid(id))
+                return 0;
+        *ret = TAKE_PTR(id);
+        return 1;
+}
+
 int cni_runner_list_cached(CniRunner *runner, char ***ret) {
         _cleanup_strv_free_ char **ids = NULL;
         _cleanup_closedir_ DIR *d = opendir(runner->cache_dir);
         if (!d && errno != ENOENT)
                 return -errno;
         for (struct dirent *de; d && (de = readdir(d));) {
-                const char *dot = strrchr(de->d_name, '.');
-                if (!dot || !streq(dot, ".json"))
-                        continue;
-                _cleanup_free_ char *id = strndup_safe(de->d_name, dot - de->d_name);
-                if (!id)
-                        return -ENOMEM;
-                if (container_id_valid(id) && strv_consume(&ids, TAKE_PTR(id)) < 0)
+                char *id = NULL;
+                int r = cache_entry_id(de->d_name, &id);
+                if (r < 0 || (r > 0 && strv_consume(&ids, id) < 0))
                         return -ENOMEM;
         }
         if (!ids && !(ids = calloc(1, sizeof(char *))))
@@ -393,13 +404,11 @@ int cni_cache_migrate(const char *from_dir, const char *to_dir, Error *err) {
                 return error_set(err, -errno, "Cannot read \"%s\": %m", from_dir);
         int dfd = TAKE_FD(fd);
         for (struct dirent *de; (de = readdir(d));) {
-                const char *dot = strrchr(de->d_name, '.');
-                if (!dot || !streq(dot, ".json"))
-                        continue;
-                _cleanup_free_ char *id = strndup_safe(de->d_name, dot - de->d_name);
-                if (!id)
-                        return -ENOMEM;
-                if (!container_id_valid(id))
+                _cleanup_free_ char *id = NULL;
+                r = cache_entry_id(de->d_name, &id);
+                if (r < 0)
+                        return r;
+                if (r == 0)
                         continue;
                 r = cache_migrate_one(dfd, from_dir, de->d_name, to_dir);
                 if (r < 0 && first == 0) {
