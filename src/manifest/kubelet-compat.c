@@ -346,7 +346,8 @@ int kubelet_compat_check(const char *buf, size_t size, const char *filename,
         }
         yaml_documents_free(docs, n_docs);
         /* in the file's order, as a reader goes through it */
-        qsort(found.items, found.n, sizeof(Diag), diag_compare_place);
+        if (found.n > 0) /* no array at all when nothing was found */
+                qsort(found.items, found.n, sizeof(Diag), diag_compare_place);
         diagnostics_merge(d, &found);
         return c.oom ? -ENOMEM : c.n;
 }
