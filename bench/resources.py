@@ -192,25 +192,27 @@ def _list(path, pred=lambda n: True):
 
 def snapshot(t, samples=5):
     """Counts of everything target t (a dict, see the module doc) holds now.
-    The agent's fds and threads are the least of `samples` reads 0.1 s apart,
-    its RSS the last: a helper's pipe in flight is not a leak."""
+    The agent's fds, threads and children are the least of `samples` reads
+    0.1 s apart, its RSS the last: a helper's pipe, or a probe's `runc exec`,
+    in flight is not a leak."""
     s, items = {}, {}
     pid = t.get("pid")
     if pid:
-        fds, thr = [], []
+        fds, thr, kids = [], [], None
         for i in range(samples):
             fds.append(_fd_count(pid))
             thr.append(int(_proc_status(pid).get("Threads", "-1")))
+            now = [f"{p} {c[:120]}" for p, pp, c in _processes() if pp == pid]
+            if kids is None or len(now) < len(kids):
+                kids = now
             if i + 1 < samples:
                 time.sleep(0.1)
         st = _proc_status(pid)
         s["agent_rss_kib"] = int(st.get("VmRSS", "-1 kB").split()[0])
         s["agent_fds"] = min(fds)
         s["agent_threads"] = min(thr)
-    procs = _processes()
-    if pid:
-        kids = [f"{p} {c[:120]}" for p, pp, c in procs if pp == pid]
         s["agent_children"], items["agent_children"] = len(kids), kids
+    procs = _processes()
     run = t["run"]
     mons = [f"{p} {c[:160]}" for p, _, c in procs
             if run in c and re.match(r"^\S*(nanolet-monitor|conmon) ", c)]
