@@ -171,9 +171,13 @@ g=$(metric nanolet_manifest_source_generation 'source="http"')
 # Rotation: generation 3 signed with the second key is applied.
 doc 3 "$FUTURE" 3604 >"$WORK/g3.yaml"
 cosign_sign "$K/k2.key" "$WORK/g3.yaml" "$WORK/g3.sig"
-touch -d '2020-01-01' "$WORK/g3.yaml"
-publish "$WORK/g3.yaml" "$WORK/g3.sig"
-touch -d '2020-01-01' "$WWW/pods.yaml"
+# Its Last-Modified is kept for the 304 below: two seconds old, so not
+# racy, and newer than generation 1's, which the agent sends back as
+# If-Modified-Since (an older one would be answered 304 and never applied).
+stamp=$(($(date +%s) - 2))
+cp "$WORK/g3.sig" "$WWW/.sig.tmp" && mv "$WWW/.sig.tmp" "$WWW/pods.yaml.sig"
+cp "$WORK/g3.yaml" "$WWW/.body.tmp" && touch -d "@$stamp" "$WWW/.body.tmp" &&
+        mv "$WWW/.body.tmp" "$WWW/pods.yaml"
 check_field "generation 3 (second key) applied" signed 'p["spec"]["containers"][0]["command"][1]' 3604 60
 wait_for "$RECORD" '"generation":"3"' && ok "generation 3 recorded" || fail "generation 3 not recorded"
 g=$(metric nanolet_manifest_source_generation 'source="http"')
