@@ -22,6 +22,7 @@
 #include "log.h"
 #include "rm-rf.h"
 #include "macro.h"
+#include "mount-util.h"
 #include "runtime-internal.h"
 #include "spawn.h"
 #include "string-util.h"
@@ -459,6 +460,24 @@ static const char *op_verb(RuntimeOpKind k) {
         }
 }
 
+/* runc exec (1.1) bind-mounts its own binary on a temporary file in the
+ * container's state directory for a moment; a runc exec killed in that
+ * moment (a probe's timeout, a cancel) leaves the mount, and runc delete
+ * then fails on it for good. The state directory is the runtime's and
+ * holds no mount of its own, so whatever is mounted there goes first. */
+static void unmount_runtime_state(Runtime *rt, const char *id) {
+        _cleanup_free_ char *dir = strprintf("%s/%s", rt->runtime_root, id);
+        if (!dir)
+                return;
+        int n = umount_below(dir);
+        if (n > 0)
+                log_info("runtime: unmounted %d mount(s) a killed %s exec left in the state of "
+                         "container %s.",
+                         n, rt->runtime_name, id);
+        else if (n < 0)
+                log_debug_errno(n, "runtime: reading the mounts below \"%s\": %m", dir);
+}
+
 static int runc_op_start(RuntimeOp *op) {
         Runtime *rt = op->rt;
         _cleanup_free_ char *path = NULL;
@@ -469,6 +488,8 @@ static int runc_op_start(RuntimeOp *op) {
         r = runtime_resolve(rt, &path, &op->err);
         if (r < 0)
                 return r;
+        if (op->kind == RUNTIME_OP_DELETE)
+                unmount_runtime_state(rt, op->id);
         if (strv_consume(&argv, TAKE_PTR(path)) < 0 || strv_extend(&argv, "--root") < 0 ||
             strv_extend(&argv, rt->runtime_root) < 0 || strv_extend(&argv, op_verb(op->kind)) < 0)
                 return -ENOMEM;

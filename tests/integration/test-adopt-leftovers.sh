@@ -5,7 +5,8 @@
 # planted entries of unknown IDs go too, a symlink there without being
 # followed; a live container's stay. A crash-looping container keeps its
 # back-off across the restart: its next start waits the delay its restart
-# count earned, counted from its last exit.
+# count earned, counted from its last exit. A mount a killed runc exec left
+# in a container's runtime state does not keep the container, or its pod.
 . "$(dirname "$0")/lib.sh"
 require_root
 . "$(dirname "$0")/lib-agent.sh"
@@ -95,6 +96,28 @@ echo "# crash: attempt $((last_n + 1)) started ${gap}s after attempt $last_n exi
 python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= 10 else 1)' "${gap:-0}" &&
         ok "back-off kept across the restart (${gap}s >= 10 s)" ||
         fail "back-off lost across the restart: attempt $((last_n + 1)) started ${gap:-?}s after attempt $last_n exited: $(attempt_times | tr '\n' ';')"
+
+# runc 1.1's exec bind-mounts its binary on a temporary file in the
+# container's state directory for a moment; killed then (a probe's timeout
+# on a loaded machine), it leaves the mount, and runc delete fails on it.
+# The container and its pod must still go with the manifest.
+live_uid=$(pod_field live 'p["metadata"]["uid"]')
+stray="$RUN/runc/$live_id/runc.Ab12Cd"
+if : >"$stray" && mount --bind "$(command -v runc)" "$stray" && mount -o remount,bind,ro "$stray"; then
+        ok "a killed runc exec's mount planted in live's runtime state"
+else
+        fail "planting a mount in live's runtime state"
+fi
+rm -f "$MAN/live.yaml"
+expect "live gone despite the mount in its runtime state" "$AGENT_LOG" 'Pod "live-node1_[^"]*" is gone' 1 60
+grep -q "unmounted 1 mount(s) a killed runc exec left in the state of container $live_id" "$AGENT_LOG" &&
+        ok "the agent unmounted it before runc delete" || fail "no unmount of the stray mount logged"
+! grep -q 'cannot be removed from the runtime' "$AGENT_LOG" &&
+        ok "no container kept for the runtime" || fail "$(grep 'cannot be removed from the runtime' "$AGENT_LOG")"
+[ -z "$(pod_runc_ids "$live_uid")" ] && ok "live's container deleted" || fail "live's container remains"
+! awk -v d="$RUN/runc/" 'index($2, d) == 1' /proc/mounts | grep -q . &&
+        ok "nothing mounted in the runtime's state" || fail "mounts left: $(awk -v d="$RUN/runc/" 'index($2, d) == 1' /proc/mounts)"
+[ ! -e "$ROOT/pods/$live_uid" ] && ok "live's pod directory removed" || fail "live's pod directory kept"
 
 stop_agent
 finish
