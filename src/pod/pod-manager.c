@@ -747,11 +747,43 @@ static int on_orphan_timer(EventSource *s, usec_t now, void *userdata) {
         return event_source_set_time_relative(s, ORPHAN_SWEEP_PERIOD_USEC);
 }
 
+/* Status and events files of UIDs no worker has. A pod's files are
+ * written from its first sync, its checkpoint only when it prepares: an
+ * agent killed while such a pod waited (for its predecessor, an image),
+ * whose manifest then went while the agent was down, leaves files that
+ * nothing else removes, and `nanolet pods` would list the pod for good.
+ * Only once every source was read, so every wanted pod has its worker. */
+static void sweep_status_files(PodManager *m) {
+        _cleanup_free_ char *events_dir = strprintf("%s/events", m->ctx.status_dir);
+        const char *const dirs[] = { m->ctx.status_dir, events_dir };
+
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                _cleanup_closedir_ DIR *d = dirs[i] ? opendir(dirs[i]) : NULL;
+                struct dirent *de;
+                unsigned n = 0;
+
+                while (d && (de = readdir(d))) {
+                        const char *dot = strrchr(de->d_name, '.');
+                        if (de->d_name[0] == '.' || !dot || !streq(dot, ".json") ||
+                            (i == 0 && streq(de->d_name, "sources.json")))
+                                continue;
+                        _cleanup_free_ char *uid = strndup(de->d_name, (size_t)(dot - de->d_name));
+                        if (!uid || find_worker(m, uid) || strv_contains(m->unreadable, uid))
+                                continue;
+                        if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+                                n++;
+                }
+                if (n > 0)
+                        log_info("Removed %u file(s) of pods that are gone from %s.", n, dirs[i]);
+        }
+}
+
 void pod_manager_sources_ready(PodManager *m) {
         if (m->sources_ready)
                 return;
         m->sources_ready = true;
         terminate_unclaimed(m);
+        sweep_status_files(m);
         sweep_orphans(m);
 }
 

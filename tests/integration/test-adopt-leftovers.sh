@@ -6,7 +6,8 @@
 # followed; a live container's stay. A crash-looping container keeps its
 # back-off across the restart: its next start waits the delay its restart
 # count earned, counted from its last exit. A mount a killed runc exec left
-# in a container's runtime state does not keep the container, or its pod.
+# in a container's runtime state does not keep the container, or its pod;
+# the status files of a pod that is gone go at the next start.
 . "$(dirname "$0")/lib.sh"
 require_root
 . "$(dirname "$0")/lib-agent.sh"
@@ -72,6 +73,14 @@ echo 1 >"$RUN/exits/$fake"
 echo keep >"$WORK/outside/keep"
 ln -s "$WORK/outside" "$RUN/conmon/$link"
 ln -s "$WORK/outside/keep" "$RUN/exits/$link"
+# The status and events files of a pod that never started (no checkpoint:
+# it waited for its predecessor when the agent died) whose manifest went
+# while the agent was down.
+ghost=0123456789abcdef0123456789abcdef
+pod_json live | python3 -c 'import json, sys
+p = json.load(sys.stdin); p["metadata"]["name"] = "ghost-node1"; p["metadata"]["uid"] = sys.argv[1]
+p["status"] = {"phase": "Pending"}; print(json.dumps(p))' "$ghost" >"$RUN/status/$ghost.json"
+echo '{"kind": "EventList", "items": []}' >"$RUN/status/events/$ghost.json"
 
 start_agent
 check_field "gone reported with the monitor's exit code" gone \
@@ -81,6 +90,10 @@ for e in "conmon/$gone_id" "exits/$gone_id" "conmon/$fake" "exits/$fake" "conmon
         [ ! -e "$RUN/$e" ] && [ ! -L "$RUN/$e" ] && ok "$e removed" || fail "$e remains"
 done
 [ "$(cat "$WORK/outside/keep" 2>/dev/null)" = keep ] && ok "symlink target untouched" || fail "symlink target changed"
+expect "the gone pod's status file removed" "$AGENT_LOG" "Removed 1 file\(s\) of pods that are gone from $RUN/status\." 1 30
+expect "the gone pod's events file removed" "$AGENT_LOG" "Removed 1 file\(s\) of pods that are gone from $RUN/status/events\." 1 30
+[ ! -e "$RUN/status/$ghost.json" ] && [ ! -e "$RUN/status/events/$ghost.json" ] && ! pod_json ghost >/dev/null &&
+        ok "no status of the gone pod left" || fail "the gone pod's files remain: $(ls "$RUN/status" "$RUN/status/events")"
 [ -e "$RUN/conmon/$live_id/conmon.pid" ] && ok "live container's monitor dir kept" || fail "live monitor dir removed"
 check_field "live still Running" live 'p["status"]["phase"]' Running 10
 
