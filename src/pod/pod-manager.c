@@ -748,11 +748,13 @@ static int on_orphan_timer(EventSource *s, usec_t now, void *userdata) {
 }
 
 /* Status and events files of UIDs no worker has. A pod's files are
- * written from its first sync, its checkpoint only when it prepares: an
- * agent killed while such a pod waited (for its predecessor, an image),
- * whose manifest then went while the agent was down, leaves files that
- * nothing else removes, and `nanolet pods` would list the pod for good.
- * Only once every source was read, so every wanted pod has its worker. */
+ * written from its first sync and removed last in its teardown, its
+ * checkpoint lives from its preparation to its directory's removal: an
+ * agent killed between those (a pod that waited for its predecessor and
+ * whose manifest went while the agent was down, or a teardown past its
+ * directory) leaves files that nothing else removes, and `nanolet pods`
+ * would list the pod for good. Only once every source was read, so every
+ * wanted pod has its worker. */
 static void sweep_status_files(PodManager *m) {
         _cleanup_free_ char *events_dir = strprintf("%s/events", m->ctx.status_dir);
         const char *const dirs[] = { m->ctx.status_dir, events_dir };
