@@ -68,13 +68,28 @@ struct ProbeRun {
         uint16_t port;
 };
 
+/* runc writes `--pid-file F` through a sibling `.F` that it creates with
+ * O_EXCL and then renames to F. A runc killed between the two (a probe's
+ * timeout, an agent stopped mid-probe) leaves `.F` behind, and every later
+ * exec naming F fails with "file exists" for as long as the container runs:
+ * a readiness probe would never pass again. So both go, before and after. */
+static void pid_file_remove(const char *path) {
+        const char *slash = strrchr(path, '/');
+        size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
+
+        (void)unlink(path);
+        _cleanup_free_ char *sibling = strprintf("%.*s.%s", (int)dir_len, path, path + dir_len);
+        if (sibling)
+                (void)unlink(sibling);
+}
+
 static void run_release(ProbeRun *r) {
         r->timer = event_source_free(r->timer);
         r->defer = event_source_free(r->defer);
         /* Still running: its group dies, and the loop reaps it. */
         r->child = child_free(r->child);
         if (r->pid_file) {
-                (void)unlink(r->pid_file);
+                pid_file_remove(r->pid_file);
                 free(r->pid_file);
                 r->pid_file = NULL;
         }
@@ -209,7 +224,7 @@ static int exec_start(ProbeRun *r, const ProbeAction *a) {
                 r->pid_file = strdup(a->pid_file);
                 if (!r->pid_file)
                         return -ENOMEM;
-                (void)unlink(r->pid_file);
+                pid_file_remove(r->pid_file);
         }
         /* The probe's own timer bounds it (exec_kill): no child timeout. */
         ChildOptions o = {

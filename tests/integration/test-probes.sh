@@ -132,6 +132,25 @@ check_field "liveness runs once started (and restarts it)" ready "$(cs 1)['resta
 nl exec ready -c main -- touch /tmp/ready
 check_field "pod Ready both ways" ready "$(cs 0)['ready']" True
 
+# --- runc writes `exec --pid-file F` through a sibling `.F` made with
+# O_EXCL, then renames it: a runc killed in between (a probe's timeout, an
+# agent stopped mid-probe) leaves `.F`, on which every later exec with F
+# would fail ("file exists") for as long as the container runs.
+uid=$(pod_field ready "p['metadata']['uid']")
+attempt_dir=$ROOT/pods/$uid/containers/main/$(pod_field ready "$(cs 0)['restartCount']")
+if [ -d "$attempt_dir" ]; then
+        : >"$attempt_dir/.probe-1.pid"
+        for ((i = 0; i < WAIT_MIN_S * 10; i++)); do
+                [ -e "$attempt_dir/.probe-1.pid" ] || break
+                sleep 0.1
+        done
+        [ ! -e "$attempt_dir/.probe-1.pid" ] && ok "the next readiness probe removed runc's leftover .probe-1.pid" \
+                || fail "runc's leftover .probe-1.pid still there"
+        check_field "still ready after the leftover" ready "$(cs 0)['ready']" True
+else
+        fail "no attempt directory $attempt_dir"
+fi
+
 # --- httpGet on the pod IP: named port, path with query, headers (CGI dumps them)
 put web.yaml <<YAML
 apiVersion: v1
@@ -363,5 +382,7 @@ rm -f "$MAN"/*.yaml
 for ((i = 0; i < 250; i++)); do [ -z "$(ls "$RUN/status" 2>/dev/null | grep -vx sources.json | grep json)" ] && break; sleep 0.2; done
 check_no_leftovers
 [ ! -e "$WORK"/root/pods ] || [ -z "$(find "$WORK/root/pods" -name '*.pid')" ] && ok "no probe pid files left" || fail "pid files left"
+[ "$(grep -c 'Probe failed.*file exists' "$AGENT_LOG" || true)" = 0 ] && ok "no probe failed on a leftover pid file" \
+        || fail "a probe failed on a leftover pid file"
 stop_agent
 finish

@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "grpc-health.h"
 #include "probe-run.h"
 #include "probe-tracker.h"
@@ -467,6 +468,41 @@ static void test_exec_probe(void **state) {
         assert_true(probe_run_start(&ctx, &a, S, on_done, &o, &run) < 0);
 }
 
+/* The probe's command writes its pid file the way runc does: a sibling
+ * `.F` made with O_EXCL (the shell's noclobber), then renamed to F. Both
+ * left by a killed one must not fail the next run. */
+static void test_exec_probe_pid_file_leftovers(void **state) {
+        _cleanup_event_free_ Event *e = NULL;
+        char dir[] = "/tmp/test-probe-XXXXXX";
+        char pid_file[64], sibling[64], script[256];
+        Outcome o;
+
+        assert_int_equal(event_new(&e), 0);
+        assert_non_null(mkdtemp(dir));
+        snprintf(pid_file, sizeof pid_file, "%s/probe-1.pid", dir);
+        snprintf(sibling, sizeof sibling, "%s/.probe-1.pid", dir);
+        snprintf(script, sizeof script, "set -C; echo $$ > %s && mv %s %s", sibling, sibling,
+                 pid_file);
+        for (int i = 0; i < 2; i++) {
+                assert_int_equal(write_file_replace(sibling, "1", 1, 0600), 0);
+                assert_int_equal(write_file_replace(pid_file, "1", 1, 0600), 0);
+                char *argv[] = { (char *)"/bin/sh", (char *)"-c", script, NULL };
+                ProbeContext ctx = { .event = e };
+                ProbeAction a = { .type = PROBE_ACTION_EXEC,
+                                  .argv = argv,
+                                  .pid_file = pid_file,
+                                  .display = script };
+                ProbeRun *run = NULL;
+                o = (Outcome){};
+                assert_int_equal(probe_run_start(&ctx, &a, S, on_done, &o, &run), 0);
+                run_until_done(e, &o, WAIT_CAP);
+                assert_int_equal(o.result, PROBE_RESULT_SUCCESS);
+                assert_int_equal(access(pid_file, F_OK), -1);
+                assert_int_equal(access(sibling, F_OK), -1);
+        }
+        assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_cancel_and_sleep(void **state) {
         _cleanup_event_free_ Event *e = NULL;
         Outcome o = {};
@@ -562,6 +598,7 @@ int main(void) {
                 cmocka_unit_test(test_http_probe),
                 cmocka_unit_test(test_tcp_probe),
                 cmocka_unit_test(test_exec_probe),
+                cmocka_unit_test(test_exec_probe_pid_file_leftovers),
                 cmocka_unit_test(test_cancel_and_sleep),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
