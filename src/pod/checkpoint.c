@@ -361,7 +361,12 @@ int sandbox_record_write(const char *path, const SandboxRecord *r) {
                         json_decref(ips);
                         return -ENOMEM;
                 }
-        return write_json_file(path, json_pack("{s:o, s:b}", "podIPs", ips, "network", r->network));
+        json_t *o = json_pack("{s:o, s:b}", "podIPs", ips, "network", r->network);
+        if (o && r->tearing_down && json_object_set_new(o, "tearingDown", json_true()) < 0) {
+                json_decref(o);
+                return -ENOMEM;
+        }
+        return write_json_file(path, o);
 }
 
 int sandbox_record_read(const char *path, SandboxRecord *ret, Error *err) {
@@ -374,7 +379,8 @@ int sandbox_record_read(const char *path, SandboxRecord *ret, Error *err) {
         json_t *network = json_object_get(o, "network"), *ips = json_object_get(o, "podIPs");
         if (!json_is_boolean(network) || !json_is_array(ips))
                 return error_set(err, -EBADMSG, "\"%s\" lacks \"network\" or \"podIPs\"", path);
-        SandboxRecord r = { .network = json_is_true(network) };
+        SandboxRecord r = { .network = json_is_true(network),
+                            .tearing_down = json_is_true(json_object_get(o, "tearingDown")) };
         size_t i;
         json_t *ip;
         json_array_foreach(ips, i, ip) {

@@ -86,6 +86,9 @@ int attempt_record_read(const char *attempt_dir, AttemptRecord *ret);
 typedef struct SandboxRecord {
         char **pod_ips; /* strv; NULL = none */
         bool network;   /* a CNI ADD succeeded and is not yet deleted */
+        /* The pod's teardown began deleting its network: the sandbox is not
+         * adopted again, even when the same pod is wanted again. */
+        bool tearing_down;
 } SandboxRecord;
 
 void sandbox_record_done(SandboxRecord *r);

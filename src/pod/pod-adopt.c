@@ -332,6 +332,10 @@ bool worker_adopt(PodWorker *w) {
                 w->state.start_monotonic = now_mono > age ? now_mono - age : 0;
         }
         bool intact = worker_sandbox_record_load(w, ids, &sb);
+        /* The earlier run was removing the pod (its network half or wholly
+         * deleted) when it died, and the same pod is wanted again. */
+        if (intact && sb.tearing_down)
+                intact = false;
         unsigned ns = sandbox_namespaces(w->state.pod);
         static const struct {
                 unsigned flag;
@@ -351,7 +355,9 @@ bool worker_adopt(PodWorker *w) {
         }
         worker_log(w, LOG_INFO, NULL, "Pod \"%s\" was left by an earlier run of the agent: %s.",
                    w->full_name,
-                   intact ? "adopting it" : "its sandbox is gone, starting it afresh");
+                   intact            ? "adopting it"
+                   : sb.tearing_down ? "it was being removed, starting it afresh"
+                                     : "its sandbox is gone, starting it afresh");
 
         for (size_t slot = 0; slot < w->n_ops; slot++) {
                 ContainerOp *op = w->ops[slot];

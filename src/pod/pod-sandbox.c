@@ -294,6 +294,26 @@ bool worker_sandbox_record_load(PodWorker *w, char **ids, SandboxRecord *ret) {
         return true;
 }
 
+/* The pod goes: its record says so before its network's DEL starts. An agent
+ * that dies from there on (the DEL half or wholly done, the record not yet
+ * removed) must not adopt this sandbox when the same pod is wanted again:
+ * its containers would run in a network namespace without a network. */
+bool worker_network_teardown(PodWorker *w) {
+        if (w->network_added && !w->cni_op) {
+                _cleanup_(sandbox_record_done) SandboxRecord rec = {};
+                Error err = {};
+                if (sandbox_record_read(w->sandbox_record, &rec, &err) >= 0 && !rec.tearing_down) {
+                        rec.tearing_down = true;
+                        int r = sandbox_record_write(w->sandbox_record, &rec);
+                        if (r < 0)
+                                worker_log_errno(w, LOG_WARNING, r, NULL,
+                                                 "Pod \"%s\": cannot mark %s as torn down: %m",
+                                                 w->full_name, w->sandbox_record);
+                }
+        }
+        return worker_network_del(w);
+}
+
 /* DEL before the namespaces go (docs/internals/network.md). Returns true while it runs. */
 bool worker_network_del(PodWorker *w) {
         _cleanup_free_ CniPortMapping *ports = NULL;

@@ -285,6 +285,8 @@ void worker_network_check(PodWorker *w);
 bool worker_sandbox_record_load(PodWorker *w, char **ids, SandboxRecord *ret);
 /* DEL before the namespaces go (docs/internals/network.md). Returns true while it runs. */
 bool worker_network_del(PodWorker *w);
+/* worker_network_del() for a pod that goes, its sandbox record marked first. */
+bool worker_network_teardown(PodWorker *w);
 
 /* pod-adopt.c */
 char *attempt_dir_of(const PodWorker *w, const ContainerState *c, unsigned attempt);

@@ -454,7 +454,7 @@ static bool worker_teardown(PodWorker *w) {
         int left = worker_remove_leftover_containers(w);
         if (left > 0)
                 return false;
-        if (worker_network_del(w))
+        if (worker_network_teardown(w))
                 return false;
         worker_set_phase(w, WORKER_GONE);
         if (sandbox_remove(w->ns_dir, &err) < 0)

@@ -29,9 +29,9 @@ done
 # error.
 cat >"$CNI_BIN/bridge" <<SH
 #!/bin/sh
+name=\$(echo "\$CNI_ARGS" | tr ';' '\n' | sed -n 's/^K8S_POD_NAME=//p')
+g=$GATE/\$name
 if [ "\$CNI_COMMAND" = ADD ]; then
-        name=\$(echo "\$CNI_ARGS" | tr ';' '\n' | sed -n 's/^K8S_POD_NAME=//p')
-        g=$GATE/\$name
         echo "\$CNI_CONTAINERID" >"\$g.entered.tmp"
         mv "\$g.entered.tmp" "\$g.entered"
         i=0
@@ -43,6 +43,20 @@ if [ "\$CNI_COMMAND" = ADD ]; then
                 printf '{"cniVersion":"1.0.0","code":11,"msg":"the test gate refused the network"}'
                 exit 1
         fi
+fi
+# DEL with <name>.holddel: the real DEL runs, then the gate holds in
+# <name>.del-entered until <name>.del-go (an agent killed there has deleted
+# the network but not yet removed the pod).
+if [ "\$CNI_COMMAND" = DEL ] && [ -e "\$g.holddel" ]; then
+        $REAL_BRIDGE "\$@"
+        rc=\$?
+        : >"\$g.del-entered"
+        i=0
+        while [ ! -e "\$g.del-go" ] && [ \$i -lt 300 ]; do
+                sleep 0.1
+                i=\$((i + 1))
+        done
+        exit \$rc
 fi
 exec $REAL_BRIDGE "\$@"
 SH
@@ -198,8 +212,39 @@ check_field "pod restart: the attempt that never started is no restart" restart 
 check_field "pod early was adopted, not restarted" early \
         'sum(c["restartCount"] for c in p["status"]["containerStatuses"])' 0
 
+# --- the agent killed in a pod's teardown after its network's DEL, and the
+# same pod wanted again: its sandbox (namespaces pinned, record still
+# there) has no network any more, so it is made anew, not adopted.
+: >"$GATE/back-node1.go"
+sleep_pod back | put_manifest back.yaml
+check_field "pod back Running" back 'p["status"]["phase"]' Running 30
+UID_BACK=$(pod_uid back)
+: >"$GATE/back-node1.holddel"
+mv "$MAN/back.yaml" "$WORK/back.yaml"
+wait_for_file() { local i; for ((i = 0; i < WAIT_MIN_S * 10; i++)); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
+if wait_for_file "$GATE/back-node1.del-entered"; then
+        ok "pod back: its network deleted, the teardown held"
+        kill -9 "$AGENT_PID"
+        wait "$AGENT_PID" 2>/dev/null || true
+        AGENT_PID=
+        rm -f "$GATE/back-node1.holddel"
+        : >"$GATE/back-node1.del-go"
+        mv "$WORK/back.yaml" "$MAN/back.yaml"
+        start_agent -v 4 --cni-bin-dir "$CNI_BIN"
+        expect "pod back: not adopted, made anew" "$AGENT_LOG" "Pod \"back-node1_default\($UID_BACK\)\" was left by an earlier run of the agent: it was being removed, starting it afresh" 1 30
+        check_field "pod back Running again" back 'p["status"]["phase"]' Running 30
+        ip=$(pod_field back 'p["status"]["podIP"]')
+        [ -n "$ip" ] && nl exec back -c main -- ip -o -4 addr show eth0 2>/dev/null | grep -qF " $ip/" \
+                && ok "pod back: eth0 has its pod IP $ip" || fail "pod back: no eth0 with its pod IP '$ip'"
+        [ -n "$(grep -rlF "$UID_BACK" "$WORK/leases" 2>/dev/null)" ] && ok "pod back: its lease" \
+                || fail "pod back: no lease"
+else
+        fail "pod back: the DEL never reached the gate"
+        mv "$WORK/back.yaml" "$MAN/back.yaml"
+fi
+
 rm -f "$MAN"/*.yaml
-expect "every pod is gone" "$AGENT_LOG" '" is gone' 4 40
+expect "every pod is gone" "$AGENT_LOG" '" is gone' 5 40
 stop_agent
 check_no_leftovers
 finish

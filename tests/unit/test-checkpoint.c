@@ -237,8 +237,17 @@ static void test_sandbox_record(void **state) {
         assert_int_equal(sandbox_record_write(path, &w), 0);
         assert_int_equal(sandbox_record_read(path, &rec, NULL), 0);
         assert_true(rec.network);
+        assert_false(rec.tearing_down);
         assert_int_equal(strv_length(rec.pod_ips), 2);
         assert_string_equal(rec.pod_ips[1], "fd00::5");
+        sandbox_record_done(&rec);
+
+        /* a teardown's mark survives the round trip */
+        w.tearing_down = true;
+        assert_int_equal(sandbox_record_write(path, &w), 0);
+        assert_int_equal(sandbox_record_read(path, &rec, NULL), 0);
+        assert_true(rec.network);
+        assert_true(rec.tearing_down);
         sandbox_record_done(&rec);
 
         SandboxRecord host = {};
