@@ -74,7 +74,7 @@ echo "# build and install: $((SECONDS - t0)) s"
 
 UNIT=usr/lib/systemd/system/nanolet.service
 for f in usr/sbin/nanolet usr/libexec/nanolet/nanolet-agent usr/libexec/nanolet/nanolet-monitor "$UNIT" usr/lib/tmpfiles.d/nanolet.conf \
-        usr/share/man/man8/nanolet.8 usr/share/man/man5/nanolet-config.5 \
+        usr/lib/systemd/network/80-nanolet-veth.link usr/share/man/man8/nanolet.8 usr/share/man/man5/nanolet-config.5 \
         usr/share/man/man5/nanolet-manifests.5 usr/share/doc/nanolet/examples/nanolet.default; do
         has "$f"
 done
@@ -113,7 +113,7 @@ fi
 # the install is quick.
 DEST=$WORK/dest-opt
 if meson configure "$BUILD" --prefix=/opt/nanolet -Dopenrc=true -Dinstall-cni-conf=true \
-        -Dtmpfilesdir=no >"$WORK/configure.log" 2>&1 &&
+        -Dtmpfilesdir=no -Dsystemdnetworkdir=no >"$WORK/configure.log" 2>&1 &&
         meson install -C "$BUILD" --destdir "$DEST" >"$WORK/install2.log" 2>&1; then
         ok "meson install --destdir (prefix /opt/nanolet, -Dopenrc=true -Dinstall-cni-conf=true)"
 else
@@ -129,6 +129,7 @@ for f in opt/nanolet/sbin/nanolet opt/nanolet/libexec/nanolet/nanolet-agent opt/
         has "$f"
 done
 hasnt opt/nanolet/lib/tmpfiles.d/nanolet.conf
+hasnt opt/nanolet/lib/systemd/network/80-nanolet-veth.link
 line "$DEST/$UNIT" '^ExecStart=/opt/nanolet/sbin/nanolet serve \$NANOLET_OPTS$' \
         "unit under /opt/nanolet: ExecStart is that prefix's sbindir binary"
 verify_unit "$DEST/$UNIT" "$DEST" "$DEST/opt/nanolet/share/man"
@@ -224,7 +225,7 @@ else
 fi
 dpkg -L nanolet >"$WORK/files"
 for f in /usr/sbin/nanolet /lib/systemd/system/nanolet.service /usr/lib/tmpfiles.d/nanolet.conf \
-        /usr/share/man/man8/nanolet.8.gz /usr/share/man/man5/nanolet-config.5.gz \
+        /usr/lib/systemd/network/80-nanolet-veth.link /usr/share/man/man8/nanolet.8.gz /usr/share/man/man5/nanolet-config.5.gz \
         /usr/share/man/man5/nanolet-manifests.5.gz /etc/default/nanolet; do
         line "$WORK/files" "^${f//./\\.}$" "dpkg -L nanolet: $f"
 done

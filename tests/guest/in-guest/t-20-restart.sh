@@ -31,6 +31,42 @@ snapshot() {
 processes() {
         runc --root /run/nanolet/runc list -f json | jq -r '.[] | "\(.id) \(.pid) \(.status)"' | sort
 }
+# The host side of each pod's veth keeps the MAC address its CNI result
+# reports: the package's .link file keeps systemd-udevd's
+# MACAddressPolicy=persistent from replacing it, which would fail the CNI
+# CHECK of every pod adopted below.
+veth_macs() {
+        local f name mac
+        for f in /var/lib/nanolet/cni/results/*.json; do
+                jq -r '.result.interfaces[] | select(.sandbox == null and (.name | startswith("veth")))
+                        | "\(.name) \(.mac)"' "$f" || return 1
+        done | while read -r name mac; do
+                echo "$name result $mac host $(cat "/sys/class/net/$name/address" 2>&1)"
+        done
+}
+macs=$(veth_macs)
+printf '%s\n' "$macs" | keep veth-macs.txt
+check_eq "a host-side veth in each pod's CNI result" "$(grep -c '^veth' <<<"$macs")" 2
+check "host-side veths keep the MAC address their CNI result reports" \
+        bash -c '! awk "\$3 != \$5" <<<"$1" | grep .' _ "$macs"
+check "the package's .link file is installed" test -f /usr/lib/systemd/network/80-nanolet-veth.link
+# The cause, shown on a pair of its own: udev leaves the veth the file
+# matches as created and rewrites the other (99-default.link).
+# udev's queue is held while the addresses are read, so that they are the
+# ones the kernel gave.
+udevadm settle
+udevadm control --stop-exec-queue
+ip link add vethc0ffee01 type veth peer name nltveth0
+matched=$(cat /sys/class/net/vethc0ffee01/address)
+unmatched=$(cat /sys/class/net/nltveth0/address)
+udevadm control --start-exec-queue
+udevadm settle
+check_eq "udev keeps the MAC address of a veth named as the CNI plugins name them" \
+        "$(cat /sys/class/net/vethc0ffee01/address)" "$matched"
+check "udev's own policy still applies to other veths (it rewrote nltveth0's MAC address)" \
+        test "$(cat /sys/class/net/nltveth0/address)" != "$unmatched"
+ip link del vethc0ffee01
+
 before=$(snapshot)
 procs=$(processes)
 printf '%s\n' "$before" | keep snapshot-before.txt
@@ -66,6 +102,8 @@ systemctl start nanolet
 after kill
 
 journalctl -u nanolet -o cat --no-pager | keep journal-cat.txt
+check "no CNI CHECK of an adopted pod failed (three adoptions of two pods)" \
+        bash -c '! journalctl -u nanolet -o cat --no-pager | grep "CNI CHECK of the adopted network failed"'
 rm -f "$NANOLET_MANIFESTS/a.yaml" "$NANOLET_MANIFESTS/b.yaml"
 wait_until 120 "pods removed with their manifests" pods_count 0
 wait_until 60 "no container left in runc" bash -c '[ -z "$(runc --root /run/nanolet/runc list -q)" ]'
