@@ -149,6 +149,19 @@ nanolet_install() {
         systemctl start nanolet
 }
 
+# leftover_pods_remove: the manifests a file left (it stopped at a failed
+# check) removed, and their pods gone from the running agent; a failure
+# of the file that left them when the agent does not remove them.
+leftover_pods_remove() {
+        local left
+        left=$(find "$NANOLET_MANIFESTS" -maxdepth 1 -type f 2>/dev/null) || return 0
+        [[ -n $left ]] || return 0
+        say "removing the manifests it left: $(tr '\n' ' ' <<<"$left")"
+        find "$NANOLET_MANIFESTS" -maxdepth 1 -type f -delete
+        systemctl -q is-active nanolet || return 0
+        wait_until 300 "the pods it left removed after it stopped" pods_count 0
+}
+
 # nanolet_load_test_image: the busybox test image in the agent's store.
 nanolet_load_test_image() {
         nanolet image load "$GUEST_SHARE/images/nanolet-test.tar" >/dev/null

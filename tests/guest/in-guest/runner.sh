@@ -78,6 +78,14 @@ for ((i = start_index; i < ${#files[@]}; i++)); do
         fi
         if [[ $rc != 0 ]]; then
                 GUEST_FILE=$name fail "$f phase $phase exited with status $rc (log: $name.phase$phase.log)"
+                # Its evidence now, in case the guest does not reach the
+                # boot journal's dump at the end (the host's hard timeout).
+                journalctl -u nanolet -b --no-pager >"$GUEST_OUT/$name.phase$phase.journal.txt" 2>&1
+                api_pods >"$GUEST_OUT/$name.phase$phase.pods.json" 2>&1
+                sync
+                # A file that stopped early leaves its pods; the next one
+                # must not start with them.
+                GUEST_FILE=$name leftover_pods_remove
         fi
 done
 
