@@ -33,8 +33,8 @@ processes() {
 }
 # The host side of each pod's veth keeps the MAC address its CNI result
 # reports: the package's .link file keeps systemd-udevd's
-# MACAddressPolicy=persistent from replacing it, which would fail the CNI
-# CHECK of every pod adopted below.
+# MACAddressPolicy=persistent from replacing it when udev wins the race
+# with the plugin, which fails the CNI CHECK of that pod's adoptions below.
 veth_macs() {
         local f name mac
         for f in /var/lib/nanolet/cni/results/*.json; do
@@ -50,10 +50,9 @@ check_eq "a host-side veth in each pod's CNI result" "$(grep -c '^veth' <<<"$mac
 check "host-side veths keep the MAC address their CNI result reports" \
         bash -c '! awk "\$3 != \$5" <<<"$1" | grep .' _ "$macs"
 check "the package's .link file is installed" test -f /usr/lib/systemd/network/80-nanolet-veth.link
-# The cause, shown on a pair of its own: udev leaves the veth the file
-# matches as created and rewrites the other (99-default.link).
-# udev's queue is held while the addresses are read, so that they are the
-# ones the kernel gave.
+# The cause, on a pair of its own and without the race: udev's queue is
+# held while the kernel-given addresses are read; then udev leaves the veth
+# the file matches as created and rewrites the other (99-default.link).
 udevadm settle
 udevadm control --stop-exec-queue
 ip link add vethc0ffee01 type veth peer name nltveth0
