@@ -89,6 +89,8 @@ typedef struct NanoletConfig {
         usec_t shutdown_grace_period_critical_pods;
         char *cni_conf_dir;
         char *cni_bin_dir;
+        int64_t cni_max_parallel;  /* CNI operations at once; 0 = by CPUs */
+        usec_t cni_plugin_timeout; /* one plugin's run */
         char *pod_cidr;
         char **cluster_dns;
         char **node_ips; /* --node-ip; NULL = detect */

@@ -375,6 +375,8 @@ static int daemon_setup_host(Daemon *d) {
         error_clear(&merr);
         CniRunnerOptions co = { .bin_dirs = c->cni_bin_dir,
                                 .cache_dir = cni_cache,
+                                .plugin_timeout = c->cni_plugin_timeout,
+                                .max_parallel = (unsigned)c->cni_max_parallel,
                                 .metrics = d->metrics };
         r = cni_runner_new(d->event, &co, &d->cni);
         if (r < 0)

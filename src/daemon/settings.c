@@ -522,6 +522,13 @@ const Setting settings_table[] = {
           "CNI network configurations", .check = SETTING_CHECK_PATH),
         H("cni-bin-dir", NULL, SETTING_STRING, cni_bin_dir, "/opt/cni/bin:/usr/lib/cni", "PATH",
           "CNI plugin directories", .check = SETTING_CHECK_PATH_LIST),
+        H("cni-max-parallel", NULL, SETTING_INT, cni_max_parallel, NULL, "N",
+          "CNI operations (ADD, DEL, CHECK of a pod's network) at once; more wait in the agent",
+          .min = 1, .max = 1024, .shown_default = "1 per CPU, at least 2"),
+        H("cni-plugin-timeout", NULL, SETTING_DURATION, cni_plugin_timeout, "60s", "D",
+          "one CNI plugin's run, from its start (not its wait for a slot); then it is killed and "
+          "the operation fails",
+          .min = USEC_PER_SEC, .max = 3600 * USEC_PER_SEC),
         H("pod-cidr", "podCIDR", SETTING_STRING, pod_cidr, "10.86.0.0/16", "CIDR",
           "pod network of the built-in CNI configuration", .check = SETTING_CHECK_CIDR),
         H("cluster-dns", "clusterDNS", SETTING_STRV, cluster_dns, NULL, "IP[,IP]",

@@ -1,10 +1,14 @@
 /* The CNI runner: a FIFO of operations (op-queue.h), at most max_parallel
- * running; each runs its chain one plugin child at a time (child.h: stdin
- * from a memfd, so writing a config of any size never blocks the loop;
- * stdout and stderr in separate capped buffers; SIGKILL of the plugin's
- * group on timeout). An op always starts from the queue's defer source, so
- * a callback never runs inside the call that queued it. The cache file (see cni.h) is what makes
- * DEL possible after an agent restart. */
+ * running. By default that is one per CPU: the reference plugins serialise
+ * on the xtables lock and host-local's lease lock, so more at once only
+ * share one lock and one CPU, and each plugin's timeout would count its wait
+ * behind the others instead of its own work. Each op runs its chain one
+ * plugin child at a time (child.h: stdin from a memfd, so writing a config of
+ * any size never blocks the loop; stdout and stderr in separate capped
+ * buffers; SIGKILL of the plugin's group on timeout). An op always starts
+ * from the queue's defer source, so a callback never runs inside the call
+ * that queued it. The cache file (see cni.h) is what makes DEL possible
+ * after an agent restart. */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <dirent.h>
@@ -26,7 +30,7 @@
 #include "strv.h"
 
 #define DEFAULT_PLUGIN_TIMEOUT (60 * USEC_PER_SEC)
-#define DEFAULT_MAX_PARALLEL 8U
+#define MIN_DEFAULT_MAX_PARALLEL 2U /* a hung plugin does not stop all the others */
 #define NSFS_MAGIC_ 0x6e736673
 #define CACHE_KIND "nanoletCniCacheV1"
 
@@ -435,6 +439,11 @@ static const OpQueueOps cni_queue_ops = {
         .free = op_queue_free_op, /* no stop: a cancelled op finishes its chain, silently */
 };
 
+static unsigned default_max_parallel(void) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        return n > (long)MIN_DEFAULT_MAX_PARALLEL ? (unsigned)n : MIN_DEFAULT_MAX_PARALLEL;
+}
+
 int cni_runner_new(Event *e, const CniRunnerOptions *o, CniRunner **ret) {
         if (!e || !o || isempty(o->cache_dir) || !ret)
                 return -EINVAL;
@@ -445,7 +454,7 @@ int cni_runner_new(Event *e, const CniRunnerOptions *o, CniRunner **ret) {
         runner->bin_dirs = strdup(isempty(o->bin_dirs) ? CNI_DEFAULT_BIN_DIRS : o->bin_dirs);
         runner->cache_dir = strdup(o->cache_dir);
         runner->plugin_timeout = o->plugin_timeout > 0 ? o->plugin_timeout : DEFAULT_PLUGIN_TIMEOUT;
-        runner->max_parallel = o->max_parallel > 0 ? o->max_parallel : DEFAULT_MAX_PARALLEL;
+        runner->max_parallel = o->max_parallel > 0 ? o->max_parallel : default_max_parallel();
         static const char *const labels[] = { "operation", NULL };
         int r = -ENOMEM;
         if (!runner->bin_dirs || !runner->cache_dir ||
