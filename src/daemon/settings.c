@@ -525,7 +525,7 @@ const Setting settings_table[] = {
         H("cni-max-parallel", NULL, SETTING_INT, cni_max_parallel, NULL, "N",
           "CNI operations (ADD, DEL, CHECK of a pod's network) at once; more wait in the agent",
           .min = 1, .max = 1024, .shown_default = "1 per CPU, at least 2"),
-        H("cni-plugin-timeout", NULL, SETTING_DURATION, cni_plugin_timeout, "60s", "D",
+        H("cni-plugin-timeout", NULL, SETTING_DURATION, cni_plugin_timeout, "2m", "D",
           "one CNI plugin's run, from its start (not its wait for a slot); then it is killed and "
           "the operation fails",
           .min = USEC_PER_SEC, .max = 3600 * USEC_PER_SEC),

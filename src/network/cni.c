@@ -29,7 +29,7 @@
 #include "string-util.h"
 #include "strv.h"
 
-#define DEFAULT_PLUGIN_TIMEOUT (60 * USEC_PER_SEC)
+#define DEFAULT_PLUGIN_TIMEOUT (120 * USEC_PER_SEC)
 #define MIN_DEFAULT_MAX_PARALLEL 2U /* a hung plugin does not stop all the others */
 #define NSFS_MAGIC_ 0x6e736673
 #define CACHE_KIND "nanoletCniCacheV1"

@@ -133,7 +133,7 @@ typedef struct CniOp CniOp;
 typedef struct CniRunnerOptions {
         const char *bin_dirs;  /* CNI_PATH, ':'-separated; default CNI_DEFAULT_BIN_DIRS */
         const char *cache_dir; /* required: <root-dir>/cni/results (survives a reboot) */
-        usec_t plugin_timeout; /* per plugin run; default 60 s */
+        usec_t plugin_timeout; /* per plugin run; default 2 min */
         unsigned max_parallel; /* operations at once; default 1 per CPU, at least 2 */
         /* nanolet_cni_operations_total / _errors_total / _duration_seconds
          * {operation} (not owned; NULL: not counted). */

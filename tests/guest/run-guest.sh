@@ -17,10 +17,9 @@
 #
 # The guest gets the .deb, the busybox test image and the test scripts
 # through a 9p share, has no route out (user networking with restrict=on),
-# may reboot itself any number of times (the same QEMU process keeps
-# running; the disk is a throw-away snapshot of the cached image), and
-# powers itself off when done. QEMU is killed on every exit path of this
-# script. The last line of output is the guest's "N passed, N failed", or
+# may reboot itself any number of times (each boot is a new QEMU process on
+# the same disk, a throw-away copy of the cached image), and powers itself
+# off when done. QEMU is killed on every exit path of this script. The last line of output is the guest's "N passed, N failed", or
 # "0 passed, 1 failed" when the guest produced no result.
 set -euo pipefail
 
@@ -108,29 +107,39 @@ log "accelerator: ${accel%%,*} (${NANOLET_GUEST_SMP:-2} CPUs, ${NANOLET_GUEST_ME
 
 serial=$out/serial.log
 : >"$serial"
-# No -no-reboot: a guest reboot restarts the machine in this process, and
-# the snapshot disk keeps what the guest wrote across it. A poweroff ends
-# QEMU.
+# Each boot is a QEMU process of its own: -no-reboot ends the process at a
+# guest reboot, and the loop below starts the next boot on the same disk, a
+# sparse copy of the cached image that lives as long as this run. QEMU 7.2's
+# multi-threaded TCG, which restarted the machine in place, once died of a
+# SIGSEGV at a guest address (the HPET's) while the rebooted kernel probed
+# its devices, under a busy host; a fresh process has no state from the boot
+# before. The serial console file is appended to, so it holds every boot.
 # no_timer_check: early in boot the kernel checks that the timer interrupt
 # ticks within a few milliseconds of its own delay loop. Under TCG on a
 # loaded host the vCPU can miss that window, and the kernel then panics
 # with "IO-APIC + timer doesn't work!" before userspace (seen beside
 # stress-ng --cpu 4). The timer works; only the check is unfit for TCG.
-qemu-system-x86_64 \
-        -name nanolet-guest \
-        -machine q35 -accel "$accel" -cpu "$cpu" \
-        -smp "${NANOLET_GUEST_SMP:-2}" -m "${NANOLET_GUEST_MEM:-2048}" \
-        -nodefaults -no-user-config -display none -vga none \
-        -kernel "$image/vmlinuz" -initrd "$image/initrd.img" \
-        -append "root=/dev/vda rw console=ttyS0 panic=-1 no_timer_check net.ifnames=0 nanolet.guest=run systemd.show_status=error" \
-        -drive "file=$image/disk.img,format=raw,if=virtio,snapshot=on,cache=unsafe" \
-        -virtfs "local,path=$share,mount_tag=share,security_model=none,id=share" \
-        -nic user,restrict=on,model=virtio-net-pci \
-        -device virtio-rng-pci \
-        -serial "file:$serial" \
-        -monitor none \
-        </dev/null >"$out/qemu.log" 2>&1 &
-qemu_pid=$!
+cp --sparse=always "$image/disk.img" "$work/disk.img" || no_result "cannot copy the guest image to $work"
+boots=0
+qemu_start() {
+        boots=$((boots + 1))
+        qemu-system-x86_64 \
+                -name nanolet-guest \
+                -machine q35 -accel "$accel" -cpu "$cpu" \
+                -smp "${NANOLET_GUEST_SMP:-2}" -m "${NANOLET_GUEST_MEM:-2048}" \
+                -nodefaults -no-user-config -display none -vga none -no-reboot \
+                -kernel "$image/vmlinuz" -initrd "$image/initrd.img" \
+                -append "root=/dev/vda rw console=ttyS0 panic=-1 no_timer_check net.ifnames=0 nanolet.guest=run systemd.show_status=error" \
+                -drive "file=$work/disk.img,format=raw,if=virtio,cache=unsafe" \
+                -virtfs "local,path=$share,mount_tag=share,security_model=none,id=share" \
+                -nic user,restrict=on,model=virtio-net-pci \
+                -device virtio-rng-pci \
+                -chardev "file,id=serial0,path=$serial,append=on" -serial chardev:serial0 \
+                -monitor none \
+                </dev/null >>"$out/qemu.log" 2>&1 &
+        qemu_pid=$!
+}
+qemu_start
 t_boot=$SECONDS
 
 # progress: the runner's new lines on the serial console, to stderr. It
@@ -141,10 +150,11 @@ seen=0
 booting_since=$SECONDS
 progress() {
         local n lines
-        # The kernel's console messages may share a line with the runner's.
-        n=$(grep -c 'nanolet-guest: ' "$serial" 2>/dev/null || true)
+        # The kernel's console messages may share a line with the runner's;
+        # the console ends lines with CR LF, and may carry any byte.
+        n=$(grep -ac 'nanolet-guest: ' "$serial" 2>/dev/null || true)
         if ((n > seen)); then
-                lines=$(grep -o 'nanolet-guest: .*' "$serial" | sed -n "$((seen + 1)),${n}p")
+                lines=$(grep -ao 'nanolet-guest: .*' "$serial" | tr -d '\r' | sed -n "$((seen + 1)),${n}p")
                 sed "s/^nanolet-guest: /guest [$((SECONDS - t_boot)) s] /" <<<"$lines" >&2
                 seen=$n
                 if grep -q 'runner up' <<<"$lines"; then
@@ -157,30 +167,48 @@ progress() {
 }
 boot_timeout=${NANOLET_GUEST_BOOT_TIMEOUT:-600}
 
-# Wait for the guest to power off. A kernel panic reboots the machine
-# (panic=-1), which would only loop: it ends the run at once.
-while kill -0 "$qemu_pid" 2>/dev/null; do
-        progress
-        if grep -q 'Kernel panic' "$serial"; then
-                grep -A20 'Kernel panic' "$serial" | head -30 >&2
+panicked() {
+        if grep -aq 'Kernel panic' "$serial"; then
+                grep -aA20 'Kernel panic' "$serial" | head -30 >&2
                 no_result "the guest kernel panicked (logs: $out)"
         fi
-        if [[ -n $booting_since ]] && ((SECONDS - booting_since > boot_timeout)); then
-                log "the guest did not boot to the test runner within $boot_timeout s"
-                tail -30 "$serial" >&2
-                no_result "guest did not boot (accelerator ${accel%%,*}; logs: $out)"
+}
+# Wait for the guest to power off, starting its next boot after each
+# reboot the runner announced. A kernel panic (panic=-1) also ends a
+# process; it ends the run.
+while :; do
+        while kill -0 "$qemu_pid" 2>/dev/null; do
+                progress
+                panicked
+                if [[ -n $booting_since ]] && ((SECONDS - booting_since > boot_timeout)); then
+                        log "the guest did not boot to the test runner within $boot_timeout s"
+                        tail -30 "$serial" >&2
+                        no_result "guest did not boot (accelerator ${accel%%,*}; logs: $out)"
+                fi
+                if ((SECONDS - t_boot > timeout)); then
+                        log "no result within $timeout s; stopping the guest"
+                        tail -30 "$serial" >&2
+                        no_result "guest timed out (logs: $out)"
+                fi
+                sleep 2
+        done
+        qemu_status=0
+        wait "$qemu_pid" || qemu_status=$?
+        qemu_pid=
+        progress
+        panicked
+        if ((qemu_status > 128)); then
+                tail -20 "$serial" >&2
+                no_result "QEMU itself died of signal $((qemu_status - 128)) in boot $boots, not the guest (logs: $out)"
         fi
-        if ((SECONDS - t_boot > timeout)); then
-                log "no result within $timeout s; stopping the guest"
-                tail -30 "$serial" >&2
-                no_result "guest timed out (logs: $out)"
+        if [[ ! -s $share/out/result && -n $booting_since ]]; then
+                log "boot $boots ended with the reboot the runner asked for; starting boot $((boots + 1))"
+                qemu_start
+                continue
         fi
-        sleep 2
+        break
 done
-wait "$qemu_pid" || true
-qemu_pid=
-progress
-log "guest powered off after $((SECONDS - t_boot)) s (whole run $((SECONDS - t_start)) s)"
+log "guest powered off after $((SECONDS - t_boot)) s, $boots boot(s) (whole run $((SECONDS - t_start)) s)"
 
 result=$share/out/result
 if [[ ! -s $result ]]; then
