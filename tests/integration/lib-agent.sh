@@ -42,6 +42,22 @@ JSON
 }
 write_conflist "$CNI_CONF/10-test.conflist" nanolet-test "$TEST_BRIDGE" "$TEST_SUBNET"
 
+# cni_bin_wrapping_bridge DIR: a plugin directory for a test that wraps the
+# bridge plugin: host-local from the CNI search path is linked into DIR, and
+# REAL_BRIDGE names the bridge plugin the test's own DIR/bridge runs. Skips
+# the test when either is missing.
+cni_bin_wrapping_bridge() {
+        local p d found dirs
+        REAL_BRIDGE=
+        for p in bridge host-local; do
+                found=
+                IFS=: read -ra dirs <<<"${CNI_BIN_DIRS:-/opt/cni/bin:/usr/lib/cni}"
+                for d in "${dirs[@]}"; do [ -x "$d/$p" ] && { found=$d/$p; break; }; done
+                [ -n "$found" ] || skip "CNI plugin $p not found"
+                if [ "$p" = bridge ]; then REAL_BRIDGE=$found; else ln -s "$found" "$1/$p"; fi
+        done
+}
+
 agent_cleanup() {
         local id m
         if [ "$failures" -gt 0 ] && [ -f "$AGENT_LOG" ]; then

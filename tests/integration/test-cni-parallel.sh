@@ -20,14 +20,7 @@ require_root
 CNI_BIN=$WORK/cni-bin
 CROWD=$WORK/crowd
 mkdir -p "$CNI_BIN" "$CROWD/running"
-REAL_BRIDGE=
-for p in bridge host-local; do
-        found=
-        IFS=: read -ra dirs <<<"${CNI_BIN_DIRS:-/opt/cni/bin:/usr/lib/cni}"
-        for d in "${dirs[@]}"; do [ -x "$d/$p" ] && { found=$d/$p; break; }; done
-        [ -n "$found" ] || skip "CNI plugin $p not found"
-        if [ "$p" = bridge ]; then REAL_BRIDGE=$found; else ln -s "$found" "$CNI_BIN/$p"; fi
-done
+cni_bin_wrapping_bridge "$CNI_BIN"
 # A run registers its pid, counts the registered pids still alive (a run
 # the agent killed leaves its file, not its process) and logs
 # "COMMAND POD COUNT" to $CROWD/log.

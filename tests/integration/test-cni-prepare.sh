@@ -16,14 +16,7 @@ require_root
 CNI_BIN=$WORK/cni-bin
 GATE=$WORK/gate
 mkdir -p "$CNI_BIN" "$GATE"
-REAL_BRIDGE=
-for p in bridge host-local; do
-        found=
-        IFS=: read -ra dirs <<<"${CNI_BIN_DIRS:-/opt/cni/bin:/usr/lib/cni}"
-        for d in "${dirs[@]}"; do [ -x "$d/$p" ] && { found=$d/$p; break; }; done
-        [ -n "$found" ] || skip "CNI plugin $p not found"
-        if [ "$p" = bridge ]; then REAL_BRIDGE=$found; else ln -s "$found" "$CNI_BIN/$p"; fi
-done
+cni_bin_wrapping_bridge "$CNI_BIN"
 # The gate, per pod (K8S_POD_NAME): <name>.entered says ADD began and holds
 # the pod UID; <name>.go lets it go on, <name>.fail makes it fail with a CNI
 # error.
