@@ -9,9 +9,10 @@
 # its events files) and the wrapper's: part 1, eight pods at once under the
 # default bound (one per CPU, at least 2), all Running, no run beyond the
 # bound, not one FailedCreatePodSandBox; part 2, --cni-max-parallel 1 and
-# --cni-plugin-timeout 5s: one run at a time, three pods whose ADDs wait
-# 6 s and more in the queue still come up (the timeout counts from a
-# plugin's start), and a plugin that hangs is killed after 5 s and named.
+# --cni-plugin-timeout 8s: one run at a time, four pods, the last of whose
+# ADDs waits 9 s and more in the queue, still come up (the timeout counts
+# from a plugin's start), and a plugin that hangs is killed after 8 s and
+# named.
 # Traffic: none; the network is this test's own bridge, without masquerade.
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -133,29 +134,29 @@ m=$(most_at_once DEL)
         fail "$m CNI DELs ran at once (bound $bound)"
 stop_agent
 
-# --- 2. one at a time, a 5 s plugin timeout
+# --- 2. one at a time, an 8 s plugin timeout
 : >"$CROWD/log"
 : >"$AGENT_LOG"
-start_agent --cni-bin-dir "$CNI_BIN" --cni-max-parallel 1 --cni-plugin-timeout 5s
-for i in 0 1 2; do sleep_pod "b$i" 1 >"$WORK/stage/b$i.yaml"; done
+start_agent --cni-bin-dir "$CNI_BIN" --cni-max-parallel 1 --cni-plugin-timeout 8s
+for i in 0 1 2 3; do sleep_pod "b$i" 1 >"$WORK/stage/b$i.yaml"; done
 mv "$WORK/stage/"*.yaml "$MAN/"
-if wait_running b 3; then
-        ok "3 pods Running with --cni-max-parallel 1"
+if wait_running b 4; then
+        ok "4 pods Running with --cni-max-parallel 1"
 else
-        fail "$(n_running b) of 3 pods Running with --cni-max-parallel 1"
+        fail "$(n_running b) of 4 pods Running with --cni-max-parallel 1"
 fi
 m=$(most_at_once)
 [ "$m" -eq 1 ] && ok "one CNI operation at a time" || fail "$m CNI operations at once with --cni-max-parallel 1"
-# Each ADD sleeps 3 s, one after another: the third waited 6 s in the
+# Each ADD sleeps 3 s, one after another: the fourth waited 9 s in the
 # queue, more than the timeout, and must not have been killed for it.
 n=$(sandbox_failures b)
 [ "$n" -eq 0 ] && ok "ADDs that waited longer than the plugin timeout in the queue were not killed" ||
         fail "$n FailedCreatePodSandBox events for pods b*: $(grep 'Failed to create sandbox' "$AGENT_LOG" | head -3)"
 sleep_pod hang 1 | put_manifest hang.yaml
 expect "a hung plugin is killed after --cni-plugin-timeout and named" "$AGENT_LOG" \
-        'Failed to create sandbox of pod "hang-node1.*plugin "bridge" failed: ADD timed out after 5 s, killed' 1 40
+        'Failed to create sandbox of pod "hang-node1.*plugin "bridge" failed: ADD timed out after 8 s, killed' 1 40
 n=$(n_running b)
-[ "$n" -eq 3 ] && ok "the other pods kept running" || fail "$n of 3 pods b* Running after the hung plugin"
+[ "$n" -eq 4 ] && ok "the other pods kept running" || fail "$n of 4 pods b* Running after the hung plugin"
 rm -f "$MAN"/*.yaml
 all_gone && ok "all pods are removed" || fail "pods left: $(ls "$RUN/status")"
 stop_agent
