@@ -3,9 +3,9 @@
 # timeout counts. The bridge plugin is wrapped by a "crowd" of this test:
 # each run records how many runs are alive beside it (itself included), and
 # an ADD sleeps 3 s for each of them before the real bridge runs, as plugins
-# queueing on one lock do. So ten ADDs at once would each wait up to 30 s,
-# past the 15 s timeout of part 1, and be killed; within the bound each waits
-# at most 3 s x the bound. Checked from the agent's own records (its log,
+# queueing on one lock do. So the eight ADDs of part 1 at once would wait
+# up to 24 s, past its timeout (3 s x the bound + 10 s: 16 s on 2 CPUs), and
+# be killed; within the bound each waits at most 3 s x the bound. Checked from the agent's own records (its log,
 # its events files) and the wrapper's: part 1, eight pods at once under the
 # default bound (one per CPU, at least 2), all Running, no run beyond the
 # bound, not one FailedCreatePodSandBox; part 2, --cni-max-parallel 1 and
@@ -108,7 +108,7 @@ nproc=$(getconf _NPROCESSORS_ONLN)
 bound=$((nproc > 2 ? nproc : 2))
 
 # --- 1. eight pods at once, the default bound
-start_agent --cni-bin-dir "$CNI_BIN" --cni-plugin-timeout 15s
+start_agent --cni-bin-dir "$CNI_BIN" --cni-plugin-timeout "$((3 * bound + 10))s"
 mkdir -p "$WORK/stage"
 for i in 0 1 2 3 4 5 6 7; do sleep_pod "a$i" 1 >"$WORK/stage/a$i.yaml"; done
 mv "$WORK/stage/"*.yaml "$MAN/"
