@@ -27,7 +27,9 @@ Resources (name: what is counted):
   netns_pins                               entries below <run>/ns
   iptables_rules, iptables_chains          rules that carry a marker, and the CNI chains they jump to
   status_files, events_files               <run>/status/*.json, <run>/status/events/*.json
-  metric_series                            sample lines of /metrics and /metrics/probes
+  metric_series                            sample lines of /metrics and /metrics/probes, except
+                                           those of pods alive at the count
+  metric_series_live_pods                  those of pods alive at the count: shown, not judged
 """
 import json
 import os
@@ -47,6 +49,10 @@ EXACT = ("runc_containers", "monitors", "agent_children",
          "image_store_files", "image_store_bytes", "logs_bytes", "clogs_bytes",
          "mounts", "cgroups", "leases", "veths", "netns_pins", "iptables_rules",
          "iptables_chains", "status_files", "events_files", "metric_series")
+# A live pod's series are that pod's, and go with it (a pod that is gone and
+# left one counts in metric_series). While it lives they may grow within a
+# bounded set: a readiness probe that fails once under load adds its
+# result="failed" series.
 # Bytes of state files under the root and run dirs may change size without
 # a leak (a record rewritten with another timestamp); a leaked file shows in
 # the *_files count, which is exact.
@@ -169,18 +175,34 @@ def _iptables(markers):
     return rules, sorted(chains)
 
 
-def _metric_series(api):
+def _live_pod_uids(run):
+    uids = set()
+    for n in _list(f"{run}/status", lambda n: n.endswith(".json")):
+        try:
+            with open(f"{run}/status/{n}") as f:
+                uid = json.load(f).get("metadata", {}).get("uid")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(uid, str):
+            uids.add(uid)
+    return uids
+
+
+def _metric_series(api, live_uids):
+    """(count, series) of the series naming no live pod, and the series of live pods."""
     if not api:
-        return -1, []
+        return -1, [], []
     series = []
     for path in ("/metrics", "/metrics/probes"):
         try:
             with urllib.request.urlopen(api + path, timeout=10) as r:
                 text = r.read().decode(errors="replace")
         except OSError:
-            return -1, []
+            return -1, [], []
         series += [l.rsplit(" ", 1)[0] for l in text.splitlines() if l and not l.startswith("#")]
-    return len(series), series
+    live = [x for x in series if (m := re.search(r'pod_uid="([^"]*)"', x)) and m.group(1) in live_uids]
+    owned = set(live)
+    return len(series) - len(live), [x for x in series if x not in owned], live
 
 
 def _list(path, pred=lambda n: True):
@@ -254,15 +276,17 @@ def snapshot(t, samples=5):
     s["status_files"], items["status_files"] = len(st), st
     ev = _list(f"{run}/status/events", lambda n: n.endswith(".json"))
     s["events_files"], items["events_files"] = len(ev), ev
-    n, series = _metric_series(t.get("api"))
+    n, series, live = _metric_series(t.get("api"), _live_pod_uids(run))
     if n >= 0:
         s["metric_series"], items["metric_series"] = n, series
+        s["metric_series_live_pods"], items["metric_series_live_pods"] = len(live), live
     return {"time": time.time(), "counts": s, "items": items}
 
 
 # What lives in the agent process: after a restart (the kill -9 phase) the
 # baseline's process is gone, so these are shown but not judged.
-PROCESS = ("agent_rss_kib", "agent_fds", "agent_threads", "agent_children", "metric_series")
+PROCESS = ("agent_rss_kib", "agent_fds", "agent_threads", "agent_children", "metric_series",
+           "metric_series_live_pods")
 
 
 def sanitized(pid):

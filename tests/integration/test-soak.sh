@@ -6,7 +6,8 @@
 # directory back as it started: every resource the agent holds must be back
 # at its baseline (bench/resources.py: files and bytes of its dirs, mounts,
 # cgroups, leases, veths, pins, iptables rules, status and events files,
-# metric series; RSS, fds and threads within a stated tolerance). The diff is
+# metric series but a live pod's own, which go with that pod; RSS, fds and
+# threads within a stated tolerance). The diff is
 # printed. bench/soak.sh runs this with 2,000 lifecycles and SOAK_MODE=kill9
 # is bench/kill9.sh's phase (docs/BENCHMARKS.md, "Soak").
 # Traffic: the registry on 127.0.0.1; iptables rules only of this test's subnet.
