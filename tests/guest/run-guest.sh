@@ -19,8 +19,9 @@
 # through a 9p share, has no route out (user networking with restrict=on),
 # may reboot itself any number of times (each boot is a new QEMU process on
 # the same disk, a throw-away copy of the cached image), and powers itself
-# off when done. QEMU is killed on every exit path of this script. The last line of output is the guest's "N passed, N failed", or
-# "0 passed, 1 failed" when the guest produced no result.
+# off when done. QEMU is killed on every exit path of this script. The last
+# line of output is the guest's "N passed, N failed", or "0 passed, 1
+# failed" when the guest produced no result.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -145,9 +146,12 @@ t_boot=$SECONDS
 # progress: the runner's new lines on the serial console, to stderr. It
 # also tracks whether the guest is booting (at the start and after a
 # reboot, until the runner is up), which has its own, shorter limit: a
-# guest that does not boot fails in minutes, not at the hard timeout.
+# guest that does not boot fails in minutes, not at the hard timeout; and
+# whether the runner announced a reboot, the only end of a QEMU process
+# after which the next boot is started.
 seen=0
 booting_since=$SECONDS
+reboot_asked=
 progress() {
         local n lines
         # The kernel's console messages may share a line with the runner's;
@@ -159,9 +163,11 @@ progress() {
                 seen=$n
                 if grep -q 'runner up' <<<"$lines"; then
                         booting_since=
+                        reboot_asked=
                 fi
                 if grep -q 'rebooting$' <<<"$lines"; then
                         booting_since=$SECONDS
+                        reboot_asked=1
                 fi
         fi
 }
@@ -201,7 +207,8 @@ while :; do
                 tail -20 "$serial" >&2
                 no_result "QEMU itself died of signal $((qemu_status - 128)) in boot $boots, not the guest (logs: $out)"
         fi
-        if [[ ! -s $share/out/result && -n $booting_since ]]; then
+        # A machine that reset on its own (a triple fault) ends the run.
+        if [[ ! -s $share/out/result && -n $reboot_asked ]]; then
                 log "boot $boots ended with the reboot the runner asked for; starting boot $((boots + 1))"
                 qemu_start
                 continue
