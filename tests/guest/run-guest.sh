@@ -8,12 +8,15 @@
 # --tests    only the in-guest files matching these globs (e.g. t-10*)
 # --out      where the guest's logs are copied (default: a new
 #            /tmp/nanolet-guest.XXXXXX, printed)
-# --timeout  hard limit for the whole guest run (default 2400 s)
+# --timeout  a hard limit for the whole guest run, in seconds (default:
+#            none; each stage has its own limit, see the wait loop below)
 # Environment: NANOLET_GUEST_CACHE (build-image.sh), NANOLET_GUEST_ACCEL=kvm
 # to try KVM (default TCG: this project's CI hosts' nested KVM does not boot
 # a stock Debian kernel), NANOLET_GUEST_MEM (MiB, default 2048),
 # NANOLET_GUEST_SMP (default 2), NANOLET_GUEST_BOOT_TIMEOUT (seconds from
-# power-on or reboot to the test runner, default 600).
+# power-on or reboot to the test runner, default 600),
+# NANOLET_GUEST_STALL_TIMEOUT (seconds the runner, once up, may go without
+# a line on the console or a new check, default 1200).
 #
 # The guest gets the .deb, the busybox test image and the test scripts
 # through a 9p share, has no route out (user networking with restrict=on),
@@ -26,7 +29,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/../.." && pwd)
-deb= tests= out= timeout=2400
+deb= tests= out= timeout=0
 while [[ $# -gt 0 ]]; do
         case $1 in
         --deb) deb=$2; shift 2 ;;
@@ -145,15 +148,18 @@ t_boot=$SECONDS
 
 # progress: the runner's new lines on the serial console, to stderr. It
 # also tracks whether the guest is booting (at the start and after a
-# reboot, until the runner is up), which has its own, shorter limit: a
-# guest that does not boot fails in minutes, not at the hard timeout; and
+# reboot, until the runner is up), which has a limit of its own, so a
+# guest that does not boot fails in minutes;
 # whether the runner announced a reboot, the only end of a QEMU process
-# after which the next boot is started.
+# after which the next boot is started; and when the runner last showed
+# progress, a line or a new check.
 seen=0
+checks_seen=0
 booting_since=$SECONDS
 reboot_asked=
+last_progress=$SECONDS
 progress() {
-        local n lines
+        local n lines checks
         # The kernel's console messages may share a line with the runner's;
         # the console ends lines with CR LF, and may carry any byte.
         n=$(grep -ac 'nanolet-guest: ' "$serial" 2>/dev/null || true)
@@ -161,6 +167,7 @@ progress() {
                 lines=$(grep -ao 'nanolet-guest: .*' "$serial" | tr -d '\r' | sed -n "$((seen + 1)),${n}p")
                 sed "s/^nanolet-guest: /guest [$((SECONDS - t_boot)) s] /" <<<"$lines" >&2
                 seen=$n
+                last_progress=$SECONDS
                 if grep -q 'runner up' <<<"$lines"; then
                         booting_since=
                         reboot_asked=
@@ -170,8 +177,22 @@ progress() {
                         reboot_asked=1
                 fi
         fi
+        checks=$(grep -c '' "$share/out/checks.txt" 2>/dev/null || true)
+        if ((${checks:-0} > checks_seen)); then
+                checks_seen=$checks
+                last_progress=$SECONDS
+        fi
 }
 boot_timeout=${NANOLET_GUEST_BOOT_TIMEOUT:-600}
+# The runner prints a line when a test file's phase starts and when it
+# ends, and the guest kills a phase after 900 s (GUEST_FILE_TIMEOUT in
+# runner.sh); after a failed phase it saves the evidence and waits up to
+# 300 s for the file's pods to go. So a runner that is alive is never
+# silent much longer than 900 s, however slow the host, and 1200 s of
+# silence means the runner or the guest itself is stuck. A limit on the
+# whole run instead would fail a slow host that still makes progress, and
+# would have to grow with every test file added.
+stall_timeout=${NANOLET_GUEST_STALL_TIMEOUT:-1200}
 
 panicked() {
         if grep -aq 'Kernel panic' "$serial"; then
@@ -191,7 +212,12 @@ while :; do
                         tail -30 "$serial" >&2
                         no_result "guest did not boot (accelerator ${accel%%,*}; logs: $out)"
                 fi
-                if ((SECONDS - t_boot > timeout)); then
+                if [[ -z $booting_since ]] && ((SECONDS - last_progress > stall_timeout)); then
+                        log "no line from the runner and no new check for $stall_timeout s; stopping the guest"
+                        tail -30 "$serial" >&2
+                        no_result "guest stalled (logs: $out)"
+                fi
+                if ((timeout > 0 && SECONDS - t_boot > timeout)); then
                         log "no result within $timeout s; stopping the guest"
                         tail -30 "$serial" >&2
                         no_result "guest timed out (logs: $out)"

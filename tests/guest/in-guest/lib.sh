@@ -32,7 +32,8 @@
 #   host's share, so it survives a crashed guest; the host copies it back.
 #   `say MSG` also prints MSG on the serial console, in the host's output.
 # - Timeouts: each phase of a file runs under `timeout` (GUEST_FILE_TIMEOUT,
-#   default 900 s); the host has its own hard timeout for the whole guest.
+#   default 900 s); the host stops a guest whose runner shows no progress
+#   (no line, no new check) for 1200 s.
 # - Fixtures on the share: $GUEST_SHARE/deb/nanolet_*.deb (the package
 #   built from this tree) and $GUEST_SHARE/images/nanolet-test.tar (the
 #   busybox test image, docker.io/library/nanolet-test:latest).

@@ -79,7 +79,7 @@ for ((i = start_index; i < ${#files[@]}; i++)); do
         if [[ $rc != 0 ]]; then
                 GUEST_FILE=$name fail "$f phase $phase exited with status $rc (log: $name.phase$phase.log)"
                 # Its evidence now, in case the guest does not reach the
-                # boot journal's dump at the end (the host's hard timeout).
+                # boot journal's dump at the end (the host's stall limit).
                 journalctl -u nanolet -b --no-pager >"$GUEST_OUT/$name.phase$phase.journal.txt" 2>&1
                 api_pods >"$GUEST_OUT/$name.phase$phase.pods.json" 2>&1
                 sync
