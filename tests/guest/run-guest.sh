@@ -185,13 +185,13 @@ progress() {
 }
 boot_timeout=${NANOLET_GUEST_BOOT_TIMEOUT:-600}
 # The runner prints a line when a test file's phase starts and when it
-# ends, and the guest kills a phase after 900 s (GUEST_FILE_TIMEOUT in
-# runner.sh); after a failed phase it saves the evidence and waits up to
-# 300 s for the file's pods to go. So a runner that is alive is never
-# silent much longer than 900 s, however slow the host, and 1200 s of
-# silence means the runner or the guest itself is stuck. A limit on the
-# whole run instead would fail a slow host that still makes progress, and
-# would have to grow with every test file added.
+# ends, and stops a phase that records no new check for 1000 s
+# (GUEST_PHASE_STALL_TIMEOUT in runner.sh); after a failed phase it saves
+# the evidence and waits up to 300 s for the file's pods to go. So a runner
+# that is alive is never silent much longer than 1000 s, however slow the
+# host, and 1200 s of silence means the runner or the guest itself is
+# stuck. A limit on the whole run instead would fail a slow host that still
+# makes progress, and would have to grow with every test file added.
 stall_timeout=${NANOLET_GUEST_STALL_TIMEOUT:-1200}
 
 panicked() {

@@ -31,9 +31,10 @@
 #   $GUEST_OUT/<file>/ with `keep NAME < data`. $GUEST_OUT is on the
 #   host's share, so it survives a crashed guest; the host copies it back.
 #   `say MSG` also prints MSG on the serial console, in the host's output.
-# - Timeouts: each phase of a file runs under `timeout` (GUEST_FILE_TIMEOUT,
-#   default 900 s); the host stops a guest whose runner shows no progress
-#   (no line, no new check) for 1200 s.
+# - Limits follow progress, not the clock: the runner stops a phase that
+#   records no new check for GUEST_PHASE_STALL_TIMEOUT (1000 s; a single
+#   wait_until may take up to 900 s), and the host stops a guest whose
+#   runner shows no progress (no line, no new check) for 1200 s.
 # - Fixtures on the share: $GUEST_SHARE/deb/nanolet_*.deb (the package
 #   built from this tree) and $GUEST_SHARE/images/nanolet-test.tar (the
 #   busybox test image, docker.io/library/nanolet-test:latest).

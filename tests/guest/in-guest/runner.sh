@@ -17,6 +17,38 @@ GUEST_FILE=runner
 console=/dev/ttyS0
 say() { echo "nanolet-guest: $*" | tee -a "$GUEST_OUT/runner.log" >"$console"; }
 
+checks_count() { grep -c '' "$GUEST_OUT/checks.txt" 2>/dev/null || true; }
+
+# run_phase FILE PHASE LOG: one phase of a test file. A slow host slows every
+# step, so the limit is on silence, not on the phase's length: the phase is
+# stopped (exit 124) when checks.txt has had no new check for
+# GUEST_PHASE_STALL_TIMEOUT seconds. That is longer than the longest single
+# wait a file makes (900 s) and shorter than the host's stall limit, so a
+# stalled phase fails alone and the files after it still run. `timeout` with
+# no duration is only the process-group holder: a TERM to it reaches the
+# whole phase, and KILL follows 10 s later.
+run_phase() {
+        local f=$1 phase=$2 log=$3 pid seen now last_progress=$SECONDS
+        local limit=${GUEST_PHASE_STALL_TIMEOUT:-1000}
+        GUEST_PHASE=$phase GUEST_FILE=${f%.sh} timeout -k 10 0 bash "$here/$f" >"$log" 2>&1 &
+        pid=$!
+        seen=$(checks_count)
+        while kill -0 "$pid" 2>/dev/null; do
+                sleep 2
+                now=$(checks_count)
+                if [[ $now != "$seen" ]]; then
+                        seen=$now
+                        last_progress=$SECONDS
+                elif ((SECONDS - last_progress > limit)); then
+                        say "$f phase $phase: no new check for $limit s; stopping it"
+                        kill -TERM "$pid" 2>/dev/null
+                        wait "$pid"
+                        return 124
+                fi
+        done
+        wait "$pid"
+}
+
 mkdir -p "$GUEST_OUT" "$GUEST_STATE"
 boot=$(($(cat "$GUEST_STATE/boots" 2>/dev/null || echo 0) + 1))
 echo "$boot" >"$GUEST_STATE/boots"
@@ -65,8 +97,7 @@ for ((i = start_index; i < ${#files[@]}; i++)); do
         sync
         say "$f phase $phase starting"
         t0=$SECONDS
-        GUEST_PHASE=$phase GUEST_FILE=$name timeout -k 10 "${GUEST_FILE_TIMEOUT:-900}" \
-                bash "$here/$f" >"$GUEST_OUT/$name.phase$phase.log" 2>&1
+        run_phase "$f" "$phase" "$GUEST_OUT/$name.phase$phase.log"
         rc=$?
         say "$f phase $phase finished in $((SECONDS - t0)) s (exit $rc)"
         if [[ $rc == "$GUEST_REBOOT_STATUS" && -s $GUEST_STATE/next-phase ]]; then
