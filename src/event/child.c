@@ -121,12 +121,17 @@ typedef struct ReapedThen {
         void *userdata;
 } ReapedThen;
 
-static int on_reaped_then(EventSource *s, const siginfo_t *si, void *userdata) {
+/* The source's destroy: after the reaping, or when the loop ends first
+ * (the child has its SIGKILL then, so the step is as late as it can be). */
+static void reaped_then_run(void *userdata) {
         ReapedThen *t = userdata;
 
-        event_source_free(s);
         t->reaped(t->userdata);
         free(t);
+}
+
+static int on_reaped_then(EventSource *s, const siginfo_t *si, void *userdata) {
+        event_source_free(s);
         return 0;
 }
 
@@ -141,7 +146,9 @@ void child_free_then(Child *c, void (*reaped)(void *userdata), void *userdata) {
         ReapedThen *t = malloc(sizeof(*t));
         if (t) {
                 *t = (ReapedThen){ .reaped = reaped, .userdata = userdata };
-                if (event_add_child(c->event, NULL, c->pid, on_reaped_then, t) >= 0) {
+                EventSource *s = NULL;
+                if (event_add_child(c->event, &s, c->pid, on_reaped_then, t) >= 0) {
+                        event_source_set_destroy(s, reaped_then_run);
                         c->exited = true; /* the new source reaps it */
                         child_free(c);
                         return;

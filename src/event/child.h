@@ -66,9 +66,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Child *, child_free)
 #define _cleanup_child_free_ _cleanup_(child_freep)
 
 /* child_free() for a child whose end needs one more step once it is
- * reaped (unmounting what it may have mounted): a running child is killed
- * and reaped(userdata) runs from the loop after the reaping; for a child
- * that already exited it runs now. reaped owns userdata either way. */
+ * reaped (unmounting what it may have mounted, removing a file it may be
+ * creating): a running child is killed and reaped(userdata) runs from the
+ * loop after the reaping, or from event_free() if the loop ends first; for
+ * a child that already exited it runs now. reaped owns userdata either
+ * way, and runs exactly once. */
 void child_free_then(Child *c, void (*reaped)(void *userdata), void *userdata);
 
 pid_t child_get_pid(const Child *c);

@@ -101,6 +101,7 @@ struct EventSource {
         bool dead;
         char *description;
         void *userdata;
+        void (*destroy)(void *userdata);
         Link link; /* on event->sources; on event->gc once dead */
         union {
                 event_io_handler_t io;
@@ -490,6 +491,8 @@ static void source_release(EventSource *s) {
 }
 
 static void source_destroy(EventSource *s) {
+        if (s->destroy)
+                s->destroy(s->userdata);
         link_unlink(&s->link);
         free(s->description);
         free(s);
@@ -835,6 +838,11 @@ int event_source_set_defer_urgent(EventSource *s, bool urgent) {
 void *event_source_get_userdata(EventSource *s) {
         assert(s);
         return s->userdata;
+}
+
+void event_source_set_destroy(EventSource *s, void (*destroy)(void *userdata)) {
+        assert(s);
+        s->destroy = destroy;
 }
 
 Event *event_source_get_event(EventSource *s) {

@@ -128,6 +128,10 @@ void *event_source_get_userdata(EventSource *s);
 Event *event_source_get_event(EventSource *s);
 /* Name used in debug logs. */
 int event_source_set_description(EventSource *s, const char *description);
+/* destroy(userdata) runs once when the source is freed, by its owner or by
+ * event_free(): how a source left to the loop frees, or finishes, what its
+ * userdata holds when the loop ends before the source fires. */
+void event_source_set_destroy(EventSource *s, void (*destroy)(void *userdata));
 
 EventSource *event_source_free(EventSource *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(EventSource *, event_source_free)

@@ -134,43 +134,33 @@ static int waiter_add(PodAppArmor *a, void *waiter) {
         return 0;
 }
 
-int pod_apparmor_default_ready(PodAppArmor *a, void *waiter, bool retried, const char **ret_error) {
+int pod_apparmor_default_ready(PodAppArmor *a, void *waiter, bool retried, Error *err) {
         int r;
 
         assert(a);
-        assert(ret_error);
-        *ret_error = NULL;
         if (!pod_apparmor_default_available(a))
                 return 1;
         r = default_loaded(a);
         if (r > 0)
                 return 1;
-        if (r < 0) {
-                free(a->load_error);
-                a->load_error = strprintf("cannot read the loaded AppArmor profiles (%s): %s",
-                                          a->profiles_path, strerror(-r));
-                *ret_error = a->load_error ?: "cannot read the loaded AppArmor profiles";
-                return r;
-        }
+        if (r < 0)
+                return error_set(err, r, "cannot read the loaded AppArmor profiles (%s): %s",
+                                 a->profiles_path, strerror(-r));
         if (!a->loader) {
-                if (retried) {
-                        *ret_error = a->load_error
-                                             ?: "the AppArmor "
-                                                "profile " CONTAINER_APPARMOR_DEFAULT_PROFILE
-                                                " is not loaded after apparmor_parser ran";
-                        return -ENOENT;
-                }
+                if (retried)
+                        return error_set(err, -ENOENT, "%s",
+                                         a->load_error
+                                                 ?: "the AppArmor "
+                                                    "profile " CONTAINER_APPARMOR_DEFAULT_PROFILE
+                                                    " is not loaded after apparmor_parser ran");
                 r = loader_start(a);
-                if (r < 0) {
-                        *ret_error = a->load_error ?: "cannot run apparmor_parser";
-                        return r;
-                }
+                if (r < 0)
+                        return error_set(err, r, "%s",
+                                         a->load_error ?: "cannot run apparmor_parser");
         }
         r = waiter_add(a, waiter);
-        if (r < 0) {
-                *ret_error = "out of memory";
-                return r;
-        }
+        if (r < 0)
+                return error_set(err, r, "out of memory");
         return 0;
 }
 

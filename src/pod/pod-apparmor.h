@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "child.h"
+#include "error.h"
 #include "event.h"
 
 #define POD_APPARMOR_ENABLED_PATH "/sys/module/apparmor/parameters/enabled"
@@ -52,9 +53,9 @@ void pod_apparmor_done(PodAppArmor *a);
 /* Whether the RuntimeDefault profile can be applied now, for waiter (a
  * container start). 1: it is loaded. 0: a load runs (started now if none
  * did): resume(waiter) follows once, when it ends. < 0: it cannot be had;
- * *ret_error says why (the parser cannot run, or failed). retried: the
+ * err says why (the parser cannot run, or failed). retried: the
  * waiter was resumed after a load already, so a profile still missing is
  * a failure now, not a reason to load again. */
-int pod_apparmor_default_ready(PodAppArmor *a, void *waiter, bool retried, const char **ret_error);
+int pod_apparmor_default_ready(PodAppArmor *a, void *waiter, bool retried, Error *err);
 /* waiter no longer waits (its start was abandoned). */
 void pod_apparmor_forget(PodAppArmor *a, void *waiter);

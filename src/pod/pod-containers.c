@@ -467,8 +467,8 @@ static void container_create(ContainerOp *op) {
         bool aa_default = pod_apparmor_default_available(aa);
         if (container_apparmor(w->state.pod, c->spec, aa_default, NULL) ==
             CONTAINER_APPARMOR_DEFAULT) {
-                const char *why = NULL;
-                r = pod_apparmor_default_ready(aa, op, op->apparmor_retried, &why);
+                Error error = {};
+                r = pod_apparmor_default_ready(aa, op, op->apparmor_retried, &error);
                 if (r == 0) {
                         op->apparmor_waiting = true;
                         worker_log(w, LOG_DEBUG, c->spec->name,
@@ -478,7 +478,7 @@ static void container_create(ContainerOp *op) {
                         return;
                 }
                 if (r < 0) {
-                        start_failed(op, "CreateContainerError", strna(why));
+                        start_failed(op, "CreateContainerError", error.message);
                         return;
                 }
         }

@@ -83,16 +83,23 @@ static void pid_file_remove(const char *path) {
                 (void)unlink(sibling);
 }
 
+static void pid_file_remove_and_free(void *userdata) {
+        _cleanup_free_ char *path = userdata;
+
+        pid_file_remove(path);
+}
+
 static void run_release(ProbeRun *r) {
         r->timer = event_source_free(r->timer);
         r->defer = event_source_free(r->defer);
-        /* Still running: its group dies, and the loop reaps it. */
-        r->child = child_free(r->child);
-        if (r->pid_file) {
-                pid_file_remove(r->pid_file);
-                free(r->pid_file);
-                r->pid_file = NULL;
-        }
+        /* Still running: its group dies, and the loop reaps it. A runc
+         * killed inside its open(O_EXCL) of `.F` still makes the file, so
+         * the files go only once it is reaped. */
+        if (r->pid_file)
+                child_free_then(TAKE_PTR(r->child), pid_file_remove_and_free,
+                                TAKE_PTR(r->pid_file));
+        else
+                r->child = child_free(r->child);
         /* A handle or a header list exists only with ctx.curl, whose table
          * frees it. */
         if (r->easy) {

@@ -294,6 +294,25 @@ static void test_free_then(void **state) {
         assert_no_zombie_after_loop(e);
 }
 
+/* A loop that ends before the reaping still runs the step, once. */
+static void test_free_then_loop_ends_first(void **state) {
+        Event *e = NULL;
+        Done d = {};
+        Then t = {};
+
+        assert_int_equal(event_new(&e), 0);
+        Child *c = spawn_sh(e, "exec sleep 1000", CHILD_CAPTURE_NONE, 0, 0, &d);
+        t.pid = child_get_pid(c);
+        child_free_then(c, then_step, &t);
+        assert_int_equal(t.calls, 0);
+        assert_null(event_free(e));
+        assert_int_equal(t.calls, 1);
+        assert_int_equal(d.calls, 0);
+        siginfo_t si = {};
+        assert_int_equal(waitid(P_PID, (id_t)t.pid, &si, WEXITED), 0);
+        assert_int_equal(si.si_code, CLD_KILLED);
+}
+
 static void test_adopt(void **state) {
         _cleanup_event_free_ Event *e = NULL;
         Done d = {};
@@ -323,6 +342,7 @@ int main(void) {
                 cmocka_unit_test(test_kill),
                 cmocka_unit_test(test_free_running_leaves_no_zombie),
                 cmocka_unit_test(test_free_then),
+                cmocka_unit_test(test_free_then_loop_ends_first),
                 cmocka_unit_test(test_adopt),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

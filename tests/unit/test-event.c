@@ -818,6 +818,41 @@ static int on_never(EventSource *s, usec_t now, void *userdata) {
         return -EIO;
 }
 
+static void count_destroy(void *userdata) {
+        (*(unsigned *)userdata)++;
+}
+
+static int on_free_self(EventSource *s, usec_t now, void *userdata) {
+        event_source_free(s);
+        return 0;
+}
+
+/* destroy runs once, whoever frees the source: its owner, its own callback
+ * (the source is freed after the dispatch), or event_free(). */
+static void test_destroy(void **state) {
+        Event *e = NULL;
+        unsigned owner = 0, self = 0, loop = 0;
+
+        assert_int_equal(event_new(&e), 0);
+        EventSource *s = NULL;
+        assert_int_equal(event_add_time_relative(e, &s, USEC_PER_SEC, 0, on_never, &owner), 0);
+        event_source_set_destroy(s, count_destroy);
+        assert_null(event_source_free(s));
+        assert_int_equal(owner, 1);
+
+        assert_int_equal(event_add_defer(e, &s, on_free_self, &self), 0);
+        event_source_set_destroy(s, count_destroy);
+        assert_int_equal(event_run(e, 0), 0);
+        assert_int_equal(self, 1);
+
+        assert_int_equal(event_add_time_relative(e, &s, USEC_PER_SEC, 0, on_never, &loop), 0);
+        event_source_set_destroy(s, count_destroy);
+        assert_null(event_free(e));
+        assert_int_equal(loop, 1);
+        assert_int_equal(owner, 1);
+        assert_int_equal(self, 1);
+}
+
 /* event_free() must free every remaining source and close every fd. */
 static void test_free_all(void **state) {
         unsigned before = count_fds();
@@ -868,6 +903,7 @@ int main(void) {
                 cmocka_unit_test(test_child_not_ours),
                 cmocka_unit_test(test_inotify),
                 cmocka_unit_test(test_inotify_overflow),
+                cmocka_unit_test(test_destroy),
                 cmocka_unit_test(test_free_all),
         };
 

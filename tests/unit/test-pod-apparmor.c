@@ -117,7 +117,7 @@ static void test_host_enabled(void **state) {
 static void test_default_load(void **state) {
         _cleanup_event_free_ Event *e = NULL;
         PodAppArmor a;
-        const char *why;
+        Error why = {};
 
         assert_int_equal(event_new(&e), 0);
         memset(resumed, 0, sizeof resumed);
@@ -167,10 +167,9 @@ static void test_default_load(void **state) {
         run_until_loaded(e, &a);
         assert_int_equal(resumed[0], 1);
         assert_true(pod_apparmor_default_ready(&a, &resumed[0], true, &why) < 0);
-        assert_non_null(why);
-        assert_non_null(
-                strstr(why, "apparmor_parser -r /x/nanolet-default failed (exit status 1)"));
-        assert_non_null(strstr(why, "AppArmor parser error: syntax"));
+        assert_non_null(strstr(why.message,
+                               "apparmor_parser -r /x/nanolet-default failed (exit status 1)"));
+        assert_non_null(strstr(why.message, "AppArmor parser error: syntax"));
         /* a new start (its back-off over) loads again */
         unlink(parser_log);
         parser("noop");
@@ -179,8 +178,9 @@ static void test_default_load(void **state) {
         assert_int_equal(parser_runs(), 1);
         assert_int_equal(resumed[1], 1);
         /* it exited 0 but the kernel has no such profile */
+        error_clear(&why);
         assert_int_equal(pod_apparmor_default_ready(&a, &resumed[1], true, &why), -ENOENT);
-        assert_non_null(strstr(why, "not loaded after apparmor_parser ran"));
+        assert_non_null(strstr(why.message, "not loaded after apparmor_parser ran"));
         pod_apparmor_done(&a);
 
         /* no apparmor_parser at all: no default profile, as with containerd */

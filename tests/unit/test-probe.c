@@ -503,6 +503,53 @@ static void test_exec_probe_pid_file_leftovers(void **state) {
         assert_int_equal(rmdir(dir), 0);
 }
 
+/* A cancelled run's runc may be inside its open(O_EXCL) of `.F` when it is
+ * killed: both files go after the reaping, not before it, and also when the
+ * loop ends first. The command makes them and then waits, as runc waits on
+ * what it runs. */
+static void test_exec_probe_cancel_removes_pid_files_after_reaping(void **state) {
+        char dir[] = "/tmp/test-probe-XXXXXX";
+        char pid_file[64], sibling[64], script[256];
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(pid_file, sizeof pid_file, "%s/probe-1.pid", dir);
+        snprintf(sibling, sizeof sibling, "%s/.probe-1.pid", dir);
+        snprintf(script, sizeof script, "echo $$ > %s; echo $$ > %s; exec sleep 100", sibling,
+                 pid_file);
+        for (int loop_ends_first = 0; loop_ends_first < 2; loop_ends_first++) {
+                Event *e = NULL;
+                Outcome o = {};
+                assert_int_equal(event_new(&e), 0);
+                char *argv[] = { (char *)"/bin/sh", (char *)"-c", script, NULL };
+                ProbeContext ctx = { .event = e };
+                ProbeAction a = { .type = PROBE_ACTION_EXEC,
+                                  .argv = argv,
+                                  .pid_file = pid_file,
+                                  .display = script };
+                ProbeRun *run = NULL;
+                assert_int_equal(probe_run_start(&ctx, &a, 100 * S, on_done, &o, &run), 0);
+                usec_t end = now_usec(CLOCK_MONOTONIC) + WAIT_CAP;
+                while (access(pid_file, F_OK) < 0 && now_usec(CLOCK_MONOTONIC) < end)
+                        assert_int_equal(event_run(e, 10 * USEC_PER_MSEC), 0);
+                assert_int_equal(access(pid_file, F_OK), 0);
+                assert_null(probe_run_cancel(run));
+                assert_int_equal(access(pid_file, F_OK), 0);
+                assert_int_equal(access(sibling, F_OK), 0);
+                if (loop_ends_first)
+                        assert_null(event_free(e));
+                else {
+                        end = now_usec(CLOCK_MONOTONIC) + WAIT_CAP;
+                        while (access(pid_file, F_OK) == 0 && now_usec(CLOCK_MONOTONIC) < end)
+                                assert_int_equal(event_run(e, 10 * USEC_PER_MSEC), 0);
+                        assert_null(event_free(e));
+                }
+                assert_false(o.done);
+                assert_int_equal(access(pid_file, F_OK), -1);
+                assert_int_equal(access(sibling, F_OK), -1);
+        }
+        assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_cancel_and_sleep(void **state) {
         _cleanup_event_free_ Event *e = NULL;
         Outcome o = {};
@@ -599,6 +646,7 @@ int main(void) {
                 cmocka_unit_test(test_tcp_probe),
                 cmocka_unit_test(test_exec_probe),
                 cmocka_unit_test(test_exec_probe_pid_file_leftovers),
+                cmocka_unit_test(test_exec_probe_cancel_removes_pid_files_after_reaping),
                 cmocka_unit_test(test_cancel_and_sleep),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
