@@ -273,6 +273,17 @@ int runtime_container_status(Runtime *rt, const char *id, RuntimeContainerStatus
                 s.pid = 0;
         } else {
                 s.state = RUNTIME_STATE_STOPPED;
+                /* The monitor writes the exit file and then exits: when it
+                 * was gone by the time it was looked at, a file that was not
+                 * there at the first read may be there now. */
+                if (!have_exit) {
+                        r = read_exit_file(rt, id, &code, &mtime, &damaged, &eerr);
+                        if (r < 0)
+                                return r;
+                        have_exit = r > 0;
+                        if (have_exit && damaged)
+                                exit_file_discard(rt, id, &eerr, "exit code unknown");
+                }
                 if (have_exit) {
                         s.exit_code = code;
                         s.finished_at = mtime;

@@ -21,6 +21,7 @@
 #include <dirent.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/fanotify.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -416,6 +417,71 @@ static void test_exit_code(void **state) {
         assert_true(k.r < 0);
         assert_true(k.message[0] != 0);
         assert_int_equal(delete_ctr(f, "three", false).r, 0);
+}
+
+/* Stands in for a monitor that writes the exit file as it exits: it writes
+ * it while the status read holds the open of conmon.pid (an fanotify
+ * permission event), after that read found no exit file. */
+typedef struct ExitWriter {
+        int fanotify_fd;
+        const char *exit_path;
+        bool wrote;
+} ExitWriter;
+
+static void *exit_writer(void *userdata) {
+        ExitWriter *w = userdata;
+        struct pollfd pfd = { .fd = w->fanotify_fd, .events = POLLIN };
+        if (poll(&pfd, 1, 30 * 1000) != 1)
+                return NULL;
+        struct fanotify_event_metadata ev;
+        if (read(w->fanotify_fd, &ev, sizeof(ev)) != (ssize_t)sizeof(ev))
+                return NULL;
+        bool wrote = write_file_atomic(w->exit_path, "7", 1, 0600) == 0;
+        struct fanotify_response resp = { .fd = ev.fd, .response = FAN_ALLOW };
+        w->wrote = write(w->fanotify_fd, &resp, sizeof(resp)) == (ssize_t)sizeof(resp) && wrote;
+        safe_close(ev.fd);
+        return NULL;
+}
+
+static void test_exit_file_written_as_monitor_exits(void **state) {
+        Fixture *f = *state;
+        assert_int_equal(new_runtime(f, NULL), 0);
+        pid_t gone = fork();
+        assert_true(gone >= 0);
+        if (gone == 0)
+                _exit(0);
+        assert_int_equal(waitpid(gone, NULL, 0), gone);
+
+        _cleanup_free_ char *state_dir = strprintf("%s/runc/raced", f->run_dir);
+        _cleanup_free_ char *monitor_dir = strprintf("%s/conmon/raced", f->run_dir);
+        _cleanup_free_ char *exits_dir = strprintf("%s/exits", f->run_dir);
+        assert_int_equal(mkdir_p(state_dir, 0700), 0);
+        assert_int_equal(mkdir_p(monitor_dir, 0700), 0);
+        assert_int_equal(mkdir_p(exits_dir, 0700), 0);
+        _cleanup_free_ char *state_json =
+                strprintf("{\"init_process_pid\":%d,\"init_process_start\":1}", (int)gone);
+        _cleanup_free_ char *state_path = strprintf("%s/state.json", state_dir);
+        assert_int_equal(write_file_atomic(state_path, state_json, strlen(state_json), 0600), 0);
+        _cleanup_free_ char *pid_text = strprintf("%d", (int)gone);
+        _cleanup_free_ char *pid_path = strprintf("%s/conmon.pid", monitor_dir);
+        assert_int_equal(write_file_atomic(pid_path, pid_text, strlen(pid_text), 0600), 0);
+        _cleanup_free_ char *exit_path = strprintf("%s/raced", exits_dir);
+
+        _cleanup_close_ int fan = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC, O_RDONLY);
+        assert_true(fan >= 0);
+        assert_int_equal(fanotify_mark(fan, FAN_MARK_ADD, FAN_OPEN_PERM, AT_FDCWD, pid_path), 0);
+        ExitWriter w = { .fanotify_fd = fan, .exit_path = exit_path };
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, exit_writer, &w), 0);
+
+        RuntimeContainerStatus s;
+        int r = runtime_container_status(f->rt, "raced", &s);
+        assert_int_equal(pthread_join(t, NULL), 0);
+        assert_true(w.wrote);
+        assert_int_equal(r, 0);
+        assert_int_equal(s.state, RUNTIME_STATE_STOPPED);
+        assert_int_equal(s.exit_code, 7);
+        assert_true(s.finished_at > 0);
 }
 
 static void test_runc_errors(void **state) {
@@ -864,6 +930,8 @@ int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_lifecycle, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_exit_code, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_exit_file_written_as_monitor_exits, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_runc_errors, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_bad_bundle, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_missing_binaries, setup, teardown),
