@@ -521,15 +521,19 @@ static void drain(Monitor *m) {
                                 break;
 }
 
+/* The exit file in the exit dir goes last, as conmon writes it: it tells
+ * the agent the container is done, and the agent then deletes the
+ * container and removes the persist dir, which a file written there after
+ * it would keep. */
 static int write_exit(Monitor *m) {
         char path[PATH_MAX], code[16];
         int r = 0;
 
         (void)snprintf(code, sizeof(code), "%d", monitor_exit_code(m->exit_status));
-        if (snprintf(path, sizeof(path), "%s/%s", m->a.exit_dir, m->a.id) < (int)sizeof(path))
-                r = monitor_write_file_atomic(path, code);
         if (snprintf(path, sizeof(path), "%s/exit", m->a.persist_dir) < (int)sizeof(path))
                 (void)monitor_write_file_atomic(path, code);
+        if (snprintf(path, sizeof(path), "%s/%s", m->a.exit_dir, m->a.id) < (int)sizeof(path))
+                r = monitor_write_file_atomic(path, code);
         return r;
 }
 

@@ -11,8 +11,8 @@
  *   "<bundle>/ctl" FIFO reopens it ("2 ..." lines) or resizes the tty
  *   ("1 <rows> <cols>"), --log-size-max starts a fresh file at the limit;
  * - a cgroup OOM kill creates <persist>/oom; on container exit the code
- *   (decimal, 128+N for a signal) goes to <exit-dir>/<id> and
- *   <persist>/exit by temp file + rename, and the monitor exits.
+ *   (decimal, 128+N for a signal) goes to <persist>/exit and then
+ *   <exit-dir>/<id> by temp file + rename, and the monitor exits.
  *
  * This header is the pure part (unit-tested): argument parsing, the CRI
  * framing, the sync line, exit codes. It depends on libc only, as does the

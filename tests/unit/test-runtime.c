@@ -22,6 +22,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sys/fanotify.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -484,6 +485,66 @@ static void test_exit_file_written_as_monitor_exits(void **state) {
         assert_true(s.finished_at > 0);
 }
 
+/* The monitor's file in the exit dir is the last it writes: the agent acts
+ * on it by deleting the container, and the delete removes the monitor's
+ * persist dir, which a file written there afterwards would keep. One
+ * inotify queue holds both dirs' events in the order they happened. */
+static void check_exit_file_last(Fixture *f, const char *monitor) {
+        RuntimeOptions o = { .monitor = monitor };
+        assert_int_equal(new_runtime(f, &o), 0);
+        BundleSpec b = { .args = { "sh", "-c", "exit 5" }, .pid_ns = true };
+        _cleanup_free_ char *bundle = make_bundle(f, "last", &b);
+        assert_int_equal(create(f, "last", bundle).r, 0);
+
+        _cleanup_free_ char *persist = strprintf("%s/conmon/last", f->run_dir);
+        _cleanup_free_ char *exits = strprintf("%s/exits", f->run_dir);
+        _cleanup_close_ int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        assert_true(in >= 0);
+        int persist_wd = inotify_add_watch(in, persist, IN_MOVED_TO | IN_CLOSE_WRITE);
+        int exits_wd = inotify_add_watch(in, exits, IN_MOVED_TO | IN_CLOSE_WRITE);
+        assert_true(persist_wd >= 0 && exits_wd >= 0);
+
+        assert_int_equal(start(f, "last").r, 0);
+        assert_int_equal(wait_state(f, "last", RUNTIME_STATE_STOPPED).exit_code, 5);
+
+        int seen = 0, persist_at = 0, exits_at = 0;
+        usec_t end = now_usec(CLOCK_MONOTONIC) + 30 * USEC_PER_SEC;
+        while ((persist_at == 0 || exits_at == 0) && now_usec(CLOCK_MONOTONIC) < end) {
+                struct pollfd pfd = { .fd = in, .events = POLLIN };
+                if (poll(&pfd, 1, 100) <= 0)
+                        continue;
+                char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+                ssize_t n = read(in, buf, sizeof(buf));
+                for (ssize_t k = 0; k < n;) {
+                        const struct inotify_event *ev = (const struct inotify_event *)(buf + k);
+                        seen++;
+                        if (ev->len > 0 && ev->wd == persist_wd && streq(ev->name, "exit") &&
+                            persist_at == 0)
+                                persist_at = seen;
+                        if (ev->len > 0 && ev->wd == exits_wd && streq(ev->name, "last") &&
+                            exits_at == 0)
+                                exits_at = seen;
+                        k += (ssize_t)(sizeof(*ev) + ev->len);
+                }
+        }
+        assert_true(persist_at > 0);
+        assert_true(exits_at > 0);
+        assert_true(persist_at < exits_at);
+        assert_int_equal(delete_ctr(f, "last", false).r, 0);
+        assert_false(path_exists(f->run_dir, "conmon", "last"));
+}
+
+static void test_exit_file_last_conmon(void **state) {
+        check_exit_file_last(*state, NULL);
+}
+
+static void test_exit_file_last_nanolet_monitor(void **state) {
+        const char *monitor = getenv("NANOLET_MONITOR");
+        if (!monitor)
+                fail_msg("NANOLET_MONITOR (the nanolet-monitor to run) is not set");
+        check_exit_file_last(*state, monitor);
+}
+
 static void test_runc_errors(void **state) {
         Fixture *f = *state;
         assert_int_equal(new_runtime(f, NULL), 0);
@@ -931,6 +992,9 @@ int main(int argc, char **argv) {
                 cmocka_unit_test_setup_teardown(test_lifecycle, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_exit_code, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_exit_file_written_as_monitor_exits, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_exit_file_last_conmon, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_exit_file_last_nanolet_monitor, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_runc_errors, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_bad_bundle, setup, teardown),
